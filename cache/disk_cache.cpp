@@ -1,0 +1,213 @@
+#include "cache/disk_cache.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include <kiln/error.hpp>
+
+namespace kiln::cache {
+namespace {
+
+constexpr const char* kSuffix = ".kiln";
+constexpr const char* kTempPrefix = ".tmp-";
+constexpr std::uint64_t kMaxEntryBytes = 1ull << 30;
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+void make_dirs(const std::string& dir) {
+  std::string partial;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    partial = dir.substr(0, pos);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
+      throw CacheError(fmt::format("cannot create cache directory {}: {}; set KILN_CACHE_DIR to a writable place", partial, errno_text(errno)));
+  }
+}
+
+// A file or directory must be ours and writable by nobody else.
+std::string ownership_problem(const struct stat& st) {
+  if (st.st_uid != ::geteuid())
+    return fmt::format("owned by uid {}, not by this user (uid {})", st.st_uid, ::geteuid());
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return fmt::format("writable by group or others (mode {:04o})", st.st_mode & 07777);
+  return "";
+}
+
+bool read_all(int fd, std::string& out) {
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    out.append(buf, std::size_t(n));
+  }
+}
+
+bool disk_is_unusable(int e) {
+  return e == EROFS || e == EACCES || e == EPERM || e == ENOSPC || e == EDQUOT;
+}
+
+std::string random_suffix() {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^ std::uint64_t(::getpid()));
+  return fmt::format("{}-{:016x}", ::getpid(), rng());
+}
+
+}  // namespace
+
+DiskIo DiskIo::posix() {
+  return {[](const char* p, int flags, mode_t mode) { return ::open(p, flags, mode); },
+          [](int fd, const void* b, std::size_t n) { return ::write(fd, b, n); },
+          [](int fd) { return ::fsync(fd); },
+          [](const char* a, const char* b) { return ::rename(a, b); }};
+}
+
+std::string default_cache_dir() {
+  if (const char* d = std::getenv("KILN_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/kiln";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/kiln";
+  throw CacheError("no cache directory: set KILN_CACHE_DIR (or XDG_CACHE_HOME or HOME)");
+}
+
+DiskCache::DiskCache(std::string dir, DiskIo io) : dir_(std::move(dir)), io_(std::move(io)) {
+  while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+  if (dir_.empty()) throw CacheError("the cache directory path is empty");
+  struct stat st {};
+  if (::stat(dir_.c_str(), &st) != 0) {
+    make_dirs(dir_);
+    if (::stat(dir_.c_str(), &st) != 0)
+      throw CacheError(fmt::format("cache directory {} is not usable: {}", dir_, errno_text(errno)));
+  }
+  if (!S_ISDIR(st.st_mode))
+    throw CacheError(fmt::format("cache path {} is not a directory; remove it or set KILN_CACHE_DIR elsewhere", dir_));
+  if (std::string why = ownership_problem(st); !why.empty())
+    throw CacheError(fmt::format("refusing cache directory {}: it is {}. Another user could plant kernels there; "
+                                 "run `chmod 700 {}` if it is yours, or set KILN_CACHE_DIR to a private directory",
+                                 dir_, why, dir_));
+}
+
+std::string DiskCache::path_of(const CacheKey& key) const { return dir_ + "/" + key.hex() + kSuffix; }
+
+DiskCache::Loaded DiskCache::load(const CacheKey& key) const {
+  const std::string path = path_of(key);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return {Status::miss, std::nullopt, ""};
+    return {Status::refused, std::nullopt, fmt::format("cannot open {}: {}", path, errno_text(errno))};
+  }
+  struct stat st {};
+  std::string bytes;
+  std::string problem;
+  if (::fstat(fd, &st) != 0) problem = errno_text(errno);
+  else if (!S_ISREG(st.st_mode)) problem = "not a regular file";
+  else if (std::string why = ownership_problem(st); !why.empty()) problem = why;
+  if (!problem.empty()) {
+    ::close(fd);
+    return {Status::refused, std::nullopt, fmt::format("refusing cache entry {}: {}", path, problem)};
+  }
+  const bool ok = std::uint64_t(st.st_size) <= kMaxEntryBytes && read_all(fd, bytes);
+  ::close(fd);
+  Decoded d = ok ? decode_entry(bytes, key) : Decoded{std::nullopt, "unreadable or oversized"};
+  if (d.kernel) return {Status::hit, std::move(d.kernel), ""};
+  // Remove the bad file, unless a writer has meanwhile renamed a good entry into its place.
+  struct stat now {};
+  if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
+    ::unlink(path.c_str());
+  return {Status::bad, std::nullopt, fmt::format("cache entry {} is bad ({}); removed", path, d.problem)};
+}
+
+std::string DiskCache::store(const CacheKey& key, const CompiledKernel& kernel, bool* disk_unusable) const {
+  *disk_unusable = false;
+  const std::string bytes = encode_entry(key, kernel);
+  const std::string tmp = dir_ + "/" + kTempPrefix + key.hex() + "-" + random_suffix();
+  auto fail = [&](const char* step, int fd) {
+    const int e = errno;
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    *disk_unusable = disk_is_unusable(e);
+    return fmt::format("{} of {} failed: {}", step, std::strcmp(step, "rename") == 0 ? path_of(key) : tmp, errno_text(e));
+  };
+  const int fd = io_.open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return fail("create", -1);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = io_.write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = ENOSPC;
+      return fail("write", fd);
+    }
+    done += std::size_t(n);
+  }
+  if (io_.fsync(fd) != 0) return fail("fsync", fd);
+  if (::close(fd) != 0) return fail("close", -1);
+  if (io_.rename(tmp.c_str(), path_of(key).c_str()) != 0) return fail("rename", -1);
+  return "";
+}
+
+std::vector<EntryInfo> DiskCache::list() const {
+  std::vector<EntryInfo> out;
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) return out;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const std::size_t suffix = std::strlen(kSuffix);
+    if (name.size() <= suffix || name.compare(name.size() - suffix, suffix, kSuffix) != 0) continue;
+    EntryInfo info;
+    info.path = dir_ + "/" + name;
+    info.key = name.substr(0, name.size() - suffix);
+    struct stat st {};
+    if (::lstat(info.path.c_str(), &st) == 0) {
+      info.bytes = std::uint64_t(st.st_size);
+      info.modified = st.st_mtime;
+    }
+    const auto key = CacheKey::parse(info.key);
+    if (!key) {
+      info.problem = "file name is not a cache key";
+    } else {
+      // Verify without removing: listing never changes the cache.
+      const int fd = ::open(info.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      std::string bytes;
+      if (fd < 0 || !read_all(fd, bytes)) info.problem = "unreadable";
+      if (fd >= 0) ::close(fd);
+      if (info.problem.empty()) {
+        Decoded dec = decode_entry(bytes, *key);
+        if (dec.kernel) {
+          info.kernel = dec.kernel->name;
+          info.arch = dec.kernel->arch;
+        } else {
+          info.problem = dec.problem;
+        }
+      }
+    }
+    out.push_back(std::move(info));
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::size_t DiskCache::clear() const {
+  std::size_t removed = 0;
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) return 0;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const bool entry = name.size() > 5 && name.compare(name.size() - 5, 5, kSuffix) == 0;
+    const bool temp = name.rfind(kTempPrefix, 0) == 0;
+    if ((entry || temp) && ::unlink((dir_ + "/" + name).c_str()) == 0) ++removed;
+  }
+  ::closedir(d);
+  return removed;
+}
+
+}  // namespace kiln::cache

@@ -1,0 +1,161 @@
+#include "engine/compiler/compiler.hpp"
+
+#include <fmt/format.h>
+#include <nvrtc.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <memory>
+#include <regex>
+#include <sstream>
+
+#include <kiln/error.hpp>
+
+namespace kiln::compiler {
+namespace {
+
+struct ProgramDeleter {
+  void operator()(nvrtcProgram p) const { nvrtcDestroyProgram(&p); }
+};
+using Program = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, ProgramDeleter>;
+
+void check(nvrtcResult r, const char* call, const std::string& kernel) {
+  if (r != NVRTC_SUCCESS)
+    throw CompileError(fmt::format("{} failed for kernel {}: {}", call, kernel, nvrtcGetErrorString(r)),
+                       kernel, "", "");
+}
+
+struct Arch {
+  int number = 0;  // 90 for sm_90a
+  bool specific = false;
+};
+
+Arch parse_arch(const std::string& arch) {
+  static const std::regex re("sm_([0-9]{2,3})([af]?)");
+  std::smatch m;
+  if (!std::regex_match(arch, m, re))
+    throw ArgumentError(fmt::format("bad arch '{}': expected sm_XY or sm_XYa, e.g. sm_80, sm_90a", arch));
+  return {std::stoi(m[1]), m[2].length() > 0};
+}
+
+// Source lines around each "file(line): error" of the log, numbered.
+std::string excerpts(const std::string& log, const KernelSpec& spec, const HeaderTable& headers) {
+  static const std::regex re(R"(([^\s(]+)\((\d+)\): (error|catastrophic error))");
+  std::string out;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator(); ++it) {
+    const std::string file = (*it)[1];
+    const int line = std::stoi((*it)[2]);
+    const std::string* text = file == spec.name + ".cu" ? &spec.source
+                              : headers.contains(file)  ? &headers.source(file)
+                                                        : nullptr;
+    if (!text) continue;
+    std::istringstream in(*text);
+    std::string l;
+    out += fmt::format("--- {} around line {}:\n", file, line);
+    for (int n = 1; std::getline(in, l); ++n)
+      if (n >= line - 3 && n <= line + 3) out += fmt::format("{}{:5} | {}\n", n == line ? ">" : " ", n, l);
+  }
+  return out;
+}
+
+int ptxas_number(const std::string& log, const char* pattern) {
+  std::smatch m;
+  if (std::regex_search(log, m, std::regex(pattern))) return std::stoi(m[1]);
+  return -1;
+}
+
+}  // namespace
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return fmt::format("{}.{}", major, minor);
+}
+
+std::vector<std::string> target_options(const std::string& arch) {
+  const Arch a = parse_arch(arch);
+  int n = 0;
+  nvrtcGetNumSupportedArchs(&n);
+  std::vector<int> supported(n);
+  nvrtcGetSupportedArchs(supported.data());
+  if (supported.empty() || a.number < supported.front())
+    throw ArgumentError(fmt::format("NVRTC {} cannot target {} (oldest it supports: sm_{})",
+                                    nvrtc_version(), arch, supported.empty() ? 0 : supported.front()));
+  for (int s : supported)
+    if (s == a.number) return {"--gpu-architecture=" + arch};
+  int best = supported.front();
+  for (int s : supported)
+    if (s <= a.number) best = s;
+  // Newer than this NVRTC knows: PTX the driver compiles at load time.
+  return {fmt::format("--gpu-architecture=compute_{}", best)};
+}
+
+CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const HeaderTable& headers) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> options = spec.options;
+  for (auto& o : target_options(arch)) options.push_back(o);
+  options.push_back("-Xptxas=-v");  // register and spill counts, into the log
+  const bool ptx = options[options.size() - 2].find("compute_") != std::string::npos;
+
+  const std::vector<std::string> closure = headers.closure(spec.source);
+  std::vector<const char*> names, sources;
+  for (auto& name : closure) {
+    names.push_back(name.c_str());
+    sources.push_back(headers.source(name).c_str());
+  }
+
+  nvrtcProgram raw = nullptr;
+  const std::string file = spec.name + ".cu";
+  check(nvrtcCreateProgram(&raw, spec.source.c_str(), file.c_str(), int(names.size()),
+                           sources.data(), names.data()),
+        "nvrtcCreateProgram", spec.name);
+  Program prog(raw);
+  check(nvrtcAddNameExpression(raw, spec.expression.c_str()), "nvrtcAddNameExpression", spec.name);
+  std::vector<const char*> opts;
+  for (auto& o : options) opts.push_back(o.c_str());
+  const nvrtcResult result = nvrtcCompileProgram(raw, int(opts.size()), opts.data());
+
+  std::size_t log_size = 0;
+  nvrtcGetProgramLogSize(raw, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size) nvrtcGetProgramLog(raw, log.data());
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  std::string joined = fmt::format("{}", fmt::join(options, " "));
+  if (result != NVRTC_SUCCESS) {
+    throw CompileError(
+        fmt::format("NVRTC could not compile kernel {} for {}: {}\n  instantiation: {}\n  "
+                    "options: {}\n{}\n{}",
+                    spec.name, arch, nvrtcGetErrorString(result), spec.expression, joined, log,
+                    excerpts(log, spec, headers)),
+        spec.name, log, joined);
+  }
+
+  CompiledKernel out;
+  out.name = spec.name;
+  out.arch = arch;
+  out.is_ptx = ptx;
+  const char* lowered = nullptr;
+  check(nvrtcGetLoweredName(raw, spec.expression.c_str(), &lowered), "nvrtcGetLoweredName", spec.name);
+  out.lowered_name = lowered;
+  std::size_t size = 0;
+  if (ptx) {
+    check(nvrtcGetPTXSize(raw, &size), "nvrtcGetPTXSize", spec.name);
+    out.image.resize(size);
+    check(nvrtcGetPTX(raw, out.image.data()), "nvrtcGetPTX", spec.name);
+  } else {
+    check(nvrtcGetCUBINSize(raw, &size), "nvrtcGetCUBINSize", spec.name);
+    out.image.resize(size);
+    check(nvrtcGetCUBIN(raw, out.image.data()), "nvrtcGetCUBIN", spec.name);
+  }
+  out.registers = ptxas_number(log, R"(Used (\d+) registers)");
+  out.spill_bytes = ptxas_number(log, R"((\d+) bytes spill stores)");
+  out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  // Spills reported here are mostly the ABI saves around the slow-path calls of IEEE div,
+  // sqrt and sin; they are kept in the entry's metadata.
+  spdlog::info("kiln: compiled {} for {} in {:.1f} ms ({} registers, {} bytes spilled)", spec.name, arch,
+               out.compile_ms, out.registers, out.spill_bytes);
+  spdlog::debug("kiln: source of {}:\n{}\n// instantiation: {}", spec.name, spec.source, spec.expression);
+  return out;
+}
+
+}  // namespace kiln::compiler

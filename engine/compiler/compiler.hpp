@@ -1,0 +1,25 @@
+#pragma once
+// NVRTC: KernelSpec + arch -> CompiledKernel. Touches no disk and no GPU.
+
+#include <string>
+#include <vector>
+
+#include "engine/compiler/headers.hpp"
+#include "engine/kernel.hpp"
+
+namespace kiln::compiler {
+
+/// "13.0".
+std::string nvrtc_version();
+
+/// The NVRTC options that target `arch` ("sm_90a", "sm_80"): a cubin when NVRTC can emit one
+/// for it, else PTX for the newest virtual arch below it. Throws ArgumentError for a malformed
+/// arch or one older than NVRTC supports.
+std::vector<std::string> target_options(const std::string& arch);
+
+/// Compiles spec for arch. Throws CompileError with the NVRTC log and the numbered source
+/// around each error line.
+CompiledKernel compile(const KernelSpec& spec, const std::string& arch,
+                       const HeaderTable& headers = HeaderTable::embedded());
+
+}  // namespace kiln::compiler

@@ -1,0 +1,148 @@
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include <kiln/error.hpp>
+
+#include "cache/key.hpp"
+#include "engine/compiler/compiler.hpp"
+#include "engine/engine_impl.hpp"
+#include "engine/runtime/driver.hpp"
+#include "engine/runtime/memory.hpp"
+
+namespace kiln {
+namespace detail {
+namespace {
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+void configure_logging() {
+  static const bool done = [] {
+    if (const char* level = std::getenv("KILN_LOG_LEVEL"); level && *level)
+      spdlog::set_level(spdlog::level::from_str(level));
+    else
+      spdlog::set_level(spdlog::level::warn);
+    return true;
+  }();
+  (void)done;
+}
+
+}  // namespace
+
+EngineImpl::EngineImpl(EngineOptions opts) : options(std::move(opts)) {
+  configure_logging();
+  if (options.offline) {
+    if (options.arch.empty())
+      throw ArgumentError("an offline engine needs EngineOptions::arch (for example sm_90a)");
+  } else {
+    context = std::make_shared<runtime::Context>(options.device);
+    runtime::ContextGuard guard(*context);
+    stream = runtime::make_stream();
+  }
+  arch = options.arch.empty() ? context->info().arch() : options.arch;
+  compiler::target_options(arch);  // validates the arch now, not at the first op
+  std::optional<std::string> dir;
+  if (options.disk_cache && !env_flag("KILN_DISABLE_DISK_CACHE")) dir = options.cache_dir ? *options.cache_dir : cache::default_cache_dir();
+  cache = std::make_unique<cache::KernelCache>(dir);
+  cache_dir = cache->describe();
+}
+
+EngineImpl::~EngineImpl() {
+  if (!context) return;
+  try {
+    runtime::ContextGuard guard(*context);
+    loaded_.clear();  // modules unload inside their context
+    stream.reset();
+  } catch (const std::exception& e) {
+    spdlog::warn("kiln: tearing down the engine: {}", e.what());
+  }
+}
+
+void EngineImpl::require_device(const char* what) const {
+  if (!context)
+    throw CudaError(-1, what, "offline engine",
+                    fmt::format("{} needs a GPU, but this engine is offline (arch {}); it can only "
+                                "precompile kernels",
+                                what, arch));
+}
+
+const LoadedKernel& EngineImpl::prepare(const KernelSpec& spec, std::string* source) {
+  std::string memo = spec.source + '\n' + spec.expression;
+  if (auto it = loaded_.find(memo); it != loaded_.end()) {
+    cache->count_memory_hit();
+    if (source) *source = "memory";
+    return it->second;
+  }
+  const compiler::HeaderTable& headers = compiler::HeaderTable::embedded();
+  const std::string nvrtc = compiler::nvrtc_version();
+  cache::KeyInputs in{spec.source, spec.expression, {}, spec.options, arch, nvrtc};
+  const std::vector<std::string> closure = headers.closure(spec.source);
+  for (const std::string& name : closure) in.headers.emplace_back(name, headers.source(name));
+  const cache::CacheKey key = cache::compute_key(in);
+
+  auto got = cache->get(key, [&] { return compiler::compile(spec, arch, headers); });
+  LoadedKernel k;
+  k.compiled = got.kernel;
+  KernelRecord rec{spec.name, key.hex(), cache::to_string(got.source),
+                   got.source == cache::KernelCache::Source::compiled ? got.kernel->compile_ms : 0.0,
+                   got.kernel->registers};
+  if (context) {
+    runtime::ContextGuard guard(*context);
+    k.module = std::make_unique<runtime::Module>(got.kernel->image, got.kernel->lowered_name, spec.name);
+  }
+  k.record = records.size();
+  if (source) *source = rec.source;
+  records.push_back(rec);
+  return loaded_.emplace(std::move(memo), std::move(k)).first->second;
+}
+
+void EngineImpl::launch(const LoadedKernel& k, unsigned grid, unsigned block, void** args) {
+  require_device("launching a kernel");
+  runtime::ContextGuard guard(*context);
+  k.module->launch(grid, block, stream.get(), args);
+}
+
+}  // namespace detail
+
+Engine::Engine(EngineOptions options) : impl_(std::make_unique<detail::EngineImpl>(std::move(options))) {}
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+
+bool Engine::has_device() const { return impl_->context != nullptr; }
+const std::string& Engine::arch() const { return impl_->arch; }
+std::string Engine::device_name() const { return impl_->context ? impl_->context->info().name : "(offline)"; }
+const std::string& Engine::cache_dir() const { return impl_->cache_dir; }
+CacheCounters Engine::counters() const { return impl_->cache->counters(); }
+const std::vector<KernelRecord>& Engine::kernels() const { return impl_->records; }
+void* Engine::stream() const { return impl_->stream.get(); }
+
+Tensor Engine::empty(const Shape& shape, DType dtype) {
+  impl_->require_device("allocating a tensor");
+  const std::int64_t n = numel_of(shape);
+  auto mem = std::make_shared<detail::Allocation>(impl_->context, std::size_t(n) * size_of(dtype));
+  TensorView v;
+  v.data = mem->ptr();
+  v.shape = shape;
+  v.dtype = dtype;
+  return Tensor(std::move(mem), std::move(v));
+}
+
+Tensor Engine::from_host(const Shape& shape, DType dtype, const void* data) {
+  Tensor t = empty(shape, dtype);
+  t.copy_from_host(data);
+  return t;
+}
+
+void Engine::synchronize() {
+  impl_->require_device("synchronize");
+  runtime::ContextGuard guard(*impl_->context);
+  KILN_CU_CHECK(runtime::driver().cuStreamSynchronize(impl_->stream.get()), "the engine's stream");
+}
+
+}  // namespace kiln

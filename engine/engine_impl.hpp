@@ -1,0 +1,54 @@
+#pragma once
+// What an Engine holds: the device context and stream (unless offline), the kernel cache, and
+// the kernels already loaded, looked up by their specialization.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <kiln/engine.hpp>
+
+#include "cache/kernel_cache.hpp"
+#include "engine/compiler/headers.hpp"
+#include "engine/kernel.hpp"
+#include "engine/runtime/context.hpp"
+#include "engine/runtime/module.hpp"
+
+namespace kiln::detail {
+
+/// A kernel ready to launch (or, offline, compiled and cached only).
+struct LoadedKernel {
+  std::shared_ptr<const CompiledKernel> compiled;
+  std::unique_ptr<runtime::Module> module;  ///< null on an offline engine
+  std::size_t record = 0;                   ///< index into EngineImpl::records
+};
+
+class EngineImpl {
+ public:
+  explicit EngineImpl(EngineOptions options);
+  ~EngineImpl();
+
+  /// The kernel of `spec` for this engine's arch: already loaded, or from the cache, or
+  /// compiled now; loaded into the context when there is a device.
+  /// `source` (optional) gets where this lookup found it: "memory", "disk" or "compiled".
+  const LoadedKernel& prepare(const KernelSpec& spec, std::string* source = nullptr);
+  void launch(const LoadedKernel& k, unsigned grid, unsigned block, void** args);
+
+  /// Throws CudaError when the engine is offline.
+  void require_device(const char* what) const;
+
+  EngineOptions options;
+  std::string arch;
+  std::string cache_dir;
+  std::shared_ptr<runtime::Context> context;  ///< null offline
+  runtime::StreamHandle stream;
+  std::unique_ptr<cache::KernelCache> cache;
+  std::vector<KernelRecord> records;
+
+ private:
+  std::unordered_map<std::string, LoadedKernel> loaded_;  // by source + expression
+};
+
+}  // namespace kiln::detail

@@ -1,0 +1,31 @@
+#pragma once
+// The plain values that cross the stages of the pipeline:
+//   KernelSpec (source + instantiation) -> CompiledKernel (image + metadata) -> loaded module.
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// What to compile: a main source (which includes templates from the header table), the
+/// template instantiation to emit, and arch-free NVRTC options.
+struct KernelSpec {
+  std::string name;        ///< readable and stable: "silu__bf16__r1_v8_i32"
+  std::string source;      ///< main translation unit
+  std::string expression;  ///< NVRTC name expression of the __global__ instantiation
+  std::vector<std::string> options;
+};
+
+/// What NVRTC produced for one spec and one arch.
+struct CompiledKernel {
+  std::string name;
+  std::string lowered_name;  ///< mangled name to look the function up in the module
+  std::string arch;          ///< "sm_90a"
+  bool is_ptx = false;       ///< PTX fallback (the driver JIT-compiles it at load)
+  std::string image;         ///< cubin bytes, or PTX text
+  int registers = -1;        ///< per thread, from ptxas (-1 when unknown)
+  int spill_bytes = -1;      ///< spill stores, from ptxas
+  double compile_ms = 0;
+};
+
+}  // namespace kiln

@@ -1,0 +1,87 @@
+#include "engine/runtime/context.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "engine/runtime/driver.hpp"
+
+namespace kiln::runtime {
+
+std::string DeviceInfo::arch() const {
+  // Hopper and later get the arch-specific target (wgmma, setmaxnreg); a cubin for sm_90a
+  // runs only on compute capability 9.0, which is the device it was made for.
+  return fmt::format("sm_{}{}{}", cc_major, cc_minor, cc_major >= 9 ? "a" : "");
+}
+
+Context::Context(int ordinal) {
+  const Driver& d = driver();
+  const std::string object = fmt::format("device {}", ordinal);
+  int count = 0;
+  KILN_CU_CHECK(d.cuDeviceGetCount(&count), object);
+  if (ordinal < 0 || ordinal >= count)
+    throw_cuda_error(CUDA_ERROR_INVALID_DEVICE, "cuDeviceGet", fmt::format("{} (the driver reports {} devices)", object, count), __FILE__, __LINE__);
+  KILN_CU_CHECK(d.cuDeviceGet(&device_, ordinal), object);
+  char name[256] = {};
+  KILN_CU_CHECK(d.cuDeviceGetName(name, sizeof name, device_), object);
+  info_.ordinal = ordinal;
+  info_.name = name;
+  auto attr = [&](CUdevice_attribute a) {
+    int v = 0;
+    KILN_CU_CHECK(d.cuDeviceGetAttribute(&v, a, device_), object);
+    return v;
+  };
+  info_.cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  info_.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info_.sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  info_.max_shared_per_block_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  KILN_CU_CHECK(d.cuDeviceTotalMem(&info_.total_memory, device_), object);
+  KILN_CU_CHECK(d.cuDriverGetVersion(&info_.driver_version), object);
+  KILN_CU_CHECK(d.cuDevicePrimaryCtxRetain(&ctx_, device_), object);
+}
+
+Context::~Context() {
+  if (CUresult r = driver().cuDevicePrimaryCtxRelease(device_); r != CUDA_SUCCESS)
+    spdlog::warn("kiln: releasing the primary context of device {} failed: {}", info_.ordinal,
+                 result_name(r));
+}
+
+ContextGuard::ContextGuard(const Context& ctx) {
+  KILN_CU_CHECK(driver().cuCtxPushCurrent(ctx.get()), fmt::format("context of device {}", ctx.info().ordinal));
+}
+
+ContextGuard::~ContextGuard() {
+  CUcontext popped = nullptr;
+  if (CUresult r = driver().cuCtxPopCurrent(&popped); r != CUDA_SUCCESS)
+    spdlog::warn("kiln: cuCtxPopCurrent failed: {}", result_name(r));
+}
+
+void StreamDeleter::operator()(CUstream s) const {
+  if (CUresult r = driver().cuStreamDestroy(s); r != CUDA_SUCCESS)
+    spdlog::warn("kiln: cuStreamDestroy failed: {}", result_name(r));
+}
+
+void EventDeleter::operator()(CUevent e) const {
+  if (CUresult r = driver().cuEventDestroy(e); r != CUDA_SUCCESS)
+    spdlog::warn("kiln: cuEventDestroy failed: {}", result_name(r));
+}
+
+StreamHandle make_stream() {
+  CUstream s = nullptr;
+  KILN_CU_CHECK(driver().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "a new stream");
+  return StreamHandle(s);
+}
+
+EventHandle make_event() {
+  CUevent e = nullptr;
+  KILN_CU_CHECK(driver().cuEventCreate(&e, CU_EVENT_DEFAULT), "a new event");
+  return EventHandle(e);
+}
+
+float elapsed_ms(CUevent start, CUevent stop) {
+  float ms = 0;
+  KILN_CU_CHECK(driver().cuEventSynchronize(stop), "timing event");
+  KILN_CU_CHECK(driver().cuEventElapsedTime(&ms, start, stop), "timing event pair");
+  return ms;
+}
+
+}  // namespace kiln::runtime

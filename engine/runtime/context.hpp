@@ -1,0 +1,67 @@
+#pragma once
+// Move-only owners of a device's primary context, streams and events, and the scoped guard
+// that makes a context current. No op code calls cuCtxPushCurrent itself.
+
+#include <cuda.h>
+
+#include <memory>
+#include <string>
+
+namespace kiln::runtime {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  int max_shared_per_block_optin = 0;
+  std::size_t total_memory = 0;
+  int driver_version = 0;
+  /// The NVRTC target for this device: sm_90a on Hopper (arch-specific features), sm_86 etc.
+  std::string arch() const;
+};
+
+/// The retained primary context of one device.
+class Context {
+ public:
+  explicit Context(int ordinal);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  CUcontext get() const { return ctx_; }
+  const DeviceInfo& info() const { return info_; }
+
+ private:
+  CUdevice device_ = 0;
+  CUcontext ctx_ = nullptr;
+  DeviceInfo info_;
+};
+
+/// Makes a context current for a scope and restores the previous one.
+class ContextGuard {
+ public:
+  explicit ContextGuard(const Context& ctx);
+  ~ContextGuard();
+  ContextGuard(const ContextGuard&) = delete;
+  ContextGuard& operator=(const ContextGuard&) = delete;
+};
+
+struct StreamDeleter {
+  void operator()(CUstream s) const;
+};
+struct EventDeleter {
+  void operator()(CUevent e) const;
+};
+using StreamHandle = std::unique_ptr<std::remove_pointer_t<CUstream>, StreamDeleter>;
+using EventHandle = std::unique_ptr<std::remove_pointer_t<CUevent>, EventDeleter>;
+
+/// A non-blocking stream of the current context.
+StreamHandle make_stream();
+/// An event with timing (for benchmarks) on the current context.
+EventHandle make_event();
+/// Milliseconds between two recorded events, after waiting for the second.
+float elapsed_ms(CUevent start, CUevent stop);
+
+}  // namespace kiln::runtime

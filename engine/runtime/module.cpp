@@ -1,0 +1,36 @@
+#include "engine/runtime/module.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "engine/runtime/driver.hpp"
+
+namespace kiln::runtime {
+
+void ModuleDeleter::operator()(CUmodule m) const {
+  if (CUresult r = driver().cuModuleUnload(m); r != CUDA_SUCCESS)
+    spdlog::warn("kiln: cuModuleUnload failed: {}", result_name(r));
+}
+
+Module::Module(const std::string& image, const std::string& lowered_name,
+               const std::string& kernel)
+    : kernel_(kernel) {
+  CUmodule m = nullptr;
+  KILN_CU_CHECK(driver().cuModuleLoadData(&m, image.data()), "module of kernel " + kernel);
+  module_.reset(m);
+  KILN_CU_CHECK(driver().cuModuleGetFunction(&function_, m, lowered_name.c_str()),
+                "kernel " + kernel + " (" + lowered_name + ")");
+}
+
+int Module::registers() const {
+  int n = 0;
+  KILN_CU_CHECK(driver().cuFuncGetAttribute(&n, CU_FUNC_ATTRIBUTE_NUM_REGS, function_),
+                "kernel " + kernel_);
+  return n;
+}
+
+void Module::launch(unsigned grid, unsigned block, CUstream stream, void** args) const {
+  KILN_CU_CHECK(driver().cuLaunchKernel(function_, grid, 1, 1, block, 1, 1, 0, stream, args, nullptr),
+                "kernel " + kernel_);
+}
+
+}  // namespace kiln::runtime

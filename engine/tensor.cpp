@@ -1,0 +1,83 @@
+// dtypes and views: the values an app hands to kiln.
+#include <fmt/format.h>
+
+#include <kiln/dtype.hpp>
+#include <kiln/error.hpp>
+#include <kiln/tensor.hpp>
+
+namespace kiln {
+
+std::size_t size_of(DType t) {
+  switch (t) {
+    case DType::f32: return 4;
+    case DType::f16: return 2;
+    case DType::bf16: return 2;
+    case DType::boolean: return 1;
+  }
+  return 0;
+}
+
+std::string_view name_of(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::boolean: return "bool";
+  }
+  return "?";
+}
+
+std::string_view device_type_of(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f16: return "__half";
+    case DType::bf16: return "__nv_bfloat16";
+    case DType::boolean: return "kiln::bool8";
+  }
+  return "?";
+}
+
+DType parse_dtype(std::string_view name) {
+  for (DType t : kAllDTypes)
+    if (name_of(t) == name) return t;
+  throw DtypeError(fmt::format("unknown dtype '{}'; expected one of f32, f16, bf16, bool", name));
+}
+
+bool is_float(DType t) { return t != DType::boolean; }
+
+std::int64_t numel_of(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t e : shape) {
+    if (e < 0) throw ShapeError(fmt::format("shape {} has a negative extent", to_string(shape)));
+    if (e != 0 && n > INT64_MAX / e)
+      throw ShapeError(fmt::format("shape {} has more than 2^63 elements", to_string(shape)));
+    n *= e;
+  }
+  return n;
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape s(shape.size(), 1);
+  for (std::size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * std::max<std::int64_t>(shape[i], 1);
+  return s;
+}
+
+std::string to_string(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+Shape TensorView::resolved_strides() const { return strides.empty() ? contiguous_strides(shape) : strides; }
+
+bool TensorView::is_contiguous() const {
+  if (strides.empty()) return true;
+  const Shape c = contiguous_strides(shape);
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1 && strides[i] != c[i]) return false;
+  return true;
+}
+
+std::string TensorView::describe() const {
+  std::string s = fmt::format("{}{}", name_of(dtype), to_string(shape));
+  if (!strides.empty() && !is_contiguous()) s += " strides " + to_string(strides);
+  return s;
+}
+
+}  // namespace kiln

@@ -1,0 +1,81 @@
+#pragma once
+/// \file
+/// kiln::Engine: one device, one stream, one kernel cache.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kiln/tensor.hpp>
+
+namespace kiln {
+
+struct EngineOptions {
+  int device = 0;  ///< CUDA device ordinal
+  /// Target architecture ("sm_90a"). Empty: the device's. Given with `offline`, no GPU is
+  /// touched: kernels are specialized, compiled and cached but never launched.
+  std::string arch;
+  bool offline = false;
+  /// Cache directory; unset = $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
+  std::optional<std::string> cache_dir;
+  /// Keep compiled kernels on disk. Also off when KILN_DISABLE_DISK_CACHE=1.
+  bool disk_cache = true;
+};
+
+/// Counters of the kernel cache, for this engine.
+struct CacheCounters {
+  std::uint64_t compiles = 0;     ///< NVRTC compilations
+  std::uint64_t memory_hits = 0;  ///< served from this process's memory
+  std::uint64_t disk_hits = 0;    ///< served from the disk cache
+  std::uint64_t bad_entries = 0;  ///< corrupt entries found, removed and recompiled
+  double compile_ms = 0;          ///< total NVRTC time
+};
+
+/// One kernel the engine prepared: where it came from and what it cost.
+struct KernelRecord {
+  std::string name;    ///< readable name, e.g. "silu__bf16__r1_v8"
+  std::string key;     ///< cache key (hex)
+  std::string source;  ///< "compiled", "disk" or "memory"
+  double compile_ms = 0;
+  int registers = -1;
+};
+
+namespace detail {
+class EngineImpl;
+}
+
+/// The entry point of kiln. Not thread-safe: use one engine per thread or lock around it.
+class Engine {
+ public:
+  explicit Engine(EngineOptions options = {});
+  ~Engine();
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
+
+  bool has_device() const;
+  const std::string& arch() const;
+  std::string device_name() const;  ///< "NVIDIA H100 80GB HBM3", or "(offline)"
+  const std::string& cache_dir() const;
+
+  /// Uninitialized device memory.
+  Tensor empty(const Shape& shape, DType dtype);
+  /// Device memory holding a copy of `numel(shape) * size_of(dtype)` host bytes.
+  Tensor from_host(const Shape& shape, DType dtype, const void* data);
+  /// Blocks until the engine's stream is idle.
+  void synchronize();
+  /// The CUstream kernels launch on (as an opaque handle).
+  void* stream() const;
+
+  CacheCounters counters() const;
+  /// Every kernel prepared so far, in order.
+  const std::vector<KernelRecord>& kernels() const;
+
+  detail::EngineImpl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<detail::EngineImpl> impl_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,9 @@
+#pragma once
+/// \file
+/// Everything an embedding app needs.
+
+#include <kiln/dtype.hpp>
+#include <kiln/engine.hpp>
+#include <kiln/error.hpp>
+#include <kiln/ops.hpp>
+#include <kiln/tensor.hpp>

@@ -1,0 +1,35 @@
+#pragma once
+// Element types of kiln's kernels and their conversions. Every op computes in f32; f16 and
+// bf16 are converted on load and rounded to nearest on store.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace kiln {
+
+/// kiln's `bool` dtype: one byte, true where nonzero.
+struct bool8 {
+  unsigned char v;
+};
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(bool8 x) { return x.v != 0 ? 1.0f : 0.0f; }
+
+template <class T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <>
+__device__ __forceinline__ bool8 from_float<bool8>(float x) {
+  return bool8{static_cast<unsigned char>(x != 0.0f)};
+}
+
+}  // namespace kiln

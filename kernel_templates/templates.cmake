@@ -1,0 +1,16 @@
+# Included from the top level (a custom command must live in its target's directory).
+# Kernel templates and the toolkit's fp16/bf16 headers travel inside libkiln as a header table.
+set(templates dtype.cuh elementwise.cuh layout.cuh ops.cuh vec.cuh)
+set(names "")
+set(files "")
+foreach(t IN LISTS templates)
+  list(APPEND names "kiln/${t}")
+  list(APPEND files "${CMAKE_CURRENT_LIST_DIR}/kiln/${t}")
+endforeach()
+# NVRTC 13 has no built-in cuda_fp16.h/cuda_bf16.h; under NVRTC these four include nothing else.
+foreach(h cuda_fp16.h cuda_fp16.hpp cuda_bf16.h cuda_bf16.hpp)
+  find_file(KILN_${h}_PATH ${h} PATHS ${CUDAToolkit_INCLUDE_DIRS} NO_DEFAULT_PATH REQUIRED)
+  list(APPEND names ${h})
+  list(APPEND files ${KILN_${h}_PATH})
+endforeach()
+kiln_embed_headers(kiln NAMES ${names} FILES ${files})

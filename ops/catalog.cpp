@@ -1,0 +1,119 @@
+// The catalog and the shape/dtype rules shared by every elementwise op.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include <kiln/error.hpp>
+
+#include "ops/op.hpp"
+
+namespace kiln::ops {
+namespace {
+
+std::string describe_args(const OpDef& op, const std::vector<Operand>& args) {
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string name = i < op.operands.size() ? std::string(op.operands[i]) : fmt::format("arg{}", i);
+    if (auto* v = std::get_if<TensorView>(&args[i]))
+      parts.push_back(fmt::format("{}: {}{}", name, name_of(v->dtype), to_string(v->shape)));
+    else
+      parts.push_back(fmt::format("{}: scalar {}", name, std::get<double>(args[i])));
+  }
+  return fmt::format("{}({})", op.name, fmt::join(parts, ", "));
+}
+
+DType promote(DType a, DType b) {
+  if (a == b) return a;
+  if (a == DType::boolean) return b;
+  if (b == DType::boolean) return a;
+  return DType::f32;  // f16 with bf16, or either with f32
+}
+
+}  // namespace
+
+const std::vector<OpDef>& all_ops() {
+  static const std::vector<OpDef> ops = [] {
+    std::vector<OpDef> all;
+    for (auto family : {unary_ops, binary_ops, select_ops})
+      for (auto& op : family()) all.push_back(op);
+    return all;
+  }();
+  return ops;
+}
+
+const OpDef& find_op(std::string_view name) {
+  for (const OpDef& op : all_ops())
+    if (op.name == name) return op;
+  std::vector<std::string_view> names;
+  for (const OpDef& op : all_ops()) names.push_back(op.name);
+  throw ArgumentError(fmt::format("unknown op '{}'; known ops: {}", name, fmt::join(names, " ")));
+}
+
+TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+  if (args.size() != op.operands.size())
+    throw ArgumentError(fmt::format("{} takes {} operand(s) ({}), got {}: {}", op.name, op.operands.size(),
+                                    fmt::join(op.operands, ", "), args.size(), describe_args(op, args)));
+  // Shape: NumPy broadcasting over the tensor operands.
+  Shape shape;
+  bool any_tensor = false;
+  for (const Operand& a : args) {
+    const auto* v = std::get_if<TensorView>(&a);
+    if (!v) continue;
+    any_tensor = true;
+    numel_of(v->shape);  // rejects negative extents and overflow
+    if (v->shape.size() > shape.size()) shape.insert(shape.begin(), v->shape.size() - shape.size(), 1);
+    for (std::size_t i = 0; i < v->shape.size(); ++i) {
+      std::int64_t& out = shape[shape.size() - v->shape.size() + i];
+      const std::int64_t in = v->shape[i];
+      if (out == 1) out = in;
+      else if (in != 1 && in != out)
+        throw ShapeError(fmt::format("{}: shapes do not broadcast (dim {} from the end: {} vs {})",
+                                     describe_args(op, args), v->shape.size() - i, out, in));
+    }
+  }
+  if (!any_tensor)
+    throw ArgumentError(fmt::format("{}: needs at least one tensor operand", describe_args(op, args)));
+
+  // Dtype.
+  std::optional<DType> values;  // promoted dtype of the value operands
+  bool all_bool = true;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto* v = std::get_if<TensorView>(&args[i]);
+    if (!v || (op.rule == Rule::select && i == 0)) continue;
+    values = values ? promote(*values, v->dtype) : v->dtype;
+    all_bool = all_bool && v->dtype == DType::boolean;
+  }
+  DType out = values.value_or(DType::f32);
+  switch (op.rule) {
+    case Rule::arithmetic:
+      if (values && all_bool)
+        throw DtypeError(fmt::format("{}: arithmetic on bool operands; cast them to a float dtype first",
+                                     describe_args(op, args)));
+      break;
+    case Rule::compare:
+      out = DType::boolean;
+      break;
+    case Rule::select:
+      break;
+    case Rule::cast:
+      if (!attrs.dtype)
+        throw ArgumentError(fmt::format("{}: needs attribute dtype (f32, f16, bf16, bool)", describe_args(op, args)));
+      out = *attrs.dtype;
+      break;
+  }
+  if (op.name == "clamp" && attrs.min && attrs.max && *attrs.min > *attrs.max)
+    throw ArgumentError(fmt::format("{}: min {} is greater than max {}", describe_args(op, args), *attrs.min, *attrs.max));
+  TensorView r;
+  r.shape = shape;
+  r.dtype = out;
+  return r;
+}
+
+std::vector<Operand> kernel_operands(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+  if (op.name != "clamp") return args;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  return {args[0], attrs.min.value_or(-inf), attrs.max.value_or(inf)};
+}
+
+}  // namespace kiln::ops

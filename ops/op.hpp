@@ -1,0 +1,58 @@
+#pragma once
+// The op catalog: for each op its operands, shape/dtype rule, fusion class, the device functor
+// it binds to in kernel_templates/kiln/ops.cuh, and its fp64 CPU reference.
+
+#include <string_view>
+#include <vector>
+
+#include <kiln/ops.hpp>
+
+namespace kiln::ops {
+
+/// How an op fuses (DESIGN.md, key decision 6). Every op of this file is elementwise.
+enum class FusionClass { elementwise };
+
+/// Which dtype rule applies.
+enum class Rule {
+  arithmetic,  ///< float operands promoted; bool operands refused
+  compare,     ///< any operands; result bool
+  select,      ///< where: cond any, values promoted (bool allowed)
+  cast,        ///< result is attrs.dtype
+};
+
+/// Inputs for which an op is well conditioned; tests and benchmarks draw from it.
+struct Domain {
+  double lo = -4;
+  double hi = 4;
+};
+
+struct OpDef {
+  std::string_view name;
+  std::vector<std::string_view> operands;  ///< names in messages: {"a", "b"}
+  std::string_view functor;                ///< "kiln::op::Add"
+  Rule rule = Rule::arithmetic;
+  Domain domain;
+  /// fp64 reference on (up to three) operand values; clamp gets (x, min, max).
+  double (*reference)(double a, double b, double c) = nullptr;
+  FusionClass fusion = FusionClass::elementwise;
+};
+
+/// The op called `name`; ArgumentError listing the known ops otherwise.
+const OpDef& find_op(std::string_view name);
+/// Every op, in catalog order.
+const std::vector<OpDef>& all_ops();
+
+// Each family registers its ops (one file each).
+std::vector<OpDef> unary_ops();
+std::vector<OpDef> binary_ops();
+std::vector<OpDef> select_ops();
+
+/// The result shape and dtype of `op` on `args` (data is 0, strides empty). Throws
+/// ShapeError/DtypeError/ArgumentError naming the op and every operand.
+TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);
+
+/// The kernel's operand slots: clamp's bounds become scalar operands (an absent bound an
+/// infinity); every other op passes its args through.
+std::vector<Operand> kernel_operands(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);
+
+}  // namespace kiln::ops

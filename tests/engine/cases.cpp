@@ -1,0 +1,99 @@
+#include "tests/engine/cases.hpp"
+
+#include <fmt/format.h>
+
+#include "ops/op.hpp"
+
+namespace kiln::test {
+
+const char* name_of(Layout l) {
+  switch (l) {
+    case Layout::contiguous: return "contiguous";
+    case Layout::strided: return "strided";
+    case Layout::broadcast: return "broadcast";
+    case Layout::scalar: return "scalar";
+    case Layout::misaligned: return "misaligned";
+  }
+  return "?";
+}
+
+namespace {
+
+OperandSpec tensor(Shape shape, DType t, Shape strides = {}, std::int64_t offset = 0) {
+  OperandSpec s;
+  s.view.shape = shape;
+  s.view.strides = strides;
+  s.view.dtype = t;
+  s.offset = offset;
+  std::int64_t span = 1;
+  const Shape st = s.view.resolved_strides();
+  for (std::size_t i = 0; i < shape.size(); ++i) span += (shape[i] - 1) * st[i];
+  s.alloc = offset + span;
+  return s;
+}
+
+OperandSpec scalar(double v) {
+  OperandSpec s;
+  s.scalar = true;
+  s.value = v;
+  return s;
+}
+
+// The operands of `op` (first operand dtype t, others `others`) in layout l.
+std::vector<OperandSpec> operands(const ops::OpDef& op, DType t, DType cond, Layout l, std::int64_t R, std::int64_t C) {
+  const std::size_t n = op.operands.size();
+  std::vector<OperandSpec> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const DType dt = (op.rule == ops::Rule::select && i == 0) ? cond : t;
+    switch (l) {
+      case Layout::contiguous: out.push_back(tensor({R, C}, dt)); break;
+      case Layout::misaligned: out.push_back(tensor({R, C}, dt, {}, 1)); break;
+      case Layout::strided:  // the first operand is a transposed (column-major) view
+        out.push_back(i == 0 ? tensor({R, C}, dt, {1, R}) : tensor({R, C}, dt));
+        break;
+      case Layout::broadcast:
+        if (n == 1) out.push_back(tensor({R, C}, dt, {1, 0}));  // a [R] vector expanded along C
+        else if (i == 0) out.push_back(tensor({R, 1}, dt));
+        else if (i == 1) out.push_back(tensor({R, C}, dt));
+        else out.push_back(tensor({C}, dt));
+        break;
+      case Layout::scalar:
+        out.push_back(i == 1 ? scalar(0.75) : tensor({R, C}, dt));
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Case> sweep(std::int64_t R, std::int64_t C, bool with_misaligned) {
+  std::vector<Case> cases;
+  std::vector<Layout> layouts = {Layout::contiguous, Layout::strided, Layout::broadcast, Layout::scalar};
+  if (with_misaligned) layouts.push_back(Layout::misaligned);
+  for (const ops::OpDef& op : ops::all_ops()) {
+    for (DType t : kFloatDTypes) {
+      std::vector<std::optional<DType>> targets = {std::nullopt};
+      if (op.rule == ops::Rule::cast) targets = {DType::f32, DType::f16, DType::bf16, DType::boolean};
+      for (Layout l : layouts) {
+        if (l == Layout::scalar && op.operands.size() != 2) continue;
+        for (auto to : targets) {
+          Case c;
+          c.op = op.name;
+          c.operands = operands(op, t, DType::boolean, l, R, C);
+          c.lo = op.domain.lo;
+          c.hi = op.domain.hi;
+          if (op.rule == ops::Rule::compare) c.step = 0.5;  // equal values do occur
+          if (op.name == "clamp") c.attrs = Attrs{-1.0, l == Layout::strided ? std::nullopt : std::optional<double>(1.5), std::nullopt};
+          c.attrs.dtype = to;
+          c.label = fmt::format("{} {}{} {} [{}, {}]", op.name, kiln::name_of(t),
+                                to ? fmt::format("->{}", kiln::name_of(*to)) : "", name_of(l), R, C);
+          cases.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+}  // namespace kiln::test

@@ -1,0 +1,39 @@
+#pragma once
+// The sweep of the elementwise suite: every op x dtype x layout, shared by the CPU compile
+// sweep and the GPU correctness sweep.
+
+#include <string>
+#include <vector>
+
+#include <kiln/kiln.hpp>
+
+namespace kiln::test {
+
+enum class Layout { contiguous, strided, broadcast, scalar, misaligned };
+const char* name_of(Layout l);
+
+/// One operand: a scalar, or a view into an allocation of `alloc` elements at element
+/// `offset` (misaligned views start at offset 1).
+struct OperandSpec {
+  bool scalar = false;
+  double value = 0;
+  TensorView view;  ///< data unset; shape, strides, dtype set
+  std::int64_t offset = 0;
+  std::int64_t alloc = 0;
+};
+
+struct Case {
+  std::string op;
+  Attrs attrs;
+  std::vector<OperandSpec> operands;
+  double lo = -4, hi = 4, step = 0;  ///< input values
+  std::string label;                 ///< "add f32 broadcast [7, 33]"
+};
+
+/// Every op x dtype x layout on an R x C result. Layouts: contiguous; strided (first
+/// operand a transposed view); broadcast ([C] or [R, 1] partners, or an expanded view);
+/// scalar (binary ops with a scalar second operand); misaligned (data one element past an
+/// aligned address) when `with_misaligned`.
+std::vector<Case> sweep(std::int64_t rows, std::int64_t cols, bool with_misaligned);
+
+}  // namespace kiln::test

@@ -1,0 +1,102 @@
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "engine/compiler/compiler.hpp"
+#include "tests/engine/cases.hpp"
+#include "tests/support.hpp"
+
+namespace {
+
+std::vector<kiln::Operand> descs(const kiln::test::Case& c) {
+  std::vector<kiln::Operand> args;
+  for (auto& o : c.operands) {
+    if (o.scalar) args.emplace_back(o.value);
+    else args.emplace_back(o.view);  // data 0: specialized as if 256-byte aligned
+  }
+  return args;
+}
+
+// Compiles every case of the sweep for one arch; returns failures as text.
+std::vector<std::string> compile_sweep(const std::string& arch, int* kernels) {
+  kiln::EngineOptions o;
+  o.offline = true;
+  o.arch = arch;
+  o.disk_cache = false;
+  kiln::Engine engine(o);
+  std::vector<std::string> failures;
+  for (auto& c : kiln::test::sweep(48, 40, false)) {
+    try {
+      const kiln::KernelRecord r = kiln::precompile(engine, c.op, descs(c), c.attrs);
+      if (r.source != "compiled" && r.source != "memory") failures.push_back(c.label + ": unexpected source " + r.source);
+    } catch (const std::exception& e) {
+      failures.push_back(c.label + ": " + e.what());
+    }
+  }
+  *kernels = int(engine.counters().compiles);
+  return failures;
+}
+
+}  // namespace
+
+TEST_CASE("every op x dtype x layout NVRTC-compiles for sm_80 and sm_90a") {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> failures[2];
+  int kernels[2] = {0, 0};
+  const char* archs[2] = {"sm_80", "sm_90a"};
+  std::thread other([&] { failures[1] = compile_sweep(archs[1], &kernels[1]); });
+  failures[0] = compile_sweep(archs[0], &kernels[0]);
+  other.join();
+  for (int a = 0; a < 2; ++a) {
+    CAPTURE(archs[a]);
+    for (auto& f : failures[a]) FAIL_CHECK(f);
+    CHECK(kernels[a] >= 300);
+  }
+  MESSAGE(fmt::format("compiled {} + {} kernels in {:.1f} s", kernels[0], kernels[1],
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+}
+
+TEST_CASE("a cubin for the exact arch, PTX for an arch newer than NVRTC knows") {
+  CHECK(kiln::compiler::target_options("sm_90a") == std::vector<std::string>{"--gpu-architecture=sm_90a"});
+  CHECK(kiln::compiler::target_options("sm_80") == std::vector<std::string>{"--gpu-architecture=sm_80"});
+  const auto future = kiln::compiler::target_options("sm_990");
+  CHECK(future[0].find("compute_") != std::string::npos);
+  CHECK_THROWS_WITH_AS(kiln::compiler::target_options("sm_20"), doctest::Contains("cannot target sm_20"), kiln::ArgumentError);
+  CHECK_THROWS_WITH_AS(kiln::compiler::target_options("hopper"), doctest::Contains("bad arch"), kiln::ArgumentError);
+
+  kiln::KernelSpec spec{"future", "extern \"C\" __global__ void k(float* p) { p[0] = 1; }\n", "k", {"-std=c++17"}};
+  const kiln::CompiledKernel ptx = kiln::compiler::compile(spec, "sm_990");
+  CHECK(ptx.is_ptx);
+  CHECK(ptx.image.find(".entry k") != std::string::npos);
+  const kiln::CompiledKernel cubin = kiln::compiler::compile(spec, "sm_90a");
+  CHECK_FALSE(cubin.is_ptx);
+  CHECK(cubin.image.substr(0, 4) == "\x7f" "ELF");
+  CHECK(cubin.registers > 0);
+  CHECK(cubin.compile_ms > 0);
+}
+
+TEST_CASE("CompileError carries the NVRTC log and the numbered source around the error") {
+  kiln::KernelSpec spec{"broken", "// line 1\n__global__ void k(float* p) {\n  p[0] = undefined_name;\n}\n", "k",
+                        {"-std=c++17"}};
+  try {
+    kiln::compiler::compile(spec, "sm_90a");
+    FAIL("a broken kernel compiled");
+  } catch (const kiln::CompileError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("broken") != std::string::npos);
+    CHECK(msg.find("undefined_name") != std::string::npos);
+    CHECK(msg.find(">    3 |   p[0] = undefined_name;") != std::string::npos);
+    CHECK(e.log().find("error") != std::string::npos);
+    CHECK(e.options().find("sm_90a") != std::string::npos);
+  }
+}
+
+TEST_CASE("an error inside a template names the header and shows its lines") {
+  // An op functor that does not exist fails inside the instantiation.
+  kiln::KernelSpec spec{"bad_functor", "#include <kiln/elementwise.cuh>\n",
+                        "kiln::elementwise<kiln::op::NoSuchOp, float, float, kiln::None, kiln::None, "
+                        "kiln::Layout<kiln::Dim<8, 1, 1, 0, 0>>, 1, unsigned int>",
+                        {"-std=c++17"}};
+  CHECK_THROWS_WITH_AS(kiln::compiler::compile(spec, "sm_80"), doctest::Contains("NoSuchOp"), kiln::CompileError);
+}

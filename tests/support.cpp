@@ -1,0 +1,76 @@
+#define DOCTEST_CONFIG_IMPLEMENT
+#include "tests/support.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/runtime/driver.hpp"
+
+namespace kiln::test {
+
+bool has_gpu() {
+  static const bool present = runtime::device_available();
+  return present;
+}
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-test-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  // Restore permissions a test may have taken away, then remove everything.
+  for (auto& p : std::filesystem::recursive_directory_iterator(path_, ec))
+    if (p.is_directory()) ::chmod(p.path().c_str(), 0700);
+  ::chmod(path_.c_str(), 0700);
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+}
+
+std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, double hi, std::mt19937_64& rng,
+                                        double step) {
+  std::vector<unsigned char> out(n * size_of(t));
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::bernoulli_distribution coin(0.5);
+  for (std::size_t i = 0; i < n; ++i) {
+    double v = t == DType::boolean ? double(coin(rng)) : dist(rng);
+    if (step > 0) v = std::round(v / step) * step;
+    store_element(t, v, out.data() + i * size_of(t));
+  }
+  return out;
+}
+
+std::mt19937_64 make_rng(std::uint64_t salt) {
+  const char* env = std::getenv("KILN_TEST_SEED");
+  const std::uint64_t seed = (env ? std::strtoull(env, nullptr, 10) : 20261122ull) ^ (salt * 0x9e3779b97f4a7c15ull);
+  return std::mt19937_64(seed);
+}
+
+}  // namespace kiln::test
+
+int main(int argc, char** argv) {
+  // The fault tests provoke warnings on purpose; show them only when asked (KILN_LOG_LEVEL).
+  ::setenv("KILN_LOG_LEVEL", "error", 0);
+  spdlog::set_level(spdlog::level::from_str(std::getenv("KILN_LOG_LEVEL")));
+  doctest::Context ctx(argc, argv);
+  return ctx.run();
+}

@@ -1,0 +1,44 @@
+#pragma once
+// Shared helpers of the doctest suite: GPU detection for skip decorators, temp dirs, random data.
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <kiln/kiln.hpp>
+
+namespace kiln::test {
+
+/// True when a CUDA driver and a device are present. GPU test cases carry
+/// `* doctest::skip(!kiln::test::has_gpu())` so a CPU run lists them as skipped.
+bool has_gpu();
+
+/// A fresh private directory, removed with its contents at scope exit.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& bytes);
+
+/// Host bytes of `n` elements of `t`, drawn uniformly from [lo, hi] (bool: 0/1 at random).
+/// `step` > 0 quantizes values to multiples of step (so comparisons meet equal values).
+std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, double hi, std::mt19937_64& rng,
+                                        double step = 0);
+
+/// A seeded generator; the seed is printed by doctest on failure via INFO.
+std::mt19937_64 make_rng(std::uint64_t salt);
+
+}  // namespace kiln::test
