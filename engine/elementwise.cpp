@@ -8,8 +8,8 @@ namespace kiln {
 namespace {
 
 constexpr int kSlots = 4;  // out, in0, in1, in2
-constexpr unsigned kBlock = 256;
-constexpr unsigned kUnroll = 4;  // must match kernel_templates/kiln/elementwise.cuh
+constexpr int kDefaultBlock = 256;
+constexpr int kDefaultUnroll = 4;
 
 struct Dim {
   std::int64_t extent;
@@ -44,7 +44,11 @@ std::string dtype_list(const std::vector<DType>& ts) {
 }  // namespace
 
 ElementwiseLaunch specialize_elementwise(const ops::OpDef& op, const TensorView& out,
-                                         const std::vector<Operand>& operands) {
+                                         const std::vector<Operand>& operands, ElementwiseTunables tunables) {
+  const int block = tunables.block ? tunables.block : kDefaultBlock;
+  const int unroll = tunables.unroll ? tunables.unroll : kDefaultUnroll;
+  if (block < 32 || block > 1024 || block % 32 != 0 || unroll < 1 || unroll > 16)
+    throw ArgumentError(fmt::format("{}: bad elementwise tunables block {} unroll {}", op.name, block, unroll));
   if (operands.size() > 3) throw ArgumentError(fmt::format("{}: at most 3 kernel operands", op.name));
   const Shape& shape = out.shape;
   const std::int64_t numel = numel_of(shape);
@@ -122,7 +126,7 @@ ElementwiseLaunch specialize_elementwise(const ops::OpDef& op, const TensorView&
     groups *= d.extent;
     for (int s = 0; s < kSlots; ++s) max_offset[s] += (d.extent - 1) * d.stride[s];
   }
-  L.index64 = groups + kBlock * kUnroll >= (1ll << 31);
+  L.index64 = groups + block * unroll >= (1ll << 31);
   for (int s = 0; s < kSlots; ++s) L.index64 = L.index64 || max_offset[s] + vec >= (1ll << 31);
 
   std::vector<std::string> layout;
@@ -130,16 +134,19 @@ ElementwiseLaunch specialize_elementwise(const ops::OpDef& op, const TensorView&
     layout.push_back(fmt::format("kiln::Dim<{}, {}, {}, {}, {}>", d.extent, d.stride[0], d.stride[1], d.stride[2], d.stride[3]));
   const char* index = L.index64 ? "unsigned long long" : "unsigned int";
   L.spec.source = "#include <kiln/elementwise.cuh>\n";
-  L.spec.expression = fmt::format("kiln::elementwise<{}, {}, {}, {}, {}, kiln::Layout<{}>, {}, {}>", op.functor,
-                                  types[0], types[1], types[2], types[3], fmt::join(layout, ", "), vec, index);
+  L.spec.expression = fmt::format("kiln::elementwise<{}, {}, {}, {}, {}, kiln::Layout<{}>, {}, {}, {}, {}>", op.functor,
+                                  types[0], types[1], types[2], types[3], fmt::join(layout, ", "), vec, index, block,
+                                  unroll);
   L.spec.options = {"-std=c++17"};
   const bool same = tensor_dtypes.empty() || tensor_dtypes.front() == out.dtype;
-  L.spec.name = fmt::format("{}_{}{}__r{}v{}{}", op.name, dtype_list(tensor_dtypes),
+  const bool tuned = block != kDefaultBlock || unroll != kDefaultUnroll;
+  L.spec.name = fmt::format("{}_{}{}__r{}v{}{}{}", op.name, dtype_list(tensor_dtypes),
                             same ? "" : fmt::format("_to_{}", name_of(out.dtype)), merged.size(), vec,
-                            L.index64 ? "_i64" : "");
+                            L.index64 ? "_i64" : "", tuned ? fmt::format("_b{}u{}", block, unroll) : "");
   L.groups = std::uint64_t(groups);
-  L.block = kBlock;
-  L.grid = unsigned((std::uint64_t(groups) + kBlock * kUnroll - 1) / (kBlock * kUnroll));
+  L.block = unsigned(block);
+  const std::uint64_t per_block = std::uint64_t(block) * unroll;
+  L.grid = unsigned((std::uint64_t(groups) + per_block - 1) / per_block);
   for (int s = 0; s < kSlots; ++s) L.pointers[s] = views[s] ? views[s]->data : 0;
   return L;
 }

@@ -24,9 +24,16 @@ struct ElementwiseLaunch {
   float scalars[3] = {0, 0, 0};
 };
 
+/// The template's tunables. Zero means the heuristic default.
+struct ElementwiseTunables {
+  int block = 0;   ///< threads per block
+  int unroll = 0;  ///< groups per thread, all loaded before the first is used
+};
+
 /// Specializes `op` writing `out` from `operands` (kernel slots, see ops::kernel_operands).
 /// Views must match `out`'s shape by broadcasting; throws ShapeError otherwise.
 ElementwiseLaunch specialize_elementwise(const ops::OpDef& op, const TensorView& out,
-                                         const std::vector<Operand>& operands);
+                                         const std::vector<Operand>& operands,
+                                         ElementwiseTunables tunables = {});
 
 }  // namespace kiln

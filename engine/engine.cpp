@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -107,7 +108,21 @@ void EngineImpl::launch(const LoadedKernel& k, unsigned grid, unsigned block, vo
   k.module->launch(grid, block, stream.get(), args);
 }
 
+void EngineImpl::launch_elementwise(const ElementwiseLaunch& L) {
+  if (L.groups == 0) return;
+  const LoadedKernel& k = prepare(L.spec);
+  std::uint64_t pointers[4] = {L.pointers[0], L.pointers[1], L.pointers[2], L.pointers[3]};
+  float scalars[3] = {L.scalars[0], L.scalars[1], L.scalars[2]};
+  unsigned int groups32 = unsigned(L.groups);
+  unsigned long long groups64 = L.groups;
+  void* params[] = {&pointers[0], &pointers[1], &pointers[2], &pointers[3], &scalars[0], &scalars[1], &scalars[2],
+                    L.index64 ? static_cast<void*>(&groups64) : &groups32};
+  launch(k, L.grid, L.block, params);
+}
+
 }  // namespace detail
+
+bool gpu_available(std::string* why) { return runtime::device_available(why); }
 
 Engine::Engine(EngineOptions options) : impl_(std::make_unique<detail::EngineImpl>(std::move(options))) {}
 Engine::~Engine() = default;
@@ -137,6 +152,23 @@ Tensor Engine::from_host(const Shape& shape, DType dtype, const void* data) {
   Tensor t = empty(shape, dtype);
   t.copy_from_host(data);
   return t;
+}
+
+double Engine::time_median_ms(const std::function<void()>& fn, int warmup, int reps) {
+  impl_->require_device("timing");
+  if (reps < 1) throw ArgumentError("time_median_ms needs reps >= 1");
+  for (int i = 0; i < warmup; ++i) fn();
+  runtime::ContextGuard guard(*impl_->context);
+  auto start = runtime::make_event(), stop = runtime::make_event();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    KILN_CU_CHECK(runtime::driver().cuEventRecord(start.get(), impl_->stream.get()), "timing event");
+    fn();
+    KILN_CU_CHECK(runtime::driver().cuEventRecord(stop.get(), impl_->stream.get()), "timing event");
+    ms.push_back(runtime::elapsed_ms(start.get(), stop.get()));
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
 }
 
 void Engine::synchronize() {

@@ -11,6 +11,7 @@
 #include <kiln/engine.hpp>
 
 #include "cache/kernel_cache.hpp"
+#include "engine/elementwise.hpp"
 #include "engine/compiler/headers.hpp"
 #include "engine/kernel.hpp"
 #include "engine/runtime/context.hpp"
@@ -35,6 +36,8 @@ class EngineImpl {
   /// `source` (optional) gets where this lookup found it: "memory", "disk" or "compiled".
   const LoadedKernel& prepare(const KernelSpec& spec, std::string* source = nullptr);
   void launch(const LoadedKernel& k, unsigned grid, unsigned block, void** args);
+  /// Prepares and launches a specialized elementwise kernel (nothing when it has no work).
+  void launch_elementwise(const ElementwiseLaunch& L);
 
   /// Throws CudaError when the engine is offline.
   void require_device(const char* what) const;

@@ -58,14 +58,7 @@ void call_into(Engine& engine, std::string_view name, const TensorView& out, con
   check_view(op, out, "output", true);
   engine.impl().require_device(fmt::format("running {}", name).c_str());
 
-  ElementwiseLaunch L = specialize(op, out, args, attrs);
-  if (L.groups == 0) return;
-  const detail::LoadedKernel& k = engine.impl().prepare(L.spec);
-  unsigned int groups32 = unsigned(L.groups);
-  unsigned long long groups64 = L.groups;
-  void* params[] = {&L.pointers[0], &L.pointers[1], &L.pointers[2], &L.pointers[3], &L.scalars[0],
-                    &L.scalars[1],  &L.scalars[2],  L.index64 ? static_cast<void*>(&groups64) : &groups32};
-  engine.impl().launch(k, L.grid, L.block, params);
+  engine.impl().launch_elementwise(specialize(op, out, args, attrs));
 }
 
 KernelRecord precompile(Engine& engine, std::string_view name, const std::vector<Operand>& args, const Attrs& attrs) {

@@ -3,6 +3,7 @@
 /// kiln::Engine: one device, one stream, one kernel cache.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,9 @@ namespace detail {
 class EngineImpl;
 }
 
+/// True when a CUDA driver loads and reports a device; `why` gets the reason if not.
+bool gpu_available(std::string* why = nullptr);
+
 /// The entry point of kiln. Not thread-safe: use one engine per thread or lock around it.
 class Engine {
  public:
@@ -67,6 +71,10 @@ class Engine {
   void synchronize();
   /// The CUstream kernels launch on (as an opaque handle).
   void* stream() const;
+
+  /// Median milliseconds of `reps` runs of `fn`, each timed with events on the engine's
+  /// stream, after `warmup` untimed runs.
+  double time_median_ms(const std::function<void()>& fn, int warmup = 3, int reps = 20);
 
   CacheCounters counters() const;
   /// Every kernel prepared so far, in order.

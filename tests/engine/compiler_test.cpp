@@ -96,7 +96,7 @@ TEST_CASE("an error inside a template names the header and shows its lines") {
   // An op functor that does not exist fails inside the instantiation.
   kiln::KernelSpec spec{"bad_functor", "#include <kiln/elementwise.cuh>\n",
                         "kiln::elementwise<kiln::op::NoSuchOp, float, float, kiln::None, kiln::None, "
-                        "kiln::Layout<kiln::Dim<8, 1, 1, 0, 0>>, 1, unsigned int>",
+                        "kiln::Layout<kiln::Dim<8, 1, 1, 0, 0>>, 1, unsigned int, 256, 4>",
                         {"-std=c++17"}};
   CHECK_THROWS_WITH_AS(kiln::compiler::compile(spec, "sm_80"), doctest::Contains("NoSuchOp"), kiln::CompileError);
 }

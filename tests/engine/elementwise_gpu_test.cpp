@@ -101,7 +101,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> shapes_for(std::mt19937_64& r
 
 }  // namespace
 
-TEST_CASE("every op x dtype x layout matches the fp64 reference on the GPU" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: every op x dtype x layout matches the fp64 reference" * doctest::skip(!kiln::test::has_gpu())) {
   kiln::test::TempDir tmp;
   kiln::EngineOptions o;
   o.cache_dir = tmp.path();
@@ -120,7 +120,7 @@ TEST_CASE("every op x dtype x layout matches the fp64 reference on the GPU" * do
   CHECK(cases > 800);
 }
 
-TEST_CASE("vectorized and scalar paths agree on large odd shapes" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: vectorized and scalar paths agree on large odd shapes" * doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e;
   auto rng = kiln::test::make_rng(2);
   for (std::int64_t n : {std::int64_t(1) << 22, (std::int64_t(1) << 22) + 3}) {
@@ -138,7 +138,7 @@ TEST_CASE("vectorized and scalar paths agree on large odd shapes" * doctest::ski
   }
 }
 
-TEST_CASE("a tensor of 2^31 + 8 elements takes the 64-bit index path" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: a tensor of 2^31 + 8 elements takes the 64-bit index path" * doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e;
   const std::int64_t n = (std::int64_t(1) << 31) + 8;
   std::vector<std::uint16_t> host(static_cast<std::size_t>(n));
@@ -154,7 +154,7 @@ TEST_CASE("a tensor of 2^31 + 8 elements takes the 64-bit index path" * doctest:
   CHECK(wrong == 0);
 }
 
-TEST_CASE("ops compile on first use and reuse after; op shorthands work" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: ops compile on first use and reuse after; op shorthands work" * doctest::skip(!kiln::test::has_gpu())) {
   kiln::test::TempDir tmp;
   kiln::EngineOptions o;
   o.cache_dir = tmp.path();
@@ -184,7 +184,7 @@ TEST_CASE("ops compile on first use and reuse after; op shorthands work" * docte
   CHECK(second.counters().disk_hits == 3);
 }
 
-TEST_CASE("launch-time errors are typed" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: launch-time errors are typed" * doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e;
   kiln::Tensor x = e.empty({8}, DType::f32);
   kiln::TensorView null_view = x.view();

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# On the GPU machine: build there, run the whole suite, the GPU cases under compute-sanitizer
+# (memcheck), the hello app twice, and the elementwise benchmark. Logs go to $OUT.
+# The image lacks xxhash.h: carry it in .deps/include (see README, "GPU machine").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/device-out}"
+mkdir -p "$OUT"
+export PATH="/usr/local/cuda/bin:$PATH"
+status=0
+step() { echo; echo "=== $1"; }
+
+step "build"
+extra=()
+[ -f /usr/include/xxhash.h ] || extra+=("-DKILN_XXHASH_INCLUDE_DIR=$PWD/.deps/include")
+if ! { cmake -S . -B build-device -G Ninja "${extra[@]}" && cmake --build build-device; } >"$OUT/build.log" 2>&1; then
+  tail -n 40 "$OUT/build.log"; echo "device-test: build failed"; exit 1
+fi
+tail -n 2 "$OUT/build.log"
+bin=build-device/bin
+$bin/kiln info | tee "$OUT/info.log"
+
+step "test suite"
+timeout 400 $bin/kiln_tests 2>&1 | tee "$OUT/tests.log" | grep -E "^\[doctest\]|ERROR|MESSAGE|compiled|cases" | tail -n 30
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+step "compute-sanitizer memcheck on the GPU cases"
+KILN_CACHE_DIR=$(mktemp -d) timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  $bin/kiln_tests -tc="gpu:*" -tce="*2^31*" >"$OUT/memcheck.log" 2>&1
+rc=$?
+grep -E "ERROR SUMMARY|^\[doctest\] test cases" "$OUT/memcheck.log" | tail -n 3
+[ $rc -eq 0 ] || { status=1; echo "memcheck exit $rc"; tail -n 30 "$OUT/memcheck.log"; }
+
+step "hello, twice, on a fresh cache"
+export KILN_CACHE_DIR=$(mktemp -d)
+{ $bin/hello && echo "--- second process" && $bin/hello; } 2>&1 | tee "$OUT/hello.log" || status=1
+unset KILN_CACHE_DIR
+
+step "elementwise benchmark"
+PYTHONUNBUFFERED=1 timeout 300 python3 bench/run.py --kiln-bench $bin/kiln_bench_elementwise \
+  --json "$OUT/bench_elementwise.json" 2>&1 | tee "$OUT/bench.log" || status=1
+
+echo; echo "device-test: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
+exit $status

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The README's test command (and what .ci/run calls): setup, build, the whole suite.
+# GPU cases run where a GPU is present and are reported as skipped elsewhere.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+log=$(mktemp)
+set +e
+build/bin/kiln_tests "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One plain closing line: "N passed, N failed, N skipped" (test cases).
+summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1)
+rm -f "$log"
+if [[ "$summary" =~ ([0-9]+)\ passed\ \|\ +([0-9]+)\ failed\ \|\ +([0-9]+)\ skipped ]]; then
+  echo "${BASH_REMATCH[1]} passed, ${BASH_REMATCH[2]} failed, ${BASH_REMATCH[3]} skipped"
+fi
+exit "$status"
