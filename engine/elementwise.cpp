@@ -9,7 +9,7 @@ namespace {
 
 constexpr int kSlots = 4;  // out, in0, in1, in2
 constexpr int kDefaultBlock = 256;
-constexpr int kDefaultUnroll = 4;
+constexpr int kDefaultUnroll = 2;  // measured best or within noise of best on H200 (bench/NOTES.md)
 
 struct Dim {
   std::int64_t extent;
