@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -72,6 +74,18 @@ DiskIo DiskIo::posix() {
           [](const char* a, const char* b) { return ::rename(a, b); }};
 }
 
+std::uint64_t default_max_bytes() {
+  const char* v = std::getenv("KILN_CACHE_MAX_BYTES");
+  if (!v || !*v) return 2ull << 30;
+  char* end = nullptr;
+  const double n = std::strtod(v, &end);
+  const std::string unit = end ? end : "";
+  const double scale = unit.empty() ? 1 : unit == "K" ? 1024.0 : unit == "M" ? 1048576.0 : unit == "G" ? 1073741824.0 : -1;
+  if (end == v || scale < 0 || n < 0)
+    throw CacheError(fmt::format("KILN_CACHE_MAX_BYTES='{}' is not a size (bytes, or a number with K, M or G)", v));
+  return std::uint64_t(n * scale);
+}
+
 std::string default_cache_dir() {
   if (const char* d = std::getenv("KILN_CACHE_DIR"); d && *d) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/kiln";
@@ -118,7 +132,10 @@ DiskCache::Loaded DiskCache::load(const CacheKey& key) const {
   const bool ok = std::uint64_t(st.st_size) <= kMaxEntryBytes && read_all(fd, bytes);
   ::close(fd);
   Decoded d = ok ? decode_entry(bytes, key) : Decoded{std::nullopt, "unreadable or oversized"};
-  if (d.kernel) return {Status::hit, std::move(d.kernel), ""};
+  if (d.kernel) {
+    ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // last use, for LRU eviction
+    return {Status::hit, std::move(d.kernel), ""};
+  }
   // Remove the bad file, unless a writer has meanwhile renamed a good entry into its place.
   struct stat now {};
   if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
@@ -155,45 +172,81 @@ std::string DiskCache::store(const CacheKey& key, const CompiledKernel& kernel, 
   return "";
 }
 
-std::vector<EntryInfo> DiskCache::list() const {
+std::vector<EntryInfo> DiskCache::scan() const {
   std::vector<EntryInfo> out;
   DIR* d = ::opendir(dir_.c_str());
   if (!d) return out;
+  const std::size_t suffix = std::strlen(kSuffix);
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    const std::size_t suffix = std::strlen(kSuffix);
     if (name.size() <= suffix || name.compare(name.size() - suffix, suffix, kSuffix) != 0) continue;
     EntryInfo info;
     info.path = dir_ + "/" + name;
     info.key = name.substr(0, name.size() - suffix);
     struct stat st {};
-    if (::lstat(info.path.c_str(), &st) == 0) {
-      info.bytes = std::uint64_t(st.st_size);
-      info.modified = st.st_mtime;
-    }
-    const auto key = CacheKey::parse(info.key);
-    if (!key) {
-      info.problem = "file name is not a cache key";
-    } else {
-      // Verify without removing: listing never changes the cache.
-      const int fd = ::open(info.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-      std::string bytes;
-      if (fd < 0 || !read_all(fd, bytes)) info.problem = "unreadable";
-      if (fd >= 0) ::close(fd);
-      if (info.problem.empty()) {
-        Decoded dec = decode_entry(bytes, *key);
-        if (dec.kernel) {
-          info.kernel = dec.kernel->name;
-          info.arch = dec.kernel->arch;
-        } else {
-          info.problem = dec.problem;
-        }
-      }
-    }
+    if (::lstat(info.path.c_str(), &st) != 0) continue;  // evicted meanwhile
+    info.bytes = std::uint64_t(st.st_size);
+    info.last_use = st.st_mtime;
+    info.last_use_ns = std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     out.push_back(std::move(info));
   }
   ::closedir(d);
   return out;
+}
+
+std::vector<EntryInfo> DiskCache::list() const {
+  std::vector<EntryInfo> out = scan();
+  for (EntryInfo& info : out) {
+    const auto key = CacheKey::parse(info.key);
+    if (!key) {
+      info.problem = "file name is not a cache key";
+      continue;
+    }
+    // Verify without removing or touching: listing never changes the cache.
+    const int fd = ::open(info.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    std::string bytes;
+    const bool ok = fd >= 0 && read_all(fd, bytes);
+    if (fd >= 0) ::close(fd);
+    if (!ok) {
+      info.problem = "unreadable";
+      continue;
+    }
+    Decoded dec = decode_entry(bytes, *key);
+    info.kernel = std::move(dec.kernel);
+    info.problem = dec.problem;
+  }
+  return out;
+}
+
+GcResult DiskCache::gc(std::uint64_t max_bytes) const {
+  GcResult r;
+  std::vector<EntryInfo> entries = scan();
+  std::sort(entries.begin(), entries.end(), [](const EntryInfo& a, const EntryInfo& b) { return a.last_use_ns < b.last_use_ns; });
+  std::uint64_t total = 0;
+  for (const EntryInfo& e : entries) total += e.bytes;
+  for (const EntryInfo& e : entries) {
+    if (total <= max_bytes) break;
+    total -= e.bytes;
+    if (::unlink(e.path.c_str()) == 0) {
+      ++r.removed;
+      r.removed_bytes += e.bytes;
+    }
+  }
+  r.kept_bytes = total;
+  // Temp files of writers that died mid-write.
+  if (DIR* d = ::opendir(dir_.c_str())) {
+    const std::int64_t now = std::int64_t(std::time(nullptr));
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      struct stat st {};
+      const std::string path = dir_ + "/" + name;
+      if (name.rfind(kTempPrefix, 0) == 0 && ::lstat(path.c_str(), &st) == 0 && now - st.st_mtime > 600 &&
+          ::unlink(path.c_str()) == 0)
+        ++r.removed;
+    }
+    ::closedir(d);
+  }
+  return r;
 }
 
 std::size_t DiskCache::clear() const {
@@ -203,7 +256,7 @@ std::size_t DiskCache::clear() const {
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     const bool entry = name.size() > 5 && name.compare(name.size() - 5, 5, kSuffix) == 0;
-    const bool temp = name.rfind(kTempPrefix, 0) == 0;
+    const bool temp = name.rfind(kTempPrefix, 0) == 0 || name.rfind(".lock-", 0) == 0;
     if ((entry || temp) && ::unlink((dir_ + "/" + name).c_str()) == 0) ++removed;
   }
   ::closedir(d);

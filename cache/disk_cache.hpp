@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -27,14 +28,25 @@ struct DiskIo {
 /// $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln.
 std::string default_cache_dir();
 
+/// Default size cap of a cache directory: $KILN_CACHE_MAX_BYTES (bytes, or with a K/M/G
+/// suffix), else 2 GiB. Throws CacheError on a malformed value.
+std::uint64_t default_max_bytes();
+
 struct EntryInfo {
   std::string path;
   std::string key;  ///< hex, from the file name
-  std::string kernel;
-  std::string arch;
   std::uint64_t bytes = 0;
-  std::int64_t modified = 0;  ///< unix seconds
-  std::string problem;        ///< empty when the entry verifies
+  std::int64_t last_use = 0;     ///< unix seconds (mtime: set on publish, touched on every hit)
+  std::int64_t last_use_ns = 0;  ///< the same in nanoseconds, for ordering
+  // Filled by list() only:
+  std::optional<CompiledKernel> kernel;  ///< metadata and image, when the entry verifies
+  std::string problem;                   ///< why it does not verify
+};
+
+struct GcResult {
+  std::size_t removed = 0;
+  std::uint64_t removed_bytes = 0;
+  std::uint64_t kept_bytes = 0;
 };
 
 class DiskCache {
@@ -58,8 +70,14 @@ class DiskCache {
   /// (read-only, no permission, disk full).
   std::string store(const CacheKey& key, const CompiledKernel& kernel, bool* disk_unusable) const;
 
-  /// Every entry file, verified.
+  /// Every entry file, verified (reads every byte).
   std::vector<EntryInfo> list() const;
+  /// Every entry file's key, size and last use (stat only).
+  std::vector<EntryInfo> scan() const;
+  /// Removes least recently used entries until at most `max_bytes` remain, and temp files
+  /// that writers left more than ten minutes ago. Safe while other processes read, write and
+  /// evict: an entry another process removed first is simply gone.
+  GcResult gc(std::uint64_t max_bytes) const;
   /// Removes every entry and stray temp file; returns how many files went.
   std::size_t clear() const;
 

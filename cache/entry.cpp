@@ -43,6 +43,9 @@ std::string encode_entry(const CacheKey& key, const CompiledKernel& k) {
                                           {"registers", k.registers},
                                           {"spill_bytes", k.spill_bytes},
                                           {"compile_ms", k.compile_ms},
+                                          {"spec", k.spec_id},
+                                          {"headers", k.headers_id},
+                                          {"nvrtc", k.nvrtc_version},
                                           {"created", std::int64_t(std::time(nullptr))}}
                                .dump();
   std::string out(kHeaderBytes, '\0');
@@ -88,6 +91,9 @@ Decoded decode_entry(std::string_view in, const CacheKey& expected) {
     k.registers = j.at("registers").get<int>();
     k.spill_bytes = j.at("spill_bytes").get<int>();
     k.compile_ms = j.at("compile_ms").get<double>();
+    k.spec_id = j.value("spec", "");
+    k.headers_id = j.value("headers", "");
+    k.nvrtc_version = j.value("nvrtc", "");
   } catch (const std::exception& e) {
     return bad(std::string("unreadable metadata: ") + e.what());
   }

@@ -7,9 +7,9 @@
 
 #include <kiln/error.hpp>
 
-#include "cache/key.hpp"
 #include "engine/compiler/compiler.hpp"
 #include "engine/engine_impl.hpp"
+#include "engine/logging.hpp"
 #include "engine/runtime/driver.hpp"
 #include "engine/runtime/memory.hpp"
 
@@ -20,17 +20,6 @@ namespace {
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
   return v && *v && std::strcmp(v, "0") != 0;
-}
-
-void configure_logging() {
-  static const bool done = [] {
-    if (const char* level = std::getenv("KILN_LOG_LEVEL"); level && *level)
-      spdlog::set_level(spdlog::level::from_str(level));
-    else
-      spdlog::set_level(spdlog::level::warn);
-    return true;
-  }();
-  (void)done;
 }
 
 }  // namespace
@@ -47,9 +36,21 @@ EngineImpl::EngineImpl(EngineOptions opts) : options(std::move(opts)) {
   }
   arch = options.arch.empty() ? context->info().arch() : options.arch;
   compiler::target_options(arch);  // validates the arch now, not at the first op
-  std::optional<std::string> dir;
-  if (options.disk_cache && !env_flag("KILN_DISABLE_DISK_CACHE")) dir = options.cache_dir ? *options.cache_dir : cache::default_cache_dir();
-  cache = std::make_unique<cache::KernelCache>(dir);
+  cache::KernelCacheOptions co;
+  if (options.disk_cache && !env_flag("KILN_DISABLE_DISK_CACHE"))
+    co.dir = options.cache_dir ? *options.cache_dir : cache::default_cache_dir();
+  co.max_bytes = options.cache_max_bytes ? options.cache_max_bytes : cache::default_max_bytes();
+  co.bundles = options.bundles;
+  if (const char* env = std::getenv("KILN_BUNDLE"); env && *env)
+    for (std::string_view rest = env; !rest.empty();) {
+      const std::size_t colon = rest.find(':');
+      if (colon) co.bundles.emplace_back(rest.substr(0, colon));
+      rest = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
+    }
+  cache = std::make_unique<cache::KernelCache>(std::move(co));
+  const char* record_env = std::getenv("KILN_RECORD");
+  const std::string record = !options.record.empty() ? options.record : record_env ? record_env : "";
+  if (!record.empty()) recorder = std::make_unique<cache::ManifestRecorder>(record);
   cache_dir = cache->describe();
 }
 
@@ -80,12 +81,9 @@ const LoadedKernel& EngineImpl::prepare(const KernelSpec& spec, std::string* sou
     return it->second;
   }
   const compiler::HeaderTable& headers = compiler::HeaderTable::embedded();
-  const std::string nvrtc = compiler::nvrtc_version();
-  cache::KeyInputs in{spec.source, spec.expression, {}, spec.options, arch, nvrtc};
-  const std::vector<std::string> closure = headers.closure(spec.source);
-  for (const std::string& name : closure) in.headers.emplace_back(name, headers.source(name));
-  const cache::CacheKey key = cache::compute_key(in);
+  const cache::CacheKey key = compiler::key_of(spec, arch, headers);
 
+  if (recorder) recorder->record(spec);
   auto got = cache->get(key, [&] { return compiler::compile(spec, arch, headers); });
   LoadedKernel k;
   k.compiled = got.kernel;

@@ -11,6 +11,7 @@
 #include <kiln/engine.hpp>
 
 #include "cache/kernel_cache.hpp"
+#include "cache/manifest.hpp"
 #include "engine/elementwise.hpp"
 #include "engine/compiler/headers.hpp"
 #include "engine/kernel.hpp"
@@ -48,6 +49,7 @@ class EngineImpl {
   std::shared_ptr<runtime::Context> context;  ///< null offline
   runtime::StreamHandle stream;
   std::unique_ptr<cache::KernelCache> cache;
+  std::unique_ptr<cache::ManifestRecorder> recorder;  ///< KILN_RECORD / EngineOptions::record
   std::vector<KernelRecord> records;
 
  private:

@@ -26,6 +26,10 @@ struct CompiledKernel {
   int registers = -1;        ///< per thread, from ptxas (-1 when unknown)
   int spill_bytes = -1;      ///< spill stores, from ptxas
   double compile_ms = 0;
+  // Provenance, so `kiln cache explain` can say why a lookup missed.
+  std::string spec_id;        ///< hash of source, expression and options (no arch, no headers)
+  std::string headers_id;     ///< hash of the included headers' names and bytes
+  std::string nvrtc_version;  ///< "13.0"
 };
 
 }  // namespace kiln

@@ -64,7 +64,30 @@ int ptxas_number(const std::string& log, const char* pattern) {
   return -1;
 }
 
+std::vector<std::pair<std::string_view, std::string_view>> included(const KernelSpec& spec, const HeaderTable& headers,
+                                                                   std::vector<std::string>& names) {
+  names = headers.closure(spec.source);
+  std::vector<std::pair<std::string_view, std::string_view>> out;
+  for (const std::string& name : names) out.emplace_back(name, headers.source(name));
+  return out;
+}
+
 }  // namespace
+
+cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch, const HeaderTable& headers) {
+  std::vector<std::string> names;
+  const std::string nvrtc = nvrtc_version();
+  return cache::compute_key({spec.source, spec.expression, included(spec, headers, names), spec.options, arch, nvrtc});
+}
+
+std::string spec_id(const KernelSpec& spec) {
+  return cache::compute_key({spec.source, spec.expression, {}, spec.options, "", ""}).hex();
+}
+
+std::string headers_id(const KernelSpec& spec, const HeaderTable& headers) {
+  std::vector<std::string> names;
+  return cache::compute_key({"", "", included(spec, headers, names), {}, "", ""}).hex();
+}
 
 std::string nvrtc_version() {
   int major = 0, minor = 0;
@@ -149,6 +172,9 @@ CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const He
   }
   out.registers = ptxas_number(log, R"(Used (\d+) registers)");
   out.spill_bytes = ptxas_number(log, R"((\d+) bytes spill stores)");
+  out.spec_id = spec_id(spec);
+  out.headers_id = headers_id(spec, headers);
+  out.nvrtc_version = nvrtc_version();
   out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   // Spills reported here are mostly the ABI saves around the slow-path calls of IEEE div,
   // sqrt and sin; they are kept in the entry's metadata.

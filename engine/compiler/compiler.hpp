@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/key.hpp"
 #include "engine/compiler/headers.hpp"
 #include "engine/kernel.hpp"
 
@@ -16,6 +17,14 @@ std::string nvrtc_version();
 /// for it, else PTX for the newest virtual arch below it. Throws ArgumentError for a malformed
 /// arch or one older than NVRTC supports.
 std::vector<std::string> target_options(const std::string& arch);
+
+/// The cache key of spec compiled for arch by this NVRTC with these headers.
+cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch,
+                       const HeaderTable& headers = HeaderTable::embedded());
+/// Arch-free identity of a spec (source, expression, options), hex.
+std::string spec_id(const KernelSpec& spec);
+/// Identity of the header bytes spec includes, hex.
+std::string headers_id(const KernelSpec& spec, const HeaderTable& headers = HeaderTable::embedded());
 
 /// Compiles spec for arch. Throws CompileError with the NVRTC log and the numbered source
 /// around each error line.

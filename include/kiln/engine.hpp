@@ -23,12 +23,21 @@ struct EngineOptions {
   std::optional<std::string> cache_dir;
   /// Keep compiled kernels on disk. Also off when KILN_DISABLE_DISK_CACHE=1.
   bool disk_cache = true;
+  /// Size cap of the cache directory; 0 = $KILN_CACHE_MAX_BYTES, else 2 GiB.
+  std::uint64_t cache_max_bytes = 0;
+  /// Read-only bundles looked up before the disk cache, in order; added to those of
+  /// $KILN_BUNDLE (colon-separated). A bundle that does not verify is refused (CacheError).
+  std::vector<std::string> bundles;
+  /// Append every specialization used to this manifest (also $KILN_RECORD), for
+  /// `kiln precompile`.
+  std::string record;
 };
 
 /// Counters of the kernel cache, for this engine.
 struct CacheCounters {
   std::uint64_t compiles = 0;     ///< NVRTC compilations
   std::uint64_t memory_hits = 0;  ///< served from this process's memory
+  std::uint64_t bundle_hits = 0;  ///< served from a bundle
   std::uint64_t disk_hits = 0;    ///< served from the disk cache
   std::uint64_t bad_entries = 0;  ///< corrupt entries found, removed and recompiled
   double compile_ms = 0;          ///< total NVRTC time
@@ -38,7 +47,7 @@ struct CacheCounters {
 struct KernelRecord {
   std::string name;    ///< readable name, e.g. "silu__bf16__r1_v8"
   std::string key;     ///< cache key (hex)
-  std::string source;  ///< "compiled", "disk" or "memory"
+  std::string source;  ///< "compiled", "bundle", "disk" or "memory"
   double compile_ms = 0;
   int registers = -1;
 };

@@ -43,8 +43,9 @@ TEST_CASE("an offline engine compiles into the disk cache; a second engine compi
   CHECK(again.counters().disk_hits == 1);
   const auto entries = kiln::cache::DiskCache(tmp.path()).list();
   REQUIRE(entries.size() == 1);
-  CHECK(entries[0].kernel == "silu_bf16__r1v8");
-  CHECK(entries[0].arch == "sm_90a");
+  REQUIRE(entries[0].kernel);
+  CHECK(entries[0].kernel->name == "silu_bf16__r1v8");
+  CHECK(entries[0].kernel->arch == "sm_90a");
 }
 
 TEST_CASE("the arch is part of the key: sm_80 and sm_90a get separate entries") {

@@ -1,0 +1,71 @@
+#include "engine/precompile.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include <kiln/error.hpp>
+
+#include "engine/compiler/compiler.hpp"
+
+namespace kiln {
+
+PrecompileSummary precompile_specs(const std::vector<KernelSpec>& specs, const PrecompileOptions& options,
+                                   cache::KernelCache& cache,
+                                   const std::function<void(int, int, const PrecompileItem&)>& progress) {
+  if (options.shard_count < 1 || options.shard_index < 0 || options.shard_index >= options.shard_count)
+    throw ArgumentError(fmt::format("bad shard {}/{}: expected I/N with 0 <= I < N", options.shard_index, options.shard_count));
+  if (options.archs.empty()) throw ArgumentError("precompile needs at least one arch (--arch sm_80,sm_90a)");
+  for (const std::string& arch : options.archs) compiler::target_options(arch);  // validate all first
+
+  struct Work {
+    const KernelSpec* spec;
+    const std::string* arch;
+  };
+  std::vector<Work> work;
+  std::size_t i = 0;
+  for (const KernelSpec& spec : specs)
+    for (const std::string& arch : options.archs)
+      if (i++ % std::size_t(options.shard_count) == std::size_t(options.shard_index)) work.push_back({&spec, &arch});
+
+  PrecompileSummary summary;
+  summary.total = int(work.size());
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<std::size_t> next{0};
+  std::mutex mutex;
+  int done = 0;
+  auto worker = [&] {
+    for (std::size_t w; (w = next++) < work.size();) {
+      const KernelSpec& spec = *work[w].spec;
+      PrecompileItem item{spec.name, *work[w].arch, "", "", 0};
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        const auto key = compiler::key_of(spec, item.arch);
+        const auto got = cache.get(key, [&] { return compiler::compile(spec, item.arch); });
+        item.status = got.source == cache::KernelCache::Source::compiled ? "compiled" : "cached";
+      } catch (const std::exception& e) {
+        item.status = "failed";
+        const std::string what = e.what();
+        item.error = what.substr(0, what.find('\n'));
+      }
+      item.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::lock_guard<std::mutex> lock(mutex);
+      (item.status == "compiled" ? summary.compiled : item.status == "cached" ? summary.cached : summary.failed)++;
+      if (item.status == "failed") summary.failures.push_back(item);
+      ++done;
+      if (progress) progress(done, summary.total, item);
+    }
+  };
+  const int jobs = options.jobs > 0 ? options.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int j = 1; j < std::min<int>(jobs, int(work.size())); ++j) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return summary;
+}
+
+}  // namespace kiln

@@ -1,0 +1,44 @@
+#pragma once
+// Compiling a manifest without a GPU: every spec for every arch, on a thread pool of NVRTC
+// programs, into the cache. One failure does not stop the others.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cache/kernel_cache.hpp"
+#include "engine/kernel.hpp"
+
+namespace kiln {
+
+struct PrecompileOptions {
+  std::vector<std::string> archs;  ///< e.g. {"sm_80", "sm_90a"}
+  int jobs = 0;                    ///< threads; 0 = one per core
+  int shard_index = 0;             ///< this machine's share: items i with i % shard_count == shard_index
+  int shard_count = 1;
+};
+
+struct PrecompileItem {
+  std::string name;
+  std::string arch;
+  std::string status;  ///< "compiled", "cached" or "failed"
+  std::string error;   ///< the first line of the error, when failed
+  double ms = 0;
+};
+
+struct PrecompileSummary {
+  int compiled = 0;
+  int cached = 0;
+  int failed = 0;
+  int total = 0;
+  double seconds = 0;
+  std::vector<PrecompileItem> failures;
+};
+
+/// Compiles `specs` x `options.archs` (this shard's share) into `cache`. `progress` is called
+/// after each item, from one thread at a time, with the count done so far and the total.
+PrecompileSummary precompile_specs(const std::vector<KernelSpec>& specs, const PrecompileOptions& options,
+                                   cache::KernelCache& cache,
+                                   const std::function<void(int done, int total, const PrecompileItem&)>& progress = {});
+
+}  // namespace kiln

@@ -1,0 +1,199 @@
+// kiln cache ls | stats | verify | gc | clear | pack | explain
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include <kiln/error.hpp>
+
+#include "cache/bundle.hpp"
+#include "cache/disk_cache.hpp"
+#include "cache/manifest.hpp"
+#include "engine/compiler/compiler.hpp"
+#include "engine/runtime/context.hpp"
+#include "engine/runtime/driver.hpp"
+#include "tools/commands.hpp"
+
+namespace kiln::tools {
+namespace {
+
+struct CacheArgs {
+  std::string dir;
+  std::string max_bytes;
+  std::string out;
+  std::string archs;
+  std::vector<std::string> merge;
+  std::string manifest;
+  std::string arch;
+};
+
+std::string age(std::int64_t t) {
+  const std::int64_t s = std::max<std::int64_t>(0, std::int64_t(std::time(nullptr)) - t);
+  if (s < 120) return fmt::format("{}s", s);
+  if (s < 7200) return fmt::format("{}m", s / 60);
+  if (s < 172800) return fmt::format("{}h", s / 3600);
+  return fmt::format("{}d", s / 86400);
+}
+
+int ls(const cache::DiskCache& c) {
+  auto entries = c.list();
+  fmt::print("{:<32}  {:<30} {:<7} {:>9} {:>8}  {}\n", "key", "kernel", "arch", "bytes", "last use", "status");
+  std::uint64_t total = 0;
+  for (auto& e : entries) {
+    total += e.bytes;
+    fmt::print("{:<32}  {:<30} {:<7} {:>9} {:>8}  {}\n", e.key, e.kernel ? e.kernel->name : "-",
+               e.kernel ? e.kernel->arch : "-", e.bytes, age(e.last_use), e.problem.empty() ? "ok" : e.problem);
+  }
+  fmt::print("{} entries, {} bytes in {}\n", entries.size(), total, c.dir());
+  return 0;
+}
+
+int stats(const cache::DiskCache& c) {
+  std::map<std::string, std::pair<int, std::uint64_t>> by_arch;
+  int bad = 0;
+  std::uint64_t total = 0;
+  for (auto& e : c.list()) {
+    total += e.bytes;
+    if (!e.kernel) ++bad;
+    auto& a = by_arch[e.kernel ? e.kernel->arch : "(bad)"];
+    ++a.first;
+    a.second += e.bytes;
+  }
+  fmt::print("cache {}: {} bytes of {} cap\n", c.dir(), total, cache::default_max_bytes());
+  for (auto& [arch, v] : by_arch) fmt::print("  {:<8} {:>6} entries {:>12} bytes\n", arch, v.first, v.second);
+  fmt::print("  bad entries: {}\n", bad);
+  return 0;
+}
+
+int verify(const cache::DiskCache& c) {
+  int bad = 0;
+  auto entries = c.list();
+  for (auto& e : entries) {
+    if (e.problem.empty()) continue;
+    ++bad;
+    const auto key = cache::CacheKey::parse(e.key);
+    if (key) c.load(*key);  // load removes a bad entry
+    else std::remove(e.path.c_str());
+    fmt::print("bad: {}: {} (removed)\n", e.path, e.problem);
+  }
+  fmt::print("{} entries checked, {} bad\n", entries.size(), bad);
+  return bad ? 1 : 0;
+}
+
+int pack(const cache::DiskCache* c, const CacheArgs& a) {
+  std::vector<cache::BundleItem> items;
+  const auto archs = split_list(a.archs);
+  auto wanted = [&](const std::string& arch) { return archs.empty() || std::find(archs.begin(), archs.end(), arch) != archs.end(); };
+  if (!a.merge.empty()) {
+    for (const std::string& path : a.merge)
+      for (auto& item : cache::Bundle::open(path).items())
+        if (wanted(item.kernel.arch)) items.push_back(item);
+  } else {
+    for (auto& e : c->list())
+      if (e.kernel && wanted(e.kernel->arch)) items.push_back({*cache::CacheKey::parse(e.key), *e.kernel});
+  }
+  cache::write_bundle(a.out, items);
+  fmt::print("wrote {} with {} kernels\n", a.out, cache::Bundle::open(a.out).items().size());
+  return 0;
+}
+
+// For each kernel of a manifest: hit, or why it missed.
+int explain(const cache::DiskCache& c, const CacheArgs& a) {
+  std::string arch = a.arch;
+  if (arch.empty()) {
+    std::string why;
+    if (!runtime::device_available(&why)) throw ArgumentError("no GPU here to take the arch from; pass --arch (e.g. sm_90a)");
+    arch = runtime::Context(0).info().arch();
+  }
+  std::vector<cache::Bundle> bundles;
+  for (const std::string& b : env_bundles()) bundles.push_back(cache::Bundle::open(b));
+  const auto entries = c.list();
+  int misses = 0;
+  for (const KernelSpec& spec : cache::read_manifest(a.manifest)) {
+    const cache::CacheKey key = compiler::key_of(spec, arch);
+    std::string verdict;
+    for (const auto& b : bundles)
+      if (verdict.empty() && b.find(key)) verdict = "hit (bundle " + b.path() + ")";
+    for (const auto& e : entries)
+      if (verdict.empty() && e.key == key.hex()) verdict = e.kernel ? "hit (disk)" : "miss: the entry is corrupt (" + e.problem + ")";
+    if (verdict.empty()) {
+      const std::string id = compiler::spec_id(spec), headers = compiler::headers_id(spec);
+      std::set<std::string> archs, nvrtcs;
+      bool other_headers = false;
+      auto near = [&](const CompiledKernel& k) {
+        if (k.spec_id != id) return;
+        if (k.arch != arch) archs.insert(k.arch);
+        else if (k.nvrtc_version != compiler::nvrtc_version()) nvrtcs.insert(k.nvrtc_version);
+        else if (k.headers_id != headers) other_headers = true;
+      };
+      for (const auto& e : entries)
+        if (e.kernel) near(*e.kernel);
+      for (const auto& b : bundles)
+        for (const auto& item : b.items()) near(item.kernel);
+      std::vector<std::string> reasons;
+      if (!archs.empty()) reasons.push_back(fmt::format("compiled only for other archs ({})", fmt::join(archs, ", ")));
+      if (!nvrtcs.empty()) reasons.push_back(fmt::format("compiled by another NVRTC version ({})", fmt::join(nvrtcs, ", ")));
+      if (other_headers) reasons.push_back("compiled from other template or CUDA header bytes (another kiln or toolkit build)");
+      int other_format = 0;
+      for (const auto& e : entries) other_format += e.problem.find("format version") != std::string::npos;
+      if (other_format) reasons.push_back(fmt::format("{} entries of another format version cannot be read", other_format));
+      verdict = "miss: " + (reasons.empty() ? std::string("no entry") : fmt::format("{}", fmt::join(reasons, "; ")));
+      ++misses;
+    }
+    fmt::print("{:<30} {:<7} {}\n", spec.name, arch, verdict);
+  }
+  return misses ? 1 : 0;
+}
+
+}  // namespace
+
+void add_cache(CLI::App& app, Command& run) {
+  auto args = std::make_shared<CacheArgs>();
+  auto* cmd = app.add_subcommand("cache", "Inspect and manage the kernel cache");
+  cmd->add_option("--dir", args->dir, "Cache directory (default: $KILN_CACHE_DIR, else ~/.cache/kiln)");
+  cmd->require_subcommand(1);
+  auto* ls_cmd = cmd->add_subcommand("ls", "List entries: kernel, arch, size, last use, status");
+  auto* stats_cmd = cmd->add_subcommand("stats", "Entries and bytes per arch, bad entries, the size cap");
+  auto* verify_cmd = cmd->add_subcommand("verify", "Check every entry; remove bad ones (exit 1 if any)");
+  auto* gc_cmd = cmd->add_subcommand("gc", "Apply the size cap now (least recently used go first)");
+  gc_cmd->add_option("--max-bytes", args->max_bytes, "Cap in bytes (default: $KILN_CACHE_MAX_BYTES, else 2 GiB)");
+  auto* clear_cmd = cmd->add_subcommand("clear", "Remove every entry");
+  auto* pack_cmd = cmd->add_subcommand("pack", "Write entries into one read-only bundle file");
+  pack_cmd->add_option("out", args->out, "Bundle to write (or -o)");
+  pack_cmd->add_option("-o,--output", args->out, "Bundle to write");
+  pack_cmd->add_option("--arch", args->archs, "Only these archs (comma-separated)");
+  pack_cmd->add_option("--merge", args->merge, "Join these bundles (verifying each entry) instead of the cache")->expected(1, -1);
+  auto* explain_cmd = cmd->add_subcommand("explain", "For each kernel of a manifest: hit, or why it missed");
+  explain_cmd->add_option("manifest", args->manifest, "Manifest (KILN_RECORD output)")->required();
+  explain_cmd->add_option("--arch", args->arch, "Arch to look up (default: this machine's GPU)");
+
+  cmd->callback([=, &run] {
+    run = [=]() -> int {
+      const std::string dir = args->dir.empty() ? cache::default_cache_dir() : args->dir;
+      if (*pack_cmd && args->out.empty()) throw ArgumentError("pack needs an output file (kiln cache pack OUT.kbundle)");
+      if (*pack_cmd && !args->merge.empty()) return pack(nullptr, *args);
+      const cache::DiskCache c(dir);
+      if (*ls_cmd) return ls(c);
+      if (*stats_cmd) return stats(c);
+      if (*verify_cmd) return verify(c);
+      if (*pack_cmd) return pack(&c, *args);
+      if (*explain_cmd) return explain(c, *args);
+      if (*gc_cmd) {
+        std::uint64_t cap = cache::default_max_bytes();
+        if (!args->max_bytes.empty()) {
+          ::setenv("KILN_CACHE_MAX_BYTES", args->max_bytes.c_str(), 1);
+          cap = cache::default_max_bytes();
+        }
+        const auto r = c.gc(cap);
+        fmt::print("removed {} files ({} bytes); {} bytes remain (cap {})\n", r.removed, r.removed_bytes, r.kept_bytes, cap);
+        return 0;
+      }
+      if (*clear_cmd) fmt::print("removed {} files from {}\n", c.clear(), c.dir());
+      return 0;
+    };
+  });
+}
+
+}  // namespace kiln::tools

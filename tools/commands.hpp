@@ -1,0 +1,24 @@
+#pragma once
+// The kiln CLI's subcommands. Each registers its options on the app and returns the function
+// that runs it (exit code). Logic lives in the library; these parse, call and print.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kiln::tools {
+
+using Command = std::function<int()>;
+
+void add_info(CLI::App& app, Command& run);
+void add_cache(CLI::App& app, Command& run);
+void add_precompile(CLI::App& app, Command& run);
+
+/// "sm_80,sm_90a" -> {"sm_80", "sm_90a"}.
+std::vector<std::string> split_list(const std::string& s, char sep = ',');
+/// Bundles named by $KILN_BUNDLE.
+std::vector<std::string> env_bundles();
+
+}  // namespace kiln::tools

@@ -1,0 +1,71 @@
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include <kiln/error.hpp>
+
+#include "cache/bundle.hpp"
+#include "cache/disk_cache.hpp"
+#include "engine/compiler/compiler.hpp"
+#include "engine/runtime/context.hpp"
+#include "engine/runtime/driver.hpp"
+#include "tools/commands.hpp"
+
+namespace kiln::tools {
+
+std::vector<std::string> split_list(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const std::size_t end = s.find(sep, start);
+    std::string part = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!part.empty()) out.push_back(part);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> env_bundles() {
+  const char* env = std::getenv("KILN_BUNDLE");
+  return env ? split_list(env, ':') : std::vector<std::string>{};
+}
+
+void add_info(CLI::App& app, Command& run) {
+  auto* cmd = app.add_subcommand("info", "Show devices, NVRTC and driver versions, cache directory, bundles");
+  cmd->callback([&run] {
+    run = [] {
+      fmt::print("kiln {}\nNVRTC {}\n", KILN_VERSION, compiler::nvrtc_version());
+      std::string why;
+      if (runtime::device_available(&why)) {
+        int count = 0, version = 0;
+        runtime::driver().cuDeviceGetCount(&count);
+        runtime::driver().cuDriverGetVersion(&version);
+        fmt::print("driver: CUDA {}.{}\n", version / 1000, version % 1000 / 10);
+        for (int i = 0; i < count; ++i) {
+          runtime::Context ctx(i);
+          const auto& d = ctx.info();
+          fmt::print("device {}: {} ({}, {} SMs, {:.1f} GiB)\n", i, d.name, d.arch(), d.sm_count,
+                     double(d.total_memory) / (1 << 30));
+        }
+      } else {
+        fmt::print("devices: none ({})\n", why);
+      }
+      try {
+        fmt::print("cache: {} (cap {} bytes)\n", cache::default_cache_dir(), cache::default_max_bytes());
+      } catch (const Error& e) {
+        fmt::print("cache: none ({})\n", e.what());
+      }
+      for (const std::string& b : env_bundles()) {
+        try {
+          fmt::print("bundle: {} ({} kernels)\n", b, cache::Bundle::open(b).items().size());
+        } catch (const Error& e) {
+          fmt::print("bundle: {} REFUSED: {}\n", b, e.what());
+        }
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace kiln::tools
