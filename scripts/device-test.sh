@@ -36,6 +36,16 @@ export KILN_CACHE_DIR=$(mktemp -d)
 { $bin/hello && echo "--- second process" && $bin/hello; } 2>&1 | tee "$OUT/hello.log" || status=1
 unset KILN_CACHE_DIR
 
+if [ -f .device/hello.kbundle ]; then
+  step "hello with only a bundle made on the GPU-less machine (.device/hello.kbundle), then cold"
+  md5sum /usr/local/cuda/include/cuda_fp16.h /usr/local/cuda/include/cuda_bf16.h | cut -c1-12
+  KILN_BUNDLE=.device/hello.kbundle $bin/kiln info | tail -n 1
+  KILN_BUNDLE=.device/hello.kbundle KILN_CACHE_DIR=$(mktemp -d) $bin/kiln cache explain .device/hello.manifest
+  { echo "--- bundle only, empty cache"; KILN_BUNDLE=.device/hello.kbundle KILN_CACHE_DIR=$(mktemp -d) $bin/hello
+    echo "--- cold: empty cache, no bundle"; KILN_CACHE_DIR=$(mktemp -d) $bin/hello; } 2>&1 | tee "$OUT/bundle.log" |
+    grep -E "^---|first result|^cache" || status=1
+fi
+
 step "elementwise benchmark"
 PYTHONUNBUFFERED=1 timeout 300 python3 bench/run.py --kiln-bench $bin/kiln_bench_elementwise \
   --json "$OUT/bench_elementwise.json" 2>&1 | tee "$OUT/bench.log" || status=1

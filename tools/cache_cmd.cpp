@@ -87,9 +87,11 @@ int pack(const cache::DiskCache* c, const CacheArgs& a) {
   const auto archs = split_list(a.archs);
   auto wanted = [&](const std::string& arch) { return archs.empty() || std::find(archs.begin(), archs.end(), arch) != archs.end(); };
   if (!a.merge.empty()) {
-    for (const std::string& path : a.merge)
-      for (auto& item : cache::Bundle::open(path).items())
+    for (const std::string& path : a.merge) {
+      const cache::Bundle b = cache::Bundle::open(path);
+      for (auto& item : b.items())
         if (wanted(item.kernel.arch)) items.push_back(item);
+    }
   } else {
     for (auto& e : c->list())
       if (e.kernel && wanted(e.kernel->arch)) items.push_back({*cache::CacheKey::parse(e.key), *e.kernel});

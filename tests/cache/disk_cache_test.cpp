@@ -8,23 +8,16 @@
 #include <cerrno>
 
 #include "cache/kernel_cache.hpp"
+#include "tests/cache/fixtures.hpp"
 #include "tests/support.hpp"
 
 using namespace kiln::cache;
+using kiln::test::Counting;
+using kiln::test::kernel_of;
+using kiln::test::key_of;
 using kiln::test::TempDir;
 
 namespace {
-
-CacheKey key_of(int i) { return CacheKey{0xabcdull, std::uint64_t(i) * 7919 + 1}; }
-
-kiln::CompiledKernel kernel_of(int i) {
-  kiln::CompiledKernel k;
-  k.name = "k" + std::to_string(i);
-  k.lowered_name = "_Z1kv";
-  k.arch = "sm_90a";
-  k.image = std::string(1000 + i * 37, char('a' + i % 26));
-  return k;
-}
 
 std::vector<std::string> files_in(const std::string& dir) {
   std::vector<std::string> out;
@@ -40,17 +33,6 @@ int mode_of(const std::string& path) {
   ::stat(path.c_str(), &st);
   return int(st.st_mode & 0777);
 }
-
-// A cache whose compile step is counted and never calls NVRTC.
-struct Counting {
-  int calls = 0;
-  std::function<kiln::CompiledKernel()> for_key(int i) {
-    return [this, i] {
-      ++calls;
-      return kernel_of(i);
-    };
-  }
-};
 
 }  // namespace
 

@@ -82,3 +82,71 @@ TEST_CASE("bad CLI input exits non-zero with a one-line reason") {
   CHECK(kiln_cli("frobnicate").status != 0);
   CHECK(kiln_cli("cache").status != 0);
 }
+
+TEST_CASE("record, precompile for two archs, pack, explain: the build-farm path without a GPU") {
+  kiln::test::TempDir tmp;
+  {
+    kiln::EngineOptions o;
+    o.offline = true;
+    o.arch = "sm_90a";
+    o.disk_cache = false;
+    o.record = tmp / "app.manifest";
+    kiln::Engine e(o);
+    kiln::TensorView x;
+    x.shape = {4096};
+    x.dtype = kiln::DType::bf16;
+    kiln::precompile(e, "silu", {x});
+    kiln::precompile(e, "add", {x, x});
+  }
+  const std::string cache = " --cache-dir " + (tmp / "cache");
+  auto pre = kiln_cli("precompile " + (tmp / "app.manifest") + " --arch sm_80,sm_90a -j 2 --json" + cache);
+  CHECK(pre.status == 0);
+  CHECK(pre.output.find("precompile: [4/4]") != std::string::npos);  // plain progress lines off a terminal
+  CHECK(pre.output.find("{\"compiled\": 4, \"cached\": 0, \"failed\": 0, \"seconds\": ") != std::string::npos);
+  auto again = kiln_cli("precompile " + (tmp / "app.manifest") + " --arch sm_80,sm_90a --json" + cache);
+  CHECK(again.output.find("{\"compiled\": 0, \"cached\": 4, \"failed\": 0") != std::string::npos);
+
+  const std::string dir = " --dir " + (tmp / "cache");
+  CHECK(kiln_cli("cache" + dir + " stats").output.find("sm_90a        2 entries") != std::string::npos);
+  auto pack = kiln_cli("cache" + dir + " pack " + (tmp / "app.kbundle") + " --arch sm_90a");
+  CHECK(pack.status == 0);
+  CHECK(pack.output.find("with 2 kernels") != std::string::npos);
+
+  auto hit = kiln_cli("cache" + dir + " explain " + (tmp / "app.manifest") + " --arch sm_90a");
+  CHECK(hit.status == 0);
+  CHECK(hit.output.find("silu_bf16__r1v8") != std::string::npos);
+  CHECK(hit.output.find("hit (disk)") != std::string::npos);
+
+  // Only sm_80 left on disk: explaining for sm_90a names the arch.
+  kiln_cli("cache" + dir + " clear");
+  kiln_cli("precompile " + (tmp / "app.manifest") + " --arch sm_80" + cache);
+  auto miss = kiln_cli("cache" + dir + " explain " + (tmp / "app.manifest") + " --arch sm_90a");
+  CHECK(miss.status == 1);
+  CHECK(miss.output.find("miss: compiled only for other archs (sm_80)") != std::string::npos);
+
+  // The bundle alone serves sm_90a.
+  const std::string env = "KILN_BUNDLE=" + (tmp / "app.kbundle") + " ";
+  FILE* p = ::popen((env + KILN_CLI_PATH + std::string(" cache") + dir + " explain " + (tmp / "app.manifest") +
+                     " --arch sm_90a 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  CHECK(WEXITSTATUS(::pclose(p)) == 0);
+  CHECK(out.find("hit (bundle") != std::string::npos);
+
+  auto merged = kiln_cli("cache pack --merge " + (tmp / "app.kbundle") + " " + (tmp / "app.kbundle") + " -o " + (tmp / "all.kbundle"));
+  CHECK(merged.status == 0);
+  CHECK(merged.output.find("with 2 kernels") != std::string::npos);
+}
+
+TEST_CASE("kiln precompile: bad input is a one-line error") {
+  kiln::test::TempDir tmp;
+  kiln::test::write_file(tmp / "bad.manifest", "garbage\n");
+  auto bad = kiln_cli("precompile " + (tmp / "bad.manifest") + " --cache-dir " + (tmp / "c"));
+  CHECK(bad.status == 1);
+  CHECK(bad.output.find("bad.manifest:1: not a manifest line") != std::string::npos);
+  CHECK(kiln_cli("precompile " + (tmp / "none") + " --cache-dir " + (tmp / "c")).status == 1);
+  kiln::test::write_file(tmp / "empty.manifest", "");
+  CHECK(kiln_cli("precompile " + (tmp / "empty.manifest") + " --shard 5/2 --cache-dir " + (tmp / "c")).output.find("bad shard") != std::string::npos);
+  CHECK(kiln_cli("precompile " + (tmp / "empty.manifest") + " --arch sm_1 --cache-dir " + (tmp / "c")).status == 1);
+}

@@ -1,0 +1,39 @@
+#include "cache/manifest.hpp"
+#include "tests/support.hpp"
+
+TEST_CASE("manifest: an engine records each specialization once; the file reads back") {
+  kiln::test::TempDir tmp;
+  kiln::EngineOptions o;
+  o.offline = true;
+  o.arch = "sm_90a";
+  o.disk_cache = false;
+  o.record = tmp / "app.manifest";
+  kiln::TensorView x;
+  x.shape = {128};
+  x.dtype = kiln::DType::f16;
+  {
+    kiln::Engine e(o);
+    kiln::precompile(e, "exp", {x});
+    kiln::precompile(e, "exp", {x});
+    kiln::precompile(e, "mul", {x, 2.0});
+  }
+  {
+    kiln::Engine again(o);  // a second process appends; duplicates are dropped on reading
+    kiln::precompile(again, "exp", {x});
+  }
+  const auto specs = kiln::cache::read_manifest(tmp / "app.manifest");
+  REQUIRE(specs.size() == 2);
+  CHECK(specs[0].name == "exp_f16__r1v8");
+  CHECK(specs[0].source == "#include <kiln/elementwise.cuh>\n");
+  CHECK(specs[0].expression.find("kiln::op::Exp") != std::string::npos);
+  CHECK(specs[1].expression.find("kiln::Scalar") != std::string::npos);
+}
+
+TEST_CASE("manifest: malformed lines name the file and line") {
+  kiln::test::TempDir tmp;
+  kiln::test::write_file(tmp / "m", "\n{\"name\": \"a\", \"source\": \"\", \"expression\": \"k\", \"options\": []}\nnot json\n");
+  CHECK_THROWS_WITH_AS(kiln::cache::read_manifest(tmp / "m"), doctest::Contains("m:3: not a manifest line"), kiln::ArgumentError);
+  kiln::test::write_file(tmp / "m", "{\"name\": \"a\"}\n");
+  CHECK_THROWS_AS(kiln::cache::read_manifest(tmp / "m"), kiln::ArgumentError);
+  CHECK_THROWS_AS(kiln::cache::read_manifest(tmp / "none"), kiln::ArgumentError);
+}

@@ -1,0 +1,93 @@
+#include <set>
+
+#include "cache/disk_cache.hpp"
+#include "cache/manifest.hpp"
+#include "engine/precompile.hpp"
+#include "ops/op.hpp"
+#include "tests/support.hpp"
+
+namespace {
+
+// Specs of a few real ops, as an app would record them.
+std::vector<kiln::KernelSpec> some_specs() {
+  kiln::test::TempDir tmp;
+  kiln::EngineOptions o;
+  o.offline = true;
+  o.arch = "sm_80";
+  o.disk_cache = false;
+  o.record = tmp / "m";
+  kiln::Engine e(o);
+  kiln::TensorView x;
+  x.shape = {1000};
+  x.dtype = kiln::DType::bf16;
+  for (const char* op : {"exp", "tanh", "relu", "sigmoid"}) kiln::precompile(e, op, {x});
+  return kiln::cache::read_manifest(tmp / "m");
+}
+
+}  // namespace
+
+TEST_CASE("precompile: every spec x arch into the cache, in parallel; a second run compiles nothing") {
+  kiln::test::TempDir tmp;
+  const auto specs = some_specs();
+  kiln::PrecompileOptions o;
+  o.archs = {"sm_80", "sm_90a"};
+  o.jobs = 2;
+  int progress_calls = 0;
+  {
+    kiln::cache::KernelCache c(std::optional<std::string>(tmp.path()));
+    const auto s = kiln::precompile_specs(specs, o, c, [&](int done, int total, const kiln::PrecompileItem&) {
+      ++progress_calls;
+      CHECK(done <= total);
+    });
+    CHECK(s.compiled == 8);
+    CHECK(s.failed == 0);
+    CHECK(progress_calls == 8);
+  }
+  kiln::cache::KernelCache again(std::optional<std::string>(tmp.path()));
+  const auto s = kiln::precompile_specs(specs, o, again);
+  CHECK(s.cached == 8);
+  CHECK(s.compiled == 0);
+  CHECK(kiln::cache::DiskCache(tmp.path()).list().size() == 8);
+}
+
+TEST_CASE("precompile: shards split the work exactly") {
+  const auto specs = some_specs();
+  std::set<std::string> seen;
+  int total = 0;
+  for (int i = 0; i < 3; ++i) {
+    kiln::cache::KernelCache c(std::nullopt);
+    kiln::PrecompileOptions o;
+    o.archs = {"sm_80", "sm_90a"};
+    o.shard_index = i;
+    o.shard_count = 3;
+    const auto s = kiln::precompile_specs(specs, o, c, [&](int, int, const kiln::PrecompileItem& item) {
+      CHECK(seen.insert(item.name + "@" + item.arch).second);
+    });
+    total += s.total;
+  }
+  CHECK(total == 8);
+  CHECK(seen.size() == 8);
+  kiln::cache::KernelCache c(std::nullopt);
+  kiln::PrecompileOptions bad;
+  bad.archs = {"sm_80"};
+  bad.shard_index = 3;
+  bad.shard_count = 3;
+  CHECK_THROWS_AS(kiln::precompile_specs(specs, bad, c), kiln::ArgumentError);
+}
+
+TEST_CASE("precompile: one failing spec does not stop the others") {
+  auto specs = some_specs();
+  kiln::KernelSpec broken = specs[0];
+  broken.name = "broken";
+  broken.expression = "kiln::elementwise<kiln::op::Nope>";
+  specs.insert(specs.begin() + 1, broken);
+  kiln::cache::KernelCache c(std::nullopt);
+  kiln::PrecompileOptions o;
+  o.archs = {"sm_90a"};
+  const auto s = kiln::precompile_specs(specs, o, c);
+  CHECK(s.failed == 1);
+  CHECK(s.compiled == 4);
+  REQUIRE(s.failures.size() == 1);
+  CHECK(s.failures[0].name == "broken");
+  CHECK(s.failures[0].error.find("NVRTC") != std::string::npos);
+}
