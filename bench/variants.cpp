@@ -63,10 +63,11 @@ int main() {
       for (const auto& functor : functors)
         for (int block : {128, 256, 512})
           for (int unroll : {1, 2, 4, 8}) {
-            kiln::ElementwiseLaunch L = kiln::specialize_elementwise(op, out, args, {block, unroll});
+            kiln::ElementwiseLaunch L = kiln::specialize_op(op, out, args, {block, unroll});
             if (functor != op.functor) {
+              const std::size_t at = L.spec.source.find(op.functor);
+              L.spec.source.replace(at, op.functor.size(), functor);
               L.spec.source = kVariants + L.spec.source;
-              L.spec.expression.replace(L.spec.expression.find(op.functor), op.functor.size(), functor);
               L.spec.name += "_" + functor;
             }
             out.fill_bytes(0xff);

@@ -2,18 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include <kiln/error.hpp>
 
 namespace kiln {
 namespace {
 
-constexpr int kSlots = 4;  // out, in0, in1, in2
 constexpr int kDefaultBlock = 256;
 constexpr int kDefaultUnroll = 2;  // measured best or within noise of best on H200 (bench/NOTES.md)
 
 struct Dim {
   std::int64_t extent;
-  std::int64_t stride[kSlots];  // 0 for broadcast or non-tensor slots
+  std::vector<std::int64_t> stride;  // per slot; 0 for broadcast
 };
 
 // Strides of `v` broadcast to `shape` (right-aligned); ShapeError if it does not broadcast.
@@ -35,120 +36,156 @@ std::vector<std::int64_t> broadcast_strides(const TensorView& v, const Shape& sh
   return out;
 }
 
-std::string dtype_list(const std::vector<DType>& ts) {
+std::string dtype_list(const std::vector<TensorView>& views) {
   std::vector<std::string_view> names;
-  for (DType t : ts) names.push_back(name_of(t));
+  for (const TensorView& v : views) names.push_back(name_of(v.dtype));
   return fmt::format("{}", fmt::join(names, "_"));
 }
 
 }  // namespace
 
-ElementwiseLaunch specialize_elementwise(const ops::OpDef& op, const TensorView& out,
-                                         const std::vector<Operand>& operands, ElementwiseTunables tunables) {
+std::vector<unsigned char> ElementwiseLaunch::args() const {
+  const std::size_t floats = std::max<std::size_t>(scalars.size(), 1);
+  std::vector<unsigned char> bytes((pointers.size() * 8 + floats * 4 + 7) / 8 * 8, 0);
+  std::memcpy(bytes.data(), pointers.data(), pointers.size() * 8);
+  if (!scalars.empty()) std::memcpy(bytes.data() + pointers.size() * 8, scalars.data(), scalars.size() * 4);
+  return bytes;
+}
+
+ElementwiseLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
+                                         const std::vector<TensorView>& outputs, const std::vector<TensorView>& inputs,
+                                         std::vector<float> scalars, ElementwiseTunables tunables) {
   const int block = tunables.block ? tunables.block : kDefaultBlock;
   const int unroll = tunables.unroll ? tunables.unroll : kDefaultUnroll;
   if (block < 32 || block > 1024 || block % 32 != 0 || unroll < 1 || unroll > 16)
-    throw ArgumentError(fmt::format("{}: bad elementwise tunables block {} unroll {}", op.name, block, unroll));
-  if (operands.size() > 3) throw ArgumentError(fmt::format("{}: at most 3 kernel operands", op.name));
-  const Shape& shape = out.shape;
-  const std::int64_t numel = numel_of(shape);
-  ElementwiseLaunch L;
-
-  // Slot views and dtypes.
-  const TensorView* views[kSlots] = {&out, nullptr, nullptr, nullptr};
-  std::string types[kSlots] = {std::string(device_type_of(out.dtype)), "kiln::None", "kiln::None", "kiln::None"};
-  std::vector<DType> tensor_dtypes;
-  for (std::size_t i = 0; i < operands.size(); ++i) {
-    if (auto* v = std::get_if<TensorView>(&operands[i])) {
-      views[i + 1] = v;
-      types[i + 1] = device_type_of(v->dtype);
-      tensor_dtypes.push_back(v->dtype);
-    } else {
-      types[i + 1] = "kiln::Scalar";
-      L.scalars[i] = float(std::get<double>(operands[i]));
-    }
+    throw ArgumentError(fmt::format("{}: bad elementwise tunables block {} unroll {}", stem, block, unroll));
+  if (outputs.empty() || outputs.size() != body.outputs.size() || inputs.size() != body.inputs.size() ||
+      int(scalars.size()) != body.scalars)
+    throw ArgumentError(fmt::format("{}: {} outputs, {} inputs, {} scalars do not match the body's {}, {}, {}", stem,
+                                    outputs.size(), inputs.size(), scalars.size(), body.outputs.size(),
+                                    body.inputs.size(), body.scalars));
+  const Shape& shape = outputs[0].shape;
+  std::vector<const TensorView*> views;
+  for (const TensorView& o : outputs) {
+    if (o.shape != shape)
+      throw ShapeError(fmt::format("{}: outputs of one kernel must share a shape: {} vs {}", stem, o.describe(), to_string(shape)));
+    views.push_back(&o);
   }
+  for (const TensorView& i : inputs) views.push_back(&i);
+  const std::size_t K = views.size(), NO = outputs.size();
+  const std::int64_t numel = numel_of(shape);
 
   // Per-dim strides of every slot, unit dims dropped.
-  std::vector<std::vector<std::int64_t>> strides(kSlots);
-  for (int s = 0; s < kSlots; ++s)
-    strides[s] = views[s] ? broadcast_strides(*views[s], shape, s == 0 ? "output" : "input")
-                          : std::vector<std::int64_t>(shape.size(), 0);
+  std::vector<std::vector<std::int64_t>> strides;
+  for (std::size_t s = 0; s < K; ++s) strides.push_back(broadcast_strides(*views[s], shape, s < NO ? "output" : "input"));
   std::vector<Dim> dims;
   for (std::size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
-    Dim dim{shape[d], {}};
-    for (int s = 0; s < kSlots; ++s) dim.stride[s] = strides[s][d];
-    if (dim.stride[0] == 0)
-      throw ShapeError(fmt::format("output view {} has stride 0 in dim {}: its elements overlap", out.describe(), d));
+    Dim dim{shape[d], std::vector<std::int64_t>(K)};
+    for (std::size_t s = 0; s < K; ++s) dim.stride[s] = strides[s][d];
+    for (std::size_t s = 0; s < NO; ++s)
+      if (dim.stride[s] == 0)
+        throw ShapeError(fmt::format("output view {} has stride 0 in dim {}: its elements overlap", views[s]->describe(), d));
     dims.push_back(dim);
   }
-  // Coalesce: merge an outer dim into the inner one when every slot steps through both as one.
+  // Coalesce: merge an inner dim into the one outside it when every slot steps through both as one.
   std::vector<Dim> merged;
   for (const Dim& dim : dims) {
     if (!merged.empty()) {
       Dim& outer = merged.back();  // `merged` is outermost first; `dim` is inner to it
       bool ok = true;
-      for (int s = 0; s < kSlots; ++s) ok = ok && outer.stride[s] == dim.stride[s] * dim.extent;
+      for (std::size_t s = 0; s < K; ++s) ok = ok && outer.stride[s] == dim.stride[s] * dim.extent;
       if (ok) {
         outer.extent *= dim.extent;
-        for (int s = 0; s < kSlots; ++s) outer.stride[s] = dim.stride[s];
+        outer.stride = dim.stride;
         continue;
       }
     }
     merged.push_back(dim);
   }
-  if (merged.empty()) merged.push_back(Dim{1, {1, 0, 0, 0}});
+  if (merged.empty()) {
+    Dim one{1, std::vector<std::int64_t>(K, 0)};
+    for (std::size_t s = 0; s < NO; ++s) one.stride[s] = 1;
+    merged.push_back(one);
+  }
 
   // Vector width: a 16-byte pack of the widest dtype, if every tensor slot allows it.
-  std::size_t widest = size_of(out.dtype);
-  for (DType t : tensor_dtypes) widest = std::max(widest, size_of(t));
+  std::size_t widest = 1;
+  for (const TensorView* v : views) widest = std::max(widest, size_of(v->dtype));
   int vec = 1;
   for (int v = int(16 / widest); v >= 2 && vec == 1; v /= 2) {
     const Dim& inner = merged.back();
     bool ok = inner.extent % v == 0;
-    for (int s = 0; s < kSlots && ok; ++s) {
-      if (!views[s]) continue;
+    for (std::size_t s = 0; s < K && ok; ++s) {
       const std::int64_t is = inner.stride[s];
-      if (is == 0 && s != 0) continue;  // broadcast along the inner dim: one load per pack
+      if (is == 0 && s >= NO) continue;  // input broadcast along the inner dim: one load per pack
       ok = is == 1 && views[s]->data % (v * size_of(views[s]->dtype)) == 0;
       for (std::size_t d = 0; d + 1 < merged.size() && ok; ++d) ok = merged[d].stride[s] % v == 0;
     }
     if (ok) vec = v;
   }
   merged.back().extent /= vec;
-  for (int s = 0; s < kSlots; ++s) merged.back().stride[s] *= vec;
+  for (auto& st : merged.back().stride) st *= vec;
 
   // Index width: 32-bit unless an iteration count or offset reaches 2^31.
   std::int64_t groups = numel == 0 ? 0 : 1;
-  std::int64_t max_offset[kSlots] = {0, 0, 0, 0};
+  std::vector<std::int64_t> max_offset(K, 0);
   for (const Dim& d : merged) {
     groups *= d.extent;
-    for (int s = 0; s < kSlots; ++s) max_offset[s] += (d.extent - 1) * d.stride[s];
+    for (std::size_t s = 0; s < K; ++s) max_offset[s] += (d.extent - 1) * d.stride[s];
   }
+  ElementwiseLaunch L;
   L.index64 = groups + block * unroll >= (1ll << 31);
-  for (int s = 0; s < kSlots; ++s) L.index64 = L.index64 || max_offset[s] + vec >= (1ll << 31);
+  for (std::size_t s = 0; s < K; ++s) L.index64 = L.index64 || max_offset[s] + vec >= (1ll << 31);
 
   std::vector<std::string> layout;
-  for (const Dim& d : merged)
-    layout.push_back(fmt::format("kiln::Dim<{}, {}, {}, {}, {}>", d.extent, d.stride[0], d.stride[1], d.stride[2], d.stride[3]));
-  const char* index = L.index64 ? "unsigned long long" : "unsigned int";
-  L.spec.source = "#include <kiln/elementwise.cuh>\n";
-  L.spec.expression = fmt::format("kiln::elementwise<{}, {}, {}, {}, {}, kiln::Layout<{}>, {}, {}, {}, {}>", op.functor,
-                                  types[0], types[1], types[2], types[3], fmt::join(layout, ", "), vec, index, block,
-                                  unroll);
+  for (const Dim& d : merged) layout.push_back(fmt::format("kiln::Dim<{}, {}>", d.extent, fmt::join(d.stride, ", ")));
+  L.spec.source = "#include <kiln/elementwise.cuh>\n\n" + codegen::render_body(body);
+  L.spec.expression = fmt::format("kiln::elementwise<kiln_body, kiln::Layout<{}>, {}, {}, {}, {}>", fmt::join(layout, ", "),
+                                  vec, L.index64 ? "unsigned long long" : "unsigned int", block, unroll);
   L.spec.options = {"-std=c++17"};
-  const bool same = tensor_dtypes.empty() || tensor_dtypes.front() == out.dtype;
   const bool tuned = block != kDefaultBlock || unroll != kDefaultUnroll;
-  L.spec.name = fmt::format("{}_{}{}__r{}v{}{}{}", op.name, dtype_list(tensor_dtypes),
-                            same ? "" : fmt::format("_to_{}", name_of(out.dtype)), merged.size(), vec,
-                            L.index64 ? "_i64" : "", tuned ? fmt::format("_b{}u{}", block, unroll) : "");
+  L.spec.name = fmt::format("{}__r{}v{}{}{}", stem, merged.size(), vec, L.index64 ? "_i64" : "",
+                            tuned ? fmt::format("_b{}u{}", block, unroll) : "");
+  L.vec = vec;
   L.groups = std::uint64_t(groups);
   L.block = unsigned(block);
   const std::uint64_t per_block = std::uint64_t(block) * unroll;
   L.grid = unsigned((std::uint64_t(groups) + per_block - 1) / per_block);
-  for (int s = 0; s < kSlots; ++s) L.pointers[s] = views[s] ? views[s]->data : 0;
+  for (const TensorView* v : views) L.pointers.push_back(v->data);
+  L.scalars = std::move(scalars);
   return L;
+}
+
+codegen::Body op_body(const ops::OpDef& op, DType out, const std::vector<Operand>& operands) {
+  codegen::Body b;
+  b.outputs = {out};
+  codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, out, std::string(op.name)};
+  for (const Operand& a : operands) {
+    if (auto* v = std::get_if<TensorView>(&a)) {
+      step.args.push_back({codegen::Ref::Kind::input, int(b.inputs.size())});
+      b.inputs.push_back(v->dtype);
+    } else {
+      step.args.push_back({codegen::Ref::Kind::scalar, b.scalars++});
+    }
+  }
+  step.round = false;  // the store rounds the one output anyway
+  b.steps.push_back(step);
+  b.results = {{codegen::Ref::Kind::step, 0}};
+  return b;
+}
+
+ElementwiseLaunch specialize_op(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& operands,
+                                ElementwiseTunables tunables) {
+  std::vector<TensorView> inputs;
+  std::vector<float> scalars;
+  for (const Operand& a : operands) {
+    if (auto* v = std::get_if<TensorView>(&a)) inputs.push_back(*v);
+    else scalars.push_back(float(std::get<double>(a)));
+  }
+  const bool same = inputs.empty() || inputs.front().dtype == out.dtype;
+  const std::string stem = fmt::format("{}_{}{}", op.name, dtype_list(inputs), same ? "" : fmt::format("_to_{}", name_of(out.dtype)));
+  return specialize_elementwise(op_body(op, out.dtype, operands), stem, {out}, inputs, std::move(scalars), tunables);
 }
 
 }  // namespace kiln

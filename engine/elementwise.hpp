@@ -1,28 +1,19 @@
 #pragma once
-// Specialization of the elementwise template for the exact operands of one call: the layout
+// Specialization of the elementwise template for the exact operands of one kernel: the layout
 // is broadcast, stripped of unit dims and coalesced; the vector width follows from pointer
 // alignment and strides; the index width from the largest offset.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <kiln/ops.hpp>
 
+#include "engine/codegen.hpp"
 #include "engine/kernel.hpp"
 #include "ops/op.hpp"
 
 namespace kiln {
-
-/// A specialized elementwise kernel and the arguments of its launch.
-struct ElementwiseLaunch {
-  KernelSpec spec;
-  std::uint64_t groups = 0;  ///< iterations (V elements each); 0 = nothing to do
-  bool index64 = false;
-  unsigned grid = 0;
-  unsigned block = 0;
-  std::uint64_t pointers[4] = {0, 0, 0, 0};  ///< out, in0, in1, in2
-  float scalars[3] = {0, 0, 0};
-};
 
 /// The template's tunables. Zero means the heuristic default.
 struct ElementwiseTunables {
@@ -30,10 +21,34 @@ struct ElementwiseTunables {
   int unroll = 0;  ///< groups per thread, all loaded before the first is used
 };
 
-/// Specializes `op` writing `out` from `operands` (kernel slots, see ops::kernel_operands).
-/// Views must match `out`'s shape by broadcasting; throws ShapeError otherwise.
-ElementwiseLaunch specialize_elementwise(const ops::OpDef& op, const TensorView& out,
-                                         const std::vector<Operand>& operands,
+/// A specialized elementwise kernel and the arguments of its launch.
+struct ElementwiseLaunch {
+  KernelSpec spec;
+  std::uint64_t groups = 0;  ///< iterations (V elements each); 0 = nothing to do
+  bool index64 = false;
+  int vec = 1;
+  unsigned grid = 0;
+  unsigned block = 0;
+  std::vector<std::uint64_t> pointers;  ///< outputs, then inputs
+  std::vector<float> scalars;
+  /// The bytes of the kernel's Args<P, S> parameter.
+  std::vector<unsigned char> args() const;
+};
+
+/// Specializes `body` writing `outputs` (all of one shape) from `inputs` (broadcast to it).
+/// `stem` names the kernel ("silu_add_mul"); dtypes, rank and vector width are appended.
+/// Throws ShapeError for views that do not fit.
+ElementwiseLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
+                                         const std::vector<TensorView>& outputs,
+                                         const std::vector<TensorView>& inputs, std::vector<float> scalars,
                                          ElementwiseTunables tunables = {});
+
+/// The body of one op on `operands` (kernel slots, see ops::kernel_operands): tensor operands
+/// become inputs in order, scalar operands runtime scalars.
+codegen::Body op_body(const ops::OpDef& op, DType out, const std::vector<Operand>& operands);
+
+/// Specializes one op writing `out`.
+ElementwiseLaunch specialize_op(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& operands,
+                                ElementwiseTunables tunables = {});
 
 }  // namespace kiln

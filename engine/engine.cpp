@@ -109,12 +109,10 @@ void EngineImpl::launch(const LoadedKernel& k, unsigned grid, unsigned block, vo
 void EngineImpl::launch_elementwise(const ElementwiseLaunch& L) {
   if (L.groups == 0) return;
   const LoadedKernel& k = prepare(L.spec);
-  std::uint64_t pointers[4] = {L.pointers[0], L.pointers[1], L.pointers[2], L.pointers[3]};
-  float scalars[3] = {L.scalars[0], L.scalars[1], L.scalars[2]};
+  std::vector<unsigned char> args = L.args();
   unsigned int groups32 = unsigned(L.groups);
   unsigned long long groups64 = L.groups;
-  void* params[] = {&pointers[0], &pointers[1], &pointers[2], &pointers[3], &scalars[0], &scalars[1], &scalars[2],
-                    L.index64 ? static_cast<void*>(&groups64) : &groups32};
+  void* params[] = {args.data(), L.index64 ? static_cast<void*>(&groups64) : &groups32};
   launch(k, L.grid, L.block, params);
 }
 

@@ -28,7 +28,7 @@ void check_operands(const ops::OpDef& op, const std::vector<Operand>& args, bool
 
 ElementwiseLaunch specialize(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& args,
                              const Attrs& attrs) {
-  return specialize_elementwise(op, out, ops::kernel_operands(op, args, attrs));
+  return specialize_op(op, out, ops::kernel_operands(op, args, attrs));
 }
 
 }  // namespace

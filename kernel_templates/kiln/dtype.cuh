@@ -32,4 +32,10 @@ __device__ __forceinline__ bool8 from_float<bool8>(float x) {
   return bool8{static_cast<unsigned char>(x != 0.0f)};
 }
 
+/// x rounded to T's precision and back (what a cast in the middle of a fused chain does).
+template <class T>
+__device__ __forceinline__ float round_to(float x) {
+  return to_float(from_float<T>(x));
+}
+
 }  // namespace kiln

@@ -66,17 +66,5 @@ struct Clamp {
   }
 };
 
-/// Calls F::apply with its arity's first arguments.
-template <class F>
-__device__ __forceinline__ float invoke(float a, float b, float c) {
-  if constexpr (F::arity == 1) {
-    return F::apply(a);
-  } else if constexpr (F::arity == 2) {
-    return F::apply(a, b);
-  } else {
-    return F::apply(a, b, c);
-  }
-}
-
 }  // namespace op
 }  // namespace kiln

@@ -93,10 +93,16 @@ TEST_CASE("CompileError carries the NVRTC log and the numbered source around the
 }
 
 TEST_CASE("an error inside a template names the header and shows its lines") {
-  // An op functor that does not exist fails inside the instantiation.
-  kiln::KernelSpec spec{"bad_functor", "#include <kiln/elementwise.cuh>\n",
-                        "kiln::elementwise<kiln::op::NoSuchOp, float, float, kiln::None, kiln::None, "
-                        "kiln::Layout<kiln::Dim<8, 1, 1, 0, 0>>, 1, unsigned int, 256, 4>",
+  // A body that lacks what the template needs fails inside the instantiation.
+  kiln::KernelSpec spec{"bad_body", "#include <kiln/elementwise.cuh>\nstruct kiln_body {};\n",
+                        "kiln::elementwise<kiln_body, kiln::Layout<kiln::Dim<8, 1, 1>>, 1, unsigned int, 256, 2>",
                         {"-std=c++17"}};
-  CHECK_THROWS_WITH_AS(kiln::compiler::compile(spec, "sm_80"), doctest::Contains("NoSuchOp"), kiln::CompileError);
+  try {
+    kiln::compiler::compile(spec, "sm_80");
+    FAIL("a bad body compiled");
+  } catch (const kiln::CompileError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("kiln/elementwise.cuh") != std::string::npos);
+    CHECK(msg.find("--- kiln/elementwise.cuh around line") != std::string::npos);
+  }
 }

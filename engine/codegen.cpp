@@ -1,0 +1,56 @@
+#include "engine/codegen.hpp"
+
+#include <fmt/format.h>
+
+#include <kiln/error.hpp>
+
+namespace kiln::codegen {
+namespace {
+
+std::string ref(const Ref& r, const Body& b, std::size_t step) {
+  switch (r.kind) {
+    case Ref::Kind::input:
+      if (r.index < 0 || r.index >= int(b.inputs.size())) break;
+      return fmt::format("x[{}]", r.index);
+    case Ref::Kind::scalar:
+      if (r.index < 0 || r.index >= b.scalars) break;
+      return fmt::format("s[{}]", r.index);
+    case Ref::Kind::step:
+      if (r.index < 0 || std::size_t(r.index) >= step) break;
+      return fmt::format("t{}", r.index);
+  }
+  throw ArgumentError(fmt::format("codegen: a reference of step {} points outside the body", step));
+}
+
+std::string type_list(const std::vector<DType>& ts) {
+  std::vector<std::string_view> names;
+  for (DType t : ts) names.push_back(device_type_of(t));
+  return fmt::format("kiln::Types<{}>", fmt::join(names, ", "));
+}
+
+}  // namespace
+
+std::string render_body(const Body& b) {
+  if (b.results.size() != b.outputs.size())
+    throw ArgumentError(fmt::format("codegen: {} results for {} outputs", b.results.size(), b.outputs.size()));
+  std::string out = "struct kiln_body {\n";
+  out += fmt::format("  using Inputs = {};\n", type_list(b.inputs));
+  out += fmt::format("  using Outputs = {};\n", type_list(b.outputs));
+  out += fmt::format("  static constexpr int scalars = {};\n", b.scalars);
+  out += "  __device__ __forceinline__ static void apply(const float* x, const float* s, float* y) {\n";
+  out += "    (void)x;\n    (void)s;\n";
+  for (std::size_t i = 0; i < b.steps.size(); ++i) {
+    const Step& st = b.steps[i];
+    std::vector<std::string> args;
+    for (const Ref& r : st.args) args.push_back(ref(r, b, i));
+    std::string call = fmt::format("{}::apply({})", st.functor, fmt::join(args, ", "));
+    if (st.round) call = fmt::format("kiln::round_to<{}>({})", device_type_of(st.dtype), call);
+    out += fmt::format("    const float t{} = {};{}\n", i, call, st.label.empty() ? "" : "  // " + st.label);
+  }
+  for (std::size_t j = 0; j < b.results.size(); ++j)
+    out += fmt::format("    y[{}] = {};\n", j, ref(b.results[j], b, b.steps.size()));
+  out += "  }\n};\n";
+  return out;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,39 @@
+#pragma once
+// Codegen: the only place kiln writes CUDA text. A fused elementwise body (one op, or a chain
+// of them) is rendered as the functor struct the elementwise template takes as `Body`.
+
+#include <string>
+#include <vector>
+
+#include <kiln/dtype.hpp>
+
+namespace kiln::codegen {
+
+/// A value inside a body: an input element x[i], a scalar s[i], or step i's result t[i].
+struct Ref {
+  enum class Kind { input, scalar, step } kind = Kind::input;
+  int index = 0;
+};
+
+/// One op application: t = functor::apply(args...), optionally rounded to a dtype (a cast).
+struct Step {
+  std::string functor;  ///< "kiln::op::Add"
+  std::vector<Ref> args;
+  bool round = false;   ///< round the result to `dtype` (cast semantics)
+  DType dtype = DType::f32;
+  std::string label;    ///< the graph node it computes, for the comment
+};
+
+/// A straight-line body in SSA form. Intermediates stay f32; outputs round on store.
+struct Body {
+  std::vector<DType> inputs;
+  std::vector<DType> outputs;
+  int scalars = 0;
+  std::vector<Step> steps;
+  std::vector<Ref> results;  ///< one per output
+};
+
+/// The struct `kiln_body` implementing `body` for kernel_templates/kiln/elementwise.cuh.
+std::string render_body(const Body& body);
+
+}  // namespace kiln::codegen
