@@ -110,10 +110,16 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
   return r;
 }
 
-std::vector<Operand> kernel_operands(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
-  if (op.name != "clamp") return args;
+std::vector<double> attr_scalars(const OpDef& op, const Attrs& attrs) {
+  if (op.name != "clamp") return {};
   constexpr double inf = std::numeric_limits<double>::infinity();
-  return {args[0], attrs.min.value_or(-inf), attrs.max.value_or(inf)};
+  return {attrs.min.value_or(-inf), attrs.max.value_or(inf)};
+}
+
+std::vector<Operand> kernel_operands(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+  std::vector<Operand> out = args;
+  for (double s : attr_scalars(op, attrs)) out.emplace_back(s);
+  return out;
 }
 
 }  // namespace kiln::ops

@@ -51,6 +51,10 @@ std::vector<OpDef> select_ops();
 /// ShapeError/DtypeError/ArgumentError naming the op and every operand.
 TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);
 
+/// Scalars an op takes from its attributes, after its args: clamp's bounds (an absent one an
+/// infinity); nothing for other ops.
+std::vector<double> attr_scalars(const OpDef& op, const Attrs& attrs);
+
 /// The kernel's operand slots: clamp's bounds become scalar operands (an absent bound an
 /// infinity); every other op passes its args through.
 std::vector<Operand> kernel_operands(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);

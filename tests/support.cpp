@@ -2,9 +2,11 @@
 #include "tests/support.hpp"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +59,17 @@ std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, doubl
     store_element(t, v, out.data() + i * size_of(t));
   }
   return out;
+}
+
+CliRun kiln_cli(const std::string& args, const std::string& env) {
+  const std::string cmd = env + " " + std::string(KILN_CLI_PATH) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("popen failed");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int raw = ::pclose(p);
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, out};
 }
 
 std::mt19937_64 make_rng(std::uint64_t salt) {

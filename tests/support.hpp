@@ -38,6 +38,13 @@ void write_file(const std::string& path, const std::string& bytes);
 std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, double hi, std::mt19937_64& rng,
                                         double step = 0);
 
+/// The kiln CLI run with `args` (stdout and stderr together) and its exit status.
+struct CliRun {
+  int status;
+  std::string output;
+};
+CliRun kiln_cli(const std::string& args, const std::string& env = "");
+
 /// A seeded generator; the seed is printed by doctest on failure via INFO.
 std::mt19937_64 make_rng(std::uint64_t salt);
 

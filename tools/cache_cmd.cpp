@@ -11,6 +11,7 @@
 #include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
 #include "cache/manifest.hpp"
+#include "engine/fusion.hpp"
 #include "engine/compiler/compiler.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/driver.hpp"
@@ -113,7 +114,7 @@ int explain(const cache::DiskCache& c, const CacheArgs& a) {
   for (const std::string& b : env_bundles()) bundles.push_back(cache::Bundle::open(b));
   const auto entries = c.list();
   int misses = 0;
-  for (const KernelSpec& spec : cache::read_manifest(a.manifest)) {
+  for (const KernelSpec& spec : load_specs(a.manifest)) {
     const cache::CacheKey key = compiler::key_of(spec, arch);
     std::string verdict;
     for (const auto& b : bundles)
@@ -167,8 +168,8 @@ void add_cache(CLI::App& app, Command& run) {
   pack_cmd->add_option("-o,--output", args->out, "Bundle to write");
   pack_cmd->add_option("--arch", args->archs, "Only these archs (comma-separated)");
   pack_cmd->add_option("--merge", args->merge, "Join these bundles (verifying each entry) instead of the cache")->expected(1, -1);
-  auto* explain_cmd = cmd->add_subcommand("explain", "For each kernel of a manifest: hit, or why it missed");
-  explain_cmd->add_option("manifest", args->manifest, "Manifest (KILN_RECORD output)")->required();
+  auto* explain_cmd = cmd->add_subcommand("explain", "For each kernel of a manifest or graph: hit, or why it missed");
+  explain_cmd->add_option("manifest", args->manifest, "Manifest (KILN_RECORD output) or graph file (*.json)")->required();
   explain_cmd->add_option("--arch", args->arch, "Arch to look up (default: this machine's GPU)");
 
   cmd->callback([=, &run] {

@@ -8,6 +8,7 @@
 
 #include "cache/disk_cache.hpp"
 #include "cache/manifest.hpp"
+#include "engine/fusion.hpp"
 #include "engine/precompile.hpp"
 #include "tools/commands.hpp"
 
@@ -34,7 +35,7 @@ void parse_shard(const std::string& s, PrecompileOptions& o) {
 }
 
 int run_precompile(const PrecompileArgs& a) {
-  const std::vector<KernelSpec> specs = cache::read_manifest(a.manifest);
+  const std::vector<KernelSpec> specs = load_specs(a.manifest);
   PrecompileOptions o;
   o.archs = split_list(a.archs);
   o.jobs = a.jobs;
@@ -69,8 +70,8 @@ int run_precompile(const PrecompileArgs& a) {
 
 void add_precompile(CLI::App& app, Command& run) {
   auto args = std::make_shared<PrecompileArgs>();
-  auto* cmd = app.add_subcommand("precompile", "Compile a manifest's kernels for some archs, without a GPU");
-  cmd->add_option("manifest", args->manifest, "Manifest written with KILN_RECORD")->required();
+  auto* cmd = app.add_subcommand("precompile", "Compile the kernels of a manifest or graph for some archs, without a GPU");
+  cmd->add_option("manifest", args->manifest, "Manifest written with KILN_RECORD, or a graph file (*.json)")->required();
   cmd->add_option("--arch", args->archs, "Target archs, comma-separated")->capture_default_str();
   cmd->add_option("-j,--jobs", args->jobs, "Parallel NVRTC programs (default: one per core)");
   cmd->add_option("--shard", args->shard, "Compile only share I of N (0 <= I < N), for build farms");

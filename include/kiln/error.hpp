@@ -65,6 +65,13 @@ class DtypeError : public Error {
   using Error::Error;
 };
 
+/// A graph file or graph under construction is malformed: unknown op, missing field,
+/// duplicate name, reference to a later node. The message names the node and the field.
+class GraphError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A bad argument that is neither a shape nor a dtype: unknown op, null pointer, bad option.
 class ArgumentError : public Error {
  public:

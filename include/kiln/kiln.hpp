@@ -5,5 +5,6 @@
 #include <kiln/dtype.hpp>
 #include <kiln/engine.hpp>
 #include <kiln/error.hpp>
+#include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
 #include <kiln/tensor.hpp>

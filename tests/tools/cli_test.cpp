@@ -9,21 +9,7 @@
 
 namespace {
 
-struct Run {
-  int status;
-  std::string output;
-};
-
-Run kiln_cli(const std::string& args) {
-  const std::string cmd = std::string(KILN_CLI_PATH) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int raw = ::pclose(p);
-  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, out};
-}
+using kiln::test::kiln_cli;
 
 void fill_cache(const std::string& dir) {
   kiln::EngineOptions o;
@@ -125,14 +111,10 @@ TEST_CASE("record, precompile for two archs, pack, explain: the build-farm path 
   CHECK(miss.output.find("miss: compiled only for other archs (sm_80)") != std::string::npos);
 
   // The bundle alone serves sm_90a.
-  const std::string env = "KILN_BUNDLE=" + (tmp / "app.kbundle") + " ";
-  FILE* p = ::popen((env + KILN_CLI_PATH + std::string(" cache") + dir + " explain " + (tmp / "app.manifest") +
-                     " --arch sm_90a 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  CHECK(WEXITSTATUS(::pclose(p)) == 0);
-  CHECK(out.find("hit (bundle") != std::string::npos);
+  auto bundled = kiln_cli("cache" + dir + " explain " + (tmp / "app.manifest") + " --arch sm_90a",
+                          "KILN_BUNDLE=" + (tmp / "app.kbundle"));
+  CHECK(bundled.status == 0);
+  CHECK(bundled.output.find("hit (bundle") != std::string::npos);
 
   auto merged = kiln_cli("cache pack --merge " + (tmp / "app.kbundle") + " " + (tmp / "app.kbundle") + " -o " + (tmp / "all.kbundle"));
   CHECK(merged.status == 0);

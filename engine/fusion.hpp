@@ -1,0 +1,38 @@
+#pragma once
+// The fusion pass: a graph of elementwise ops becomes as few kernels as its outputs' shapes
+// allow. Every output of one shape is computed by one kernel that evaluates, per element,
+// all the nodes it depends on (recomputing broadcast values is cheap: they are elementwise
+// on inputs), so no intermediate is ever written to memory. With fusion off, each op is its
+// own kernel and every intermediate is materialized.
+
+#include <string>
+#include <vector>
+
+#include <kiln/graph.hpp>
+
+#include "engine/codegen.hpp"
+#include "engine/kernel.hpp"
+
+namespace kiln {
+
+/// One kernel of a plan.
+struct FusedGroup {
+  std::vector<int> steps;    ///< op node ids it computes, in topological order
+  std::vector<int> inputs;   ///< node ids it reads from memory
+  std::vector<int> outputs;  ///< node ids it writes
+  std::string stem;          ///< kernel name stem: the ops it fused
+  codegen::Body body;
+  std::vector<float> scalars;  ///< runtime scalars of the body, in order
+};
+
+/// Groups `graph`'s op nodes into kernels (one per op when `fuse` is false).
+std::vector<FusedGroup> fuse(const Graph& graph, bool fuse);
+
+/// The kernel specs of a graph's plan for contiguous, aligned tensors of its static shapes
+/// (what `kiln precompile G.json` compiles). GraphError if a dim is dynamic.
+std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true);
+
+/// Specs from a file: a graph (*.json) or a manifest (anything else).
+std::vector<KernelSpec> load_specs(const std::string& path);
+
+}  // namespace kiln

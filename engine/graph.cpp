@@ -1,0 +1,251 @@
+// Graph IR: building with inference, operators on values, JSON load/save.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include <kiln/graph.hpp>
+
+#include "ops/op.hpp"
+
+namespace kiln {
+namespace {
+
+// Dynamic dims take part in inference as this stand-in extent (a prime no real shape uses).
+constexpr std::int64_t kDynamic = 999999937;
+
+Shape to_inference(const Shape& s) {
+  Shape out = s;
+  for (auto& e : out) e = e < 0 ? kDynamic : e;
+  return out;
+}
+Shape from_inference(const Shape& s) {
+  Shape out = s;
+  for (auto& e : out) e = e == kDynamic ? -1 : e;
+  return out;
+}
+
+std::string shape_json(const Shape& s) {
+  std::vector<std::string> parts;
+  for (auto e : s) parts.push_back(e < 0 ? "\"?\"" : std::to_string(e));
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+int Graph::find(std::string_view name) const {
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].name == name) return int(i);
+  return -1;
+}
+
+Value Graph::input(const std::string& name, const Shape& shape, DType dtype) {
+  if (name.empty()) throw GraphError("an input needs a name");
+  if (find(name) >= 0) throw GraphError(fmt::format("input '{}': the name is already used", name));
+  for (auto e : shape)
+    if (e < -1) throw GraphError(fmt::format("input '{}': field shape: extent {} is negative", name, e));
+  numel_of(to_inference(shape));  // overflow check
+  nodes_.push_back({name, "input", {}, {}, shape, dtype});
+  return Value(this, int(nodes_.size()) - 1);
+}
+
+Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, const Attrs& attrs, std::string name) {
+  if (name.empty()) name = fmt::format("t{}", nodes_.size());
+  if (find(name) >= 0) throw GraphError(fmt::format("node '{}': the name is already used", name));
+  const ops::OpDef* op = nullptr;
+  try {
+    op = &ops::find_op(op_name);
+  } catch (const Error& e) {
+    throw GraphError(fmt::format("node '{}': field op: {}", name, e.what()));
+  }
+  Node n{name, std::string(op_name), {}, attrs, {}, DType::f32};
+  std::vector<Operand> descs;
+  for (const GraphArg& a : args) {
+    if (auto* v = std::get_if<Value>(&a)) {
+      if (v->graph() != this || v->id() < 0 || v->id() >= int(nodes_.size()))
+        throw GraphError(fmt::format("node '{}': an argument belongs to another graph", name));
+      TensorView d;
+      d.shape = to_inference(nodes_[std::size_t(v->id())].shape);
+      d.dtype = nodes_[std::size_t(v->id())].dtype;
+      descs.emplace_back(d);
+      n.args.emplace_back(v->id());
+    } else {
+      descs.emplace_back(std::get<double>(a));
+      n.args.emplace_back(std::get<double>(a));
+    }
+  }
+  try {
+    const TensorView r = ops::infer_result(*op, descs, attrs);
+    n.shape = from_inference(r.shape);
+    n.dtype = r.dtype;
+  } catch (const ShapeError& e) {
+    throw ShapeError(fmt::format("node '{}': {}", name, e.what()));
+  } catch (const DtypeError& e) {
+    throw DtypeError(fmt::format("node '{}': {}", name, e.what()));
+  } catch (const ArgumentError& e) {
+    throw GraphError(fmt::format("node '{}': {}", name, e.what()));
+  }
+  nodes_.push_back(std::move(n));
+  return Value(this, int(nodes_.size()) - 1);
+}
+
+void Graph::output(Value v) {
+  if (v.graph() != this || v.id() < 0) throw GraphError("an output must be a value of this graph");
+  if (std::find(outputs_.begin(), outputs_.end(), v.id()) == outputs_.end()) outputs_.push_back(v.id());
+}
+
+Graph Graph::parse(std::string_view text, const std::string& origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw GraphError(fmt::format("{}: not valid JSON: {}", origin, e.what()));
+  }
+  auto field = [&](const nlohmann::json& obj, const char* key, const std::string& where) -> const nlohmann::json& {
+    if (!obj.is_object() || !obj.contains(key)) throw GraphError(fmt::format("{}: {}: missing field '{}'", origin, where, key));
+    return obj.at(key);
+  };
+  if (!j.is_object()) throw GraphError(fmt::format("{}: the top level must be an object with inputs, nodes, outputs", origin));
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "inputs" && it.key() != "nodes" && it.key() != "outputs")
+      throw GraphError(fmt::format("{}: unknown top-level field '{}'", origin, it.key()));
+  Graph g;
+  const auto& inputs = field(j, "inputs", "graph");
+  if (!inputs.is_array()) throw GraphError(fmt::format("{}: field inputs must be an array", origin));
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto& in = inputs[i];
+    const std::string where = fmt::format("input {}", i);
+    const auto& nm = field(in, "name", where);
+    if (!nm.is_string()) throw GraphError(fmt::format("{}: {}: field name must be a string", origin, where));
+    const std::string name = nm.get<std::string>();
+    const auto& sh = field(in, "shape", "input '" + name + "'");
+    if (!sh.is_array()) throw GraphError(fmt::format("{}: input '{}': field shape must be an array", origin, name));
+    Shape shape;
+    for (const auto& e : sh) {
+      if (e.is_string() && e.get<std::string>() == "?") shape.push_back(-1);
+      else if (e.is_number_integer() && e.get<std::int64_t>() >= 0) shape.push_back(e.get<std::int64_t>());
+      else throw GraphError(fmt::format("{}: input '{}': field shape: {} is not an extent (an integer >= 0, or \"?\")", origin, name, e.dump()));
+    }
+    const auto& dt = field(in, "dtype", "input '" + name + "'");
+    if (!dt.is_string()) throw GraphError(fmt::format("{}: input '{}': field dtype must be a string", origin, name));
+    try {
+      g.input(name, shape, parse_dtype(dt.get<std::string>()));
+    } catch (const Error& e) {
+      throw GraphError(fmt::format("{}: input '{}': {}", origin, name, e.what()));
+    }
+  }
+  const auto& nodes = field(j, "nodes", "graph");
+  if (!nodes.is_array()) throw GraphError(fmt::format("{}: field nodes must be an array", origin));
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const auto& nd = nodes[i];
+    const auto& nm = field(nd, "name", fmt::format("node {}", i));
+    if (!nm.is_string()) throw GraphError(fmt::format("{}: node {}: field name must be a string", origin, i));
+    const std::string name = nm.get<std::string>(), where = "node '" + name + "'";
+    const auto& op = field(nd, "op", where);
+    if (!op.is_string()) throw GraphError(fmt::format("{}: {}: field op must be a string", origin, where));
+    const auto& args = field(nd, "args", where);
+    if (!args.is_array()) throw GraphError(fmt::format("{}: {}: field args must be an array", origin, where));
+    std::vector<GraphArg> gargs;
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      if (args[a].is_number()) {
+        gargs.emplace_back(args[a].get<double>());
+      } else if (args[a].is_string()) {
+        const int id = g.find(args[a].get<std::string>());
+        if (id < 0)
+          throw GraphError(fmt::format("{}: {}: field args[{}]: '{}' is not an input or an earlier node (a typo, a "
+                                       "forward reference or a cycle)", origin, where, a, args[a].get<std::string>()));
+        gargs.emplace_back(Value(&g, id));
+      } else {
+        throw GraphError(fmt::format("{}: {}: field args[{}] must be a name or a number", origin, where, a));
+      }
+    }
+    Attrs attrs;
+    if (nd.contains("attrs")) {
+      const auto& at = nd.at("attrs");
+      if (!at.is_object()) throw GraphError(fmt::format("{}: {}: field attrs must be an object", origin, where));
+      for (auto it = at.begin(); it != at.end(); ++it) {
+        const std::string k = it.key();
+        if ((k == "min" || k == "max") && it->is_number()) (k == "min" ? attrs.min : attrs.max) = it->get<double>();
+        else if (k == "dtype" && it->is_string()) {
+          try {
+            attrs.dtype = parse_dtype(it->get<std::string>());
+          } catch (const Error& e) {
+            throw GraphError(fmt::format("{}: {}: field attrs.dtype: {}", origin, where, e.what()));
+          }
+        } else throw GraphError(fmt::format("{}: {}: field attrs.{}: unknown or mistyped attribute for op '{}'", origin, where, k, op.get<std::string>()));
+      }
+    }
+    try {
+      g.add(op.get<std::string>(), gargs, attrs, name);
+    } catch (const GraphError& e) {
+      throw GraphError(fmt::format("{}: {}", origin, e.what()));
+    }
+  }
+  const auto& outs = field(j, "outputs", "graph");
+  if (!outs.is_array() || outs.empty()) throw GraphError(fmt::format("{}: field outputs must be a non-empty array", origin));
+  for (const auto& o : outs) {
+    const int id = o.is_string() ? g.find(o.get<std::string>()) : -1;
+    if (id < 0) throw GraphError(fmt::format("{}: field outputs: {} is not an input or a node", origin, o.dump()));
+    g.output(Value(&g, id));
+  }
+  return g;
+}
+
+Graph Graph::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw GraphError(fmt::format("cannot read graph file {}", path));
+  return parse(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), path);
+}
+
+std::string Graph::to_json() const {
+  std::vector<std::string> inputs, nodes, outputs;
+  for (const Node& n : nodes_) {
+    if (n.op == "input") {
+      inputs.push_back(fmt::format(R"(    {{"name": {}, "shape": {}, "dtype": "{}"}})", nlohmann::json(n.name).dump(),
+                                   shape_json(n.shape), name_of(n.dtype)));
+      continue;
+    }
+    std::vector<std::string> args;
+    for (const auto& a : n.args)
+      args.push_back(std::holds_alternative<int>(a) ? nlohmann::json(nodes_[std::size_t(std::get<int>(a))].name).dump()
+                                                    : nlohmann::json(std::get<double>(a)).dump());
+    nlohmann::json attrs = nlohmann::json::object();
+    if (n.attrs.min) attrs["min"] = *n.attrs.min;
+    if (n.attrs.max) attrs["max"] = *n.attrs.max;
+    if (n.attrs.dtype) attrs["dtype"] = std::string(name_of(*n.attrs.dtype));
+    nodes.push_back(fmt::format(R"(    {{"name": {}, "op": "{}", "args": [{}]{}}})", nlohmann::json(n.name).dump(), n.op,
+                                fmt::join(args, ", "), attrs.empty() ? "" : ", \"attrs\": " + attrs.dump()));
+  }
+  for (int o : outputs_) outputs.push_back(nlohmann::json(nodes_[std::size_t(o)].name).dump());
+  return fmt::format("{{\n  \"inputs\": [\n{}\n  ],\n  \"nodes\": [\n{}\n  ],\n  \"outputs\": [{}]\n}}\n", fmt::join(inputs, ",\n"),
+                     fmt::join(nodes, ",\n"), fmt::join(outputs, ", "));
+}
+
+void Graph::save(const std::string& path) const {
+  std::ofstream out(path);
+  out << to_json();
+  if (!out) throw GraphError(fmt::format("cannot write graph file {}", path));
+}
+
+Value apply(std::string_view op, const std::vector<GraphArg>& args, const Attrs& attrs) {
+  Graph* g = nullptr;
+  for (const GraphArg& a : args)
+    if (auto* v = std::get_if<Value>(&a)) g = g ? g : v->graph();
+  if (!g) throw GraphError(fmt::format("{}: needs at least one graph value", op));
+  return g->add(op, args, attrs);
+}
+
+Value operator+(Value a, GraphArg b) { return apply("add", {a, b}); }
+Value operator-(Value a, GraphArg b) { return apply("sub", {a, b}); }
+Value operator*(Value a, GraphArg b) { return apply("mul", {a, b}); }
+Value operator/(Value a, GraphArg b) { return apply("div", {a, b}); }
+Value operator+(double a, Value b) { return apply("add", {a, b}); }
+Value operator-(double a, Value b) { return apply("sub", {a, b}); }
+Value operator*(double a, Value b) { return apply("mul", {a, b}); }
+Value operator/(double a, Value b) { return apply("div", {a, b}); }
+Value operator-(Value a) { return apply("neg", {a}); }
+
+}  // namespace kiln

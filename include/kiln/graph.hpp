@@ -1,0 +1,123 @@
+#pragma once
+/// \file
+/// Op graphs: build one in C++ (operators on kiln::Value) or load the JSON format of
+/// DESIGN.md; kiln::compile_plan() fuses it into kernels.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <kiln/error.hpp>
+#include <kiln/ops.hpp>
+
+namespace kiln {
+
+class Graph;
+
+/// A value of a graph under construction. Arithmetic on values adds nodes to their graph.
+class Value {
+ public:
+  Value() = default;
+  Value(Graph* g, int id) : graph_(g), id_(id) {}
+  Graph* graph() const { return graph_; }
+  int id() const { return id_; }
+
+ private:
+  Graph* graph_ = nullptr;
+  int id_ = -1;
+};
+
+using GraphArg = std::variant<Value, double>;
+
+class Graph {
+ public:
+  /// One node: an input (op "input") or an op applied to earlier nodes and scalars.
+  struct Node {
+    std::string name;
+    std::string op;
+    std::vector<std::variant<int, double>> args;  ///< node ids or scalars
+    Attrs attrs;
+    Shape shape;  ///< inferred; -1 for a dynamic dim
+    DType dtype = DType::f32;
+  };
+
+  /// An input; a dim of -1 is dynamic ("?" in JSON).
+  Value input(const std::string& name, const Shape& shape, DType dtype);
+  /// Adds op `op` on `args`; infers its shape and dtype (ShapeError/DtypeError naming the
+  /// node). An empty name gets "t<N>".
+  Value add(std::string_view op, const std::vector<GraphArg>& args, const Attrs& attrs = {}, std::string name = "");
+  void output(Value v);
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<int>& outputs() const { return outputs_; }
+  const Node& node(int id) const { return nodes_.at(std::size_t(id)); }
+  int find(std::string_view name) const;  ///< -1 if absent
+
+  /// The JSON format of DESIGN.md. Anything malformed is a GraphError naming the node and field.
+  static Graph parse(std::string_view json, const std::string& origin = "graph");
+  static Graph load(const std::string& path);
+  std::string to_json() const;
+  void save(const std::string& path) const;
+
+ private:
+  std::vector<Node> nodes_;
+  std::vector<int> outputs_;
+};
+
+// Operators and op functions on graph values.
+Value operator+(Value a, GraphArg b);
+Value operator-(Value a, GraphArg b);
+Value operator*(Value a, GraphArg b);
+Value operator/(Value a, GraphArg b);
+Value operator+(double a, Value b);
+Value operator-(double a, Value b);
+Value operator*(double a, Value b);
+Value operator/(double a, Value b);
+Value operator-(Value a);
+/// Any op of the catalog on graph values: kiln::apply("silu", {x}).
+Value apply(std::string_view op, const std::vector<GraphArg>& args, const Attrs& attrs = {});
+#define KILN_GRAPH_UNARY(op) \
+  inline Value op(Value x) { return apply(#op, {x}); }
+KILN_GRAPH_UNARY(exp) KILN_GRAPH_UNARY(log) KILN_GRAPH_UNARY(sqrt) KILN_GRAPH_UNARY(rsqrt)
+KILN_GRAPH_UNARY(tanh) KILN_GRAPH_UNARY(sigmoid) KILN_GRAPH_UNARY(relu) KILN_GRAPH_UNARY(gelu)
+KILN_GRAPH_UNARY(silu) KILN_GRAPH_UNARY(softplus) KILN_GRAPH_UNARY(abs) KILN_GRAPH_UNARY(neg)
+#undef KILN_GRAPH_UNARY
+
+namespace detail {
+class PlanImpl;
+}
+
+/// A kernel of a plan: its name, the graph nodes it computes, its launch shape.
+struct PlanKernel {
+  std::string name;
+  std::vector<std::string> ops;  ///< node names, in order
+  unsigned grid = 0;
+  unsigned block = 0;
+};
+
+/// A graph fused into kernels, ready to run on an engine.
+class Plan {
+ public:
+  explicit Plan(const Graph& graph);  ///< fuses (KILN_DISABLE_FUSION=1: one kernel per op)
+  Plan(const Graph& graph, bool fuse);
+  ~Plan();
+  Plan(Plan&&) noexcept;
+  Plan& operator=(Plan&&) noexcept;
+
+  /// The kernels, specialized for contiguous, 256-byte-aligned tensors of the graph's shapes.
+  std::vector<PlanKernel> kernels() const;
+  /// Specializes and compiles every kernel (works on an offline engine).
+  std::vector<KernelRecord> compile(Engine& engine) const;
+  /// Runs the plan. `inputs` and `outputs` map graph names to views; outputs missing from
+  /// `outputs` are allocated and returned.
+  std::map<std::string, Tensor> run(Engine& engine, const std::map<std::string, TensorView>& inputs,
+                                    const std::map<std::string, TensorView>& outputs = {}) const;
+
+ private:
+  std::unique_ptr<detail::PlanImpl> impl_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,135 @@
+// Graphs on the CPU: building, inference errors, JSON, fusion grouping, NVRTC compile of fused patterns.
+#include <kiln/graph.hpp>
+
+#include "tests/support.hpp"
+
+using kiln::DType;
+using kiln::Graph;
+
+namespace {
+
+Graph chain_graph(int n_ops, DType t = DType::bf16) {
+  Graph g;
+  auto x = g.input("x", {256, 1024}, t);
+  auto b = g.input("b", {1024}, t);
+  kiln::Value v = x * 2.0 + b;
+  for (int i = 2; i < n_ops; ++i) v = i % 2 ? kiln::silu(v) : v * 0.5;
+  g.output(v);
+  return g;
+}
+
+std::string bad(const std::string& json) {
+  try {
+    Graph::parse(json, "g.json");
+  } catch (const kiln::Error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("graph: operators build nodes with inferred shapes and dtypes") {
+  Graph g;
+  auto x = g.input("x", {8, 1, 5}, DType::bf16);
+  auto y = g.input("y", {3, 1}, DType::f16);
+  auto z = kiln::exp(x * 2.0 + y);
+  g.output(z);
+  CHECK(g.node(z.id()).shape == kiln::Shape{8, 3, 5});
+  CHECK(g.node(z.id()).dtype == DType::f32);  // bf16 with f16 promotes
+  CHECK(g.nodes().size() == 5);
+  CHECK_THROWS_WITH_AS(g.add("add", {x, g.input("w", {4}, DType::f32)}, {}, "bad"), doctest::Contains("node 'bad'"),
+                       kiln::ShapeError);
+}
+
+TEST_CASE("graph: JSON round trip") {
+  const Graph g = chain_graph(6);
+  const Graph back = Graph::parse(g.to_json());
+  CHECK(back.to_json() == g.to_json());
+  CHECK(back.nodes().size() == g.nodes().size());
+  Graph d;
+  d.input("x", {-1, 16}, DType::f32);
+  d.output(kiln::relu(kiln::Value(&d, 0)));
+  CHECK(d.to_json().find("[\"?\", 16]") != std::string::npos);
+  CHECK(Graph::parse(d.to_json()).node(0).shape == kiln::Shape{-1, 16});
+}
+
+TEST_CASE("graph: malformed files are GraphErrors naming the node and field") {
+  const std::string in = R"("inputs": [{"name": "x", "shape": [4, 8], "dtype": "f32"}])";
+  CHECK(bad("{") .find("not valid JSON") != std::string::npos);
+  CHECK(bad("{" + in + R"(, "nodes": [{"name": "y", "op": "frob", "args": ["x"]}], "outputs": ["y"]})")
+            .find("node 'y': field op: unknown op 'frob'") != std::string::npos);
+  CHECK(bad("{" + in + R"(, "nodes": [{"name": "y", "op": "add", "args": ["x", "q"]}], "outputs": ["y"]})")
+            .find("node 'y': field args[1]: 'q' is not an input or an earlier node") != std::string::npos);
+  CHECK(bad("{" + in + R"(, "nodes": [{"name": "y", "op": "add", "args": ["x"]}], "outputs": ["y"]})")
+            .find("takes 2 operand(s)") != std::string::npos);
+  CHECK(bad("{" + in + R"(, "nodes": [{"name": "x", "op": "neg", "args": ["x"]}], "outputs": ["x"]})")
+            .find("node 'x': the name is already used") != std::string::npos);
+  CHECK(bad(R"({"inputs": [{"name": "x", "shape": [4], "dtype": "f64"}], "nodes": [], "outputs": ["x"]})")
+            .find("input 'x'") != std::string::npos);
+  CHECK(bad(R"({"inputs": [{"name": "x", "shape": [-4], "dtype": "f32"}], "nodes": [], "outputs": ["x"]})")
+            .find("field shape") != std::string::npos);
+  CHECK(bad("{" + in + R"(, "nodes": [{"name": "y", "op": "neg"}], "outputs": ["y"]})")
+            .find("node 'y': missing field 'args'") != std::string::npos);
+  CHECK(bad("{" + in + R"(, "nodes": [], "outputs": ["nope"]})").find("field outputs") != std::string::npos);
+  CHECK(bad("{" + in + R"(, "nodes": [{"name": "y", "op": "clamp", "args": ["x"], "attrs": {"mn": 1}}], "outputs": ["y"]})")
+            .find("attrs.mn") != std::string::npos);
+  CHECK(bad("{" + in + R"(, "nodes": [{"name": "y", "op": "add", "args": ["x", "x"]}], "outputs": ["y"], "extra": 1})")
+            .find("unknown top-level field 'extra'") != std::string::npos);
+  CHECK(bad("[]").find("top level") != std::string::npos);
+  CHECK_THROWS_AS(Graph::load("/nonexistent/g.json"), kiln::GraphError);
+}
+
+TEST_CASE("fusion: a chain of elementwise ops is one kernel; unfused it is one per op") {
+  const Graph g = chain_graph(8);
+  const auto fused = kiln::Plan(g, true).kernels();
+  REQUIRE(fused.size() == 1);
+  CHECK(fused[0].ops.size() == 8);
+  CHECK(fused[0].name.find("mul_add_mul_5_more_bf16__r2v8") == 0);
+  CHECK(kiln::Plan(g, false).kernels().size() == 8);
+}
+
+TEST_CASE("fusion: outputs of two shapes make two kernels; shared values are recomputed, not stored") {
+  Graph g;
+  auto x = g.input("x", {64, 128}, DType::f32);
+  auto b = g.input("b", {128}, DType::f32);
+  auto bb = kiln::exp(b);  // [128], consumed by the [64, 128] kernel too
+  g.output(x * bb);
+  g.output(bb);
+  const auto k = kiln::Plan(g, true).kernels();
+  REQUIRE(k.size() == 2);
+  CHECK(k[0].ops == std::vector<std::string>{"t2", "t3"});
+  CHECK(k[1].ops == std::vector<std::string>{"t2"});
+  CHECK_THROWS_WITH_AS(([&] {
+                         Graph h;
+                         h.output(h.input("x", {4}, DType::f32));
+                         kiln::Plan p(h);
+                       }()),
+                       doctest::Contains("nothing to compute"), kiln::GraphError);
+}
+
+TEST_CASE("fused patterns NVRTC-compile for sm_80 and sm_90a") {
+  std::vector<Graph> graphs;
+  for (DType t : kiln::kFloatDTypes) graphs.push_back(chain_graph(10, t));
+  {
+    Graph g;  // softplus(x*s + mask) with a cast in the middle and two outputs of one shape
+    auto x = g.input("x", {512, 256}, DType::bf16);
+    auto m = g.input("mask", {256}, DType::f32);
+    auto c = kiln::apply("cast", {x * 0.125 + m}, {std::nullopt, std::nullopt, DType::bf16});
+    g.output(kiln::softplus(c));
+    g.output(kiln::apply("where", {kiln::apply("gt", {c, 0.0}), c, kiln::apply("clamp", {x}, {-1.0, 1.0, std::nullopt})}));
+    graphs.push_back(g);
+  }
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    kiln::EngineOptions o;
+    o.offline = true;
+    o.arch = arch;
+    o.disk_cache = false;
+    kiln::Engine e(o);
+    for (const Graph& g : graphs) {
+      const auto recs = kiln::Plan(g).compile(e);
+      REQUIRE(recs.size() == 1);
+      CHECK(recs[0].source == "compiled");
+    }
+  }
+}

@@ -1,0 +1,155 @@
+// Fused plans on the GPU: against an fp64 evaluation of the graph, and fused against unfused.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include <kiln/graph.hpp>
+
+#include "ops/op.hpp"
+#include "tests/support.hpp"
+
+using kiln::DType;
+using kiln::Graph;
+
+namespace {
+
+// fp64 value of every node at every element of its shape.
+std::vector<std::vector<double>> evaluate(const Graph& g, const std::map<std::string, std::vector<unsigned char>>& in) {
+  std::vector<std::vector<double>> vals(g.nodes().size());
+  for (std::size_t id = 0; id < g.nodes().size(); ++id) {
+    const auto& n = g.nodes()[id];
+    const std::int64_t count = kiln::numel_of(n.shape);
+    auto& out = vals[id];
+    out.resize(std::size_t(count));
+    if (n.op == "input") {
+      const auto& bytes = in.at(n.name);
+      for (std::int64_t i = 0; i < count; ++i) out[std::size_t(i)] = kiln::load_element(n.dtype, bytes.data() + i * kiln::size_of(n.dtype));
+      continue;
+    }
+    const auto& op = kiln::ops::find_op(n.op);
+    for (std::int64_t i = 0; i < count; ++i) {
+      double a[3] = {0, 0, 0};
+      std::size_t k = 0;
+      for (const auto& arg : n.args) {
+        if (std::holds_alternative<double>(arg)) {
+          a[k++] = std::get<double>(arg);
+          continue;
+        }
+        const auto& src = g.node(std::get<int>(arg));
+        // Broadcast index i of n.shape into src.shape (right-aligned).
+        std::int64_t rest = i, off = 0, stride = 1;
+        for (std::size_t d = n.shape.size(); d-- > 0;) {
+          const std::int64_t c = rest % n.shape[d];
+          rest /= n.shape[d];
+          const std::size_t lead = n.shape.size() - src.shape.size();
+          if (d >= lead && src.shape[d - lead] != 1) off += c * stride;
+          if (d >= lead) stride *= src.shape[d - lead];
+        }
+        a[k++] = vals[std::size_t(std::get<int>(arg))][std::size_t(off)];
+      }
+      for (double s : kiln::ops::attr_scalars(op, n.attrs)) a[k++] = s;
+      out[std::size_t(i)] = op.reference(a[0], a[1], a[2]);
+    }
+  }
+  return vals;
+}
+
+// A random chain over x [R, C], b [C], r [R, 1] with two outputs of the result's shape.
+Graph random_graph(std::mt19937_64& rng, DType t, std::int64_t R, std::int64_t C) {
+  Graph g;
+  auto x = g.input("x", {R, C}, t);
+  auto b = g.input("b", {C}, t);
+  auto r = g.input("r", {R, 1}, DType::f32);
+  kiln::Value v = x;
+  const int steps = 3 + int(rng() % 6);
+  for (int s = 0; s < steps; ++s) {
+    switch (rng() % 8) {
+      case 0: v = v + b; break;
+      case 1: v = v * 0.75; break;
+      case 2: v = kiln::silu(v); break;
+      case 3: v = kiln::tanh(v) - r; break;
+      case 4: v = kiln::apply("maximum", {v, x}); break;
+      case 5: v = kiln::apply("where", {kiln::apply("gt", {x, 0.0}), v, b}); break;
+      case 6: v = kiln::apply("clamp", {v}, {-2.0, 2.0, std::nullopt}); break;
+      default: v = kiln::sigmoid(v) * r; break;
+    }
+  }
+  g.output(v);
+  g.output(kiln::relu(v) + x);
+  return g;
+}
+
+double tolerance(DType t) { return t == DType::f32 ? 1e-4 : t == DType::f16 ? 1e-2 : 5e-2; }
+
+}  // namespace
+
+TEST_CASE("gpu: random fused graphs match the fp64 reference and the unfused plan" * doctest::skip(!kiln::test::has_gpu())) {
+  kiln::test::TempDir tmp;
+  kiln::EngineOptions o;
+  o.cache_dir = tmp.path();
+  kiln::Engine e(o);
+  auto rng = kiln::test::make_rng(11);
+  int graphs = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const DType t = kiln::kFloatDTypes[trial % 3];
+    const std::int64_t R = 1 + std::int64_t(rng() % 70), C = 1 + std::int64_t(rng() % 300);
+    const Graph g = random_graph(rng, t, R, C);
+    std::map<std::string, std::vector<unsigned char>> host;
+    std::map<std::string, kiln::Tensor> dev;
+    std::map<std::string, kiln::TensorView> views;
+    for (const auto& n : g.nodes())
+      if (n.op == "input") {
+        host[n.name] = kiln::test::random_bytes(n.dtype, std::size_t(kiln::numel_of(n.shape)), -2, 2, rng);
+        dev[n.name] = e.from_host(n.shape, n.dtype, host[n.name].data());
+        views[n.name] = dev[n.name].view();
+      }
+    const auto ref = evaluate(g, host);
+    auto fused = kiln::Plan(g, true).run(e, views);
+    auto unfused = kiln::Plan(g, false).run(e, views);
+    CAPTURE(g.to_json());
+    for (int out : g.outputs()) {
+      const auto& n = g.node(out);
+      std::vector<unsigned char> a(fused.at(n.name).bytes()), b(a.size());
+      fused.at(n.name).copy_to_host(a.data());
+      unfused.at(n.name).copy_to_host(b.data());
+      int bad = 0;
+      for (std::size_t i = 0; i < ref[std::size_t(out)].size(); ++i) {
+        const double want = ref[std::size_t(out)][i];
+        const double f = kiln::load_element(n.dtype, a.data() + i * kiln::size_of(n.dtype));
+        const double u = kiln::load_element(n.dtype, b.data() + i * kiln::size_of(n.dtype));
+        const double tol = tolerance(n.dtype) * std::max(1.0, std::fabs(want));
+        if (!(std::fabs(f - want) <= tol && std::fabs(u - want) <= tol && std::fabs(f - u) <= tol) && bad++ < 3)
+          FAIL_CHECK(fmt::format("{} [{}]: fused {} unfused {} fp64 {}", n.name, i, f, u, want));
+      }
+    }
+    ++graphs;
+  }
+  CHECK(graphs == 24);
+}
+
+TEST_CASE("gpu: a plan writes into the caller's outputs and checks what it is given" * doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e;
+  Graph g;
+  auto x = g.input("x", {-1, 64}, DType::f32);
+  g.output(kiln::silu(x * 2.0));
+  const kiln::Plan p(g);
+  for (std::int64_t rows : {3, 17}) {  // a dynamic dim bound per run
+    std::vector<float> h(std::size_t(rows * 64));
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = float(i % 13) * 0.25f - 1.5f;
+    kiln::Tensor in = e.from_host({rows, 64}, DType::f32, h.data());
+    kiln::Tensor out = e.empty({rows, 64}, DType::f32);
+    out.fill_bytes(0xff);
+    CHECK(p.run(e, {{"x", in.view()}}, {{g.node(g.outputs()[0]).name, out.view()}}).empty());
+    std::vector<float> got(h.size());
+    out.copy_to_host(got.data());
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      const double t = 2.0 * h[i];
+      CHECK(got[i] == doctest::Approx(t / (1 + std::exp(-t))).epsilon(1e-5));
+    }
+  }
+  kiln::Tensor wrong = e.empty({3, 65}, DType::f32);
+  CHECK_THROWS_AS(p.run(e, {{"x", wrong.view()}}), kiln::ShapeError);
+  CHECK_THROWS_AS(p.run(e, {}), kiln::GraphError);
+  kiln::Tensor f16 = e.empty({3, 64}, DType::f16);
+  CHECK_THROWS_AS(p.run(e, {{"x", f16.view()}}), kiln::DtypeError);
+}

@@ -1,0 +1,95 @@
+// kiln plan and kiln run, as a user runs them.
+#include "tests/support.hpp"
+#include "tools/npy.hpp"
+
+using kiln::test::kiln_cli;
+
+namespace {
+
+// 6 elementwise ops in a chain with a broadcast input: one kernel.
+const char* kChain = R"({
+  "inputs":  [{"name": "x", "shape": [32, 256], "dtype": "bf16"},
+              {"name": "b", "shape": [256], "dtype": "bf16"}],
+  "nodes":   [{"name": "t", "op": "mul", "args": ["x", 2.0]},
+              {"name": "u", "op": "add", "args": ["t", "b"]},
+              {"name": "v", "op": "tanh", "args": ["u"]},
+              {"name": "w", "op": "clamp", "args": ["v"], "attrs": {"min": -0.5}},
+              {"name": "s", "op": "silu", "args": ["w"]},
+              {"name": "y", "op": "sub", "args": ["s", "x"]}],
+  "outputs": ["y"]
+})";
+
+}  // namespace
+
+TEST_CASE("kiln plan: a chain of 6 elementwise ops prints exactly one kernel; --compile works without a GPU") {
+  kiln::test::TempDir tmp;
+  kiln::test::write_file(tmp / "g.json", kChain);
+  auto plan = kiln_cli("plan " + (tmp / "g.json"));
+  CHECK(plan.status == 0);
+  CHECK(plan.output.find("1 kernels for 8 nodes") != std::string::npos);
+  CHECK(plan.output.find("fuses t u v w s y") != std::string::npos);
+  auto json = kiln_cli("plan " + (tmp / "g.json") + " --json");
+  CHECK(json.output.find(R"("ops":["t","u","v","w","s","y"])") != std::string::npos);
+  CHECK(kiln_cli("plan " + (tmp / "g.json") + " --no-fuse").output.find("6 kernels") != std::string::npos);
+  auto compiled = kiln_cli("plan " + (tmp / "g.json") + " --compile --arch sm_80,sm_90a", "KILN_CACHE_DIR=" + (tmp / "c"));
+  CHECK(compiled.status == 0);
+  CHECK(compiled.output.find("for sm_80: compiled") != std::string::npos);
+  CHECK(compiled.output.find("for sm_90a: compiled") != std::string::npos);
+}
+
+TEST_CASE("kiln plan and run: a bad graph file is a one-line error naming the node") {
+  kiln::test::TempDir tmp;
+  std::string broken = kChain;
+  broken.replace(broken.find("\"tanh\""), 6, "\"tanx\"");
+  kiln::test::write_file(tmp / "bad.json", broken);
+  auto r = kiln_cli("plan " + (tmp / "bad.json"));
+  CHECK(r.status == 1);
+  CHECK(r.output.find("node 'v': field op: unknown op 'tanx'") != std::string::npos);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  CHECK(kiln_cli("plan " + (tmp / "missing.json")).status == 1);
+}
+
+TEST_CASE("kiln run without a GPU says so in one line" * doctest::skip(kiln::test::has_gpu())) {
+  kiln::test::TempDir tmp;
+  kiln::test::write_file(tmp / "g.json", kChain);
+  auto r = kiln_cli("run " + (tmp / "g.json") + " --input x=x.npy --input b=b.npy --output-dir " + tmp.path());
+  CHECK(r.status == 1);
+  CHECK(r.output.rfind("kiln: ", 0) == 0);
+}
+
+TEST_CASE(".npy files: round trip, and a wrong dtype is refused") {
+  kiln::test::TempDir tmp;
+  kiln::tools::NpyArray a{{3, 5}, kiln::DType::bf16, std::vector<unsigned char>(30)};
+  for (std::size_t i = 0; i < a.bytes.size(); ++i) a.bytes[i] = static_cast<unsigned char>(i * 7);
+  kiln::tools::write_npy(tmp / "a.npy", a);
+  const auto back = kiln::tools::read_npy(tmp / "a.npy", kiln::DType::bf16);
+  CHECK(back.shape == a.shape);
+  CHECK(back.bytes == a.bytes);
+  CHECK_THROWS_WITH_AS(kiln::tools::read_npy(tmp / "a.npy", kiln::DType::f32), doctest::Contains("dtype <u2 but the graph input is f32"),
+                       kiln::ArgumentError);
+  kiln::test::write_file(tmp / "junk.npy", "junk");
+  CHECK_THROWS_AS(kiln::tools::read_npy(tmp / "junk.npy", kiln::DType::f32), kiln::ArgumentError);
+}
+
+TEST_CASE("gpu: kiln run reads .npy inputs and writes .npy outputs" * doctest::skip(!kiln::test::has_gpu())) {
+  kiln::test::TempDir tmp;
+  kiln::test::write_file(tmp / "g.json", kChain);
+  kiln::tools::NpyArray x{{32, 256}, kiln::DType::bf16, std::vector<unsigned char>(32 * 256 * 2)};
+  kiln::tools::NpyArray b{{256}, kiln::DType::bf16, std::vector<unsigned char>(256 * 2)};
+  for (std::size_t i = 0; i < 32 * 256; ++i) kiln::store_element(kiln::DType::bf16, double(i % 17) * 0.1 - 0.8, x.bytes.data() + 2 * i);
+  for (std::size_t i = 0; i < 256; ++i) kiln::store_element(kiln::DType::bf16, double(i % 5) * 0.2, b.bytes.data() + 2 * i);
+  kiln::tools::write_npy(tmp / "x.npy", x);
+  kiln::tools::write_npy(tmp / "b.npy", b);
+  auto r = kiln_cli("run " + (tmp / "g.json") + " --input x=" + (tmp / "x.npy") + " --input b=" + (tmp / "b.npy") +
+                    " --output-dir " + (tmp / "out"), "KILN_CACHE_DIR=" + (tmp / "c"));
+  CHECK(r.status == 0);
+  const auto y = kiln::tools::read_npy(tmp / "out/y.npy", kiln::DType::bf16);
+  REQUIRE(y.shape == kiln::Shape{32, 256});
+  for (std::size_t i = 0; i < 32 * 256; i += 37) {
+    const double xv = kiln::load_element(kiln::DType::bf16, x.bytes.data() + 2 * i);
+    const double bv = kiln::load_element(kiln::DType::bf16, b.bytes.data() + 2 * (i % 256));
+    const double w = std::max(std::tanh(2 * xv + bv), -0.5);
+    const double want = w / (1 + std::exp(-w)) - xv;
+    CHECK(kiln::load_element(kiln::DType::bf16, y.bytes.data() + 2 * i) == doctest::Approx(want).epsilon(0.02).scale(1.0));
+  }
+}
