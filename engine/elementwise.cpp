@@ -12,11 +12,6 @@ namespace {
 constexpr int kDefaultBlock = 256;
 constexpr int kDefaultUnroll = 2;  // measured best or within noise of best on H200 (bench/NOTES.md)
 
-struct Dim {
-  std::int64_t extent;
-  std::vector<std::int64_t> stride;  // per slot; 0 for broadcast
-};
-
 // Strides of `v` broadcast to `shape` (right-aligned); ShapeError if it does not broadcast.
 std::vector<std::int64_t> broadcast_strides(const TensorView& v, const Shape& shape, const char* role) {
   const Shape vs = v.resolved_strides();
@@ -43,6 +38,86 @@ std::string dtype_list(const std::vector<TensorView>& views) {
 }
 
 }  // namespace
+
+std::string LayoutPlan::type() const {
+  std::vector<std::string> parts;
+  for (const Dim& d : dims) parts.push_back(fmt::format("kiln::Dim<{}, {}>", d.extent, fmt::join(d.stride, ", ")));
+  return fmt::format("kiln::Layout<{}>", fmt::join(parts, ", "));
+}
+
+LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t NO, const Shape& shape, bool rows,
+                       std::int64_t slack) {
+  using Dim = LayoutPlan::Dim;
+  const std::size_t K = views.size();
+  const std::int64_t numel = numel_of(shape);
+  // Per-dim strides of every slot, unit dims dropped (but a row's dim stays).
+  std::vector<std::vector<std::int64_t>> strides;
+  for (std::size_t s = 0; s < K; ++s) strides.push_back(broadcast_strides(*views[s], shape, s < NO ? "output" : "input"));
+  std::vector<Dim> dims;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const bool row = rows && d + 1 == shape.size();
+    if (shape[d] == 1 && !row) continue;
+    Dim dim{shape[d], std::vector<std::int64_t>(K)};
+    for (std::size_t s = 0; s < K; ++s) dim.stride[s] = strides[s][d];
+    for (std::size_t s = 0; s < NO; ++s)
+      if (dim.stride[s] == 0 && !row && dim.extent > 1)
+        throw ShapeError(fmt::format("output view {} has stride 0 in dim {}: its elements overlap", views[s]->describe(), d));
+    dims.push_back(dim);
+  }
+  // Coalesce: merge an inner dim into the one outside it when every slot steps through both
+  // as one (never the row dim).
+  std::vector<Dim> merged;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    const Dim& dim = dims[i];
+    const bool row = rows && i + 1 == dims.size();
+    if (!merged.empty() && !row) {
+      Dim& outer = merged.back();  // `merged` is outermost first; `dim` is inner to it
+      bool ok = true;
+      for (std::size_t s = 0; s < K; ++s) ok = ok && outer.stride[s] == dim.stride[s] * dim.extent;
+      if (ok) {
+        outer.extent *= dim.extent;
+        outer.stride = dim.stride;
+        continue;
+      }
+    }
+    merged.push_back(dim);
+  }
+  if (merged.empty()) {
+    Dim one{1, std::vector<std::int64_t>(K, 0)};
+    for (std::size_t s = 0; s < NO; ++s) one.stride[s] = 1;
+    merged.push_back(one);
+  }
+  // Vector width: a 16-byte pack of the widest dtype, if every tensor slot allows it.
+  std::size_t widest = 1;
+  for (const TensorView* v : views) widest = std::max(widest, size_of(v->dtype));
+  int vec = 1;
+  for (int v = int(16 / widest); v >= 2 && vec == 1; v /= 2) {
+    const Dim& inner = merged.back();
+    bool ok = inner.extent % v == 0;
+    for (std::size_t s = 0; s < K && ok; ++s) {
+      const std::int64_t is = inner.stride[s];
+      if (is == 0 && (s >= NO || rows)) continue;  // broadcast along the inner dim: one load per pack
+      ok = is == 1 && views[s]->data % (v * size_of(views[s]->dtype)) == 0;
+      for (std::size_t d = 0; d + 1 < merged.size() && ok; ++d) ok = merged[d].stride[s] % v == 0;
+    }
+    if (ok) vec = v;
+  }
+  merged.back().extent /= vec;
+  for (auto& st : merged.back().stride) st *= vec;
+  // Index width: 32-bit unless an iteration count or offset reaches 2^31.
+  LayoutPlan lp;
+  lp.groups = numel == 0 ? 0 : 1;
+  std::vector<std::int64_t> max_offset(K, 0);
+  for (const Dim& d : merged) {
+    lp.groups *= d.extent;
+    for (std::size_t s = 0; s < K; ++s) max_offset[s] += (d.extent - 1) * d.stride[s];
+  }
+  lp.index64 = lp.groups + slack >= (1ll << 31);
+  for (std::size_t s = 0; s < K; ++s) lp.index64 = lp.index64 || max_offset[s] + vec >= (1ll << 31);
+  lp.dims = std::move(merged);
+  lp.vec = vec;
+  return lp;
+}
 
 std::vector<unsigned char> ElementwiseLaunch::args() const {
   const std::size_t floats = std::max<std::size_t>(scalars.size(), 1);
@@ -72,80 +147,17 @@ ElementwiseLaunch specialize_elementwise(const codegen::Body& body, const std::s
     views.push_back(&o);
   }
   for (const TensorView& i : inputs) views.push_back(&i);
-  const std::size_t K = views.size(), NO = outputs.size();
-  const std::int64_t numel = numel_of(shape);
-
-  // Per-dim strides of every slot, unit dims dropped.
-  std::vector<std::vector<std::int64_t>> strides;
-  for (std::size_t s = 0; s < K; ++s) strides.push_back(broadcast_strides(*views[s], shape, s < NO ? "output" : "input"));
-  std::vector<Dim> dims;
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    Dim dim{shape[d], std::vector<std::int64_t>(K)};
-    for (std::size_t s = 0; s < K; ++s) dim.stride[s] = strides[s][d];
-    for (std::size_t s = 0; s < NO; ++s)
-      if (dim.stride[s] == 0)
-        throw ShapeError(fmt::format("output view {} has stride 0 in dim {}: its elements overlap", views[s]->describe(), d));
-    dims.push_back(dim);
-  }
-  // Coalesce: merge an inner dim into the one outside it when every slot steps through both as one.
-  std::vector<Dim> merged;
-  for (const Dim& dim : dims) {
-    if (!merged.empty()) {
-      Dim& outer = merged.back();  // `merged` is outermost first; `dim` is inner to it
-      bool ok = true;
-      for (std::size_t s = 0; s < K; ++s) ok = ok && outer.stride[s] == dim.stride[s] * dim.extent;
-      if (ok) {
-        outer.extent *= dim.extent;
-        outer.stride = dim.stride;
-        continue;
-      }
-    }
-    merged.push_back(dim);
-  }
-  if (merged.empty()) {
-    Dim one{1, std::vector<std::int64_t>(K, 0)};
-    for (std::size_t s = 0; s < NO; ++s) one.stride[s] = 1;
-    merged.push_back(one);
-  }
-
-  // Vector width: a 16-byte pack of the widest dtype, if every tensor slot allows it.
-  std::size_t widest = 1;
-  for (const TensorView* v : views) widest = std::max(widest, size_of(v->dtype));
-  int vec = 1;
-  for (int v = int(16 / widest); v >= 2 && vec == 1; v /= 2) {
-    const Dim& inner = merged.back();
-    bool ok = inner.extent % v == 0;
-    for (std::size_t s = 0; s < K && ok; ++s) {
-      const std::int64_t is = inner.stride[s];
-      if (is == 0 && s >= NO) continue;  // input broadcast along the inner dim: one load per pack
-      ok = is == 1 && views[s]->data % (v * size_of(views[s]->dtype)) == 0;
-      for (std::size_t d = 0; d + 1 < merged.size() && ok; ++d) ok = merged[d].stride[s] % v == 0;
-    }
-    if (ok) vec = v;
-  }
-  merged.back().extent /= vec;
-  for (auto& st : merged.back().stride) st *= vec;
-
-  // Index width: 32-bit unless an iteration count or offset reaches 2^31.
-  std::int64_t groups = numel == 0 ? 0 : 1;
-  std::vector<std::int64_t> max_offset(K, 0);
-  for (const Dim& d : merged) {
-    groups *= d.extent;
-    for (std::size_t s = 0; s < K; ++s) max_offset[s] += (d.extent - 1) * d.stride[s];
-  }
+  const LayoutPlan lp = plan_layout(views, outputs.size(), shape, false, block * unroll);
   ElementwiseLaunch L;
-  L.index64 = groups + block * unroll >= (1ll << 31);
-  for (std::size_t s = 0; s < K; ++s) L.index64 = L.index64 || max_offset[s] + vec >= (1ll << 31);
-
-  std::vector<std::string> layout;
-  for (const Dim& d : merged) layout.push_back(fmt::format("kiln::Dim<{}, {}>", d.extent, fmt::join(d.stride, ", ")));
+  L.index64 = lp.index64;
+  const int vec = lp.vec;
+  const std::int64_t groups = lp.groups;
   L.spec.source = "#include <kiln/elementwise.cuh>\n\n" + codegen::render_body(body);
-  L.spec.expression = fmt::format("kiln::elementwise<kiln_body, kiln::Layout<{}>, {}, {}, {}, {}>", fmt::join(layout, ", "),
+  L.spec.expression = fmt::format("kiln::elementwise<kiln_body, {}, {}, {}, {}, {}>", lp.type(),
                                   vec, L.index64 ? "unsigned long long" : "unsigned int", block, unroll);
   L.spec.options = {"-std=c++17"};
   const bool tuned = block != kDefaultBlock || unroll != kDefaultUnroll;
-  L.spec.name = fmt::format("{}__r{}v{}{}{}", stem, merged.size(), vec, L.index64 ? "_i64" : "",
+  L.spec.name = fmt::format("{}__r{}v{}{}{}", stem, lp.dims.size(), vec, L.index64 ? "_i64" : "",
                             tuned ? fmt::format("_b{}u{}", block, unroll) : "");
   L.vec = vec;
   L.groups = std::uint64_t(groups);

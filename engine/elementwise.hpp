@@ -35,6 +35,26 @@ struct ElementwiseLaunch {
   std::vector<unsigned char> args() const;
 };
 
+/// The iteration layout of a kernel over `shape`: unit dims dropped, dims coalesced, a vector
+/// width and an index width chosen. Slots: `outputs` outputs first, then inputs.
+struct LayoutPlan {
+  struct Dim {
+    std::int64_t extent;
+    std::vector<std::int64_t> stride;  ///< per slot, in elements (times V for the last dim)
+  };
+  std::vector<Dim> dims;  ///< outermost first; the last is in groups of `vec` elements
+  int vec = 1;
+  bool index64 = false;
+  std::int64_t groups = 0;  ///< product of the extents
+  std::string type() const;  ///< "kiln::Layout<kiln::Dim<...>, ...>"
+};
+
+/// Plans the layout of `views` (outputs first) over `shape`. With `rows`, the last dim of
+/// `shape` stays its own dim (a row) even when extent 1, and outputs may broadcast over it
+/// (a reduction writes one value per row).
+LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t outputs, const Shape& shape, bool rows,
+                       std::int64_t slack);
+
 /// Specializes `body` writing `outputs` (all of one shape) from `inputs` (broadcast to it).
 /// `stem` names the kernel ("silu_add_mul"); dtypes, rank and vector width are appended.
 /// Throws ShapeError for views that do not fit.
