@@ -63,7 +63,7 @@ int main() {
       for (const auto& functor : functors)
         for (int block : {128, 256, 512})
           for (int unroll : {1, 2, 4, 8}) {
-            kiln::ElementwiseLaunch L = kiln::specialize_op(op, out, args, {block, unroll});
+            kiln::KernelLaunch L = kiln::specialize_op(op, out, args, {block, unroll});
             if (functor != op.functor) {
               const std::size_t at = L.spec.source.find(op.functor);
               L.spec.source.replace(at, op.functor.size(), functor);
@@ -71,7 +71,7 @@ int main() {
               L.spec.name += "_" + functor;
             }
             out.fill_bytes(0xff);
-            const double ms = e.time_median_ms([&] { e.impl().launch_elementwise(L); }, 3, 20);
+            const double ms = e.time_median_ms([&] { e.impl().launch_kernel(L); }, 3, 20);
             std::size_t bytes = out.bytes() * (1 + (op.operands.size() == 3 ? 2 : op.operands.size())) +
                                 (op.operands.size() == 3 ? std::size_t(n) : 0);
             fmt::print("{:<6} {:<5} {:<16} block {:>3} unroll {}  {:8.1f} us  {:6.0f} GB/s  diff {:.1e}\n", name,

@@ -119,7 +119,7 @@ LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t 
   return lp;
 }
 
-std::vector<unsigned char> ElementwiseLaunch::args() const {
+std::vector<unsigned char> KernelLaunch::args() const {
   const std::size_t floats = std::max<std::size_t>(scalars.size(), 1);
   std::vector<unsigned char> bytes((pointers.size() * 8 + floats * 4 + 7) / 8 * 8, 0);
   std::memcpy(bytes.data(), pointers.data(), pointers.size() * 8);
@@ -127,7 +127,7 @@ std::vector<unsigned char> ElementwiseLaunch::args() const {
   return bytes;
 }
 
-ElementwiseLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
+KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
                                          const std::vector<TensorView>& outputs, const std::vector<TensorView>& inputs,
                                          std::vector<float> scalars, ElementwiseTunables tunables) {
   const int block = tunables.block ? tunables.block : kDefaultBlock;
@@ -148,7 +148,7 @@ ElementwiseLaunch specialize_elementwise(const codegen::Body& body, const std::s
   }
   for (const TensorView& i : inputs) views.push_back(&i);
   const LayoutPlan lp = plan_layout(views, outputs.size(), shape, false, block * unroll);
-  ElementwiseLaunch L;
+  KernelLaunch L;
   L.index64 = lp.index64;
   const int vec = lp.vec;
   const std::int64_t groups = lp.groups;
@@ -161,6 +161,7 @@ ElementwiseLaunch specialize_elementwise(const codegen::Body& body, const std::s
                             tuned ? fmt::format("_b{}u{}", block, unroll) : "");
   L.vec = vec;
   L.groups = std::uint64_t(groups);
+  L.index_arg = L.groups;
   L.block = unsigned(block);
   const std::uint64_t per_block = std::uint64_t(block) * unroll;
   L.grid = unsigned((std::uint64_t(groups) + per_block - 1) / per_block);
@@ -187,7 +188,7 @@ codegen::Body op_body(const ops::OpDef& op, DType out, const std::vector<Operand
   return b;
 }
 
-ElementwiseLaunch specialize_op(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& operands,
+KernelLaunch specialize_op(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& operands,
                                 ElementwiseTunables tunables) {
   std::vector<TensorView> inputs;
   std::vector<float> scalars;

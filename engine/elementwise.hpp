@@ -21,10 +21,12 @@ struct ElementwiseTunables {
   int unroll = 0;  ///< groups per thread, all loaded before the first is used
 };
 
-/// A specialized elementwise kernel and the arguments of its launch.
-struct ElementwiseLaunch {
+/// A specialized kernel (elementwise or row) and the arguments of its launch: the Args<P, S>
+/// block, then one Index (iterations for elementwise kernels, groups per row for row kernels).
+struct KernelLaunch {
   KernelSpec spec;
-  std::uint64_t groups = 0;  ///< iterations (V elements each); 0 = nothing to do
+  std::uint64_t groups = 0;     ///< iterations (V elements each); 0 = nothing to do
+  std::uint64_t index_arg = 0;  ///< the kernel's Index parameter
   bool index64 = false;
   int vec = 1;
   unsigned grid = 0;
@@ -58,7 +60,7 @@ LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t 
 /// Specializes `body` writing `outputs` (all of one shape) from `inputs` (broadcast to it).
 /// `stem` names the kernel ("silu_add_mul"); dtypes, rank and vector width are appended.
 /// Throws ShapeError for views that do not fit.
-ElementwiseLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
+KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
                                          const std::vector<TensorView>& outputs,
                                          const std::vector<TensorView>& inputs, std::vector<float> scalars,
                                          ElementwiseTunables tunables = {});
@@ -68,7 +70,7 @@ ElementwiseLaunch specialize_elementwise(const codegen::Body& body, const std::s
 codegen::Body op_body(const ops::OpDef& op, DType out, const std::vector<Operand>& operands);
 
 /// Specializes one op writing `out`.
-ElementwiseLaunch specialize_op(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& operands,
+KernelLaunch specialize_op(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& operands,
                                 ElementwiseTunables tunables = {});
 
 }  // namespace kiln

@@ -37,8 +37,8 @@ class EngineImpl {
   /// `source` (optional) gets where this lookup found it: "memory", "disk" or "compiled".
   const LoadedKernel& prepare(const KernelSpec& spec, std::string* source = nullptr);
   void launch(const LoadedKernel& k, unsigned grid, unsigned block, void** args);
-  /// Prepares and launches a specialized elementwise kernel (nothing when it has no work).
-  void launch_elementwise(const ElementwiseLaunch& L);
+  /// Prepares and launches a specialized kernel (nothing when it has no work).
+  void launch_kernel(const KernelLaunch& L);
 
   /// Throws CudaError when the engine is offline.
   void require_device(const char* what) const;

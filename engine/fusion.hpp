@@ -1,9 +1,11 @@
 #pragma once
-// The fusion pass: a graph of elementwise ops becomes as few kernels as its outputs' shapes
-// allow. Every output of one shape is computed by one kernel that evaluates, per element,
-// all the nodes it depends on (recomputing broadcast values is cheap: they are elementwise
-// on inputs), so no intermediate is ever written to memory. With fusion off, each op is its
-// own kernel and every intermediate is materialized.
+// The fusion pass. Elementwise ops fuse into chains: every materialized elementwise value of
+// one shape (and one depth, below) is computed by one kernel that evaluates, per element,
+// all the nodes it depends on (recomputing broadcast values is cheap: they are elementwise on
+// inputs). Row ops (reductions, softmax, norms) anchor kernels of their own, with the
+// elementwise nodes that feed them fused as a prologue; their results are materialized.
+// Groups run in order of depth (the number of row ops on the longest path from the inputs).
+// With fusion off, each op is its own kernel and every intermediate is materialized.
 
 #include <string>
 #include <vector>
@@ -12,17 +14,22 @@
 
 #include "engine/codegen.hpp"
 #include "engine/kernel.hpp"
+#include "ops/op.hpp"
 
 namespace kiln {
 
 /// One kernel of a plan.
 struct FusedGroup {
-  std::vector<int> steps;    ///< op node ids it computes, in topological order
+  std::vector<int> steps;    ///< elementwise node ids it computes, in topological order
   std::vector<int> inputs;   ///< node ids it reads from memory
   std::vector<int> outputs;  ///< node ids it writes
   std::string stem;          ///< kernel name stem: the ops it fused
-  codegen::Body body;
+  codegen::Body body;          ///< the elementwise body, or a row op's prologue
   std::vector<float> scalars;  ///< runtime scalars of the body, in order
+  // Row groups only:
+  const ops::OpDef* row = nullptr;
+  std::vector<int> extras;  ///< weight, bias node ids
+  int x = -1;               ///< the node whose value the prologue computes
 };
 
 /// Groups `graph`'s op nodes into kernels (one per op when `fuse` is false).

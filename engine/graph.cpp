@@ -169,6 +169,9 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
       for (auto it = at.begin(); it != at.end(); ++it) {
         const std::string k = it.key();
         if ((k == "min" || k == "max") && it->is_number()) (k == "min" ? attrs.min : attrs.max) = it->get<double>();
+        else if (k == "eps" && it->is_number()) attrs.eps = it->get<double>();
+        else if (k == "axis" && it->is_number_integer()) attrs.axis = it->get<std::int64_t>();
+        else if (k == "keepdim" && it->is_boolean()) attrs.keepdim = it->get<bool>();
         else if (k == "dtype" && it->is_string()) {
           try {
             attrs.dtype = parse_dtype(it->get<std::string>());
@@ -216,6 +219,9 @@ std::string Graph::to_json() const {
     if (n.attrs.min) attrs["min"] = *n.attrs.min;
     if (n.attrs.max) attrs["max"] = *n.attrs.max;
     if (n.attrs.dtype) attrs["dtype"] = std::string(name_of(*n.attrs.dtype));
+    if (n.attrs.eps) attrs["eps"] = *n.attrs.eps;
+    if (n.attrs.axis) attrs["axis"] = *n.attrs.axis;
+    if (n.attrs.keepdim) attrs["keepdim"] = true;
     nodes.push_back(fmt::format(R"(    {{"name": {}, "op": "{}", "args": [{}]{}}})", nlohmann::json(n.name).dump(), n.op,
                                 fmt::join(args, ", "), attrs.empty() ? "" : ", \"attrs\": " + attrs.dump()));
   }

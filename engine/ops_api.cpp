@@ -2,10 +2,12 @@
 #include <fmt/format.h>
 
 #include <kiln/error.hpp>
+#include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
 
 #include "engine/elementwise.hpp"
 #include "engine/engine_impl.hpp"
+#include "engine/fusion.hpp"
 #include "ops/op.hpp"
 
 namespace kiln {
@@ -26,7 +28,7 @@ void check_operands(const ops::OpDef& op, const std::vector<Operand>& args, bool
     if (auto* v = std::get_if<TensorView>(&args[i])) check_view(op, *v, op.operands[i], need_data);
 }
 
-ElementwiseLaunch specialize(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& args,
+KernelLaunch specialize(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& args,
                              const Attrs& attrs) {
   return specialize_op(op, out, ops::kernel_operands(op, args, attrs));
 }
@@ -46,6 +48,26 @@ Tensor call(Engine& engine, std::string_view name, const std::vector<Operand>& a
   return out;
 }
 
+namespace {
+
+// A row op as a one-node graph, so eager calls and plans share one path.
+Graph row_graph(const ops::OpDef& op, const std::vector<Operand>& args, const Attrs& attrs,
+                std::map<std::string, TensorView>* inputs) {
+  Graph g;
+  std::vector<GraphArg> gargs;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto* v = std::get_if<TensorView>(&args[i]);
+    if (!v) throw ArgumentError(fmt::format("{}: operand {} must be a tensor", op.name, op.operands[i]));
+    const std::string name(op.operands[i]);
+    gargs.push_back(g.input(name, v->shape, v->dtype));
+    if (inputs) (*inputs)[name] = *v;
+  }
+  g.output(g.add(op.name, gargs, attrs, "out"));
+  return g;
+}
+
+}  // namespace
+
 void call_into(Engine& engine, std::string_view name, const TensorView& out, const std::vector<Operand>& args,
                const Attrs& attrs) {
   const ops::OpDef& op = ops::find_op(name);
@@ -57,15 +79,27 @@ void call_into(Engine& engine, std::string_view name, const TensorView& out, con
   check_operands(op, args, true);
   check_view(op, out, "output", true);
   engine.impl().require_device(fmt::format("running {}", name).c_str());
+  if (op.fusion == ops::FusionClass::row) {
+    std::map<std::string, TensorView> inputs;
+    const Graph g = row_graph(op, args, attrs, &inputs);
+    Plan(g, true).run(engine, inputs, {{"out", out}});
+    return;
+  }
 
-  engine.impl().launch_elementwise(specialize(op, out, args, attrs));
+  engine.impl().launch_kernel(specialize(op, out, args, attrs));
 }
 
 KernelRecord precompile(Engine& engine, std::string_view name, const std::vector<Operand>& args, const Attrs& attrs) {
   const ops::OpDef& op = ops::find_op(name);
   const TensorView out = ops::infer_result(op, args, attrs);
   check_operands(op, args, false);
-  const ElementwiseLaunch L = specialize(op, out, args, attrs);
+  if (op.fusion == ops::FusionClass::row) {
+    std::string source;
+    KernelRecord r = engine.impl().records[engine.impl().prepare(plan_specs(row_graph(op, args, attrs, nullptr)).at(0), &source).record];
+    r.source = source;
+    return r;
+  }
+  const KernelLaunch L = specialize(op, out, args, attrs);
   if (L.groups == 0) throw ShapeError(fmt::format("{}: the result {} is empty; there is no kernel to compile", name, out.describe()));
   std::string source;
   KernelRecord r = engine.impl().records[engine.impl().prepare(L.spec, &source).record];

@@ -10,6 +10,7 @@
 #include "engine/engine_impl.hpp"
 #include "cache/manifest.hpp"
 #include "engine/fusion.hpp"
+#include "engine/rows.hpp"
 
 namespace kiln {
 namespace detail {
@@ -62,11 +63,16 @@ class PlanImpl {
     return v;
   }
 
-  ElementwiseLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values) const {
-    std::vector<TensorView> outs, ins;
+  // `g` gives the shapes (the bound graph when running, the graph itself when static).
+  KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g) const {
+    std::vector<TensorView> outs, ins, extras;
     for (int id : grp.outputs) outs.push_back(values[std::size_t(id)]);
     for (int id : grp.inputs) ins.push_back(values[std::size_t(id)]);
-    return specialize_elementwise(grp.body, grp.stem, outs, ins, grp.scalars);
+    for (int id : grp.extras) extras.push_back(values[std::size_t(id)]);
+    if (!grp.row) return specialize_elementwise(grp.body, grp.stem, outs, ins, grp.scalars);
+    const Graph::Node& n = g.node(grp.outputs[0]);
+    return specialize_rows(*grp.row, grp.body, grp.stem, g.node(grp.x).shape, outs[0], ins, extras,
+                           grp.scalars, ops::eps_of(n.attrs));
   }
 };
 
@@ -97,10 +103,11 @@ std::vector<PlanKernel> Plan::kernels() const {
   for (const FusedGroup& grp : impl_->groups) {
     PlanKernel k;
     for (int id : grp.steps) k.ops.push_back(impl_->graph.node(id).name);
+    if (grp.row) k.ops.push_back(impl_->graph.node(grp.outputs[0]).name);
     if (impl_->dynamic()) {
       k.name = grp.stem + "__dynamic";  // specialized when the dims are bound
     } else {
-      const ElementwiseLaunch L = impl_->specialize(grp, values);
+      const KernelLaunch L = impl_->specialize(grp, values, impl_->graph);
       k.name = L.spec.name;
       k.grid = L.grid;
       k.block = L.block;
@@ -128,7 +135,7 @@ std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops) {
   for (const auto& n : graph.nodes()) values.push_back(detail::PlanImpl::desc(n));
   std::vector<KernelSpec> specs;
   for (const FusedGroup& grp : p.groups) {
-    const ElementwiseLaunch L = p.specialize(grp, values);
+    const KernelLaunch L = p.specialize(grp, values, graph);
     if (L.groups) specs.push_back(L.spec);
   }
   return specs;
@@ -173,7 +180,7 @@ std::map<std::string, Tensor> Plan::run(Engine& engine, const std::map<std::stri
         slot = scratch.back().view();
       }
     }
-  for (const FusedGroup& grp : impl_->groups) engine.impl().launch_elementwise(impl_->specialize(grp, values));
+  for (const FusedGroup& grp : impl_->groups) engine.impl().launch_kernel(impl_->specialize(grp, values, bound));
   if (!scratch.empty()) engine.synchronize();  // Note: scratch is freed on return
   return made;
 }

@@ -35,7 +35,7 @@ DType promote(DType a, DType b) {
 const std::vector<OpDef>& all_ops() {
   static const std::vector<OpDef> ops = [] {
     std::vector<OpDef> all;
-    for (auto family : {unary_ops, binary_ops, select_ops})
+    for (auto family : {unary_ops, binary_ops, select_ops, row_ops})
       for (auto& op : family()) all.push_back(op);
     return all;
   }();
@@ -50,7 +50,49 @@ const OpDef& find_op(std::string_view name) {
   throw ArgumentError(fmt::format("unknown op '{}'; known ops: {}", name, fmt::join(names, " ")));
 }
 
+namespace {
+
+// Shapes and dtypes of the row ops: the last axis only, for now.
+TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+  const auto* x = std::get_if<TensorView>(&args[0]);
+  if (!x) throw ArgumentError(fmt::format("{}: x must be a tensor", describe_args(op, args)));
+  if (!is_float(x->dtype)) throw DtypeError(fmt::format("{}: x is bool; cast it to a float dtype first", describe_args(op, args)));
+  const std::int64_t rank = std::int64_t(x->shape.size());
+  if (rank == 0) throw ShapeError(fmt::format("{}: x has no axis to work along", describe_args(op, args)));
+  numel_of(x->shape);
+  const std::int64_t axis = attrs.axis.value_or(-1);
+  if (axis < -rank || axis >= rank)
+    throw ShapeError(fmt::format("{}: axis {} is out of range for rank {}", describe_args(op, args), axis, rank));
+  if (axis != -1 && axis != rank - 1)
+    throw ShapeError(fmt::format("{}: axis {} is not supported yet: kiln's row kernels work along the last axis; "
+                                 "transpose x so that axis {} is last", describe_args(op, args), axis, axis));
+  if (x->shape.back() == 0) throw ShapeError(fmt::format("{}: the last axis is empty", describe_args(op, args)));
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const auto* v = std::get_if<TensorView>(&args[i]);
+    if (!v || v->shape != Shape{x->shape.back()})
+      throw ShapeError(fmt::format("{}: {} must be a tensor of shape [{}] (the last axis of x)", describe_args(op, args),
+                                   op.operands[i], x->shape.back()));
+    if (!is_float(v->dtype)) throw DtypeError(fmt::format("{}: {} must be a float tensor", describe_args(op, args), op.operands[i]));
+  }
+  if (attrs.eps && !(*attrs.eps > 0)) throw ArgumentError(fmt::format("{}: eps must be > 0", describe_args(op, args)));
+  TensorView r;
+  r.shape = x->shape;
+  r.dtype = x->dtype;
+  if (op.reduces) {
+    if (attrs.keepdim) r.shape.back() = 1;
+    else r.shape.pop_back();
+  }
+  return r;
+}
+
+}  // namespace
+
 TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+  const std::size_t least = op.min_operands ? op.min_operands : op.operands.size();
+  if (args.size() < least || args.size() > op.operands.size())
+    throw ArgumentError(fmt::format("{} takes {}{} operand(s) ({}), got {}: {}", op.name, least == op.operands.size() ? "" : fmt::format("{} to ", least),
+                                    op.operands.size(), fmt::join(op.operands, ", "), args.size(), describe_args(op, args)));
+  if (op.fusion == FusionClass::row) return infer_row(op, args, attrs);
   if (args.size() != op.operands.size())
     throw ArgumentError(fmt::format("{} takes {} operand(s) ({}), got {}: {}", op.name, op.operands.size(),
                                     fmt::join(op.operands, ", "), args.size(), describe_args(op, args)));
@@ -109,6 +151,8 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
   r.dtype = out;
   return r;
 }
+
+double eps_of(const Attrs& attrs) { return attrs.eps.value_or(1e-5); }
 
 std::vector<double> attr_scalars(const OpDef& op, const Attrs& attrs) {
   if (op.name != "clamp") return {};

@@ -9,8 +9,14 @@
 
 namespace kiln::ops {
 
-/// How an op fuses (DESIGN.md, key decision 6). Every op of this file is elementwise.
-enum class FusionClass { elementwise };
+/// How an op fuses (DESIGN.md, key decision 6): elementwise ops fuse into chains and into
+/// the prologue of row ops; row ops (reductions, softmax, norms over the last axis) anchor a
+/// kernel of their own and materialize their result.
+enum class FusionClass { elementwise, row };
+
+/// fp64 reference of a row op on one row of n values: writes n values (1 for a reduction).
+/// `w` and `b` are the norms' weight and bias (null when absent).
+using RowReference = void (*)(const double* x, std::int64_t n, const double* w, const double* b, double eps, double* out);
 
 /// Which dtype rule applies.
 enum class Rule {
@@ -35,6 +41,9 @@ struct OpDef {
   /// fp64 reference on (up to three) operand values; clamp gets (x, min, max).
   double (*reference)(double a, double b, double c) = nullptr;
   FusionClass fusion = FusionClass::elementwise;
+  RowReference row_reference = nullptr;  ///< row ops
+  bool reduces = false;                  ///< writes one value per row
+  std::size_t min_operands = 0;          ///< when some operands are optional (norms); 0 = all
 };
 
 /// The op called `name`; ArgumentError listing the known ops otherwise.
@@ -46,6 +55,7 @@ const std::vector<OpDef>& all_ops();
 std::vector<OpDef> unary_ops();
 std::vector<OpDef> binary_ops();
 std::vector<OpDef> select_ops();
+std::vector<OpDef> row_ops();
 
 /// The result shape and dtype of `op` on `args` (data is 0, strides empty). Throws
 /// ShapeError/DtypeError/ArgumentError naming the op and every operand.
@@ -54,6 +64,9 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
 /// Scalars an op takes from its attributes, after its args: clamp's bounds (an absent one an
 /// infinity); nothing for other ops.
 std::vector<double> attr_scalars(const OpDef& op, const Attrs& attrs);
+
+/// The eps of a norm (attrs.eps, default 1e-5).
+double eps_of(const Attrs& attrs);
 
 /// The kernel's operand slots: clamp's bounds become scalar operands (an absent bound an
 /// infinity); every other op passes its args through.

@@ -84,7 +84,22 @@ Value apply(std::string_view op, const std::vector<GraphArg>& args, const Attrs&
 KILN_GRAPH_UNARY(exp) KILN_GRAPH_UNARY(log) KILN_GRAPH_UNARY(sqrt) KILN_GRAPH_UNARY(rsqrt)
 KILN_GRAPH_UNARY(tanh) KILN_GRAPH_UNARY(sigmoid) KILN_GRAPH_UNARY(relu) KILN_GRAPH_UNARY(gelu)
 KILN_GRAPH_UNARY(silu) KILN_GRAPH_UNARY(softplus) KILN_GRAPH_UNARY(abs) KILN_GRAPH_UNARY(neg)
+KILN_GRAPH_UNARY(softmax) KILN_GRAPH_UNARY(log_softmax)
 #undef KILN_GRAPH_UNARY
+/// Reductions over the last axis: "sum", "mean", "max", "min".
+inline Value reduce(std::string_view op, Value x, bool keepdim = false) {
+  Attrs a;
+  a.keepdim = keepdim;
+  return apply(op, {x}, a);
+}
+/// layer_norm / rms_norm over the last axis, with optional weight and bias ([C]).
+inline Value norm(std::string_view op, Value x, std::vector<GraphArg> affine = {}, double eps = 1e-5) {
+  Attrs a;
+  a.eps = eps;
+  std::vector<GraphArg> args = {x};
+  for (auto& v : affine) args.push_back(v);
+  return apply(op, args, a);
+}
 
 namespace detail {
 class PlanImpl;

@@ -15,11 +15,15 @@ namespace kiln {
 /// A tensor operand or a scalar (a scalar never changes the result dtype).
 using Operand = std::variant<TensorView, double>;
 
-/// Op attributes: `min`/`max` for clamp, `dtype` for cast.
+/// Op attributes: `min`/`max` for clamp, `dtype` for cast, `axis`/`keepdim` for reductions
+/// and softmax, `eps` for norms.
 struct Attrs {
   std::optional<double> min;
   std::optional<double> max;
   std::optional<DType> dtype;
+  std::optional<std::int64_t> axis;  ///< default -1 (the last axis, the only one supported yet)
+  bool keepdim = false;
+  std::optional<double> eps;  ///< default 1e-5
 };
 
 /// Runs op `name` (see DESIGN.md's op list) and returns a new contiguous tensor.
@@ -56,10 +60,15 @@ inline Tensor where(Engine& e, const Operand& cond, const Operand& a, const Oper
 }
 inline Tensor clamp(Engine& e, const Operand& x, std::optional<double> min,
                     std::optional<double> max) {
-  return call(e, "clamp", {x}, Attrs{min, max, std::nullopt});
+  Attrs a;
+  a.min = min;
+  a.max = max;
+  return call(e, "clamp", {x}, a);
 }
 inline Tensor cast(Engine& e, const Operand& x, DType to) {
-  return call(e, "cast", {x}, Attrs{std::nullopt, std::nullopt, to});
+  Attrs a;
+  a.dtype = to;
+  return call(e, "cast", {x}, a);
 }
 
 }  // namespace kiln

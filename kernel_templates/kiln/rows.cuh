@@ -12,7 +12,7 @@
 namespace kiln {
 namespace row {
 
-constexpr float kInf = __int_as_float(0x7f800000);
+__device__ __forceinline__ float inf() { return __int_as_float(0x7f800000); }
 
 struct Sum {
   struct Stat { float s; };
@@ -31,7 +31,7 @@ struct Mean : Sum {
 struct Max {
   struct Stat { float m; };
   static constexpr bool kWritesRow = false;
-  __device__ static Stat init() { return {-kInf}; }
+  __device__ static Stat init() { return {-inf()}; }
   __device__ static void add(Stat& a, float x) { a.m = (x > a.m || x != x) ? x : a.m; }
   __device__ static Stat merge(Stat a, Stat b) { return {(b.m > a.m || b.m != b.m) ? b.m : a.m}; }
   __device__ static float finish(Stat a, float) { return a.m; }
@@ -40,7 +40,7 @@ struct Max {
 struct Min {
   struct Stat { float m; };
   static constexpr bool kWritesRow = false;
-  __device__ static Stat init() { return {kInf}; }
+  __device__ static Stat init() { return {inf()}; }
   __device__ static void add(Stat& a, float x) { a.m = (x < a.m || x != x) ? x : a.m; }
   __device__ static Stat merge(Stat a, Stat b) { return {(b.m < a.m || b.m != b.m) ? b.m : a.m}; }
   __device__ static float finish(Stat a, float) { return a.m; }
@@ -49,10 +49,10 @@ struct Min {
 // Online softmax statistic: running max m and sum of exp(x - m).
 struct SoftmaxStat {
   struct Stat { float m, s; };
-  __device__ static Stat init() { return {-kInf, 0.0f}; }
+  __device__ static Stat init() { return {-inf(), 0.0f}; }
   __device__ static Stat merge(Stat a, Stat b) {
     const float m = fmaxf(a.m, b.m);
-    if (m == -kInf) return a;  // both empty (or all -inf so far)
+    if (m == -inf()) return a;  // both empty (or all -inf so far)
     return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
   }
   __device__ static void add(Stat& a, float x) { a = merge(a, Stat{x, 1.0f}); }

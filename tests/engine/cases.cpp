@@ -72,6 +72,7 @@ std::vector<Case> sweep(std::int64_t R, std::int64_t C, bool with_misaligned) {
   std::vector<Layout> layouts = {Layout::contiguous, Layout::strided, Layout::broadcast, Layout::scalar};
   if (with_misaligned) layouts.push_back(Layout::misaligned);
   for (const ops::OpDef& op : ops::all_ops()) {
+    if (op.fusion != ops::FusionClass::elementwise) continue;  // row ops have their own sweep
     for (DType t : kFloatDTypes) {
       std::vector<std::optional<DType>> targets = {std::nullopt};
       if (op.rule == ops::Rule::cast) targets = {DType::f32, DType::f16, DType::bf16, DType::boolean};

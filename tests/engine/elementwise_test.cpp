@@ -17,7 +17,7 @@ TensorView view(kiln::Shape shape, DType t, std::uint64_t data = 0x10000, kiln::
   return v;
 }
 
-kiln::ElementwiseLaunch spec(const char* op, const TensorView& out, std::vector<kiln::Operand> in) {
+kiln::KernelLaunch spec(const char* op, const TensorView& out, std::vector<kiln::Operand> in) {
   return kiln::specialize_op(kiln::ops::find_op(op), out, in);
 }
 

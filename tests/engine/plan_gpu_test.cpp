@@ -6,53 +6,13 @@
 #include <kiln/graph.hpp>
 
 #include "ops/op.hpp"
+#include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
 
 using kiln::DType;
 using kiln::Graph;
 
 namespace {
-
-// fp64 value of every node at every element of its shape.
-std::vector<std::vector<double>> evaluate(const Graph& g, const std::map<std::string, std::vector<unsigned char>>& in) {
-  std::vector<std::vector<double>> vals(g.nodes().size());
-  for (std::size_t id = 0; id < g.nodes().size(); ++id) {
-    const auto& n = g.nodes()[id];
-    const std::int64_t count = kiln::numel_of(n.shape);
-    auto& out = vals[id];
-    out.resize(std::size_t(count));
-    if (n.op == "input") {
-      const auto& bytes = in.at(n.name);
-      for (std::int64_t i = 0; i < count; ++i) out[std::size_t(i)] = kiln::load_element(n.dtype, bytes.data() + i * kiln::size_of(n.dtype));
-      continue;
-    }
-    const auto& op = kiln::ops::find_op(n.op);
-    for (std::int64_t i = 0; i < count; ++i) {
-      double a[3] = {0, 0, 0};
-      std::size_t k = 0;
-      for (const auto& arg : n.args) {
-        if (std::holds_alternative<double>(arg)) {
-          a[k++] = std::get<double>(arg);
-          continue;
-        }
-        const auto& src = g.node(std::get<int>(arg));
-        // Broadcast index i of n.shape into src.shape (right-aligned).
-        std::int64_t rest = i, off = 0, stride = 1;
-        for (std::size_t d = n.shape.size(); d-- > 0;) {
-          const std::int64_t c = rest % n.shape[d];
-          rest /= n.shape[d];
-          const std::size_t lead = n.shape.size() - src.shape.size();
-          if (d >= lead && src.shape[d - lead] != 1) off += c * stride;
-          if (d >= lead) stride *= src.shape[d - lead];
-        }
-        a[k++] = vals[std::size_t(std::get<int>(arg))][std::size_t(off)];
-      }
-      for (double s : kiln::ops::attr_scalars(op, n.attrs)) a[k++] = s;
-      out[std::size_t(i)] = op.reference(a[0], a[1], a[2]);
-    }
-  }
-  return vals;
-}
 
 // A random chain over x [R, C], b [C], r [R, 1] with two outputs of the result's shape.
 Graph random_graph(std::mt19937_64& rng, DType t, std::int64_t R, std::int64_t C) {
@@ -103,7 +63,7 @@ TEST_CASE("gpu: random fused graphs match the fp64 reference and the unfused pla
         dev[n.name] = e.from_host(n.shape, n.dtype, host[n.name].data());
         views[n.name] = dev[n.name].view();
       }
-    const auto ref = evaluate(g, host);
+    const auto ref = kiln::test::evaluate(g, host);
     auto fused = kiln::Plan(g, true).run(e, views);
     auto unfused = kiln::Plan(g, false).run(e, views);
     CAPTURE(g.to_json());

@@ -1,0 +1,114 @@
+// Row ops on the GPU against the fp64 reference: every op x dtype x pattern, edge shapes
+// (1, odd, long rows, many short rows), outputs poisoned first.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include <kiln/graph.hpp>
+
+#include "ops/op.hpp"
+#include "tests/engine/reference.hpp"
+#include "tests/support.hpp"
+
+using kiln::DType;
+using kiln::Graph;
+
+namespace {
+
+double tolerance(DType t) { return t == DType::f32 ? 2e-5 : t == DType::f16 ? 2e-3 : 1.6e-2; }
+
+// Runs `g` (fused) on random inputs and checks every output against fp64.
+void check_graph(kiln::Engine& e, const Graph& g, std::mt19937_64& rng) {
+  std::map<std::string, std::vector<unsigned char>> host;
+  std::map<std::string, kiln::Tensor> dev;
+  std::map<std::string, kiln::TensorView> views;
+  for (const auto& n : g.nodes())
+    if (n.op == "input") {
+      host[n.name] = kiln::test::random_bytes(n.dtype, std::size_t(kiln::numel_of(n.shape)), -3, 3, rng);
+      dev[n.name] = e.from_host(n.shape, n.dtype, host[n.name].data());
+      views[n.name] = dev[n.name].view();
+    }
+  const auto ref = kiln::test::evaluate(g, host);
+  std::map<std::string, kiln::Tensor> outs;
+  std::map<std::string, kiln::TensorView> out_views;
+  for (int o : g.outputs()) {
+    const auto& n = g.node(o);
+    outs[n.name] = e.empty(n.shape, n.dtype);
+    outs[n.name].fill_bytes(0xff);
+    out_views[n.name] = outs[n.name].view();
+  }
+  kiln::Plan(g).run(e, views, out_views);
+  double loosest = 0;
+  for (const auto& n : g.nodes()) loosest = std::max(loosest, tolerance(n.dtype));
+  for (int o : g.outputs()) {
+    const auto& n = g.node(o);
+    std::vector<unsigned char> got(outs[n.name].bytes());
+    outs[n.name].copy_to_host(got.data());
+    int bad = 0;
+    for (std::size_t i = 0; i < ref[std::size_t(o)].size(); ++i) {
+      const double want = ref[std::size_t(o)][i];
+      const double have = kiln::load_element(n.dtype, got.data() + i * kiln::size_of(n.dtype));
+      // Softmax outputs are small: compare relative to the row's scale (1 / C at least).
+      const double scale = std::max(std::fabs(want), n.op == "softmax" ? 1.0 / double(n.shape.back()) : 1.0);
+      if (!(std::fabs(have - want) <= loosest * scale) && bad++ < 3)
+        FAIL_CHECK(fmt::format("{} [{}]: got {} want {}", n.name, i, have, want));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gpu: every row op x dtype x pattern matches the fp64 reference" * doctest::skip(!kiln::test::has_gpu())) {
+  kiln::test::TempDir tmp;
+  kiln::EngineOptions o;
+  o.cache_dir = tmp.path();
+  kiln::Engine e(o);
+  auto rng = kiln::test::make_rng(21);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1, 1}, {3, 7}, {5, 1000}, {2, 4097}, {2, 65536}, {700, 33}, {64, 4096}};
+  int graphs = 0;
+  for (auto [R, C] : shapes)
+    for (DType t : kiln::kFloatDTypes)
+      for (const auto& op : kiln::ops::all_ops()) {
+        if (op.fusion != kiln::ops::FusionClass::row) continue;
+        for (int variant = 0; variant < 3; ++variant) {
+          Graph g;
+          auto x = g.input("x", {R, C}, t);
+          auto mask = g.input("mask", {C}, DType::f32);
+          kiln::Value v = variant == 0 ? x : kiln::silu(x * 0.5 + mask);
+          std::vector<kiln::GraphArg> args = {v};
+          if (op.operands.size() == 3 && variant == 2) {
+            args.push_back(g.input("w", {C}, t));
+            args.push_back(g.input("b", {C}, DType::f32));
+          }
+          kiln::Attrs a;
+          a.keepdim = variant == 1;
+          g.output(kiln::apply(op.name, args, a));
+          CAPTURE(g.to_json());
+          check_graph(e, g, rng);
+          ++graphs;
+        }
+      }
+  MESSAGE(fmt::format("{} row graphs, {} kernels compiled", graphs, e.counters().compiles));
+}
+
+TEST_CASE("gpu: eager row ops through kiln::call, and softmax with -inf masks" * doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e;
+  std::vector<float> h(4 * 8);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = (i % 3 == 0) ? -INFINITY : float(i % 5) * 0.5f;
+  kiln::Tensor x = e.from_host({4, 8}, DType::f32, h.data());
+  kiln::Tensor p = kiln::call(e, "softmax", {x});
+  kiln::Tensor m = kiln::call(e, "max", {x});
+  std::vector<float> hp(32), hm(4);
+  p.copy_to_host(hp.data());
+  m.copy_to_host(hm.data());
+  for (int r = 0; r < 4; ++r) {
+    double sum = 0, mx = -INFINITY;
+    for (int c = 0; c < 8; ++c) {
+      sum += hp[std::size_t(r * 8 + c)];
+      mx = std::max(mx, double(h[std::size_t(r * 8 + c)]));
+      if (std::isinf(h[std::size_t(r * 8 + c)])) CHECK(hp[std::size_t(r * 8 + c)] == 0.0f);
+    }
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-6));
+    CHECK(hm[std::size_t(r)] == float(mx));
+  }
+}

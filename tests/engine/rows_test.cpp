@@ -1,0 +1,110 @@
+// Row ops on the CPU: shape rules, fusion around them, NVRTC compile of every row op pattern.
+#include <fmt/format.h>
+
+#include <kiln/graph.hpp>
+
+#include "ops/op.hpp"
+#include "tests/support.hpp"
+
+using kiln::DType;
+using kiln::Graph;
+
+namespace {
+
+kiln::TensorView desc(kiln::Shape s, DType t) {
+  kiln::TensorView v;
+  v.shape = std::move(s);
+  v.dtype = t;
+  return v;
+}
+
+// Every row op on x [R, C] of dtype t: plain, behind a prologue, and (norms) with weight and bias.
+std::vector<Graph> row_graphs(DType t, std::int64_t R, std::int64_t C) {
+  std::vector<Graph> out;
+  for (const auto& op : kiln::ops::all_ops()) {
+    if (op.fusion != kiln::ops::FusionClass::row) continue;
+    for (int variant = 0; variant < 3; ++variant) {
+      Graph g;
+      auto x = g.input("x", {R, C}, t);
+      auto mask = g.input("mask", {C}, DType::f32);
+      kiln::Value v = variant == 0 ? x : x * 0.125 + mask;
+      std::vector<kiln::GraphArg> args = {v};
+      if (op.operands.size() == 3 && variant == 2) {
+        args.push_back(g.input("w", {C}, t));
+        args.push_back(g.input("b", {C}, DType::f32));
+      }
+      kiln::Attrs a;
+      a.keepdim = variant == 1;
+      g.output(kiln::apply(op.name, args, a));
+      out.push_back(g);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("row ops: shapes, keepdim, and errors naming the operands") {
+  kiln::Attrs keep;
+  keep.keepdim = true;
+  CHECK(kiln::infer("sum", {desc({4, 5, 6}, DType::bf16)}).shape == kiln::Shape{4, 5});
+  CHECK(kiln::infer("max", {desc({4, 5, 6}, DType::bf16)}, keep).shape == kiln::Shape{4, 5, 1});
+  CHECK(kiln::infer("softmax", {desc({4, 6}, DType::f16)}).shape == kiln::Shape{4, 6});
+  CHECK(kiln::infer("layer_norm", {desc({4, 6}, DType::f32), desc({6}, DType::bf16)}).dtype == DType::f32);
+  kiln::Attrs axis0;
+  axis0.axis = 0;
+  CHECK_THROWS_WITH_AS(kiln::infer("softmax", {desc({4, 6}, DType::f32)}, axis0), doctest::Contains("transpose x"), kiln::ShapeError);
+  CHECK_THROWS_WITH_AS(kiln::infer("layer_norm", {desc({4, 6}, DType::f32), desc({5}, DType::f32)}),
+                       doctest::Contains("weight must be a tensor of shape [6]"), kiln::ShapeError);
+  CHECK_THROWS_AS(kiln::infer("sum", {desc({}, DType::f32)}), kiln::ShapeError);
+  CHECK_THROWS_AS(kiln::infer("sum", {desc({3, 0}, DType::f32)}), kiln::ShapeError);
+  CHECK_THROWS_AS(kiln::infer("softmax", {desc({3}, DType::boolean)}), kiln::DtypeError);
+  CHECK_THROWS_WITH_AS(kiln::infer("rms_norm", {desc({3}, DType::f32), desc({3}, DType::f32), desc({3}, DType::f32), 1.0}),
+                       doctest::Contains("takes 1 to 3 operand(s)"), kiln::ArgumentError);
+}
+
+TEST_CASE("fusion: elementwise producers fuse into a row op as its prologue") {
+  Graph g;
+  auto x = g.input("x", {128, 4096}, DType::bf16);
+  auto mask = g.input("mask", {4096}, DType::bf16);
+  auto p = kiln::softmax(kiln::silu(x * 0.125 + mask));
+  g.output(p);
+  const auto k = kiln::Plan(g).kernels();
+  REQUIRE(k.size() == 1);
+  CHECK(k[0].name == "softmax__mul_add_silu_bf16__r2v8");
+  CHECK(k[0].ops == std::vector<std::string>{"t2", "t3", "t4", "t5"});
+  CHECK(k[0].grid == 128);
+  CHECK(kiln::Plan(g, false).kernels().size() == 4);
+}
+
+TEST_CASE("fusion: a row result feeding more ops is materialized and read by the next kernel") {
+  Graph g;
+  auto x = g.input("x", {64, 256}, DType::f32);
+  auto s = kiln::reduce("sum", x, true);  // [64, 1]
+  g.output(x - s * (1.0 / 256));          // a consumer of another shape: its own kernel
+  g.output(kiln::reduce("max", kiln::softmax(x)));
+  const auto k = kiln::Plan(g).kernels();
+  REQUIRE(k.size() == 4);
+  CHECK(k[0].name.rfind("sum_f32", 0) == 0);
+  CHECK(k[1].name.rfind("softmax_f32", 0) == 0);
+  CHECK(k[2].name.rfind("mul_sub_f32", 0) == 0);  // depth 1: after the row ops it reads
+  CHECK(k[3].name.rfind("max_f32", 0) == 0);      // depth 2
+}
+
+TEST_CASE("every row op x dtype x pattern NVRTC-compiles for sm_80 and sm_90a") {
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    kiln::EngineOptions o;
+    o.offline = true;
+    o.arch = arch;
+    o.disk_cache = false;
+    kiln::Engine e(o);
+    int kernels = 0;
+    for (DType t : kiln::kFloatDTypes)
+      for (const Graph& g : row_graphs(t, 96, 1000)) {
+        CAPTURE(g.to_json());
+        for (const auto& r : kiln::Plan(g).compile(e)) kernels += r.source == "compiled" || r.source == "memory";
+      }
+    CHECK(kernels == 3 * 8 * 3);
+    CHECK(e.counters().compiles >= 3 * 8 * 2);  // keepdim adds kernels for reductions only
+  }
+}
