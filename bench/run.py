@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Runs kiln's elementwise benchmark beside PyTorch eager in one device run and prints the
-BENCH.md table (last), writing the rows as JSON to $OUT/bench_elementwise.json (or --json)."""
+"""Runs kiln's benchmark drivers beside PyTorch eager and torch.compile in one device run and
+prints the BENCH.md table (last), writing the rows as JSON to $OUT/bench.json (or --json)."""
 import argparse
 import json
 import os
@@ -8,11 +8,12 @@ import subprocess
 import sys
 
 import torch
+import torch.nn.functional as F
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 
 
-def median_us(fn, reps=30, warmup=3):
+def median_us(fn, reps=20, warmup=3):
     for _ in range(warmup):
         fn()
     times = []
@@ -27,50 +28,65 @@ def median_us(fn, reps=30, warmup=3):
     return times[len(times) // 2]
 
 
-def torch_row(workload, dtype, n):
-    """Times PyTorch eager on fresh random data; checks it against fp64 on the same data."""
-    dt = DTYPES[dtype]
+def workload_fn(r):
+    """The PyTorch function of a kiln row, on fresh random data; (fn, fp64 reference fn, compile?)."""
+    dt = DTYPES[r["dtype"]]
     gen = torch.Generator(device="cuda").manual_seed(7)
-    a, b, c = (torch.empty(n, device="cuda", dtype=dt).uniform_(-4, 4, generator=gen) for _ in range(3))
-    cond = torch.rand(n, device="cuda", generator=gen) < 0.5
-    f = {
-        "add": lambda: a + b,
-        "mul": lambda: a * b,
-        "silu": lambda: torch.nn.functional.silu(a),
-        "where": lambda: torch.where(cond, a, b),
-        "silu(a*b+c) op by op": lambda: torch.nn.functional.silu(a * b + c),
-        "silu(a*b+c) fused": lambda: torch.nn.functional.silu(a * b + c),
-    }[workload]
-    us = median_us(f)
-    compiled_us = None
-    if workload.endswith("fused"):
-        g = torch.compile(lambda: torch.nn.functional.silu(a * b + c))
-        compiled_us = median_us(g)
-    ref = {
-        "add": lambda: a.double() + b.double(),
-        "mul": lambda: a.double() * b.double(),
-        "silu": lambda: torch.nn.functional.silu(a.double()),
-        "where": lambda: torch.where(cond, a.double(), b.double()),
-        "silu(a*b+c) op by op": lambda: torch.nn.functional.silu((a * b + c).double()),
-        "silu(a*b+c) fused": lambda: torch.nn.functional.silu((a * b + c).double()),
-    }[workload]()
-    err = ((f().double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
-    ok = err <= (1e-5 if dtype == "f32" else 1e-2)
-    return us, ok, compiled_us
+    rows, cols = (int(v) for v in r["shape"].split("x")) if "shape" in r else (1, r["numel"])
+    rnd = lambda *s: torch.empty(*s, device="cuda", dtype=dt).uniform_(-3, 3, generator=gen)
+    x, y, z = rnd(rows, cols), rnd(rows, cols), rnd(rows, cols)
+    w, b, mask = rnd(cols), rnd(cols), rnd(cols)
+    cond = torch.rand(rows, cols, device="cuda", generator=gen) < 0.5
+    table = {
+        "add": lambda t: t[0] + t[1],
+        "mul": lambda t: t[0] * t[1],
+        "silu": lambda t: F.silu(t[0]),
+        "where": lambda t: torch.where(cond, t[0], t[1]),
+        "silu(a*b+c) op by op": lambda t: F.silu(t[0] * t[1] + t[2]),
+        "silu(a*b+c) fused": lambda t: F.silu(t[0] * t[1] + t[2]),
+        "softmax": lambda t: torch.softmax(t[0], -1),
+        "layer_norm": lambda t: F.layer_norm(t[0], (cols,), t[3], t[4], 1e-5),
+        "rms_norm": lambda t: F.rms_norm(t[0], (cols,), t[3], 1e-5),
+        "sum": lambda t: t[0].sum(-1),
+        "softmax(x*0.125+mask)": lambda t: torch.softmax(t[0] * 0.125 + t[5], -1),
+    }
+    f = table[r["workload"]]
+    args = (x, y, z, w, b, mask)
+    return (lambda: f(args)), (lambda: f(tuple(a.double() for a in args))), f, args
+
+
+def peer(r, with_compile):
+    fn, ref_fn, raw, args = workload_fn(r)
+    eager_us = median_us(fn)
+    ref = ref_fn()
+    err = ((fn().double() - ref).abs() / ref.abs().clamp(min=1.0 / ref.shape[-1] if "softmax" in r["workload"] else 1.0)).max().item()
+    ok = err <= (1e-4 if r["dtype"] == "f32" else 2e-2)
+    compile_us = None
+    if with_compile:
+        compiled = torch.compile(raw)
+        compile_us = median_us(lambda: compiled(args))
+    return eager_us, ok, compile_us
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--kiln-bench", default="build/bin/kiln_bench_elementwise")
-    p.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "bench_elementwise.json"))
+    p.add_argument("--bin", default="build/bin", help="folder of the kiln_bench_* drivers")
+    p.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "bench.json"))
+    p.add_argument("--only", default="", help="comma-separated drivers: elementwise,rows")
     args = p.parse_args()
 
-    out = subprocess.run([args.kiln_bench], capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"kiln benchmark failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
-    lines = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
-    jit = next(l["jit"] for l in lines if "jit" in l)
-    rows = [l for l in lines if "workload" in l]
+    rows, jits = [], {}
+    for driver in (args.only.split(",") if args.only else ["elementwise", "rows"]):
+        out = subprocess.run([os.path.join(args.bin, f"kiln_bench_{driver}")], capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"kiln_bench_{driver} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        for line in out.stdout.splitlines():
+            if line.startswith("{"):
+                obj = json.loads(line)
+                if "jit" in obj:
+                    jits[driver] = obj["jit"]
+                else:
+                    rows.append(obj)
     copy = next(r for r in rows if r["workload"] == "copy")
     ceiling = copy["bytes"] / copy["kiln_us"] / 1e3  # GB/s
 
@@ -79,30 +95,32 @@ def main():
         if r["workload"] == "copy":
             continue
         gbps = r["bytes"] / r["kiln_us"] / 1e3
-        eager_us, eager_ok, compile_us = torch_row(r["workload"], r["dtype"], r["numel"])
-        check = "ok" if r["check"] == "ok" and eager_ok else "FAIL"
+        with_compile = r["workload"] not in ("add", "mul", "silu", "where") and "op by op" not in r["workload"]
+        eager_us, eager_ok, compile_us = peer(r, with_compile)
         table.append({
-            "workload": r["workload"], "dtype": r["dtype"], "shape": str(r["numel"]),
+            "workload": r["workload"], "dtype": r["dtype"], "shape": r.get("shape", str(r["numel"])),
             "kiln_us": r["kiln_us"], "gbps": gbps, "pct_ceiling": 100 * gbps / ceiling,
             "eager_us": eager_us, "x_eager": eager_us / r["kiln_us"],
-            "x_compile": compile_us / r["kiln_us"] if compile_us else None,
-            "check": check if r["check"] == "ok" else "FAIL", "eager_check": "ok" if eager_ok else "FAIL",
+            "compile_us": compile_us, "x_compile": compile_us / r["kiln_us"] if compile_us else None,
+            "check": "ok" if r["check"] == "ok" else "FAIL", "max_err": r.get("max_err"),
+            "peer_check": "ok" if eager_ok else "FAIL",
         })
 
-    result = {"device": torch.cuda.get_device_name(), "copy_ceiling_gbps": ceiling, "rows": table, "jit": jit}
+    result = {"device": torch.cuda.get_device_name(), "copy_ceiling_gbps": ceiling, "rows": table, "jit": jits}
     with open(args.json, "w") as f:
         json.dump(result, f, indent=2)
-
     print(f"device: {result['device']}; copy ceiling (1 GiB D2D, read+write): {ceiling:.0f} GB/s")
-    print(f"JIT: {jit['compiles']} compiles, {jit['compile_ms']:.1f} ms total, {jit['disk_hits']} disk hits, "
-          f"{jit['memory_hits']} memory hits")
-    print(f"{'workload':<24} {'dtype':<5} {'shape':<10} {'kiln_us':>9} {'GB/s':>7} {'%ceiling':>8} "
-          f"{'eager_us':>9} {'x_eager':>7} {'x_compile':>9}  check")
+    for driver, jit in jits.items():
+        print(f"JIT ({driver}): {jit['compiles']} compiles, {jit['compile_ms']:.1f} ms total, {jit['disk_hits']} disk hits, "
+              f"{jit['memory_hits']} memory hits")
+    print(f"{'workload':<24} {'dtype':<5} {'shape':<11} {'kiln_us':>9} {'GB/s':>7} {'%ceiling':>8} "
+          f"{'x_eager':>7} {'x_compile':>9}  check")
     for t in table:
-        gb = "FAIL" if t["check"] != "ok" else f"{t['gbps']:.0f}"
-        print(f"{t['workload']:<24} {t['dtype']:<5} {t['shape']:<10} {t['kiln_us']:>9.1f} {gb:>7} "
-              f"{t['pct_ceiling']:>7.1f}% {t['eager_us']:>9.1f} {t['x_eager']:>7.2f} "
-              f"{(format(t['x_compile'], '.2f') if t['x_compile'] else '-'):>9}  {t['check']}")
+        ok = t["check"] == "ok"
+        gb = f"{t['gbps']:.0f}" if ok else "FAIL"
+        xc = format(t["x_compile"], ".2f") if t["x_compile"] else "-"
+        print(f"{t['workload']:<24} {t['dtype']:<5} {t['shape']:<11} {t['kiln_us']:>9.1f} {gb:>7} "
+              f"{t['pct_ceiling']:>7.1f}% {t['x_eager']:>7.2f} {xc:>9}  {t['check']}{'' if t['peer_check'] == 'ok' else ' (peer FAIL)'}")
     return 0 if all(t["check"] == "ok" for t in table) else 1
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: build there, run the whole suite, the GPU cases under compute-sanitizer
-# (memcheck), the hello app twice, and the elementwise benchmark. Logs go to $OUT.
+# (memcheck), the hello app twice, and the benchmark. Logs go to $OUT.
+# Usage: scripts/device-test.sh [tests|bench|all]  (default all; split when one call is too long)
 # The image lacks xxhash.h: carry it in .deps/include (see README, "GPU machine").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +9,7 @@ OUT="${OUT:-$PWD/device-out}"
 mkdir -p "$OUT"
 export PATH="/usr/local/cuda/bin:$PATH"
 status=0
+what="${1:-all}"
 step() { echo; echo "=== $1"; }
 
 step "build"
@@ -20,6 +22,7 @@ tail -n 2 "$OUT/build.log"
 bin=build-device/bin
 $bin/kiln info | tee "$OUT/info.log"
 
+if [ "$what" != bench ]; then
 step "test suite"
 timeout 400 $bin/kiln_tests 2>&1 | tee "$OUT/tests.log" | grep -E "^\[doctest\]|ERROR|MESSAGE|compiled|cases" | tail -n 30
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
@@ -46,9 +49,13 @@ if [ -f .device/hello.kbundle ]; then
     grep -E "^---|first result|^cache" || status=1
 fi
 
-step "elementwise benchmark"
-PYTHONUNBUFFERED=1 timeout 300 python3 bench/run.py --kiln-bench $bin/kiln_bench_elementwise \
-  --json "$OUT/bench_elementwise.json" 2>&1 | tee "$OUT/bench.log" || status=1
+fi
+
+if [ "$what" != tests ]; then
+step "benchmark (elementwise and row ops)"
+PYTHONUNBUFFERED=1 timeout 420 python3 bench/run.py --bin $bin \
+  --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" || status=1
+fi
 
 echo; echo "device-test: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

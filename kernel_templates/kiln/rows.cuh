@@ -51,6 +51,8 @@ struct SoftmaxStat {
   struct Stat { float m, s; };
   __device__ static Stat init() { return {-inf(), 0.0f}; }
   __device__ static Stat merge(Stat a, Stat b) {
+    if (b.m != b.m) return b;  // NaN anywhere makes the whole row NaN, as in PyTorch
+    if (a.m != a.m) return a;
     const float m = fmaxf(a.m, b.m);
     if (m == -inf()) return a;  // both empty (or all -inf so far)
     return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};

@@ -1,0 +1,109 @@
+// Row-op benchmark driver (softmax, norms, reductions over the last axis, and a fused
+// softmax(x*0.125 + mask)): times kiln's plan, checks a sample of rows against the fp64
+// reference, prints one JSON object a line for bench/run.py.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include <kiln/kiln.hpp>
+
+#include "ops/op.hpp"
+
+namespace {
+
+struct Workload {
+  const char* name;  // also the key bench/run.py uses for PyTorch
+  const char* op;
+  std::int64_t rows, cols;
+  kiln::DType dtype;
+  bool masked;  // x*0.125 + mask prologue
+};
+
+std::vector<unsigned char> random_host(kiln::DType t, std::int64_t n, std::uint64_t seed) {
+  std::vector<unsigned char> h(std::size_t(n) * kiln::size_of(t));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> d(-3, 3);
+  for (std::int64_t i = 0; i < n; ++i) kiln::store_element(t, d(rng), h.data() + i * kiln::size_of(t));
+  return h;
+}
+
+}  // namespace
+
+int main() {
+  using kiln::DType;
+  std::vector<Workload> work;
+  for (DType t : {DType::f32, DType::bf16})
+    for (auto [R, C] : std::vector<std::pair<std::int64_t, std::int64_t>>{{32768, 4096}, {65536, 1024}, {4096, 16384}, {1024, 65536}})
+      for (const char* op : {"softmax", "layer_norm", "rms_norm"}) work.push_back({op, op, R, C, t, false});
+  work.push_back({"sum", "sum", 32768, 4096, DType::f32, false});
+  work.push_back({"softmax(x*0.125+mask)", "softmax", 32768, 4096, DType::bf16, true});
+
+  kiln::Engine e;
+  for (const Workload& w : work) {
+    const DType t = w.dtype;
+    const std::int64_t n = w.rows * w.cols;
+    const auto hx = random_host(t, n, 1), hw = random_host(t, w.cols, 2), hb = random_host(t, w.cols, 3);
+    const auto hm = random_host(t, w.cols, 4);
+    kiln::Tensor x = e.from_host({w.rows, w.cols}, t, hx.data()), wt = e.from_host({w.cols}, t, hw.data()),
+                 bt = e.from_host({w.cols}, t, hb.data()), mt = e.from_host({w.cols}, t, hm.data());
+    kiln::Graph g;
+    auto gx = g.input("x", {w.rows, w.cols}, t);
+    kiln::Value v = gx;
+    std::map<std::string, kiln::TensorView> ins = {{"x", x}};
+    if (w.masked) {
+      v = gx * 0.125 + g.input("mask", {w.cols}, t);
+      ins["mask"] = mt;
+    }
+    std::vector<kiln::GraphArg> args = {v};
+    if (std::string(w.op) == "layer_norm" || std::string(w.op) == "rms_norm") {
+      args.push_back(g.input("w", {w.cols}, t));
+      ins["w"] = wt;
+      if (std::string(w.op) == "layer_norm") {
+        args.push_back(g.input("b", {w.cols}, t));
+        ins["b"] = bt;
+      }
+    }
+    auto y = kiln::apply(w.op, args);
+    g.output(y);
+    const auto& out_node = g.node(y.id());
+    kiln::Tensor out = e.empty(out_node.shape, t);
+    out.fill_bytes(0xff);
+    const kiln::Plan plan(g);
+    const std::map<std::string, kiln::TensorView> outs = {{out_node.name, out}};
+    const double ms = e.time_median_ms([&] { plan.run(e, ins, outs); }, 3, 20);
+
+    // Check every 16th row against fp64.
+    std::vector<unsigned char> got(out.bytes());
+    out.copy_to_host(got.data());
+    const auto& op = kiln::ops::find_op(w.op);
+    auto at = [&](const std::vector<unsigned char>& h, std::int64_t i) { return kiln::load_element(t, h.data() + i * kiln::size_of(t)); };
+    std::vector<double> row(std::size_t(w.cols)), wv(std::size_t(w.cols)), bv(std::size_t(w.cols)), ref(std::size_t(w.cols));
+    for (std::int64_t c = 0; c < w.cols; ++c) wv[std::size_t(c)] = at(hw, c), bv[std::size_t(c)] = at(hb, c);
+    double worst = 0;
+    for (std::int64_t r = 0; r < w.rows; r += 16) {
+      for (std::int64_t c = 0; c < w.cols; ++c)
+        row[std::size_t(c)] = w.masked ? at(hx, r * w.cols + c) * 0.125 + at(hm, c) : at(hx, r * w.cols + c);
+      const bool affine = args.size() > 1;
+      op.row_reference(row.data(), w.cols, affine ? wv.data() : nullptr, args.size() > 2 ? bv.data() : nullptr, 1e-5, ref.data());
+      const std::int64_t outs_per_row = op.reduces ? 1 : w.cols;
+      for (std::int64_t c = 0; c < outs_per_row; ++c) {
+        const double want = ref[std::size_t(c)], have = at(got, r * outs_per_row + c);
+        const double scale = std::string(w.op) == "softmax" ? std::max(std::fabs(want), 1.0 / double(w.cols)) : std::max(1.0, std::fabs(want));
+        const double err = std::fabs(have - want) / scale;
+        if (!(err <= worst)) worst = err;
+      }
+    }
+    const double tol = t == DType::f32 ? 1e-4 : 2e-2;
+    const std::size_t bytes = x.bytes() + out.bytes();
+    fmt::print("{{\"workload\": \"{}\", \"dtype\": \"{}\", \"numel\": {}, \"shape\": \"{}x{}\", \"kiln_us\": {:.2f}, \"bytes\": {}, "
+               "\"check\": \"{}\", \"max_err\": {:.3g}}}\n",
+               w.name, kiln::name_of(t), n, w.rows, w.cols, ms * 1e3, bytes, worst <= tol ? "ok" : "FAIL", worst);
+    std::fflush(stdout);
+  }
+  const kiln::CacheCounters k = e.counters();
+  fmt::print("{{\"jit\": {{\"compiles\": {}, \"compile_ms\": {:.1f}, \"disk_hits\": {}, \"memory_hits\": {}}}}}\n", k.compiles,
+             k.compile_ms, k.disk_hits, k.memory_hits);
+  return 0;
+}
