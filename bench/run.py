@@ -29,42 +29,42 @@ def median_us(fn, reps=20, warmup=3):
 
 
 def workload_fn(r):
-    """The PyTorch function of a kiln row, on fresh random data; (fn, fp64 reference fn, compile?)."""
+    """The PyTorch function of a kiln row and its tensors, on fresh random data."""
     dt = DTYPES[r["dtype"]]
     gen = torch.Generator(device="cuda").manual_seed(7)
     rows, cols = (int(v) for v in r["shape"].split("x")) if "shape" in r else (1, r["numel"])
     rnd = lambda *s: torch.empty(*s, device="cuda", dtype=dt).uniform_(-3, 3, generator=gen)
-    x, y, z = rnd(rows, cols), rnd(rows, cols), rnd(rows, cols)
-    w, b, mask = rnd(cols), rnd(cols), rnd(cols)
-    cond = torch.rand(rows, cols, device="cuda", generator=gen) < 0.5
+    x = rnd(rows, cols)
+    w = lambda: rnd(cols)
     table = {
-        "add": lambda t: t[0] + t[1],
-        "mul": lambda t: t[0] * t[1],
-        "silu": lambda t: F.silu(t[0]),
-        "where": lambda t: torch.where(cond, t[0], t[1]),
-        "silu(a*b+c) op by op": lambda t: F.silu(t[0] * t[1] + t[2]),
-        "silu(a*b+c) fused": lambda t: F.silu(t[0] * t[1] + t[2]),
-        "softmax": lambda t: torch.softmax(t[0], -1),
-        "layer_norm": lambda t: F.layer_norm(t[0], (cols,), t[3], t[4], 1e-5),
-        "rms_norm": lambda t: F.rms_norm(t[0], (cols,), t[3], 1e-5),
-        "sum": lambda t: t[0].sum(-1),
-        "softmax(x*0.125+mask)": lambda t: torch.softmax(t[0] * 0.125 + t[5], -1),
+        "add": (lambda a, b: a + b, lambda: (x, rnd(rows, cols))),
+        "mul": (lambda a, b: a * b, lambda: (x, rnd(rows, cols))),
+        "silu": (lambda a: F.silu(a), lambda: (x,)),
+        "where": (lambda c, a, b: torch.where(c, a, b),
+                  lambda: (torch.rand(rows, cols, device="cuda", generator=gen) < 0.5, x, rnd(rows, cols))),
+        "silu(a*b+c) op by op": (lambda a, b, c: F.silu(a * b + c), lambda: (x, rnd(rows, cols), rnd(rows, cols))),
+        "silu(a*b+c) fused": (lambda a, b, c: F.silu(a * b + c), lambda: (x, rnd(rows, cols), rnd(rows, cols))),
+        "softmax": (lambda a: torch.softmax(a, -1), lambda: (x,)),
+        "layer_norm": (lambda a, g, b: F.layer_norm(a, (cols,), g, b, 1e-5), lambda: (x, w(), w())),
+        "rms_norm": (lambda a, g: F.rms_norm(a, (cols,), g, 1e-5), lambda: (x, w())),
+        "sum": (lambda a: a.sum(-1), lambda: (x,)),
+        "softmax(x*0.125+mask)": (lambda a, m: torch.softmax(a * 0.125 + m, -1), lambda: (x, w())),
     }
-    f = table[r["workload"]]
-    args = (x, y, z, w, b, mask)
-    return (lambda: f(args)), (lambda: f(tuple(a.double() for a in args))), f, args
+    f, make = table[r["workload"]]
+    return f, make()
 
 
 def peer(r, with_compile):
-    fn, ref_fn, raw, args = workload_fn(r)
-    eager_us = median_us(fn)
-    ref = ref_fn()
-    err = ((fn().double() - ref).abs() / ref.abs().clamp(min=1.0 / ref.shape[-1] if "softmax" in r["workload"] else 1.0)).max().item()
+    f, args = workload_fn(r)
+    eager_us = median_us(lambda: f(*args))
+    ref = f(*(a.double() if a.is_floating_point() else a for a in args))
+    floor = 1.0 / ref.shape[-1] if "softmax" in r["workload"] else 1.0
+    err = ((f(*args).double() - ref).abs() / ref.abs().clamp(min=floor)).max().item()
     ok = err <= (1e-4 if r["dtype"] == "f32" else 2e-2)
     compile_us = None
     if with_compile:
-        compiled = torch.compile(raw)
-        compile_us = median_us(lambda: compiled(args))
+        compiled = torch.compile(f)
+        compile_us = median_us(lambda: compiled(*args))
     return eager_us, ok, compile_us
 
 
