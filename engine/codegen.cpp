@@ -18,6 +18,8 @@ std::string ref(const Ref& r, const Body& b, std::size_t step) {
     case Ref::Kind::step:
       if (r.index < 0 || std::size_t(r.index) >= step) break;
       return fmt::format("t{}", r.index);
+    case Ref::Kind::row:
+      return fmt::format("x[{}]", b.inputs.size());
   }
   throw ArgumentError(fmt::format("codegen: a reference of step {} points outside the body", step));
 }

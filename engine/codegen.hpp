@@ -9,9 +9,10 @@
 
 namespace kiln::codegen {
 
-/// A value inside a body: an input element x[i], a scalar s[i], or step i's result t[i].
+/// A value inside a body: an input element x[i], a scalar s[i], step i's result t[i], or (in
+/// a row kernel's epilogue) the row op's value, which the template passes after the inputs.
 struct Ref {
-  enum class Kind { input, scalar, step } kind = Kind::input;
+  enum class Kind { input, scalar, step, row } kind = Kind::input;
   int index = 0;
 };
 

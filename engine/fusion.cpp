@@ -43,19 +43,20 @@ void collect(const Graph& g, const std::vector<int>& roots, const std::set<int>&
   grp.inputs.assign(inputs.begin(), inputs.end());
 }
 
-// Fills the body (the elementwise expression, or a row op's prologue) of a collected group.
-void build_body(const Graph& g, FusedGroup& grp) {
-  codegen::Body& b = grp.body;
-  std::map<int, Ref> refs;
-  for (std::size_t i = 0; i < grp.inputs.size(); ++i) {
-    refs[grp.inputs[i]] = {Ref::Kind::input, int(i)};
-    b.inputs.push_back(g.node(grp.inputs[i]).dtype);
+// A body computing `steps` from `inputs` (and, for an epilogue, the row op's value `row`).
+codegen::Body make_body(const Graph& g, const std::vector<int>& steps, const std::vector<int>& inputs, int row,
+                        std::vector<float>& scalars, std::map<int, Ref>& refs) {
+  codegen::Body b;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    refs[inputs[i]] = {Ref::Kind::input, int(i)};
+    b.inputs.push_back(g.node(inputs[i]).dtype);
   }
+  if (row >= 0) refs[row] = {Ref::Kind::row, 0};
   auto scalar = [&](double v) {
-    grp.scalars.push_back(float(v));
+    scalars.push_back(float(v));
     return Ref{Ref::Kind::scalar, b.scalars++};
   };
-  for (int id : grp.steps) {
+  for (int id : steps) {
     const Graph::Node& n = g.node(id);
     const ops::OpDef& op = ops::find_op(n.op);
     codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, n.dtype, n.name};
@@ -64,26 +65,46 @@ void build_body(const Graph& g, FusedGroup& grp) {
     refs[id] = {Ref::Kind::step, int(b.steps.size())};
     b.steps.push_back(step);
   }
+  return b;
+}
+
+std::string op_names(const Graph& g, const std::vector<int>& steps) {
   std::vector<std::string> names;
-  for (int id : grp.steps) names.push_back(g.node(id).op);
+  for (int id : steps) names.push_back(g.node(id).op);
   if (names.size() > 4) names = {names[0], names[1], names[2], fmt::format("{}_more", names.size() - 3)};
+  return fmt::format("{}", fmt::join(names, "_"));
+}
+
+// Fills the bodies of a collected group.
+void build_body(const Graph& g, FusedGroup& grp) {
+  std::map<int, Ref> refs;
+  grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
+  const std::string dtype(name_of(g.node(grp.outputs[0]).dtype));
   if (grp.row) {
-    b.outputs = {DType::f32};
-    b.results = {refs.at(grp.x)};
-    grp.stem = fmt::format("{}{}{}_{}", grp.row->name, names.empty() ? "" : "__", fmt::join(names, "_"),
-                           name_of(g.node(grp.outputs[0]).dtype));
+    grp.body.outputs = {DType::f32};
+    grp.body.results = {refs.at(grp.x)};
+    std::map<int, Ref> erefs;
+    grp.epilogue = make_body(g, grp.epilogue_steps, grp.epilogue_inputs, grp.row_node, grp.epilogue_scalars, erefs);
+    for (int id : grp.outputs) {
+      grp.epilogue.outputs.push_back(g.node(id).dtype);
+      grp.epilogue.results.push_back(erefs.at(id));
+    }
+    const std::string pro = op_names(g, grp.steps), epi = op_names(g, grp.epilogue_steps);
+    grp.stem = fmt::format("{}{}{}{}{}_{}", pro, pro.empty() ? "" : "__", grp.row->name, epi.empty() ? "" : "__", epi,
+                           name_of(g.node(grp.row_node).dtype));
     return;
   }
   for (int id : grp.outputs) {
-    b.outputs.push_back(g.node(id).dtype);
-    b.results.push_back(refs.at(id));
+    grp.body.outputs.push_back(g.node(id).dtype);
+    grp.body.results.push_back(refs.at(id));
   }
-  grp.stem = fmt::format("{}_{}", fmt::join(names, "_"), name_of(g.node(grp.outputs[0]).dtype));
+  grp.stem = fmt::format("{}_{}", op_names(g, grp.steps), dtype);
 }
 
 FusedGroup row_group(const Graph& g, int id, const std::set<int>& stop) {
   FusedGroup grp;
   grp.row = &ops::find_op(g.node(id).op);
+  grp.row_node = id;
   grp.outputs = {id};
   const std::vector<int> args = tensor_args(g, id);
   grp.x = args[0];
@@ -132,15 +153,44 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
       for (std::size_t i = 1; i < tensor_args(g, id).size(); ++i) materialized.insert(tensor_args(g, id)[i]);
   }
   const int max_depth = depth.empty() ? 0 : std::max_element(depth.begin(), depth.end(), [](auto& a, auto& b) { return a.second < b.second; })->second;
+  // Elementwise consumers that fuse as a row op's epilogue: materialized values of the same
+  // depth and shape that read the row result (the highest such row op of that depth takes
+  // them, so any other row result they read is computed first).
+  std::map<int, std::vector<int>> epilogue_of;  // row node -> absorbed elementwise outputs
+  std::set<int> absorbed;
+  for (int id : materialized) {
+    if (g.node(id).op == "input" || is_row(g, id)) continue;
+    FusedGroup probe;
+    collect(g, {id}, {}, probe);
+    int host = -1;
+    for (int in : probe.inputs)
+      if (is_row(g, in) && depth[in] == depth[id] && !ops::find_op(g.node(in).op).reduces &&
+          g.node(in).shape == g.node(id).shape)
+        host = std::max(host, in);
+    if (host < 0) continue;
+    epilogue_of[host].push_back(id);
+    absorbed.insert(id);
+  }
   for (int level = 0; level <= max_depth; ++level) {
-    // Row ops of this depth (they read only values of lower depths)...
-    for (int id : needed)
-      if (is_row(g, id) && depth[id] == level) groups.push_back(row_group(g, id, {}));
+    // Row ops of this depth (they read only values of lower depths), with their epilogues...
+    for (int id : needed) {
+      if (!is_row(g, id) || depth[id] != level) continue;
+      FusedGroup grp = row_group(g, id, {});
+      if (auto it = epilogue_of.find(id); it != epilogue_of.end()) {
+        FusedGroup epi;
+        collect(g, it->second, {}, epi);
+        grp.epilogue_steps = epi.steps;
+        for (int in : epi.inputs)
+          if (in != id) grp.epilogue_inputs.push_back(in);
+        grp.outputs = it->second;  // the row result itself is added below if anything else reads it
+      }
+      groups.push_back(std::move(grp));
+    }
     // ...then the materialized elementwise values of this depth, one kernel per shape.
     std::vector<Shape> shapes;
     std::vector<FusedGroup> level_groups;
     for (int id : materialized) {
-      if (g.node(id).op == "input" || is_row(g, id) || depth[id] != level) continue;
+      if (g.node(id).op == "input" || is_row(g, id) || depth[id] != level || absorbed.count(id)) continue;
       const Shape& s = g.node(id).shape;
       auto it = std::find(shapes.begin(), shapes.end(), s);
       if (it == shapes.end()) {
@@ -154,6 +204,15 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
       collect(g, grp.outputs, {}, grp);
       groups.push_back(std::move(grp));
     }
+  }
+  // A row result with an epilogue is written only if a graph output or another kernel reads it.
+  for (FusedGroup& grp : groups) {
+    if (!grp.row || (grp.outputs.size() == 1 && grp.outputs[0] == grp.row_node)) continue;
+    bool read = std::find(g.outputs().begin(), g.outputs().end(), grp.row_node) != g.outputs().end();
+    for (const FusedGroup& other : groups)
+      for (const auto* list : {&other.inputs, &other.extras, &other.epilogue_inputs})
+        read = read || (&other != &grp && std::find(list->begin(), list->end(), grp.row_node) != list->end());
+    if (read) grp.outputs.insert(grp.outputs.begin(), grp.row_node);
   }
   for (FusedGroup& grp : groups) build_body(g, grp);
   return groups;

@@ -3,7 +3,9 @@
 // one shape (and one depth, below) is computed by one kernel that evaluates, per element,
 // all the nodes it depends on (recomputing broadcast values is cheap: they are elementwise on
 // inputs). Row ops (reductions, softmax, norms) anchor kernels of their own, with the
-// elementwise nodes that feed them fused as a prologue; their results are materialized.
+// elementwise nodes that feed them fused as a prologue; elementwise consumers of a softmax or
+// norm of its shape fuse as its epilogue. A row result is materialized only when something
+// outside its kernel reads it.
 // Groups run in order of depth (the number of row ops on the longest path from the inputs).
 // With fusion off, each op is its own kernel and every intermediate is materialized.
 
@@ -28,8 +30,13 @@ struct FusedGroup {
   std::vector<float> scalars;  ///< runtime scalars of the body, in order
   // Row groups only:
   const ops::OpDef* row = nullptr;
+  int row_node = -1;
   std::vector<int> extras;  ///< weight, bias node ids
   int x = -1;               ///< the node whose value the prologue computes
+  std::vector<int> epilogue_steps;   ///< elementwise nodes computed after the row op
+  std::vector<int> epilogue_inputs;  ///< node ids the epilogue reads from memory
+  codegen::Body epilogue;
+  std::vector<float> epilogue_scalars;
 };
 
 /// Groups `graph`'s op nodes into kernels (one per op when `fuse` is false).

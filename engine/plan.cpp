@@ -65,14 +65,24 @@ class PlanImpl {
 
   // `g` gives the shapes (the bound graph when running, the graph itself when static).
   KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g) const {
-    std::vector<TensorView> outs, ins, extras;
-    for (int id : grp.outputs) outs.push_back(values[std::size_t(id)]);
-    for (int id : grp.inputs) ins.push_back(values[std::size_t(id)]);
-    for (int id : grp.extras) extras.push_back(values[std::size_t(id)]);
-    if (!grp.row) return specialize_elementwise(grp.body, grp.stem, outs, ins, grp.scalars);
-    const Graph::Node& n = g.node(grp.outputs[0]);
-    return specialize_rows(*grp.row, grp.body, grp.stem, g.node(grp.x).shape, outs[0], ins, extras,
-                           grp.scalars, ops::eps_of(n.attrs));
+    auto views = [&](const std::vector<int>& ids) {
+      std::vector<TensorView> out;
+      for (int id : ids) out.push_back(values[std::size_t(id)]);
+      return out;
+    };
+    if (!grp.row) return specialize_elementwise(grp.body, grp.stem, views(grp.outputs), views(grp.inputs), grp.scalars);
+    RowKernel k;
+    k.op = grp.row;
+    k.prologue = grp.body;
+    k.epilogue = grp.epilogue;
+    k.outputs = views(grp.outputs);
+    k.inputs = views(grp.inputs);
+    k.extras = views(grp.extras);
+    k.epilogue_inputs = views(grp.epilogue_inputs);
+    k.scalars = grp.scalars;
+    k.epilogue_scalars = grp.epilogue_scalars;
+    k.eps = ops::eps_of(g.node(grp.row_node).attrs);
+    return specialize_rows(k, grp.stem, g.node(grp.x).shape);
   }
 };
 
@@ -103,7 +113,8 @@ std::vector<PlanKernel> Plan::kernels() const {
   for (const FusedGroup& grp : impl_->groups) {
     PlanKernel k;
     for (int id : grp.steps) k.ops.push_back(impl_->graph.node(id).name);
-    if (grp.row) k.ops.push_back(impl_->graph.node(grp.outputs[0]).name);
+    if (grp.row) k.ops.push_back(impl_->graph.node(grp.row_node).name);
+    for (int id : grp.epilogue_steps) k.ops.push_back(impl_->graph.node(id).name);
     if (impl_->dynamic()) {
       k.name = grp.stem + "__dynamic";  // specialized when the dims are bound
     } else {

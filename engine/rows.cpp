@@ -6,43 +6,55 @@
 
 namespace kiln {
 
-KernelLaunch specialize_rows(const ops::OpDef& op, const codegen::Body& prologue, const std::string& stem,
-                             const Shape& shape, const TensorView& out, const std::vector<TensorView>& inputs,
-                             const std::vector<TensorView>& extras, std::vector<float> scalars, double eps) {
+codegen::Body identity_epilogue(DType dtype) {
+  codegen::Body b;
+  b.outputs = {dtype};
+  b.results = {{codegen::Ref::Kind::row, 0}};
+  return b;
+}
+
+KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape) {
   if (shape.empty()) throw ShapeError(fmt::format("{}: a row op needs at least one axis", stem));
-  if (prologue.results.size() != 1 || prologue.inputs.size() != inputs.size() || int(scalars.size()) != prologue.scalars)
-    throw ArgumentError(fmt::format("{}: the prologue does not match its inputs and scalars", stem));
-  // A reduction's output, seen as [rows..., 1], broadcasts over the row.
-  TensorView o = out;
-  if (op.reduces) {
+  if (k.prologue.results.size() != 1 || k.prologue.inputs.size() != k.inputs.size() ||
+      int(k.scalars.size()) != k.prologue.scalars || k.epilogue.outputs.size() != k.outputs.size() ||
+      k.epilogue.inputs.size() != k.epilogue_inputs.size() || int(k.epilogue_scalars.size()) != k.epilogue.scalars ||
+      k.outputs.empty() || (k.op->reduces && (k.outputs.size() != 1 || !k.epilogue_inputs.empty())))
+    throw ArgumentError(fmt::format("{}: the bodies do not match their operands", stem));
+  std::vector<TensorView> outs = k.outputs;
+  for (TensorView& o : outs) {
+    if (!k.op->reduces) {
+      if (o.shape != shape) throw ShapeError(fmt::format("{}: output {} is not of shape {}", stem, o.describe(), to_string(shape)));
+      continue;
+    }
+    // A reduction's output, seen as [rows..., 1], broadcasts over the row.
     Shape want = shape;
     want.back() = 1;
-    Shape strides = out.resolved_strides();
-    if (out.shape.size() + 1 == shape.size()) {
+    Shape strides = o.resolved_strides();
+    if (o.shape.size() + 1 == shape.size()) {
       o.shape.push_back(1);
       strides.push_back(1);
     }
-    if (o.shape != want) throw ShapeError(fmt::format("{}: output {} does not fit rows of {}", stem, out.describe(), to_string(shape)));
+    if (o.shape != want) throw ShapeError(fmt::format("{}: output {} does not fit rows of {}", stem, o.describe(), to_string(shape)));
     o.strides = strides;
-  } else if (out.shape != shape) {
-    throw ShapeError(fmt::format("{}: output {} is not of shape {}", stem, out.describe(), to_string(shape)));
   }
-  std::vector<const TensorView*> views = {&o};
-  for (const TensorView& v : inputs) views.push_back(&v);
-  for (const TensorView& v : extras) views.push_back(&v);
-  const LayoutPlan lp = plan_layout(views, 1, shape, true, 0);
+  std::vector<const TensorView*> views;
+  for (const std::vector<TensorView>* group : {static_cast<const std::vector<TensorView>*>(&outs), &k.inputs, &k.extras, &k.epilogue_inputs})
+    for (const TensorView& v : *group) views.push_back(&v);
+  const LayoutPlan lp = plan_layout(views, outs.size(), shape, true, 0);
   const std::int64_t per_row = lp.dims.back().extent;
   int block = 32;
   while (block < 512 && block * 2 <= per_row) block *= 2;
 
   std::vector<std::string_view> extra_types;
-  for (const TensorView& v : extras) extra_types.push_back(device_type_of(v.dtype));
+  for (const TensorView& v : k.extras) extra_types.push_back(device_type_of(v.dtype));
+  std::string epilogue = codegen::render_body(k.epilogue);
+  epilogue.replace(epilogue.find("struct kiln_body"), 16, "struct kiln_epilogue");
   KernelLaunch L;
   L.index64 = lp.index64;
   L.vec = lp.vec;
-  L.spec.source = "#include <kiln/rows.cuh>\n\n" + codegen::render_body(prologue);
-  L.spec.expression = fmt::format("kiln::rows<kiln_body, {}, {}, kiln::Types<{}>, {}, {}, {}, {}>", op.functor,
-                                  device_type_of(out.dtype), fmt::join(extra_types, ", "), lp.type(), lp.vec,
+  L.spec.source = "#include <kiln/rows.cuh>\n\n" + codegen::render_body(k.prologue) + "\n" + epilogue;
+  L.spec.expression = fmt::format("kiln::rows<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}>", k.op->functor,
+                                  fmt::join(extra_types, ", "), lp.type(), lp.vec,
                                   lp.index64 ? "unsigned long long" : "unsigned int", block);
   L.spec.options = {"-std=c++17"};
   L.spec.name = fmt::format("{}__r{}v{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "");
@@ -51,8 +63,9 @@ KernelLaunch specialize_rows(const ops::OpDef& op, const codegen::Body& prologue
   L.block = unsigned(block);
   L.grid = per_row ? unsigned(lp.groups / per_row) : 0;
   for (const TensorView* v : views) L.pointers.push_back(v->data);
-  L.scalars = std::move(scalars);
-  L.scalars.push_back(float(eps));
+  L.scalars = k.scalars;
+  L.scalars.push_back(float(k.eps));
+  L.scalars.insert(L.scalars.end(), k.epilogue_scalars.begin(), k.epilogue_scalars.end());
   return L;
 }
 

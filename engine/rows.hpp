@@ -1,6 +1,7 @@
 #pragma once
 // Specialization of the row template (kernel_templates/kiln/rows.cuh): a row op over the last
-// axis of `shape`, its input computed by a fused elementwise prologue.
+// axis of `shape`, its input computed by a fused elementwise prologue and its result passed
+// through a fused elementwise epilogue.
 
 #include <string>
 #include <vector>
@@ -11,11 +12,25 @@
 
 namespace kiln {
 
-/// Specializes row op `op` over `shape` (the prologue's result shape): `prologue` (one
-/// result) reads `inputs`; `extras` are the norms' weight and bias ([C]); `out` has the
-/// op's result shape (one value per row for a reduction, keepdim or not).
-KernelLaunch specialize_rows(const ops::OpDef& op, const codegen::Body& prologue, const std::string& stem,
-                             const Shape& shape, const TensorView& out, const std::vector<TensorView>& inputs,
-                             const std::vector<TensorView>& extras, std::vector<float> scalars, double eps);
+/// The bodies and operands of one row kernel.
+struct RowKernel {
+  const ops::OpDef* op = nullptr;
+  codegen::Body prologue;  ///< one result: the row op's input element
+  codegen::Body epilogue;  ///< reads the row op's value (Ref::Kind::row); one result per output
+  std::vector<TensorView> outputs;   ///< the epilogue's; a reduction has one, one value per row
+  std::vector<TensorView> inputs;    ///< the prologue's
+  std::vector<TensorView> extras;    ///< weight, bias ([C])
+  std::vector<TensorView> epilogue_inputs;
+  std::vector<float> scalars;           ///< the prologue's
+  std::vector<float> epilogue_scalars;  ///< the epilogue's
+  double eps = 1e-5;
+};
+
+/// The identity epilogue: the row op's value, stored as `dtype`.
+codegen::Body identity_epilogue(DType dtype);
+
+/// Specializes `k` over `shape` (the prologue's result shape). Throws ShapeError for
+/// outputs that do not fit.
+KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape);
 
 }  // namespace kiln

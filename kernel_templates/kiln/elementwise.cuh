@@ -89,7 +89,7 @@ struct InputPacks<L, V, Slot, Types<T, Rest...>> {
 template <int J, class Outs, int V>
 struct StoreOutputs {
   template <class Index, int NO>
-  __device__ __forceinline__ static void run(void* const* p, const Index (&off)[NO], const float (&y)[V][NO]) {
+  __device__ __forceinline__ static void run(void* const* p, const Index* off, const float (&y)[V][NO]) {
     using T = typename detail::TypeAt<J, Outs>::type;
     Pack<T, V> r;
 #pragma unroll

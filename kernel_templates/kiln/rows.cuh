@@ -2,10 +2,13 @@
 // The row template: one block per row of the last axis. A fused elementwise prologue (Body)
 // computes each element from the inputs; pass 1 folds the row into a statistic (Row::Stat)
 // with a block reduction; pass 2, for ops that write the row (softmax, norms), recomputes the
-// prologue and writes Row::apply(x, stat, weight, bias). Reductions write one value per row.
+// prologue, computes Row::apply(x, params, weight, bias) and passes it through a fused
+// elementwise epilogue (Epi, which reads it as x[Epi::Inputs::size]) to the outputs.
+// Reductions write Epi of one value per row.
 //
-// Slots of the layout and of Args::p: the output, the Body's inputs, then Extra (the norms'
-// weight and bias, [C]). The layout's last Dim is the row, in groups of V elements.
+// Slots of the layout and of Args::p: Epi's outputs, Body's inputs, Extra (the norms' weight
+// and bias, [C]), then Epi's inputs. Scalars: Body's, eps, then Epi's. The layout's last Dim
+// is the row, in groups of V elements.
 
 #include <kiln/elementwise.cuh>
 
@@ -180,17 +183,23 @@ __device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v)
 
 }  // namespace row
 
-template <class Body, class Row, class Out, class Extra, class L, int V, class Index, int Block>
+template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block>
 __global__ void __launch_bounds__(Block)
-    rows(const Args<1 + Body::Inputs::size + Extra::size, Body::scalars + 1> args, Index groups_per_row) {
+    rows(const Args<Epi::Outputs::size + Body::Inputs::size + Extra::size + Epi::Inputs::size,
+                    Body::scalars + 1 + Epi::scalars> args,
+         Index groups_per_row) {
   static_assert(Block % 32 == 0 && Block <= 1024, "a row block is whole warps, at most 1024 threads");
   static_assert(Extra::size <= 2, "extra row inputs are weight and bias");
+  constexpr int NO = Epi::Outputs::size;
   constexpr int NI = Body::Inputs::size;
-  constexpr int K = 1 + NI + Extra::size;
+  constexpr int NE = Extra::size;
+  constexpr int NP = Epi::Inputs::size;
+  constexpr int K = NO + NI + NE + NP;
   using Inner = typename L::Inner;
-  using Ins = InputPacks<L, V, 1, typename Body::Inputs>;
+  using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
   const Index row_first = Index(blockIdx.x) * groups_per_row;
   const float eps = args.s[Body::scalars];
+  const float* epi_scalars = args.s + Body::scalars + 1;
   const float n = float(groups_per_row) * float(V);
 
   // Pass 1: the statistic.
@@ -211,10 +220,13 @@ __global__ void __launch_bounds__(Block)
   const typename Row::Stat stat = row::block_reduce<Row, Block>(Row::to_stat(local));
 
   if constexpr (!Row::kWritesRow) {
+    static_assert(NP == 0, "a reduction's epilogue reads nothing but the row value");
     if (threadIdx.x == 0) {
       Index off[K];
       L::offsets(row_first, off);
-      static_cast<Out*>(args.p[0])[off[0]] = from_float<Out>(Row::finish(stat, n));
+      float x[1] = {Row::finish(stat, n)}, y[1][NO];
+      Epi::apply(x, epi_scalars, y[0]);
+      StoreOutputs<0, typename Epi::Outputs, 1>::run(args.p, off, y);
     }
   } else {
     // Pass 2: recompute the prologue (the row is in L2 by now) and write the row.
@@ -224,30 +236,34 @@ __global__ void __launch_bounds__(Block)
       L::offsets(row_first + j, off);
       Ins raw;
       raw.load(args.p, off);
+      InputPacks<L, V, NO + NI + NE, typename Epi::Inputs> epi_raw;
+      epi_raw.load(args.p, off);
       float w[V], b[V];
 #pragma unroll
       for (int i = 0; i < V; ++i) w[i] = 1.0f, b[i] = 0.0f;
-      if constexpr (Extra::size >= 1) {
-        using O = Operand<typename detail::TypeAt<0, Extra>::type, V, Inner::template stride<1 + NI>()>;
-        const auto r = O::load(args.p[1 + NI], off[1 + NI]);
+      if constexpr (NE >= 1) {
+        using O = Operand<typename detail::TypeAt<0, Extra>::type, V, Inner::template stride<NO + NI>()>;
+        const auto r = O::load(args.p[NO + NI], off[NO + NI]);
 #pragma unroll
         for (int i = 0; i < V; ++i) w[i] = O::value(r, i);
       }
-      if constexpr (Extra::size >= 2) {
-        using O = Operand<typename detail::TypeAt<1, Extra>::type, V, Inner::template stride<2 + NI>()>;
-        const auto r = O::load(args.p[2 + NI], off[2 + NI]);
+      if constexpr (NE >= 2) {
+        using O = Operand<typename detail::TypeAt<1, Extra>::type, V, Inner::template stride<NO + NI + 1>()>;
+        const auto r = O::load(args.p[NO + NI + 1], off[NO + NI + 1]);
 #pragma unroll
         for (int i = 0; i < V; ++i) b[i] = O::value(r, i);
       }
-      Pack<Out, V> out;
+      float y[V][NO];
 #pragma unroll
       for (int i = 0; i < V; ++i) {
-        float x[NI > 0 ? NI : 1], y[1];
+        float x[NI > 0 ? NI : 1], p[1], e[NP + 1];
         raw.values(i, x);
-        Body::apply(x, args.s, y);
-        out.v[i] = from_float<Out>(Row::apply(y[0], params, w[i], b[i]));
+        Body::apply(x, args.s, p);
+        epi_raw.values(i, e);
+        e[NP] = Row::apply(p[0], params, w[i], b[i]);
+        Epi::apply(e, epi_scalars, y[i]);
       }
-      store_pack<Out, V>(static_cast<Out*>(args.p[0]) + off[0], out);
+      StoreOutputs<0, typename Epi::Outputs, V>::run(args.p, off, y);
     }
   }
 }

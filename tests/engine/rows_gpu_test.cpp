@@ -70,7 +70,7 @@ TEST_CASE("gpu: every row op x dtype x pattern matches the fp64 reference" * doc
     for (DType t : kiln::kFloatDTypes)
       for (const auto& op : kiln::ops::all_ops()) {
         if (op.fusion != kiln::ops::FusionClass::row) continue;
-        for (int variant = 0; variant < 3; ++variant) {
+        for (int variant = 0; variant < 4; ++variant) {
           Graph g;
           auto x = g.input("x", {R, C}, t);
           auto mask = g.input("mask", {C}, DType::f32);
@@ -82,7 +82,13 @@ TEST_CASE("gpu: every row op x dtype x pattern matches the fp64 reference" * doc
           }
           kiln::Attrs a;
           a.keepdim = variant == 1;
-          g.output(kiln::apply(op.name, args, a));
+          auto y = kiln::apply(op.name, args, a);
+          if (variant == 3 && !op.reduces) {
+            g.output(y * 2.0 + x);  // an epilogue, and the row result read as an output too
+            g.output(y);
+          } else {
+            g.output(y);
+          }
           CAPTURE(g.to_json());
           check_graph(e, g, rng);
           ++graphs;

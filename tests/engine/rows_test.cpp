@@ -71,10 +71,28 @@ TEST_CASE("fusion: elementwise producers fuse into a row op as its prologue") {
   g.output(p);
   const auto k = kiln::Plan(g).kernels();
   REQUIRE(k.size() == 1);
-  CHECK(k[0].name == "softmax__mul_add_silu_bf16__r2v8");
+  CHECK(k[0].name == "mul_add_silu__softmax_bf16__r2v8");
   CHECK(k[0].ops == std::vector<std::string>{"t2", "t3", "t4", "t5"});
   CHECK(k[0].grid == 128);
   CHECK(kiln::Plan(g, false).kernels().size() == 4);
+}
+
+TEST_CASE("fusion: 6 elementwise ops -> softmax -> 3 elementwise ops is exactly one kernel") {
+  Graph g;
+  auto x = g.input("x", {256, 4096}, DType::bf16);
+  auto mask = g.input("mask", {4096}, DType::bf16);
+  auto g1 = g.input("gain", {4096}, DType::f32);
+  kiln::Value v = kiln::tanh(kiln::silu(x * 0.125 + mask) - 1.0) * 3.0;  // mul add silu sub tanh mul
+  auto p = kiln::softmax(kiln::apply("clamp", {v}, {-5.0, 5.0, std::nullopt}));  // 7th: clamp
+  g.output(kiln::relu(p * g1 + x));  // mul add relu
+  const auto k = kiln::Plan(g).kernels();
+  REQUIRE(k.size() == 1);
+  CHECK(k[0].ops.size() == 11);
+  CHECK(k[0].name == "mul_add_silu_4_more__softmax__mul_add_relu_bf16__r2v4");  // f32 gain: 16-byte packs of 4
+  // Also a graph output: the softmax result is written by the same kernel.
+  g.output(p);
+  const auto both = kiln::Plan(g).kernels();
+  REQUIRE(both.size() == 1);
 }
 
 TEST_CASE("fusion: a row result feeding more ops is materialized and read by the next kernel") {
