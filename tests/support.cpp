@@ -23,6 +23,16 @@ bool has_gpu() {
   return present;
 }
 
+EngineOptions offline(const std::string& arch, const std::string& cache_dir, const std::string& record) {
+  EngineOptions o;
+  o.offline = true;
+  o.arch = arch;
+  o.disk_cache = !cache_dir.empty();
+  if (!cache_dir.empty()) o.cache_dir = cache_dir;
+  o.record = record;
+  return o;
+}
+
 TempDir::TempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-test-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");

@@ -16,6 +16,10 @@ namespace kiln::test {
 /// `* doctest::skip(!kiln::test::has_gpu())` so a CPU run lists them as skipped.
 bool has_gpu();
 
+/// Options of an engine that compiles for `arch` without a GPU; no disk cache unless `cache_dir`
+/// is given; records specializations into `record` when not empty.
+EngineOptions offline(const std::string& arch, const std::string& cache_dir = "", const std::string& record = "");
+
 /// A fresh private directory, removed with its contents at scope exit.
 class TempDir {
  public:

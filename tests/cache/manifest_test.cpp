@@ -3,11 +3,7 @@
 
 TEST_CASE("manifest: an engine records each specialization once; the file reads back") {
   kiln::test::TempDir tmp;
-  kiln::EngineOptions o;
-  o.offline = true;
-  o.arch = "sm_90a";
-  o.disk_cache = false;
-  o.record = tmp / "app.manifest";
+  const kiln::EngineOptions o = kiln::test::offline("sm_90a", "", tmp / "app.manifest");
   kiln::TensorView x;
   x.shape = {128};
   x.dtype = kiln::DType::f16;

@@ -97,4 +97,30 @@ std::vector<Case> sweep(std::int64_t R, std::int64_t C, bool with_misaligned) {
   return cases;
 }
 
+std::vector<Graph> row_graphs(DType t, std::int64_t R, std::int64_t C) {
+  std::vector<Graph> out;
+  for (const ops::OpDef& op : ops::all_ops()) {
+    if (op.fusion != ops::FusionClass::row) continue;
+    for (int variant = 0; variant < 4; ++variant) {
+      if (variant == 3 && op.reduces) continue;
+      Graph g;
+      auto x = g.input("x", {R, C}, t);
+      auto mask = g.input("mask", {C}, DType::f32);
+      Value v = variant == 0 ? x : silu(x * 0.5 + mask);
+      std::vector<GraphArg> args = {v};
+      if (op.operands.size() == 3 && variant == 2) {
+        args.push_back(g.input("w", {C}, t));
+        args.push_back(g.input("b", {C}, DType::f32));
+      }
+      Attrs a;
+      a.keepdim = variant == 1;
+      auto y = apply(op.name, args, a);
+      if (variant == 3) g.output(y * 2.0 + x);
+      g.output(y);
+      out.push_back(g);
+    }
+  }
+  return out;
+}
+
 }  // namespace kiln::test

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <kiln/graph.hpp>
 #include <kiln/kiln.hpp>
 
 namespace kiln::test {
@@ -35,5 +36,10 @@ struct Case {
 /// scalar (binary ops with a scalar second operand); misaligned (data one element past an
 /// aligned address) when `with_misaligned`.
 std::vector<Case> sweep(std::int64_t rows, std::int64_t cols, bool with_misaligned);
+
+/// Every row op on x [R, C] of dtype t, in 4 patterns: plain; behind a silu(x*0.5 + mask)
+/// prologue (keepdim for reductions); with weight and bias (norms); with an epilogue
+/// y*2 + x that is an output beside the row result (ops that write rows).
+std::vector<Graph> row_graphs(DType t, std::int64_t rows, std::int64_t cols);
 
 }  // namespace kiln::test

@@ -6,13 +6,7 @@
 
 namespace {
 
-kiln::EngineOptions offline(const std::string& dir) {
-  kiln::EngineOptions o;
-  o.offline = true;
-  o.arch = "sm_90a";
-  o.cache_dir = dir;
-  return o;
-}
+kiln::EngineOptions offline(const std::string& dir) { return kiln::test::offline("sm_90a", dir); }
 
 kiln::TensorView desc(kiln::Shape s, kiln::DType t) {
   kiln::TensorView v;

@@ -11,12 +11,7 @@ namespace {
 // Specs of a few real ops, as an app would record them.
 std::vector<kiln::KernelSpec> some_specs() {
   kiln::test::TempDir tmp;
-  kiln::EngineOptions o;
-  o.offline = true;
-  o.arch = "sm_80";
-  o.disk_cache = false;
-  o.record = tmp / "m";
-  kiln::Engine e(o);
+  kiln::Engine e(kiln::test::offline("sm_80", "", tmp / "m"));
   kiln::TensorView x;
   x.shape = {1000};
   x.dtype = kiln::DType::bf16;

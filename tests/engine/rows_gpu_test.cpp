@@ -7,6 +7,7 @@
 #include <kiln/graph.hpp>
 
 #include "ops/op.hpp"
+#include "tests/engine/cases.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
 
@@ -68,31 +69,10 @@ TEST_CASE("gpu: every row op x dtype x pattern matches the fp64 reference" * doc
   int graphs = 0;
   for (auto [R, C] : shapes)
     for (DType t : kiln::kFloatDTypes)
-      for (const auto& op : kiln::ops::all_ops()) {
-        if (op.fusion != kiln::ops::FusionClass::row) continue;
-        for (int variant = 0; variant < 4; ++variant) {
-          Graph g;
-          auto x = g.input("x", {R, C}, t);
-          auto mask = g.input("mask", {C}, DType::f32);
-          kiln::Value v = variant == 0 ? x : kiln::silu(x * 0.5 + mask);
-          std::vector<kiln::GraphArg> args = {v};
-          if (op.operands.size() == 3 && variant == 2) {
-            args.push_back(g.input("w", {C}, t));
-            args.push_back(g.input("b", {C}, DType::f32));
-          }
-          kiln::Attrs a;
-          a.keepdim = variant == 1;
-          auto y = kiln::apply(op.name, args, a);
-          if (variant == 3 && !op.reduces) {
-            g.output(y * 2.0 + x);  // an epilogue, and the row result read as an output too
-            g.output(y);
-          } else {
-            g.output(y);
-          }
-          CAPTURE(g.to_json());
-          check_graph(e, g, rng);
-          ++graphs;
-        }
+      for (const Graph& g : kiln::test::row_graphs(t, R, C)) {
+        CAPTURE(g.to_json());
+        check_graph(e, g, rng);
+        ++graphs;
       }
   MESSAGE(fmt::format("{} row graphs, {} kernels compiled", graphs, e.counters().compiles));
 }

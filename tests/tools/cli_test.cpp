@@ -12,11 +12,7 @@ namespace {
 using kiln::test::kiln_cli;
 
 void fill_cache(const std::string& dir) {
-  kiln::EngineOptions o;
-  o.offline = true;
-  o.arch = "sm_80";
-  o.cache_dir = dir;
-  kiln::Engine e(o);
+  kiln::Engine e(kiln::test::offline("sm_80", dir));
   kiln::TensorView x;
   x.shape = {1000};
   x.dtype = kiln::DType::f16;
@@ -72,12 +68,7 @@ TEST_CASE("bad CLI input exits non-zero with a one-line reason") {
 TEST_CASE("record, precompile for two archs, pack, explain: the build-farm path without a GPU") {
   kiln::test::TempDir tmp;
   {
-    kiln::EngineOptions o;
-    o.offline = true;
-    o.arch = "sm_90a";
-    o.disk_cache = false;
-    o.record = tmp / "app.manifest";
-    kiln::Engine e(o);
+    kiln::Engine e(kiln::test::offline("sm_90a", "", tmp / "app.manifest"));
     kiln::TensorView x;
     x.shape = {4096};
     x.dtype = kiln::DType::bf16;
