@@ -159,11 +159,11 @@ std::vector<KernelSpec> load_specs(const std::string& path) {
 
 std::map<std::string, Tensor> Plan::run(Engine& engine, const std::map<std::string, TensorView>& inputs,
                                         const std::map<std::string, TensorView>& outputs) const {
-  engine.impl().require_device("running a plan");
   for (const auto& [name, v] : inputs)
     if (impl_->graph.find(name) < 0 || impl_->graph.node(impl_->graph.find(name)).op != "input")
       throw GraphError(fmt::format("'{}' is not an input of the graph", name));
-  const Graph bound = impl_->bind(inputs);
+  const Graph bound = impl_->bind(inputs);  // checks the inputs before anything touches the GPU
+  engine.impl().require_device("running a plan");
   std::vector<TensorView> values(bound.nodes().size());
   std::map<std::string, Tensor> made;
   std::vector<Tensor> scratch;

@@ -27,6 +27,10 @@ step "test suite"
 timeout 400 $bin/kiln_tests 2>&1 | tee "$OUT/tests.log" | grep -E "^\[doctest\]|ERROR|MESSAGE|compiled|cases" | tail -n 30
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
+step "fuzz: random fused graphs against the fp64 reference"
+timeout 300 $bin/kiln_fuzz --seeds 0:300 --regressions "$OUT" 2>&1 | tee "$OUT/fuzz.log" | tail -n 5
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
 step "compute-sanitizer memcheck on the GPU cases"
 KILN_CACHE_DIR=$(mktemp -d) timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 \
   $bin/kiln_tests -tc="gpu:*" -tce="*2^31*" >"$OUT/memcheck.log" 2>&1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command (and what .ci/run calls): setup, build, the whole suite.
-# GPU cases run where a GPU is present and are reported as skipped elsewhere.
+# GPU cases run where a GPU is present and are reported as skipped elsewhere; then the
+# compile-only fuzzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -9,6 +10,8 @@ log=$(mktemp)
 set +e
 build/bin/kiln_tests "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+# 500 random fused graphs, planned and NVRTC-compiled (no GPU needed); failures are shrunk.
+build/bin/kiln_fuzz --compile-only --seeds 0:500 -j 2 || status=1
 set -e
 # One plain closing line: "N passed, N failed, N skipped" (test cases).
 summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1)

@@ -1,4 +1,3 @@
-#define DOCTEST_CONFIG_IMPLEMENT
 #include "tests/support.hpp"
 
 #include <fcntl.h>
@@ -89,11 +88,3 @@ std::mt19937_64 make_rng(std::uint64_t salt) {
 }
 
 }  // namespace kiln::test
-
-int main(int argc, char** argv) {
-  // The fault tests provoke warnings on purpose; show them only when asked (KILN_LOG_LEVEL).
-  ::setenv("KILN_LOG_LEVEL", "error", 0);
-  spdlog::set_level(spdlog::level::from_str(std::getenv("KILN_LOG_LEVEL")));
-  doctest::Context ctx(argc, argv);
-  return ctx.run();
-}

@@ -50,16 +50,23 @@ int plan(const GraphArgs& a) {
 int run(const GraphArgs& a) {
   const Graph g = Graph::load(a.graph);
   const Plan p(g, !a.no_fuse);
-  Engine e;
-  std::map<std::string, Tensor> held;
-  std::map<std::string, TensorView> views;
+  // Every input file is read and checked before the GPU is touched.
+  std::map<std::string, NpyArray> arrays;
   for (const std::string& spec : a.inputs) {
     const auto eq = spec.find('=');
     if (eq == std::string::npos) throw ArgumentError(fmt::format("--input '{}': expected NAME=FILE.npy", spec));
     const std::string name = spec.substr(0, eq);
     const int id = g.find(name);
     if (id < 0 || g.node(id).op != "input") throw GraphError(fmt::format("--input {}: the graph has no input '{}'", spec, name));
-    const NpyArray arr = read_npy(spec.substr(eq + 1), g.node(id).dtype);
+    arrays[name] = read_npy(spec.substr(eq + 1), g.node(id).dtype);
+  }
+  for (const auto& n : g.nodes())
+    if (n.op == "input" && !arrays.count(n.name))
+      throw GraphError(fmt::format("input '{}' was not given: add --input {}=FILE.npy", n.name, n.name));
+  Engine e;
+  std::map<std::string, Tensor> held;
+  std::map<std::string, TensorView> views;
+  for (const auto& [name, arr] : arrays) {
     held[name] = e.from_host(arr.shape, arr.dtype, arr.bytes.data());
     views[name] = held[name].view();
   }

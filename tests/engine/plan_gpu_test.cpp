@@ -39,8 +39,6 @@ Graph random_graph(std::mt19937_64& rng, DType t, std::int64_t R, std::int64_t C
   return g;
 }
 
-double tolerance(DType t) { return t == DType::f32 ? 1e-4 : t == DType::f16 ? 1e-2 : 5e-2; }
-
 }  // namespace
 
 TEST_CASE("gpu: random fused graphs match the fp64 reference and the unfused plan" * doctest::skip(!kiln::test::has_gpu())) {
@@ -54,38 +52,8 @@ TEST_CASE("gpu: random fused graphs match the fp64 reference and the unfused pla
     const DType t = kiln::kFloatDTypes[trial % 3];
     const std::int64_t R = 1 + std::int64_t(rng() % 70), C = 1 + std::int64_t(rng() % 300);
     const Graph g = random_graph(rng, t, R, C);
-    std::map<std::string, std::vector<unsigned char>> host;
-    std::map<std::string, kiln::Tensor> dev;
-    std::map<std::string, kiln::TensorView> views;
-    for (const auto& n : g.nodes())
-      if (n.op == "input") {
-        host[n.name] = kiln::test::random_bytes(n.dtype, std::size_t(kiln::numel_of(n.shape)), -2, 2, rng);
-        dev[n.name] = e.from_host(n.shape, n.dtype, host[n.name].data());
-        views[n.name] = dev[n.name].view();
-      }
-    const auto ref = kiln::test::evaluate(g, host);
-    auto fused = kiln::Plan(g, true).run(e, views);
-    auto unfused = kiln::Plan(g, false).run(e, views);
     CAPTURE(g.to_json());
-    for (int out : g.outputs()) {
-      const auto& n = g.node(out);
-      std::vector<unsigned char> a(fused.at(n.name).bytes()), b(a.size());
-      fused.at(n.name).copy_to_host(a.data());
-      unfused.at(n.name).copy_to_host(b.data());
-      int bad = 0;
-      for (std::size_t i = 0; i < ref[std::size_t(out)].size(); ++i) {
-        const double want = ref[std::size_t(out)][i];
-        const double f = kiln::load_element(n.dtype, a.data() + i * kiln::size_of(n.dtype));
-        const double u = kiln::load_element(n.dtype, b.data() + i * kiln::size_of(n.dtype));
-        // The unfused plan rounds every intermediate to its dtype: the loosest dtype of the
-        // graph sets the tolerance.
-        double loosest = 0;
-        for (const auto& node : g.nodes()) loosest = std::max(loosest, tolerance(node.dtype));
-        const double tol = loosest * std::max(1.0, std::fabs(want));
-        if (!(std::fabs(f - want) <= tol && std::fabs(u - want) <= tol && std::fabs(f - u) <= tol) && bad++ < 3)
-          FAIL_CHECK(fmt::format("{} [{}]: fused {} unfused {} fp64 {}", n.name, i, f, u, want));
-      }
-    }
+    for (const auto& f : kiln::test::check_on_gpu(e, g, rng, true)) FAIL_CHECK(f);
     ++graphs;
   }
   CHECK(graphs == 24);

@@ -1,6 +1,11 @@
 #include "tests/engine/reference.hpp"
 
+#include <fmt/format.h>
+
+#include <cmath>
+
 #include "ops/op.hpp"
+#include "tests/support.hpp"
 
 namespace kiln::test {
 namespace {
@@ -55,6 +60,56 @@ std::vector<std::vector<double>> evaluate(const Graph& g, const std::map<std::st
     }
   }
   return vals;
+}
+
+namespace {
+
+double tolerance(DType t) { return t == DType::f32 ? 2e-5 : t == DType::f16 ? 2e-3 : 1.6e-2; }
+
+}  // namespace
+
+std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng, bool unfused) {
+  std::map<std::string, std::vector<unsigned char>> host;
+  std::map<std::string, Tensor> dev;
+  std::map<std::string, TensorView> views;
+  for (const auto& n : g.nodes())
+    if (n.op == "input") {
+      host[n.name] = random_bytes(n.dtype, std::size_t(numel_of(n.shape)), -3, 3, rng);
+      dev[n.name] = e.from_host(n.shape, n.dtype, host[n.name].data());
+      views[n.name] = dev[n.name].view();
+    }
+  const auto ref = evaluate(g, host);
+  double loosest = 0;
+  for (const auto& n : g.nodes()) loosest = std::max(loosest, tolerance(n.dtype));
+  std::vector<std::string> failures;
+  for (bool fuse : {true, false}) {
+    if (!fuse && !unfused) break;
+    std::map<std::string, Tensor> outs;
+    std::map<std::string, TensorView> out_views;
+    for (int o : g.outputs()) {
+      const auto& n = g.node(o);
+      outs[n.name] = e.empty(n.shape, n.dtype);
+      outs[n.name].fill_bytes(0xff);
+      out_views[n.name] = outs[n.name].view();
+    }
+    Plan(g, fuse).run(e, views, out_views);
+    for (int o : g.outputs()) {
+      const auto& n = g.node(o);
+      std::vector<unsigned char> got(outs[n.name].bytes());
+      outs[n.name].copy_to_host(got.data());
+      int bad = 0;
+      for (std::size_t i = 0; i < ref[std::size_t(o)].size(); ++i) {
+        const double want = ref[std::size_t(o)][i];
+        const double have = load_element(n.dtype, got.data() + i * size_of(n.dtype));
+        const double scale = std::max(std::fabs(want), n.op == "softmax" ? 1.0 / double(n.shape.back()) : 1.0);
+        const bool ok = std::isnan(want) || std::isnan(have) ? std::isnan(want) && std::isnan(have)
+                                                             : std::fabs(have - want) <= loosest * scale;
+        if (!ok && bad++ < 3)
+          failures.push_back(fmt::format("{} {} [{}]: got {} want {}", fuse ? "fused" : "unfused", n.name, i, have, want));
+      }
+    }
+  }
+  return failures;
 }
 
 }  // namespace kiln::test

@@ -14,51 +14,6 @@
 using kiln::DType;
 using kiln::Graph;
 
-namespace {
-
-double tolerance(DType t) { return t == DType::f32 ? 2e-5 : t == DType::f16 ? 2e-3 : 1.6e-2; }
-
-// Runs `g` (fused) on random inputs and checks every output against fp64.
-void check_graph(kiln::Engine& e, const Graph& g, std::mt19937_64& rng) {
-  std::map<std::string, std::vector<unsigned char>> host;
-  std::map<std::string, kiln::Tensor> dev;
-  std::map<std::string, kiln::TensorView> views;
-  for (const auto& n : g.nodes())
-    if (n.op == "input") {
-      host[n.name] = kiln::test::random_bytes(n.dtype, std::size_t(kiln::numel_of(n.shape)), -3, 3, rng);
-      dev[n.name] = e.from_host(n.shape, n.dtype, host[n.name].data());
-      views[n.name] = dev[n.name].view();
-    }
-  const auto ref = kiln::test::evaluate(g, host);
-  std::map<std::string, kiln::Tensor> outs;
-  std::map<std::string, kiln::TensorView> out_views;
-  for (int o : g.outputs()) {
-    const auto& n = g.node(o);
-    outs[n.name] = e.empty(n.shape, n.dtype);
-    outs[n.name].fill_bytes(0xff);
-    out_views[n.name] = outs[n.name].view();
-  }
-  kiln::Plan(g).run(e, views, out_views);
-  double loosest = 0;
-  for (const auto& n : g.nodes()) loosest = std::max(loosest, tolerance(n.dtype));
-  for (int o : g.outputs()) {
-    const auto& n = g.node(o);
-    std::vector<unsigned char> got(outs[n.name].bytes());
-    outs[n.name].copy_to_host(got.data());
-    int bad = 0;
-    for (std::size_t i = 0; i < ref[std::size_t(o)].size(); ++i) {
-      const double want = ref[std::size_t(o)][i];
-      const double have = kiln::load_element(n.dtype, got.data() + i * kiln::size_of(n.dtype));
-      // Softmax outputs are small: compare relative to the row's scale (1 / C at least).
-      const double scale = std::max(std::fabs(want), n.op == "softmax" ? 1.0 / double(n.shape.back()) : 1.0);
-      if (!(std::fabs(have - want) <= loosest * scale) && bad++ < 3)
-        FAIL_CHECK(fmt::format("{} [{}]: got {} want {}", n.name, i, have, want));
-    }
-  }
-}
-
-}  // namespace
-
 TEST_CASE("gpu: every row op x dtype x pattern matches the fp64 reference" * doctest::skip(!kiln::test::has_gpu())) {
   kiln::test::TempDir tmp;
   kiln::EngineOptions o;
@@ -71,7 +26,7 @@ TEST_CASE("gpu: every row op x dtype x pattern matches the fp64 reference" * doc
     for (DType t : kiln::kFloatDTypes)
       for (const Graph& g : kiln::test::row_graphs(t, R, C)) {
         CAPTURE(g.to_json());
-        check_graph(e, g, rng);
+        for (const auto& f : kiln::test::check_on_gpu(e, g, rng)) FAIL_CHECK(f);
         ++graphs;
       }
   MESSAGE(fmt::format("{} row graphs, {} kernels compiled", graphs, e.counters().compiles));

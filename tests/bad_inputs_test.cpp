@@ -1,0 +1,118 @@
+// The bad-input corpus: every file of tests/bad_inputs/ (named <ExpectedError>--<what>.json)
+// must be refused with that kiln::Error subclass, and by the CLI with one line and exit 1;
+// plus bad views, files and bindings given through the API and the CLI. Never a crash,
+// never a cache write.
+#include <filesystem>
+
+#include "tests/support.hpp"
+#include "cache/disk_cache.hpp"
+#include "tools/npy.hpp"
+
+namespace {
+
+std::vector<std::filesystem::path> corpus() {
+  std::vector<std::filesystem::path> out;
+  for (const auto& f : std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/tests/bad_inputs"))
+    out.push_back(f.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string error_kind(const std::string& path) {
+  try {
+    kiln::Graph::load(path);
+  } catch (const kiln::GraphError&) {
+    return "GraphError";
+  } catch (const kiln::ShapeError&) {
+    return "ShapeError";
+  } catch (const kiln::DtypeError&) {
+    return "DtypeError";
+  } catch (const kiln::Error& e) {
+    return std::string("other kiln::Error: ") + e.what();
+  } catch (const std::exception& e) {
+    return std::string("not a kiln::Error: ") + e.what();
+  }
+  return "accepted";
+}
+
+}  // namespace
+
+TEST_CASE("bad inputs: every graph file of the corpus is refused with its typed error") {
+  const auto files = corpus();
+  CHECK(files.size() >= 50);
+  for (const auto& f : files) {
+    const std::string name = f.filename().string();
+    CAPTURE(name);
+    CHECK(error_kind(f.string()) == name.substr(0, name.find("--")));
+  }
+}
+
+TEST_CASE("bad inputs: the CLI refuses every corpus file in one line, exit 1, nothing cached") {
+  kiln::test::TempDir tmp;
+  for (const auto& f : corpus()) {
+    CAPTURE(f.filename().string());
+    const auto r = kiln::test::kiln_cli("plan --compile " + f.string(), "KILN_CACHE_DIR=" + (tmp / "cache"));
+    CHECK(r.status == 1);
+    CHECK(r.output.rfind("kiln: ", 0) == 0);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  }
+  CHECK_FALSE(std::filesystem::exists(tmp / "cache"));
+}
+
+TEST_CASE("bad inputs: views, bindings, files and directories given through the API and the CLI") {
+  kiln::test::TempDir tmp;
+  kiln::Engine e(kiln::test::offline("sm_90a", tmp / "cache"));
+  kiln::TensorView v;
+  v.shape = {16};
+  v.dtype = kiln::DType::f32;
+  SUBCASE("misaligned view") {
+    v.data = 0x1001;
+    CHECK_THROWS_AS(kiln::precompile(e, "neg", {v}), kiln::ArgumentError);
+  }
+  SUBCASE("strides of the wrong rank") {
+    v.strides = {1, 1};
+    CHECK_THROWS_AS(kiln::precompile(e, "neg", {v}), kiln::ShapeError);
+  }
+  SUBCASE("negative stride") {
+    v.strides = {-1};
+    CHECK_THROWS_AS(kiln::precompile(e, "neg", {v}), kiln::ShapeError);
+  }
+  SUBCASE("null data on an online run is refused before any launch") {
+    CHECK_THROWS_AS(kiln::call_into(e, "neg", v, {v}), kiln::Error);
+  }
+  SUBCASE("dynamic dims bound inconsistently") {
+    kiln::Graph g;
+    auto a = g.input("a", {-1, 4}, kiln::DType::f32);
+    auto b = g.input("b", {-1, 4}, kiln::DType::f32);
+    g.output(a + b);
+    kiln::TensorView va = v, vb = v;
+    va.shape = {3, 4};
+    vb.shape = {5, 4};
+    CHECK_THROWS_AS(kiln::Plan(g).run(e, {{"a", va}, {"b", vb}}), kiln::ShapeError);
+    vb.shape = {3, 5};
+    CHECK_THROWS_AS(kiln::Plan(g).run(e, {{"a", va}, {"b", vb}}), kiln::ShapeError);
+    CHECK_THROWS_AS(kiln::Plan(g).run(e, {{"a", va}, {"c", va}}), kiln::GraphError);
+  }
+  SUBCASE("a cache directory that is a file degrades to memory, no crash") {
+    kiln::test::write_file(tmp / "file", "x");
+    kiln::Engine f(kiln::test::offline("sm_90a", tmp / "file"));
+    CHECK(f.cache_dir().find("not a directory") != std::string::npos);
+    CHECK(kiln::precompile(f, "neg", {v}).source == "compiled");
+  }
+  SUBCASE("kiln run: a wrong-dtype, a malformed and a missing .npy are one-line errors") {
+    kiln::test::write_file(tmp / "g.json", R"({"inputs": [{"name": "x", "shape": [4], "dtype": "bf16"}],
+      "nodes": [{"name": "y", "op": "neg", "args": ["x"]}], "outputs": ["y"]})");
+    kiln::tools::write_npy(tmp / "f32.npy", {{4}, kiln::DType::f32, std::vector<unsigned char>(16)});
+    kiln::test::write_file(tmp / "junk.npy", "not numpy");
+    for (const std::string& in : {tmp / "f32.npy", tmp / "junk.npy", tmp / "missing.npy"}) {
+      const auto r = kiln::test::kiln_cli("run " + (tmp / "g.json") + " --input x=" + in + " --output-dir " + (tmp / "o"));
+      CAPTURE(r.output);
+      CHECK(r.status == 1);
+      CHECK(r.output.find(in) != std::string::npos);
+      CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    }
+    const auto none = kiln::test::kiln_cli("run " + (tmp / "g.json") + " --output-dir " + (tmp / "o"));
+    CHECK(none.output.find("input 'x' was not given") != std::string::npos);
+  }
+  CHECK(kiln::cache::DiskCache(tmp / "cache").list().size() <= 1);  // only the good kernel above, if any
+}

@@ -1,0 +1,138 @@
+// kiln_fuzz: differential fuzzing of fused graphs.
+//   --compile-only: build, fuse, plan and NVRTC-compile every kernel (no GPU; CI runs this).
+//   otherwise: run on the GPU, compare fused and unfused outputs with the fp64 reference.
+// A failure prints its seed and graph, is shrunk, and is written to --regressions DIR.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include <kiln/kiln.hpp>
+
+#include "tests/engine/reference.hpp"
+#include "tests/fuzz/generator.hpp"
+#include "tests/support.hpp"
+
+namespace {
+
+struct Options {
+  std::string seeds = "0:500";
+  bool compile_only = false;
+  std::string arch = "sm_90a";
+  int jobs = 2;
+  std::string regressions;
+  bool shrink = true;
+};
+
+// Why `g` fails, or an empty string.
+std::string check(kiln::Engine& e, const kiln::Graph& g, std::uint64_t seed, bool compile_only) {
+  try {
+    if (compile_only) {
+      kiln::Plan(g).compile(e);
+      return "";
+    }
+    std::mt19937_64 rng(seed);
+    const auto failures = kiln::test::check_on_gpu(e, g, rng, true);
+    return failures.empty() ? "" : failures.front();
+  } catch (const std::exception& ex) {
+    return std::string("threw: ") + ex.what();
+  }
+}
+
+// Greedy shrinking on the JSON form: drop outputs, bypass nodes, halve extents, while it fails.
+std::string shrink(kiln::Engine& e, std::string json, std::uint64_t seed, bool compile_only) {
+  auto fails = [&](const nlohmann::json& j) {
+    try {
+      return !check(e, kiln::Graph::parse(j.dump()), seed, compile_only).empty();
+    } catch (const std::exception&) {
+      return false;  // not a valid graph any more
+    }
+  };
+  nlohmann::json j = nlohmann::json::parse(json);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (std::size_t i = 0; j["outputs"].size() > 1 && i < j["outputs"].size(); ++i) {
+      nlohmann::json t = j;
+      t["outputs"].erase(i);
+      if (fails(t)) j = t, progress = true;
+    }
+    for (std::size_t i = j["nodes"].size(); i-- > 0;) {
+      const std::string name = j["nodes"][i]["name"];
+      std::string first;
+      for (const auto& a : j["nodes"][i]["args"])
+        if (a.is_string()) { first = a; break; }
+      if (first.empty()) continue;
+      nlohmann::json t = j;
+      t["nodes"].erase(i);
+      for (auto& n : t["nodes"])
+        for (auto& a : n["args"])
+          if (a.is_string() && a == name) a = first;
+      for (auto& o : t["outputs"])
+        if (o == name) o = first;
+      if (fails(t)) j = t, progress = true;
+    }
+    for (auto& in : j["inputs"])
+      for (std::size_t d = 0; d < in["shape"].size(); ++d) {
+        if (!in["shape"][d].is_number() || in["shape"][d].get<std::int64_t>() < 2) continue;
+        nlohmann::json t = j;
+        for (auto& other : t["inputs"])  // halve the same extent everywhere it appears
+          for (auto& e2 : other["shape"])
+            if (e2 == in["shape"][d]) e2 = e2.get<std::int64_t>() / 2;
+        if (fails(t)) j = t, progress = true;
+      }
+  }
+  return j.dump(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kiln_fuzz: differential fuzzing of fused graphs"};
+  Options o;
+  app.add_option("--seeds", o.seeds, "Seed range A:B (B excluded)")->capture_default_str();
+  app.add_flag("--compile-only", o.compile_only, "Plan and NVRTC-compile only; no GPU");
+  app.add_option("--arch", o.arch, "Arch for --compile-only")->capture_default_str();
+  app.add_option("-j,--jobs", o.jobs, "Threads (compile-only)")->capture_default_str();
+  app.add_option("--regressions", o.regressions, "Write shrunk failing graphs here");
+  app.add_flag("!--no-shrink", o.shrink, "Do not shrink failures");
+  CLI11_PARSE(app, argc, argv);
+  std::uint64_t first = 0, last = 0;
+  if (std::sscanf(o.seeds.c_str(), "%lu:%lu", &first, &last) != 2 || last <= first) {
+    fmt::print(stderr, "kiln_fuzz: --seeds '{}': expected A:B with A < B\n", o.seeds);
+    return 2;
+  }
+  ::setenv("KILN_LOG_LEVEL", "error", 0);
+  std::atomic<std::uint64_t> next{first};
+  std::atomic<int> failures{0};
+  std::mutex print;
+  auto worker = [&] {
+    kiln::EngineOptions eo = o.compile_only ? kiln::test::offline(o.arch) : kiln::EngineOptions{};
+    if (!o.compile_only) eo.disk_cache = false;
+    kiln::Engine e(eo);
+    for (std::uint64_t seed; (seed = next++) < last;) {
+      const kiln::Graph g = kiln::fuzz::random_graph(seed);
+      const std::string why = check(e, g, seed, o.compile_only);
+      if (why.empty()) continue;
+      ++failures;
+      const std::string small = o.shrink ? shrink(e, g.to_json(), seed, o.compile_only) : g.to_json();
+      std::lock_guard<std::mutex> lock(print);
+      fmt::print("fuzz: seed {} FAILED: {}\n{}\n", seed, why.substr(0, why.find('\n')), small);
+      if (!o.regressions.empty()) std::ofstream(fmt::format("{}/seed-{}.json", o.regressions, seed)) << small;
+    }
+  };
+  try {
+    std::vector<std::thread> pool;
+    for (int j = 1; j < (o.compile_only ? o.jobs : 1); ++j) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+  } catch (const kiln::Error& ex) {
+    fmt::print(stderr, "kiln_fuzz: {}\n", ex.what());
+    return 2;
+  }
+  fmt::print("fuzz: {} graphs, {} failures\n", last - first, failures.load());
+  return failures ? 1 : 0;
+}

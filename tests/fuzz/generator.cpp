@@ -1,0 +1,103 @@
+#include "tests/fuzz/generator.hpp"
+
+#include <fmt/format.h>
+
+#include <random>
+
+#include "ops/op.hpp"
+
+namespace kiln::fuzz {
+namespace {
+
+constexpr std::int64_t kExtents[] = {1, 2, 3, 5, 7, 13, 31, 64, 127, 256, 1000, 4097};
+
+// Ops whose results stay bounded for inputs in [-4, 4]: what the fuzzer chains freely.
+constexpr const char* kBounded[] = {"neg", "abs", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu"};
+constexpr const char* kBinary[] = {"add", "sub", "mul", "maximum", "minimum"};
+constexpr const char* kCompare[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+constexpr const char* kRows[] = {"sum", "mean", "max", "min", "softmax", "log_softmax", "layer_norm", "rms_norm"};
+
+}  // namespace
+
+Graph random_graph(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](auto& list) { return list[rng() % (sizeof(list) / sizeof(list[0]))]; };
+  auto chance = [&](int percent) { return int(rng() % 100) < percent; };
+
+  // A base shape of rank 1-3 with at most ~256K elements.
+  Shape base;
+  const int rank = 1 + int(rng() % 3);
+  std::int64_t numel = 1;
+  for (int d = 0; d < rank; ++d) {
+    std::int64_t e = pick(kExtents);
+    while (numel * e > (1 << 18)) e = 1 + std::int64_t(rng() % 7);
+    base.push_back(e);
+    numel *= e;
+  }
+  Graph g;
+  std::vector<Value> values;
+  const int inputs = 1 + int(rng() % 4);
+  for (int i = 0; i < inputs; ++i) {
+    Shape s = base;
+    if (i > 0 && chance(50)) {  // a broadcast operand: some dims 1, or a suffix
+      for (auto& e : s)
+        if (chance(40)) e = 1;
+      if (chance(30) && s.size() > 1) s.erase(s.begin());
+    }
+    values.push_back(g.input(fmt::format("in{}", i), s, kFloatDTypes[rng() % 3]));
+  }
+  const int nodes = 1 + int(rng() % 30);
+  for (int n = 0; n < nodes; ++n) {
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      // Mostly extend recent values (long chains), sometimes reach back (several consumers).
+      const std::size_t back = chance(70) ? std::min<std::size_t>(rng() % 3, values.size() - 1) : rng() % values.size();
+      const Value a = values[values.size() - 1 - back], b = values[rng() % values.size()];
+      try {
+        const int kind = int(rng() % 100);
+        if (kind < 35) {
+          values.push_back(apply(pick(kBounded), {a}));
+        } else if (kind < 60) {
+          values.push_back(chance(25) ? apply(pick(kBinary), {a, double(int(rng() % 9) - 4) * 0.25}) : apply(pick(kBinary), {a, b}));
+        } else if (kind < 67) {
+          const Value c = values[rng() % values.size()];
+          values.push_back(apply("where", {apply(pick(kCompare), {a, 0.25}), b, c}));
+        } else if (kind < 74) {
+          Attrs at;
+          at.min = -1.5;
+          if (chance(50)) at.max = 2.0;
+          values.push_back(apply("clamp", {a}, at));
+        } else if (kind < 82) {
+          Attrs at;
+          at.dtype = kFloatDTypes[rng() % 3];
+          values.push_back(apply("cast", {a}, at));
+        } else {
+          const char* op = pick(kRows);
+          std::vector<GraphArg> args = {apply("tanh", {a})};  // bounded input: exp stays finite
+          const auto& def = ops::find_op(op);
+          const Shape& s = g.node(a.id()).shape;
+          if (def.operands.size() == 3 && chance(60) && !s.empty()) {
+            args.push_back(g.input(fmt::format("w{}", n), {s.back()}, kFloatDTypes[rng() % 3]));
+            if (chance(50)) args.push_back(g.input(fmt::format("b{}", n), {s.back()}, kFloatDTypes[rng() % 3]));
+          }
+          Attrs at;
+          at.keepdim = chance(50);
+          Value r = apply(op, args, at);
+          values.push_back(def.reduces ? r : apply("tanh", {r}));  // keep norms' outputs bounded downstream
+        }
+        break;
+      } catch (const Error&) {
+        // Shapes or dtypes that do not fit: draw again.
+      }
+    }
+  }
+  // Outputs: the last value and up to two others that are not inputs.
+  std::vector<int> candidates;
+  for (const auto& v : values)
+    if (g.node(v.id()).op != "input") candidates.push_back(v.id());
+  if (candidates.empty()) candidates.push_back(apply("silu", {values[0]}).id());
+  g.output(Value(&g, candidates.back()));
+  for (int k = 0; k < 2 && chance(50); ++k) g.output(Value(&g, candidates[rng() % candidates.size()]));
+  return g;
+}
+
+}  // namespace kiln::fuzz
