@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -34,6 +35,17 @@ T get(const std::string& in, std::size_t at) {
 }
 
 }  // namespace
+
+std::vector<std::string> bundles_from_env() {
+  std::vector<std::string> out;
+  const char* env = std::getenv("KILN_BUNDLE");
+  for (std::string_view rest = env ? env : ""; !rest.empty();) {
+    const std::size_t colon = rest.find(':');
+    if (colon) out.emplace_back(rest.substr(0, colon));
+    rest = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
+  }
+  return out;
+}
 
 void write_bundle(const std::string& path, const std::vector<BundleItem>& items) {
   std::vector<const BundleItem*> sorted;

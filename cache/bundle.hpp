@@ -22,6 +22,9 @@ struct BundleItem {
   CompiledKernel kernel;
 };
 
+/// The bundles named by $KILN_BUNDLE (colon-separated), in order.
+std::vector<std::string> bundles_from_env();
+
 /// Writes `items` (duplicate keys dropped) to `path` atomically (temp file + rename).
 /// Throws CacheError if it cannot be written.
 void write_bundle(const std::string& path, const std::vector<BundleItem>& items);

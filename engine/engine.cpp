@@ -41,12 +41,7 @@ EngineImpl::EngineImpl(EngineOptions opts) : options(std::move(opts)) {
     co.dir = options.cache_dir ? *options.cache_dir : cache::default_cache_dir();
   co.max_bytes = options.cache_max_bytes ? options.cache_max_bytes : cache::default_max_bytes();
   co.bundles = options.bundles;
-  if (const char* env = std::getenv("KILN_BUNDLE"); env && *env)
-    for (std::string_view rest = env; !rest.empty();) {
-      const std::size_t colon = rest.find(':');
-      if (colon) co.bundles.emplace_back(rest.substr(0, colon));
-      rest = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
-    }
+  for (std::string& b : cache::bundles_from_env()) co.bundles.push_back(std::move(b));
   cache = std::make_unique<cache::KernelCache>(std::move(co));
   const char* record_env = std::getenv("KILN_RECORD");
   const std::string record = !options.record.empty() ? options.record : record_env ? record_env : "";

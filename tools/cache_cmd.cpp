@@ -111,7 +111,7 @@ int explain(const cache::DiskCache& c, const CacheArgs& a) {
     arch = runtime::Context(0).info().arch();
   }
   std::vector<cache::Bundle> bundles;
-  for (const std::string& b : env_bundles()) bundles.push_back(cache::Bundle::open(b));
+  for (const std::string& b : cache::bundles_from_env()) bundles.push_back(cache::Bundle::open(b));
   const auto entries = c.list();
   int misses = 0;
   for (const KernelSpec& spec : load_specs(a.manifest)) {

@@ -19,7 +19,5 @@ void add_graph_commands(CLI::App& app, Command& run);
 
 /// "sm_80,sm_90a" -> {"sm_80", "sm_90a"}.
 std::vector<std::string> split_list(const std::string& s, char sep = ',');
-/// Bundles named by $KILN_BUNDLE.
-std::vector<std::string> env_bundles();
 
 }  // namespace kiln::tools

@@ -26,11 +26,6 @@ std::vector<std::string> split_list(const std::string& s, char sep) {
   return out;
 }
 
-std::vector<std::string> env_bundles() {
-  const char* env = std::getenv("KILN_BUNDLE");
-  return env ? split_list(env, ':') : std::vector<std::string>{};
-}
-
 void add_info(CLI::App& app, Command& run) {
   auto* cmd = app.add_subcommand("info", "Show devices, NVRTC and driver versions, cache directory, bundles");
   cmd->callback([&run] {
@@ -56,7 +51,7 @@ void add_info(CLI::App& app, Command& run) {
       } catch (const Error& e) {
         fmt::print("cache: none ({})\n", e.what());
       }
-      for (const std::string& b : env_bundles()) {
+      for (const std::string& b : cache::bundles_from_env()) {
         try {
           fmt::print("bundle: {} ({} kernels)\n", b, cache::Bundle::open(b).items().size());
         } catch (const Error& e) {

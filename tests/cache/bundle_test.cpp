@@ -87,3 +87,10 @@ TEST_CASE("layers: memory, then bundles, then disk, then compile") {
   kiln::test::write_file(tmp / "app.kbundle", bad);
   CHECK_THROWS_WITH_AS(KernelCache{o}, doctest::Contains("refusing bundle"), kiln::CacheError);
 }
+
+TEST_CASE("KILN_BUNDLE lists bundles, colon-separated, empty parts skipped") {
+  ::setenv("KILN_BUNDLE", "a.kbundle::/x/b.kbundle:", 1);
+  CHECK(bundles_from_env() == std::vector<std::string>{"a.kbundle", "/x/b.kbundle"});
+  ::unsetenv("KILN_BUNDLE");
+  CHECK(bundles_from_env().empty());
+}
