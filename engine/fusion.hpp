@@ -9,6 +9,7 @@
 // Groups run in order of depth (the number of row ops on the longest path from the inputs).
 // With fusion off, each op is its own kernel and every intermediate is materialized.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,11 @@ struct FusedGroup {
 /// Groups `graph`'s op nodes into kernels (one per op when `fuse` is false).
 std::vector<FusedGroup> fuse(const Graph& graph, bool fuse);
 
-/// The kernel specs of a graph's plan for contiguous, aligned tensors of its static shapes
-/// (what `kiln precompile G.json` compiles). GraphError if a dim is dynamic.
-std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true);
+/// The kernel specs of a graph's plan for its static shapes (what `kiln precompile G.json`
+/// compiles): inputs are contiguous and aligned unless `inputs` gives views (strides, a data
+/// address for the alignment) for some of them. GraphError if a dim is dynamic.
+std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true,
+                                   const std::map<std::string, TensorView>& inputs = {});
 
 /// Specs from a file: a graph (*.json) or a manifest (anything else).
 std::vector<KernelSpec> load_specs(const std::string& path);

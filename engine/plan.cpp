@@ -6,9 +6,9 @@
 
 #include <kiln/graph.hpp>
 
+#include "cache/manifest.hpp"
 #include "engine/elementwise.hpp"
 #include "engine/engine_impl.hpp"
-#include "cache/manifest.hpp"
 #include "engine/fusion.hpp"
 #include "engine/rows.hpp"
 
@@ -139,11 +139,19 @@ std::vector<KernelRecord> Plan::compile(Engine& engine) const {
   return records;
 }
 
-std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops) {
+std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std::map<std::string, TensorView>& inputs) {
   const detail::PlanImpl p(graph, fuse_ops);
   if (p.dynamic()) throw GraphError("the graph has dynamic dims (\"?\"): give static shapes to precompile it");
   std::vector<TensorView> values;
-  for (const auto& n : graph.nodes()) values.push_back(detail::PlanImpl::desc(n));
+  for (const auto& n : graph.nodes()) {
+    values.push_back(detail::PlanImpl::desc(n));
+    if (auto it = inputs.find(n.name); it != inputs.end() && n.op == "input") {
+      if (it->second.shape != n.shape || it->second.dtype != n.dtype)
+        throw ShapeError(fmt::format("input '{}': view {} does not match the graph's {}{}", n.name, it->second.describe(),
+                                     name_of(n.dtype), to_string(n.shape)));
+      values.back() = it->second;
+    }
+  }
   std::vector<KernelSpec> specs;
   for (const FusedGroup& grp : p.groups) {
     const KernelLaunch L = p.specialize(grp, values, graph);
