@@ -32,6 +32,13 @@ EngineOptions offline(const std::string& arch, const std::string& cache_dir, con
   return o;
 }
 
+TensorView desc(Shape shape, DType t) {
+  TensorView v;
+  v.shape = std::move(shape);
+  v.dtype = t;
+  return v;
+}
+
 TempDir::TempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-test-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");

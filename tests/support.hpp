@@ -20,6 +20,9 @@ bool has_gpu();
 /// is given; records specializations into `record` when not empty.
 EngineOptions offline(const std::string& arch, const std::string& cache_dir = "", const std::string& record = "");
 
+/// A view without memory (data 0) of `shape` and `t`, for inference and precompile.
+TensorView desc(Shape shape, DType t);
+
 /// A fresh private directory, removed with its contents at scope exit.
 class TempDir {
  public:

@@ -20,11 +20,7 @@ std::vector<kiln::Operand> descs(const kiln::test::Case& c) {
 
 // Compiles every case of the sweep for one arch; returns failures as text.
 std::vector<std::string> compile_sweep(const std::string& arch, int* kernels) {
-  kiln::EngineOptions o;
-  o.offline = true;
-  o.arch = arch;
-  o.disk_cache = false;
-  kiln::Engine engine(o);
+  kiln::Engine engine(kiln::test::offline(arch));
   std::vector<std::string> failures;
   for (auto& c : kiln::test::sweep(48, 40, false)) {
     try {

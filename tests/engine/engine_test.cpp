@@ -4,16 +4,11 @@
 #include "cache/disk_cache.hpp"
 #include "tests/support.hpp"
 
+using kiln::test::desc;
+
 namespace {
 
 kiln::EngineOptions offline(const std::string& dir) { return kiln::test::offline("sm_90a", dir); }
-
-kiln::TensorView desc(kiln::Shape s, kiln::DType t) {
-  kiln::TensorView v;
-  v.shape = std::move(s);
-  v.dtype = t;
-  return v;
-}
 
 }  // namespace
 

@@ -121,11 +121,7 @@ TEST_CASE("fused patterns NVRTC-compile for sm_80 and sm_90a") {
     graphs.push_back(g);
   }
   for (const char* arch : {"sm_80", "sm_90a"}) {
-    kiln::EngineOptions o;
-    o.offline = true;
-    o.arch = arch;
-    o.disk_cache = false;
-    kiln::Engine e(o);
+    kiln::Engine e(kiln::test::offline(arch));
     for (const Graph& g : graphs) {
       const auto recs = kiln::Plan(g).compile(e);
       REQUIRE(recs.size() == 1);

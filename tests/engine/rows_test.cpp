@@ -7,19 +7,10 @@
 #include "tests/engine/cases.hpp"
 #include "tests/support.hpp"
 
+using kiln::test::desc;
+
 using kiln::DType;
 using kiln::Graph;
-
-namespace {
-
-kiln::TensorView desc(kiln::Shape s, DType t) {
-  kiln::TensorView v;
-  v.shape = std::move(s);
-  v.dtype = t;
-  return v;
-}
-
-}  // namespace
 
 TEST_CASE("row ops: shapes, keepdim, and errors naming the operands") {
   kiln::Attrs keep;
@@ -88,11 +79,7 @@ TEST_CASE("fusion: a row result feeding more ops is materialized and read by the
 
 TEST_CASE("every row op x dtype x pattern NVRTC-compiles for sm_80 and sm_90a") {
   for (const char* arch : {"sm_80", "sm_90a"}) {
-    kiln::EngineOptions o;
-    o.offline = true;
-    o.arch = arch;
-    o.disk_cache = false;
-    kiln::Engine e(o);
+    kiln::Engine e(kiln::test::offline(arch));
     std::size_t graphs = 0;
     for (DType t : kiln::kFloatDTypes)
       for (const Graph& g : kiln::test::row_graphs(t, 96, 1000)) {

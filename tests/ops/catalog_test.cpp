@@ -1,17 +1,10 @@
 #include "ops/op.hpp"
 #include "tests/support.hpp"
 
+using kiln::test::desc;
+
 using kiln::DType;
 using kiln::TensorView;
-
-namespace {
-TensorView desc(kiln::Shape shape, DType t) {
-  TensorView v;
-  v.shape = std::move(shape);
-  v.dtype = t;
-  return v;
-}
-}  // namespace
 
 TEST_CASE("catalog holds every elementwise op of DESIGN.md") {
   for (const char* name : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
