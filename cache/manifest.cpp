@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,18 +47,25 @@ std::vector<KernelSpec> read_manifest(const std::string& path) {
   return specs;
 }
 
-ManifestRecorder::ManifestRecorder(std::string path) : path_(std::move(path)) {}
+ManifestRecorder::ManifestRecorder(std::string path) : path_(std::move(path)) {
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw ArgumentError(fmt::format("cannot record into manifest {} (KILN_RECORD): {}", path_, std::strerror(errno)));
+  ::close(fd);
+}
 
 void ManifestRecorder::record(const KernelSpec& spec) {
   std::string line = manifest_line(spec);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!seen_.insert(line).second) return;
+  if (failed_ || !seen_.insert(line).second) return;
   line += '\n';
   const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0 || ::write(fd, line.data(), line.size()) != ssize_t(line.size())) {
     const int e = errno;
     if (fd >= 0) ::close(fd);
-    throw ArgumentError(fmt::format("cannot record into manifest {}: {}", path_, std::strerror(e)));
+    failed_ = true;
+    spdlog::warn("kiln: recording into manifest {} failed ({}); recording stops, the ops go on", path_, std::strerror(e));
+    return;
   }
   ::close(fd);
 }

@@ -23,6 +23,9 @@ std::vector<KernelSpec> read_manifest(const std::string& path);
 /// with one O_APPEND write each, so several processes may record into one file.
 class ManifestRecorder {
  public:
+  /// Opens (creates) the file now: ArgumentError if it cannot be written, so a bad
+  /// KILN_RECORD fails at engine creation rather than at some op. A later write failure
+  /// (disk full) logs one warning and stops recording; it never fails an op.
   explicit ManifestRecorder(std::string path);
   void record(const KernelSpec& spec);
   const std::string& path() const { return path_; }
@@ -31,6 +34,7 @@ class ManifestRecorder {
   std::string path_;
   std::mutex mutex_;
   std::set<std::string> seen_;
+  bool failed_ = false;
 };
 
 }  // namespace kiln::cache

@@ -33,3 +33,9 @@ TEST_CASE("manifest: malformed lines name the file and line") {
   CHECK_THROWS_AS(kiln::cache::read_manifest(tmp / "m"), kiln::ArgumentError);
   CHECK_THROWS_AS(kiln::cache::read_manifest(tmp / "none"), kiln::ArgumentError);
 }
+
+TEST_CASE("manifest: a KILN_RECORD path that cannot be written fails at engine creation") {
+  kiln::test::TempDir tmp;
+  CHECK_THROWS_WITH_AS(kiln::Engine{kiln::test::offline("sm_90a", "", tmp / "missing-dir/app.manifest")},
+                       doctest::Contains("cannot record into manifest"), kiln::ArgumentError);
+}
