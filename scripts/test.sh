@@ -6,6 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
+# DESIGN.md, key decision 1: libcuda is opened with dlopen, never linked.
+if readelf -d build/lib/libkiln.so | grep -q 'libcuda\.so'; then
+  echo "test.sh: build/lib/libkiln.so links libcuda; it must only dlopen it" >&2
+  exit 1
+fi
 log=$(mktemp)
 set +e
 build/bin/kiln_tests "$@" 2>&1 | tee "$log"

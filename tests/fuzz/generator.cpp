@@ -74,7 +74,7 @@ Graph random_graph(std::uint64_t seed) {
           const char* op = pick(kRows);
           std::vector<GraphArg> args = {apply("tanh", {a})};  // bounded input: exp stays finite
           const auto& def = ops::find_op(op);
-          const Shape& s = g.node(a.id()).shape;
+          const Shape s = g.node(a.id()).shape;  // a copy: adding inputs below moves the nodes
           if (def.operands.size() == 3 && chance(60) && !s.empty()) {
             args.push_back(g.input(fmt::format("w{}", n), {s.back()}, kFloatDTypes[rng() % 3]));
             if (chance(50)) args.push_back(g.input(fmt::format("b{}", n), {s.back()}, kFloatDTypes[rng() % 3]));
