@@ -116,9 +116,10 @@ std::vector<std::string> target_options(const std::string& arch) {
 CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const HeaderTable& headers) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> options = spec.options;
-  for (auto& o : target_options(arch)) options.push_back(o);
+  const std::vector<std::string> target = target_options(arch);
+  const bool ptx = target.front().find("compute_") != std::string::npos;
+  options.insert(options.end(), target.begin(), target.end());
   options.push_back("-Xptxas=-v");  // register and spill counts, into the log
-  const bool ptx = options[options.size() - 2].find("compute_") != std::string::npos;
 
   const std::vector<std::string> closure = headers.closure(spec.source);
   std::vector<const char*> names, sources;
