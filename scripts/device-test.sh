@@ -2,6 +2,7 @@
 # On the GPU machine: build there, run the whole suite, the GPU cases under compute-sanitizer
 # (memcheck), the hello app twice, and the benchmark. Logs go to $OUT.
 # Usage: scripts/device-test.sh [tests|bench|all]  (default all; split when one call is too long)
+# Env: FUZZ_SEEDS=A:B FUZZ_TIMEOUT=s FUZZ_SANITIZE=A:B (see below).
 # The image lacks xxhash.h: carry it in .deps/include (see README, "GPU machine").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,9 @@ mkdir -p "$OUT"
 export PATH="/usr/local/cuda/bin:$PATH"
 status=0
 what="${1:-all}"
+FUZZ_SEEDS="${FUZZ_SEEDS:-0:1000}"        # GPU fuzz range; FUZZ_TIMEOUT bounds it
+FUZZ_TIMEOUT="${FUZZ_TIMEOUT:-300}"
+FUZZ_SANITIZE="${FUZZ_SANITIZE:-0:100}"  # sample run again under memcheck
 step() { echo; echo "=== $1"; }
 
 step "build"
@@ -27,9 +31,24 @@ step "test suite"
 timeout 400 $bin/kiln_tests 2>&1 | tee "$OUT/tests.log" | grep -E "^\[doctest\]|ERROR|MESSAGE|compiled|cases" | tail -n 30
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
-step "fuzz: random fused graphs against the fp64 reference"
-timeout 300 $bin/kiln_fuzz --seeds 0:300 --regressions "$OUT" 2>&1 | tee "$OUT/fuzz.log" | tail -n 5
+step "fuzz: random fused graphs (seeds $FUZZ_SEEDS) against the fp64 reference and unfused"
+/usr/bin/time -f "fuzz wall %e s" timeout "$FUZZ_TIMEOUT" $bin/kiln_fuzz --seeds "$FUZZ_SEEDS" -j "$(nproc)" \
+  --regressions "$OUT" 2>&1 | tee "$OUT/fuzz.log" | grep -vE "^\{|^ |^\}" | tail -n 8
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+step "compute-sanitizer memcheck on a fuzz sample (seeds $FUZZ_SANITIZE)"
+timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $bin/kiln_fuzz --seeds "$FUZZ_SANITIZE" \
+  -j "$(nproc)" --no-shrink >"$OUT/fuzz-memcheck.log" 2>&1
+rc=$?
+grep -E "ERROR SUMMARY|^fuzz:" "$OUT/fuzz-memcheck.log" | tail -n 3
+[ $rc -eq 0 ] || { status=1; echo "fuzz memcheck exit $rc"; grep -v "^ \|^{\|^}" "$OUT/fuzz-memcheck.log" | tail -n 20; }
+
+step "compute-sanitizer racecheck on the row kernels (shared-memory reductions)"
+KILN_CACHE_DIR=$(mktemp -d) timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 \
+  $bin/kiln_tests -tc="gpu: eager row ops*,gpu: random fused graphs*,gpu: regressions*" >"$OUT/racecheck.log" 2>&1
+rc=$?
+grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[doctest\] test cases" "$OUT/racecheck.log" | tail -n 3
+[ $rc -eq 0 ] || { status=1; echo "racecheck exit $rc"; tail -n 30 "$OUT/racecheck.log"; }
 
 step "compute-sanitizer memcheck on the GPU cases"
 KILN_CACHE_DIR=$(mktemp -d) timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 \

@@ -123,7 +123,8 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", o.seeds, "Seed range A:B (B excluded)")->capture_default_str();
   app.add_flag("--compile-only", o.compile_only, "Plan and NVRTC-compile only; no GPU");
   app.add_option("--arch", o.arch, "Arch for --compile-only")->capture_default_str();
-  app.add_option("-j,--jobs", o.jobs, "Threads (compile-only)")->capture_default_str();
+  app.add_option("-j,--jobs", o.jobs, "Threads, each with its own engine (and stream on the GPU)")
+      ->capture_default_str();
   app.add_option("--regressions", o.regressions, "Write shrunk failing graphs here");
   app.add_flag("!--no-shrink", o.shrink, "Do not shrink failures");
   CLI11_PARSE(app, argc, argv);
@@ -153,7 +154,7 @@ int main(int argc, char** argv) {
   };
   try {
     std::vector<std::thread> pool;
-    for (int j = 1; j < (o.compile_only ? o.jobs : 1); ++j) pool.emplace_back(worker);
+    for (int j = 1; j < o.jobs; ++j) pool.emplace_back(worker);
     worker();
     for (auto& t : pool) t.join();
   } catch (const kiln::Error& ex) {
