@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: build there, run the whole suite, the GPU cases under compute-sanitizer
 # (memcheck), the hello app twice, and the benchmark. Logs go to $OUT.
-# Usage: scripts/device-test.sh [tests|bench|all]  (default all; split when one call is too long)
+# Usage: scripts/device-test.sh [tests|fuzz|bench|all]  (default all; split when one call is too long;
+#   fuzz: only the fuzz steps of tests)
 # Env: FUZZ_SEEDS=A:B FUZZ_TIMEOUT=s FUZZ_SANITIZE=A:B (see below).
 # The image lacks xxhash.h: carry it in .deps/include (see README, "GPU machine").
 set -uo pipefail
@@ -26,11 +27,20 @@ tail -n 2 "$OUT/build.log"
 bin=build-device/bin
 $bin/kiln info | tee "$OUT/info.log"
 
-if [ "$what" != bench ]; then
+if [ "$what" = tests ] || [ "$what" = all ]; then
 step "test suite"
 timeout 400 $bin/kiln_tests 2>&1 | tee "$OUT/tests.log" | grep -E "^\[doctest\]|ERROR|MESSAGE|compiled|cases" | tail -n 30
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
+fi
+
+if [ "$what" = fuzz ]; then
+step "GPU cases of the reference checks"
+$bin/kiln_tests -tc="gpu: regressions*,gpu: random fused*,gpu: every row op*" 2>&1 | tail -n 12
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
+if [ "$what" != bench ]; then
 step "fuzz: random fused graphs (seeds $FUZZ_SEEDS) against the fp64 reference and unfused"
 /usr/bin/time -f "fuzz wall %e s" timeout "$FUZZ_TIMEOUT" $bin/kiln_fuzz --seeds "$FUZZ_SEEDS" -j "$(nproc)" \
   --regressions "$OUT" 2>&1 | tee "$OUT/fuzz.log" | grep -vE "^\{|^ |^\}" | tail -n 8
@@ -43,6 +53,9 @@ rc=$?
 grep -E "ERROR SUMMARY|^fuzz:" "$OUT/fuzz-memcheck.log" | tail -n 3
 [ $rc -eq 0 ] || { status=1; echo "fuzz memcheck exit $rc"; grep -v "^ \|^{\|^}" "$OUT/fuzz-memcheck.log" | tail -n 20; }
 
+fi
+
+if [ "$what" = tests ] || [ "$what" = all ]; then
 step "compute-sanitizer racecheck on the row kernels (shared-memory reductions)"
 KILN_CACHE_DIR=$(mktemp -d) timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 \
   $bin/kiln_tests -tc="gpu: eager row ops*,gpu: random fused graphs*,gpu: regressions*" >"$OUT/racecheck.log" 2>&1
@@ -74,7 +87,7 @@ fi
 
 fi
 
-if [ "$what" != tests ]; then
+if [ "$what" = bench ] || [ "$what" = all ]; then
 step "benchmark (elementwise and row ops)"
 PYTHONUNBUFFERED=1 timeout 420 python3 bench/run.py --bin $bin \
   --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" || status=1

@@ -17,6 +17,7 @@
 #include "engine/fusion.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/fuzz/generator.hpp"
+#include "tests/fuzz/shrink.hpp"
 #include "tests/support.hpp"
 
 namespace {
@@ -70,51 +71,6 @@ std::string check(kiln::Engine& e, const kiln::Graph& g, std::uint64_t seed, boo
   }
 }
 
-// Greedy shrinking on the JSON form: drop outputs, bypass nodes, halve extents, while it fails.
-std::string shrink(kiln::Engine& e, std::string json, std::uint64_t seed, bool compile_only) {
-  auto fails = [&](const nlohmann::json& j) {
-    try {
-      return !check(e, kiln::Graph::parse(j.dump()), seed, compile_only).empty();
-    } catch (const std::exception&) {
-      return false;  // not a valid graph any more
-    }
-  };
-  nlohmann::json j = nlohmann::json::parse(json);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (std::size_t i = 0; j["outputs"].size() > 1 && i < j["outputs"].size(); ++i) {
-      nlohmann::json t = j;
-      t["outputs"].erase(i);
-      if (fails(t)) j = t, progress = true;
-    }
-    for (std::size_t i = j["nodes"].size(); i-- > 0;) {
-      const std::string name = j["nodes"][i]["name"];
-      std::string first;
-      for (const auto& a : j["nodes"][i]["args"])
-        if (a.is_string()) { first = a; break; }
-      if (first.empty()) continue;
-      nlohmann::json t = j;
-      t["nodes"].erase(i);
-      for (auto& n : t["nodes"])
-        for (auto& a : n["args"])
-          if (a.is_string() && a == name) a = first;
-      for (auto& o : t["outputs"])
-        if (o == name) o = first;
-      if (fails(t)) j = t, progress = true;
-    }
-    for (auto& in : j["inputs"])
-      for (std::size_t d = 0; d < in["shape"].size(); ++d) {
-        if (!in["shape"][d].is_number() || in["shape"][d].get<std::int64_t>() < 2) continue;
-        nlohmann::json t = j;
-        for (auto& other : t["inputs"])  // halve the same extent everywhere it appears
-          for (auto& e2 : other["shape"])
-            if (e2 == in["shape"][d]) e2 = e2.get<std::int64_t>() / 2;
-        if (fails(t)) j = t, progress = true;
-      }
-  }
-  return j.dump(2);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -146,7 +102,8 @@ int main(int argc, char** argv) {
       const std::string why = check(e, g, seed, o.compile_only);
       if (why.empty()) continue;
       ++failures;
-      const std::string small = o.shrink ? shrink(e, g.to_json(), seed, o.compile_only) : g.to_json();
+      const auto fails = [&](const kiln::Graph& c) { return !check(e, c, seed, o.compile_only).empty(); };
+      const std::string small = o.shrink ? kiln::fuzz::shrink(g.to_json(), fails) : g.to_json();
       std::lock_guard<std::mutex> lock(print);
       fmt::print("fuzz: seed {} FAILED: {}\n{}\n", seed, why.substr(0, why.find('\n')), small);
       if (!o.regressions.empty()) std::ofstream(fmt::format("{}/seed-{}.json", o.regressions, seed)) << small;
