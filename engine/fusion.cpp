@@ -16,6 +16,8 @@ bool is_row(const Graph& g, int id) {
   return n.op != "input" && ops::find_op(n.op).fusion == ops::FusionClass::row;
 }
 
+bool reduces(const Graph& g, int id) { return is_row(g, id) && ops::find_op(g.node(id).op).reduces; }
+
 std::vector<int> tensor_args(const Graph& g, int id) {
   std::vector<int> out;
   for (const auto& a : g.node(id).args)
@@ -113,6 +115,21 @@ FusedGroup row_group(const Graph& g, int id, const std::set<int>& stop) {
   return grp;
 }
 
+// Every value a kernel reads is a graph input or written by an earlier kernel (a fusion bug
+// otherwise: the kernel would read memory nothing wrote yet).
+void check_order(const Graph& g, const std::vector<FusedGroup>& groups) {
+  std::set<int> written;
+  for (const FusedGroup& grp : groups) {
+    for (const auto* list : {&grp.inputs, &grp.extras, &grp.epilogue_inputs})
+      for (int id : *list)
+        if (g.node(id).op != "input" && !written.count(id) && id != grp.row_node)
+          throw Error(fmt::format("internal error in the fusion pass: kernel {} reads '{}' before any kernel writes it "
+                                  "(set KILN_DISABLE_FUSION=1 to work around it, and please report the graph)",
+                                  grp.stem, g.node(id).name));
+    written.insert(grp.outputs.begin(), grp.outputs.end());
+  }
+}
+
 }  // namespace
 
 std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
@@ -162,19 +179,27 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
     if (g.node(id).op == "input" || is_row(g, id)) continue;
     FusedGroup probe;
     collect(g, {id}, {}, probe);
-    int host = -1;
-    for (int in : probe.inputs)
-      if (is_row(g, in) && depth[in] == depth[id] && !ops::find_op(g.node(in).op).reduces &&
-          g.node(in).shape == g.node(id).shape)
-        host = std::max(host, in);
-    if (host < 0) continue;
+    int host = -1, last_row = -1;
+    for (int in : probe.inputs) {
+      if (!is_row(g, in) || depth[in] != depth[id] || reduces(g, in)) continue;
+      last_row = std::max(last_row, in);
+      if (g.node(in).shape == g.node(id).shape) host = std::max(host, in);
+    }
+    // The host must run after every row result the epilogue reads: reductions of its depth run
+    // first, then softmax and norms in id order.
+    if (host < 0 || host != last_row) continue;
     epilogue_of[host].push_back(id);
     absorbed.insert(id);
   }
   for (int level = 0; level <= max_depth; ++level) {
-    // Row ops of this depth (they read only values of lower depths), with their epilogues...
-    for (int id : needed) {
-      if (!is_row(g, id) || depth[id] != level) continue;
+    // Row ops of this depth (they read only values of lower depths): reductions, then the
+    // others with their epilogues...
+    std::vector<int> rows;
+    for (int id : needed)
+      if (is_row(g, id) && depth[id] == level && reduces(g, id)) rows.push_back(id);
+    for (int id : needed)
+      if (is_row(g, id) && depth[id] == level && !reduces(g, id)) rows.push_back(id);
+    for (int id : rows) {
       FusedGroup grp = row_group(g, id, {});
       if (auto it = epilogue_of.find(id); it != epilogue_of.end()) {
         FusedGroup epi;
@@ -215,6 +240,7 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
     if (read) grp.outputs.insert(grp.outputs.begin(), grp.row_node);
   }
   for (FusedGroup& grp : groups) build_body(g, grp);
+  check_order(g, groups);
   return groups;
 }
 

@@ -94,6 +94,10 @@ Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, co
 
 void Graph::output(Value v) {
   if (v.graph() != this || v.id() < 0) throw GraphError("an output must be a value of this graph");
+  if (node(v.id()).op == "input")
+    throw GraphError(fmt::format("output '{}' is an input of the graph: outputs are computed values "
+                                 "(to pass a copy through, output cast('{}') instead)",
+                                 node(v.id()).name, node(v.id()).name));
   if (std::find(outputs_.begin(), outputs_.end(), v.id()) == outputs_.end()) outputs_.push_back(v.id());
 }
 
@@ -192,7 +196,11 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
   for (const auto& o : outs) {
     const int id = o.is_string() ? g.find(o.get<std::string>()) : -1;
     if (id < 0) throw GraphError(fmt::format("{}: field outputs: {} is not an input or a node", origin, o.dump()));
-    g.output(Value(&g, id));
+    try {
+      g.output(Value(&g, id));
+    } catch (const GraphError& e) {
+      throw GraphError(fmt::format("{}: field outputs: {}", origin, e.what()));
+    }
   }
   return g;
 }

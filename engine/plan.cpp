@@ -98,9 +98,6 @@ bool fusion_enabled() {
 Plan::Plan(const Graph& graph) : Plan(graph, fusion_enabled()) {}
 Plan::Plan(const Graph& graph, bool fuse_ops) : impl_(std::make_unique<detail::PlanImpl>(graph, fuse_ops)) {
   if (graph.outputs().empty()) throw GraphError("the graph has no outputs");
-  for (int o : graph.outputs())
-    if (graph.node(o).op == "input")
-      throw GraphError(fmt::format("output '{}' is a graph input: there is nothing to compute for it", graph.node(o).name));
 }
 Plan::~Plan() = default;
 Plan::Plan(Plan&&) noexcept = default;

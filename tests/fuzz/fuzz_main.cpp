@@ -6,10 +6,13 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <typeinfo>
 
 #include <kiln/kiln.hpp>
 
@@ -67,7 +70,7 @@ std::string check(kiln::Engine& e, const kiln::Graph& g, std::uint64_t seed, boo
     const auto failures = kiln::test::check_on_gpu(e, g, rng, true);
     return failures.empty() ? "" : failures.front();
   } catch (const std::exception& ex) {
-    return std::string("threw: ") + ex.what();
+    return fmt::format("threw {}: {}", typeid(ex).name(), ex.what());
   }
 }
 
@@ -90,32 +93,65 @@ int main(int argc, char** argv) {
     return 2;
   }
   ::setenv("KILN_LOG_LEVEL", "error", 0);
-  std::atomic<std::uint64_t> next{first};
+  kiln::test::TempDir shared_cache;  // GPU runs: the workers share compiled kernels
+  std::atomic<std::uint64_t> next{first}, done{0};
   std::atomic<int> failures{0};
   std::mutex print;
-  auto worker = [&] {
-    kiln::EngineOptions eo = o.compile_only ? kiln::test::offline(o.arch) : kiln::EngineOptions{};
-    if (!o.compile_only) eo.disk_cache = false;
-    kiln::Engine e(eo);
+  const auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto say = [&](const std::string& text) {
+    std::lock_guard<std::mutex> lock(print);
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);  // a run cut short by a timeout still shows what it found
+  };
+  auto work = [&](kiln::Engine& e) {
     for (std::uint64_t seed; (seed = next++) < last;) {
       const kiln::Graph g = kiln::fuzz::random_graph(seed);
       const std::string why = check(e, g, seed, o.compile_only);
+      if (const auto n = ++done; n % 500 == 0)
+        say(fmt::format("fuzz: {}/{} graphs, {} failures, {:.0f} s\n", n, last - first, failures.load(), seconds()));
       if (why.empty()) continue;
       ++failures;
-      const auto fails = [&](const kiln::Graph& c) { return !check(e, c, seed, o.compile_only).empty(); };
-      const std::string small = o.shrink ? kiln::fuzz::shrink(g.to_json(), fails) : g.to_json();
-      std::lock_guard<std::mutex> lock(print);
-      fmt::print("fuzz: seed {} FAILED: {}\n{}\n", seed, why.substr(0, why.find('\n')), small);
+      say(fmt::format("fuzz: seed {} FAILED: {}\n{}", seed, why.substr(0, why.find('\n')), g.to_json()));
+      if (!o.regressions.empty()) std::ofstream(fmt::format("{}/seed-{}-full.json", o.regressions, seed)) << g.to_json();
+      if (!o.shrink) continue;
+      // A smaller graph counts only if it fails the same way (a wrong value, or a throw of the
+      // same error), not merely by becoming a graph the engine rightly refuses. At most 2 min.
+      const bool threw = why.rfind("threw ", 0) == 0;
+      const std::string kind = threw ? why.substr(0, why.find(':')) : "";
+      const double deadline = seconds() + 120;
+      std::string last_why = why;
+      const auto fails = [&](const kiln::Graph& c) {
+        if (seconds() > deadline) return false;
+        const std::string w = check(e, c, seed, o.compile_only);
+        const bool same = !w.empty() && (threw ? w.rfind(kind + ":", 0) == 0 : w.rfind("threw ", 0) != 0);
+        if (same) last_why = w;
+        return same;
+      };
+      const std::string small = kiln::fuzz::shrink(g.to_json(), fails);
+      say(fmt::format("fuzz: seed {} shrunk: {}\n{}", seed, last_why.substr(0, last_why.find('\n')), small));
       if (!o.regressions.empty()) std::ofstream(fmt::format("{}/seed-{}.json", o.regressions, seed)) << small;
     }
   };
-  try {
-    std::vector<std::thread> pool;
-    for (int j = 1; j < o.jobs; ++j) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-  } catch (const kiln::Error& ex) {
-    fmt::print(stderr, "kiln_fuzz: {}\n", ex.what());
+  std::string fatal;
+  auto worker = [&] {
+    try {
+      kiln::EngineOptions eo = o.compile_only ? kiln::test::offline(o.arch) : kiln::EngineOptions{};
+      if (!o.compile_only) eo.cache_dir = shared_cache.path();
+      kiln::Engine e(eo);
+      work(e);
+    } catch (const std::exception& ex) {
+      std::lock_guard<std::mutex> lock(print);
+      fatal = ex.what();
+      next = last;  // stop the others
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int j = 1; j < o.jobs; ++j) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (!fatal.empty()) {
+    fmt::print(stderr, "kiln_fuzz: {}\n", fatal);
     return 2;
   }
   fmt::print("fuzz: {} graphs, {} failures\n", last - first, failures.load());
