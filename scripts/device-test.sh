@@ -14,7 +14,7 @@ status=0
 what="${1:-all}"
 FUZZ_SEEDS="${FUZZ_SEEDS:-0:1000}"        # GPU fuzz range; FUZZ_TIMEOUT bounds it
 FUZZ_TIMEOUT="${FUZZ_TIMEOUT:-300}"
-FUZZ_SANITIZE="${FUZZ_SANITIZE:-0:100}"  # sample run again under memcheck
+FUZZ_SANITIZE="${FUZZ_SANITIZE:-0:100}"  # sample run again under memcheck ("none": skip)
 step() { echo; echo "=== $1"; }
 
 step "build"
@@ -36,7 +36,7 @@ fi
 
 if [ "$what" = fuzz ]; then
 step "GPU cases of the reference checks"
-$bin/kiln_tests -tc="gpu: regressions*,gpu: random fused*,gpu: every row op*" 2>&1 | tail -n 12
+$bin/kiln_tests -tc="gpu: regressions*,gpu: random fused*" 2>&1 | tail -n 12
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 
@@ -46,6 +46,7 @@ step "fuzz: random fused graphs (seeds $FUZZ_SEEDS) against the fp64 reference a
   --regressions "$OUT" 2>&1 | tee "$OUT/fuzz.log" | grep -vE "^\{|^ |^\}" | tail -n 8
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
+if [ "$FUZZ_SANITIZE" != none ]; then
 step "compute-sanitizer memcheck on a fuzz sample (seeds $FUZZ_SANITIZE)"
 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $bin/kiln_fuzz --seeds "$FUZZ_SANITIZE" \
   -j "$(nproc)" --no-shrink >"$OUT/fuzz-memcheck.log" 2>&1
@@ -53,6 +54,7 @@ rc=$?
 grep -E "ERROR SUMMARY|^fuzz:" "$OUT/fuzz-memcheck.log" | tail -n 3
 [ $rc -eq 0 ] || { status=1; echo "fuzz memcheck exit $rc"; grep -v "^ \|^{\|^}" "$OUT/fuzz-memcheck.log" | tail -n 20; }
 
+fi
 fi
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
