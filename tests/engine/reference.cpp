@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
 
 #include "ops/op.hpp"
 #include "engine/fusion.hpp"
@@ -25,100 +26,147 @@ std::int64_t broadcast_offset(std::int64_t i, const Shape& shape, const Shape& s
   return off;
 }
 
+using Values = std::vector<std::vector<double>>;
+using Lookup = std::function<const std::vector<double>&(int)>;
+
+// Node `id` computed in fp64 from its arguments' values (`arg`).
+std::vector<double> compute(const Graph& g, int id, const Lookup& arg) {
+  const auto& n = g.node(id);
+  std::vector<double> out(std::size_t(numel_of(n.shape)));
+  const auto& op = ops::find_op(n.op);
+  if (op.fusion == ops::FusionClass::row) {
+    const int x = std::get<int>(n.args[0]);
+    const auto& xv = arg(x);
+    const std::int64_t C = g.node(x).shape.back(), R = std::int64_t(xv.size()) / C;
+    const double* w = n.args.size() > 1 ? arg(std::get<int>(n.args[1])).data() : nullptr;
+    const double* b = n.args.size() > 2 ? arg(std::get<int>(n.args[2])).data() : nullptr;
+    for (std::int64_t r = 0; r < R; ++r)
+      op.row_reference(xv.data() + r * C, C, w, b, ops::eps_of(n.attrs), out.data() + (op.reduces ? r : r * C));
+    return out;
+  }
+  std::vector<const std::vector<double>*> tensors;
+  for (const auto& a : n.args)
+    if (std::holds_alternative<int>(a)) tensors.push_back(&arg(std::get<int>(a)));
+  const std::vector<double> attrs = ops::attr_scalars(op, n.attrs);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    double a[3] = {0, 0, 0};
+    std::size_t k = 0, t = 0;
+    for (const auto& x : n.args) {
+      if (std::holds_alternative<double>(x)) a[k++] = std::get<double>(x);
+      else a[k++] = (*tensors[t++])[std::size_t(broadcast_offset(std::int64_t(i), n.shape, g.node(std::get<int>(x)).shape))];
+    }
+    for (double v : attrs) a[k++] = v;
+    out[i] = op.reference(a[0], a[1], a[2]);
+  }
+  return out;
+}
+
+std::vector<double> load(const Graph::Node& n, const std::map<std::string, std::vector<unsigned char>>& inputs) {
+  const auto& bytes = inputs.at(n.name);
+  std::vector<double> out(bytes.size() / size_of(n.dtype));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = load_element(n.dtype, bytes.data() + i * size_of(n.dtype));
+  return out;
+}
+
+void round_to(DType t, std::vector<double>& v) {
+  unsigned char bytes[8];
+  for (double& x : v) store_element(t, x, bytes), x = load_element(t, bytes);
+}
+
 }  // namespace
 
-std::vector<std::vector<double>> evaluate(const Graph& g, const std::map<std::string, std::vector<unsigned char>>& inputs,
-                                          const Rounding& rounding) {
-  std::vector<std::vector<double>> vals(g.nodes().size());
+std::vector<std::vector<double>> evaluate(const Graph& g, const std::map<std::string, std::vector<unsigned char>>& inputs) {
+  Values vals(g.nodes().size());
+  const Lookup arg = [&](int id) -> const std::vector<double>& { return vals[std::size_t(id)]; };
   for (std::size_t id = 0; id < g.nodes().size(); ++id) {
     const auto& n = g.nodes()[id];
-    auto& out = vals[id];
-    out.resize(std::size_t(numel_of(n.shape)));
-    if (n.op == "input") {
-      const auto& bytes = inputs.at(n.name);
-      for (std::size_t i = 0; i < out.size(); ++i) out[i] = load_element(n.dtype, bytes.data() + i * size_of(n.dtype));
-      continue;
-    }
-    const auto& op = ops::find_op(n.op);
-    if (op.fusion == ops::FusionClass::row) {
-      const int x = std::get<int>(n.args[0]);
-      const auto& xv = vals[std::size_t(x)];
-      const std::int64_t C = g.node(x).shape.back(), R = std::int64_t(xv.size()) / C;
-      const double* w = n.args.size() > 1 ? vals[std::size_t(std::get<int>(n.args[1]))].data() : nullptr;
-      const double* b = n.args.size() > 2 ? vals[std::size_t(std::get<int>(n.args[2]))].data() : nullptr;
-      for (std::int64_t r = 0; r < R; ++r)
-        op.row_reference(xv.data() + r * C, C, w, b, ops::eps_of(n.attrs), out.data() + (op.reduces ? r : r * C));
-    } else {
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        double a[3] = {0, 0, 0};
-        std::size_t k = 0;
-        for (const auto& arg : n.args) {
-          if (std::holds_alternative<double>(arg)) a[k++] = std::get<double>(arg);
-          else a[k++] = vals[std::size_t(std::get<int>(arg))][std::size_t(broadcast_offset(std::int64_t(i), n.shape, g.node(std::get<int>(arg)).shape))];
-        }
-        for (double s : ops::attr_scalars(op, n.attrs)) a[k++] = s;
-        out[i] = op.reference(a[0], a[1], a[2]);
-      }
-    }
-    if (id < rounding.size() && rounding[id]) {
-      unsigned char bytes[8];
-      for (double& v : out) store_element(*rounding[id], v, bytes), v = load_element(*rounding[id], bytes);
-    }
+    vals[id] = n.op == "input" ? load(n, inputs) : compute(g, int(id), arg);
   }
   return vals;
 }
 
-Rounding rounding_of(const Graph& g, bool fused) {
-  Rounding r(g.nodes().size());
-  for (const auto& group : fuse(g, fused))
-    for (int id : group.outputs) r[std::size_t(id)] = g.node(id).dtype;
-  for (std::size_t id = 0; id < r.size(); ++id)
-    if (g.nodes()[id].op == "cast") r[id] = g.nodes()[id].dtype;
-  return r;
+std::vector<std::vector<double>> evaluate_plan(const Graph& g, const std::map<std::string, std::vector<unsigned char>>& inputs,
+                                               bool fused, int jitter) {
+  // Each value read or computed is scaled by 1 +- 2^-22: signs alternating along the row
+  // (jitter 1: what moves x - mean in a norm most), or drawn at random (seeded by jitter).
+  std::mt19937_64 rng{std::uint64_t(jitter)};
+  auto perturb = [&](const Graph::Node& n, std::vector<double>& v) {
+    if (jitter == 0 || !is_float(n.dtype)) return;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const bool up = jitter == 1 ? i % 2 == 0 : (rng() & 1) != 0;
+      v[i] *= up ? 1 + 0x1p-22 : 1 - 0x1p-22;
+    }
+  };
+  Values stored(g.nodes().size());  // what the plan's kernels write, rounded to its dtype
+  for (std::size_t id = 0; id < g.nodes().size(); ++id)
+    if (g.nodes()[id].op == "input") {
+      stored[id] = load(g.nodes()[id], inputs);
+      perturb(g.nodes()[id], stored[id]);
+    }
+  for (const FusedGroup& grp : fuse(g, fused)) {
+    std::map<int, std::vector<double>> local;  // values inside the kernel: f32, not rounded
+    const Lookup arg = [&](int id) -> const std::vector<double>& {
+      auto it = local.find(id);
+      return it != local.end() ? it->second : stored[std::size_t(id)];
+    };
+    auto step = [&](int id) {
+      std::vector<double> v = compute(g, id, arg);
+      if (g.node(id).op == "cast") round_to(g.node(id).dtype, v);  // a cast rounds even inside a kernel
+      perturb(g.node(id), v);
+      local[id] = std::move(v);
+    };
+    for (int id : grp.steps) step(id);
+    if (grp.row) step(grp.row_node);
+    for (int id : grp.epilogue_steps) step(id);
+    for (int id : grp.outputs) {
+      stored[std::size_t(id)] = arg(id);
+      round_to(g.node(id).dtype, stored[std::size_t(id)]);
+    }
+  }
+  return stored;
 }
 
 namespace {
 
 double tolerance(DType t) { return t == DType::f32 ? 2e-5 : t == DType::f16 ? 2e-3 : 1.6e-2; }
 
-// The references of one plan: `model` rounds where the plan rounds; `f32` also rounds every
-// other float value to f32 (what computing it in f32 does, roughly). With `smooth`, which rounds
-// nowhere, they tell how sensitive an element is to rounding on the way: an element computed
-// from a value that the GPU rounded the other way (it computes in f32, not fp64) may move by
-// about that much.
+// One plan's references: `model` computes what the plan computes in fp64 (rounding where it
+// stores and at casts); `jittered` does the same with every value perturbed at f32's scale,
+// twice. How far they move an element is how far the GPU's f32 arithmetic may move it
+// (including a rounding that goes the other way, when the value sits near a midpoint).
 struct PlanRun {
-  std::vector<std::vector<double>> model, f32;
+  Values model;
+  std::vector<Values> jittered;
   std::map<int, std::vector<double>> got;  ///< what the GPU wrote, per output node
+
+  double sensitivity(int o, std::size_t i) const {
+    double s = 0;
+    for (const auto& j : jittered) s = std::max(s, std::fabs(j[std::size_t(o)][i] - model[std::size_t(o)][i]));
+    return s;
+  }
 };
 
 PlanRun references(const Graph& g, const std::map<std::string, std::vector<unsigned char>>& host, bool fused) {
-  Rounding r = rounding_of(g, fused);
   PlanRun out;
-  out.model = evaluate(g, host, r);
-  for (std::size_t id = 0; id < r.size(); ++id)
-    if (!r[id] && is_float(g.nodes()[id].dtype)) r[id] = DType::f32;
-  out.f32 = evaluate(g, host, r);
+  out.model = evaluate_plan(g, host, fused);
+  for (int jitter : {1, 2, 3}) out.jittered.push_back(evaluate_plan(g, host, fused, jitter));
   return out;
 }
 
-struct Element {
-  double want, f32, smooth;
-  double sensitivity() const { return std::fabs(want - smooth) + std::fabs(f32 - want); }
-};
-
-// Why `have` is not acceptable for `x` (an element of node n), or "".
-std::string verdict(const Graph::Node& n, double have, const Element& x, double more_slack) {
-  if (!std::isfinite(x.want) || !std::isfinite(x.f32) || !std::isfinite(x.smooth)) {
-    // NaN or infinite in every reference alike: the GPU must agree exactly. Otherwise the
-    // element sits on the edge of overflow or of a domain, and any value is acceptable.
-    if (std::isnan(x.want) && std::isnan(x.f32) && std::isnan(x.smooth)) return std::isnan(have) ? "" : "want NaN";
-    if (x.want == x.f32 && x.want == x.smooth) return have == x.want ? "" : fmt::format("want {}", x.want);
-    return "";
+// Why `have` is not acceptable for element i of output o, or "". `slack` is added to the
+// tolerance (the sensitivity, and the distance to an fp64 model of another plan).
+std::string verdict(const Graph::Node& n, double have, double want, double slack, bool edge) {
+  if (!std::isfinite(want) || edge) {
+    // NaN or infinite in every reference alike: the GPU must agree exactly. Otherwise (edge)
+    // the element sits on the edge of overflow or of a domain, and any value is acceptable.
+    if (edge) return "";
+    if (std::isnan(want)) return std::isnan(have) ? "" : "want NaN";
+    return have == want ? "" : fmt::format("want {}", want);
   }
-  if (!std::isfinite(have)) return fmt::format("want {}", x.want);
-  const double scale = std::max(std::fabs(x.want), n.op == "softmax" ? 1.0 / double(n.shape.back()) : 1.0);
-  const double slack = tolerance(n.dtype) * scale + 4 * x.sensitivity() + more_slack;
-  return std::fabs(have - x.want) <= slack ? "" : fmt::format("want {} (slack {:.3g})", x.want, slack);
+  if (!std::isfinite(have)) return fmt::format("want {}", want);
+  const double scale = std::max(std::fabs(want), n.op == "softmax" ? 1.0 / double(n.shape.back()) : 1.0);
+  const double limit = tolerance(n.dtype) * scale + slack;
+  return std::fabs(have - want) <= limit ? "" : fmt::format("want {} (tolerance {:.3g})", want, limit);
 }
 
 }  // namespace
@@ -133,7 +181,6 @@ std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64
       dev[n.name] = e.from_host(n.shape, n.dtype, host[n.name].data());
       views[n.name] = dev[n.name].view();
     }
-  const auto smooth = evaluate(g, host);
   std::vector<PlanRun> runs;
   for (bool fuse : {true, false}) {
     if (!fuse && !unfused) break;
@@ -160,21 +207,30 @@ std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64
   for (int o : g.outputs()) {
     const auto& n = g.node(o);
     int bad = 0;
-    auto fail = [&](const std::string& what, std::size_t i, double have, const std::string& why) {
+    auto fail = [&](const char* what, std::size_t i, double have, const std::string& why) {
       if (!why.empty() && bad++ < 3) failures.push_back(fmt::format("{} {} [{}]: got {}, {}", what, n.name, i, have, why));
     };
-    for (std::size_t i = 0; i < smooth[std::size_t(o)].size(); ++i) {
-      const double s = smooth[std::size_t(o)][i];
-      std::vector<Element> x;
-      for (const auto& run : runs) x.push_back({run.model[std::size_t(o)][i], run.f32[std::size_t(o)][i], s});
-      fail("fused", i, runs[0].got[o][i], verdict(n, runs[0].got[o][i], x[0], 0));
+    auto edge = [&](const PlanRun& r, std::size_t i) {
+      const double want = r.model[std::size_t(o)][i];
+      for (const auto& j : r.jittered) {
+        const double v = j[std::size_t(o)][i];
+        if (std::isnan(v) != std::isnan(want) || (!std::isnan(v) && std::isinf(v) != std::isinf(want))) return true;
+      }
+      return false;
+    };
+    for (std::size_t i = 0; i < runs[0].model[std::size_t(o)].size(); ++i) {
+      const PlanRun& f = runs[0];
+      const double fused = f.got.at(o)[i];
+      fail("fused", i, fused, verdict(n, fused, f.model[std::size_t(o)][i], 4 * f.sensitivity(o, i), edge(f, i)));
       if (runs.size() < 2) continue;
-      const double have = runs[1].got[o][i];
-      fail("unfused", i, have, verdict(n, have, x[1], 0));
-      // Fused and unfused round in different places; each is also checked against the other.
-      const Element fused_as_ref{runs[0].got[o][i], runs[0].got[o][i], runs[0].got[o][i]};
-      if (std::isfinite(x[0].want) && std::isfinite(x[1].want) && std::isfinite(runs[0].got[o][i]))
-        fail("unfused", i, have, verdict(n, have, fused_as_ref, 4 * (x[0].sensitivity() + x[1].sensitivity())));
+      const PlanRun& u = runs[1];
+      const double have = u.got.at(o)[i];
+      fail("unfused", i, have, verdict(n, have, u.model[std::size_t(o)][i], 4 * u.sensitivity(o, i), edge(u, i)));
+      // Fused and unfused round in different places: their models differ by that much.
+      const double apart = std::fabs(f.model[std::size_t(o)][i] - u.model[std::size_t(o)][i]);
+      if (std::isfinite(fused) && std::isfinite(apart))
+        fail("unfused vs fused", i, have,
+             verdict(n, have, fused, apart + 4 * (f.sensitivity(o, i) + u.sensitivity(o, i)), edge(f, i) || edge(u, i)));
     }
   }
   return failures;
