@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -24,6 +25,9 @@
 #include "tests/support.hpp"
 
 namespace {
+
+volatile std::sig_atomic_t g_stop = 0;  // SIGTERM/SIGINT: finish the graphs under way, then report
+extern "C" void on_stop(int) { g_stop = 1; }
 
 struct Options {
   std::string seeds = "0:500";
@@ -93,6 +97,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   ::setenv("KILN_LOG_LEVEL", "error", 0);
+  std::signal(SIGTERM, on_stop);
+  std::signal(SIGINT, on_stop);
   kiln::test::TempDir shared_cache;  // GPU runs: the workers share compiled kernels
   std::atomic<std::uint64_t> next{first}, done{0};
   std::atomic<int> failures{0};
@@ -105,10 +111,10 @@ int main(int argc, char** argv) {
     std::fflush(stdout);  // a run cut short by a timeout still shows what it found
   };
   auto work = [&](kiln::Engine& e) {
-    for (std::uint64_t seed; (seed = next++) < last;) {
+    for (std::uint64_t seed; !g_stop && (seed = next++) < last;) {
       const kiln::Graph g = kiln::fuzz::random_graph(seed);
       const std::string why = check(e, g, seed, o.compile_only);
-      if (const auto n = ++done; n % 500 == 0)
+      if (const auto n = ++done; n % 250 == 0)
         say(fmt::format("fuzz: {}/{} graphs, {} failures, {:.0f} s\n", n, last - first, failures.load(), seconds()));
       if (why.empty()) continue;
       ++failures;
@@ -154,6 +160,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "kiln_fuzz: {}\n", fatal);
     return 2;
   }
-  fmt::print("fuzz: {} graphs, {} failures\n", last - first, failures.load());
+  if (done < last - first) fmt::print("fuzz: stopped early, after {} of {} graphs\n", done.load(), last - first);
+  fmt::print("fuzz: {} graphs, {} failures\n", done.load(), failures.load());
   return failures ? 1 : 0;
 }
