@@ -29,8 +29,9 @@ std::int64_t broadcast_offset(std::int64_t i, const Shape& shape, const Shape& s
 using Values = std::vector<std::vector<double>>;
 using Lookup = std::function<const std::vector<double>&(int)>;
 
-// Node `id` computed in fp64 from its arguments' values (`arg`).
-std::vector<double> compute(const Graph& g, int id, const Lookup& arg) {
+// Node `id` computed in fp64 from its arguments' values (`arg`). For elementwise ops, `mag`
+// (if given) gets the largest magnitude among each element's operands.
+std::vector<double> compute(const Graph& g, int id, const Lookup& arg, std::vector<double>* mag = nullptr) {
   const auto& n = g.node(id);
   std::vector<double> out(std::size_t(numel_of(n.shape)));
   const auto& op = ops::find_op(n.op);
@@ -57,6 +58,11 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg) {
     }
     for (double v : attrs) a[k++] = v;
     out[i] = op.reference(a[0], a[1], a[2]);
+    if (mag) {  // an unset clamp bound is infinite: not an operand's magnitude
+      double m = 0;
+      for (double x : a) m = std::isfinite(x) ? std::max(m, std::fabs(x)) : m;
+      mag->push_back(m);
+    }
   }
   return out;
 }
@@ -87,21 +93,23 @@ std::vector<std::vector<double>> evaluate(const Graph& g, const std::map<std::st
 
 std::vector<std::vector<double>> evaluate_plan(const Graph& g, const std::map<std::string, std::vector<unsigned char>>& inputs,
                                                bool fused, int jitter) {
-  // Each value read or computed is scaled by 1 +- 2^-22: signs alternating along the row
-  // (jitter 1: what moves x - mean in a norm most), or drawn at random (seeded by jitter).
+  // Each value read or computed moves by +-2^-20 of its magnitude plus, for an elementwise op,
+  // of its largest operand's (f32 evaluation errors are about that: a few ulps, more where the
+  // op cancels, as 1 + tanh does in gelu). Directions: alternating along the row (jitter 1:
+  // what moves x - mean in a norm most), all up (2), all down (3), random (seeded by jitter).
   std::mt19937_64 rng{std::uint64_t(jitter)};
-  auto perturb = [&](const Graph::Node& n, std::vector<double>& v) {
+  auto perturb = [&](const Graph::Node& n, std::vector<double>& v, const std::vector<double>& mag) {
     if (jitter == 0 || !is_float(n.dtype)) return;
     for (std::size_t i = 0; i < v.size(); ++i) {
-      const bool up = jitter == 1 ? i % 2 == 0 : (rng() & 1) != 0;
-      v[i] *= up ? 1 + 0x1p-22 : 1 - 0x1p-22;
+      const bool up = jitter == 1 ? i % 2 == 0 : jitter == 2 ? true : jitter == 3 ? false : (rng() & 1) != 0;
+      v[i] += (up ? 0x1p-20 : -0x1p-20) * (std::fabs(v[i]) + (i < mag.size() ? mag[i] : 0.0));
     }
   };
   Values stored(g.nodes().size());  // what the plan's kernels write, rounded to its dtype
   for (std::size_t id = 0; id < g.nodes().size(); ++id)
     if (g.nodes()[id].op == "input") {
       stored[id] = load(g.nodes()[id], inputs);
-      perturb(g.nodes()[id], stored[id]);
+      perturb(g.nodes()[id], stored[id], {});
     }
   for (const FusedGroup& grp : fuse(g, fused)) {
     std::map<int, std::vector<double>> local;  // values inside the kernel: f32, not rounded
@@ -110,9 +118,10 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const std::map<st
       return it != local.end() ? it->second : stored[std::size_t(id)];
     };
     auto step = [&](int id) {
-      std::vector<double> v = compute(g, id, arg);
+      std::vector<double> mag;
+      std::vector<double> v = compute(g, id, arg, &mag);
+      perturb(g.node(id), v, mag);
       if (g.node(id).op == "cast") round_to(g.node(id).dtype, v);  // a cast rounds even inside a kernel
-      perturb(g.node(id), v);
       local[id] = std::move(v);
     };
     for (int id : grp.steps) step(id);
@@ -149,7 +158,7 @@ struct PlanRun {
 PlanRun references(const Graph& g, const std::map<std::string, std::vector<unsigned char>>& host, bool fused) {
   PlanRun out;
   out.model = evaluate_plan(g, host, fused);
-  for (int jitter : {1, 2, 3}) out.jittered.push_back(evaluate_plan(g, host, fused, jitter));
+  for (int jitter : {1, 2, 3, 4, 5}) out.jittered.push_back(evaluate_plan(g, host, fused, jitter));
   return out;
 }
 
