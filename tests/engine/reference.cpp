@@ -29,8 +29,8 @@ std::int64_t broadcast_offset(std::int64_t i, const Shape& shape, const Shape& s
 using Values = std::vector<std::vector<double>>;
 using Lookup = std::function<const std::vector<double>&(int)>;
 
-// Node `id` computed in fp64 from its arguments' values (`arg`). For elementwise ops, `mag`
-// (if given) gets the largest magnitude among each element's operands.
+// Node `id` computed in fp64 from its arguments' values (`arg`). `mag` (if given) gets, per
+// element, the largest magnitude among its operands (for a row op: in its row).
 std::vector<double> compute(const Graph& g, int id, const Lookup& arg, std::vector<double>* mag = nullptr) {
   const auto& n = g.node(id);
   std::vector<double> out(std::size_t(numel_of(n.shape)));
@@ -41,8 +41,13 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg, std::vect
     const std::int64_t C = g.node(x).shape.back(), R = std::int64_t(xv.size()) / C;
     const double* w = n.args.size() > 1 ? arg(std::get<int>(n.args[1])).data() : nullptr;
     const double* b = n.args.size() > 2 ? arg(std::get<int>(n.args[2])).data() : nullptr;
-    for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t r = 0; r < R; ++r) {
       op.row_reference(xv.data() + r * C, C, w, b, ops::eps_of(n.attrs), out.data() + (op.reduces ? r : r * C));
+      if (!mag) continue;  // f32 errors of a row op scale with its row's largest element
+      double m = 0;
+      for (std::int64_t c = 0; c < C; ++c) m = std::max(m, std::fabs(xv[std::size_t(r * C + c)]));
+      mag->insert(mag->end(), op.reduces ? 1 : std::size_t(C), m);
+    }
     return out;
   }
   std::vector<const std::vector<double>*> tensors;
@@ -93,15 +98,22 @@ std::vector<std::vector<double>> evaluate(const Graph& g, const std::map<std::st
 
 std::vector<std::vector<double>> evaluate_plan(const Graph& g, const std::map<std::string, std::vector<unsigned char>>& inputs,
                                                bool fused, int jitter) {
-  // Each value read or computed moves by +-2^-20 of its magnitude plus, for an elementwise op,
-  // of its largest operand's (f32 evaluation errors are about that: a few ulps, more where the
+  // Each value read or computed moves by +-2^-20 of its magnitude plus of its largest
+  // operand's (f32 evaluation errors are about that: a few ulps, more where the
   // op cancels, as 1 + tanh does in gelu). Directions: alternating along the row (jitter 1:
-  // what moves x - mean in a norm most), all up (2), all down (3), random (seeded by jitter).
+  // what moves x - mean in a norm most), all up (2), all down (3), up at even node ids only (4)
+  // or odd ones only (5: a flip in one node and the opposite one downstream), else random.
   std::mt19937_64 rng{std::uint64_t(jitter)};
   auto perturb = [&](const Graph::Node& n, std::vector<double>& v, const std::vector<double>& mag) {
     if (jitter == 0 || !is_float(n.dtype)) return;
+    const bool even_node = g.find(n.name) % 2 == 0;
     for (std::size_t i = 0; i < v.size(); ++i) {
-      const bool up = jitter == 1 ? i % 2 == 0 : jitter == 2 ? true : jitter == 3 ? false : (rng() & 1) != 0;
+      const bool up = jitter == 1   ? i % 2 == 0
+                      : jitter == 2 ? true
+                      : jitter == 3 ? false
+                      : jitter == 4 ? even_node
+                      : jitter == 5 ? !even_node
+                                    : (rng() & 1) != 0;
       v[i] += (up ? 0x1p-20 : -0x1p-20) * (std::fabs(v[i]) + (i < mag.size() ? mag[i] : 0.0));
     }
   };
@@ -158,7 +170,7 @@ struct PlanRun {
 PlanRun references(const Graph& g, const std::map<std::string, std::vector<unsigned char>>& host, bool fused) {
   PlanRun out;
   out.model = evaluate_plan(g, host, fused);
-  for (int jitter : {1, 2, 3, 4, 5}) out.jittered.push_back(evaluate_plan(g, host, fused, jitter));
+  for (int jitter : {1, 2, 3, 4, 5, 6, 7, 8}) out.jittered.push_back(evaluate_plan(g, host, fused, jitter));
   return out;
 }
 
