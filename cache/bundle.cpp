@@ -14,6 +14,8 @@
 
 #include <kiln/error.hpp>
 
+#include "cache/atomic_file.hpp"
+
 namespace kiln::cache {
 namespace {
 
@@ -71,21 +73,7 @@ void write_bundle(const std::string& path, const std::vector<BundleItem>& items)
   out += body;
   out += index;
 
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  bool ok = fd >= 0;
-  for (std::size_t done = 0; ok && done < out.size();) {
-    const ssize_t n = ::write(fd, out.data() + done, out.size() - done);
-    ok = n > 0;
-    done += ok ? std::size_t(n) : 0;
-  }
-  ok = ok && ::fsync(fd) == 0;
-  const int e = errno;
-  if (fd >= 0) ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    throw CacheError(fmt::format("cannot write bundle {}: {}", path, std::strerror(ok ? errno : e)));
-  }
+  write_file_atomically(path, out, 0644, "bundle");
 }
 
 Bundle Bundle::open(const std::string& path) {

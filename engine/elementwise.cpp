@@ -9,8 +9,8 @@
 namespace kiln {
 namespace {
 
-constexpr int kDefaultBlock = 256;
-constexpr int kDefaultUnroll = 2;  // measured best or within noise of best on H200 (bench/NOTES.md)
+constexpr int kDefaultBlock = ElementwiseTunables::kDefaultBlock;
+constexpr int kDefaultUnroll = ElementwiseTunables::kDefaultUnroll;
 
 // Strides of `v` broadcast to `shape` (right-aligned); ShapeError if it does not broadcast.
 std::vector<std::int64_t> broadcast_strides(const TensorView& v, const Shape& shape, const char* role) {

@@ -17,6 +17,8 @@ namespace kiln {
 
 /// The template's tunables. Zero means the heuristic default.
 struct ElementwiseTunables {
+  static constexpr int kDefaultBlock = 256;
+  static constexpr int kDefaultUnroll = 2;  // measured best or within noise of best on H200 (bench/NOTES.md)
   int block = 0;   ///< threads per block
   int unroll = 0;  ///< groups per thread, all loaded before the first is used
 };

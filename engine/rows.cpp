@@ -13,6 +13,12 @@ codegen::Body identity_epilogue(DType dtype) {
   return b;
 }
 
+int default_row_block(std::int64_t row_groups) {
+  int block = 32;
+  while (block < 512 && block * 2 <= row_groups) block *= 2;
+  return block;
+}
+
 KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape) {
   if (shape.empty()) throw ShapeError(fmt::format("{}: a row op needs at least one axis", stem));
   if (k.prologue.results.size() != 1 || k.prologue.inputs.size() != k.inputs.size() ||
@@ -42,8 +48,7 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
     for (const TensorView& v : *group) views.push_back(&v);
   const LayoutPlan lp = plan_layout(views, outs.size(), shape, true, 0);
   const std::int64_t per_row = lp.dims.back().extent;
-  int block = 32;
-  while (block < 512 && block * 2 <= per_row) block *= 2;
+  const int block = default_row_block(per_row);
 
   std::vector<std::string_view> extra_types;
   for (const TensorView& v : k.extras) extra_types.push_back(device_type_of(v.dtype));

@@ -1,0 +1,71 @@
+// Tuning records: round trip through the cache directory, merge, and refusal of another GPU's.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include <kiln/error.hpp>
+
+#include "cache/tuning.hpp"
+#include "tests/support.hpp"
+
+using kiln::cache::TuningDb;
+using kiln::cache::TuningRecord;
+
+namespace {
+TuningRecord record(const std::string& gpu, const std::string& sig, double us) {
+  TuningRecord r;
+  r.signature = sig;
+  r.kernel = "softmax_bf16__r2v8";
+  r.shape_class = "exact [32768,4096]";
+  r.dtype = "bf16";
+  r.gpu = gpu;
+  r.arch = "sm_90a";
+  r.sm_count = 132;
+  r.driver = "13.0";
+  r.winner = {{"block", 512}};
+  r.winner_us = us;
+  r.default_us = 2 * us;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("tuning records: round trip, merge keeps the faster, another GPU's are refused") {
+  kiln::test::TempDir dir;
+  const std::string h100 = "NVIDIA H100 80GB HBM3", h200 = "NVIDIA H200";
+  CHECK(TuningDb::load(dir.path(), h100).records().empty());  // no file yet
+
+  TuningDb db(h100);
+  db.put(record(h100, "aaa", 10));
+  db.put(record(h100, "bbb", 20));
+  db.put(record(h100, "aaa", 9));  // same signature: replaced
+  db.save(dir.path());
+  CHECK(TuningDb::path(dir.path(), h100) == dir / "tuning/NVIDIA_H100_80GB_HBM3.json");
+  const TuningDb back = TuningDb::load(dir.path(), h100);
+  REQUIRE(back.records().size() == 2);
+  REQUIRE(back.find("aaa"));
+  CHECK(back.find("aaa")->winner_us == 9);
+  CHECK(back.find("aaa")->winner == std::map<std::string, int>{{"block", 512}});
+  CHECK(back.find("ccc") == nullptr);
+
+  TuningDb incoming = TuningDb::parse(back.to_json(), "export.json");
+  incoming.put(record(h100, "aaa", 12));  // slower than ours: not taken
+  incoming.put(record(h100, "ccc", 5));   // new: taken
+  TuningDb mine = TuningDb::load(dir.path(), h100);
+  CHECK(mine.merge(incoming) == 1);
+  CHECK(mine.find("aaa")->winner_us == 9);
+  CHECK(mine.find("ccc"));
+
+  TuningDb other(h200);
+  other.put(record(h200, "aaa", 1));
+  CHECK_THROWS_WITH_AS(mine.merge(other), doctest::Contains("never applied to another GPU"), kiln::ArgumentError);
+  CHECK_THROWS_AS(mine.put(record(h200, "ddd", 1)), kiln::ArgumentError);
+  CHECK(mine.find("aaa")->winner_us == 9);  // untouched
+
+  // A file of another GPU under this GPU's name, or a malformed one, is refused with the path.
+  other.save(dir.path());
+  std::rename(TuningDb::path(dir.path(), h200).c_str(), TuningDb::path(dir.path(), h100).c_str());
+  CHECK_THROWS_WITH_AS(TuningDb::load(dir.path(), h100), doctest::Contains("holds records of 'NVIDIA H200'"), kiln::CacheError);
+  std::ofstream(TuningDb::path(dir.path(), h100)) << "{\"gpu\": \"x\", \"records\": [{}]}";
+  CHECK_THROWS_WITH_AS(TuningDb::load(dir.path(), h100), doctest::Contains("not a kiln tuning file"), kiln::CacheError);
+  CHECK_THROWS_AS(TuningDb::parse("not json", "x.json"), kiln::CacheError);
+}
