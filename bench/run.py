@@ -68,15 +68,39 @@ def peer(r, with_compile):
     return eager_us, ok, compile_us
 
 
+def torch_launch(n):
+    """PyTorch's cost per op of n dependent tiny adds: eager, and replayed as a CUDA graph."""
+    x = torch.full((1,), 0.5, device="cuda")
+
+    def chain():
+        t = x
+        for _ in range(n):
+            t = t + 1.0
+        return t
+
+    eager = median_us(chain) / n
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            chain()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = chain()
+    replay = median_us(graph.replay) / n
+    return eager, replay, y.item() == 1000.5
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", default="build/bin", help="folder of the kiln_bench_* drivers")
     p.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "bench.json"))
-    p.add_argument("--only", default="", help="comma-separated drivers: elementwise,rows")
+    p.add_argument("--only", default="", help="comma-separated drivers: elementwise,rows,launch")
     args = p.parse_args()
 
-    rows, jits = [], {}
-    for driver in (args.only.split(",") if args.only else ["elementwise", "rows"]):
+    rows, jits, launch = [], {}, None
+    for driver in (args.only.split(",") if args.only else ["elementwise", "rows", "launch"]):
         out = subprocess.run([os.path.join(args.bin, f"kiln_bench_{driver}")], capture_output=True, text=True)
         if out.returncode != 0:
             sys.exit(f"kiln_bench_{driver} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
@@ -85,8 +109,16 @@ def main():
                 obj = json.loads(line)
                 if "jit" in obj:
                     jits[driver] = obj["jit"]
+                elif "launch" in obj:
+                    launch = obj["launch"]
                 else:
                     rows.append(obj)
+    if launch:
+        eager, replay, ok = torch_launch(launch["kernels"])
+        launch.update({"torch_eager_us_per_op": eager, "torch_graph_us_per_op": replay, "torch_check": "ok" if ok else "FAIL"})
+    if not rows:
+        print(json.dumps({"launch": launch}))
+        return 0
     copy = next(r for r in rows if r["workload"] == "copy")
     ceiling = copy["bytes"] / copy["kiln_us"] / 1e3  # GB/s
 
@@ -106,13 +138,19 @@ def main():
             "peer_check": "ok" if eager_ok else "FAIL",
         })
 
-    result = {"device": torch.cuda.get_device_name(), "copy_ceiling_gbps": ceiling, "rows": table, "jit": jits}
+    result = {"device": torch.cuda.get_device_name(), "copy_ceiling_gbps": ceiling, "rows": table, "jit": jits,
+              "launch": launch}
     with open(args.json, "w") as f:
         json.dump(result, f, indent=2)
     print(f"device: {result['device']}; copy ceiling (1 GiB D2D, read+write): {ceiling:.0f} GB/s")
     for driver, jit in jits.items():
         print(f"JIT ({driver}): {jit['compiles']} compiles, {jit['compile_ms']:.1f} ms total, {jit['disk_hits']} disk hits, "
               f"{jit['memory_hits']} memory hits")
+    if launch:
+        print(f"{launch['kernels']} dependent tiny adds, us per kernel: kiln run {launch['run_us_per_kernel']:.2f}, "
+              f"kiln replay (CUDA graph) {launch['replay_us_per_kernel']:.2f}, PyTorch eager "
+              f"{launch['torch_eager_us_per_op']:.2f}, PyTorch CUDA graph {launch['torch_graph_us_per_op']:.2f} "
+              f"(check: kiln {launch['check']}, PyTorch {launch['torch_check']})")
     print(f"{'workload':<24} {'dtype':<5} {'shape':<11} {'kiln_us':>9} {'GB/s':>7} {'%ceiling':>8} "
           f"{'x_eager':>7} {'x_compile':>9}  check")
     for t in table:
@@ -121,7 +159,7 @@ def main():
         xc = format(t["x_compile"], ".2f") if t["x_compile"] else "-"
         print(f"{t['workload']:<24} {t['dtype']:<5} {t['shape']:<11} {t['kiln_us']:>9.1f} {gb:>7} "
               f"{t['pct_ceiling']:>7.1f}% {t['x_eager']:>7.2f} {xc:>9}  {t['check']}{'' if t['peer_check'] == 'ok' else ' (peer FAIL)'}")
-    return 0 if all(t["check"] == "ok" for t in table) else 1
+    return 0 if all(t["check"] == "ok" for t in table) and (not launch or launch["check"] == "ok") else 1
 
 
 if __name__ == "__main__":

@@ -10,83 +10,10 @@
 #include "engine/elementwise.hpp"
 #include "engine/engine_impl.hpp"
 #include "engine/fusion.hpp"
+#include "engine/plan_impl.hpp"
 #include "engine/rows.hpp"
 
 namespace kiln {
-namespace detail {
-
-class PlanImpl {
- public:
-  PlanImpl(const Graph& g, bool fuse_ops) : graph(g), fused(fuse_ops), groups(fuse(g, fuse_ops)) {}
-  Graph graph;
-  bool fused;
-  std::vector<FusedGroup> groups;
-
-  bool dynamic() const {
-    for (const auto& n : graph.nodes())
-      for (auto e : n.shape)
-        if (e < 0) return true;
-    return false;
-  }
-
-  // The graph with every dynamic dim bound from the inputs' shapes (ShapeError if they clash).
-  Graph bind(const std::map<std::string, TensorView>& inputs) const {
-    Graph g;
-    for (const auto& n : graph.nodes()) {
-      std::vector<GraphArg> args;
-      for (const auto& a : n.args)
-        args.push_back(std::holds_alternative<int>(a) ? GraphArg(Value(&g, std::get<int>(a))) : GraphArg(std::get<double>(a)));
-      if (n.op != "input") {
-        g.add(n.op, args, n.attrs, n.name);
-        continue;
-      }
-      auto it = inputs.find(n.name);
-      if (it == inputs.end()) throw GraphError(fmt::format("input '{}' was not given", n.name));
-      const TensorView& v = it->second;
-      if (v.dtype != n.dtype)
-        throw DtypeError(fmt::format("input '{}': got {}, the graph wants {}", n.name, v.describe(), name_of(n.dtype)));
-      bool fits = v.shape.size() == n.shape.size();
-      for (std::size_t d = 0; fits && d < n.shape.size(); ++d) fits = n.shape[d] < 0 || n.shape[d] == v.shape[d];
-      if (!fits)
-        throw ShapeError(fmt::format("input '{}': got {}, the graph wants {}", n.name, v.describe(), to_string(n.shape)));
-      g.input(n.name, v.shape, v.dtype);
-    }
-    for (int o : graph.outputs()) g.output(Value(&g, o));
-    return g;
-  }
-
-  // Views of contiguous, aligned stand-ins (data 0) for specializing without memory.
-  static TensorView desc(const Graph::Node& n) {
-    TensorView v;
-    v.shape = n.shape;
-    v.dtype = n.dtype;
-    return v;
-  }
-
-  // `g` gives the shapes (the bound graph when running, the graph itself when static).
-  KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g) const {
-    auto views = [&](const std::vector<int>& ids) {
-      std::vector<TensorView> out;
-      for (int id : ids) out.push_back(values[std::size_t(id)]);
-      return out;
-    };
-    if (!grp.row) return specialize_elementwise(grp.body, grp.stem, views(grp.outputs), views(grp.inputs), grp.scalars);
-    RowKernel k;
-    k.op = grp.row;
-    k.prologue = grp.body;
-    k.epilogue = grp.epilogue;
-    k.outputs = views(grp.outputs);
-    k.inputs = views(grp.inputs);
-    k.extras = views(grp.extras);
-    k.epilogue_inputs = views(grp.epilogue_inputs);
-    k.scalars = grp.scalars;
-    k.epilogue_scalars = grp.epilogue_scalars;
-    k.eps = ops::eps_of(g.node(grp.row_node).attrs);
-    return specialize_rows(k, grp.stem, g.node(grp.x).shape);
-  }
-};
-
-}  // namespace detail
 
 namespace {
 bool fusion_enabled() {
@@ -162,43 +89,5 @@ std::vector<KernelSpec> load_specs(const std::string& path) {
   return graph ? plan_specs(Graph::load(path)) : cache::read_manifest(path);
 }
 
-std::map<std::string, Tensor> Plan::run(Engine& engine, const std::map<std::string, TensorView>& inputs,
-                                        const std::map<std::string, TensorView>& outputs) const {
-  for (const auto& [name, v] : inputs)
-    if (impl_->graph.find(name) < 0 || impl_->graph.node(impl_->graph.find(name)).op != "input")
-      throw GraphError(fmt::format("'{}' is not an input of the graph", name));
-  const Graph bound = impl_->bind(inputs);  // checks the inputs before anything touches the GPU
-  engine.impl().require_device("running a plan");
-  std::vector<TensorView> values(bound.nodes().size());
-  std::map<std::string, Tensor> made;
-  std::vector<Tensor> scratch;
-  std::vector<bool> is_output(bound.nodes().size(), false);
-  for (int o : bound.outputs()) is_output[std::size_t(o)] = true;
-  for (std::size_t id = 0; id < bound.nodes().size(); ++id)
-    if (bound.nodes()[id].op == "input") values[id] = inputs.at(bound.nodes()[id].name);
-  // Outputs: the caller's views, else new tensors. Intermediates (unfused plans): scratch.
-  for (const FusedGroup& grp : impl_->groups)
-    for (int id : grp.outputs) {
-      const Graph::Node& n = bound.node(id);
-      TensorView& slot = values[std::size_t(id)];
-      if (is_output[std::size_t(id)]) {
-        if (auto it = outputs.find(n.name); it != outputs.end()) {
-          if (it->second.shape != n.shape || it->second.dtype != n.dtype)
-            throw ShapeError(fmt::format("output '{}': got {}, the result is {}{}", n.name, it->second.describe(),
-                                         name_of(n.dtype), to_string(n.shape)));
-          slot = it->second;
-        } else {
-          made[n.name] = engine.empty(n.shape, n.dtype);
-          slot = made[n.name].view();
-        }
-      } else {
-        scratch.push_back(engine.empty(n.shape, n.dtype));
-        slot = scratch.back().view();
-      }
-    }
-  for (const FusedGroup& grp : impl_->groups) engine.impl().launch_kernel(impl_->specialize(grp, values, bound));
-  if (!scratch.empty()) engine.synchronize();  // Note: scratch is freed on return
-  return made;
-}
 
 }  // namespace kiln

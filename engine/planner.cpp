@@ -23,7 +23,8 @@ ArenaPlan plan_arena(const Graph& g, const std::vector<FusedGroup>& groups) {
   }
   std::vector<int> values;  // written and read later, largest first (best packing of a greedy fit)
   for (std::size_t id = 0; id < n; ++id) {
-    if (p.first[id] < 0 || p.last[id] < 0) continue;
+    if (p.first[id] < 0) continue;
+    p.last[id] = std::max(p.last[id], p.first[id]);  // written and never read: still needs room
     const Graph::Node& node = g.nodes()[id];
     const std::int64_t bytes = numel_of(node.shape) * std::int64_t(size_of(node.dtype));
     p.size[id] = (bytes + ArenaPlan::kAlign - 1) / ArenaPlan::kAlign * ArenaPlan::kAlign;

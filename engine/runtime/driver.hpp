@@ -18,7 +18,9 @@ namespace kiln::runtime {
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)             \
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)         \
   X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)               \
-  X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD8Async) X(cuGetErrorName) X(cuGetErrorString)
+  X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD8Async) X(cuGetErrorName) X(cuGetErrorString)   \
+  X(cuGraphCreate) X(cuGraphAddKernelNode) X(cuGraphInstantiate) X(cuGraphLaunch)             \
+  X(cuGraphExecKernelNodeSetParams) X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 struct Driver {
 #define KILN_DRIVER_MEMBER(fn) decltype(&::fn) fn = nullptr;

@@ -130,6 +130,12 @@ class Plan {
   /// `outputs` are allocated and returned.
   std::map<std::string, Tensor> run(Engine& engine, const std::map<std::string, TensorView>& inputs,
                                     const std::map<std::string, TensorView>& outputs = {}) const;
+  /// Like run, through a CUDA graph built at the first call and replayed after: when only the
+  /// buffers change, the kernels' parameters are updated in the graph; when the kernels change
+  /// (new shapes or layouts, another engine), it is rebuilt. Intermediates stay allocated
+  /// between calls. One replay at a time per plan (calls are serialized).
+  std::map<std::string, Tensor> replay(Engine& engine, const std::map<std::string, TensorView>& inputs,
+                                       const std::map<std::string, TensorView>& outputs = {}) const;
 
  private:
   std::unique_ptr<detail::PlanImpl> impl_;

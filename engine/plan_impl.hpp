@@ -1,0 +1,107 @@
+#pragma once
+// What a Plan holds: its graph, its kernels (fused groups), and the state of its CUDA graph.
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <kiln/graph.hpp>
+
+#include "engine/elementwise.hpp"
+#include "engine/fusion.hpp"
+#include "engine/rows.hpp"
+#include "engine/runtime/graph.hpp"
+
+namespace kiln {
+namespace detail {
+
+class PlanImpl {
+ public:
+  PlanImpl(const Graph& g, bool fuse_ops) : graph(g), fused(fuse_ops), groups(fuse(g, fuse_ops)) {}
+  Graph graph;
+  bool fused;
+  std::vector<FusedGroup> groups;
+
+  /// Plan::replay's CUDA graph: built for one engine and one set of kernels (shapes, layouts);
+  /// the parameters of each node as last set; the arena its intermediates live in.
+  struct Replay {
+    std::mutex mutex;
+    const void* engine = nullptr;
+    std::vector<std::string> kernels;
+    std::vector<std::vector<unsigned char>> params;
+    std::unique_ptr<runtime::KernelGraph> graph;
+    Tensor arena;
+  };
+  std::unique_ptr<Replay> replay = std::make_unique<Replay>();
+
+  bool dynamic() const {
+    for (const auto& n : graph.nodes())
+      for (auto e : n.shape)
+        if (e < 0) return true;
+    return false;
+  }
+
+  // The graph with every dynamic dim bound from the inputs' shapes (ShapeError if they clash).
+  Graph bind(const std::map<std::string, TensorView>& inputs) const {
+    Graph g;
+    for (const auto& n : graph.nodes()) {
+      std::vector<GraphArg> args;
+      for (const auto& a : n.args)
+        args.push_back(std::holds_alternative<int>(a) ? GraphArg(Value(&g, std::get<int>(a))) : GraphArg(std::get<double>(a)));
+      if (n.op != "input") {
+        g.add(n.op, args, n.attrs, n.name);
+        continue;
+      }
+      auto it = inputs.find(n.name);
+      if (it == inputs.end()) throw GraphError(fmt::format("input '{}' was not given", n.name));
+      const TensorView& v = it->second;
+      if (v.dtype != n.dtype)
+        throw DtypeError(fmt::format("input '{}': got {}, the graph wants {}", n.name, v.describe(), name_of(n.dtype)));
+      bool fits = v.shape.size() == n.shape.size();
+      for (std::size_t d = 0; fits && d < n.shape.size(); ++d) fits = n.shape[d] < 0 || n.shape[d] == v.shape[d];
+      if (!fits)
+        throw ShapeError(fmt::format("input '{}': got {}, the graph wants {}", n.name, v.describe(), to_string(n.shape)));
+      g.input(n.name, v.shape, v.dtype);
+    }
+    for (int o : graph.outputs()) g.output(Value(&g, o));
+    return g;
+  }
+
+  // Views of contiguous, aligned stand-ins (data 0) for specializing without memory.
+  static TensorView desc(const Graph::Node& n) {
+    TensorView v;
+    v.shape = n.shape;
+    v.dtype = n.dtype;
+    return v;
+  }
+
+  // `g` gives the shapes (the bound graph when running, the graph itself when static).
+  KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g) const {
+    auto views = [&](const std::vector<int>& ids) {
+      std::vector<TensorView> out;
+      for (int id : ids) out.push_back(values[std::size_t(id)]);
+      return out;
+    };
+    if (!grp.row) return specialize_elementwise(grp.body, grp.stem, views(grp.outputs), views(grp.inputs), grp.scalars);
+    RowKernel k;
+    k.op = grp.row;
+    k.prologue = grp.body;
+    k.epilogue = grp.epilogue;
+    k.outputs = views(grp.outputs);
+    k.inputs = views(grp.inputs);
+    k.extras = views(grp.extras);
+    k.epilogue_inputs = views(grp.epilogue_inputs);
+    k.scalars = grp.scalars;
+    k.epilogue_scalars = grp.epilogue_scalars;
+    k.eps = ops::eps_of(g.node(grp.row_node).attrs);
+    return specialize_rows(k, grp.stem, g.node(grp.x).shape);
+  }
+};
+
+}  // namespace detail
+
+}  // namespace kiln

@@ -1,0 +1,53 @@
+#include "engine/runtime/graph.hpp"
+
+#include <fmt/format.h>
+
+#include "engine/runtime/driver.hpp"
+
+namespace kiln::runtime {
+namespace {
+
+CUDA_KERNEL_NODE_PARAMS node_params(const GraphLaunch& l) {
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = l.function;
+  p.gridDimX = l.grid;
+  p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = l.block;
+  p.blockDimY = p.blockDimZ = 1;
+  p.kernelParams = l.params;
+  return p;
+}
+
+}  // namespace
+
+void GraphDeleter::operator()(CUgraph g) const { driver().cuGraphDestroy(g); }
+void GraphExecDeleter::operator()(CUgraphExec g) const { driver().cuGraphExecDestroy(g); }
+
+KernelGraph::KernelGraph(const std::vector<GraphLaunch>& launches) {
+  const Driver& d = driver();
+  CUgraph g = nullptr;
+  KILN_CU_CHECK(d.cuGraphCreate(&g, 0), "a plan's CUDA graph");
+  graph_.reset(g);
+  for (std::size_t i = 0; i < launches.size(); ++i) {
+    const CUDA_KERNEL_NODE_PARAMS p = node_params(launches[i]);
+    CUgraphNode node = nullptr;
+    KILN_CU_CHECK(d.cuGraphAddKernelNode(&node, g, nodes_.empty() ? nullptr : &nodes_.back(), nodes_.empty() ? 0 : 1, &p),
+                  fmt::format("kernel {} of a plan's CUDA graph", i));
+    nodes_.push_back(node);
+  }
+  CUgraphExec exec = nullptr;
+  KILN_CU_CHECK(d.cuGraphInstantiate(&exec, g, 0), "a plan's CUDA graph");
+  exec_.reset(exec);
+}
+
+void KernelGraph::update(std::size_t i, const GraphLaunch& launch) {
+  const CUDA_KERNEL_NODE_PARAMS p = node_params(launch);
+  KILN_CU_CHECK(driver().cuGraphExecKernelNodeSetParams(exec_.get(), nodes_.at(i), &p),
+                fmt::format("kernel {} of a plan's CUDA graph", i));
+}
+
+void KernelGraph::launch(CUstream stream) const {
+  KILN_CU_CHECK(driver().cuGraphLaunch(exec_.get(), stream), "a plan's CUDA graph");
+}
+
+}  // namespace kiln::runtime

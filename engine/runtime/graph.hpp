@@ -1,0 +1,43 @@
+#pragma once
+// A CUDA graph of kernel launches in a chain, instantiated once and replayed; a node's
+// parameters can be changed in the instantiated graph without rebuilding it.
+
+#include <cuda.h>
+
+#include <memory>
+#include <vector>
+
+namespace kiln::runtime {
+
+struct GraphDeleter {
+  void operator()(CUgraph g) const;
+};
+struct GraphExecDeleter {
+  void operator()(CUgraphExec g) const;
+};
+
+/// One launch of the chain: the kernel, its shape, and its parameters as cuLaunchKernel wants
+/// them (copied into the graph when the node is made or updated).
+struct GraphLaunch {
+  CUfunction function = nullptr;
+  unsigned grid = 0;
+  unsigned block = 0;
+  void** params = nullptr;
+};
+
+class KernelGraph {
+ public:
+  /// Builds and instantiates the chain (each launch after the previous one) in the current context.
+  explicit KernelGraph(const std::vector<GraphLaunch>& launches);
+  /// Gives launch i new parameters (same kernel and shape) in the instantiated graph.
+  void update(std::size_t i, const GraphLaunch& launch);
+  void launch(CUstream stream) const;
+  std::size_t size() const { return nodes_.size(); }
+
+ private:
+  std::unique_ptr<std::remove_pointer_t<CUgraph>, GraphDeleter> graph_;
+  std::unique_ptr<std::remove_pointer_t<CUgraphExec>, GraphExecDeleter> exec_;
+  std::vector<CUgraphNode> nodes_;
+};
+
+}  // namespace kiln::runtime
