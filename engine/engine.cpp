@@ -134,6 +134,7 @@ Tensor Engine::empty(const Shape& shape, DType dtype) {
   auto mem = std::make_shared<detail::Allocation>(impl_->context, std::size_t(n) * size_of(dtype));
   TensorView v;
   v.data = mem->ptr();
+  v.capacity = mem->bytes();
   v.shape = shape;
   v.dtype = dtype;
   return Tensor(std::move(mem), std::move(v));

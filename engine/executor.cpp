@@ -28,6 +28,7 @@ BoundRun bind_run(const detail::PlanImpl& p, Engine& engine, const std::map<std:
     if (p.graph.find(name) < 0 || p.graph.node(p.graph.find(name)).op != "input")
       throw GraphError(fmt::format("'{}' is not an input of the graph", name));
   const Graph bound = p.bind(inputs);  // checks the inputs before anything touches the GPU
+  for (const auto& [name, v] : inputs) check_view(v, fmt::format("input '{}':", name));
   for (const auto& [name, v] : outputs) {
     const int id = bound.find(name);
     const auto& outs = bound.outputs();
@@ -36,6 +37,7 @@ BoundRun bind_run(const detail::PlanImpl& p, Engine& engine, const std::map<std:
     if (v.shape != bound.node(id).shape || v.dtype != bound.node(id).dtype)
       throw ShapeError(fmt::format("output '{}': got {}, the result is {}{}", name, v.describe(),
                                    name_of(bound.node(id).dtype), to_string(bound.node(id).shape)));
+    check_view(v, fmt::format("output '{}':", name));
   }
   engine.impl().require_device("running a plan");
   const ArenaPlan memory = plan_arena(bound, p.groups);

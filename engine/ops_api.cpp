@@ -13,19 +13,10 @@
 namespace kiln {
 namespace {
 
-void check_view(const ops::OpDef& op, const TensorView& v, std::string_view role, bool need_data) {
-  if (!v.strides.empty() && v.strides.size() != v.shape.size())
-    throw ShapeError(fmt::format("{}: {} {} has {} strides for {} dims", op.name, role, v.describe(), v.strides.size(), v.shape.size()));
-  if (need_data && v.data == 0 && numel_of(v.shape) > 0)
-    throw ArgumentError(fmt::format("{}: {} {} has a null data pointer", op.name, role, v.describe()));
-  if (v.data % size_of(v.dtype) != 0)
-    throw ArgumentError(fmt::format("{}: {} {} at 0x{:x} is not aligned to its {}-byte elements", op.name, role,
-                                    v.describe(), v.data, size_of(v.dtype)));
-}
 
 void check_operands(const ops::OpDef& op, const std::vector<Operand>& args, bool need_data) {
   for (std::size_t i = 0; i < args.size() && i < op.operands.size(); ++i)
-    if (auto* v = std::get_if<TensorView>(&args[i])) check_view(op, *v, op.operands[i], need_data);
+    if (auto* v = std::get_if<TensorView>(&args[i])) check_view(*v, fmt::format("{}: {}", op.name, op.operands[i]), need_data);
 }
 
 KernelLaunch specialize(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& args,
@@ -77,7 +68,7 @@ void call_into(Engine& engine, std::string_view name, const TensorView& out, con
   if (out.dtype != r.dtype)
     throw DtypeError(fmt::format("{}: output {} does not have the result dtype {}", name, out.describe(), name_of(r.dtype)));
   check_operands(op, args, true);
-  check_view(op, out, "output", true);
+  check_view(out, fmt::format("{}: output", op.name));
   engine.impl().require_device(fmt::format("running {}", name).c_str());
   if (op.fusion == ops::FusionClass::row) {
     std::map<std::string, TensorView> inputs;

@@ -74,6 +74,28 @@ bool TensorView::is_contiguous() const {
   return true;
 }
 
+void check_view(const TensorView& v, std::string_view what, bool need_data) {
+  if (!v.strides.empty() && v.strides.size() != v.shape.size())
+    throw ShapeError(fmt::format("{} {} has {} strides for {} dims", what, v.describe(), v.strides.size(), v.shape.size()));
+  for (std::int64_t s : v.strides)
+    if (s < 0) throw ShapeError(fmt::format("{} {} has a negative stride; kiln reads views with strides >= 0", what, v.describe()));
+  const std::int64_t n = numel_of(v.shape);
+  if (need_data && v.data == 0 && n > 0)
+    throw ArgumentError(fmt::format("{} {} has a null data pointer", what, v.describe()));
+  if (v.data % size_of(v.dtype) != 0)
+    throw ArgumentError(fmt::format("{} {} at 0x{:x} is not aligned to its {}-byte elements", what, v.describe(), v.data,
+                                    size_of(v.dtype)));
+  if (v.capacity == 0 || n == 0) return;
+  const Shape strides = v.resolved_strides();
+  std::uint64_t last = 0;  // offset of the farthest element, in elements
+  for (std::size_t d = 0; d < v.shape.size(); ++d) last += std::uint64_t(v.shape[d] - 1) * std::uint64_t(strides[d]);
+  const std::uint64_t reach = (last + 1) * size_of(v.dtype);
+  if (reach > v.capacity)
+    throw ArgumentError(fmt::format("{} {} reaches {} bytes from its data pointer but its memory holds {}: the view is "
+                                    "too short for its shape and strides",
+                                    what, v.describe(), reach, v.capacity));
+}
+
 std::string TensorView::describe() const {
   std::string s = fmt::format("{}{}", name_of(dtype), to_string(shape));
   if (!strides.empty() && !is_contiguous()) s += " strides " + to_string(strides);

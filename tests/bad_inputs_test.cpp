@@ -77,6 +77,33 @@ TEST_CASE("bad inputs: views, bindings, files and directories given through the 
     v.strides = {-1};
     CHECK_THROWS_AS(kiln::precompile(e, "neg", {v}), kiln::ShapeError);
   }
+  SUBCASE("a view too short for its shape and strides") {
+    v.data = 0x100000;
+    v.capacity = 60;  // 16 floats need 64 bytes
+    CHECK_THROWS_WITH_AS(kiln::precompile(e, "neg", {v}), doctest::Contains("too short"), kiln::ArgumentError);
+    v.capacity = 64;
+    v.strides = {2};  // every other float: 31 * 4 + 4 bytes
+    CHECK_THROWS_WITH_AS(kiln::precompile(e, "neg", {v}), doctest::Contains("reaches 124 bytes"), kiln::ArgumentError);
+    v.capacity = 124;
+    CHECK_NOTHROW(kiln::precompile(e, "neg", {v}));
+  }
+  SUBCASE("a plan refuses null, misaligned and too-short views before needing a GPU") {
+    kiln::Graph g;
+    auto a = g.input("a", {16}, kiln::DType::f32);
+    g.output(kiln::silu(a));
+    const kiln::Plan p(g);
+    CHECK_THROWS_WITH_AS(p.run(e, {{"a", v}}), doctest::Contains("null data pointer"), kiln::ArgumentError);
+    v.data = 0x100002;
+    CHECK_THROWS_WITH_AS(p.run(e, {{"a", v}}), doctest::Contains("not aligned"), kiln::ArgumentError);
+    v.data = 0x100000;
+    v.capacity = 32;
+    CHECK_THROWS_WITH_AS(p.replay(e, {{"a", v}}), doctest::Contains("input 'a': f32[16] reaches 64 bytes"), kiln::ArgumentError);
+    v.capacity = 64;
+    kiln::TensorView out = v;
+    out.capacity = 16;
+    CHECK_THROWS_WITH_AS(p.run(e, {{"a", v}}, {{g.node(g.outputs()[0]).name, out}}), doctest::Contains("too short"), kiln::ArgumentError);
+    CHECK_THROWS_AS(p.run(e, {{"a", v}}), kiln::CudaError);  // a fine view: only the missing GPU is left
+  }
   SUBCASE("null data on an online run is refused before any launch") {
     CHECK_THROWS_AS(kiln::call_into(e, "neg", v, {v}), kiln::Error);
   }

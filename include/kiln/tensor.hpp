@@ -28,6 +28,9 @@ struct TensorView {
   Shape shape;
   Shape strides;  ///< in elements, one per dim; empty = contiguous
   DType dtype = DType::f32;
+  /// Bytes from `data` the view may touch (a Tensor's view: its allocation); 0 = unknown, then
+  /// a view reaching past its memory cannot be caught.
+  std::uint64_t capacity = 0;
 
   std::int64_t numel() const { return numel_of(shape); }
   /// The strides, filled in when they were left empty.
@@ -35,6 +38,11 @@ struct TensorView {
   bool is_contiguous() const;
   std::string describe() const;  ///< "bf16[32768, 4096] strides [4096, 1]"
 };
+
+/// Checks that `v` can be launched on: strides of its rank, not negative; a data pointer
+/// (unless it has no elements or `need_data` is false), aligned to its elements; within its
+/// capacity when that is known. ShapeError or ArgumentError starting with `what`.
+void check_view(const TensorView& v, std::string_view what, bool need_data = true);
 
 namespace detail {
 class Allocation;
