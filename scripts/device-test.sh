@@ -50,17 +50,19 @@ if [ -n "${FUZZ_SCALING:-}" ]; then  # compile-only: 16 threads of one process v
     $bin/kiln_fuzz --compile-only --seeds \$((p * 192 / $(nproc))):\$(((p + 1) * 192 / $(nproc))) -j 1 >/dev/null & done; wait"
 fi
 first=${FUZZ_SEEDS%:*}; last=${FUZZ_SEEDS#*:}; procs=$(nproc); chunk=$(( (last - first + procs - 1) / procs ))
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true); [ "${gpus:-0}" -ge 1 ] || gpus=1  # processes spread over them
 mkdir -p "$OUT/fuzz"
 for ((p = 0; p < procs; p++)); do
   a=$(( first + p * chunk )); b=$(( a + chunk < last ? a + chunk : last ))
   [ $a -lt $b ] || continue
-  timeout -k 60 "$FUZZ_TIMEOUT" $bin/kiln_fuzz --seeds $a:$b -j 1 --regressions "$OUT/fuzz" >"$OUT/fuzz/p$p.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=$((p % gpus)) timeout -k 60 "$FUZZ_TIMEOUT" $bin/kiln_fuzz --seeds $a:$b -j 1 \
+    --regressions "$OUT/fuzz" >"$OUT/fuzz/p$p.log" 2>&1 &
 done
 wait
 cat "$OUT"/fuzz/p*.log > "$OUT/fuzz.log"
 grep -hE "FAILED|shrunk|stopped early" "$OUT/fuzz.log" | head -n 20
-awk '/^fuzz: [0-9]+ graphs, [0-9]+ failures/ {g += $2; f += $4; n++}
-     END {printf "fuzz: %d graphs, %d failures (%d processes)\n", g, f, n}' "$OUT/fuzz.log"
+awk -v gpus="$gpus" '/^fuzz: [0-9]+ graphs, [0-9]+ failures/ {g += $2; f += $4; n++}
+     END {printf "fuzz: %d graphs, %d failures (%d processes on %d GPUs)\n", g, f, n, gpus}' "$OUT/fuzz.log"
 grep -q "FAILED" "$OUT/fuzz.log" && status=1
 
 if [ "$FUZZ_SANITIZE" != none ]; then

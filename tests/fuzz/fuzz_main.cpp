@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
       const double deadline = seconds() + 120;
       std::string last_why = why;
       const auto fails = [&](const kiln::Graph& c) {
-        if (seconds() > deadline) return false;
+        if (g_stop || seconds() > deadline) return false;  // stopping: report what was found so far
         const std::string w = check(e, c, seed, o.compile_only);
         const bool same = !w.empty() && (threw ? w.rfind(kind + ":", 0) == 0 : w.rfind("threw ", 0) != 0);
         if (same) last_why = w;
