@@ -17,11 +17,12 @@ namespace {
 struct BoundRun {
   std::vector<KernelLaunch> launches;
   std::map<std::string, Tensor> made;
+  std::int64_t arena_bytes = 0;  ///< what the intermediates take (0: none)
 };
 
 // Checks the inputs, binds dynamic dims, places the outputs (the caller's views, else new
-// tensors) and the intermediates (in `arena`, replaced when too small: the caller makes sure
-// nothing still uses the old one), and specializes every kernel.
+// tensors) and the intermediates (in `arena`, replaced when too small, the old one freed only
+// after a synchronize), and specializes every kernel.
 BoundRun bind_run(const detail::PlanImpl& p, Engine& engine, const std::map<std::string, TensorView>& inputs,
                   const std::map<std::string, TensorView>& outputs, Tensor& arena) {
   for (const auto& [name, v] : inputs)
@@ -41,9 +42,12 @@ BoundRun bind_run(const detail::PlanImpl& p, Engine& engine, const std::map<std:
   }
   engine.impl().require_device("running a plan");
   const ArenaPlan memory = plan_arena(bound, p.groups);
-  if (memory.bytes > 0 && std::int64_t(arena.bytes()) < memory.bytes)
-    arena = engine.empty({memory.bytes / 4}, DType::f32);  // bytes: a multiple of 256
   BoundRun run;
+  run.arena_bytes = memory.bytes;
+  if (memory.bytes > 0 && (arena.view().data == 0 || std::int64_t(arena.bytes()) < memory.bytes)) {
+    if (arena.view().data != 0) engine.synchronize();  // work queued earlier may still use the old one
+    arena = engine.empty({memory.bytes / 4}, DType::f32);  // bytes: a multiple of 256
+  }
   std::vector<TensorView> values(bound.nodes().size());
   for (std::size_t id = 0; id < bound.nodes().size(); ++id) {
     const Graph::Node& n = bound.nodes()[id];
@@ -96,7 +100,7 @@ std::map<std::string, Tensor> Plan::run(Engine& engine, const std::map<std::stri
   Tensor arena;
   BoundRun run = bind_run(*impl_, engine, inputs, outputs, arena);
   for (const KernelLaunch& L : run.launches) engine.impl().launch_kernel(L);
-  if (arena.bytes()) engine.synchronize();  // the arena is freed on return
+  if (run.arena_bytes) engine.synchronize();  // the arena is freed on return
   return std::move(run.made);
 }
 
@@ -109,7 +113,6 @@ std::map<std::string, Tensor> Plan::replay(Engine& engine, const std::map<std::s
     r.arena = Tensor();
     r.engine = &engine;
   }
-  if (r.graph) engine.synchronize();  // a replay still running may use the arena being replaced
   BoundRun run = bind_run(*impl_, engine, inputs, outputs, r.arena);
   std::vector<std::unique_ptr<LaunchParams>> params;
   std::vector<runtime::GraphLaunch> launches;
