@@ -61,6 +61,7 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
   L.spec.expression = fmt::format("kiln::rows<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}>", k.op->functor,
                                   fmt::join(extra_types, ", "), lp.type(), lp.vec,
                                   lp.index64 ? "unsigned long long" : "unsigned int", block);
+  L.spec.source = codegen::finish_source(L.spec.source, L.spec.expression);
   L.spec.options = {"-std=c++17"};
   L.spec.name = fmt::format("{}__r{}v{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "");
   L.groups = std::uint64_t(lp.groups);

@@ -1,5 +1,6 @@
 // Specialization decisions, checked on the CPU: coalescing, vector width, index width.
 #include "engine/elementwise.hpp"
+#include "engine/fusion.hpp"
 #include "ops/op.hpp"
 #include "tests/support.hpp"
 
@@ -119,4 +120,30 @@ TEST_CASE("codegen renders a fused body; several outputs share one kernel") {
                                                {v({64, 32}, DType::f32), v({32}, DType::f32), v({64, 1}, DType::bf16)},
                                                {1.5f}),
                   kiln::ShapeError);
+}
+
+TEST_CASE("kernels with no half type skip the toolkit's half headers; the others keep them") {
+  kiln::Engine e(kiln::test::offline("sm_90a"));
+  auto source_of = [](const kiln::Graph& g) { return kiln::plan_specs(g).front().source; };
+  const std::string skip = "#define KILN_NO_HALF_TYPES";
+  kiln::Graph f32;
+  auto a = f32.input("a", {64}, kiln::DType::f32);
+  f32.output(kiln::silu(a) * 2.0);
+  CHECK(source_of(f32).rfind(skip, 0) == 0);
+  kiln::Graph bf16;
+  auto b = bf16.input("b", {64}, kiln::DType::bf16);
+  bf16.output(kiln::silu(b));
+  CHECK(source_of(bf16).find(skip) == std::string::npos);
+  kiln::Graph cast;  // f32 in and out, but a cast to f16 inside the chain
+  auto c = cast.input("c", {64}, kiln::DType::f32);
+  kiln::Attrs to_f16;
+  to_f16.dtype = kiln::DType::f16;
+  cast.output(kiln::apply("cast", {c * 3.0}, to_f16) * 1.0 + c);
+  CHECK(source_of(cast).find(skip) == std::string::npos);
+  kiln::Graph norm;  // f32 rows with a bf16 weight: the half type is in the instantiation only
+  auto x = norm.input("x", {4, 64}, kiln::DType::f32);
+  auto w = norm.input("w", {64}, kiln::DType::bf16);
+  norm.output(kiln::apply("rms_norm", {x, w}));
+  CHECK(source_of(norm).find(skip) == std::string::npos);
+  for (const kiln::Graph* g : {&f32, &bf16, &cast, &norm}) CHECK_FALSE(kiln::Plan(*g).compile(e).empty());
 }
