@@ -147,7 +147,8 @@ def main():
         print(f"JIT ({driver}): {jit['compiles']} compiles, {jit['compile_ms']:.1f} ms total, {jit['disk_hits']} disk hits, "
               f"{jit['memory_hits']} memory hits")
     if launch:
-        print(f"{launch['kernels']} dependent tiny adds, us per kernel: kiln run {launch['run_us_per_kernel']:.2f}, "
+        print(f"{launch['kernels']} dependent tiny adds, us per kernel: kiln op by op {launch['eager_us_per_kernel']:.2f}, "
+              f"kiln run {launch['run_us_per_kernel']:.2f}, "
               f"kiln replay (CUDA graph) {launch['replay_us_per_kernel']:.2f}, PyTorch eager "
               f"{launch['torch_eager_us_per_op']:.2f}, PyTorch CUDA graph {launch['torch_graph_us_per_op']:.2f} "
               f"(check: kiln {launch['check']}, PyTorch {launch['torch_check']})")
