@@ -108,10 +108,10 @@ std::map<std::string, Tensor> Plan::replay(Engine& engine, const std::map<std::s
                                            const std::map<std::string, TensorView>& outputs) const {
   detail::PlanImpl::Replay& r = *impl_->replay;
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (r.engine != &engine) {  // a graph belongs to one context
+  if (r.context.lock() != engine.impl().context) {  // a graph belongs to one engine's context
     r.graph.reset();
     r.arena = Tensor();
-    r.engine = &engine;
+    r.context = engine.impl().context;
   }
   BoundRun run = bind_run(*impl_, engine, inputs, outputs, r.arena);
   std::vector<std::unique_ptr<LaunchParams>> params;

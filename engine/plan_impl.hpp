@@ -14,6 +14,7 @@
 #include "engine/elementwise.hpp"
 #include "engine/fusion.hpp"
 #include "engine/rows.hpp"
+#include "engine/runtime/context.hpp"
 #include "engine/runtime/graph.hpp"
 
 namespace kiln {
@@ -30,7 +31,7 @@ class PlanImpl {
   /// the parameters of each node as last set; the arena its intermediates live in.
   struct Replay {
     std::mutex mutex;
-    const void* engine = nullptr;
+    std::weak_ptr<runtime::Context> context;  ///< of the engine it was built for
     std::vector<std::string> kernels;
     std::vector<std::vector<unsigned char>> params;
     std::unique_ptr<runtime::KernelGraph> graph;
