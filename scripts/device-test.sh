@@ -13,8 +13,8 @@ export PATH="/usr/local/cuda/bin:$PATH"
 status=0
 what="${1:-all}"
 FUZZ_SEEDS="${FUZZ_SEEDS:-0:1000}"        # GPU fuzz range; FUZZ_TIMEOUT bounds it
-FUZZ_TIMEOUT="${FUZZ_TIMEOUT:-300}"
-FUZZ_SANITIZE="${FUZZ_SANITIZE:-0:100}"  # sample run again under memcheck ("none": skip)
+FUZZ_TIMEOUT="${FUZZ_TIMEOUT:-120}"
+FUZZ_SANITIZE="${FUZZ_SANITIZE:-0:32}"  # sample run again under memcheck ("none": skip)
 step() { echo; echo "=== $1"; }
 
 step "build"
