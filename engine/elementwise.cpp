@@ -127,6 +127,19 @@ std::vector<unsigned char> KernelLaunch::args() const {
   return bytes;
 }
 
+LaunchParams::LaunchParams(const KernelLaunch& L)
+    : args_(L.args()), index32_(unsigned(L.index_arg)), index64_(L.index_arg) {
+  ptrs_[0] = args_.data();
+  ptrs_[1] = L.index64 ? static_cast<void*>(&index64_) : &index32_;
+}
+
+std::vector<unsigned char> LaunchParams::bytes() const {
+  std::vector<unsigned char> b = args_;
+  const auto* index = static_cast<const unsigned char*>(ptrs_[1]);
+  b.insert(b.end(), index, index + (ptrs_[1] == &index64_ ? sizeof index64_ : sizeof index32_));
+  return b;
+}
+
 KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
                                          const std::vector<TensorView>& outputs, const std::vector<TensorView>& inputs,
                                          std::vector<float> scalars, ElementwiseTunables tunables) {

@@ -39,6 +39,24 @@ struct KernelLaunch {
   std::vector<unsigned char> args() const;
 };
 
+/// A launch's two kernel parameters (the Args block, the Index) where cuLaunchKernel's (or a
+/// CUDA graph node's) pointers can point.
+class LaunchParams {
+ public:
+  explicit LaunchParams(const KernelLaunch& L);
+  LaunchParams(const LaunchParams&) = delete;
+  LaunchParams& operator=(const LaunchParams&) = delete;
+  void** pointers() { return ptrs_; }
+  /// Both parameters' bytes, to tell whether two launches of one kernel differ.
+  std::vector<unsigned char> bytes() const;
+
+ private:
+  std::vector<unsigned char> args_;
+  unsigned int index32_ = 0;
+  unsigned long long index64_ = 0;
+  void* ptrs_[2] = {nullptr, nullptr};
+};
+
 /// The iteration layout of a kernel over `shape`: unit dims dropped, dims coalesced, a vector
 /// width and an index width chosen. Slots: `outputs` outputs first, then inputs.
 struct LayoutPlan {

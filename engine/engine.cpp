@@ -104,11 +104,8 @@ void EngineImpl::launch(const LoadedKernel& k, unsigned grid, unsigned block, vo
 void EngineImpl::launch_kernel(const KernelLaunch& L) {
   if (L.groups == 0 || L.grid == 0) return;
   const LoadedKernel& k = prepare(L.spec);
-  std::vector<unsigned char> args = L.args();
-  unsigned int groups32 = unsigned(L.index_arg);
-  unsigned long long groups64 = L.index_arg;
-  void* params[] = {args.data(), L.index64 ? static_cast<void*>(&groups64) : &groups32};
-  launch(k, L.grid, L.block, params);
+  LaunchParams params(L);
+  launch(k, L.grid, L.block, params.pointers());
 }
 
 }  // namespace detail

@@ -7,7 +7,6 @@
 
 #include "engine/engine_impl.hpp"
 #include "engine/plan_impl.hpp"
-#include "engine/planner.hpp"
 #include "engine/runtime/context.hpp"
 
 namespace kiln {
@@ -41,7 +40,8 @@ BoundRun bind_run(const detail::PlanImpl& p, Engine& engine, const std::map<std:
     check_view(v, fmt::format("output '{}':", name));
   }
   engine.impl().require_device("running a plan");
-  const ArenaPlan memory = plan_arena(bound, p.groups);
+  ArenaPlan planned;  // the bound shapes' plan, when the graph has dynamic dims
+  const ArenaPlan& memory = p.arena ? *p.arena : (planned = plan_arena(bound, p.groups));
   BoundRun run;
   run.arena_bytes = memory.bytes;
   if (memory.bytes > 0 && (arena.view().data == 0 || std::int64_t(arena.bytes()) < memory.bytes)) {
@@ -73,26 +73,6 @@ BoundRun bind_run(const detail::PlanImpl& p, Engine& engine, const std::map<std:
   return run;
 }
 
-// The parameters of one launch, stored where cuLaunchKernel's pointers can point.
-struct LaunchParams {
-  std::vector<unsigned char> args;
-  unsigned int index32 = 0;
-  unsigned long long index64 = 0;
-  void* ptrs[2] = {nullptr, nullptr};
-
-  explicit LaunchParams(const KernelLaunch& L) : args(L.args()), index32(unsigned(L.index_arg)), index64(L.index_arg) {
-    ptrs[0] = args.data();
-    ptrs[1] = L.index64 ? static_cast<void*>(&index64) : &index32;
-  }
-  LaunchParams(const LaunchParams&) = delete;
-  std::vector<unsigned char> bytes() const {
-    std::vector<unsigned char> b = args;
-    b.insert(b.end(), reinterpret_cast<const unsigned char*>(ptrs[1]),
-             reinterpret_cast<const unsigned char*>(ptrs[1]) + (ptrs[1] == &index64 ? 8 : 4));
-    return b;
-  }
-};
-
 }  // namespace
 
 std::map<std::string, Tensor> Plan::run(Engine& engine, const std::map<std::string, TensorView>& inputs,
@@ -121,7 +101,7 @@ std::map<std::string, Tensor> Plan::replay(Engine& engine, const std::map<std::s
     if (L.groups == 0 || L.grid == 0) continue;
     const detail::LoadedKernel& k = engine.impl().prepare(L.spec);
     params.push_back(std::make_unique<LaunchParams>(L));
-    launches.push_back({k.module->function(), L.grid, L.block, params.back()->ptrs});
+    launches.push_back({k.module->function(), L.grid, L.block, params.back()->pointers()});
     kernels.push_back(fmt::format("{} {} {}", k.compiled->spec_id, L.grid, L.block));
   }
   runtime::ContextGuard guard(*engine.impl().context);

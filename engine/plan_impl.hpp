@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 
 #include "engine/elementwise.hpp"
 #include "engine/fusion.hpp"
+#include "engine/planner.hpp"
 #include "engine/rows.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/graph.hpp"
@@ -22,10 +24,13 @@ namespace detail {
 
 class PlanImpl {
  public:
-  PlanImpl(const Graph& g, bool fuse_ops) : graph(g), fused(fuse_ops), groups(fuse(g, fuse_ops)) {}
+  PlanImpl(const Graph& g, bool fuse_ops) : graph(g), fused(fuse_ops), groups(fuse(g, fuse_ops)) {
+    if (!dynamic()) arena = plan_arena(graph, groups);
+  }
   Graph graph;
   bool fused;
   std::vector<FusedGroup> groups;
+  std::optional<ArenaPlan> arena;  ///< planned once when no dim is dynamic, else per run
 
   /// Plan::replay's CUDA graph: built for one engine and one set of kernels (shapes, layouts);
   /// the parameters of each node as last set; the arena its intermediates live in.

@@ -29,12 +29,12 @@ struct RowKernel {
 /// The identity epilogue: the row op's value, stored as `dtype`.
 codegen::Body identity_epilogue(DType dtype);
 
-/// Specializes `k` over `shape` (the prologue's result shape). Throws ShapeError for
-/// outputs that do not fit.
 /// The heuristic threads per block for rows of `row_groups` vector groups: one per group, 32
 /// to 512 (the tuner's default).
 int default_row_block(std::int64_t row_groups);
 
+/// Specializes `k` over `shape` (the prologue's result shape). Throws ShapeError for
+/// outputs that do not fit.
 KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape);
 
 }  // namespace kiln
