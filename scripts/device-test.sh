@@ -52,6 +52,7 @@ fi
 first=${FUZZ_SEEDS%:*}; last=${FUZZ_SEEDS#*:}; procs=$(nproc); chunk=$(( (last - first + procs - 1) / procs ))
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true); [ "${gpus:-0}" -ge 1 ] || gpus=1  # processes spread over them
 mkdir -p "$OUT/fuzz"
+fuzz_start=$SECONDS
 for ((p = 0; p < procs; p++)); do
   a=$(( first + p * chunk )); b=$(( a + chunk < last ? a + chunk : last ))
   [ $a -lt $b ] || continue
@@ -59,6 +60,7 @@ for ((p = 0; p < procs; p++)); do
     --regressions "$OUT/fuzz" >"$OUT/fuzz/p$p.log" 2>&1 &
 done
 wait
+echo "fuzz: all processes done in $((SECONDS - fuzz_start)) s"
 cat "$OUT"/fuzz/p*.log > "$OUT/fuzz.log"
 grep -hE "FAILED|shrunk|stopped early" "$OUT/fuzz.log" | head -n 20
 awk -v gpus="$gpus" '/^fuzz: [0-9]+ graphs, [0-9]+ failures/ {g += $2; f += $4; n++}
@@ -78,14 +80,15 @@ fi
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
 step "compute-sanitizer racecheck on the row kernels (shared-memory reductions)"
-KILN_CACHE_DIR=$(mktemp -d) timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 \
+timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 \
   $bin/kiln_tests -tc="gpu: eager row ops*,gpu: random fused graphs*,gpu: regressions*" >"$OUT/racecheck.log" 2>&1
 rc=$?
 grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[doctest\] test cases" "$OUT/racecheck.log" | tail -n 3
 [ $rc -eq 0 ] || { status=1; echo "racecheck exit $rc"; tail -n 30 "$OUT/racecheck.log"; }
 
 step "compute-sanitizer memcheck on the GPU cases"
-KILN_CACHE_DIR=$(mktemp -d) timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 \
+# The suite's cache is warm: this times the kernels under memcheck, not NVRTC.
+timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 \
   $bin/kiln_tests -tc="gpu:*" -tce="*2^31*" >"$OUT/memcheck.log" 2>&1
 rc=$?
 grep -E "ERROR SUMMARY|^\[doctest\] test cases" "$OUT/memcheck.log" | tail -n 3

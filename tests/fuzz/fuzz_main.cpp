@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (done < last - first) fmt::print("fuzz: stopped early, after {} of {} graphs\n", done.load(), last - first);
+  fmt::print("fuzz: {} graphs in {:.0f} s\n", done.load(), seconds());
   fmt::print("fuzz: {} graphs, {} failures\n", done.load(), failures.load());
   return failures ? 1 : 0;
 }
