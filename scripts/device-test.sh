@@ -56,8 +56,10 @@ fuzz_start=$SECONDS
 for ((p = 0; p < procs; p++)); do
   a=$(( first + p * chunk )); b=$(( a + chunk < last ? a + chunk : last ))
   [ $a -lt $b ] || continue
-  CUDA_VISIBLE_DEVICES=$((p % gpus)) timeout -k 60 "$FUZZ_TIMEOUT" $bin/kiln_fuzz --seeds $a:$b -j 1 \
-    --regressions "$OUT/fuzz" >"$OUT/fuzz/p$p.log" 2>&1 &
+  { CUDA_VISIBLE_DEVICES=$((p % gpus)) timeout -k 60 "$FUZZ_TIMEOUT" $bin/kiln_fuzz --seeds $a:$b -j 1 \
+    --regressions "$OUT/fuzz" >"$OUT/fuzz/p$p.log" 2>&1
+    rc=$?; grep -qE "^fuzz: [0-9]+ graphs, " "$OUT/fuzz/p$p.log" ||
+      echo "fuzz: process $p (seeds $a:$b) ended without a report (exit $rc): $(grep "^fuzz: seed" "$OUT/fuzz/p$p.log" | tail -n 2 | tr '\n' ' ')"; } &
 done
 wait
 echo "fuzz: all processes done in $((SECONDS - fuzz_start)) s"

@@ -10,9 +10,16 @@
 
 namespace kiln::test {
 
+/// Host bytes of a graph's inputs, by name.
+using HostInputs = std::map<std::string, std::vector<unsigned char>>;
+
+/// Random values in [-3, 3] for every input of `g`, drawn from `rng` in node order (what
+/// check_on_gpu uses: the same rng state gives the same inputs).
+HostInputs random_inputs(const Graph& g, std::mt19937_64& rng);
+
 /// Values of every node, row-major over its shape: every node evaluated on the CPU in fp64
 /// from the inputs' (already rounded) values, with no rounding in between.
-std::vector<std::vector<double>> evaluate(const Graph& g, const std::map<std::string, std::vector<unsigned char>>& inputs);
+std::vector<std::vector<double>> evaluate(const Graph& g, const HostInputs& inputs);
 
 /// What the plan of `g` (fused or not) computes, kernel by kernel, in fp64: values inside a
 /// kernel are not rounded (the GPU keeps them in f32) except by casts; values a kernel writes
@@ -21,15 +28,27 @@ std::vector<std::vector<double>> evaluate(const Graph& g, const std::map<std::st
 /// every value read or computed also moves (before any rounding) by 2^-20 of its magnitude
 /// plus, for elementwise ops, of its largest operand's: in alternating directions along each
 /// row for 1, all up for 2, all down for 3, up only at even (4) or odd (5) node ids, random
-/// directions (seeded by `jitter`) otherwise.
-std::vector<std::vector<double>> evaluate_plan(const Graph& g, const std::map<std::string, std::vector<unsigned char>>& inputs,
-                                               bool fused, int jitter = 0);
+/// directions (seeded by `jitter`) otherwise. A row op's input row moves too, by 2^-22 of its
+/// element's magnitude plus the row's largest (its f32 sum, mean or max errs by that). With `only` >= 0, only that node moves.
+std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs& inputs,
+                                               bool fused, int jitter = 0, int only = -1);
+
+/// A plan's model and its jittered variants: the eight patterns of evaluate_plan, and, at each
+/// f16/bf16 rounding whose direction some pattern changed, that node alone moved up and down
+/// (a flip the patterns cancel downstream, e.g. through abs). sensitivity(o, i): how far
+/// element i of node o moves in any of them.
+struct PlanModel {
+  std::vector<std::vector<double>> model;
+  std::vector<std::vector<std::vector<double>>> jittered;
+  double sensitivity(int o, std::size_t i) const;
+};
+PlanModel model_plan(const Graph& g, const HostInputs& inputs, bool fused);
 
 /// Runs `g` on `e` (fused, and unfused too when `unfused`) on random inputs in [-3, 3], every
 /// output poisoned first, and compares each output with evaluate_plan's model of that plan,
 /// and the unfused outputs with the fused ones. Tolerance per element: the output dtype's
 /// relative tolerance (softmax outputs relative to 1/C) plus 4x how far the element moves in
-/// the eight jittered models (its sensitivity to the GPU's f32 arithmetic, including a
+/// model_plan's jittered models (its sensitivity to the GPU's f32 arithmetic, including a
 /// rounding that goes the other way). NaN and infinities where and only where the model has them (anything
 /// goes where a perturbation changes that). Returns the mismatches (a few per output and kind).
 std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng, bool unfused = false);

@@ -110,8 +110,19 @@ int main(int argc, char** argv) {
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);  // a run cut short by a timeout still shows what it found
   };
+  // What each worker is on, for the watchdog: a graph that runs long, or is under way when
+  // the run is stopped, is named (a killed process would otherwise leave no trace of it).
+  struct Busy {
+    std::atomic<long long> seed{-1};
+    std::atomic<double> since{0};
+  };
+  std::vector<Busy> busy(std::size_t(std::max(1, o.jobs)));
+  std::atomic<int> next_slot{0};
   auto work = [&](kiln::Engine& e) {
-    for (std::uint64_t seed; !g_stop && (seed = next++) < last;) {
+    Busy& me = busy[std::size_t(next_slot++)];
+    for (std::uint64_t seed; !g_stop && (seed = next++) < last; me.seed = -1) {
+      me.since = seconds();
+      me.seed = static_cast<long long>(seed);
       const kiln::Graph g = kiln::fuzz::random_graph(seed);
       const std::string why = check(e, g, seed, o.compile_only);
       if (const auto n = ++done; n % 250 == 0)
@@ -152,10 +163,30 @@ int main(int argc, char** argv) {
       next = last;  // stop the others
     }
   };
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    std::vector<long long> warned(busy.size(), -1);
+    bool stop_reported = false;
+    while (!finished) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      for (std::size_t i = 0; i < busy.size(); ++i) {
+        const long long seed = busy[i].seed;
+        const double age = seconds() - busy[i].since;
+        if (seed < 0) continue;
+        if ((g_stop && !stop_reported) || (age > 60 && warned[i] != seed)) {
+          say(fmt::format("fuzz: seed {} {} for {:.0f} s\n", seed, g_stop ? "under way when stopped, running" : "still running", age));
+          warned[i] = seed;
+        }
+      }
+      stop_reported = stop_reported || g_stop;
+    }
+  });
   std::vector<std::thread> pool;
   for (int j = 1; j < o.jobs; ++j) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
+  finished = true;
+  watchdog.join();
   if (!fatal.empty()) {
     fmt::print(stderr, "kiln_fuzz: {}\n", fatal);
     return 2;
