@@ -46,6 +46,21 @@ Graph random_graph(std::uint64_t seed) {
     }
     values.push_back(g.input(fmt::format("in{}", i), s, kFloatDTypes[rng() % 3]));
   }
+  // Broadcasting a reduced [n, 1] against [1, m] would make an n*m value: too big for the CPU
+  // reference of every jittered model. Such a draw is redrawn (seeds that never meet one keep
+  // the graphs they had).
+  auto fits = [&](std::initializer_list<Value> operands) {
+    Shape out;
+    for (const Value& v : operands) {
+      const Shape& s = g.node(v.id()).shape;
+      if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
+      for (std::size_t d = 0; d < s.size(); ++d) {
+        auto& e = out[out.size() - s.size() + d];
+        e = std::max(e, s[d]);
+      }
+    }
+    if (numel_of(out) > 4 * numel_of(base)) throw ShapeError("fuzz: broadcast too large");
+  };
   const int nodes = 1 + int(rng() % 30);
   for (int n = 0; n < nodes; ++n) {
     for (int attempt = 0; attempt < 8; ++attempt) {
@@ -57,9 +72,15 @@ Graph random_graph(std::uint64_t seed) {
         if (kind < 35) {
           values.push_back(apply(pick(kBounded), {a}));
         } else if (kind < 60) {
-          values.push_back(chance(25) ? apply(pick(kBinary), {a, double(int(rng() % 9) - 4) * 0.25}) : apply(pick(kBinary), {a, b}));
+          if (chance(25)) {
+            values.push_back(apply(pick(kBinary), {a, double(int(rng() % 9) - 4) * 0.25}));
+          } else {
+            fits({a, b});
+            values.push_back(apply(pick(kBinary), {a, b}));
+          }
         } else if (kind < 67) {
           const Value c = values[rng() % values.size()];
+          fits({a, b, c});
           values.push_back(apply("where", {apply(pick(kCompare), {a, 0.25}), b, c}));
         } else if (kind < 74) {
           Attrs at;
