@@ -66,10 +66,13 @@ def peer(r, with_compile):
     ok = err <= (1e-4 if r["dtype"] == "f32" else 2e-2)
     compile_us = None
     if with_compile:
-        # x_compile was several times below BENCH.md's peer figures when timed one call per
-        # event: print both ways and the graphs Dynamo made, to find out why.
+        # Timed both one call per event and amortized over 10, with the graphs Dynamo made.
+        # A fresh Dynamo and dynamic=False for each workload: otherwise the second shape of an
+        # op reuses a dynamic-shape graph ("0 graphs compiled" on 2026-11-22), not the
+        # specialized kernel a user of that one shape gets.
+        torch._dynamo.reset()
         before = dict(torch._dynamo.utils.counters["stats"])
-        compiled = torch.compile(f)
+        compiled = torch.compile(f, dynamic=False)
         single = median_us(lambda: compiled(*args))
         compile_us = median_us(lambda: compiled(*args), inner=10)
         graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"] - before.get("unique_graphs", 0)

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -112,8 +113,9 @@ std::string TuningDb::to_json() const {
 
 void TuningDb::save(const std::string& cache_dir) const {
   const std::string dir = cache_dir + "/tuning";
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    throw CacheError(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);  // the cache directory too, on a fresh machine
+  if (ec) throw CacheError(fmt::format("cannot create {}: {}", dir, ec.message()));
   write_file_atomically(path(cache_dir, gpu_), to_json(), 0600, "tuning records");
 }
 

@@ -16,6 +16,7 @@ void add_info(CLI::App& app, Command& run);
 void add_cache(CLI::App& app, Command& run);
 void add_precompile(CLI::App& app, Command& run);
 void add_graph_commands(CLI::App& app, Command& run);
+void add_tune(CLI::App& app, Command& run);
 
 /// "sm_80,sm_90a" -> {"sm_80", "sm_90a"}.
 std::vector<std::string> split_list(const std::string& s, char sep = ',');

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   kiln::tools::add_cache(app, run);
   kiln::tools::add_precompile(app, run);
   kiln::tools::add_graph_commands(app, run);
+  kiln::tools::add_tune(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

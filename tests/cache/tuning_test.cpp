@@ -1,7 +1,10 @@
 // Tuning records: round trip through the cache directory, merge, and refusal of another GPU's.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include <kiln/error.hpp>
 
@@ -68,4 +71,55 @@ TEST_CASE("tuning records: round trip, merge keeps the faster, another GPU's are
   std::ofstream(TuningDb::path(dir.path(), h100)) << "{\"gpu\": \"x\", \"records\": [{}]}";
   CHECK_THROWS_WITH_AS(TuningDb::load(dir.path(), h100), doctest::Contains("not a kiln tuning file"), kiln::CacheError);
   CHECK_THROWS_AS(TuningDb::parse("not json", "x.json"), kiln::CacheError);
+}
+
+TEST_CASE("kiln tune: --export and --import ship records; another GPU's are kept apart, never applied") {
+  kiln::test::TempDir dir;
+  const std::string env = "KILN_CACHE_DIR=" + (dir / "cache");
+  const std::string h100 = "NVIDIA H100 80GB HBM3";
+  TuningDb made(h100);
+  made.put(record(h100, "aaa", 10));
+  made.put(record(h100, "bbb", 20));
+  std::ofstream(dir / "from-farm.json") << made.to_json();
+
+  auto r = kiln::test::kiln_cli("tune --import " + (dir / "from-farm.json"), env);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("imported 2 records of 'NVIDIA H100 80GB HBM3' (2 new or faster)") != std::string::npos);
+  if (!kiln::test::has_gpu()) CHECK(r.output.find("not applied on this machine (no GPU here)") != std::string::npos);
+  CHECK(TuningDb::load(dir / "cache", h100).records().size() == 2);  // under the H100's own file
+
+  r = kiln::test::kiln_cli("tune --import " + (dir / "from-farm.json"), env);  // again: nothing new
+  CHECK(r.output.find("(0 new or faster)") != std::string::npos);
+
+  r = kiln::test::kiln_cli("tune --export " + (dir / "out.json") + " --gpu '" + h100 + "'", env);
+  CHECK(r.status == 0);
+  std::ifstream in(dir / "out.json");
+  const TuningDb back = TuningDb::parse(std::string(std::istreambuf_iterator<char>(in), {}), "out.json");
+  CHECK(back.gpu() == h100);
+  CHECK(back.records().size() == 2);
+  REQUIRE(back.find("bbb"));
+  CHECK(back.find("bbb")->winner_us == 20);
+
+  // Errors: one line, non-zero exit, nothing written.
+  r = kiln::test::kiln_cli("tune --export " + (dir / "none.json") + " --gpu 'NVIDIA H200'", env);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("no tuning records of 'NVIDIA H200'") != std::string::npos);
+  CHECK_FALSE(std::ifstream(dir / "none.json"));
+  std::ofstream(dir / "bad.json") << "{\"gpu\": 3}";
+  r = kiln::test::kiln_cli("tune --import " + (dir / "bad.json"), env);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("not a kiln tuning file") != std::string::npos);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+}
+
+TEST_CASE("kiln tune: without a GPU, a one-line error after checking the graph" * doctest::skip(kiln::test::has_gpu())) {
+  const std::string graph = std::string(KILN_SOURCE_DIR) + "/tests/regressions/seed-150-epilogue-reads-a-later-reduction.json";
+  auto r = kiln::test::kiln_cli("tune " + graph);
+  CHECK(r.status == 1);
+  CHECK(r.output.rfind("kiln: tune: no GPU here", 0) == 0);
+  CHECK(r.output.find("to time the 2 kernels of") != std::string::npos);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  r = kiln::test::kiln_cli("tune /nonexistent/g.json");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("cannot read graph file") != std::string::npos);
 }
