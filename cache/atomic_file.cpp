@@ -1,6 +1,7 @@
 #include "cache/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -27,6 +28,18 @@ void write_file_atomically(const std::string& path, std::string_view bytes, mode
     const int why = ok ? errno : e;
     ::unlink(tmp.c_str());
     throw CacheError(fmt::format("cannot write {} {}: {}", what, path, std::strerror(why)));
+  }
+}
+
+void make_dirs(const std::string& dir) {
+  std::string partial;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    partial = dir.substr(0, pos);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
+      throw CacheError(fmt::format("cannot create cache directory {}: {}; set KILN_CACHE_DIR to a writable place", partial, std::strerror(errno)));
   }
 }
 

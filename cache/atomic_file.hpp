@@ -1,6 +1,6 @@
 #pragma once
 // Whole-file writes that readers never see half done: a temp file beside the target, fsync,
-// rename over it.
+// rename over it; and the cache's directories.
 
 #include <string>
 #include <string_view>
@@ -12,5 +12,9 @@ namespace kiln::cache {
 /// Writes `bytes` to `path` atomically with permissions `mode`. CacheError naming `what` (e.g.
 /// "bundle") and the system's reason if any step fails; the temp file is removed then.
 void write_file_atomically(const std::string& path, std::string_view bytes, mode_t mode, const char* what);
+
+/// Creates `dir` and its missing parents, mode 0700 (the cache is private to its user).
+/// CacheError naming the first one that cannot be made.
+void make_dirs(const std::string& dir);
 
 }  // namespace kiln::cache

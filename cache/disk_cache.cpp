@@ -15,6 +15,8 @@
 
 #include <kiln/error.hpp>
 
+#include "cache/atomic_file.hpp"
+
 namespace kiln::cache {
 namespace {
 
@@ -23,18 +25,6 @@ constexpr const char* kTempPrefix = ".tmp-";
 constexpr std::uint64_t kMaxEntryBytes = 1ull << 30;
 
 std::string errno_text(int e) { return std::strerror(e); }
-
-void make_dirs(const std::string& dir) {
-  std::string partial;
-  std::size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    partial = dir.substr(0, pos);
-    if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
-      throw CacheError(fmt::format("cannot create cache directory {}: {}; set KILN_CACHE_DIR to a writable place", partial, errno_text(errno)));
-  }
-}
 
 // A file or directory must be ours and writable by nobody else.
 std::string ownership_problem(const struct stat& st) {

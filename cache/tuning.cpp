@@ -7,7 +7,6 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -112,10 +111,7 @@ std::string TuningDb::to_json() const {
 }
 
 void TuningDb::save(const std::string& cache_dir) const {
-  const std::string dir = cache_dir + "/tuning";
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);  // the cache directory too, on a fresh machine
-  if (ec) throw CacheError(fmt::format("cannot create {}: {}", dir, ec.message()));
+  make_dirs(cache_dir + "/tuning");  // the cache directory too, on a fresh machine
   write_file_atomically(path(cache_dir, gpu_), to_json(), 0600, "tuning records");
 }
 
