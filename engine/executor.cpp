@@ -27,7 +27,8 @@ BoundRun bind_run(const detail::PlanImpl& p, Engine& engine, const std::map<std:
   for (const auto& [name, v] : inputs)
     if (p.graph.find(name) < 0 || p.graph.node(p.graph.find(name)).op != "input")
       throw GraphError(fmt::format("'{}' is not an input of the graph", name));
-  const Graph bound = p.bind(inputs);  // checks the inputs before anything touches the GPU
+  Graph scratch;
+  const Graph& bound = p.bind(inputs, scratch);  // checks the inputs before anything touches the GPU
   for (const auto& [name, v] : inputs) check_view(v, fmt::format("input '{}':", name));
   for (const auto& [name, v] : outputs) {
     const int id = bound.find(name);
