@@ -46,15 +46,16 @@ Space elementwise_space() {
   return s;
 }
 
-Space rows_space(long long row_groups) {
+Space rows_space(long long row_groups, int vec) {
   Space s;
-  s.tunables = {{"block", {32, 64, 128, 256, 512, 1024}}};
-  s.fallback = {{"block", default_row_block(row_groups)}};
-  s.reject = [row_groups](const Candidate& c, const DeviceLimits& d) -> std::string {
+  s.tunables = {{"block", {32, 64, 128, 256, 512, 1024}}, {"items", {0, 1, 2, 4, 8, 16}}};
+  const RowTunables d = default_row_tunables(row_groups, vec);
+  s.fallback = {{"block", d.block}, {"items", d.items}};
+  s.reject = [row_groups, vec](const Candidate& c, const DeviceLimits& limits) -> std::string {
     const int block = c.at("block");
-    if (block > d.max_threads_per_block) return fmt::format("{} threads per block, the device allows {}", block, d.max_threads_per_block);
-    if (block > 32 && block / 2 >= row_groups) return fmt::format("{} threads for rows of {} groups: half would idle", block, row_groups);
-    return "";
+    if (block > limits.max_threads_per_block)
+      return fmt::format("{} threads per block, the device allows {}", block, limits.max_threads_per_block);
+    return reject_row_tunables({block, c.at("items")}, row_groups, vec);
   };
   return s;
 }

@@ -36,9 +36,10 @@ struct Space {
 
 /// The elementwise template: threads per block x groups per thread.
 Space elementwise_space();
-/// The row template for rows of `row_groups` vector groups: threads per block (a power of two
-/// from 32; more threads than groups in a row would idle).
-Space rows_space(long long row_groups);
+/// The row template for rows of `row_groups` groups of `vec` elements: threads per block and
+/// groups per thread in registers (0: streaming); candidates that do not cover a row, or
+/// would leave half their threads idle, are rejected.
+Space rows_space(long long row_groups, int vec);
 
 /// One candidate's run: its output bytes on fixed inputs, and its median time.
 struct Measurement {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <kiln/error.hpp>
 
 namespace kiln {
@@ -13,13 +15,37 @@ codegen::Body identity_epilogue(DType dtype) {
   return b;
 }
 
-int default_row_block(std::int64_t row_groups) {
-  int block = 32;
-  while (block < 512 && block * 2 <= row_groups) block *= 2;
-  return block;
+namespace {
+
+constexpr int kMaxItems = 16;  // rows.cuh's limit
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+RowTunables default_row_tunables(std::int64_t row_groups, int vec) {
+  const std::int64_t most = std::min<std::int64_t>(kMaxItems, std::max(1, 32 / vec));
+  const std::int64_t want = std::min<std::int64_t>(most, std::max(1, 16 / vec));
+  std::int64_t items = std::max<std::int64_t>(1, std::min(want, ceil_div(row_groups, 32)));
+  while (items < most && items * 1024 < row_groups) items = std::min(most, items * 2);
+  if (items * 1024 < row_groups) return {1024, 0};
+  return {int(std::max<std::int64_t>(32, ceil_div(ceil_div(row_groups, items), 32) * 32)), int(items)};
 }
 
-KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape) {
+std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec) {
+  if (t.block < 32 || t.block > 1024 || t.block % 32)
+    return fmt::format("{} threads per block: a row block is 32 to 1024 threads, whole warps", t.block);
+  if (t.items < 0 || t.items > kMaxItems) return fmt::format("{} groups per thread: 0 to {}", t.items, kMaxItems);
+  if (t.items * vec > 32) return fmt::format("{} values per thread in registers: at most 32", t.items * vec);
+  const std::int64_t per_pass = std::int64_t(t.block) * std::max(t.items, 1);
+  if (t.items > 0 && per_pass < row_groups)
+    return fmt::format("{} threads x {} groups do not cover a row of {} groups", t.block, t.items, row_groups);
+  if ((t.block > 32 || t.items > 1) && per_pass / 2 >= row_groups)
+    return fmt::format("{} threads x {} groups for rows of {} groups: half would idle", t.block, std::max(t.items, 1), row_groups);
+  return "";
+}
+
+KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape, RowTunables t) {
   if (shape.empty()) throw ShapeError(fmt::format("{}: a row op needs at least one axis", stem));
   if (k.prologue.results.size() != 1 || k.prologue.inputs.size() != k.inputs.size() ||
       int(k.scalars.size()) != k.prologue.scalars || k.epilogue.outputs.size() != k.outputs.size() ||
@@ -48,7 +74,11 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
     for (const TensorView& v : *group) views.push_back(&v);
   const LayoutPlan lp = plan_layout(views, outs.size(), shape, true, 0);
   const std::int64_t per_row = lp.dims.back().extent;
-  const int block = default_row_block(per_row);
+  if (t.block == 0) {
+    t = default_row_tunables(per_row, lp.vec);
+  } else if (std::string why = reject_row_tunables(t, per_row, lp.vec); !why.empty()) {
+    throw ArgumentError(fmt::format("{}: {}", stem, why));
+  }
 
   std::vector<std::string_view> extra_types;
   for (const TensorView& v : k.extras) extra_types.push_back(device_type_of(v.dtype));
@@ -58,15 +88,15 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
   L.index64 = lp.index64;
   L.vec = lp.vec;
   L.spec.source = "#include <kiln/rows.cuh>\n\n" + codegen::render_body(k.prologue) + "\n" + epilogue;
-  L.spec.expression = fmt::format("kiln::rows<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}>", k.op->functor,
+  L.spec.expression = fmt::format("kiln::rows<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}, {}>", k.op->functor,
                                   fmt::join(extra_types, ", "), lp.type(), lp.vec,
-                                  lp.index64 ? "unsigned long long" : "unsigned int", block);
+                                  lp.index64 ? "unsigned long long" : "unsigned int", t.block, t.items);
   L.spec.source = codegen::finish_source(L.spec.source, L.spec.expression);
   L.spec.options = {"-std=c++17"};
   L.spec.name = fmt::format("{}__r{}v{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "");
   L.groups = std::uint64_t(lp.groups);
   L.index_arg = std::uint64_t(per_row);
-  L.block = unsigned(block);
+  L.block = unsigned(t.block);
   L.grid = per_row ? unsigned(lp.groups / per_row) : 0;
   for (const TensorView* v : views) L.pointers.push_back(v->data);
   L.scalars = k.scalars;

@@ -29,12 +29,23 @@ struct RowKernel {
 /// The identity epilogue: the row op's value, stored as `dtype`.
 codegen::Body identity_epilogue(DType dtype);
 
-/// The heuristic threads per block for rows of `row_groups` vector groups: one per group, 32
-/// to 512 (the tuner's default).
-int default_row_block(std::int64_t row_groups);
+/// The row template's tunables (rows.cuh): threads per block, and groups of the row each thread
+/// keeps in registers (0: threads stride over the row and pass 2 reads it again).
+struct RowTunables {
+  int block = 0;  ///< 0: the heuristic default (with items)
+  int items = 0;
+};
+
+/// The heuristic default for rows of `row_groups` groups of `vec` elements: about 16 values
+/// per thread in registers (at most 32) and as many threads as that needs, 32 to 1024; rows too
+/// long for that stream with 1024 threads.
+RowTunables default_row_tunables(std::int64_t row_groups, int vec);
+
+/// Why `t` cannot run rows of `row_groups` groups of `vec` ("" if it can).
+std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec);
 
 /// Specializes `k` over `shape` (the prologue's result shape). Throws ShapeError for
-/// outputs that do not fit.
-KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape);
+/// outputs that do not fit, ArgumentError for tunables that cannot run this row.
+KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape, RowTunables tunables = {});
 
 }  // namespace kiln

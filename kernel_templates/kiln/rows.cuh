@@ -1,153 +1,25 @@
 #pragma once
 // The row template: one block per row of the last axis. A fused elementwise prologue (Body)
 // computes each element from the inputs; pass 1 folds the row into a statistic (Row::Stat)
-// with a block reduction; pass 2, for ops that write the row (softmax, norms), recomputes the
-// prologue, computes Row::apply(x, params, weight, bias) and passes it through a fused
-// elementwise epilogue (Epi, which reads it as x[Epi::Inputs::size]) to the outputs.
-// Reductions write Epi of one value per row.
+// with a block reduction; pass 2, for ops that write the row (softmax, norms), computes
+// Row::apply(x, params, weight, bias) and passes it through a fused elementwise epilogue (Epi,
+// which reads it as x[Epi::Inputs::size]) to the outputs. Reductions write Epi of one value
+// per row.
+//
+// Two strategies (Items): with Items > 0 each thread loads its Items groups of the row at once
+// and keeps the prologue's values in registers for pass 2 (the row is read from memory once;
+// Block * Items must cover the row); with Items == 0 threads stride over a row of any length
+// and pass 2 recomputes the prologue from memory (the row is in L2 by then, if it fits).
 //
 // Slots of the layout and of Args::p: Epi's outputs, Body's inputs, Extra (the norms' weight
 // and bias, [C]), then Epi's inputs. Scalars: Body's, eps, then Epi's. The layout's last Dim
 // is the row, in groups of V elements.
 
 #include <kiln/elementwise.cuh>
+#include <kiln/row_stats.cuh>
 
 namespace kiln {
 namespace row {
-
-__device__ __forceinline__ float inf() { return __int_as_float(0x7f800000); }
-
-// A Row has a per-thread accumulator (Local, local_init, local_add), the statistic it turns
-// into (Stat, to_stat) that merges across threads, and for ops that write the row the
-// per-row parameters of the output (params) and apply(x, params, weight, bias).
-
-struct Sum {
-  struct Stat { float s; };
-  using Local = Stat;
-  static constexpr bool kWritesRow = false;
-  __device__ static Stat init() { return {0.0f}; }
-  __device__ static Local local_init() { return init(); }
-  __device__ static void local_add(Local& a, float x) { a.s += x; }
-  __device__ static Stat to_stat(Local a) { return a; }
-  __device__ static Stat merge(Stat a, Stat b) { return {a.s + b.s}; }
-  __device__ static float finish(Stat a, float) { return a.s; }
-};
-
-struct Mean : Sum {
-  __device__ static float finish(Stat a, float n) { return a.s / n; }
-};
-
-// max/min propagate NaN, as PyTorch does.
-struct Max {
-  struct Stat { float m; };
-  using Local = Stat;
-  static constexpr bool kWritesRow = false;
-  __device__ static Stat init() { return {-inf()}; }
-  __device__ static Local local_init() { return init(); }
-  __device__ static Stat merge(Stat a, Stat b) { return {(b.m > a.m || b.m != b.m) ? b.m : a.m}; }
-  __device__ static void local_add(Local& a, float x) { a = merge(a, Stat{x}); }
-  __device__ static Stat to_stat(Local a) { return a; }
-  __device__ static float finish(Stat a, float) { return a.m; }
-};
-
-struct Min {
-  struct Stat { float m; };
-  using Local = Stat;
-  static constexpr bool kWritesRow = false;
-  __device__ static Stat init() { return {inf()}; }
-  __device__ static Local local_init() { return init(); }
-  __device__ static Stat merge(Stat a, Stat b) { return {(b.m < a.m || b.m != b.m) ? b.m : a.m}; }
-  __device__ static void local_add(Local& a, float x) { a = merge(a, Stat{x}); }
-  __device__ static Stat to_stat(Local a) { return a; }
-  __device__ static float finish(Stat a, float) { return a.m; }
-};
-
-constexpr float kLog2e = 1.4426950408889634f;
-
-// Online softmax statistic: running max m and sum of exp(x - m), one exp per element.
-struct SoftmaxStat {
-  struct Stat { float m, s; };
-  using Local = Stat;
-  struct Params { float m, inv_s; };
-  static constexpr bool kWritesRow = true;
-  __device__ static Stat init() { return {-inf(), 0.0f}; }
-  __device__ static Local local_init() { return init(); }
-  __device__ static void local_add(Local& a, float x) {
-    if (x != x || a.m != a.m) {  // NaN anywhere makes the whole row NaN, as in PyTorch
-      a.m = x + a.m;
-      return;
-    }
-    if (x > a.m) {
-      a.s = a.s * exp2f((a.m - x) * kLog2e) + 1.0f;
-      a.m = x;
-    } else if (x != -inf()) {
-      a.s += exp2f((x - a.m) * kLog2e);
-    }
-  }
-  __device__ static Stat to_stat(Local a) { return a; }
-  __device__ static Stat merge(Stat a, Stat b) {
-    if (b.m != b.m) return b;
-    if (a.m != a.m) return a;
-    const float m = fmaxf(a.m, b.m);
-    if (m == -inf()) return a;  // both empty (or all -inf so far)
-    return {m, a.s * exp2f((a.m - m) * kLog2e) + b.s * exp2f((b.m - m) * kLog2e)};
-  }
-  __device__ static Params params(Stat a, float, float) { return {a.m, 1.0f / a.s}; }
-};
-
-struct Softmax : SoftmaxStat {
-  __device__ static float apply(float x, Params p, float, float) { return exp2f((x - p.m) * kLog2e) * p.inv_s; }
-};
-
-struct LogSoftmax : SoftmaxStat {
-  __device__ static Params params(Stat a, float, float) { return {a.m + logf(a.s), 0.0f}; }
-  __device__ static float apply(float x, Params p, float, float) { return x - p.m; }
-};
-
-// Mean and M2: each thread sums x - k and (x - k)^2 around its first value k (accurate when k
-// is near the mean), then threads merge (n, mean, M2) pairwise (Chan et al.).
-struct LayerNorm {
-  struct Stat { float n, mean, m2; };
-  struct Local { float n, k, s1, s2; };
-  struct Params { float mean, rstd; };
-  static constexpr bool kWritesRow = true;
-  __device__ static Stat init() { return {0.0f, 0.0f, 0.0f}; }
-  __device__ static Local local_init() { return {0.0f, 0.0f, 0.0f, 0.0f}; }
-  __device__ static void local_add(Local& a, float x) {
-    if (a.n == 0.0f) a.k = x;
-    const float d = x - a.k;
-    a.n += 1.0f;
-    a.s1 += d;
-    a.s2 += d * d;
-  }
-  __device__ static Stat to_stat(Local a) {
-    if (a.n == 0.0f) return init();
-    const float mean_d = a.s1 / a.n;
-    return {a.n, a.k + mean_d, fmaxf(a.s2 - a.s1 * mean_d, 0.0f)};
-  }
-  __device__ static Stat merge(Stat a, Stat b) {
-    const float n = a.n + b.n;
-    if (n == 0.0f) return a;
-    const float d = b.mean - a.mean, f = b.n / n;
-    return {n, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f};
-  }
-  __device__ static Params params(Stat a, float, float eps) { return {a.mean, rsqrtf(a.m2 / a.n + eps)}; }
-  __device__ static float apply(float x, Params p, float w, float b) { return (x - p.mean) * p.rstd * w + b; }
-};
-
-struct RmsNorm {
-  struct Stat { float ss; };
-  using Local = Stat;
-  struct Params { float rstd; };
-  static constexpr bool kWritesRow = true;
-  __device__ static Stat init() { return {0.0f}; }
-  __device__ static Local local_init() { return init(); }
-  __device__ static void local_add(Local& a, float x) { a.ss += x * x; }
-  __device__ static Stat to_stat(Local a) { return a; }
-  __device__ static Stat merge(Stat a, Stat b) { return {a.ss + b.ss}; }
-  __device__ static Params params(Stat a, float n, float eps) { return {rsqrtf(a.ss / n + eps)}; }
-  __device__ static float apply(float x, Params p, float w, float b) { return x * p.rstd * w + b; }
-};
 
 /// The statistic of the whole block, in every thread.
 template <class Row, int Block>
@@ -181,46 +53,108 @@ __device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v)
   return total;
 }
 
+// Pass 2 for one group of V elements at offsets `off`: the prologue's values `x`, the row's
+// parameters, the weight and bias, then the epilogue, stored.
+template <class Row, class Epi, class Extra, class L, int V, int NO, int NI, class Index, int K>
+__device__ __forceinline__ void write_group(void* const* p, const Index (&off)[K], const float (&x)[V],
+                                            const typename Row::Params& params, const float* epi_scalars) {
+  constexpr int NE = Extra::size;
+  constexpr int NP = Epi::Inputs::size;
+  using Inner = typename L::Inner;
+  InputPacks<L, V, NO + NI + NE, typename Epi::Inputs> epi_raw;
+  epi_raw.load(p, off);
+  float w[V], b[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) w[i] = 1.0f, b[i] = 0.0f;
+  if constexpr (NE >= 1) {
+    using O = Operand<typename detail::TypeAt<0, Extra>::type, V, Inner::template stride<NO + NI>()>;
+    const auto r = O::load(p[NO + NI], off[NO + NI]);
+#pragma unroll
+    for (int i = 0; i < V; ++i) w[i] = O::value(r, i);
+  }
+  if constexpr (NE >= 2) {
+    using O = Operand<typename detail::TypeAt<1, Extra>::type, V, Inner::template stride<NO + NI + 1>()>;
+    const auto r = O::load(p[NO + NI + 1], off[NO + NI + 1]);
+#pragma unroll
+    for (int i = 0; i < V; ++i) b[i] = O::value(r, i);
+  }
+  float y[V][NO];
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    float e[NP + 1];
+    epi_raw.values(i, e);
+    e[NP] = Row::apply(x[i], params, w[i], b[i]);
+    Epi::apply(e, epi_scalars, y[i]);
+  }
+  StoreOutputs<0, typename Epi::Outputs, V>::run(p, off, y);
+}
+
 }  // namespace row
 
-template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block>
+template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block, int Items>
 __global__ void __launch_bounds__(Block)
     rows(const Args<Epi::Outputs::size + Body::Inputs::size + Extra::size + Epi::Inputs::size,
                     Body::scalars + 1 + Epi::scalars> args,
          Index groups_per_row) {
   static_assert(Block % 32 == 0 && Block <= 1024, "a row block is whole warps, at most 1024 threads");
+  static_assert(Items >= 0 && Items <= 16, "at most 16 groups per thread in registers");
   static_assert(Extra::size <= 2, "extra row inputs are weight and bias");
   constexpr int NO = Epi::Outputs::size;
   constexpr int NI = Body::Inputs::size;
-  constexpr int NE = Extra::size;
-  constexpr int NP = Epi::Inputs::size;
-  constexpr int K = NO + NI + NE + NP;
-  using Inner = typename L::Inner;
+  constexpr int K = NO + NI + Extra::size + Epi::Inputs::size;
   using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
   const Index row_first = Index(blockIdx.x) * groups_per_row;
   const float eps = args.s[Body::scalars];
   const float* epi_scalars = args.s + Body::scalars + 1;
   const float n = float(groups_per_row) * float(V);
-
-  // Pass 1: the statistic.
-  typename Row::Local local = Row::local_init();
-  for (Index j = threadIdx.x; j < groups_per_row; j += Block) {
-    Index off[K];
-    L::offsets(row_first + j, off);
-    Ins raw;
-    raw.load(args.p, off);
+  // The prologue's V values of the group at `off`, its inputs already loaded.
+  auto prologue = [&](const Ins& raw, float (&x)[V]) {
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      float x[NI > 0 ? NI : 1], y[1];
-      raw.values(i, x);
-      Body::apply(x, args.s, y);
-      Row::local_add(local, y[0]);
+      float in[NI > 0 ? NI : 1], y[1];
+      raw.values(i, in);
+      Body::apply(in, args.s, y);
+      x[i] = y[0];
+    }
+  };
+
+  // Pass 1: the statistic (and, with Items, the row's values in registers).
+  typename Row::Local local = Row::local_init();
+  float cached[Items > 0 ? Items : 1][V];
+  if constexpr (Items > 0) {
+    Ins raw[Items];
+#pragma unroll
+    for (int it = 0; it < Items; ++it) {  // every load issued before the first is used
+      const Index j = Index(it) * Block + threadIdx.x;
+      if (j < groups_per_row) {
+        Index off[K];
+        L::offsets(row_first + j, off);
+        raw[it].load(args.p, off);
+      }
+    }
+#pragma unroll
+    for (int it = 0; it < Items; ++it)
+      if (Index(it) * Block + threadIdx.x < groups_per_row) {
+        prologue(raw[it], cached[it]);
+#pragma unroll
+        for (int i = 0; i < V; ++i) Row::local_add(local, cached[it][i]);
+      }
+  } else {
+    for (Index j = threadIdx.x; j < groups_per_row; j += Block) {
+      Index off[K];
+      L::offsets(row_first + j, off);
+      Ins raw;
+      raw.load(args.p, off);
+      float x[V];
+      prologue(raw, x);
+#pragma unroll
+      for (int i = 0; i < V; ++i) Row::local_add(local, x[i]);
     }
   }
   const typename Row::Stat stat = row::block_reduce<Row, Block>(Row::to_stat(local));
 
   if constexpr (!Row::kWritesRow) {
-    static_assert(NP == 0, "a reduction's epilogue reads nothing but the row value");
+    static_assert(Epi::Inputs::size == 0, "a reduction's epilogue reads nothing but the row value");
     if (threadIdx.x == 0) {
       Index off[K];
       L::offsets(row_first, off);
@@ -229,41 +163,27 @@ __global__ void __launch_bounds__(Block)
       StoreOutputs<0, typename Epi::Outputs, 1>::run(args.p, off, y);
     }
   } else {
-    // Pass 2: recompute the prologue (the row is in L2 by now) and write the row.
     const typename Row::Params params = Row::params(stat, n, eps);
-    for (Index j = threadIdx.x; j < groups_per_row; j += Block) {
-      Index off[K];
-      L::offsets(row_first + j, off);
-      Ins raw;
-      raw.load(args.p, off);
-      InputPacks<L, V, NO + NI + NE, typename Epi::Inputs> epi_raw;
-      epi_raw.load(args.p, off);
-      float w[V], b[V];
+    if constexpr (Items > 0) {
 #pragma unroll
-      for (int i = 0; i < V; ++i) w[i] = 1.0f, b[i] = 0.0f;
-      if constexpr (NE >= 1) {
-        using O = Operand<typename detail::TypeAt<0, Extra>::type, V, Inner::template stride<NO + NI>()>;
-        const auto r = O::load(args.p[NO + NI], off[NO + NI]);
-#pragma unroll
-        for (int i = 0; i < V; ++i) w[i] = O::value(r, i);
+      for (int it = 0; it < Items; ++it) {
+        const Index j = Index(it) * Block + threadIdx.x;
+        if (j < groups_per_row) {
+          Index off[K];
+          L::offsets(row_first + j, off);
+          row::write_group<Row, Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], params, epi_scalars);
+        }
       }
-      if constexpr (NE >= 2) {
-        using O = Operand<typename detail::TypeAt<1, Extra>::type, V, Inner::template stride<NO + NI + 1>()>;
-        const auto r = O::load(args.p[NO + NI + 1], off[NO + NI + 1]);
-#pragma unroll
-        for (int i = 0; i < V; ++i) b[i] = O::value(r, i);
+    } else {  // recompute the prologue (the row is in L2 by now, if it fits)
+      for (Index j = threadIdx.x; j < groups_per_row; j += Block) {
+        Index off[K];
+        L::offsets(row_first + j, off);
+        Ins raw;
+        raw.load(args.p, off);
+        float x[V];
+        prologue(raw, x);
+        row::write_group<Row, Epi, Extra, L, V, NO, NI>(args.p, off, x, params, epi_scalars);
       }
-      float y[V][NO];
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        float x[NI > 0 ? NI : 1], p[1], e[NP + 1];
-        raw.values(i, x);
-        Body::apply(x, args.s, p);
-        epi_raw.values(i, e);
-        e[NP] = Row::apply(p[0], params, w[i], b[i]);
-        Epi::apply(e, epi_scalars, y[i]);
-      }
-      StoreOutputs<0, typename Epi::Outputs, V>::run(args.p, off, y);
     }
   }
 }

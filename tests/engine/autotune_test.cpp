@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engine/autotune.hpp"
+#include "engine/rows.hpp"
 
 using kiln::autotune::Candidate;
 
@@ -19,12 +20,16 @@ TEST_CASE("autotune: candidates honour the device's limits, the default first") 
   CHECK(fewer.front() == space.fallback);
   for (const Candidate& c : fewer) CHECK(c.at("block") <= 512);
 
-  const auto rows = kiln::autotune::rows_space(100);  // rows of 100 groups
-  CHECK(rows.fallback.at("block") == 64);
-  std::vector<int> blocks;
-  for (const Candidate& c : rows.candidates(big)) blocks.push_back(c.at("block"));
-  CHECK(blocks == std::vector<int>{64, 32, 128});  // 256 threads for 100 groups: half would idle
-  CHECK(kiln::autotune::rows_space(1).candidates(big).size() == 1);
+  // Rows of 100 groups of 4: the default keeps 4 groups per thread in 32 threads; no candidate
+  // leaves half its threads idle, leaves part of a row uncovered or holds more than 32 values.
+  const auto rows = kiln::autotune::rows_space(100, 4);
+  CHECK(rows.fallback == Candidate{{"block", 32}, {"items", 4}});
+  std::vector<std::pair<int, int>> got;
+  for (const Candidate& c : rows.candidates(big)) got.emplace_back(c.at("block"), c.at("items"));
+  CHECK(got == std::vector<std::pair<int, int>>{{32, 4}, {32, 0}, {64, 0}, {64, 2}, {128, 0}, {128, 1}});
+  CHECK(kiln::autotune::rows_space(1, 4).candidates(big).size() == 2);  // 32 threads, streaming or 1 group
+  small.max_threads_per_block = 64;
+  for (const Candidate& c : rows.candidates(small)) CHECK(c.at("block") <= 64);
 }
 
 TEST_CASE("autotune: the fastest candidate with the default's output wins; wrong ones are discarded") {
@@ -62,4 +67,32 @@ TEST_CASE("autotune: the fastest candidate with the default's output wins; wrong
     return m;
   };
   CHECK(kiln::autotune::tune(candidates, space.fallback, slow, same).winner == space.fallback);
+}
+
+TEST_CASE("rows: the default keeps rows in registers where they fit, and bad tunables say why") {
+  using kiln::RowTunables;
+  auto d = [](std::int64_t groups, int vec) {
+    const RowTunables t = kiln::default_row_tunables(groups, vec);
+    return std::pair<int, int>{t.block, t.items};
+  };
+  CHECK(d(1, 4) == std::pair<int, int>{32, 1});
+  CHECK(d(256, 4) == std::pair<int, int>{64, 4});      // f32 x 1024: 16 values per thread
+  CHECK(d(1024, 4) == std::pair<int, int>{256, 4});    // f32 x 4096
+  CHECK(d(512, 8) == std::pair<int, int>{256, 2});     // bf16 x 4096
+  CHECK(d(4096, 4) == std::pair<int, int>{1024, 4});   // f32 x 16384
+  CHECK(d(2048, 8) == std::pair<int, int>{1024, 2});   // bf16 x 16384
+  CHECK(d(4097, 1) == std::pair<int, int>{288, 16});   // an odd row, scalar loads
+  CHECK(d(16384, 4) == std::pair<int, int>{1024, 0});  // f32 x 65536: too long, streams
+  CHECK(d(8192, 8) == std::pair<int, int>{1024, 0});
+  for (std::int64_t groups : {1, 7, 33, 1000, 4097, 8192, 100000})
+    for (int vec : {1, 2, 4, 8}) {
+      const RowTunables t = kiln::default_row_tunables(groups, vec);
+      CAPTURE(groups);
+      CAPTURE(vec);
+      CHECK(kiln::reject_row_tunables(t, groups, vec) == "");
+    }
+  CHECK(kiln::reject_row_tunables({48, 1}, 40, 4).find("whole warps") != std::string::npos);
+  CHECK(kiln::reject_row_tunables({64, 1}, 100, 4).find("do not cover") != std::string::npos);
+  CHECK(kiln::reject_row_tunables({32, 16}, 512, 4).find("at most 32") != std::string::npos);
+  CHECK(kiln::reject_row_tunables({1024, 0}, 100, 4).find("idle") != std::string::npos);
 }
