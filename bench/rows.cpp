@@ -9,6 +9,7 @@
 
 #include <kiln/kiln.hpp>
 
+#include "bench/common.hpp"
 #include "ops/op.hpp"
 
 namespace {
@@ -20,14 +21,6 @@ struct Workload {
   kiln::DType dtype;
   bool masked;  // x*0.125 + mask prologue
 };
-
-std::vector<unsigned char> random_host(kiln::DType t, std::int64_t n, std::uint64_t seed) {
-  std::vector<unsigned char> h(std::size_t(n) * kiln::size_of(t));
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> d(-3, 3);
-  for (std::int64_t i = 0; i < n; ++i) kiln::store_element(t, d(rng), h.data() + i * kiln::size_of(t));
-  return h;
-}
 
 }  // namespace
 
@@ -44,8 +37,8 @@ int main() {
   for (const Workload& w : work) {
     const DType t = w.dtype;
     const std::int64_t n = w.rows * w.cols;
-    const auto hx = random_host(t, n, 1), hw = random_host(t, w.cols, 2), hb = random_host(t, w.cols, 3);
-    const auto hm = random_host(t, w.cols, 4);
+    const auto hx = kiln::bench::random_host(t, n, 1), hw = kiln::bench::random_host(t, w.cols, 2), hb = kiln::bench::random_host(t, w.cols, 3);
+    const auto hm = kiln::bench::random_host(t, w.cols, 4);
     kiln::Tensor x = e.from_host({w.rows, w.cols}, t, hx.data()), wt = e.from_host({w.cols}, t, hw.data()),
                  bt = e.from_host({w.cols}, t, hb.data()), mt = e.from_host({w.cols}, t, hm.data());
     kiln::Graph g;

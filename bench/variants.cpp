@@ -10,6 +10,7 @@
 #include <kiln/kiln.hpp>
 
 #include "engine/engine_impl.hpp"
+#include "bench/common.hpp"
 #include "ops/op.hpp"
 
 namespace {
@@ -21,22 +22,6 @@ struct SiluRcp { static constexpr int arity = 1;
 struct SiluFast { static constexpr int arity = 1;
   __device__ __forceinline__ static float apply(float x) { return __fdividef(x, 1.0f + __expf(-x)); } };
 )";
-
-std::vector<unsigned char> fetch(const kiln::Tensor& t) {
-  std::vector<unsigned char> h(t.bytes());
-  t.copy_to_host(h.data());
-  return h;
-}
-
-double max_diff(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, kiln::DType t) {
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size() / kiln::size_of(t); ++i) {
-    const double x = kiln::load_element(t, a.data() + i * kiln::size_of(t));
-    const double y = kiln::load_element(t, b.data() + i * kiln::size_of(t));
-    worst = std::max(worst, std::fabs(x - y) / std::max(1.0, std::fabs(x)));
-  }
-  return worst;
-}
 
 }  // namespace
 
@@ -59,7 +44,7 @@ int main() {
       std::vector<std::string> functors = {std::string(op.functor)};
       if (std::string(name) == "silu") functors = {"kiln::op::Silu", "SiluRcp", "SiluFast"};
       kiln::call_into(e, name, out, args);
-      const auto reference = fetch(out);
+      const auto reference = kiln::bench::fetch(out);
       for (const auto& functor : functors)
         for (int block : {128, 256, 512})
           for (int unroll : {1, 2, 4, 8}) {
@@ -76,7 +61,7 @@ int main() {
                                 (op.operands.size() == 3 ? std::size_t(n) : 0);
             fmt::print("{:<6} {:<5} {:<16} block {:>3} unroll {}  {:8.1f} us  {:6.0f} GB/s  diff {:.1e}\n", name,
                        kiln::name_of(t), functor, block, unroll, ms * 1e3, bytes / ms / 1e6,
-                       max_diff(reference, fetch(out), t));
+                       kiln::bench::max_diff(reference, kiln::bench::fetch(out), t));
           }
     }
   }

@@ -96,8 +96,10 @@ class PlanImpl {
     return v;
   }
 
-  // `g` gives the shapes (the bound graph when running, the graph itself when static).
-  KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g) const {
+  // `g` gives the shapes (the bound graph when running, the graph itself when static). `rows`:
+  // a row kernel's tunables (default: the heuristic's).
+  KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g,
+                          RowTunables rows = {}) const {
     auto views = [&](const std::vector<int>& ids) {
       std::vector<TensorView> out;
       for (int id : ids) out.push_back(values[std::size_t(id)]);
@@ -115,7 +117,7 @@ class PlanImpl {
     k.scalars = grp.scalars;
     k.epilogue_scalars = grp.epilogue_scalars;
     k.eps = ops::eps_of(g.node(grp.row_node).attrs);
-    return specialize_rows(k, grp.stem, g.node(grp.x).shape);
+    return specialize_rows(k, grp.stem, g.node(grp.x).shape, rows);
   }
 };
 

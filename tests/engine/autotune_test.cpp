@@ -78,9 +78,10 @@ TEST_CASE("rows: the default keeps rows in registers where they fit, and bad tun
   CHECK(d(1, 4) == std::pair<int, int>{32, 1});
   CHECK(d(256, 4) == std::pair<int, int>{64, 4});      // f32 x 1024: 16 values per thread
   CHECK(d(1024, 4) == std::pair<int, int>{256, 4});    // f32 x 4096
-  CHECK(d(512, 8) == std::pair<int, int>{256, 2});     // bf16 x 4096
+  CHECK(d(512, 8) == std::pair<int, int>{128, 4});     // bf16 x 4096: 32 values per thread
+  CHECK(d(128, 8) == std::pair<int, int>{32, 4});      // bf16 x 1024
   CHECK(d(4096, 4) == std::pair<int, int>{1024, 4});   // f32 x 16384
-  CHECK(d(2048, 8) == std::pair<int, int>{1024, 2});   // bf16 x 16384
+  CHECK(d(2048, 8) == std::pair<int, int>{512, 4});    // bf16 x 16384
   CHECK(d(4097, 1) == std::pair<int, int>{288, 16});   // an odd row, scalar loads
   CHECK(d(16384, 4) == std::pair<int, int>{1024, 0});  // f32 x 65536: too long, streams
   CHECK(d(8192, 8) == std::pair<int, int>{1024, 0});
