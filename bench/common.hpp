@@ -24,14 +24,19 @@ inline std::vector<unsigned char> fetch(const Tensor& t) {
   return h;
 }
 
-/// The largest difference of two outputs of dtype `t`, relative to max(1, |a|).
+/// The largest difference of two outputs of dtype `t`, relative to max(1, |a|); a NaN on one
+/// side only (or a size mismatch) is infinite, NaN on both sides agrees.
 inline double max_diff(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, DType t) {
-  double worst = a.size() == b.size() ? 0 : INFINITY;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()) / size_of(t); ++i) {
+  if (a.size() != b.size()) return INFINITY;
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size() / size_of(t); ++i) {
     const double x = load_element(t, a.data() + i * size_of(t));
     const double y = load_element(t, b.data() + i * size_of(t));
-    worst = std::max(worst, x == y ? 0.0 : std::fabs(x - y) / std::max(1.0, std::fabs(x)));  // NaN counts
-    if (x != x || y != y) worst = x != x && y != y ? worst : INFINITY;
+    if (std::isnan(x) || std::isnan(y)) {
+      if (std::isnan(x) != std::isnan(y)) return INFINITY;
+      continue;
+    }
+    if (x != y) worst = std::max(worst, std::fabs(x - y) / std::max(1.0, std::fabs(x)));
   }
   return worst;
 }

@@ -37,8 +37,8 @@ struct RowTunables {
 };
 
 /// The heuristic default for rows of `row_groups` groups of `vec` elements: about 64 bytes per
-/// thread in registers (16 f32 or 32 bf16 values; at most 32) and as many threads as that needs, 32 to 1024; rows too
-/// long for that stream with 1024 threads.
+/// thread in registers (16 f32 or 32 bf16 values; at most 32) and as many threads as that
+/// needs, 32 to 1024; rows too long for that stream with 1024 threads.
 RowTunables default_row_tunables(std::int64_t row_groups, int vec);
 
 /// Why `t` cannot run rows of `row_groups` groups of `vec` ("" if it can).
