@@ -22,9 +22,26 @@ struct Workload {
   bool masked;  // x*0.125 + mask prologue
 };
 
+// The workload as a graph: inputs x, and mask, w, b where it takes them.
+kiln::Graph workload_graph(const Workload& w) {
+  kiln::Graph g;
+  const kiln::DType t = w.dtype;
+  auto gx = g.input("x", {w.rows, w.cols}, t);
+  kiln::Value v = gx;
+  if (w.masked) v = gx * 0.125 + g.input("mask", {w.cols}, t);
+  std::vector<kiln::GraphArg> args = {v};
+  const std::string op = w.op;
+  if (op == "layer_norm" || op == "rms_norm") args.push_back(g.input("w", {w.cols}, t));
+  if (op == "layer_norm") args.push_back(g.input("b", {w.cols}, t));
+  g.output(kiln::apply(w.op, args));
+  return g;
+}
+
 }  // namespace
 
-int main() {
+// kiln_bench_rows [--save-graphs DIR]: the latter writes each workload's graph to DIR (for
+// `kiln tune`) instead of timing.
+int main(int argc, char** argv) {
   using kiln::DType;
   std::vector<Workload> work;
   for (DType t : {DType::f32, DType::bf16})
@@ -32,6 +49,13 @@ int main() {
       for (const char* op : {"softmax", "layer_norm", "rms_norm"}) work.push_back({op, op, R, C, t, false});
   work.push_back({"sum", "sum", 32768, 4096, DType::f32, false});
   work.push_back({"softmax(x*0.125+mask)", "softmax", 32768, 4096, DType::bf16, true});
+  if (argc == 3 && std::string(argv[1]) == "--save-graphs") {
+    for (std::size_t i = 0; i < work.size(); ++i)
+      workload_graph(work[i]).save(fmt::format("{}/rows{:02}_{}_{}_{}x{}.json", argv[2], i, work[i].masked ? "masked_softmax" : work[i].op,
+                                               kiln::name_of(work[i].dtype), work[i].rows, work[i].cols));
+    fmt::print("wrote {} graphs to {}\n", work.size(), argv[2]);
+    return 0;
+  }
 
   kiln::Engine e;
   for (const Workload& w : work) {
@@ -41,26 +65,12 @@ int main() {
     const auto hm = kiln::bench::random_host(t, w.cols, 4);
     kiln::Tensor x = e.from_host({w.rows, w.cols}, t, hx.data()), wt = e.from_host({w.cols}, t, hw.data()),
                  bt = e.from_host({w.cols}, t, hb.data()), mt = e.from_host({w.cols}, t, hm.data());
-    kiln::Graph g;
-    auto gx = g.input("x", {w.rows, w.cols}, t);
-    kiln::Value v = gx;
-    std::map<std::string, kiln::TensorView> ins = {{"x", x}};
-    if (w.masked) {
-      v = gx * 0.125 + g.input("mask", {w.cols}, t);
-      ins["mask"] = mt;
-    }
-    std::vector<kiln::GraphArg> args = {v};
-    if (std::string(w.op) == "layer_norm" || std::string(w.op) == "rms_norm") {
-      args.push_back(g.input("w", {w.cols}, t));
-      ins["w"] = wt;
-      if (std::string(w.op) == "layer_norm") {
-        args.push_back(g.input("b", {w.cols}, t));
-        ins["b"] = bt;
-      }
-    }
-    auto y = kiln::apply(w.op, args);
-    g.output(y);
-    const auto& out_node = g.node(y.id());
+    const kiln::Graph g = workload_graph(w);
+    const std::map<std::string, kiln::TensorView> all = {{"x", x}, {"mask", mt}, {"w", wt}, {"b", bt}};
+    std::map<std::string, kiln::TensorView> ins;
+    for (const auto& node : g.nodes())
+      if (node.op == "input") ins[node.name] = all.at(node.name);
+    const auto& out_node = g.node(g.outputs().at(0));
     kiln::Tensor out = e.empty(out_node.shape, t);
     out.fill_bytes(0xff);
     const kiln::Plan plan(g);
@@ -78,8 +88,7 @@ int main() {
     for (std::int64_t r = 0; r < w.rows; r += 16) {
       for (std::int64_t c = 0; c < w.cols; ++c)
         row[std::size_t(c)] = w.masked ? at(hx, r * w.cols + c) * 0.125 + at(hm, c) : at(hx, r * w.cols + c);
-      const bool affine = args.size() > 1;
-      op.row_reference(row.data(), w.cols, affine ? wv.data() : nullptr, args.size() > 2 ? bv.data() : nullptr, 1e-5, ref.data());
+      op.row_reference(row.data(), w.cols, ins.count("w") ? wv.data() : nullptr, ins.count("b") ? bv.data() : nullptr, 1e-5, ref.data());
       const std::int64_t outs_per_row = op.reduces ? 1 : w.cols;
       for (std::int64_t c = 0; c < outs_per_row; ++c) {
         const double want = ref[std::size_t(c)], have = at(got, r * outs_per_row + c);

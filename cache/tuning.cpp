@@ -1,12 +1,14 @@
 #include "cache/tuning.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -74,6 +76,21 @@ TuningDb TuningDb::load(const std::string& cache_dir, const std::string& gpu) {
   if (db.gpu() != gpu)
     throw CacheError(fmt::format("{} holds records of '{}', not '{}'; remove it", file, db.gpu(), gpu));
   return db;
+}
+
+std::vector<TuningDb> TuningDb::load_all(const std::string& cache_dir) {
+  std::vector<TuningDb> out;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(cache_dir + "/tuning", ec)) {
+    if (f.path().extension() != ".json") continue;
+    try {
+      std::ifstream in(f.path());
+      out.push_back(parse(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), f.path().string()));
+    } catch (const Error& e) {
+      spdlog::warn("kiln: {}", e.what());
+    }
+  }
+  return out;
 }
 
 const TuningRecord* TuningDb::find(const std::string& signature) const {

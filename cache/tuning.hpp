@@ -31,6 +31,8 @@ class TuningDb {
   /// The records of `gpu` in `cache_dir` (none if it has no file yet). CacheError if the file
   /// cannot be read or is malformed.
   static TuningDb load(const std::string& cache_dir, const std::string& gpu);
+  /// Every GPU's records in `cache_dir`; a file that cannot be read is skipped with a warning.
+  static std::vector<TuningDb> load_all(const std::string& cache_dir);
   /// Records exported by `to_json` (export files). CacheError if malformed, naming `origin`.
   static TuningDb parse(const std::string& text, const std::string& origin);
 

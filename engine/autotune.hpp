@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/kernel.hpp"
+
 namespace kiln::autotune {
 
-using Candidate = std::map<std::string, int>;  ///< tunable -> value
+using Candidate = Tunables;
 
 /// What bounds a launch on one device (read from the driver; defaults are the CUDA minimums).
 struct DeviceLimits {

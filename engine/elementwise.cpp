@@ -140,6 +140,16 @@ std::vector<unsigned char> LaunchParams::bytes() const {
   return b;
 }
 
+ElementwiseTunables elementwise_tunables(const Tunables& t, const std::string& stem) {
+  ElementwiseTunables e;
+  for (const auto& [name, value] : t) {
+    if (name == "block") e.block = value;
+    else if (name == "unroll") e.unroll = value;
+    else throw ArgumentError(fmt::format("{}: '{}' is not a tunable of the elementwise template (block, unroll)", stem, name));
+  }
+  return e;
+}
+
 KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
                                          const std::vector<TensorView>& outputs, const std::vector<TensorView>& inputs,
                                          std::vector<float> scalars, ElementwiseTunables tunables) {

@@ -23,6 +23,10 @@ struct ElementwiseTunables {
   int unroll = 0;  ///< groups per thread, all loaded before the first is used
 };
 
+/// `t`'s "block" and "unroll" (missing: 0, the default); ArgumentError naming `stem` for any
+/// other name.
+ElementwiseTunables elementwise_tunables(const Tunables& t, const std::string& stem);
+
 /// A specialized kernel (elementwise or row) and the arguments of its launch: the Args<P, S>
 /// block, then one Index (iterations for elementwise kernels, groups per row for row kernels).
 struct KernelLaunch {

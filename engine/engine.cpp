@@ -47,6 +47,14 @@ EngineImpl::EngineImpl(EngineOptions opts) : options(std::move(opts)) {
   const std::string record = !options.record.empty() ? options.record : record_env ? record_env : "";
   if (!record.empty()) recorder = std::make_unique<cache::ManifestRecorder>(record);
   cache_dir = cache->describe();
+  if (context && options.tuning && !env_flag("KILN_DISABLE_TUNING")) {
+    const std::string dir = options.cache_dir ? *options.cache_dir : cache::default_cache_dir();
+    try {
+      tuning = cache::TuningDb::load(dir, context->info().name);
+    } catch (const Error& e) {  // a bad records file costs speed, never a run
+      spdlog::warn("kiln: tuning records not used: {}", e.what());
+    }
+  }
 }
 
 EngineImpl::~EngineImpl() {

@@ -12,6 +12,7 @@
 
 #include "cache/kernel_cache.hpp"
 #include "cache/manifest.hpp"
+#include "cache/tuning.hpp"
 #include "engine/elementwise.hpp"
 #include "engine/compiler/headers.hpp"
 #include "engine/kernel.hpp"
@@ -51,6 +52,8 @@ class EngineImpl {
   std::unique_ptr<cache::KernelCache> cache;
   std::unique_ptr<cache::ManifestRecorder> recorder;  ///< KILN_RECORD / EngineOptions::record
   std::vector<KernelRecord> records;
+  /// This GPU's tuning records (none offline, with tuning off, or when the file is unreadable).
+  cache::TuningDb tuning{""};
 
  private:
   std::unordered_map<std::string, LoadedKernel> loaded_;  // by source + expression

@@ -20,6 +20,9 @@
 #include "ops/op.hpp"
 
 namespace kiln {
+namespace cache {
+class TuningDb;
+}
 
 /// One kernel of a plan.
 struct FusedGroup {
@@ -40,16 +43,21 @@ struct FusedGroup {
   std::vector<float> epilogue_scalars;
 };
 
+/// False when KILN_DISABLE_FUSION=1 (plans then run one kernel per op).
+bool fusion_enabled();
+
 /// Groups `graph`'s op nodes into kernels (one per op when `fuse` is false).
 std::vector<FusedGroup> fuse(const Graph& graph, bool fuse);
 
 /// The kernel specs of a graph's plan for its static shapes (what `kiln precompile G.json`
 /// compiles): inputs are contiguous and aligned unless `inputs` gives views (strides, a data
-/// address for the alignment) for some of them. GraphError if a dim is dynamic.
-std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true,
-                                   const std::map<std::string, TensorView>& inputs = {});
+/// address for the alignment) for some of them; kernels as `records` tuned them, if given.
+/// GraphError if a dim is dynamic.
+std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true, const std::map<std::string, TensorView>& inputs = {},
+                                   const cache::TuningDb* records = nullptr);
 
-/// Specs from a file: a graph (*.json) or a manifest (anything else).
-std::vector<KernelSpec> load_specs(const std::string& path);
+/// Specs from a file: a graph (*.json, tuned as `records` say, if given) or a manifest
+/// (anything else; its specs are already what ran).
+std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records = nullptr);
 
 }  // namespace kiln

@@ -2,10 +2,15 @@
 // The plain values that cross the stages of the pipeline:
 //   KernelSpec (source + instantiation) -> CompiledKernel (image + metadata) -> loaded module.
 
+#include <map>
 #include <string>
 #include <vector>
 
 namespace kiln {
+
+/// A template's tunable parameters by name ("block", "items", "unroll"); a missing one takes
+/// the template's heuristic default.
+using Tunables = std::map<std::string, int>;
 
 /// What to compile: a main source (which includes templates from the header table), the
 /// template instantiation to emit, and arch-free NVRTC options.

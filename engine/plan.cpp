@@ -1,12 +1,16 @@
 // Plans: a fused graph bound to tensors and launched on an engine.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 #include <kiln/graph.hpp>
 
 #include "cache/manifest.hpp"
+#include "engine/compiler/compiler.hpp"
 #include "engine/elementwise.hpp"
 #include "engine/engine_impl.hpp"
 #include "engine/fusion.hpp"
@@ -15,12 +19,28 @@
 
 namespace kiln {
 
-namespace {
+KernelLaunch detail::PlanImpl::specialize_tuned(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g,
+                                                const cache::TuningDb& records) const {
+  KernelLaunch L = specialize(grp, values, g);
+  if (records.records().empty() || L.groups == 0) return L;
+  const cache::TuningRecord* r = records.find(compiler::spec_id(L.spec));
+  if (!r) return L;
+  try {
+    return specialize(grp, values, g, r->winner);
+  } catch (const Error& e) {
+    static std::mutex mutex;
+    static std::set<std::string> warned;  // once per record, not once per run
+    std::lock_guard<std::mutex> lock(mutex);
+    if (warned.insert(r->signature).second)
+      spdlog::warn("kiln: the tuning record of {} does not fit it ({}); the default runs. Re-tune: kiln tune", L.spec.name, e.what());
+    return L;
+  }
+}
+
 bool fusion_enabled() {
   const char* v = std::getenv("KILN_DISABLE_FUSION");
   return !(v && *v && std::strcmp(v, "0") != 0);
 }
-}  // namespace
 
 Plan::Plan(const Graph& graph) : Plan(graph, fusion_enabled()) {}
 Plan::Plan(const Graph& graph, bool fuse_ops) : impl_(std::make_unique<detail::PlanImpl>(graph, fuse_ops)) {
@@ -36,9 +56,7 @@ std::vector<PlanKernel> Plan::kernels() const {
   std::vector<PlanKernel> out;
   for (const FusedGroup& grp : impl_->groups) {
     PlanKernel k;
-    for (int id : grp.steps) k.ops.push_back(impl_->graph.node(id).name);
-    if (grp.row) k.ops.push_back(impl_->graph.node(grp.row_node).name);
-    for (int id : grp.epilogue_steps) k.ops.push_back(impl_->graph.node(id).name);
+    k.ops = impl_->ops_of(grp);
     if (impl_->dynamic()) {
       k.name = grp.stem + "__dynamic";  // specialized when the dims are bound
     } else {
@@ -63,7 +81,8 @@ std::vector<KernelRecord> Plan::compile(Engine& engine) const {
   return records;
 }
 
-std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std::map<std::string, TensorView>& inputs) {
+std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std::map<std::string, TensorView>& inputs,
+                                   const cache::TuningDb* records) {
   const detail::PlanImpl p(graph, fuse_ops);
   if (p.dynamic()) throw GraphError("the graph has dynamic dims (\"?\"): give static shapes to precompile it");
   std::vector<TensorView> values;
@@ -78,15 +97,15 @@ std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std:
   }
   std::vector<KernelSpec> specs;
   for (const FusedGroup& grp : p.groups) {
-    const KernelLaunch L = p.specialize(grp, values, graph);
+    const KernelLaunch L = records ? p.specialize_tuned(grp, values, graph, *records) : p.specialize(grp, values, graph);
     if (L.groups) specs.push_back(L.spec);
   }
   return specs;
 }
 
-std::vector<KernelSpec> load_specs(const std::string& path) {
+std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records) {
   const bool graph = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-  return graph ? plan_specs(Graph::load(path)) : cache::read_manifest(path);
+  return graph ? plan_specs(Graph::load(path), fusion_enabled(), {}, records) : cache::read_manifest(path);
 }
 
 

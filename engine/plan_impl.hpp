@@ -12,6 +12,7 @@
 
 #include <kiln/graph.hpp>
 
+#include "cache/tuning.hpp"
 #include "engine/elementwise.hpp"
 #include "engine/fusion.hpp"
 #include "engine/planner.hpp"
@@ -88,6 +89,15 @@ class PlanImpl {
     return graph;
   }
 
+  // The names of the graph nodes `grp` fused, in order.
+  std::vector<std::string> ops_of(const FusedGroup& grp) const {
+    std::vector<std::string> ops;
+    for (int id : grp.steps) ops.push_back(graph.node(id).name);
+    if (grp.row) ops.push_back(graph.node(grp.row_node).name);
+    for (int id : grp.epilogue_steps) ops.push_back(graph.node(id).name);
+    return ops;
+  }
+
   // Views of contiguous, aligned stand-ins (data 0) for specializing without memory.
   static TensorView desc(const Graph::Node& n) {
     TensorView v;
@@ -96,16 +106,18 @@ class PlanImpl {
     return v;
   }
 
-  // `g` gives the shapes (the bound graph when running, the graph itself when static). `rows`:
-  // a row kernel's tunables (default: the heuristic's).
+  // `g` gives the shapes (the bound graph when running, the graph itself when static).
+  // `tunables`: the template's parameters (missing ones: the heuristic default).
   KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g,
-                          RowTunables rows = {}) const {
+                          const Tunables& tunables = {}) const {
     auto views = [&](const std::vector<int>& ids) {
       std::vector<TensorView> out;
       for (int id : ids) out.push_back(values[std::size_t(id)]);
       return out;
     };
-    if (!grp.row) return specialize_elementwise(grp.body, grp.stem, views(grp.outputs), views(grp.inputs), grp.scalars);
+    if (!grp.row)
+      return specialize_elementwise(grp.body, grp.stem, views(grp.outputs), views(grp.inputs), grp.scalars,
+                                    elementwise_tunables(tunables, grp.stem));
     RowKernel k;
     k.op = grp.row;
     k.prologue = grp.body;
@@ -117,8 +129,13 @@ class PlanImpl {
     k.scalars = grp.scalars;
     k.epilogue_scalars = grp.epilogue_scalars;
     k.eps = ops::eps_of(g.node(grp.row_node).attrs);
-    return specialize_rows(k, grp.stem, g.node(grp.x).shape, rows);
+    return specialize_rows(k, grp.stem, g.node(grp.x).shape, row_tunables(tunables, grp.stem));
   }
+
+  // The kernel as `records` (one GPU's) tuned it: the record whose signature is the default
+  // kernel's spec id, else the default. A record whose tunables no longer fit is ignored.
+  KernelLaunch specialize_tuned(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g,
+                                const cache::TuningDb& records) const;
 };
 
 }  // namespace detail

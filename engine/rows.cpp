@@ -23,6 +23,16 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 }  // namespace
 
+RowTunables row_tunables(const Tunables& t, const std::string& stem) {
+  RowTunables r;
+  for (const auto& [name, value] : t) {
+    if (name == "block") r.block = value;
+    else if (name == "items") r.items = value;
+    else throw ArgumentError(fmt::format("{}: '{}' is not a tunable of the row template (block, items)", stem, name));
+  }
+  return r;
+}
+
 RowTunables default_row_tunables(std::int64_t row_groups, int vec) {
   const std::int64_t most = std::min<std::int64_t>(kMaxItems, std::max(1, 32 / vec));
   // About 64 bytes of the row per thread at full width: 16 f32 or 32 bf16/f16 values (the
@@ -76,8 +86,9 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
     for (const TensorView& v : *group) views.push_back(&v);
   const LayoutPlan lp = plan_layout(views, outs.size(), shape, true, 0);
   const std::int64_t per_row = lp.dims.back().extent;
+  const RowTunables fallback = default_row_tunables(per_row, lp.vec);
   if (t.block == 0) {
-    t = default_row_tunables(per_row, lp.vec);
+    t = fallback;
   } else if (std::string why = reject_row_tunables(t, per_row, lp.vec); !why.empty()) {
     throw ArgumentError(fmt::format("{}: {}", stem, why));
   }
@@ -95,7 +106,9 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
                                   lp.index64 ? "unsigned long long" : "unsigned int", t.block, t.items);
   L.spec.source = codegen::finish_source(L.spec.source, L.spec.expression);
   L.spec.options = {"-std=c++17"};
-  L.spec.name = fmt::format("{}__r{}v{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "");
+  const bool tuned = t.block != fallback.block || t.items != fallback.items;
+  L.spec.name = fmt::format("{}__r{}v{}{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
+                            tuned ? fmt::format("_b{}i{}", t.block, t.items) : "");
   L.groups = std::uint64_t(lp.groups);
   L.index_arg = std::uint64_t(per_row);
   L.block = unsigned(t.block);

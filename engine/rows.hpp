@@ -36,6 +36,10 @@ struct RowTunables {
   int items = 0;
 };
 
+/// `t`'s "block" and "items" (missing: 0, the default); ArgumentError naming `stem` for any
+/// other name.
+RowTunables row_tunables(const Tunables& t, const std::string& stem);
+
 /// The heuristic default for rows of `row_groups` groups of `vec` elements: about 64 bytes per
 /// thread in registers (16 f32 or 32 bf16 values; at most 32) and as many threads as that
 /// needs, 32 to 1024; rows too long for that stream with 1024 threads.

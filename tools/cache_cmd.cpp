@@ -4,17 +4,12 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
-#include <set>
 
 #include <kiln/error.hpp>
 
 #include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
 #include "cache/manifest.hpp"
-#include "engine/fusion.hpp"
-#include "engine/compiler/compiler.hpp"
-#include "engine/runtime/context.hpp"
-#include "engine/runtime/driver.hpp"
 #include "tools/commands.hpp"
 
 namespace kiln::tools {
@@ -102,54 +97,6 @@ int pack(const cache::DiskCache* c, const CacheArgs& a) {
   return 0;
 }
 
-// For each kernel of a manifest: hit, or why it missed.
-int explain(const cache::DiskCache& c, const CacheArgs& a) {
-  std::string arch = a.arch;
-  if (arch.empty()) {
-    std::string why;
-    if (!runtime::device_available(&why)) throw ArgumentError("no GPU here to take the arch from; pass --arch (e.g. sm_90a)");
-    arch = runtime::Context(0).info().arch();
-  }
-  std::vector<cache::Bundle> bundles;
-  for (const std::string& b : cache::bundles_from_env()) bundles.push_back(cache::Bundle::open(b));
-  const auto entries = c.list();
-  int misses = 0;
-  for (const KernelSpec& spec : load_specs(a.manifest)) {
-    const cache::CacheKey key = compiler::key_of(spec, arch);
-    std::string verdict;
-    for (const auto& b : bundles)
-      if (verdict.empty() && b.find(key)) verdict = "hit (bundle " + b.path() + ")";
-    for (const auto& e : entries)
-      if (verdict.empty() && e.key == key.hex()) verdict = e.kernel ? "hit (disk)" : "miss: the entry is corrupt (" + e.problem + ")";
-    if (verdict.empty()) {
-      const std::string id = compiler::spec_id(spec), headers = compiler::headers_id(spec);
-      std::set<std::string> archs, nvrtcs;
-      bool other_headers = false;
-      auto near = [&](const CompiledKernel& k) {
-        if (k.spec_id != id) return;
-        if (k.arch != arch) archs.insert(k.arch);
-        else if (k.nvrtc_version != compiler::nvrtc_version()) nvrtcs.insert(k.nvrtc_version);
-        else if (k.headers_id != headers) other_headers = true;
-      };
-      for (const auto& e : entries)
-        if (e.kernel) near(*e.kernel);
-      for (const auto& b : bundles)
-        for (const auto& item : b.items()) near(item.kernel);
-      std::vector<std::string> reasons;
-      if (!archs.empty()) reasons.push_back(fmt::format("compiled only for other archs ({})", fmt::join(archs, ", ")));
-      if (!nvrtcs.empty()) reasons.push_back(fmt::format("compiled by another NVRTC version ({})", fmt::join(nvrtcs, ", ")));
-      if (other_headers) reasons.push_back("compiled from other template or CUDA header bytes (another kiln or toolkit build)");
-      int other_format = 0;
-      for (const auto& e : entries) other_format += e.problem.find("format version") != std::string::npos;
-      if (other_format) reasons.push_back(fmt::format("{} entries of another format version cannot be read", other_format));
-      verdict = "miss: " + (reasons.empty() ? std::string("no entry") : fmt::format("{}", fmt::join(reasons, "; ")));
-      ++misses;
-    }
-    fmt::print("{:<30} {:<7} {}\n", spec.name, arch, verdict);
-  }
-  return misses ? 1 : 0;
-}
-
 }  // namespace
 
 void add_cache(CLI::App& app, Command& run) {
@@ -182,7 +129,7 @@ void add_cache(CLI::App& app, Command& run) {
       if (*stats_cmd) return stats(c);
       if (*verify_cmd) return verify(c);
       if (*pack_cmd) return pack(&c, *args);
-      if (*explain_cmd) return explain(c, *args);
+      if (*explain_cmd) return cache_explain(c, args->manifest, args->arch);
       if (*gc_cmd) {
         std::uint64_t cap = cache::default_max_bytes();
         if (!args->max_bytes.empty()) {

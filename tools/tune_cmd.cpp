@@ -1,10 +1,14 @@
-// kiln tune G.json|MANIFEST [--budget-s N]      tune a plan's kernels on this machine's GPU
+// kiln tune G.json... [--budget-s N]            tune the plans' kernels on this machine's GPU
 // kiln tune --export FILE [--gpu NAME]           write one GPU's tuning records to FILE
 // kiln tune --import FILE                        merge records from FILE into the cache directory
 // Records belong to one GPU name: importing another GPU's keeps them in that GPU's file, where
 // they are never applied to this one.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 
@@ -14,6 +18,7 @@
 #include "cache/disk_cache.hpp"
 #include "cache/tuning.hpp"
 #include "engine/fusion.hpp"
+#include "engine/tuner.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/driver.hpp"
 #include "tools/commands.hpp"
@@ -22,7 +27,7 @@ namespace kiln::tools {
 namespace {
 
 struct TuneArgs {
-  std::string graph;
+  std::vector<std::string> graphs;
   double budget_s = 0;
   std::string export_file;
   std::string import_file;
@@ -72,18 +77,81 @@ int run_export(const TuneArgs& a, const std::string& dir) {
   return 0;
 }
 
+// One line per kernel: a bar on a terminal (rewritten per candidate), plain lines in a log.
+class Progress {
+ public:
+  explicit Progress(int kernels) : kernels_(kernels), tty_(isatty(STDERR_FILENO)) {}
+  void operator()(const std::string& kernel, int candidate, int candidates) {
+    if (candidate == 0) ++kernel_;
+    if (!tty_ && candidate != 0) return;
+    const int width = 20, filled = width * (candidate + 1) / std::max(candidates, 1);
+    fmt::print(stderr, "{}tune [{}/{}] [{}{}] {}/{} {}{}", tty_ ? "\r\033[K" : "", kernel_, kernels_, std::string(std::size_t(filled), '#'),
+               std::string(std::size_t(width - filled), '.'), candidate + 1, candidates, kernel, tty_ ? "" : "\n");
+    std::fflush(stderr);
+  }
+  void done() const {
+    if (tty_ && kernel_) fmt::print(stderr, "\n");
+  }
+
+ private:
+  int kernels_, kernel_ = 0;
+  bool tty_;
+};
+
 int run_tune(const TuneArgs& a, const std::string& dir) {
   if (!a.export_file.empty() && !a.import_file.empty()) throw ArgumentError("--export and --import: give one of them");
   if (!a.import_file.empty()) return run_import(a, dir);
   if (!a.export_file.empty()) return run_export(a, dir);
-  if (a.graph.empty()) throw ArgumentError("nothing to tune: give a graph or manifest (or --export/--import FILE)");
-  const std::size_t kernels = load_specs(a.graph).size();  // a bad file says so first
+  if (a.graphs.empty()) throw ArgumentError("nothing to tune: give graph files (or --export/--import FILE)");
+  std::vector<Graph> graphs;
+  int kernels = 0;
+  for (const std::string& path : a.graphs) {  // a bad file says so before any GPU work
+    if (path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0)
+      throw ArgumentError(fmt::format("{}: not a graph file (*.json); a manifest lists compiled kernels, not the graphs "
+                                      "that made them, so their candidates cannot be built: tune the graphs", path));
+    graphs.push_back(Graph::load(path));
+    kernels += int(plan_specs(graphs.back()).size());
+  }
   std::string why;
   if (local_gpu(&why).empty())
     throw CudaError(-1, "kiln tune", "no GPU",
-                    fmt::format("tune: no GPU here ({}) to time the {} kernels of {}: tuning times kernels on the GPU that will run them; run it "
-                                "there, then ship the records with `kiln tune --export` / `--import`", why, kernels, a.graph));
-  throw Error("tune: timing candidates on the GPU is not built yet (issue 5); records can be imported with --import");
+                    fmt::format("tune: no GPU here ({}) to time the {} kernels: tuning times kernels on the GPU that will run "
+                                "them; run it there, then ship the records with `kiln tune --export` / `--import`", why, kernels));
+  EngineOptions eo;
+  eo.cache_dir = dir;
+  Engine engine(eo);
+  cache::TuningDb db = cache::TuningDb::load(dir, engine.device_name());
+  autotune::TuneOptions to;
+  if (a.budget_s > 0)
+    to.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::int64_t(a.budget_s * 1e3));
+  Progress progress(kernels);
+  to.progress = [&](const std::string& k, int c, int n) { progress(k, c, n); };
+  std::set<std::string> done;
+  std::vector<autotune::KernelTuning> all;
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    for (autotune::KernelTuning& t : autotune::tune_graph(engine, graphs[i], to, done)) {
+      progress.done();
+      for (const std::string& line : t.result.log) fmt::print("{}: {}\n", t.kernel, line);
+      if (t.skipped.empty()) {
+        db.put(t.record);
+        db.save(dir);  // after every kernel: an interrupted run keeps what it measured
+      }
+      all.push_back(std::move(t));
+    }
+  }
+  fmt::print("\n{:<48} {:>5} {:>11} {:>11} {:>7}  {}\n", "kernel", "cands", "default us", "tuned us", "speedup", "winner");
+  int tuned = 0;
+  for (const autotune::KernelTuning& t : all) {
+    if (!t.skipped.empty()) {
+      fmt::print("{:<48} {:>5}  skipped: {}\n", t.kernel, t.candidates, t.skipped);
+      continue;
+    }
+    ++tuned;
+    fmt::print("{:<48} {:>5} {:>11.2f} {:>11.2f} {:>6.2f}x  {}\n", t.kernel, t.candidates, t.result.default_us, t.result.winner_us,
+               t.result.default_us / t.result.winner_us, autotune::describe(t.result.winner));
+  }
+  fmt::print("tune: {} kernels tuned on '{}'; records in {}\n", tuned, engine.device_name(), cache::TuningDb::path(dir, engine.device_name()));
+  return 0;
 }
 
 }  // namespace
@@ -91,8 +159,8 @@ int run_tune(const TuneArgs& a, const std::string& dir) {
 void add_tune(CLI::App& app, Command& run) {
   auto args = std::make_shared<TuneArgs>();
   auto* cmd = app.add_subcommand("tune", "Pick the fastest template parameters per kernel on this GPU; ship records");
-  cmd->add_option("graph", args->graph, "Graph file (*.json) or manifest whose kernels to tune");
-  cmd->add_option("--budget-s", args->budget_s, "Stop tuning after this many seconds");
+  cmd->add_option("graphs", args->graphs, "Graph files (*.json) whose kernels to tune");
+  cmd->add_option("--budget-s", args->budget_s, "Start no kernel after this many seconds (the rest keep their defaults)");
   cmd->add_option("--export", args->export_file, "Write the tuning records of one GPU (this one, or --gpu) to FILE");
   cmd->add_option("--import", args->import_file, "Merge tuning records from FILE (a --export file)");
   cmd->add_option("--gpu", args->gpu, "GPU name for --export (default: this machine's)");

@@ -34,6 +34,9 @@ Context::Context(int ordinal) {
   info_.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   info_.sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   info_.max_shared_per_block_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  info_.max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  info_.max_registers_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+  info_.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   KILN_CU_CHECK(d.cuDeviceTotalMem(&info_.total_memory, device_), object);
   KILN_CU_CHECK(d.cuDriverGetVersion(&info_.driver_version), object);
   KILN_CU_CHECK(d.cuDevicePrimaryCtxRetain(&ctx_, device_), object);

@@ -16,6 +16,9 @@ struct DeviceInfo {
   int cc_minor = 0;
   int sm_count = 0;
   int max_shared_per_block_optin = 0;
+  int max_threads_per_block = 0;
+  int max_registers_per_block = 0;
+  int l2_bytes = 0;
   std::size_t total_memory = 0;
   int driver_version = 0;
   /// The NVRTC target for this device: sm_90a on Hopper (arch-specific features), sm_86 etc.

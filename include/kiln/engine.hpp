@@ -31,6 +31,9 @@ struct EngineOptions {
   /// Append every specialization used to this manifest (also $KILN_RECORD), for
   /// `kiln precompile`.
   std::string record;
+  /// Apply this GPU's tuning records (`kiln tune`, in <cache dir>/tuning/) when specializing.
+  /// Also off when KILN_DISABLE_TUNING=1; never on an offline engine (no GPU to match).
+  bool tuning = true;
 };
 
 /// Counters of the kernel cache, for this engine.

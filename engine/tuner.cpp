@@ -1,0 +1,201 @@
+#include "engine/tuner.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "engine/compiler/compiler.hpp"
+#include "engine/engine_impl.hpp"
+#include "engine/plan_impl.hpp"
+#include "engine/precompile.hpp"
+
+namespace kiln::autotune {
+
+std::vector<unsigned char> random_host(DType t, std::int64_t n, std::uint64_t seed) {
+  std::vector<unsigned char> h(std::size_t(n) * size_of(t));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> d(-3, 3);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double v = d(rng);
+    store_element(t, t == DType::boolean ? double(v > 0) : v, h.data() + i * size_of(t));
+  }
+  return h;
+}
+
+double max_diff(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, DType t) {
+  if (a.size() != b.size()) return INFINITY;
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size() / size_of(t); ++i) {
+    const double x = load_element(t, a.data() + i * size_of(t));
+    const double y = load_element(t, b.data() + i * size_of(t));
+    if (std::isnan(x) || std::isnan(y)) {
+      if (std::isnan(x) != std::isnan(y)) return INFINITY;
+      continue;
+    }
+    if (x != y) worst = std::max(worst, std::fabs(x - y) / std::max(1.0, std::fabs(x)));
+  }
+  return worst;
+}
+
+double agreement_tolerance(DType t) {
+  switch (t) {
+    case DType::f32: return 1e-4;
+    case DType::f16: return 2e-3;
+    case DType::bf16: return 1e-2;
+    case DType::boolean: return 0;
+  }
+  return 0;
+}
+
+namespace {
+
+// A kernel's operands, `sets` times over: each set's views hold the same random inputs, and
+// timing runs cycle through the sets so that each run reads memory no earlier run left in L2.
+struct Buffers {
+  std::vector<std::vector<TensorView>> values;  // per set, indexed by node id like the plan's
+  std::vector<Tensor> tensors;
+  std::vector<Tensor> checked;  // set 0's outputs, in the group's order
+};
+
+Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp, int l2_bytes) {
+  std::vector<int> reads;
+  for (const std::vector<int>* ids : {&grp.inputs, &grp.extras, &grp.epilogue_inputs})
+    for (int id : *ids)
+      if (std::find(reads.begin(), reads.end(), id) == reads.end()) reads.push_back(id);
+  std::int64_t bytes = 0;
+  for (const std::vector<int>* ids : {static_cast<const std::vector<int>*>(&reads), &grp.outputs})
+    for (int id : *ids) bytes += numel_of(p.graph.node(id).shape) * std::int64_t(size_of(p.graph.node(id).dtype));
+  const std::int64_t sets = std::clamp<std::int64_t>((2 * std::int64_t(l2_bytes)) / std::max<std::int64_t>(bytes, 1) + 1, 1, 64);
+  Buffers b;
+  std::vector<TensorView> descs;
+  for (const auto& n : p.graph.nodes()) descs.push_back(detail::PlanImpl::desc(n));
+  std::map<int, std::vector<unsigned char>> host;
+  for (int id : reads) {
+    const auto& n = p.graph.node(id);
+    host[id] = random_host(n.dtype, numel_of(n.shape), std::uint64_t(id) + 1);
+  }
+  for (std::int64_t s = 0; s < sets; ++s) {
+    b.values.push_back(descs);
+    for (const std::vector<int>* ids : {static_cast<const std::vector<int>*>(&reads), &grp.outputs})
+      for (int id : *ids) {
+        const auto& n = p.graph.node(id);
+        b.tensors.push_back(ids == &reads ? engine.from_host(n.shape, n.dtype, host[id].data()) : engine.empty(n.shape, n.dtype));
+        b.values.back()[std::size_t(id)] = b.tensors.back().view();
+        if (s == 0 && ids == &grp.outputs) b.checked.push_back(b.tensors.back());
+      }
+  }
+  return b;
+}
+
+// Runs one candidate: its output on set 0 (poisoned first), then the median of event-timed
+// runs, each on the next set.
+Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp, Buffers& b,
+                          const Candidate& c, const TuneOptions& o) {
+  std::vector<std::unique_ptr<LaunchParams>> params;
+  KernelLaunch first;
+  for (const std::vector<TensorView>& values : b.values) {
+    KernelLaunch L = p.specialize(grp, values, p.graph, c);
+    params.push_back(std::make_unique<LaunchParams>(L));
+    if (params.size() == 1) first = std::move(L);
+  }
+  detail::EngineImpl& e = engine.impl();
+  const detail::LoadedKernel& k = e.prepare(first.spec);
+  engine.synchronize();
+  for (Tensor& t : b.checked) t.fill_bytes(0xff);
+  e.launch(k, first.grid, first.block, params[0]->pointers());
+  Measurement m;
+  for (const Tensor& t : b.checked) {
+    std::vector<unsigned char> h(t.bytes());
+    t.copy_to_host(h.data());
+    m.output.insert(m.output.end(), h.begin(), h.end());
+  }
+  std::size_t next = 0;
+  m.us = 1e3 * engine.time_median_ms([&] { e.launch(k, first.grid, first.block, params[next++ % params.size()]->pointers()); },
+                                     o.warmup, o.reps);
+  return m;
+}
+
+}  // namespace
+
+std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const TuneOptions& o, std::set<std::string>& done) {
+  engine.impl().require_device("tuning");
+  const detail::PlanImpl p(graph, fusion_enabled());
+  if (p.dynamic())
+    throw GraphError("the graph has dynamic dims (\"?\"): tuning measures exact shapes; give it with the shapes to tune");
+  const runtime::DeviceInfo& dev = engine.impl().context->info();
+  DeviceLimits limits;
+  limits.max_threads_per_block = dev.max_threads_per_block;
+  limits.max_registers_per_block = dev.max_registers_per_block;
+  std::vector<TensorView> descs;
+  for (const auto& n : graph.nodes()) descs.push_back(detail::PlanImpl::desc(n));
+  std::vector<KernelTuning> out;
+  for (const FusedGroup& grp : p.groups) {
+    KernelTuning t;
+    t.ops = p.ops_of(grp);
+    const KernelLaunch base = p.specialize(grp, descs, graph);
+    t.kernel = base.spec.name;
+    const std::string signature = compiler::spec_id(base.spec);
+    const Space space = grp.row ? rows_space(std::int64_t(base.index_arg), base.vec) : elementwise_space();
+    const std::vector<Candidate> candidates = space.candidates(limits);
+    t.candidates = int(candidates.size());
+    if (base.groups == 0) t.skipped = "no work (an empty tensor)";
+    else if (done.count(signature)) t.skipped = "the same kernel was tuned above";
+    else if (candidates.size() < 2) t.skipped = "only the default can run on this device";
+    else if (o.deadline && std::chrono::steady_clock::now() > *o.deadline) t.skipped = "the time budget ran out";
+    if (!t.skipped.empty()) {
+      out.push_back(std::move(t));
+      continue;
+    }
+    // Compile every candidate at once (NVRTC on every core) into the cache; a candidate that
+    // does not compile fails again when measured, and is discarded there.
+    std::vector<KernelSpec> specs;
+    for (const Candidate& c : candidates) specs.push_back(p.specialize(grp, descs, graph, c).spec);
+    PrecompileOptions po;
+    po.archs = {engine.arch()};
+    precompile_specs(specs, po, *engine.impl().cache);
+
+    Buffers buffers = make_buffers(engine, p, grp, dev.l2_bytes);
+    int index = 0;
+    const Measure measure = [&](const Candidate& c) {
+      if (o.progress) o.progress(t.kernel, index++, t.candidates);
+      return run_candidate(engine, p, grp, buffers, c, o);
+    };
+    const Agree agree = [&](const std::vector<unsigned char>& got, const std::vector<unsigned char>& want) {
+      if (got.size() != want.size()) return false;
+      std::size_t at = 0;
+      for (int id : grp.outputs) {
+        const auto& n = graph.node(id);
+        const std::size_t bytes = std::size_t(numel_of(n.shape)) * size_of(n.dtype);
+        const std::vector<unsigned char> a(want.begin() + long(at), want.begin() + long(at + bytes)),
+            b(got.begin() + long(at), got.begin() + long(at + bytes));
+        if (!(max_diff(a, b, n.dtype) <= agreement_tolerance(n.dtype))) return false;
+        at += bytes;
+      }
+      return true;
+    };
+    t.result = tune(candidates, space.fallback, measure, agree);
+    const auto& shaped = graph.node(grp.row ? grp.x : grp.outputs.at(0));
+    cache::TuningRecord& r = t.record;
+    r.signature = signature;
+    r.kernel = t.kernel;
+    r.shape_class = fmt::format("exact {}, contiguous, 16-byte aligned", to_string(shaped.shape));
+    r.dtype = name_of(shaped.dtype);
+    r.gpu = dev.name;
+    r.arch = engine.arch();
+    r.sm_count = dev.sm_count;
+    r.driver = fmt::format("{}.{}", dev.driver_version / 1000, dev.driver_version % 1000 / 10);
+    r.winner = t.result.winner;
+    r.winner_us = t.result.winner_us;
+    r.default_us = t.result.default_us;
+    done.insert(signature);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace kiln::autotune

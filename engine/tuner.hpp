@@ -1,0 +1,60 @@
+#pragma once
+// Tuning a graph's kernels on this machine's GPU (`kiln tune`): every candidate of a kernel's
+// space is compiled in parallel into the cache, run on random inputs, checked against the
+// default's output (autotune::tune discards one that differs) and timed with events, the
+// inputs rotated through enough copies that no run finds them in L2. The winner becomes a
+// tuning record for this GPU.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <kiln/kiln.hpp>
+
+#include "cache/tuning.hpp"
+#include "engine/autotune.hpp"
+
+namespace kiln::autotune {
+
+struct TuneOptions {
+  int warmup = 3;
+  int reps = 20;  ///< events per candidate; the median counts
+  /// No kernel starts after this (none: no limit).
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  /// Called before each candidate runs: the kernel, the candidate's index (0: the default) and
+  /// how many there are.
+  std::function<void(const std::string& kernel, int candidate, int candidates)> progress;
+};
+
+/// What tuning one kernel of a plan did.
+struct KernelTuning {
+  std::string kernel;            ///< the default kernel's name
+  std::vector<std::string> ops;  ///< the graph nodes it fused
+  int candidates = 0;            ///< those the device can launch, the default included
+  std::string skipped;           ///< why it was not tuned ("" when it was)
+  Result result;                 ///< times and the log of every candidate, when tuned
+  cache::TuningRecord record;    ///< when tuned
+};
+
+/// Tunes every kernel of `graph`'s plan on `engine`'s GPU (CudaError offline). Tuning needs
+/// exact shapes: GraphError if a dim is dynamic. A kernel whose signature is in `done` is
+/// skipped (a graph seen before); each one tuned is added.
+std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const TuneOptions& options,
+                                     std::set<std::string>& done);
+
+/// `n` random values of dtype `t` from `seed`: uniform in [-3, 3]; bool: 0 or 1.
+std::vector<unsigned char> random_host(DType t, std::int64_t n, std::uint64_t seed);
+
+/// The largest difference of two outputs of dtype `t`, relative to max(1, |a|); a NaN on one
+/// side only (or a size mismatch) is infinite, NaN on both sides agrees.
+double max_diff(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, DType t);
+
+/// How far a candidate's output may be from the default's: the sums run in another order, so
+/// about one rounding of `t` (f32 1e-4, f16 2e-3, bf16 1e-2; bool exact).
+double agreement_tolerance(DType t);
+
+}  // namespace kiln::autotune

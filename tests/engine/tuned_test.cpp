@@ -1,0 +1,181 @@
+// Tuning records in specialization: a record of this GPU picks the kernel's parameters, none
+// (or one that no longer fits) leaves the default; `kiln cache explain` names records of another
+// GPU that are not applied. And, on a GPU, `autotune::tune_graph` over real kernels.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <kiln/graph.hpp>
+
+#include "cache/tuning.hpp"
+#include "engine/compiler/compiler.hpp"
+#include "engine/fusion.hpp"
+#include "engine/rows.hpp"
+#include "engine/tuner.hpp"
+#include "tests/engine/reference.hpp"
+#include "tests/support.hpp"
+
+using kiln::DType;
+using kiln::Graph;
+using kiln::cache::TuningDb;
+using kiln::cache::TuningRecord;
+
+namespace {
+
+Graph softmax_graph(DType t, std::int64_t rows, std::int64_t cols) {
+  Graph g;
+  g.output(kiln::apply("softmax", {g.input("x", {rows, cols}, t) * 2.0}));
+  return g;
+}
+
+TuningRecord record_for(const kiln::KernelSpec& spec, const std::string& gpu, kiln::Tunables winner) {
+  TuningRecord r;
+  r.signature = kiln::compiler::spec_id(spec);
+  r.kernel = spec.name;
+  r.shape_class = "exact";
+  r.dtype = "f32";
+  r.gpu = gpu;
+  r.arch = "sm_90a";
+  r.sm_count = 132;
+  r.driver = "13.0";
+  r.winner = std::move(winner);
+  r.winner_us = 1;
+  r.default_us = 2;
+  return r;
+}
+
+// "block=128 items=4: 12.3 us, output checked" -> {block: 128, items: 4}
+kiln::Tunables parse_candidate(const std::string& line) {
+  kiln::Tunables t;
+  std::istringstream in(line.substr(0, line.find(':')));
+  for (std::string kv; in >> kv;) t[kv.substr(0, kv.find('='))] = std::stoi(kv.substr(kv.find('=') + 1));
+  return t;
+}
+
+const std::regex tuned_name("_b[0-9]+[iu][0-9]+$");  // what specialization appends to a tuned kernel's name
+
+}  // namespace
+
+TEST_CASE("tuning records: this GPU's record picks the parameters; none, or a stale one, leaves the default") {
+  const Graph g = softmax_graph(DType::f32, 64, 4096);  // 1024 groups of 4: default 256 threads x 4
+  const kiln::KernelSpec base = kiln::plan_specs(g).at(0);
+  CHECK(base.expression.find(", 256, 4>") != std::string::npos);
+
+  TuningDb db("GPU A");
+  CHECK(kiln::plan_specs(g, true, {}, &db).at(0).expression == base.expression);  // no record
+  db.put(record_for(base, "GPU A", {{"block", 128}, {"items", 8}}));
+  const kiln::KernelSpec tuned = kiln::plan_specs(g, true, {}, &db).at(0);
+  CHECK(tuned.expression.find(", 128, 8>") != std::string::npos);
+  CHECK(tuned.name == base.name + "_b128i8");
+
+  // A record for another kernel (other shape) does not apply here.
+  const kiln::KernelSpec other = kiln::plan_specs(softmax_graph(DType::f32, 64, 2048)).at(0);
+  CHECK(kiln::plan_specs(softmax_graph(DType::f32, 64, 2048), true, {}, &db).at(0).expression == other.expression);
+
+  // A record whose parameters no longer fit the kernel (hand-edited, or another kiln's): default.
+  db.put(record_for(base, "GPU A", {{"block", 32}, {"items", 1}}));  // does not cover a row
+  CHECK(kiln::plan_specs(g, true, {}, &db).at(0).expression == base.expression);
+  db.put(record_for(base, "GPU A", {{"threads", 128}}));  // not a tunable of the template
+  CHECK(kiln::plan_specs(g, true, {}, &db).at(0).expression == base.expression);
+}
+
+TEST_CASE("tunables by name: each template names its own, and refuses another's") {
+  Graph g;
+  auto a = g.input("a", {1000}, DType::f32);
+  g.output(kiln::apply("silu", {a * 3.0}));
+  const kiln::KernelSpec base = kiln::plan_specs(g).at(0);
+  TuningDb db("GPU A");
+  db.put(record_for(base, "GPU A", {{"block", 128}, {"unroll", 4}}));
+  const kiln::KernelSpec tuned = kiln::plan_specs(g, true, {}, &db).at(0);
+  CHECK(tuned.expression.find(", 128, 4>") != std::string::npos);
+  CHECK(tuned.name == base.name + "_b128u4");
+  db.put(record_for(base, "GPU A", {{"block", 128}, {"items", 4}}));  // a row tunable
+  CHECK(kiln::plan_specs(g, true, {}, &db).at(0).expression == base.expression);
+  CHECK_THROWS_WITH_AS(kiln::row_tunables({{"unroll", 2}}, "softmax_f32"), doctest::Contains("'unroll' is not a tunable of the row template"),
+                       kiln::ArgumentError);
+  CHECK_THROWS_WITH_AS(kiln::elementwise_tunables({{"items", 2}}, "add_f32"),
+                       doctest::Contains("'items' is not a tunable of the elementwise template"), kiln::ArgumentError);
+}
+
+TEST_CASE("kiln cache explain: a graph's kernels with another GPU's tuning records say they are not applied") {
+  kiln::test::TempDir dir;
+  const Graph g = softmax_graph(DType::bf16, 128, 1000);
+  g.save(dir / "g.json");
+  TuningDb other("NVIDIA H200");
+  other.put(record_for(kiln::plan_specs(g).at(0), "NVIDIA H200", {{"block", 64}, {"items", 4}}));
+  other.save(dir / "cache");
+  const auto r = kiln::test::kiln_cli("cache explain " + (dir / "g.json") + " --arch sm_90a", "KILN_CACHE_DIR=" + (dir / "cache"));
+  CAPTURE(r.output);
+  CHECK(r.status == 1);  // nothing compiled yet: a miss
+  const std::string here = kiln::test::has_gpu() ? "this GPU is '" : "no GPU here";
+  CHECK(r.output.find("a tuning record of 'NVIDIA H200' is not applied: " + here) != std::string::npos);
+  CHECK(TuningDb::load_all(dir / "cache").size() == 1);
+}
+
+TEST_CASE("gpu: tune_graph measures every candidate, keeps only those matching the default, and its records run right" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  kiln::test::TempDir dir;
+  kiln::EngineOptions o;
+  o.cache_dir = dir.path();
+  kiln::Engine e(o);
+  std::vector<Graph> graphs;
+  graphs.push_back(softmax_graph(DType::f32, 300, 777));
+  {
+    Graph g;
+    auto x = g.input("x", {96, 4096}, DType::bf16);
+    g.output(kiln::apply("layer_norm", {x + 1.0, g.input("w", {4096}, DType::bf16), g.input("b", {4096}, DType::bf16)}) * 0.5);
+    graphs.push_back(g);
+  }
+  {
+    Graph g;
+    auto a = g.input("a", {1 << 20}, DType::f16), b = g.input("b", {1 << 20}, DType::f16);
+    g.output(kiln::apply("silu", {a * b + 1.0}));
+    graphs.push_back(g);
+  }
+  TuningDb db(e.device_name());
+  std::set<std::string> done;
+  kiln::autotune::TuneOptions to;
+  to.reps = 5;
+  int progress = 0;
+  to.progress = [&](const std::string&, int, int) { ++progress; };
+  int measured = 0;
+  for (const Graph& g : graphs) {
+    const auto tuned = kiln::autotune::tune_graph(e, g, to, done);
+    REQUIRE(tuned.size() == 1);
+    const auto& t = tuned[0];
+    CAPTURE(t.kernel);
+    REQUIRE(t.skipped.empty());
+    CHECK(t.candidates >= 2);
+    CHECK(t.result.log.size() == std::size_t(t.candidates));  // one line per candidate
+    CHECK(t.result.log.at(0).find("(default)") != std::string::npos);
+    for (std::size_t i = 1; i < t.result.log.size(); ++i) CHECK(t.result.log[i].find("output checked") != std::string::npos);
+    CHECK(t.result.winner_us <= t.result.default_us);
+    CHECK(t.record.gpu == e.device_name());
+    CHECK(t.record.signature == kiln::compiler::spec_id(kiln::plan_specs(g).at(0)));
+    measured += t.candidates;
+    // Make the second candidate the winner, so the engine below surely runs a tuned kernel.
+    kiln::cache::TuningRecord r = t.record;
+    r.winner = parse_candidate(t.result.log.at(1));
+    CHECK(r.winner.size() == 2);
+    db.put(r);
+  }
+  CHECK(progress == measured);
+  // The same graph again: nothing to do.
+  CHECK(kiln::autotune::tune_graph(e, graphs[0], to, done).at(0).skipped == "the same kernel was tuned above");
+  db.save(dir.path());
+
+  kiln::Engine tuned_engine(o);  // reads the records
+  auto rng = kiln::test::make_rng(5);
+  for (const Graph& g : graphs)
+    for (const auto& f : kiln::test::check_on_gpu(tuned_engine, g, rng)) FAIL_CHECK(f);
+  int tuned_kernels = 0;
+  for (const auto& k : tuned_engine.kernels()) tuned_kernels += std::regex_search(k.name, tuned_name);
+  CHECK(tuned_kernels == 3);
+  o.tuning = false;
+  kiln::Engine plain(o);
+  for (const auto& f : kiln::test::check_on_gpu(plain, graphs[0], rng)) FAIL_CHECK(f);
+  for (const auto& k : plain.kernels()) CHECK_FALSE(std::regex_search(k.name, tuned_name));
+}
