@@ -2,6 +2,7 @@
 // Helpers the benchmark drivers share: random host data, fetching a tensor, comparing outputs
 // (the tuner's own, engine/tuner.hpp).
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <kiln/kiln.hpp>
@@ -12,6 +13,16 @@ namespace kiln::bench {
 
 using autotune::max_diff;
 using autotune::random_host;
+
+/// Microseconds per call of `fn` timed the way bench/run.py times PyTorch: the median over
+/// `reps` events of 10 back-to-back calls, over 10, so that the host's per-call work overlaps
+/// the GPU's as in an app's loop (one call per event would count it whole on every call).
+inline double per_call_us(Engine& e, const std::function<void()>& fn, int reps = 20) {
+  constexpr int kInner = 10;
+  return 1e3 * e.time_median_ms([&] {
+    for (int i = 0; i < kInner; ++i) fn();
+  }, 1, reps) / kInner;
+}
 
 inline std::vector<unsigned char> fetch(const Tensor& t) {
   std::vector<unsigned char> h(t.bytes());

@@ -12,6 +12,7 @@
 
 #include <kiln/kiln.hpp>
 
+#include "bench/common.hpp"
 #include "engine/runtime/driver.hpp"
 #include "ops/op.hpp"
 
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
     for (const Work& w : works) {
       out.fill_bytes(0xff);
       const auto& op = kiln::ops::find_op(w.name);
-      const double ms = e.time_median_ms([&] { kiln::call_into(e, w.name, out, w.args); }, 3, reps);
+      const double ms = 1e-3 * kiln::bench::per_call_us(e, [&] { kiln::call_into(e, w.name, out, w.args); }, reps);
       Host got{t, std::vector<unsigned char>(out.bytes())};
       out.copy_to_host(got.bytes.data());
       const double err = check(got, w.hosts, [&](const double* x) { return op.reference(x[0], x[1], x[2]); });
@@ -109,11 +110,11 @@ int main(int argc, char** argv) {
     }
     // silu(a*b + c) op by op: three kernels; useful bytes are what one fused kernel would move.
     out.fill_bytes(0xff);
-    const double ms = e.time_median_ms([&] {
+    const double ms = 1e-3 * kiln::bench::per_call_us(e, [&] {
       kiln::call_into(e, "mul", tmp1, {A, B});
       kiln::call_into(e, "add", tmp2, {tmp1, C});
       kiln::call_into(e, "silu", out, {tmp2});
-    }, 3, reps);
+    }, reps);
     Host got{t, std::vector<unsigned char>(out.bytes())};
     out.copy_to_host(got.bytes.data());
     auto rnd = [&](double v) {
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
     const std::map<std::string, kiln::TensorView> ins = {{"a", A}, {"b", B}, {"c", C}};
     const std::map<std::string, kiln::TensorView> outs = {{g.node(g.outputs()[0]).name, out}};
     out.fill_bytes(0xff);
-    const double fused_ms = e.time_median_ms([&] { plan.run(e, ins, outs); }, 3, reps);
+    const double fused_ms = 1e-3 * kiln::bench::per_call_us(e, [&] { plan.run(e, ins, outs); }, reps);
     out.copy_to_host(got.bytes.data());
     const double fused_err = check(got, {&a, &b, &c}, [&](const double* x) {
       const double s = x[0] * x[1] + x[2];

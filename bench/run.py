@@ -59,7 +59,7 @@ def workload_fn(r):
 
 def peer(r, with_compile):
     f, args = workload_fn(r)
-    eager_us = median_us(lambda: f(*args))
+    eager_us = median_us(lambda: f(*args), inner=10)  # as kiln's drivers time kiln (bench/common.hpp)
     ref = f(*(a.double() if a.is_floating_point() else a for a in args))
     floor = 1.0 / ref.shape[-1] if "softmax" in r["workload"] else 1.0
     err = ((f(*args).double() - ref).abs() / ref.abs().clamp(min=floor)).max().item()
@@ -110,7 +110,20 @@ def main():
     p.add_argument("--bin", default="build/bin", help="folder of the kiln_bench_* drivers")
     p.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "bench.json"))
     p.add_argument("--only", default="", help="comma-separated drivers: elementwise,rows,launch")
+    p.add_argument("--untuned-too", action="store_true",
+                   help="also time the row drivers with KILN_DISABLE_TUNING=1 (default parameters) beside the tuned")
     args = p.parse_args()
+
+    untuned = {}
+    if args.untuned_too:
+        env = dict(os.environ, KILN_DISABLE_TUNING="1")
+        out = subprocess.run([os.path.join(args.bin, "kiln_bench_rows")], capture_output=True, text=True, env=env)
+        if out.returncode != 0:
+            sys.exit(f"kiln_bench_rows (untuned) failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        for line in out.stdout.splitlines():
+            if line.startswith('{"workload"'):
+                r = json.loads(line)
+                untuned[(r["workload"], r["dtype"], r["shape"])] = r["kiln_us"]
 
     rows, jits, launch = [], {}, None
     for driver in (args.only.split(",") if args.only else ["elementwise", "rows", "launch"]):
@@ -149,6 +162,7 @@ def main():
             "compile_us": compile_us, "x_compile": compile_us / r["kiln_us"] if compile_us else None,
             "check": "ok" if r["check"] == "ok" else "FAIL", "max_err": r.get("max_err"),
             "peer_check": "ok" if eager_ok else "FAIL",
+            "untuned_us": untuned.get((r["workload"], r["dtype"], r.get("shape"))),
         })
 
     result = {"device": torch.cuda.get_device_name(), "copy_ceiling_gbps": ceiling, "rows": table, "jit": jits,
@@ -166,13 +180,18 @@ def main():
               f"{launch['torch_eager_us_per_op']:.2f}, PyTorch CUDA graph {launch['torch_graph_us_per_op']:.2f} "
               f"(check: kiln {launch['check']}, PyTorch {launch['torch_check']})")
     print(f"{'workload':<24} {'dtype':<5} {'shape':<11} {'kiln_us':>9} {'GB/s':>7} {'%ceiling':>8} "
-          f"{'x_eager':>7} {'x_compile':>9}  check")
+          f"{'x_eager':>7} {'x_compile':>9}  check" + (f"  {'untuned_us':>10} {'x_untuned':>9}" if untuned else ""))
     for t in table:
         ok = t["check"] == "ok"
         gb = f"{t['gbps']:.0f}" if ok else "FAIL"
         xc = format(t["x_compile"], ".2f") if t["x_compile"] else "-"
-        print(f"{t['workload']:<24} {t['dtype']:<5} {t['shape']:<11} {t['kiln_us']:>9.1f} {gb:>7} "
-              f"{t['pct_ceiling']:>7.1f}% {t['x_eager']:>7.2f} {xc:>9}  {t['check']}{'' if t['peer_check'] == 'ok' else ' (peer FAIL)'}")
+        line = (f"{t['workload']:<24} {t['dtype']:<5} {t['shape']:<11} {t['kiln_us']:>9.1f} {gb:>7} "
+                f"{t['pct_ceiling']:>7.1f}% {t['x_eager']:>7.2f} {xc:>9}  {t['check']}{'' if t['peer_check'] == 'ok' else ' (peer FAIL)'}")
+        if t["untuned_us"]:
+            line += f"  {t['untuned_us']:>10.1f} {t['untuned_us'] / t['kiln_us']:>9.2f}"
+        print(line)
+    if untuned:
+        print("kiln_us: with this GPU's tuning records; untuned_us: the same driver with KILN_DISABLE_TUNING=1, run first")
     return 0 if all(t["check"] == "ok" for t in table) and (not launch or launch["check"] == "ok") else 1
 
 

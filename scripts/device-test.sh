@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # On the GPU machine: build there, run the whole suite, the GPU cases under compute-sanitizer
 # (memcheck), the hello app twice, and the benchmark. Logs go to $OUT.
-# Usage: scripts/device-test.sh [MODE...]  MODE: tests|memcheck|fuzz|bench|all (default all, which
+# Usage: scripts/device-test.sh [MODE...]  MODE: tests|memcheck|fuzz|tune|bench|all (default all, which
 #   takes longer than one 600 s device call: split it). On an H100, after a ~90 s build: tests
 #   (suite, racecheck, hello, bundle) ~360 s; memcheck (every GPU case) > 300 s; fuzz: the GPU
-#   regressions, the fuzz run and its memcheck sample; bench ~110 s.
+#   regressions, the fuzz run and its memcheck sample; tune: `kiln tune` over the benchmark's row
+#   grid (the bench after it then runs with those records and also untuned); bench ~110 s.
 # Env: FUZZ_SEEDS=A:B FUZZ_TIMEOUT=s FUZZ_SANITIZE=A:B (see below).
 # The image lacks xxhash.h: carry it in .deps/include (see README, "GPU machine").
 set -uo pipefail
@@ -117,9 +118,23 @@ grep -E "ERROR SUMMARY|^\[doctest\] test cases" "$OUT/memcheck.log" | tail -n 3
 [ $rc -eq 0 ] || { status=1; echo "memcheck exit $rc"; tail -n 30 "$OUT/memcheck.log"; }
 fi
 
+untuned=()
+if [[ "$modes" == *" tune "* ]]; then
+step "kiln tune over the benchmark's row grid (log: tune.log; records: ~/.cache/kiln/tuning)"
+mkdir -p "$OUT/grid"
+$bin/kiln_bench_rows --save-graphs "$OUT/grid"
+timeout "${TUNE_TIMEOUT:-300}" $bin/kiln tune "$OUT"/grid/*.json >"$OUT/tune.log" 2>"$OUT/tune-progress.log"
+rc=$?
+grep -c "output checked" "$OUT/tune.log" | sed 's/^/candidates checked against the default: /'
+grep -c "discarded" "$OUT/tune.log" | sed 's/^/candidates discarded: /'
+sed -n '/^kernel /,$p' "$OUT/tune.log"
+[ $rc -eq 0 ] || { status=1; echo "kiln tune exit $rc"; tail -n 5 "$OUT/tune-progress.log"; }
+untuned=(--untuned-too)
+fi
+
 if want bench; then
 step "benchmark (elementwise and row ops)"
-PYTHONUNBUFFERED=1 timeout 420 python3 bench/run.py --bin $bin \
+PYTHONUNBUFFERED=1 timeout 480 python3 bench/run.py --bin $bin "${untuned[@]}" \
   --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" || status=1
 fi
 

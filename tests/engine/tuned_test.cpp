@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -178,4 +180,39 @@ TEST_CASE("gpu: tune_graph measures every candidate, keeps only those matching t
   kiln::Engine plain(o);
   for (const auto& f : kiln::test::check_on_gpu(plain, graphs[0], rng)) FAIL_CHECK(f);
   for (const auto& k : plain.kernels()) CHECK_FALSE(std::regex_search(k.name, tuned_name));
+}
+
+TEST_CASE("tuner helpers: random inputs in [-3, 3] from a seed; output differences relative, NaN on one side infinite") {
+  using kiln::autotune::max_diff;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    const auto a = kiln::autotune::random_host(t, 1000, 7), b = kiln::autotune::random_host(t, 1000, 7);
+    CHECK(a == b);
+    CHECK(a != kiln::autotune::random_host(t, 1000, 8));
+    double lo = 0, hi = 0;
+    for (int i = 0; i < 1000; ++i) {
+      const double v = kiln::load_element(t, a.data() + i * kiln::size_of(t));
+      lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+    CHECK(lo >= -3);
+    CHECK(lo < -2.5);
+    CHECK(hi <= 3);
+    CHECK(hi > 2.5);
+    CHECK(max_diff(a, b, t) == 0);
+  }
+  auto bytes = [](DType t, std::vector<double> v) {
+    std::vector<unsigned char> h(v.size() * kiln::size_of(t));
+    for (std::size_t i = 0; i < v.size(); ++i) kiln::store_element(t, v[i], h.data() + i * kiln::size_of(t));
+    return h;
+  };
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    CAPTURE(kiln::name_of(t));
+    CHECK(max_diff(bytes(t, {4, 0.5}), bytes(t, {5, 0.5}), t) == doctest::Approx(0.25));  // relative to |a|
+    CHECK(max_diff(bytes(t, {0.25}), bytes(t, {0.5}), t) == doctest::Approx(0.25));       // relative to 1 below it
+    CHECK(max_diff(bytes(t, {NAN, 1}), bytes(t, {NAN, 1}), t) == 0);
+    CHECK(std::isinf(max_diff(bytes(t, {NAN}), bytes(t, {1}), t)));
+    CHECK(std::isinf(max_diff(bytes(t, {1}), bytes(t, {1, 1}), t)));
+  }
+  const auto bits = kiln::autotune::random_host(DType::boolean, 1000, 3);
+  CHECK(std::count(bits.begin(), bits.end(), 1) > 400);
+  CHECK(std::count(bits.begin(), bits.end(), 0) > 400);
 }
