@@ -121,9 +121,9 @@ fi
 untuned=()
 if [[ "$modes" == *" tune "* ]]; then
 step "kiln tune over the benchmark's row grid (log: tune.log; records: ~/.cache/kiln/tuning)"
-mkdir -p "$OUT/grid"
-$bin/kiln_bench_rows --save-graphs "$OUT/grid"
-timeout "${TUNE_TIMEOUT:-300}" $bin/kiln tune "$OUT"/grid/*.json >"$OUT/tune.log" 2>"$OUT/tune-progress.log"
+grid=$(mktemp -d)  # not under $OUT: 26 small files crowd what comes back
+$bin/kiln_bench_rows --save-graphs "$grid"
+timeout "${TUNE_TIMEOUT:-300}" $bin/kiln tune "$grid"/*.json >"$OUT/tune.log" 2>"$OUT/tune-progress.log"
 rc=$?
 grep -c "output checked" "$OUT/tune.log" | sed 's/^/candidates checked against the default: /'
 grep -c "discarded" "$OUT/tune.log" | sed 's/^/candidates discarded: /'
