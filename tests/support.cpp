@@ -94,4 +94,21 @@ std::mt19937_64 make_rng(std::uint64_t salt) {
   return std::mt19937_64(seed);
 }
 
+cache::TuningRecord tuning_record(const std::string& gpu, const std::string& signature, std::map<std::string, int> winner,
+                                  double us) {
+  cache::TuningRecord r;
+  r.signature = signature;
+  r.kernel = "softmax_bf16__r2v8";
+  r.shape_class = "exact [32768,4096]";
+  r.dtype = "bf16";
+  r.gpu = gpu;
+  r.arch = "sm_90a";
+  r.sm_count = 132;
+  r.driver = "13.0";
+  r.winner = std::move(winner);
+  r.winner_us = us;
+  r.default_us = 2 * us;
+  return r;
+}
+
 }  // namespace kiln::test

@@ -10,6 +10,8 @@
 
 #include <kiln/kiln.hpp>
 
+#include "cache/tuning.hpp"
+
 namespace kiln::test {
 
 /// True when a CUDA driver and a device are present. GPU test cases carry
@@ -54,5 +56,9 @@ CliRun kiln_cli(const std::string& args, const std::string& env = "");
 
 /// A seeded generator; the seed is printed by doctest on failure via INFO.
 std::mt19937_64 make_rng(std::uint64_t salt);
+
+/// A tuning record of `gpu` for `signature`: `winner` measured at `us` (the default at 2 us).
+cache::TuningRecord tuning_record(const std::string& gpu, const std::string& signature, std::map<std::string, int> winner,
+                                  double us);
 
 }  // namespace kiln::test

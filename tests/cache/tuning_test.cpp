@@ -16,19 +16,7 @@ using kiln::cache::TuningRecord;
 
 namespace {
 TuningRecord record(const std::string& gpu, const std::string& sig, double us) {
-  TuningRecord r;
-  r.signature = sig;
-  r.kernel = "softmax_bf16__r2v8";
-  r.shape_class = "exact [32768,4096]";
-  r.dtype = "bf16";
-  r.gpu = gpu;
-  r.arch = "sm_90a";
-  r.sm_count = 132;
-  r.driver = "13.0";
-  r.winner = {{"block", 512}};
-  r.winner_us = us;
-  r.default_us = 2 * us;
-  return r;
+  return kiln::test::tuning_record(gpu, sig, {{"block", 512}}, us);
 }
 }  // namespace
 

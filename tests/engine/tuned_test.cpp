@@ -34,19 +34,7 @@ Graph softmax_graph(DType t, std::int64_t rows, std::int64_t cols) {
 }
 
 TuningRecord record_for(const kiln::KernelSpec& spec, const std::string& gpu, kiln::Tunables winner) {
-  TuningRecord r;
-  r.signature = kiln::compiler::spec_id(spec);
-  r.kernel = spec.name;
-  r.shape_class = "exact";
-  r.dtype = "f32";
-  r.gpu = gpu;
-  r.arch = "sm_90a";
-  r.sm_count = 132;
-  r.driver = "13.0";
-  r.winner = std::move(winner);
-  r.winner_us = 1;
-  r.default_us = 2;
-  return r;
+  return kiln::test::tuning_record(gpu, kiln::compiler::spec_id(spec), std::move(winner), 1);
 }
 
 // "block=128 items=4: 12.3 us, output checked" -> {block: 128, items: 4}
