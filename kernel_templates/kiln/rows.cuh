@@ -117,6 +117,13 @@ __global__ void __launch_bounds__(Block)
       x[i] = y[0];
     }
   };
+  // Streaming: group j of the row loaded and through the prologue; `off` kept for pass 2's writes.
+  auto load_group = [&](Index j, Index (&off)[K], float (&x)[V]) {
+    L::offsets(row_first + j, off);
+    Ins raw;
+    raw.load(args.p, off);
+    prologue(raw, x);
+  };
 
   // Pass 1: the statistic (and, with Items, the row's values in registers).
   typename Row::Local local = Row::local_init();
@@ -142,11 +149,8 @@ __global__ void __launch_bounds__(Block)
   } else {
     for (Index j = threadIdx.x; j < groups_per_row; j += Block) {
       Index off[K];
-      L::offsets(row_first + j, off);
-      Ins raw;
-      raw.load(args.p, off);
       float x[V];
-      prologue(raw, x);
+      load_group(j, off, x);
 #pragma unroll
       for (int i = 0; i < V; ++i) Row::local_add(local, x[i]);
     }
@@ -177,11 +181,8 @@ __global__ void __launch_bounds__(Block)
     } else {  // recompute the prologue (the row is in L2 by now, if it fits)
       for (Index j = threadIdx.x; j < groups_per_row; j += Block) {
         Index off[K];
-        L::offsets(row_first + j, off);
-        Ins raw;
-        raw.load(args.p, off);
         float x[V];
-        prologue(raw, x);
+        load_group(j, off, x);
         row::write_group<Row, Epi, Extra, L, V, NO, NI>(args.p, off, x, params, epi_scalars);
       }
     }
