@@ -20,6 +20,7 @@ struct Workload {
   std::int64_t rows, cols;
   kiln::DType dtype;
   bool masked;  // x*0.125 + mask prologue
+  std::int64_t axis = -1;
 };
 
 // The workload as a graph: inputs x, and mask, w, b where it takes them.
@@ -33,7 +34,9 @@ kiln::Graph workload_graph(const Workload& w) {
   const std::string op = w.op;
   if (op == "layer_norm" || op == "rms_norm") args.push_back(g.input("w", {w.cols}, t));
   if (op == "layer_norm") args.push_back(g.input("b", {w.cols}, t));
-  g.output(kiln::apply(w.op, args));
+  kiln::Attrs a;
+  if (w.axis != -1) a.axis = w.axis;
+  g.output(kiln::apply(w.op, args, a));
   return g;
 }
 
@@ -48,10 +51,12 @@ int main(int argc, char** argv) {
     for (auto [R, C] : std::vector<std::pair<std::int64_t, std::int64_t>>{{32768, 4096}, {65536, 1024}, {4096, 16384}, {1024, 65536}})
       for (const char* op : {"softmax", "layer_norm", "rms_norm"}) work.push_back({op, op, R, C, t, false});
   work.push_back({"sum", "sum", 32768, 4096, DType::f32, false});
+  work.push_back({"sum (first axis)", "sum", 32768, 4096, DType::f32, false, 0});
   work.push_back({"softmax(x*0.125+mask)", "softmax", 32768, 4096, DType::bf16, true});
   if (argc == 3 && std::string(argv[1]) == "--save-graphs") {
     for (std::size_t i = 0; i < work.size(); ++i)
-      workload_graph(work[i]).save(fmt::format("{}/rows{:02}_{}_{}_{}x{}.json", argv[2], i, work[i].masked ? "masked_softmax" : work[i].op,
+      workload_graph(work[i]).save(fmt::format("{}/rows{:02}_{}{}_{}_{}x{}.json", argv[2], i, work[i].masked ? "masked_softmax" : work[i].op,
+                                               work[i].axis == 0 ? "_axis0" : "",
                                                kiln::name_of(work[i].dtype), work[i].rows, work[i].cols));
     fmt::print("wrote {} graphs to {}\n", work.size(), argv[2]);
     return 0;
@@ -77,7 +82,7 @@ int main(int argc, char** argv) {
     const std::map<std::string, kiln::TensorView> outs = {{out_node.name, out}};
     const double us = kiln::bench::per_call_us(e, [&] { plan.run(e, ins, outs); });
 
-    // Check every 16th row against fp64.
+    // Check every 16th row (column, along axis 0) against fp64.
     std::vector<unsigned char> got(out.bytes());
     out.copy_to_host(got.data());
     const auto& op = kiln::ops::find_op(w.op);
@@ -85,7 +90,15 @@ int main(int argc, char** argv) {
     std::vector<double> row(std::size_t(w.cols)), wv(std::size_t(w.cols)), bv(std::size_t(w.cols)), ref(std::size_t(w.cols));
     for (std::int64_t c = 0; c < w.cols; ++c) wv[std::size_t(c)] = at(hw, c), bv[std::size_t(c)] = at(hb, c);
     double worst = 0;
-    for (std::int64_t r = 0; r < w.rows; r += 16) {
+    if (w.axis == 0) {
+      std::vector<double> col(std::size_t(w.rows));
+      for (std::int64_t c = 0; c < w.cols; c += 16) {
+        for (std::int64_t r = 0; r < w.rows; ++r) col[std::size_t(r)] = at(hx, r * w.cols + c);
+        op.row_reference(col.data(), w.rows, nullptr, nullptr, 1e-5, ref.data());
+        worst = std::max(worst, std::fabs(at(got, c) - ref[0]) / std::max(1.0, std::fabs(ref[0])));
+      }
+    }
+    for (std::int64_t r = 0; r < w.rows && w.axis != 0; r += 16) {
       for (std::int64_t c = 0; c < w.cols; ++c)
         row[std::size_t(c)] = w.masked ? at(hx, r * w.cols + c) * 0.125 + at(hm, c) : at(hx, r * w.cols + c);
       op.row_reference(row.data(), w.cols, ins.count("w") ? wv.data() : nullptr, ins.count("b") ? bv.data() : nullptr, 1e-5, ref.data());

@@ -51,6 +51,7 @@ def workload_fn(r):
         "layer_norm": (lambda a, g, b: F.layer_norm(a, (cols,), g, b, 1e-5), lambda: (x, w(), w())),
         "rms_norm": (lambda a, g: F.rms_norm(a, (cols,), g, 1e-5), lambda: (x, w())),
         "sum": (lambda a: a.sum(-1), lambda: (x,)),
+        "sum (first axis)": (lambda a: a.sum(0), lambda: (x,)),
         "softmax(x*0.125+mask)": (lambda a, m: torch.softmax(a * 0.125 + m, -1), lambda: (x, w())),
     }
     f, make = table[r["workload"]]

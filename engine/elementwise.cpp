@@ -46,7 +46,7 @@ std::string LayoutPlan::type() const {
 }
 
 LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t NO, const Shape& shape, bool rows,
-                       std::int64_t slack) {
+                       std::int64_t slack, const std::vector<bool>& reduced) {
   using Dim = LayoutPlan::Dim;
   const std::size_t K = views.size();
   const std::int64_t numel = numel_of(shape);
@@ -54,13 +54,15 @@ LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t 
   std::vector<std::vector<std::int64_t>> strides;
   for (std::size_t s = 0; s < K; ++s) strides.push_back(broadcast_strides(*views[s], shape, s < NO ? "output" : "input"));
   std::vector<Dim> dims;
+  bool inner_reduced = false;  // of the innermost dim kept
   for (std::size_t d = 0; d < shape.size(); ++d) {
     const bool row = rows && d + 1 == shape.size();
     if (shape[d] == 1 && !row) continue;
     Dim dim{shape[d], std::vector<std::int64_t>(K)};
+    inner_reduced = d < reduced.size() && reduced[d];
     for (std::size_t s = 0; s < K; ++s) dim.stride[s] = strides[s][d];
     for (std::size_t s = 0; s < NO; ++s)
-      if (dim.stride[s] == 0 && !row && dim.extent > 1)
+      if (dim.stride[s] == 0 && !inner_reduced && dim.extent > 1)
         throw ShapeError(fmt::format("output view {} has stride 0 in dim {}: its elements overlap", views[s]->describe(), d));
     dims.push_back(dim);
   }
@@ -96,7 +98,7 @@ LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t 
     bool ok = inner.extent % v == 0;
     for (std::size_t s = 0; s < K && ok; ++s) {
       const std::int64_t is = inner.stride[s];
-      if (is == 0 && (s >= NO || rows)) continue;  // broadcast along the inner dim: one load per pack
+      if (is == 0 && (s >= NO || inner_reduced)) continue;  // broadcast along the inner dim: one load per pack
       ok = is == 1 && views[s]->data % (v * size_of(views[s]->dtype)) == 0;
       for (std::size_t d = 0; d + 1 < merged.size() && ok; ++d) ok = merged[d].stride[s] % v == 0;
     }

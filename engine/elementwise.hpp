@@ -39,6 +39,7 @@ struct KernelLaunch {
   unsigned block = 0;
   std::vector<std::uint64_t> pointers;  ///< outputs, then inputs
   std::vector<float> scalars;
+  bool tunable = true;  ///< false: its template has no tunables (the column template)
   /// The bytes of the kernel's Args<P, S> parameter.
   std::vector<unsigned char> args() const;
 };
@@ -75,11 +76,11 @@ struct LayoutPlan {
   std::string type() const;  ///< "kiln::Layout<kiln::Dim<...>, ...>"
 };
 
-/// Plans the layout of `views` (outputs first) over `shape`. With `rows`, the last dim of
-/// `shape` stays its own dim (a row) even when extent 1, and outputs may broadcast over it
-/// (a reduction writes one value per row).
+/// Plans the layout of `views` (outputs first) over `shape`. Outputs may broadcast (step by 0:
+/// one value for the whole extent) along the dims flagged in `reduced` (empty: none). With
+/// `rows`, the last dim of `shape` stays its own dim (a row) even when extent 1.
 LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t outputs, const Shape& shape, bool rows,
-                       std::int64_t slack);
+                       std::int64_t slack, const std::vector<bool>& reduced = {});
 
 /// Specializes `body` writing `outputs` (all of one shape) from `inputs` (broadcast to it).
 /// `stem` names the kernel ("silu_add_mul"); dtypes, rank and vector width are appended.

@@ -175,6 +175,7 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
         if ((k == "min" || k == "max") && it->is_number()) (k == "min" ? attrs.min : attrs.max) = it->get<double>();
         else if (k == "eps" && it->is_number()) attrs.eps = it->get<double>();
         else if (k == "axis" && it->is_number_integer()) attrs.axis = it->get<std::int64_t>();
+        else if (k == "axis" && *it == "all") attrs.all_axes = true;
         else if (k == "keepdim" && it->is_boolean()) attrs.keepdim = it->get<bool>();
         else if (k == "dtype" && it->is_string()) {
           try {
@@ -229,6 +230,7 @@ std::string Graph::to_json() const {
     if (n.attrs.dtype) attrs["dtype"] = std::string(name_of(*n.attrs.dtype));
     if (n.attrs.eps) attrs["eps"] = *n.attrs.eps;
     if (n.attrs.axis) attrs["axis"] = *n.attrs.axis;
+    if (n.attrs.all_axes) attrs["axis"] = "all";
     if (n.attrs.keepdim) attrs["keepdim"] = true;
     nodes.push_back(fmt::format(R"(    {{"name": {}, "op": "{}", "args": [{}]{}}})", nlohmann::json(n.name).dump(), n.op,
                                 fmt::join(args, ", "), attrs.empty() ? "" : ", \"attrs\": " + attrs.dump()));

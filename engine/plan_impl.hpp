@@ -128,7 +128,10 @@ class PlanImpl {
     k.epilogue_inputs = views(grp.epilogue_inputs);
     k.scalars = grp.scalars;
     k.epilogue_scalars = grp.epilogue_scalars;
-    k.eps = ops::eps_of(g.node(grp.row_node).attrs);
+    const Attrs& attrs = g.node(grp.row_node).attrs;
+    k.eps = ops::eps_of(attrs);
+    k.axis = attrs.axis.value_or(-1);
+    k.all_axes = attrs.all_axes;
     return specialize_rows(k, grp.stem, g.node(grp.x).shape, row_tunables(tunables, grp.stem));
   }
 

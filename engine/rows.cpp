@@ -57,62 +57,143 @@ std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, i
   return "";
 }
 
-KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape, RowTunables t) {
-  if (shape.empty()) throw ShapeError(fmt::format("{}: a row op needs at least one axis", stem));
+namespace {
+
+// `v` at the rank of `shape`: its broadcast leading dims explicit (extent 1, stride 0).
+TensorView full_rank(TensorView v, const Shape& shape) {
+  Shape strides = v.resolved_strides();
+  while (v.shape.size() < shape.size()) {
+    v.shape.insert(v.shape.begin(), 1);
+    strides.insert(strides.begin(), 0);
+  }
+  v.strides = strides;
+  return v;
+}
+
+void erase_dim(TensorView& v, std::size_t d) {
+  v.shape.erase(v.shape.begin() + std::ptrdiff_t(d));
+  v.strides.erase(v.strides.begin() + std::ptrdiff_t(d));
+}
+
+std::int64_t product(const Shape& s, std::size_t from, std::size_t to) {
+  std::int64_t p = 1;
+  for (std::size_t d = from; d < to; ++d) p *= s[d];
+  return p;
+}
+
+// The column template's block: BX column groups (at least a 32-byte sector of each row) by
+// BY threads along R; narrower and taller while there are fewer than 512 blocks.
+std::pair<int, int> column_block(std::int64_t outer, std::int64_t r, std::int64_t ig, int group_bytes) {
+  const int min_bx = std::max(1, 32 / std::max(group_bytes, 1));
+  int bx = 32;
+  while (bx > min_bx && bx / 2 >= ig) bx /= 2;
+  while (bx > min_bx && outer * ceil_div(ig, bx) < 512) bx /= 2;
+  int by = 256 / bx;
+  while (by > 1 && by / 2 >= r && bx * by > 32) by /= 2;
+  return {bx, by};
+}
+
+}  // namespace
+
+KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& x_shape, RowTunables t) {
+  if (x_shape.empty()) throw ShapeError(fmt::format("{}: a row op needs at least one axis", stem));
   if (k.prologue.results.size() != 1 || k.prologue.inputs.size() != k.inputs.size() ||
       int(k.scalars.size()) != k.prologue.scalars || k.epilogue.outputs.size() != k.outputs.size() ||
       k.epilogue.inputs.size() != k.epilogue_inputs.size() || int(k.epilogue_scalars.size()) != k.epilogue.scalars ||
       k.outputs.empty() || (k.op->reduces && (k.outputs.size() != 1 || !k.epilogue_inputs.empty())))
     throw ArgumentError(fmt::format("{}: the bodies do not match their operands", stem));
-  std::vector<TensorView> outs = k.outputs;
-  for (TensorView& o : outs) {
-    if (!k.op->reduces) {
-      if (o.shape != shape) throw ShapeError(fmt::format("{}: output {} is not of shape {}", stem, o.describe(), to_string(shape)));
-      continue;
+  const std::size_t rank = x_shape.size();
+  if (k.axis < -std::int64_t(rank) || k.axis >= std::int64_t(rank) || (k.all_axes && !k.op->reduces))
+    throw ArgumentError(fmt::format("{}: axis {} does not fit x of rank {}", stem, k.all_axes ? "all" : std::to_string(k.axis), rank));
+  std::size_t axis = std::size_t(k.axis < 0 ? k.axis + std::int64_t(rank) : k.axis);
+  // Every view at full rank; a reduction's output seen with the reduced dims kept (extent 1:
+  // it steps by 0 along them).
+  Shape shape = x_shape;
+  std::vector<TensorView> outs;
+  for (TensorView o : k.outputs) {
+    if (k.op->reduces) {
+      Shape want = shape, strides = o.resolved_strides();
+      for (std::size_t d = 0; d < rank; ++d)
+        if (k.all_axes || d == axis) want[d] = 1;
+      if (o.shape.size() < rank) {  // keepdim false: put the reduced dims back
+        for (std::size_t d = 0; d < rank; ++d)
+          if ((k.all_axes || d == axis) && o.shape.size() < rank) {
+            o.shape.insert(o.shape.begin() + std::ptrdiff_t(d), 1);
+            strides.insert(strides.begin() + std::ptrdiff_t(d), 0);
+          }
+      }
+      if (o.shape != want) throw ShapeError(fmt::format("{}: output {} does not fit x of shape {}", stem, o.describe(), to_string(x_shape)));
+      o.strides = strides;
+    } else if (o.shape != shape) {
+      throw ShapeError(fmt::format("{}: output {} is not of shape {}", stem, o.describe(), to_string(shape)));
     }
-    // A reduction's output, seen as [rows..., 1], broadcasts over the row.
-    Shape want = shape;
-    want.back() = 1;
-    Shape strides = o.resolved_strides();
-    if (o.shape.size() + 1 == shape.size()) {
-      o.shape.push_back(1);
-      strides.push_back(1);
-    }
-    if (o.shape != want) throw ShapeError(fmt::format("{}: output {} does not fit rows of {}", stem, o.describe(), to_string(shape)));
-    o.strides = strides;
+    outs.push_back(full_rank(o, shape));
   }
-  std::vector<const TensorView*> views;
+  std::vector<TensorView> all;
   for (const std::vector<TensorView>* group : {static_cast<const std::vector<TensorView>*>(&outs), &k.inputs, &k.extras, &k.epilogue_inputs})
-    for (const TensorView& v : *group) views.push_back(&v);
-  const LayoutPlan lp = plan_layout(views, outs.size(), shape, true, 0);
-  const std::int64_t per_row = lp.dims.back().extent;
-  const RowTunables fallback = default_row_tunables(per_row, lp.vec);
-  if (t.block == 0) {
-    t = fallback;
-  } else if (std::string why = reject_row_tunables(t, per_row, lp.vec); !why.empty()) {
-    throw ArgumentError(fmt::format("{}: {}", stem, why));
-  }
+    for (const TensorView& v : *group) all.push_back(full_rank(v, shape));
+  // Unit dims after the axis dropped: the axis is then last (the row template) or followed by
+  // a dim of 2 or more (the column template).
+  if (!k.all_axes)
+    for (std::size_t d = shape.size(); d-- > axis + 1;)
+      if (shape[d] == 1) {
+        shape.erase(shape.begin() + std::ptrdiff_t(d));
+        for (TensorView& v : all) erase_dim(v, d);
+      }
+  std::vector<const TensorView*> views;
+  for (const TensorView& v : all) views.push_back(&v);
+  std::vector<bool> reduced(shape.size(), k.all_axes);
+  if (!k.all_axes) reduced[axis] = true;
+  const bool columns = !k.all_axes && axis + 1 < shape.size();
+  const LayoutPlan lp = plan_layout(views, outs.size(), shape, !k.all_axes && !columns, 0, reduced);
 
-  std::vector<std::string_view> extra_types;
-  for (const TensorView& v : k.extras) extra_types.push_back(device_type_of(v.dtype));
   std::string epilogue = codegen::render_body(k.epilogue);
   epilogue.replace(epilogue.find("struct kiln_body"), 16, "struct kiln_epilogue");
+  const char* index = lp.index64 ? "unsigned long long" : "unsigned int";
   KernelLaunch L;
   L.index64 = lp.index64;
   L.vec = lp.vec;
-  L.spec.source = "#include <kiln/rows.cuh>\n\n" + codegen::render_body(k.prologue) + "\n" + epilogue;
-  L.spec.expression = fmt::format("kiln::rows<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}, {}>", k.op->functor,
-                                  fmt::join(extra_types, ", "), lp.type(), lp.vec,
-                                  lp.index64 ? "unsigned long long" : "unsigned int", t.block, t.items);
+  L.groups = std::uint64_t(lp.groups);
+  std::string expression, name;
+  if (columns) {
+    if (t.block != 0) throw ArgumentError(fmt::format("{}: the column template (axis {} of {}) has no tunables yet", stem, k.axis, to_string(x_shape)));
+    const std::int64_t outer = product(shape, 0, axis), r = shape[axis], ig = product(shape, axis + 1, shape.size()) / lp.vec;
+    std::size_t widest = 1;
+    for (const TensorView* v : views) widest = std::max(widest, size_of(v->dtype));
+    const auto [bx, by] = column_block(outer, r, ig, lp.vec * int(widest));
+    expression = fmt::format("kiln::columns<kiln_body, {}, kiln_epilogue, {}, {}, {}, {}, {}, {}, {}>", k.op->functor, lp.type(),
+                             lp.vec, index, bx, by, r, ig);
+    name = fmt::format("{}__col{}v{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "");
+    L.spec.source = "#include <kiln/columns.cuh>\n\n";
+    L.index_arg = L.groups;
+    L.block = unsigned(bx * by);
+    L.grid = lp.groups ? unsigned(outer * ceil_div(ig, bx)) : 0;
+    L.tunable = false;
+  } else {
+    const std::int64_t per_row = k.all_axes ? lp.groups : lp.dims.back().extent;
+    const RowTunables fallback = default_row_tunables(per_row, lp.vec);
+    if (t.block == 0) {
+      t = fallback;
+    } else if (std::string why = reject_row_tunables(t, per_row, lp.vec); !why.empty()) {
+      throw ArgumentError(fmt::format("{}: {}", stem, why));
+    }
+    std::vector<std::string_view> extra_types;
+    for (const TensorView& v : k.extras) extra_types.push_back(device_type_of(v.dtype));
+    expression = fmt::format("kiln::rows<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}, {}>", k.op->functor,
+                             fmt::join(extra_types, ", "), lp.type(), lp.vec, index, t.block, t.items);
+    const bool tuned = t.block != fallback.block || t.items != fallback.items;
+    name = fmt::format("{}__{}{}v{}{}{}", stem, k.all_axes ? "all" : "r", lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
+                       tuned ? fmt::format("_b{}i{}", t.block, t.items) : "");
+    L.spec.source = "#include <kiln/rows.cuh>\n\n";
+    L.index_arg = std::uint64_t(per_row);
+    L.block = unsigned(t.block);
+    L.grid = per_row ? unsigned(lp.groups / per_row) : 0;
+  }
+  L.spec.source += codegen::render_body(k.prologue) + "\n" + epilogue;
+  L.spec.expression = expression;
   L.spec.source = codegen::finish_source(L.spec.source, L.spec.expression);
   L.spec.options = {"-std=c++17"};
-  const bool tuned = t.block != fallback.block || t.items != fallback.items;
-  L.spec.name = fmt::format("{}__r{}v{}{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
-                            tuned ? fmt::format("_b{}i{}", t.block, t.items) : "");
-  L.groups = std::uint64_t(lp.groups);
-  L.index_arg = std::uint64_t(per_row);
-  L.block = unsigned(t.block);
-  L.grid = per_row ? unsigned(lp.groups / per_row) : 0;
+  L.spec.name = name;
   for (const TensorView* v : views) L.pointers.push_back(v->data);
   L.scalars = k.scalars;
   L.scalars.push_back(float(k.eps));

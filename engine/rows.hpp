@@ -24,6 +24,8 @@ struct RowKernel {
   std::vector<float> scalars;           ///< the prologue's
   std::vector<float> epilogue_scalars;  ///< the epilogue's
   double eps = 1e-5;
+  std::int64_t axis = -1;  ///< the axis it works along (negative: from the end)
+  bool all_axes = false;   ///< a reduction over every element
 };
 
 /// The identity epilogue: the row op's value, stored as `dtype`.
@@ -48,8 +50,10 @@ RowTunables default_row_tunables(std::int64_t row_groups, int vec);
 /// Why `t` cannot run rows of `row_groups` groups of `vec` ("" if it can).
 std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec);
 
-/// Specializes `k` over `shape` (the prologue's result shape). Throws ShapeError for
-/// outputs that do not fit, ArgumentError for tunables that cannot run this row.
+/// Specializes `k` over `shape` (the prologue's result shape): the row template along the last
+/// axis or every element, the column template (kernel_templates/kiln/columns.cuh, no tunables
+/// yet) along another axis. Throws ShapeError for outputs that do not fit, ArgumentError for
+/// tunables that cannot run this row.
 KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape, RowTunables tunables = {});
 
 }  // namespace kiln

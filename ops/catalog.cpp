@@ -52,7 +52,8 @@ const OpDef& find_op(std::string_view name) {
 
 namespace {
 
-// Shapes and dtypes of the row ops: the last axis only, for now.
+// Shapes and dtypes of the row ops: reductions over one axis or every element, softmax over
+// one axis, norms over the last axis.
 TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
   const auto* x = std::get_if<TensorView>(&args[0]);
   if (!x) throw ArgumentError(fmt::format("{}: x must be a tensor", describe_args(op, args)));
@@ -60,13 +61,17 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
   const std::int64_t rank = std::int64_t(x->shape.size());
   if (rank == 0) throw ShapeError(fmt::format("{}: x has no axis to work along", describe_args(op, args)));
   numel_of(x->shape);
+  if (attrs.all_axes && (!op.reduces || attrs.axis))
+    throw ArgumentError(fmt::format("{}: {}", describe_args(op, args),
+                                    op.reduces ? "give either an axis or all axes, not both" : "only reductions work over all axes"));
   const std::int64_t axis = attrs.axis.value_or(-1);
   if (axis < -rank || axis >= rank)
     throw ShapeError(fmt::format("{}: axis {} is out of range for rank {}", describe_args(op, args), axis, rank));
-  if (axis != -1 && axis != rank - 1)
-    throw ShapeError(fmt::format("{}: axis {} is not supported yet: kiln's row kernels work along the last axis; "
-                                 "transpose x so that axis {} is last", describe_args(op, args), axis, axis));
-  if (x->shape.back() == 0) throw ShapeError(fmt::format("{}: the last axis is empty", describe_args(op, args)));
+  const std::size_t a = std::size_t(axis < 0 ? axis + rank : axis);
+  if (op.operands.size() > 1 && a + 1 != x->shape.size())
+    throw ShapeError(fmt::format("{}: a norm works along the last axis, not axis {}", describe_args(op, args), axis));
+  if (attrs.all_axes ? numel_of(x->shape) == 0 : x->shape[a] == 0)
+    throw ShapeError(fmt::format("{}: {} is empty", describe_args(op, args), attrs.all_axes ? "x" : fmt::format("axis {}", axis)));
   for (std::size_t i = 1; i < args.size(); ++i) {
     const auto* v = std::get_if<TensorView>(&args[i]);
     if (!v || v->shape != Shape{x->shape.back()})
@@ -79,8 +84,11 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
   r.shape = x->shape;
   r.dtype = x->dtype;
   if (op.reduces) {
-    if (attrs.keepdim) r.shape.back() = 1;
-    else r.shape.pop_back();
+    for (std::size_t d = r.shape.size(); d-- > 0;) {
+      if (!attrs.all_axes && d != a) continue;
+      if (attrs.keepdim) r.shape[d] = 1;
+      else r.shape.erase(r.shape.begin() + std::ptrdiff_t(d));
+    }
   }
   return r;
 }

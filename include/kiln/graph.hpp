@@ -86,10 +86,18 @@ KILN_GRAPH_UNARY(tanh) KILN_GRAPH_UNARY(sigmoid) KILN_GRAPH_UNARY(relu) KILN_GRA
 KILN_GRAPH_UNARY(silu) KILN_GRAPH_UNARY(softplus) KILN_GRAPH_UNARY(abs) KILN_GRAPH_UNARY(neg)
 KILN_GRAPH_UNARY(softmax) KILN_GRAPH_UNARY(log_softmax)
 #undef KILN_GRAPH_UNARY
-/// Reductions over the last axis: "sum", "mean", "max", "min".
-inline Value reduce(std::string_view op, Value x, bool keepdim = false) {
+/// Reductions "sum", "mean", "max", "min" over `axis` (default: the last).
+inline Value reduce(std::string_view op, Value x, bool keepdim = false, std::int64_t axis = -1) {
   Attrs a;
   a.keepdim = keepdim;
+  if (axis != -1) a.axis = axis;
+  return apply(op, {x}, a);
+}
+/// A reduction over every element of x: shape [] (all ones with keepdim).
+inline Value reduce_all(std::string_view op, Value x, bool keepdim = false) {
+  Attrs a;
+  a.keepdim = keepdim;
+  a.all_axes = true;
   return apply(op, {x}, a);
 }
 /// layer_norm / rms_norm over the last axis, with optional weight and bias ([C]).

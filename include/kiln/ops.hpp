@@ -21,7 +21,8 @@ struct Attrs {
   std::optional<double> min;
   std::optional<double> max;
   std::optional<DType> dtype;
-  std::optional<std::int64_t> axis;  ///< default -1 (the last axis, the only one supported yet)
+  std::optional<std::int64_t> axis;  ///< default -1, the last axis (norms: the last axis only)
+  bool all_axes = false;             ///< reductions over every element (JSON: "axis": "all")
   bool keepdim = false;
   std::optional<double> eps;  ///< default 1e-5
 };

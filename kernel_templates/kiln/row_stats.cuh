@@ -9,6 +9,16 @@ namespace row {
 
 __device__ __forceinline__ float inf() { return __int_as_float(0x7f800000); }
 
+/// Whether a Row folds a thread's cached values itself (Row::kFoldsCached; false if absent).
+template <class R, class = void>
+struct FoldsCached {
+  static constexpr bool value = false;
+};
+template <class R>
+struct FoldsCached<R, decltype(void(R::kFoldsCached))> {
+  static constexpr bool value = R::kFoldsCached;
+};
+
 struct Sum {
   struct Stat { float s; };
   using Local = Stat;
@@ -85,6 +95,29 @@ struct SoftmaxStat {
 
 struct Softmax : SoftmaxStat {
   __device__ static float apply(float x, Params p, float, float) { return exp2f((x - p.m) * kLog2e) * p.inv_s; }
+  // Rows in registers: a thread's values become exp(x - m) for its own max m (one exp per
+  // element, no dependent update per element); pass 2 multiplies them by exp(m - row max) / sum.
+  static constexpr bool kFoldsCached = true;
+  template <int N, int V>
+  __device__ static Local fold(float (&x)[N][V], int n) {
+    float m = -inf();
+#pragma unroll
+    for (int it = 0; it < N; ++it)
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        if (it < n) m = (x[it][i] > m || x[it][i] != x[it][i]) ? x[it][i] : m;  // NaN sticks
+    float s = 0.0f;
+#pragma unroll
+    for (int it = 0; it < N; ++it)
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        const float e = (it < n && m != -inf()) ? exp2f((x[it][i] - m) * kLog2e) : 0.0f;
+        x[it][i] = e;
+        s += e;
+      }
+    return {m, s};
+  }
+  __device__ static float scale(Params p, Local l) { return exp2f((l.m - p.m) * kLog2e) * p.inv_s; }
 };
 
 struct LogSoftmax : SoftmaxStat {

@@ -8,8 +8,10 @@
 //
 // Two strategies (Items): with Items > 0 each thread loads its Items groups of the row at once
 // and keeps the prologue's values in registers for pass 2 (the row is read from memory once;
-// Block * Items must cover the row); with Items == 0 threads stride over a row of any length
-// and pass 2 recomputes the prologue from memory (the row is in L2 by then, if it fits).
+// Block * Items must cover the row; a Row with kFoldsCached folds the thread's values at once
+// and may transform them, and pass 2 multiplies them by Row::scale); with Items == 0 threads
+// stride over a row of any length and pass 2 recomputes the prologue from memory (the row is
+// in L2 by then, if it fits).
 //
 // Slots of the layout and of Args::p: Epi's outputs, Body's inputs, Extra (the norms' weight
 // and bias, [C]), then Epi's inputs. Scalars: Body's, eps, then Epi's. The layout's last Dim
@@ -53,11 +55,11 @@ __device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v)
   return total;
 }
 
-// Pass 2 for one group of V elements at offsets `off`: the prologue's values `x`, the row's
-// parameters, the weight and bias, then the epilogue, stored.
-template <class Row, class Epi, class Extra, class L, int V, int NO, int NI, class Index, int K>
+// Pass 2 for one group of V elements at offsets `off`: the prologue's values `x`, the row op's
+// value apply(i, x[i], weight[i], bias[i]), then the epilogue, stored.
+template <class Epi, class Extra, class L, int V, int NO, int NI, class Index, int K, class Apply>
 __device__ __forceinline__ void write_group(void* const* p, const Index (&off)[K], const float (&x)[V],
-                                            const typename Row::Params& params, const float* epi_scalars) {
+                                            const Apply& apply, const float* epi_scalars) {
   constexpr int NE = Extra::size;
   constexpr int NP = Epi::Inputs::size;
   using Inner = typename L::Inner;
@@ -83,7 +85,7 @@ __device__ __forceinline__ void write_group(void* const* p, const Index (&off)[K
   for (int i = 0; i < V; ++i) {
     float e[NP + 1];
     epi_raw.values(i, e);
-    e[NP] = Row::apply(x[i], params, w[i], b[i]);
+    e[NP] = apply(i, x[i], w[i], b[i]);
     Epi::apply(e, epi_scalars, y[i]);
   }
   StoreOutputs<0, typename Epi::Outputs, V>::run(p, off, y);
@@ -139,13 +141,23 @@ __global__ void __launch_bounds__(Block)
         raw[it].load(args.p, off);
       }
     }
+    int loaded = 0;  // the thread's groups in this row: a prefix of `cached`
 #pragma unroll
     for (int it = 0; it < Items; ++it)
       if (Index(it) * Block + threadIdx.x < groups_per_row) {
         prologue(raw[it], cached[it]);
-#pragma unroll
-        for (int i = 0; i < V; ++i) Row::local_add(local, cached[it][i]);
+        loaded = it + 1;
       }
+    if constexpr (row::FoldsCached<Row>::value) {
+      local = Row::fold(cached, loaded);
+    } else {
+#pragma unroll
+      for (int it = 0; it < Items; ++it)
+        if (it < loaded) {
+#pragma unroll
+          for (int i = 0; i < V; ++i) Row::local_add(local, cached[it][i]);
+        }
+    }
   } else {
     for (Index j = threadIdx.x; j < groups_per_row; j += Block) {
       Index off[K];
@@ -168,14 +180,21 @@ __global__ void __launch_bounds__(Block)
     }
   } else {
     const typename Row::Params params = Row::params(stat, n, eps);
+    const auto apply = [&](int, float x, float w, float b) { return Row::apply(x, params, w, b); };
     if constexpr (Items > 0) {
+      float scale = 1.0f;
+      if constexpr (row::FoldsCached<Row>::value) scale = Row::scale(params, local);
+      const auto apply_cached = [&](int i, float x, float w, float b) {
+        if constexpr (row::FoldsCached<Row>::value) return x * scale;
+        else return apply(i, x, w, b);
+      };
 #pragma unroll
       for (int it = 0; it < Items; ++it) {
         const Index j = Index(it) * Block + threadIdx.x;
         if (j < groups_per_row) {
           Index off[K];
           L::offsets(row_first + j, off);
-          row::write_group<Row, Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], params, epi_scalars);
+          row::write_group<Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], apply_cached, epi_scalars);
         }
       }
     } else {  // recompute the prologue (the row is in L2 by now, if it fits)
@@ -183,7 +202,7 @@ __global__ void __launch_bounds__(Block)
         Index off[K];
         float x[V];
         load_group(j, off, x);
-        row::write_group<Row, Epi, Extra, L, V, NO, NI>(args.p, off, x, params, epi_scalars);
+        row::write_group<Epi, Extra, L, V, NO, NI>(args.p, off, x, apply, epi_scalars);
       }
     }
   }

@@ -123,4 +123,26 @@ std::vector<Graph> row_graphs(DType t, std::int64_t R, std::int64_t C) {
   return out;
 }
 
+std::vector<Graph> axis_graphs(DType t, const Shape& shape) {
+  std::vector<Graph> out;
+  const std::int64_t rank = std::int64_t(shape.size());
+  for (const ops::OpDef& op : ops::all_ops()) {
+    if (op.fusion != ops::FusionClass::row || op.operands.size() > 1) continue;
+    for (std::int64_t axis = op.reduces ? -1 : 0; axis < (op.reduces ? rank : rank - 1); ++axis) {
+      Graph g;
+      auto x = g.input("x", shape, t);
+      auto b = g.input("b", Shape(shape.begin() + 1, shape.end()), DType::f32);
+      Attrs a;
+      if (axis < 0) a.all_axes = true;
+      else a.axis = axis;
+      a.keepdim = axis < 0 ? rank == 2 : axis % 2 == 1;
+      auto y = apply(op.name, {silu(x * 0.5 + b)}, a);
+      if (!op.reduces && op.name == "softmax") g.output(y * 2.0 + x);
+      g.output(y);
+      out.push_back(g);
+    }
+  }
+  return out;
+}
+
 }  // namespace kiln::test

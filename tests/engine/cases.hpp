@@ -42,4 +42,10 @@ std::vector<Case> sweep(std::int64_t rows, std::int64_t cols, bool with_misalign
 /// y*2 + x that is an output beside the row result (ops that write rows).
 std::vector<Graph> row_graphs(DType t, std::int64_t rows, std::int64_t cols);
 
+/// The ops that work along any axis on x of `shape` and dtype t: every reduction along each
+/// axis (keepdim on odd axes) and over all elements (keepdim when `shape` has rank 2),
+/// softmax and log_softmax along each axis but the last; each behind a silu(x*0.5 + b)
+/// prologue (b broadcast along the first axis), softmax also with an epilogue y*2 + x.
+std::vector<Graph> axis_graphs(DType t, const Shape& shape);
+
 }  // namespace kiln::test

@@ -36,18 +36,33 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg, std::vect
   std::vector<double> out(std::size_t(numel_of(n.shape)));
   const auto& op = ops::find_op(n.op);
   if (op.fusion == ops::FusionClass::row) {
+    // x as [outer, C, inner]: C along the op's axis (every element for all_axes).
     const int x = std::get<int>(n.args[0]);
     const auto& xv = arg(x);
-    const std::int64_t C = g.node(x).shape.back(), R = std::int64_t(xv.size()) / C;
+    const Shape& xs = g.node(x).shape;
+    const std::int64_t rank = std::int64_t(xs.size()), a = n.attrs.all_axes ? 0 : (n.attrs.axis.value_or(-1) + rank) % rank;
+    const std::int64_t C = n.attrs.all_axes ? std::int64_t(xv.size()) : xs[std::size_t(a)];
+    std::int64_t inner = 1;
+    for (std::int64_t d = a + 1; d < rank && !n.attrs.all_axes; ++d) inner *= xs[std::size_t(d)];
+    const std::int64_t outer = std::int64_t(xv.size()) / (C * inner);
     const double* w = n.args.size() > 1 ? arg(std::get<int>(n.args[1])).data() : nullptr;
     const double* b = n.args.size() > 2 ? arg(std::get<int>(n.args[2])).data() : nullptr;
-    for (std::int64_t r = 0; r < R; ++r) {
-      op.row_reference(xv.data() + r * C, C, w, b, ops::eps_of(n.attrs), out.data() + (op.reduces ? r : r * C));
-      if (!mag) continue;  // f32 errors of a row op scale with its row's largest element
-      double m = 0;
-      for (std::int64_t c = 0; c < C; ++c) m = std::max(m, std::fabs(xv[std::size_t(r * C + c)]));
-      mag->insert(mag->end(), op.reduces ? 1 : std::size_t(C), m);
-    }
+    if (mag) mag->assign(out.size(), 0);
+    std::vector<double> row(static_cast<std::size_t>(C)), res(row.size());
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t i = 0; i < inner; ++i) {
+        double m = 0;  // f32 errors of a row op scale with its row's largest element
+        for (std::int64_t c = 0; c < C; ++c) {
+          row[std::size_t(c)] = xv[std::size_t((o * C + c) * inner + i)];
+          m = std::max(m, std::fabs(row[std::size_t(c)]));
+        }
+        op.row_reference(row.data(), C, w, b, ops::eps_of(n.attrs), res.data());
+        for (std::int64_t c = 0; c < (op.reduces ? 1 : C); ++c) {
+          const std::size_t at = std::size_t(op.reduces ? o * inner + i : (o * C + c) * inner + i);
+          out[at] = res[std::size_t(c)];
+          if (mag) (*mag)[at] = m;
+        }
+      }
     return out;
   }
   std::vector<const std::vector<double>*> tensors;

@@ -32,6 +32,24 @@ TEST_CASE("gpu: every row op x dtype x pattern matches the fp64 reference" * doc
   MESSAGE(fmt::format("{} row graphs, {} kernels compiled", graphs, e.counters().compiles));
 }
 
+TEST_CASE("gpu: row ops along any axis and over all elements match the fp64 reference" * doctest::skip(!kiln::test::has_gpu())) {
+  kiln::test::TempDir tmp;
+  kiln::EngineOptions o;
+  o.cache_dir = tmp.path();
+  kiln::Engine e(o);
+  auto rng = kiln::test::make_rng(22);
+  const std::vector<kiln::Shape> shapes = {{1, 1}, {3, 7}, {5, 1, 9}, {2, 4097}, {1000, 33}, {4096, 40}, {7, 300, 5}, {70000, 2}};
+  int graphs = 0;
+  for (const kiln::Shape& s : shapes)
+    for (DType t : kiln::kFloatDTypes)
+      for (const Graph& g : kiln::test::axis_graphs(t, s)) {
+        CAPTURE(g.to_json());
+        for (const auto& f : kiln::test::check_on_gpu(e, g, rng)) FAIL_CHECK(f);
+        ++graphs;
+      }
+  MESSAGE(fmt::format("{} axis graphs, {} kernels compiled", graphs, e.counters().compiles));
+}
+
 TEST_CASE("gpu: eager row ops through kiln::call, and softmax with -inf masks" * doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e;
   std::vector<float> h(4 * 8);

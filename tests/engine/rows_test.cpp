@@ -19,9 +19,21 @@ TEST_CASE("row ops: shapes, keepdim, and errors naming the operands") {
   CHECK(kiln::infer("max", {desc({4, 5, 6}, DType::bf16)}, keep).shape == kiln::Shape{4, 5, 1});
   CHECK(kiln::infer("softmax", {desc({4, 6}, DType::f16)}).shape == kiln::Shape{4, 6});
   CHECK(kiln::infer("layer_norm", {desc({4, 6}, DType::f32), desc({6}, DType::bf16)}).dtype == DType::f32);
-  kiln::Attrs axis0;
+  kiln::Attrs axis0, all, all_keep, axis3;
   axis0.axis = 0;
-  CHECK_THROWS_WITH_AS(kiln::infer("softmax", {desc({4, 6}, DType::f32)}, axis0), doctest::Contains("transpose x"), kiln::ShapeError);
+  all.all_axes = true;
+  all_keep = all;
+  all_keep.keepdim = true;
+  axis3.axis = 3;
+  CHECK(kiln::infer("softmax", {desc({4, 6}, DType::f32)}, axis0).shape == kiln::Shape{4, 6});
+  CHECK(kiln::infer("sum", {desc({4, 5, 6}, DType::f32)}, axis0).shape == kiln::Shape{5, 6});
+  axis0.keepdim = true;
+  CHECK(kiln::infer("mean", {desc({4, 5, 6}, DType::f32)}, axis0).shape == kiln::Shape{1, 5, 6});
+  CHECK(kiln::infer("max", {desc({4, 5, 6}, DType::f32)}, all).shape == kiln::Shape{});
+  CHECK(kiln::infer("min", {desc({4, 5, 6}, DType::f32)}, all_keep).shape == kiln::Shape{1, 1, 1});
+  CHECK_THROWS_WITH_AS(kiln::infer("sum", {desc({4, 6}, DType::f32)}, axis3), doctest::Contains("axis 3 is out of range for rank 2"), kiln::ShapeError);
+  CHECK_THROWS_WITH_AS(kiln::infer("softmax", {desc({4, 6}, DType::f32)}, all), doctest::Contains("only reductions"), kiln::ArgumentError);
+  CHECK_THROWS_WITH_AS(kiln::infer("layer_norm", {desc({4, 6}, DType::f32)}, axis0), doctest::Contains("along the last axis"), kiln::ShapeError);
   CHECK_THROWS_WITH_AS(kiln::infer("layer_norm", {desc({4, 6}, DType::f32), desc({5}, DType::f32)}),
                        doctest::Contains("weight must be a tensor of shape [6]"), kiln::ShapeError);
   CHECK_THROWS_AS(kiln::infer("sum", {desc({}, DType::f32)}), kiln::ShapeError);
@@ -91,5 +103,40 @@ TEST_CASE("every row op x dtype x pattern NVRTC-compiles for sm_80 and sm_90a") 
       }
     CHECK(graphs == 3 * (8 * 3 + 4));
     CHECK(e.counters().compiles >= 3 * 8 * 2);  // keepdim adds kernels for reductions only
+  }
+}
+
+TEST_CASE("row ops along any axis: the column template, all-element reductions; they NVRTC-compile for sm_80 and sm_90a") {
+  Graph g;
+  auto x = g.input("x", {32768, 4096}, DType::f32);
+  g.output(kiln::reduce("sum", x, false, 0));
+  g.output(kiln::reduce_all("max", kiln::exp(x)));
+  g.output(kiln::apply("softmax", {x * 2.0}, [] {
+    kiln::Attrs a;
+    a.axis = 0;
+    return a;
+  }()));
+  const auto k = kiln::Plan(g).kernels();
+  REQUIRE(k.size() == 3);
+  CHECK(k[0].name == "sum_f32__col2v4");
+  CHECK(k[0].grid * k[0].block / 4 >= 4096);  // every column group has its threads
+  CHECK(k[1].name.rfind("exp__max_f32__all", 0) == 0);
+  CHECK(k[1].grid == 1);
+  CHECK(k[2].name == "mul__softmax_f32__col1v4");  // nothing broadcasts: one dim
+  // Round trip of "axis": "all" through the JSON format.
+  CHECK(Graph::parse(g.to_json(), "g").to_json() == g.to_json());
+  CHECK(g.to_json().find(R"("axis":"all")") != std::string::npos);
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    kiln::Engine e(kiln::test::offline(arch));
+    std::size_t graphs = 0;
+    for (DType t : kiln::kFloatDTypes)
+      for (const kiln::Shape& s : {kiln::Shape{6, 5, 100}, kiln::Shape{4096, 7}}) {
+        for (const Graph& a : kiln::test::axis_graphs(t, s)) {
+          CAPTURE(a.to_json());
+          CHECK(kiln::Plan(a).compile(e).size() == 1);
+          ++graphs;
+        }
+      }
+    CHECK(graphs == 3 * ((4 * 4 + 2 * 2) + (4 * 3 + 2 * 1)));
   }
 }
