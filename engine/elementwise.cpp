@@ -54,12 +54,14 @@ LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t 
   std::vector<std::vector<std::int64_t>> strides;
   for (std::size_t s = 0; s < K; ++s) strides.push_back(broadcast_strides(*views[s], shape, s < NO ? "output" : "input"));
   std::vector<Dim> dims;
+  std::vector<bool> dim_reduced;
   bool inner_reduced = false;  // of the innermost dim kept
   for (std::size_t d = 0; d < shape.size(); ++d) {
     const bool row = rows && d + 1 == shape.size();
     if (shape[d] == 1 && !row) continue;
     Dim dim{shape[d], std::vector<std::int64_t>(K)};
     inner_reduced = d < reduced.size() && reduced[d];
+    dim_reduced.push_back(inner_reduced);
     for (std::size_t s = 0; s < K; ++s) dim.stride[s] = strides[s][d];
     for (std::size_t s = 0; s < NO; ++s)
       if (dim.stride[s] == 0 && !inner_reduced && dim.extent > 1)
@@ -67,12 +69,13 @@ LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t 
     dims.push_back(dim);
   }
   // Coalesce: merge an inner dim into the one outside it when every slot steps through both
-  // as one (never the row dim).
+  // as one (never the row dim, never a reduced dim with one that is not: the vector width
+  // must divide the dims inside the reduced ones).
   std::vector<Dim> merged;
   for (std::size_t i = 0; i < dims.size(); ++i) {
     const Dim& dim = dims[i];
     const bool row = rows && i + 1 == dims.size();
-    if (!merged.empty() && !row) {
+    if (!merged.empty() && !row && dim_reduced[i] == dim_reduced[i - 1]) {
       Dim& outer = merged.back();  // `merged` is outermost first; `dim` is inner to it
       bool ok = true;
       for (std::size_t s = 0; s < K; ++s) ok = ok && outer.stride[s] == dim.stride[s] * dim.extent;

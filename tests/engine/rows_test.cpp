@@ -122,7 +122,15 @@ TEST_CASE("row ops along any axis: the column template, all-element reductions; 
   CHECK(k[0].grid * k[0].block / 4 >= 4096);  // every column group has its threads
   CHECK(k[1].name.rfind("exp__max_f32__all", 0) == 0);
   CHECK(k[1].grid == 1);
-  CHECK(k[2].name == "mul__softmax_f32__col1v4");  // nothing broadcasts: one dim
+  CHECK(k[2].name == "mul__softmax_f32__col2v4");  // the axis is never merged with the columns
+  {  // ... else the vector width would take values of two rows: [7, 300, 5] is one dim of 10500
+    Graph h;
+    auto y = h.input("y", {7, 300, 5}, DType::f32);
+    kiln::Attrs a;
+    a.axis = 1;
+    h.output(kiln::apply("softmax", {y * 2.0}, a));
+    CHECK(kiln::Plan(h).kernels().at(0).name == "mul__softmax_f32__col3v1");
+  }
   // Round trip of "axis": "all" through the JSON format.
   CHECK(Graph::parse(g.to_json(), "g").to_json() == g.to_json());
   CHECK(g.to_json().find(R"("axis":"all")") != std::string::npos);
