@@ -60,6 +60,19 @@ Space rows_space(long long row_groups, int vec) {
   return s;
 }
 
+Space columns_space(const Candidate& fallback) {
+  Space s;
+  s.tunables = {{"block", {64, 128, 256, 512}}, {"cols", {1, 2, 4, 8, 16, 32}}};
+  s.fallback = fallback;
+  s.reject = [](const Candidate& c, const DeviceLimits& limits) -> std::string {
+    const int block = c.at("block"), cols = c.at("cols");
+    if (block > limits.max_threads_per_block)
+      return fmt::format("{} threads per block, the device allows {}", block, limits.max_threads_per_block);
+    return cols > block / 2 ? fmt::format("{} column groups for {} threads: fewer than 2 threads per column", cols, block) : "";
+  };
+  return s;
+}
+
 Result tune(const std::vector<Candidate>& candidates, const Candidate& fallback, const Measure& measure, const Agree& agree) {
   Result r;
   const Measurement base = measure(fallback);  // the default must run: no reference otherwise

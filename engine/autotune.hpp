@@ -42,6 +42,9 @@ Space elementwise_space();
 /// groups per thread in registers (0: streaming); candidates that do not cover a row, or
 /// would leave half their threads idle, are rejected.
 Space rows_space(long long row_groups, int vec);
+/// The column template: threads per block and column groups per block (powers of two);
+/// `fallback` is the heuristic default the specializer chose.
+Space columns_space(const Candidate& fallback);
 
 /// One candidate's run: its output bytes on fixed inputs, and its median time.
 struct Measurement {

@@ -192,6 +192,7 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
   L.groups = std::uint64_t(groups);
   L.index_arg = L.groups;
   L.block = unsigned(block);
+  L.tunables = {{"block", block}, {"unroll", unroll}};
   const std::uint64_t per_block = std::uint64_t(block) * unroll;
   L.grid = unsigned((std::uint64_t(groups) + per_block - 1) / per_block);
   for (const TensorView* v : views) L.pointers.push_back(v->data);

@@ -39,7 +39,8 @@ struct KernelLaunch {
   unsigned block = 0;
   std::vector<std::uint64_t> pointers;  ///< outputs, then inputs
   std::vector<float> scalars;
-  bool tunable = true;  ///< false: its template has no tunables (the column template)
+  enum class Kind { elementwise, rows, columns } kind = Kind::elementwise;  ///< its template
+  Tunables tunables;  ///< the template's parameters it was specialized with (defaults included)
   /// The bytes of the kernel's Args<P, S> parameter.
   std::vector<unsigned char> args() const;
 };

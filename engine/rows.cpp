@@ -28,7 +28,8 @@ RowTunables row_tunables(const Tunables& t, const std::string& stem) {
   for (const auto& [name, value] : t) {
     if (name == "block") r.block = value;
     else if (name == "items") r.items = value;
-    else throw ArgumentError(fmt::format("{}: '{}' is not a tunable of the row template (block, items)", stem, name));
+    else if (name == "cols") r.cols = value;
+    else throw ArgumentError(fmt::format("{}: '{}' is not a tunable of the row templates (block, items, cols)", stem, name));
   }
   return r;
 }
@@ -156,19 +157,30 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
   L.groups = std::uint64_t(lp.groups);
   std::string expression, name;
   if (columns) {
-    if (t.block != 0) throw ArgumentError(fmt::format("{}: the column template (axis {} of {}) has no tunables yet", stem, k.axis, to_string(x_shape)));
     const std::int64_t outer = product(shape, 0, axis), r = shape[axis], ig = product(shape, axis + 1, shape.size()) / lp.vec;
     std::size_t widest = 1;
     for (const TensorView* v : views) widest = std::max(widest, size_of(v->dtype));
-    const auto [bx, by] = column_block(outer, r, ig, lp.vec * int(widest));
+    const auto fallback = column_block(outer, r, ig, lp.vec * int(widest));
+    auto [bx, by] = fallback;
+    if (t.block != 0) {
+      const auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+      if (t.items != 0 || !pow2(t.cols) || t.cols > 32 || !pow2(t.block) || t.block < 32 || t.block > 512 || t.block < t.cols)
+        throw ArgumentError(fmt::format("{}: block {} cols {}: the column template takes block 32 to 512 threads and cols "
+                                        "1 to 32 column groups, powers of two, cols <= block", stem, t.block, t.cols));
+      bx = t.cols;
+      by = t.block / t.cols;
+    }
+    L.tunables = {{"block", bx * by}, {"cols", bx}};
     expression = fmt::format("kiln::columns<kiln_body, {}, kiln_epilogue, {}, {}, {}, {}, {}, {}, {}>", k.op->functor, lp.type(),
                              lp.vec, index, bx, by, r, ig);
-    name = fmt::format("{}__col{}v{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "");
+    const bool tuned = bx != fallback.first || by != fallback.second;
+    name = fmt::format("{}__col{}v{}{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
+                       tuned ? fmt::format("_b{}c{}", bx * by, bx) : "");
     L.spec.source = "#include <kiln/columns.cuh>\n\n";
     L.index_arg = L.groups;
     L.block = unsigned(bx * by);
     L.grid = lp.groups ? unsigned(outer * ceil_div(ig, bx)) : 0;
-    L.tunable = false;
+    L.kind = KernelLaunch::Kind::columns;
   } else {
     const std::int64_t per_row = k.all_axes ? lp.groups : lp.dims.back().extent;
     const RowTunables fallback = default_row_tunables(per_row, lp.vec);
@@ -185,6 +197,8 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
     name = fmt::format("{}__{}{}v{}{}{}", stem, k.all_axes ? "all" : "r", lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
                        tuned ? fmt::format("_b{}i{}", t.block, t.items) : "");
     L.spec.source = "#include <kiln/rows.cuh>\n\n";
+    L.kind = KernelLaunch::Kind::rows;
+    L.tunables = {{"block", t.block}, {"items", t.items}};
     L.index_arg = std::uint64_t(per_row);
     L.block = unsigned(t.block);
     L.grid = per_row ? unsigned(lp.groups / per_row) : 0;

@@ -34,12 +34,13 @@ codegen::Body identity_epilogue(DType dtype);
 /// The row template's tunables (rows.cuh): threads per block, and groups of the row each thread
 /// keeps in registers (0: threads stride over the row and pass 2 reads it again).
 struct RowTunables {
-  int block = 0;  ///< 0: the heuristic default (with items)
+  int block = 0;  ///< 0: the heuristic default (with items, cols)
   int items = 0;
+  int cols = 0;  ///< the column template's column groups per block (BX; block / cols threads along the axis)
 };
 
-/// `t`'s "block" and "items" (missing: 0, the default); ArgumentError naming `stem` for any
-/// other name.
+/// `t`'s "block", "items" and "cols" (missing: 0, the default); ArgumentError naming `stem`
+/// for any other name.
 RowTunables row_tunables(const Tunables& t, const std::string& stem);
 
 /// The heuristic default for rows of `row_groups` groups of `vec` elements: about 64 bytes per
@@ -51,8 +52,8 @@ RowTunables default_row_tunables(std::int64_t row_groups, int vec);
 std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec);
 
 /// Specializes `k` over `shape` (the prologue's result shape): the row template along the last
-/// axis or every element, the column template (kernel_templates/kiln/columns.cuh, no tunables
-/// yet) along another axis. Throws ShapeError for outputs that do not fit, ArgumentError for
+/// axis or every element (tunables block, items), the column template
+/// (kernel_templates/kiln/columns.cuh; tunables block, cols) along another axis. Throws ShapeError for outputs that do not fit, ArgumentError for
 /// tunables that cannot run this row.
 KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape, RowTunables tunables = {});
 

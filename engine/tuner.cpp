@@ -168,11 +168,12 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
     const KernelLaunch base = p.specialize(grp, descs, graph);
     t.kernel = base.spec.name;
     const std::string signature = compiler::spec_id(base.spec);
-    const Space space = grp.row ? rows_space(std::int64_t(base.index_arg), base.vec) : elementwise_space();
+    const Space space = base.kind == KernelLaunch::Kind::rows      ? rows_space(std::int64_t(base.index_arg), base.vec)
+                        : base.kind == KernelLaunch::Kind::columns ? columns_space(base.tunables)
+                                                                   : elementwise_space();
     const std::vector<Candidate> candidates = space.candidates(limits);
     t.candidates = int(candidates.size());
     if (base.groups == 0) t.skipped = "no work (an empty tensor)";
-    else if (!base.tunable) t.skipped = "its template (columns) has no tunables yet";
     else if (done.count(signature)) t.skipped = "the same kernel was tuned above";
     else if (candidates.size() < 2) t.skipped = "only the default can run on this device";
     else if (o.deadline && std::chrono::steady_clock::now() > *o.deadline) t.skipped = "the time budget ran out";

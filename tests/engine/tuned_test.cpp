@@ -84,10 +84,29 @@ TEST_CASE("tunables by name: each template names its own, and refuses another's"
   CHECK(tuned.name == base.name + "_b128u4");
   db.put(record_for(base, "GPU A", {{"block", 128}, {"items", 4}}));  // a row tunable
   CHECK(kiln::plan_specs(g, true, {}, &db).at(0).expression == base.expression);
-  CHECK_THROWS_WITH_AS(kiln::row_tunables({{"unroll", 2}}, "softmax_f32"), doctest::Contains("'unroll' is not a tunable of the row template"),
+  CHECK_THROWS_WITH_AS(kiln::row_tunables({{"unroll", 2}}, "softmax_f32"), doctest::Contains("'unroll' is not a tunable of the row templates"),
                        kiln::ArgumentError);
   CHECK_THROWS_WITH_AS(kiln::elementwise_tunables({{"items", 2}}, "add_f32"),
                        doctest::Contains("'items' is not a tunable of the elementwise template"), kiln::ArgumentError);
+}
+
+TEST_CASE("tuning records of the column template: block and cols; one that cannot run leaves the default") {
+  Graph g;
+  kiln::Attrs a;
+  a.axis = 0;
+  g.output(kiln::apply("sum", {g.input("x", {32768, 4096}, DType::f32)}, a));
+  const kiln::KernelSpec base = kiln::plan_specs(g).at(0);
+  CHECK(base.name == "sum_f32__col2v4");
+  CHECK(base.expression.find(", 2, 128, 32768, 1024>") != std::string::npos);  // BX 2, BY 128, R, IG
+  TuningDb db("GPU A");
+  db.put(record_for(base, "GPU A", {{"block", 256}, {"cols", 8}}));
+  const kiln::KernelSpec tuned = kiln::plan_specs(g, true, {}, &db).at(0);
+  CHECK(tuned.expression.find(", 8, 32, 32768, 1024>") != std::string::npos);
+  CHECK(tuned.name == base.name + "_b256c8");
+  for (kiln::Tunables bad : std::vector<kiln::Tunables>{{{"block", 256}, {"cols", 3}}, {{"block", 1024}, {"cols", 8}}, {{"block", 256}, {"items", 4}}}) {
+    db.put(record_for(base, "GPU A", bad));
+    CHECK(kiln::plan_specs(g, true, {}, &db).at(0).expression == base.expression);
+  }
 }
 
 TEST_CASE("kiln cache explain: a graph's kernels with another GPU's tuning records say they are not applied") {
