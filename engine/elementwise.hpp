@@ -37,6 +37,7 @@ struct KernelLaunch {
   int vec = 1;
   unsigned grid = 0;
   unsigned block = 0;
+  std::uint64_t stash_bytes = 0;  ///< dynamic shared memory it can use (the row template's stash); the device may grant less
   std::vector<std::uint64_t> pointers;  ///< outputs, then inputs
   std::vector<float> scalars;
   enum class Kind { elementwise, rows, columns } kind = Kind::elementwise;  ///< its template

@@ -96,6 +96,7 @@ const LoadedKernel& EngineImpl::prepare(const KernelSpec& spec, std::string* sou
   if (context) {
     runtime::ContextGuard guard(*context);
     k.module = std::make_unique<runtime::Module>(got.kernel->image, got.kernel->lowered_name, spec.name);
+    k.max_dynamic_shared = k.module->allow_dynamic_shared(context->info().max_shared_per_block_optin);
   }
   k.record = records.size();
   if (source) *source = rec.source;
@@ -103,17 +104,17 @@ const LoadedKernel& EngineImpl::prepare(const KernelSpec& spec, std::string* sou
   return loaded_.emplace(std::move(memo), std::move(k)).first->second;
 }
 
-void EngineImpl::launch(const LoadedKernel& k, unsigned grid, unsigned block, void** args) {
+void EngineImpl::launch(const LoadedKernel& k, const KernelLaunch& L, void** args) {
   require_device("launching a kernel");
   runtime::ContextGuard guard(*context);
-  k.module->launch(grid, block, stream.get(), args);
+  k.module->launch(L.grid, L.block, k.shared_for(L), stream.get(), args);
 }
 
 void EngineImpl::launch_kernel(const KernelLaunch& L) {
   if (L.groups == 0 || L.grid == 0) return;
   const LoadedKernel& k = prepare(L.spec);
   LaunchParams params(L);
-  launch(k, L.grid, L.block, params.pointers());
+  launch(k, L, params.pointers());
 }
 
 }  // namespace detail

@@ -26,6 +26,13 @@ struct LoadedKernel {
   std::shared_ptr<const CompiledKernel> compiled;
   std::unique_ptr<runtime::Module> module;  ///< null on an offline engine
   std::size_t record = 0;                   ///< index into EngineImpl::records
+  unsigned max_dynamic_shared = 0;          ///< what a launch of it may use on this device
+
+  /// The dynamic shared memory a launch of `L` gets: what it asks for (KernelLaunch::stash_bytes)
+  /// up to what the device allows, in 16-byte units.
+  unsigned shared_for(const KernelLaunch& L) const {
+    return unsigned(std::min<std::uint64_t>(L.stash_bytes, max_dynamic_shared)) / 16 * 16;
+  }
 };
 
 class EngineImpl {
@@ -37,7 +44,8 @@ class EngineImpl {
   /// compiled now; loaded into the context when there is a device.
   /// `source` (optional) gets where this lookup found it: "memory", "disk" or "compiled".
   const LoadedKernel& prepare(const KernelSpec& spec, std::string* source = nullptr);
-  void launch(const LoadedKernel& k, unsigned grid, unsigned block, void** args);
+  /// Launches `k` with the shape and shared memory of `L` and the parameters `args`.
+  void launch(const LoadedKernel& k, const KernelLaunch& L, void** args);
   /// Prepares and launches a specialized kernel (nothing when it has no work).
   void launch_kernel(const KernelLaunch& L);
 

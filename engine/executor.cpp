@@ -102,8 +102,8 @@ std::map<std::string, Tensor> Plan::replay(Engine& engine, const std::map<std::s
     if (L.groups == 0 || L.grid == 0) continue;
     const detail::LoadedKernel& k = engine.impl().prepare(L.spec);
     params.push_back(std::make_unique<LaunchParams>(L));
-    launches.push_back({k.module->function(), L.grid, L.block, params.back()->pointers()});
-    kernels.push_back(fmt::format("{} {} {}", k.compiled->spec_id, L.grid, L.block));
+    launches.push_back({k.module->function(), L.grid, L.block, k.shared_for(L), params.back()->pointers()});
+    kernels.push_back(fmt::format("{} {} {} {}", k.compiled->spec_id, L.grid, L.block, launches.back().shared));
   }
   runtime::ContextGuard guard(*engine.impl().context);
   if (!r.graph || kernels != r.kernels) {

@@ -202,6 +202,8 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
     L.index_arg = std::uint64_t(per_row);
     L.block = unsigned(t.block);
     L.grid = per_row ? unsigned(lp.groups / per_row) : 0;
+    // Streaming ops that write the row keep what they can of it in shared memory for pass 2.
+    if (t.items == 0 && !k.op->reduces) L.stash_bytes = std::uint64_t(per_row) * std::uint64_t(lp.vec) * 4;
   }
   L.spec.source += codegen::render_body(k.prologue) + "\n" + epilogue;
   L.spec.expression = expression;

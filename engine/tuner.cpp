@@ -135,7 +135,7 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
   detail::EngineImpl& e = engine.impl();
   const detail::LoadedKernel& k = e.prepare(first.spec);
   for (Tensor& t : b.checked) t.fill_bytes(0xff);
-  e.launch(k, first.grid, first.block, params[0]->pointers());
+  e.launch(k, first, params[0]->pointers());
   Measurement m;
   for (const Tensor& t : b.checked) {
     std::vector<unsigned char> h(t.bytes());
@@ -143,7 +143,7 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
     m.output.insert(m.output.end(), h.begin(), h.end());
   }
   std::size_t next = 0;
-  m.us = 1e3 * engine.time_median_ms([&] { e.launch(k, first.grid, first.block, params[next++ % params.size()]->pointers()); },
+  m.us = 1e3 * engine.time_median_ms([&] { e.launch(k, first, params[next++ % params.size()]->pointers()); },
                                      o.warmup, o.reps);
   return m;
 }

@@ -14,6 +14,7 @@ CUDA_KERNEL_NODE_PARAMS node_params(const GraphLaunch& l) {
   p.gridDimY = p.gridDimZ = 1;
   p.blockDimX = l.block;
   p.blockDimY = p.blockDimZ = 1;
+  p.sharedMemBytes = l.shared;
   p.kernelParams = l.params;
   return p;
 }

@@ -22,6 +22,7 @@ struct GraphLaunch {
   CUfunction function = nullptr;
   unsigned grid = 0;
   unsigned block = 0;
+  unsigned shared = 0;  ///< dynamic shared memory, bytes
   void** params = nullptr;
 };
 

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "engine/runtime/driver.hpp"
 
 namespace kiln::runtime {
@@ -28,8 +30,17 @@ int Module::registers() const {
   return n;
 }
 
-void Module::launch(unsigned grid, unsigned block, CUstream stream, void** args) const {
-  KILN_CU_CHECK(driver().cuLaunchKernel(function_, grid, 1, 1, block, 1, 1, 0, stream, args, nullptr),
+unsigned Module::allow_dynamic_shared(int optin) {
+  int fixed = 0;
+  KILN_CU_CHECK(driver().cuFuncGetAttribute(&fixed, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function_), "kernel " + kernel_);
+  const int dynamic = std::max(0, optin - fixed);
+  KILN_CU_CHECK(driver().cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic),
+                "kernel " + kernel_);
+  return unsigned(dynamic);
+}
+
+void Module::launch(unsigned grid, unsigned block, unsigned shared, CUstream stream, void** args) const {
+  KILN_CU_CHECK(driver().cuLaunchKernel(function_, grid, 1, 1, block, 1, 1, shared, stream, args, nullptr),
                 "kernel " + kernel_);
 }
 

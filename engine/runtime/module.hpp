@@ -21,8 +21,12 @@ class Module {
 
   CUfunction function() const { return function_; }
   int registers() const;
-  /// Launches on `stream`; `args` as cuLaunchKernel wants them.
-  void launch(unsigned grid, unsigned block, CUstream stream, void** args) const;
+  /// Lets launches use up to `optin` bytes of shared memory per block (the device's opt-in
+  /// limit) less the kernel's static shared memory; returns that dynamic allowance.
+  unsigned allow_dynamic_shared(int optin);
+  /// Launches on `stream` with `shared` bytes of dynamic shared memory; `args` as
+  /// cuLaunchKernel wants them.
+  void launch(unsigned grid, unsigned block, unsigned shared, CUstream stream, void** args) const;
 
  private:
   ModuleHandle module_;

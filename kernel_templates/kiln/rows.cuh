@@ -10,8 +10,9 @@
 // and keeps the prologue's values in registers for pass 2 (the row is read from memory once;
 // Block * Items must cover the row; a Row with kFoldsCached folds the thread's values at once
 // and may transform them, and pass 2 multiplies them by Row::scale); with Items == 0 threads
-// stride over a row of any length and pass 2 recomputes the prologue from memory (the row is
-// in L2 by then, if it fits).
+// stride over a row of any length, keep the prologue's values of the row's first groups in
+// the launch's dynamic shared memory (as many as it holds: the stash), and pass 2 reads those
+// from there and recomputes the rest from memory (in L2 by then, if it fits).
 //
 // Slots of the layout and of Args::p: Epi's outputs, Body's inputs, Extra (the norms' weight
 // and bias, [C]), then Epi's inputs. Scalars: Body's, eps, then Epi's. The layout's last Dim
@@ -22,6 +23,50 @@
 
 namespace kiln {
 namespace row {
+
+/// The launch's dynamic shared memory, in bytes.
+__device__ __forceinline__ unsigned dynamic_smem_bytes() {
+  unsigned n;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
+  return n;
+}
+
+/// The streaming path's stash: V planes of `capacity` floats (float4 planes when V is a
+/// multiple of 4), so that consecutive threads touch consecutive words.
+template <int V>
+struct Stash {
+  float* base;
+  unsigned capacity;  ///< groups it holds
+  __device__ __forceinline__ Stash() {
+    extern __shared__ float4 kiln_dynamic_smem[];
+    base = reinterpret_cast<float*>(kiln_dynamic_smem);
+    capacity = dynamic_smem_bytes() / (V * 4) / 4 * 4;
+  }
+  template <class Index>
+  __device__ __forceinline__ void put(Index j, const float (&x)[V]) const {
+    if constexpr (V % 4 == 0) {
+#pragma unroll
+      for (int q = 0; q < V / 4; ++q)
+        reinterpret_cast<float4*>(base)[q * capacity + j] = make_float4(x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i) base[i * capacity + j] = x[i];
+    }
+  }
+  template <class Index>
+  __device__ __forceinline__ void get(Index j, float (&x)[V]) const {
+    if constexpr (V % 4 == 0) {
+#pragma unroll
+      for (int q = 0; q < V / 4; ++q) {
+        const float4 v = reinterpret_cast<const float4*>(base)[q * capacity + j];
+        x[4 * q] = v.x, x[4 * q + 1] = v.y, x[4 * q + 2] = v.z, x[4 * q + 3] = v.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i) x[i] = base[i * capacity + j];
+    }
+  }
+};
 
 /// The statistic of the whole block, in every thread.
 template <class Row, int Block>
@@ -159,10 +204,32 @@ __global__ void __launch_bounds__(Block)
         }
     }
   } else {
-    for (Index j = threadIdx.x; j < groups_per_row; j += Block) {
+    // Four groups loaded before the first is used; each one's values stashed if they fit.
+    const row::Stash<V> stash;
+    constexpr int kBatch = 4;
+    Index j = threadIdx.x;
+    for (; j + Index(kBatch - 1) * Block < groups_per_row; j += kBatch * Block) {
+      Ins raw[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        Index off[K];
+        L::offsets(row_first + j + Index(u) * Block, off);
+        raw[u].load(args.p, off);
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        float x[V];
+        prologue(raw[u], x);
+        if (Row::kWritesRow && j + Index(u) * Block < stash.capacity) stash.put(j + Index(u) * Block, x);
+#pragma unroll
+        for (int i = 0; i < V; ++i) Row::local_add(local, x[i]);
+      }
+    }
+    for (; j < groups_per_row; j += Block) {
       Index off[K];
       float x[V];
       load_group(j, off, x);
+      if (Row::kWritesRow && j < stash.capacity) stash.put(j, x);
 #pragma unroll
       for (int i = 0; i < V; ++i) Row::local_add(local, x[i]);
     }
@@ -197,11 +264,17 @@ __global__ void __launch_bounds__(Block)
           row::write_group<Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], apply_cached, epi_scalars);
         }
       }
-    } else {  // recompute the prologue (the row is in L2 by now, if it fits)
+    } else {  // the stash, then the prologue recomputed (the row is in L2 by now, if it fits)
+      const row::Stash<V> stash;
       for (Index j = threadIdx.x; j < groups_per_row; j += Block) {
         Index off[K];
         float x[V];
-        load_group(j, off, x);
+        if (j < stash.capacity) {
+          L::offsets(row_first + j, off);
+          stash.get(j, x);
+        } else {
+          load_group(j, off, x);
+        }
         row::write_group<Epi, Extra, L, V, NO, NI>(args.p, off, x, apply, epi_scalars);
       }
     }

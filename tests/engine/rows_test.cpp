@@ -3,6 +3,8 @@
 
 #include <kiln/graph.hpp>
 
+#include "engine/fusion.hpp"
+#include "engine/precompile.hpp"
 #include "ops/op.hpp"
 #include "tests/engine/cases.hpp"
 #include "tests/support.hpp"
@@ -106,7 +108,7 @@ TEST_CASE("every row op x dtype x pattern NVRTC-compiles for sm_80 and sm_90a") 
   }
 }
 
-TEST_CASE("row ops along any axis: the column template, all-element reductions; they NVRTC-compile for sm_80 and sm_90a") {
+TEST_CASE("row ops along any axis: the column template, all-element reductions; they and the streaming row template NVRTC-compile for sm_80 and sm_90a") {
   Graph g;
   auto x = g.input("x", {32768, 4096}, DType::f32);
   g.output(kiln::reduce("sum", x, false, 0));
@@ -134,17 +136,25 @@ TEST_CASE("row ops along any axis: the column template, all-element reductions; 
   // Round trip of "axis": "all" through the JSON format.
   CHECK(Graph::parse(g.to_json(), "g").to_json() == g.to_json());
   CHECK(g.to_json().find(R"("axis":"all")") != std::string::npos);
-  for (const char* arch : {"sm_80", "sm_90a"}) {
-    kiln::Engine e(kiln::test::offline(arch));
-    std::size_t graphs = 0;
-    for (DType t : kiln::kFloatDTypes)
-      for (const kiln::Shape& s : {kiln::Shape{6, 5, 100}, kiln::Shape{4096, 7}}) {
-        for (const Graph& a : kiln::test::axis_graphs(t, s)) {
-          CAPTURE(a.to_json());
-          CHECK(kiln::Plan(a).compile(e).size() == 1);
-          ++graphs;
-        }
+  // Every graph is one kernel; all of them compiled at once (on every core).
+  std::vector<kiln::KernelSpec> specs;
+  for (DType t : kiln::kFloatDTypes)
+    for (const kiln::Shape& s : {kiln::Shape{6, 5, 100}, kiln::Shape{4096, 7}})
+      for (const Graph& a : kiln::test::axis_graphs(t, s)) {
+        const auto one = kiln::plan_specs(a);
+        CHECK(one.size() == 1);
+        specs.insert(specs.end(), one.begin(), one.end());
       }
-    CHECK(graphs == 3 * ((4 * 4 + 2 * 2) + (4 * 3 + 2 * 1)));
+  CHECK(specs.size() == 3 * ((4 * 4 + 2 * 2) + (4 * 3 + 2 * 1)));
+  for (const Graph& a : kiln::test::row_graphs(DType::bf16, 2, 65536)) {  // and the streaming row template, with its stash
+    const auto one = kiln::plan_specs(a);
+    CHECK(one.at(0).expression.find(", 1024, 0>") != std::string::npos);
+    specs.insert(specs.end(), one.begin(), one.end());
   }
+  kiln::cache::KernelCache cache(std::nullopt);
+  kiln::PrecompileOptions po;
+  po.archs = {"sm_80", "sm_90a"};
+  const kiln::PrecompileSummary sum = kiln::precompile_specs(specs, po, cache);
+  for (const auto& f : sum.failures) FAIL_CHECK(f.name << " " << f.arch << ": " << f.error);
+  CHECK(sum.compiled + sum.cached == int(2 * specs.size()));
 }
