@@ -33,6 +33,11 @@ namespace {
 
 template <class Load>
 double max_diff_of(const unsigned char* a, const unsigned char* b, std::size_t n, std::size_t size, Load load) {
+  double total = 0;  // the mean magnitude of a's finite values: the floor of the scale
+  std::size_t finite = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (const double x = load(a + i * size); std::isfinite(x)) total += std::fabs(x), ++finite;
+  const double floor = std::max(1.0, finite ? total / double(finite) : 0.0);
   double worst = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double x = load(a + i * size), y = load(b + i * size);
@@ -40,7 +45,7 @@ double max_diff_of(const unsigned char* a, const unsigned char* b, std::size_t n
       if (std::isnan(x) != std::isnan(y)) return INFINITY;
       continue;
     }
-    if (x != y) worst = std::max(worst, std::fabs(x - y) / std::max(1.0, std::fabs(x)));
+    if (x != y) worst = std::max(worst, std::fabs(x - y) / std::max(floor, std::fabs(x)));
   }
   return worst;
 }

@@ -49,8 +49,10 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
 /// `n` random values of dtype `t` from `seed`: uniform in [-3, 3]; bool: 0 or 1.
 std::vector<unsigned char> random_host(DType t, std::int64_t n, std::uint64_t seed);
 
-/// The largest difference of two outputs of dtype `t`, relative to max(1, |a|); a NaN on one
-/// side only (or a size mismatch) is infinite, NaN on both sides agrees.
+/// The largest difference of two outputs of dtype `t`, relative to max(|a|, 1, the mean |a| of
+/// the output): a sum's result near 0 errs like its neighbours, by a fraction of the terms'
+/// size, not of its own. A NaN on one side only (or a size mismatch) is infinite, NaN on both
+/// sides agrees.
 double max_diff(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, DType t);
 
 /// How far a candidate's output may be from the default's: the sums run in another order, so

@@ -10,7 +10,8 @@
 // and keeps the prologue's values in registers for pass 2 (the row is read from memory once;
 // Block * Items must cover the row; a Row with kFoldsCached folds the thread's values at once
 // and may transform them, and pass 2 multiplies them by Row::scale); with Items == 0 threads
-// stride over a row of any length, keep the prologue's values of the row's first groups in
+// stride over a row of any length (four groups at a time, each batch folded at once by a Row
+// with kFoldsCached), keep the prologue's values of the row's first groups in
 // the launch's dynamic shared memory (as many as it holds: the stash), and pass 2 reads those
 // from there and recomputes the rest from memory (in L2 by then, if it fits).
 //
@@ -216,13 +217,19 @@ __global__ void __launch_bounds__(Block)
         L::offsets(row_first + j + Index(u) * Block, off);
         raw[u].load(args.p, off);
       }
+      float x[kBatch][V];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
-        float x[V];
-        prologue(raw[u], x);
-        if (Row::kWritesRow && j + Index(u) * Block < stash.capacity) stash.put(j + Index(u) * Block, x);
+        prologue(raw[u], x[u]);
+        if (Row::kWritesRow && j + Index(u) * Block < stash.capacity) stash.put(j + Index(u) * Block, x[u]);
+      }
+      if constexpr (row::FoldsCached<Row>::value) {  // the batch folded at once (its values are not needed after)
+        local = Row::merge(local, Row::fold(x, kBatch));
+      } else {
 #pragma unroll
-        for (int i = 0; i < V; ++i) Row::local_add(local, x[i]);
+        for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+          for (int i = 0; i < V; ++i) Row::local_add(local, x[u][i]);
       }
     }
     for (; j < groups_per_row; j += Block) {

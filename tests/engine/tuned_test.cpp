@@ -97,7 +97,7 @@ TEST_CASE("tuning records of the column template: block and cols; one that canno
   g.output(kiln::apply("sum", {g.input("x", {32768, 4096}, DType::f32)}, a));
   const kiln::KernelSpec base = kiln::plan_specs(g).at(0);
   CHECK(base.name == "sum_f32__col2v4");
-  CHECK(base.expression.find(", 2, 128, 32768, 1024>") != std::string::npos);  // BX 2, BY 128, R, IG
+  CHECK(base.expression.find(", 4, 128, 32768, 1024>") != std::string::npos);  // BX 4, BY 128, R, IG
   TuningDb db("GPU A");
   db.put(record_for(base, "GPU A", {{"block", 256}, {"cols", 8}}));
   const kiln::KernelSpec tuned = kiln::plan_specs(g, true, {}, &db).at(0);
@@ -215,6 +215,7 @@ TEST_CASE("tuner helpers: random inputs in [-3, 3] from a seed; output differenc
     CAPTURE(kiln::name_of(t));
     CHECK(max_diff(bytes(t, {4, 0.5}), bytes(t, {5, 0.5}), t) == doctest::Approx(0.25));  // relative to |a|
     CHECK(max_diff(bytes(t, {0.25}), bytes(t, {0.5}), t) == doctest::Approx(0.25));       // relative to 1 below it
+    CHECK(max_diff(bytes(t, {500, -500, 0.25}), bytes(t, {500, -500, 0.5}), t) == doctest::Approx(0.25 / 333.4).epsilon(0.01));  // to the mean |a|
     CHECK(max_diff(bytes(t, {NAN, 1}), bytes(t, {NAN, 1}), t) == 0);
     CHECK(std::isinf(max_diff(bytes(t, {NAN}), bytes(t, {1}), t)));
     CHECK(std::isinf(max_diff(bytes(t, {1}), bytes(t, {1, 1}), t)));
