@@ -82,12 +82,12 @@ std::int64_t product(const Shape& s, std::size_t from, std::size_t to) {
   return p;
 }
 
-// The column template's block: 512 threads, BX column groups (at least 64 bytes of each row)
+// The column template's block: 512 threads, BX column groups (at least 128 bytes of each row)
 // by BY threads along R; narrower and taller while there are fewer than 256 blocks. (`kiln
-// tune` on an H100, sum over the first axis of f32 [32768, 4096]: 512 threads x 4 groups of 16
-// bytes, 199 us; 256 x 2, 267 us: bench/NOTES.md.)
+// tune` on an H100, sum over the first axis of f32 [32768, 4096]: 512 threads x 8 groups of 16
+// bytes 186 us, x 4 groups 200 us; 256 x 2, 276 us: bench/NOTES.md.)
 std::pair<int, int> column_block(std::int64_t outer, std::int64_t r, std::int64_t ig, int group_bytes) {
-  const int min_bx = std::max(1, 64 / std::max(group_bytes, 1));
+  const int min_bx = std::max(1, 128 / std::max(group_bytes, 1));
   int bx = 32;
   while (bx > min_bx && bx / 2 >= ig) bx /= 2;
   while (bx > min_bx && outer * ceil_div(ig, bx) < 256) bx /= 2;

@@ -94,6 +94,7 @@ struct Buffers {
   std::vector<std::vector<TensorView>> values;  // per set, indexed by node id like the plan's
   std::vector<Tensor> tensors;
   std::vector<Tensor> checked;  // set 0's outputs, in the group's order
+  std::int64_t bytes = 0;       // one run's reads (each value once) and writes
 };
 
 Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp, int l2_bytes) {
@@ -106,6 +107,7 @@ Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup
     for (int id : *ids) bytes += numel_of(p.graph.node(id).shape) * std::int64_t(size_of(p.graph.node(id).dtype));
   const std::int64_t sets = std::clamp<std::int64_t>((2 * std::int64_t(l2_bytes)) / std::max<std::int64_t>(bytes, 1) + 1, 1, 64);
   Buffers b;
+  b.bytes = bytes;
   std::vector<TensorView> descs;
   for (const auto& n : p.graph.nodes()) descs.push_back(detail::PlanImpl::desc(n));
   std::map<int, std::vector<unsigned char>> host;
@@ -226,6 +228,26 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
     r.winner_us = t.result.winner_us;
     r.default_us = t.result.default_us;
     done.insert(signature);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<KernelTiming> time_kernels(Engine& engine, const Graph& graph, bool fuse, const TuneOptions& o) {
+  engine.impl().require_device("timing kernels");
+  const detail::PlanImpl p(graph, fuse);
+  if (p.dynamic()) throw GraphError("the graph has dynamic dims (\"?\"): timing needs exact shapes; give the graph with its shapes");
+  std::vector<TensorView> descs;
+  for (const auto& n : graph.nodes()) descs.push_back(detail::PlanImpl::desc(n));
+  std::vector<KernelTiming> out;
+  for (const FusedGroup& grp : p.groups) {
+    const KernelLaunch L = p.specialize_tuned(grp, descs, graph, engine.impl().tuning);
+    KernelTiming t{L.spec.name, p.ops_of(grp), 0, 0};
+    if (L.groups > 0) {
+      Buffers b = make_buffers(engine, p, grp, engine.impl().context->info().l2_bytes);
+      t.us = run_candidate(engine, p, grp, b, L.tunables, o).us;
+      t.bytes = b.bytes;
+    }
     out.push_back(std::move(t));
   }
   return out;

@@ -46,6 +46,20 @@ struct KernelTuning {
 std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const TuneOptions& options,
                                      std::set<std::string>& done);
 
+/// One kernel of a plan timed alone.
+struct KernelTiming {
+  std::string kernel;
+  std::vector<std::string> ops;  ///< the graph nodes it fused
+  double us = 0;                 ///< median of events (0: no work)
+  std::int64_t bytes = 0;        ///< what one run reads (each value once) and writes
+};
+
+/// Times each kernel of `graph`'s plan (fused or not) alone, as Plan::run specializes it
+/// (this GPU's tuning records applied), on random inputs rotated so that no run finds them in
+/// L2, `options.reps` events after `options.warmup`. CudaError offline; GraphError if a dim is
+/// dynamic.
+std::vector<KernelTiming> time_kernels(Engine& engine, const Graph& graph, bool fuse, const TuneOptions& options);
+
 /// `n` random values of dtype `t` from `seed`: uniform in [-3, 3]; bool: 0 or 1.
 std::vector<unsigned char> random_host(DType t, std::int64_t n, std::uint64_t seed);
 

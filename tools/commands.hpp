@@ -19,6 +19,7 @@ void add_cache(CLI::App& app, Command& run);
 void add_precompile(CLI::App& app, Command& run);
 void add_graph_commands(CLI::App& app, Command& run);
 void add_tune(CLI::App& app, Command& run);
+void add_bench(CLI::App& app, Command& run);
 
 /// `kiln cache explain`: for each kernel of a manifest or graph, a hit or why it missed (and a
 /// graph's tuning records); exit 1 if any missed. `arch` empty: this machine's GPU's.

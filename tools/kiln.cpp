@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   kiln::tools::add_precompile(app, run);
   kiln::tools::add_graph_commands(app, run);
   kiln::tools::add_tune(app, run);
+  kiln::tools::add_bench(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
