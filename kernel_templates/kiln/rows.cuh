@@ -101,40 +101,44 @@ __device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v)
   return total;
 }
 
-// Pass 2 for one group of V elements at offsets `off`: the prologue's values `x`, the row op's
-// value apply(i, x[i], weight[i], bias[i]), then the epilogue, stored.
+// What pass 2 reads for one group besides the row's values: the weight and bias (Extra) and
+// the epilogue's inputs; store() computes the row op's value apply(i, x[i], weight[i],
+// bias[i]) and the epilogue, and stores the outputs. Loading apart from storing lets a thread
+// issue the loads of several groups before the first store.
+template <class Epi, class Extra, class L, int V, int NO, int NI>
+struct Tail {
+  InputPacks<L, V, NO + NI, Extra> extra;
+  InputPacks<L, V, NO + NI + Extra::size, typename Epi::Inputs> epi;
+
+  template <class Index, int K>
+  __device__ __forceinline__ void load(void* const* p, const Index (&off)[K]) {
+    extra.load(p, off);
+    epi.load(p, off);
+  }
+  template <class Index, int K, class Apply>
+  __device__ __forceinline__ void store(void* const* p, const Index (&off)[K], const float (&x)[V], const Apply& apply,
+                                        const float* epi_scalars) const {
+    constexpr int NP = Epi::Inputs::size;
+    float y[V][NO];
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      float wb[2] = {1.0f, 0.0f}, e[NP + 1];
+      extra.values(i, wb);
+      epi.values(i, e);
+      e[NP] = apply(i, x[i], wb[0], wb[1]);
+      Epi::apply(e, epi_scalars, y[i]);
+    }
+    StoreOutputs<0, typename Epi::Outputs, V>::run(p, off, y);
+  }
+};
+
+// Pass 2 for one group at offsets `off` whose row values are `x`.
 template <class Epi, class Extra, class L, int V, int NO, int NI, class Index, int K, class Apply>
 __device__ __forceinline__ void write_group(void* const* p, const Index (&off)[K], const float (&x)[V],
                                             const Apply& apply, const float* epi_scalars) {
-  constexpr int NE = Extra::size;
-  constexpr int NP = Epi::Inputs::size;
-  using Inner = typename L::Inner;
-  InputPacks<L, V, NO + NI + NE, typename Epi::Inputs> epi_raw;
-  epi_raw.load(p, off);
-  float w[V], b[V];
-#pragma unroll
-  for (int i = 0; i < V; ++i) w[i] = 1.0f, b[i] = 0.0f;
-  if constexpr (NE >= 1) {
-    using O = Operand<typename detail::TypeAt<0, Extra>::type, V, Inner::template stride<NO + NI>()>;
-    const auto r = O::load(p[NO + NI], off[NO + NI]);
-#pragma unroll
-    for (int i = 0; i < V; ++i) w[i] = O::value(r, i);
-  }
-  if constexpr (NE >= 2) {
-    using O = Operand<typename detail::TypeAt<1, Extra>::type, V, Inner::template stride<NO + NI + 1>()>;
-    const auto r = O::load(p[NO + NI + 1], off[NO + NI + 1]);
-#pragma unroll
-    for (int i = 0; i < V; ++i) b[i] = O::value(r, i);
-  }
-  float y[V][NO];
-#pragma unroll
-  for (int i = 0; i < V; ++i) {
-    float e[NP + 1];
-    epi_raw.values(i, e);
-    e[NP] = apply(i, x[i], w[i], b[i]);
-    Epi::apply(e, epi_scalars, y[i]);
-  }
-  StoreOutputs<0, typename Epi::Outputs, V>::run(p, off, y);
+  Tail<Epi, Extra, L, V, NO, NI> tail;
+  tail.load(p, off);
+  tail.store(p, off, x, apply, epi_scalars);
 }
 
 }  // namespace row
@@ -273,7 +277,27 @@ __global__ void __launch_bounds__(Block)
       }
     } else {  // the stash, then the prologue recomputed (the row is in L2 by now, if it fits)
       const row::Stash<V> stash;
-      for (Index j = threadIdx.x; j < groups_per_row; j += Block) {
+      constexpr int kBatch = 4;  // four groups' loads issued before the first store
+      Index j = threadIdx.x;
+      for (; j + Index(kBatch - 1) * Block < groups_per_row; j += kBatch * Block) {
+        Index off[kBatch][K];
+        Ins raw[kBatch];
+        row::Tail<Epi, Extra, L, V, NO, NI> tail[kBatch];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          L::offsets(row_first + j + Index(u) * Block, off[u]);
+          tail[u].load(args.p, off[u]);
+          if (j + Index(u) * Block >= stash.capacity) raw[u].load(args.p, off[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          float x[V];
+          if (j + Index(u) * Block < stash.capacity) stash.get(j + Index(u) * Block, x);
+          else prologue(raw[u], x);
+          tail[u].store(args.p, off[u], x, apply, epi_scalars);
+        }
+      }
+      for (; j < groups_per_row; j += Block) {
         Index off[K];
         float x[V];
         if (j < stash.capacity) {
