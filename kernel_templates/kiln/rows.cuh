@@ -277,7 +277,9 @@ __global__ void __launch_bounds__(Block)
       }
     } else {  // the stash, then the prologue recomputed (the row is in L2 by now, if it fits)
       const row::Stash<V> stash;
-      constexpr int kBatch = 4;  // four groups' loads issued before the first store
+      // Four groups' loads issued before the first store; two when a group carries 16 values or
+      // more (bf16 norms: x and weight, bias), which spilled at 1024 threads (64 registers).
+      constexpr int kBatch = V * (1 + Extra::size) >= 16 ? 2 : 4;
       Index j = threadIdx.x;
       for (; j + Index(kBatch - 1) * Block < groups_per_row; j += kBatch * Block) {
         Index off[kBatch][K];
