@@ -26,6 +26,28 @@ std::int64_t broadcast_offset(std::int64_t i, const Shape& shape, const Shape& s
   return off;
 }
 
+// A row op's input as [outer, C, inner]: C along the op's axis (every element for all_axes).
+struct RowView {
+  std::int64_t outer = 1, C = 1, inner = 1;
+  std::int64_t at(std::int64_t o, std::int64_t c, std::int64_t i) const { return (o * C + c) * inner + i; }
+};
+
+RowView row_view(const Graph& g, int id) {
+  const auto& n = g.node(id);
+  const Shape& xs = g.node(std::get<int>(n.args[0])).shape;
+  const std::int64_t rank = std::int64_t(xs.size()), numel = numel_of(xs);
+  RowView v;
+  if (n.attrs.all_axes || rank == 0) {
+    v.C = numel;
+    return v;
+  }
+  const std::int64_t a = (n.attrs.axis.value_or(-1) + rank) % rank;
+  v.C = xs[std::size_t(a)];
+  for (std::int64_t d = a + 1; d < rank; ++d) v.inner *= xs[std::size_t(d)];
+  v.outer = v.C * v.inner ? numel / (v.C * v.inner) : 0;
+  return v;
+}
+
 using Values = std::vector<std::vector<double>>;
 using Lookup = std::function<const std::vector<double>&(int)>;
 
@@ -36,15 +58,10 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg, std::vect
   std::vector<double> out(std::size_t(numel_of(n.shape)));
   const auto& op = ops::find_op(n.op);
   if (op.fusion == ops::FusionClass::row) {
-    // x as [outer, C, inner]: C along the op's axis (every element for all_axes).
     const int x = std::get<int>(n.args[0]);
     const auto& xv = arg(x);
-    const Shape& xs = g.node(x).shape;
-    const std::int64_t rank = std::int64_t(xs.size()), a = n.attrs.all_axes ? 0 : (n.attrs.axis.value_or(-1) + rank) % rank;
-    const std::int64_t C = n.attrs.all_axes ? std::int64_t(xv.size()) : xs[std::size_t(a)];
-    std::int64_t inner = 1;
-    for (std::int64_t d = a + 1; d < rank && !n.attrs.all_axes; ++d) inner *= xs[std::size_t(d)];
-    const std::int64_t outer = std::int64_t(xv.size()) / (C * inner);
+    const RowView rv = row_view(g, id);
+    const std::int64_t C = rv.C, inner = rv.inner, outer = rv.outer;
     const double* w = n.args.size() > 1 ? arg(std::get<int>(n.args[1])).data() : nullptr;
     const double* b = n.args.size() > 2 ? arg(std::get<int>(n.args[2])).data() : nullptr;
     if (mag) mag->assign(out.size(), 0);
@@ -53,12 +70,12 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg, std::vect
       for (std::int64_t i = 0; i < inner; ++i) {
         double m = 0;  // f32 errors of a row op scale with its row's largest element
         for (std::int64_t c = 0; c < C; ++c) {
-          row[std::size_t(c)] = xv[std::size_t((o * C + c) * inner + i)];
+          row[std::size_t(c)] = xv[std::size_t(rv.at(o, c, i))];
           m = std::max(m, std::fabs(row[std::size_t(c)]));
         }
         op.row_reference(row.data(), C, w, b, ops::eps_of(n.attrs), res.data());
         for (std::int64_t c = 0; c < (op.reduces ? 1 : C); ++c) {
-          const std::size_t at = std::size_t(op.reduces ? o * inner + i : (o * C + c) * inner + i);
+          const std::size_t at = std::size_t(op.reduces ? o * inner + i : rv.at(o, c, i));
           out[at] = res[std::size_t(c)];
           if (mag) (*mag)[at] = m;
         }
@@ -153,13 +170,14 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
         // largest element; x - mean amplifies that by 1/std when a row is nearly constant.
         // Model it as the row's elements read 2^-22 * (|x| + row max) off, even if stored exactly.
         const int x = std::get<int>(g.node(id).args[0]);
-        std::vector<double> xv = arg(x), row_max;
-        const std::size_t C = std::size_t(g.node(x).shape.back());
-        for (std::size_t r = 0; r < xv.size(); r += C) {
-          double m = 0;
-          for (std::size_t c = 0; c < C; ++c) m = std::max(m, std::fabs(xv[r + c]));
-          row_max.insert(row_max.end(), C, m);
-        }
+        std::vector<double> xv = arg(x), row_max(xv.size());
+        const RowView rv = row_view(g, id);
+        for (std::int64_t o = 0; o < rv.outer; ++o)
+          for (std::int64_t i = 0; i < rv.inner; ++i) {
+            double m = 0;
+            for (std::int64_t c = 0; c < rv.C; ++c) m = std::max(m, std::fabs(xv[std::size_t(rv.at(o, c, i))]));
+            for (std::int64_t c = 0; c < rv.C; ++c) row_max[std::size_t(rv.at(o, c, i))] = m;
+          }
         perturb(id, xv, row_max, 0x1p-22);
         v = compute(g, id, [&](int a) -> const std::vector<double>& { return a == x ? xv : arg(a); }, &mag);
       } else {

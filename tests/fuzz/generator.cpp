@@ -102,6 +102,10 @@ Graph random_graph(std::uint64_t seed) {
           }
           Attrs at;
           at.keepdim = chance(50);
+          if (args.size() == 1 && !s.empty() && chance(40)) {  // another axis (the column template), or all of them
+            if (def.reduces && chance(25)) at.all_axes = true;
+            else at.axis = std::int64_t(rng() % s.size());
+          }
           Value r = apply(op, args, at);
           values.push_back(def.reduces ? r : apply("tanh", {r}));  // keep norms' outputs bounded downstream
         }

@@ -1,0 +1,26 @@
+// The fuzz generator reaches the templates of row ops off the last axis: the column template
+// (another axis) and the row template over all elements.
+#include <doctest/doctest.h>
+
+#include <kiln/graph.hpp>
+
+#include "tests/fuzz/generator.hpp"
+
+TEST_CASE("fuzz generator: its graphs reach the column template and all-element reductions") {
+  int other_axis = 0, all = 0, column_kernels = 0, all_kernels = 0;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    const kiln::Graph g = kiln::fuzz::random_graph(seed);
+    for (const auto& n : g.nodes()) {
+      if (n.attrs.all_axes) ++all;
+      if (n.attrs.axis && *n.attrs.axis != -1 && *n.attrs.axis + 1 != std::int64_t(g.node(std::get<int>(n.args[0])).shape.size())) ++other_axis;
+    }
+    for (const auto& k : kiln::Plan(g).kernels()) {
+      if (k.name.find("__col") != std::string::npos) ++column_kernels;
+      if (k.name.find("__all") != std::string::npos) ++all_kernels;
+    }
+  }
+  CHECK(other_axis >= 10);
+  CHECK(all >= 3);
+  CHECK(column_kernels >= 5);
+  CHECK(all_kernels >= 3);
+}
