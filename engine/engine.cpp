@@ -92,7 +92,7 @@ const LoadedKernel& EngineImpl::prepare(const KernelSpec& spec, std::string* sou
   k.compiled = got.kernel;
   KernelRecord rec{spec.name, key.hex(), cache::to_string(got.source),
                    got.source == cache::KernelCache::Source::compiled ? got.kernel->compile_ms : 0.0,
-                   got.kernel->registers};
+                   got.kernel->registers, got.kernel->spill_bytes};
   if (context) {
     runtime::ContextGuard guard(*context);
     k.module = std::make_unique<runtime::Module>(got.kernel->image, got.kernel->lowered_name, spec.name);

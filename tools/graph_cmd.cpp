@@ -42,7 +42,8 @@ int plan(const GraphArgs& a) {
       o.arch = arch;
       Engine e(o);
       for (const auto& r : p.compile(e))
-        fmt::print("compiled {} for {}: {} ({:.1f} ms)\n", r.name, arch, r.source, r.compile_ms);
+        fmt::print("compiled {} for {}: {} ({:.1f} ms, {} registers, {} bytes spilled)\n", r.name, arch, r.source, r.compile_ms,
+                   r.registers, r.spill_bytes);
     }
   return 0;
 }

@@ -52,7 +52,8 @@ struct KernelRecord {
   std::string key;     ///< cache key (hex)
   std::string source;  ///< "compiled", "bundle", "disk" or "memory"
   double compile_ms = 0;
-  int registers = -1;
+  int registers = -1;    ///< per thread, from ptxas (-1 when unknown)
+  int spill_bytes = -1;  ///< spill stores, from ptxas (-1 when unknown)
 };
 
 namespace detail {

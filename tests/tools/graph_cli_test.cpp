@@ -35,6 +35,7 @@ TEST_CASE("kiln plan: a chain of 6 elementwise ops prints exactly one kernel; --
   CHECK(compiled.status == 0);
   CHECK(compiled.output.find("for sm_80: compiled") != std::string::npos);
   CHECK(compiled.output.find("for sm_90a: compiled") != std::string::npos);
+  CHECK(compiled.output.find(" registers, 0 bytes spilled)") != std::string::npos);  // ptxas's counts
 }
 
 TEST_CASE("kiln plan and run: a bad graph file is a one-line error naming the node") {
