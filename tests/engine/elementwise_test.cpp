@@ -147,3 +147,27 @@ TEST_CASE("kernels with no half type skip the toolkit's half headers; the others
   CHECK(source_of(norm).find(skip) == std::string::npos);
   for (const kiln::Graph* g : {&f32, &bf16, &cast, &norm}) CHECK_FALSE(kiln::Plan(*g).compile(e).empty());
 }
+
+TEST_CASE("layouts of reductions: outputs step by 0 only along reduced dims, which never merge with others") {
+  const TensorView x = view({8, 300, 16}, DType::f32), out = view({8, 1, 16}, DType::f32);
+  const std::vector<const TensorView*> views = {&out, &x};
+  // Along axis 1: [8][300][16] stays three dims (the output steps by 0 along 300); packs of 4.
+  const kiln::LayoutPlan along1 = kiln::plan_layout(views, 1, x.shape, false, 0, {false, true, false});
+  REQUIRE(along1.dims.size() == 3);
+  CHECK(along1.dims[1].stride[0] == 0);
+  CHECK(along1.vec == 4);
+  CHECK(along1.dims[2].extent == 4);  // 16 columns in groups of 4
+  // A softmax along axis 1 writes every element: contiguous, yet the axis keeps its own dim.
+  const TensorView full = view({8, 300, 16}, DType::f32);
+  const std::vector<const TensorView*> same = {&full, &x};
+  CHECK(kiln::plan_layout(same, 1, x.shape, false, 0, {false, true, false}).dims.size() == 3);
+  CHECK(kiln::plan_layout(same, 1, x.shape, false, 0).dims.size() == 1);  // elementwise: one dim
+  // Every dim reduced (all elements): the dims merge again, and the output is one value.
+  const TensorView one = view({1, 1, 1}, DType::f32);
+  const std::vector<const TensorView*> all = {&one, &x};
+  const kiln::LayoutPlan every = kiln::plan_layout(all, 1, x.shape, false, 0, {true, true, true});
+  CHECK(every.dims.size() == 1);
+  CHECK(every.dims[0].stride[0] == 0);
+  // An output stepping by 0 along a dim that is not reduced overlaps itself.
+  CHECK_THROWS_WITH_AS(kiln::plan_layout(views, 1, x.shape, false, 0), doctest::Contains("its elements overlap"), kiln::ShapeError);
+}
