@@ -140,6 +140,9 @@ def main():
                     launch = obj["launch"]
                 else:
                     rows.append(obj)
+                    # As it comes: a run cut off before the peers still leaves kiln's numbers.
+                    print(f"kiln {obj['workload']} {obj['dtype']} {obj.get('shape', obj.get('numel'))}: "
+                          f"{obj['kiln_us']:.2f} us, check {obj.get('check', '-')}", flush=True)
     if launch:
         eager, replay, ok = torch_launch(launch["kernels"])
         launch.update({"torch_eager_us_per_op": eager, "torch_graph_us_per_op": replay, "torch_check": "ok" if ok else "FAIL"})
