@@ -53,8 +53,8 @@ std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, i
 
 /// Specializes `k` over `shape` (the prologue's result shape): the row template along the last
 /// axis or every element (tunables block, items), the column template
-/// (kernel_templates/kiln/columns.cuh; tunables block, cols) along another axis. Throws ShapeError for outputs that do not fit, ArgumentError for
-/// tunables that cannot run this row.
+/// (kernel_templates/kiln/columns.cuh; tunables block, cols) along another axis. Throws
+/// ShapeError for outputs that do not fit, ArgumentError for tunables that cannot run this row.
 KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape, RowTunables tunables = {});
 
 }  // namespace kiln
