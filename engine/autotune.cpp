@@ -46,16 +46,18 @@ Space elementwise_space() {
   return s;
 }
 
-Space rows_space(long long row_groups, int vec) {
+Space rows_space(long long row_groups, int vec, const Candidate& fallback, bool clusters) {
   Space s;
   s.tunables = {{"block", {32, 64, 128, 256, 512, 1024}}, {"items", {0, 1, 2, 4, 8, 16}}};
-  const RowTunables d = default_row_tunables(row_groups, vec);
-  s.fallback = {{"block", d.block}, {"items", d.items}};
-  s.reject = [row_groups, vec](const Candidate& c, const DeviceLimits& limits) -> std::string {
+  if (clusters) s.tunables.push_back({"split", {1, 2, 4, 8}});
+  s.fallback = fallback;
+  if (!clusters) s.fallback.erase("split");
+  s.reject = [row_groups, vec, clusters](const Candidate& c, const DeviceLimits& limits) -> std::string {
     const int block = c.at("block");
     if (block > limits.max_threads_per_block)
       return fmt::format("{} threads per block, the device allows {}", block, limits.max_threads_per_block);
-    return reject_row_tunables({block, c.at("items")}, row_groups, vec);
+    const auto split = c.find("split");
+    return reject_row_tunables({block, c.at("items"), 0, split == c.end() ? 1 : split->second}, row_groups, vec, clusters);
   };
   return s;
 }

@@ -70,7 +70,7 @@ BoundRun bind_run(const detail::PlanImpl& p, Engine& engine, const std::map<std:
       values[std::size_t(o)] = run.made[n.name].view();
     }
   }
-  for (const FusedGroup& grp : p.groups) run.launches.push_back(p.specialize_tuned(grp, values, bound, engine.impl().tuning));
+  for (const FusedGroup& grp : p.groups) run.launches.push_back(p.specialize_tuned(grp, values, bound, engine.arch(), engine.impl().tuning));
   return run;
 }
 

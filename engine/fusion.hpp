@@ -51,13 +51,15 @@ std::vector<FusedGroup> fuse(const Graph& graph, bool fuse);
 
 /// The kernel specs of a graph's plan for its static shapes (what `kiln precompile G.json`
 /// compiles): inputs are contiguous and aligned unless `inputs` gives views (strides, a data
-/// address for the alignment) for some of them; kernels as `records` tuned them, if given.
-/// GraphError if a dim is dynamic.
+/// address for the alignment) for some of them; kernels as `records` tuned them, if given;
+/// for `arch` (a long row splits between blocks on sm_90 and later). GraphError if a dim is
+/// dynamic.
 std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true, const std::map<std::string, TensorView>& inputs = {},
-                                   const cache::TuningDb* records = nullptr);
+                                   const cache::TuningDb* records = nullptr, const std::string& arch = "sm_90a");
 
-/// Specs from a file: a graph (*.json, tuned as `records` say, if given) or a manifest
-/// (anything else; its specs are already what ran).
-std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records = nullptr);
+/// Specs from a file: a graph (*.json, for `arch`, tuned as `records` say, if given) or a
+/// manifest (anything else; its specs are already what ran).
+std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records = nullptr,
+                                   const std::string& arch = "sm_90a");
 
 }  // namespace kiln

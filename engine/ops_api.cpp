@@ -86,7 +86,7 @@ KernelRecord precompile(Engine& engine, std::string_view name, const std::vector
   check_operands(op, args, false);
   if (op.fusion == ops::FusionClass::row) {
     std::string source;
-    KernelRecord r = engine.impl().records[engine.impl().prepare(plan_specs(row_graph(op, args, attrs, nullptr)).at(0), &source).record];
+    KernelRecord r = engine.impl().records[engine.impl().prepare(plan_specs(row_graph(op, args, attrs, nullptr), true, {}, nullptr, engine.arch()).at(0), &source).record];
     r.source = source;
     return r;
   }

@@ -20,13 +20,13 @@
 namespace kiln {
 
 KernelLaunch detail::PlanImpl::specialize_tuned(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g,
-                                                const cache::TuningDb& records) const {
-  KernelLaunch L = specialize(grp, values, g);
+                                                const std::string& arch, const cache::TuningDb& records) const {
+  KernelLaunch L = specialize(grp, values, g, arch);
   if (records.records().empty() || L.groups == 0) return L;
   const cache::TuningRecord* r = records.find(compiler::spec_id(L.spec));
   if (!r) return L;
   try {
-    return specialize(grp, values, g, r->winner);
+    return specialize(grp, values, g, arch, r->winner);
   } catch (const Error& e) {
     static std::mutex mutex;
     static std::set<std::string> warned;  // once per record, not once per run
@@ -50,7 +50,7 @@ Plan::~Plan() = default;
 Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 
-std::vector<PlanKernel> Plan::kernels() const {
+std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
   std::vector<TensorView> values;
   for (const auto& n : impl_->graph.nodes()) values.push_back(detail::PlanImpl::desc(n));
   std::vector<PlanKernel> out;
@@ -60,7 +60,7 @@ std::vector<PlanKernel> Plan::kernels() const {
     if (impl_->dynamic()) {
       k.name = grp.stem + "__dynamic";  // specialized when the dims are bound
     } else {
-      const KernelLaunch L = impl_->specialize(grp, values, impl_->graph);
+      const KernelLaunch L = impl_->specialize(grp, values, impl_->graph, arch);
       k.name = L.spec.name;
       k.grid = L.grid;
       k.block = L.block;
@@ -72,7 +72,7 @@ std::vector<PlanKernel> Plan::kernels() const {
 
 std::vector<KernelRecord> Plan::compile(Engine& engine) const {
   std::vector<KernelRecord> records;
-  for (const KernelSpec& spec : plan_specs(impl_->graph, impl_->fused)) {
+  for (const KernelSpec& spec : plan_specs(impl_->graph, impl_->fused, {}, nullptr, engine.arch())) {
     std::string source;
     KernelRecord r = engine.impl().records[engine.impl().prepare(spec, &source).record];
     r.source = source;
@@ -82,7 +82,7 @@ std::vector<KernelRecord> Plan::compile(Engine& engine) const {
 }
 
 std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std::map<std::string, TensorView>& inputs,
-                                   const cache::TuningDb* records) {
+                                   const cache::TuningDb* records, const std::string& arch) {
   const detail::PlanImpl p(graph, fuse_ops);
   if (p.dynamic()) throw GraphError("the graph has dynamic dims (\"?\"): give static shapes to precompile it");
   std::vector<TensorView> values;
@@ -97,15 +97,15 @@ std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std:
   }
   std::vector<KernelSpec> specs;
   for (const FusedGroup& grp : p.groups) {
-    const KernelLaunch L = records ? p.specialize_tuned(grp, values, graph, *records) : p.specialize(grp, values, graph);
+    const KernelLaunch L = records ? p.specialize_tuned(grp, values, graph, arch, *records) : p.specialize(grp, values, graph, arch);
     if (L.groups) specs.push_back(L.spec);
   }
   return specs;
 }
 
-std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records) {
+std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records, const std::string& arch) {
   const bool graph = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-  return graph ? plan_specs(Graph::load(path), fusion_enabled(), {}, records) : cache::read_manifest(path);
+  return graph ? plan_specs(Graph::load(path), fusion_enabled(), {}, records, arch) : cache::read_manifest(path);
 }
 
 

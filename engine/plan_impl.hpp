@@ -106,9 +106,9 @@ class PlanImpl {
     return v;
   }
 
-  // `g` gives the shapes (the bound graph when running, the graph itself when static).
-  // `tunables`: the template's parameters (missing ones: the heuristic default).
-  KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g,
+  // `g` gives the shapes (the bound graph when running, the graph itself when static); `arch`
+  // the target ("sm_90a"). `tunables`: the template's parameters (missing ones: the default).
+  KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g, const std::string& arch,
                           const Tunables& tunables = {}) const {
     auto views = [&](const std::vector<int>& ids) {
       std::vector<TensorView> out;
@@ -132,13 +132,14 @@ class PlanImpl {
     k.eps = ops::eps_of(attrs);
     k.axis = attrs.axis.value_or(-1);
     k.all_axes = attrs.all_axes;
+    k.clusters = has_clusters(arch);
     return specialize_rows(k, grp.stem, g.node(grp.x).shape, row_tunables(tunables, grp.stem));
   }
 
   // The kernel as `records` (one GPU's) tuned it: the record whose signature is the default
   // kernel's spec id, else the default. A record whose tunables no longer fit is ignored.
   KernelLaunch specialize_tuned(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g,
-                                const cache::TuningDb& records) const;
+                                const std::string& arch, const cache::TuningDb& records) const;
 };
 
 }  // namespace detail

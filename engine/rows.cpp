@@ -6,7 +6,11 @@
 
 #include <kiln/error.hpp>
 
+#include "engine/compiler/compiler.hpp"
+
 namespace kiln {
+
+bool has_clusters(const std::string& arch) { return compiler::arch_number(arch) >= 90; }
 
 codegen::Body identity_epilogue(DType dtype) {
   codegen::Body b;
@@ -29,7 +33,8 @@ RowTunables row_tunables(const Tunables& t, const std::string& stem) {
     if (name == "block") r.block = value;
     else if (name == "items") r.items = value;
     else if (name == "cols") r.cols = value;
-    else throw ArgumentError(fmt::format("{}: '{}' is not a tunable of the row templates (block, items, cols)", stem, name));
+    else if (name == "split") r.split = value;
+    else throw ArgumentError(fmt::format("{}: '{}' is not a tunable of the row templates (block, items, cols, split)", stem, name));
   }
   return r;
 }
@@ -45,16 +50,32 @@ RowTunables default_row_tunables(std::int64_t row_groups, int vec) {
   return {int(std::max<std::int64_t>(32, ceil_div(ceil_div(row_groups, items), 32) * 32)), int(items)};
 }
 
-std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec) {
+RowTunables split_row_tunables(std::int64_t row_groups, int vec) {
+  const int most = std::min(kMaxItems, std::max(1, 32 / vec));
+  const int want = std::min(most, vec >= 8 ? 4 : std::max(1, 16 / vec));  // as default_row_tunables
+  for (int items : {want, most})
+    for (int split : {2, 4, 8})
+      if (std::int64_t(split) * 512 * items >= row_groups) {
+        const std::int64_t block = ceil_div(ceil_div(ceil_div(row_groups, split), items), 32) * 32;
+        return {int(block), items, 0, split};
+      }
+  return {0, 0, 0, 1};
+}
+
+std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec, bool clusters) {
   if (t.block < 32 || t.block > 1024 || t.block % 32)
     return fmt::format("{} threads per block: a row block is 32 to 1024 threads, whole warps", t.block);
   if (t.items < 0 || t.items > kMaxItems) return fmt::format("{} groups per thread: 0 to {}", t.items, kMaxItems);
   if (t.items * vec > 32) return fmt::format("{} values per thread in registers: at most 32", t.items * vec);
-  const std::int64_t per_pass = std::int64_t(t.block) * std::max(t.items, 1);
+  if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8)
+    return fmt::format("a row split between {} blocks: 1, 2, 4 or 8", t.split);
+  if (t.split > 1 && !clusters) return fmt::format("a row split between {} blocks needs thread-block clusters (sm_90 or later)", t.split);
+  const std::int64_t per_pass = std::int64_t(t.block) * std::max(t.items, 1) * t.split;
   if (t.items > 0 && per_pass < row_groups)
-    return fmt::format("{} threads x {} groups do not cover a row of {} groups", t.block, t.items, row_groups);
-  if ((t.block > 32 || t.items > 1) && per_pass / 2 >= row_groups)
-    return fmt::format("{} threads x {} groups for rows of {} groups: half would idle", t.block, std::max(t.items, 1), row_groups);
+    return fmt::format("{} threads x {} groups x {} blocks do not cover a row of {} groups", t.block, t.items, t.split, row_groups);
+  if ((t.block > 32 || t.items > 1 || t.split > 1) && per_pass / 2 >= row_groups)
+    return fmt::format("{} threads x {} groups x {} blocks for rows of {} groups: half would idle", t.block, std::max(t.items, 1),
+                       t.split, row_groups);
   return "";
 }
 
@@ -185,27 +206,39 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
     L.kind = KernelLaunch::Kind::columns;
   } else {
     const std::int64_t per_row = k.all_axes ? lp.groups : lp.dims.back().extent;
-    const RowTunables fallback = default_row_tunables(per_row, lp.vec);
+    RowTunables fallback = default_row_tunables(per_row, lp.vec);
+    // Where clusters run, a row too long for one block's registers is split between blocks;
+    // a reduction over every element streams on 8 blocks rather than one.
+    if (k.clusters && fallback.items == 0) {
+      if (!k.op->reduces) {
+        if (const RowTunables s = split_row_tunables(per_row, lp.vec); s.block) fallback = s;
+      } else if (k.all_axes && per_row >= 8 * 1024) {
+        fallback.split = 8;
+      }
+    }
     if (t.block == 0) {
       t = fallback;
-    } else if (std::string why = reject_row_tunables(t, per_row, lp.vec); !why.empty()) {
+    } else if (std::string why = reject_row_tunables(t, per_row, lp.vec, k.clusters); !why.empty()) {
       throw ArgumentError(fmt::format("{}: {}", stem, why));
     }
     std::vector<std::string_view> extra_types;
     for (const TensorView& v : k.extras) extra_types.push_back(device_type_of(v.dtype));
-    expression = fmt::format("kiln::rows<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}, {}>", k.op->functor,
-                             fmt::join(extra_types, ", "), lp.type(), lp.vec, index, t.block, t.items);
-    const bool tuned = t.block != fallback.block || t.items != fallback.items;
-    name = fmt::format("{}__{}{}v{}{}{}", stem, k.all_axes ? "all" : "r", lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
-                       tuned ? fmt::format("_b{}i{}", t.block, t.items) : "");
+    expression = fmt::format("kiln::rows{}<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}, {}{}>",
+                             t.split > 1 ? "_split" : "", k.op->functor, fmt::join(extra_types, ", "), lp.type(), lp.vec, index,
+                             t.block, t.items, t.split > 1 ? fmt::format(", {}", t.split) : "");
+    const bool tuned = t.block != fallback.block || t.items != fallback.items || t.split != fallback.split;
+    name = fmt::format("{}__{}{}v{}{}{}{}", stem, k.all_axes ? "all" : "r", lp.dims.size(), lp.vec,
+                       fallback.split > 1 ? fmt::format("s{}", fallback.split) : "", lp.index64 ? "_i64" : "",
+                       tuned ? fmt::format("_b{}i{}{}", t.block, t.items, t.split > 1 ? fmt::format("s{}", t.split) : "") : "");
     L.spec.source = "#include <kiln/rows.cuh>\n\n";
     L.kind = KernelLaunch::Kind::rows;
-    L.tunables = {{"block", t.block}, {"items", t.items}};
+    L.tunables = {{"block", t.block}, {"items", t.items}, {"split", t.split}};
     L.index_arg = std::uint64_t(per_row);
     L.block = unsigned(t.block);
-    L.grid = per_row ? unsigned(lp.groups / per_row) : 0;
+    L.grid = per_row ? unsigned(lp.groups / per_row * t.split) : 0;
     // Streaming ops that write the row keep what they can of it in shared memory for pass 2.
-    if (t.items == 0 && !k.op->reduces) L.stash_bytes = std::uint64_t(per_row) * std::uint64_t(lp.vec) * 4;
+    if (t.items == 0 && !k.op->reduces)
+      L.stash_bytes = std::uint64_t(ceil_div(per_row, t.split)) * std::uint64_t(lp.vec) * 4;
   }
   L.spec.source += codegen::render_body(k.prologue) + "\n" + epilogue;
   L.spec.expression = expression;

@@ -26,7 +26,11 @@ struct RowKernel {
   double eps = 1e-5;
   std::int64_t axis = -1;  ///< the axis it works along (negative: from the end)
   bool all_axes = false;   ///< a reduction over every element
+  bool clusters = false;   ///< the target runs thread-block clusters (sm_90 and later): long rows split between blocks
 };
+
+/// Whether `arch` ("sm_90a") runs thread-block clusters (sm_90 and later).
+bool has_clusters(const std::string& arch);
 
 /// The identity epilogue: the row op's value, stored as `dtype`.
 codegen::Body identity_epilogue(DType dtype);
@@ -36,10 +40,11 @@ codegen::Body identity_epilogue(DType dtype);
 struct RowTunables {
   int block = 0;  ///< 0: the heuristic default (with items, cols)
   int items = 0;
-  int cols = 0;  ///< the column template's column groups per block (BX; block / cols threads along the axis)
+  int cols = 0;   ///< the column template's column groups per block (BX; block / cols threads along the axis)
+  int split = 1;  ///< blocks per row, a cluster (1, 2, 4 or 8; more than 1 needs sm_90)
 };
 
-/// `t`'s "block", "items" and "cols" (missing: 0, the default); ArgumentError naming `stem`
+/// `t`'s "block", "items", "cols" and "split" (missing: 0, the default); ArgumentError naming `stem`
 /// for any other name.
 RowTunables row_tunables(const Tunables& t, const std::string& stem);
 
@@ -48,8 +53,14 @@ RowTunables row_tunables(const Tunables& t, const std::string& stem);
 /// needs, 32 to 1024; rows too long for that stream with 1024 threads.
 RowTunables default_row_tunables(std::int64_t row_groups, int vec);
 
-/// Why `t` cannot run rows of `row_groups` groups of `vec` ("" if it can).
-std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec);
+/// The default for rows that default_row_tunables streams, where clusters run: the row split
+/// between the fewest blocks (2, 4 or 8, at most 512 threads) that hold it in registers at
+/// about 64 bytes per thread (up to 128); {0} when even 8 blocks cannot.
+RowTunables split_row_tunables(std::int64_t row_groups, int vec);
+
+/// Why `t` cannot run rows of `row_groups` groups of `vec` ("" if it can); `clusters`: whether
+/// the target runs thread-block clusters (a split needs them).
+std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec, bool clusters);
 
 /// Specializes `k` over `shape` (the prologue's result shape): the row template along the last
 /// axis or every element (tunables block, items), the column template

@@ -135,7 +135,7 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
   std::vector<std::unique_ptr<LaunchParams>> params;
   KernelLaunch first;
   for (const std::vector<TensorView>& values : b.values) {
-    KernelLaunch L = p.specialize(grp, values, p.graph, c);
+    KernelLaunch L = p.specialize(grp, values, p.graph, engine.arch(), c);
     params.push_back(std::make_unique<LaunchParams>(L));
     if (params.size() == 1) first = std::move(L);
   }
@@ -172,10 +172,10 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
   for (const FusedGroup& grp : p.groups) {
     KernelTuning t;
     t.ops = p.ops_of(grp);
-    const KernelLaunch base = p.specialize(grp, descs, graph);
+    const KernelLaunch base = p.specialize(grp, descs, graph, engine.arch());
     t.kernel = base.spec.name;
     const std::string signature = compiler::spec_id(base.spec);
-    const Space space = base.kind == KernelLaunch::Kind::rows      ? rows_space(std::int64_t(base.index_arg), base.vec)
+    const Space space = base.kind == KernelLaunch::Kind::rows      ? rows_space(std::int64_t(base.index_arg), base.vec, base.tunables, has_clusters(engine.arch()))
                         : base.kind == KernelLaunch::Kind::columns ? columns_space(base.tunables)
                                                                    : elementwise_space();
     const std::vector<Candidate> candidates = space.candidates(limits);
@@ -191,7 +191,7 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
     // Compile every candidate at once (NVRTC on every core) into the cache; a candidate that
     // does not compile fails again when measured, and is discarded there.
     std::vector<KernelSpec> specs;
-    for (const Candidate& c : candidates) specs.push_back(p.specialize(grp, descs, graph, c).spec);
+    for (const Candidate& c : candidates) specs.push_back(p.specialize(grp, descs, graph, engine.arch(), c).spec);
     PrecompileOptions po;
     po.archs = {engine.arch()};
     precompile_specs(specs, po, *engine.impl().cache);
@@ -241,7 +241,7 @@ std::vector<KernelTiming> time_kernels(Engine& engine, const Graph& graph, bool 
   for (const auto& n : graph.nodes()) descs.push_back(detail::PlanImpl::desc(n));
   std::vector<KernelTiming> out;
   for (const FusedGroup& grp : p.groups) {
-    const KernelLaunch L = p.specialize_tuned(grp, descs, graph, engine.impl().tuning);
+    const KernelLaunch L = p.specialize_tuned(grp, descs, graph, engine.arch(), engine.impl().tuning);
     KernelTiming t{L.spec.name, p.ops_of(grp), 0, 0};
     if (L.groups > 0) {
       Buffers b = make_buffers(engine, p, grp, engine.impl().context->info().l2_bytes);

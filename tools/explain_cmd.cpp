@@ -81,7 +81,7 @@ int cache_explain(const cache::DiskCache& c, const std::string& path, std::strin
   const cache::TuningDb* mine = nullptr;
   for (const auto& db : dbs)
     if (db.gpu() == gpu) mine = &db;
-  const std::vector<KernelSpec> defaults = load_specs(path), specs = mine ? load_specs(path, mine) : defaults;
+  const std::vector<KernelSpec> defaults = load_specs(path, nullptr, arch), specs = mine ? load_specs(path, mine, arch) : defaults;
   int misses = 0;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const KernelSpec& spec = specs[i];

@@ -25,7 +25,7 @@ struct GraphArgs {
 int plan(const GraphArgs& a) {
   const Graph g = Graph::load(a.graph);
   const Plan p(g, !a.no_fuse);
-  const auto kernels = p.kernels();
+  const auto kernels = p.kernels(split_list(a.archs).at(0));
   if (a.json) {
     nlohmann::json out = {{"kernels", nlohmann::json::array()}};
     for (const auto& k : kernels) out["kernels"].push_back({{"name", k.name}, {"ops", k.ops}, {"grid", k.grid}, {"block", k.block}});

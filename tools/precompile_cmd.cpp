@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
 
 #include <kiln/error.hpp>
 
 #include "cache/disk_cache.hpp"
 #include "cache/manifest.hpp"
+#include "engine/compiler/compiler.hpp"
 #include "engine/fusion.hpp"
 #include "engine/precompile.hpp"
 #include "tools/commands.hpp"
@@ -34,10 +36,23 @@ void parse_shard(const std::string& s, PrecompileOptions& o) {
   o.shard_count = n;
 }
 
+// A manifest's specs, or a graph's for each arch (a long row is split between blocks on sm_90
+// and later): their union, each compiled for every arch (a split kernel compiles for sm_80
+// into one that is never launched there), so that any arch finds its own.
+std::vector<KernelSpec> specs_of(const std::string& path, const std::vector<std::string>& archs) {
+  std::vector<KernelSpec> specs;
+  std::set<std::string> seen;
+  for (const std::string& arch : archs)
+    for (KernelSpec& spec : load_specs(path, nullptr, arch))
+      if (seen.insert(compiler::spec_id(spec)).second) specs.push_back(std::move(spec));
+  return specs;
+}
+
 int run_precompile(const PrecompileArgs& a) {
-  const std::vector<KernelSpec> specs = load_specs(a.manifest);
   PrecompileOptions o;
   o.archs = split_list(a.archs);
+  for (const std::string& arch : o.archs) compiler::target_options(arch);  // a bad arch named before any work
+  const std::vector<KernelSpec> specs = specs_of(a.manifest, o.archs);
   o.jobs = a.jobs;
   parse_shard(a.shard, o);
   cache::KernelCacheOptions co;

@@ -95,6 +95,8 @@ std::string nvrtc_version() {
   return fmt::format("{}.{}", major, minor);
 }
 
+int arch_number(const std::string& arch) { return parse_arch(arch).number; }
+
 std::vector<std::string> target_options(const std::string& arch) {
   const Arch a = parse_arch(arch);
   int n = 0;

@@ -13,6 +13,9 @@ namespace kiln::compiler {
 /// "13.0".
 std::string nvrtc_version();
 
+/// 90 for "sm_90a"; ArgumentError for a malformed arch.
+int arch_number(const std::string& arch);
+
 /// The NVRTC options that target `arch` ("sm_90a", "sm_80"): a cubin when NVRTC can emit one
 /// for it, else PTX for the newest virtual arch below it. Throws ArgumentError for a malformed
 /// arch or one older than NVRTC supports.

@@ -130,8 +130,9 @@ class Plan {
   Plan(Plan&&) noexcept;
   Plan& operator=(Plan&&) noexcept;
 
-  /// The kernels, specialized for contiguous, 256-byte-aligned tensors of the graph's shapes.
-  std::vector<PlanKernel> kernels() const;
+  /// The kernels, specialized for contiguous, 256-byte-aligned tensors of the graph's shapes,
+  /// for `arch` (sm_90 and later split a long row between blocks).
+  std::vector<PlanKernel> kernels(const std::string& arch = "sm_90a") const;
   /// Specializes and compiles every kernel (works on an offline engine).
   std::vector<KernelRecord> compile(Engine& engine) const;
   /// Runs the plan. `inputs` and `outputs` map graph names to views; outputs missing from

@@ -36,13 +36,7 @@ __global__ void __launch_bounds__(BX * BY)
     L::offsets((outer * Index(R) + r) * Index(IG) + ig, off);
     Ins raw;
     raw.load(args.p, off);
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      float in[NI > 0 ? NI : 1], y[1];
-      raw.values(i, in);
-      Body::apply(in, args.s, y);
-      x[i] = y[0];
-    }
+    row::prologue<Body>(raw, args.s, x);
   };
 
   typename Row::Local local[V];

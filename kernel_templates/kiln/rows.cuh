@@ -15,11 +15,16 @@
 // the launch's dynamic shared memory (as many as it holds: the stash), and pass 2 reads those
 // from there and recomputes the rest from memory (in L2 by then, if it fits).
 //
+// rows_split (sm_90 and later) splits each row between the Split blocks of a thread-block
+// cluster: rows too long for one block's registers are held in several blocks' registers, and
+// their statistics merge through distributed shared memory (row_reduce.cuh).
+//
 // Slots of the layout and of Args::p: Epi's outputs, Body's inputs, Extra (the norms' weight
 // and bias, [C]), then Epi's inputs. Scalars: Body's, eps, then Epi's. The layout's last Dim
 // is the row, in groups of V elements.
 
 #include <kiln/elementwise.cuh>
+#include <kiln/row_reduce.cuh>
 #include <kiln/row_stats.cuh>
 
 namespace kiln {
@@ -69,36 +74,16 @@ struct Stash {
   }
 };
 
-/// The statistic of the whole block, in every thread.
-template <class Row, int Block>
-__device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v) {
-  using Stat = typename Row::Stat;
-  static_assert(sizeof(Stat) % 4 == 0, "a statistic is made of floats");
-  constexpr int kFloats = sizeof(Stat) / 4;
-  auto warp_reduce = [](Stat x) {
+/// The prologue (Body) of one group's V elements, its inputs already loaded.
+template <class Body, int V, class Ins>
+__device__ __forceinline__ void prologue(const Ins& raw, const float* scalars, float (&x)[V]) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      Stat other;
-#pragma unroll
-      for (int i = 0; i < kFloats; ++i)
-        reinterpret_cast<float*>(&other)[i] = __shfl_xor_sync(0xffffffffu, reinterpret_cast<const float*>(&x)[i], o);
-      x = Row::merge(x, other);
-    }
-    return x;
-  };
-  __shared__ Stat partial[Block / 32];
-  __shared__ Stat total;
-  v = warp_reduce(v);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    Stat w = lane < Block / 32 ? partial[lane] : Row::init();
-    w = warp_reduce(w);
-    if (lane == 0) total = w;
+  for (int i = 0; i < V; ++i) {
+    float in[Body::Inputs::size > 0 ? Body::Inputs::size : 1], y[1];
+    raw.values(i, in);
+    Body::apply(in, scalars, y);
+    x[i] = y[0];
   }
-  __syncthreads();
-  return total;
 }
 
 // What pass 2 reads for one group besides the row's values: the weight and bias (Extra) and
@@ -141,40 +126,34 @@ __device__ __forceinline__ void write_group(void* const* p, const Index (&off)[K
   tail.store(p, off, x, apply, epi_scalars);
 }
 
-}  // namespace row
-
-template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block, int Items>
-__global__ void __launch_bounds__(Block)
-    rows(const Args<Epi::Outputs::size + Body::Inputs::size + Extra::size + Epi::Inputs::size,
-                    Body::scalars + 1 + Epi::scalars> args,
-         Index groups_per_row) {
+// One block's share of a row: the whole row, or with Split > 1 its part of a row split
+// between the Split blocks of a cluster (each covers Block * Items groups in registers, or
+// streams a Split-th of the row), whose statistics merge through distributed shared memory.
+template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block, int Items, int Split, class A>
+__device__ __forceinline__ void run(const A& args, Index groups_per_row) {
   static_assert(Block % 32 == 0 && Block <= 1024, "a row block is whole warps, at most 1024 threads");
   static_assert(Items >= 0 && Items <= 16, "at most 16 groups per thread in registers");
   static_assert(Extra::size <= 2, "extra row inputs are weight and bias");
+  static_assert(Split >= 1 && Split <= 8 && Split <= Block, "a row splits between 1 to 8 blocks");
   constexpr int NO = Epi::Outputs::size;
   constexpr int NI = Body::Inputs::size;
   constexpr int K = NO + NI + Extra::size + Epi::Inputs::size;
   using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
-  const Index row_first = Index(blockIdx.x) * groups_per_row;
+  unsigned part = 0;
+  if constexpr (Split > 1) part = cluster_rank();
+  const Index span = Split == 1 ? groups_per_row : Items > 0 ? Index(Block * Items) : (groups_per_row + Split - 1) / Split;
+  const Index lo = Index(part) * span;
+  const Index count = lo >= groups_per_row ? Index(0) : groups_per_row - lo < span ? groups_per_row - lo : span;
+  const Index first = Index(blockIdx.x / Split) * groups_per_row + lo;  // this block's group j is `first + j`
   const float eps = args.s[Body::scalars];
   const float* epi_scalars = args.s + Body::scalars + 1;
   const float n = float(groups_per_row) * float(V);
-  // The prologue's V values of the group at `off`, its inputs already loaded.
-  auto prologue = [&](const Ins& raw, float (&x)[V]) {
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      float in[NI > 0 ? NI : 1], y[1];
-      raw.values(i, in);
-      Body::apply(in, args.s, y);
-      x[i] = y[0];
-    }
-  };
-  // Streaming: group j of the row loaded and through the prologue; `off` kept for pass 2's writes.
+  // Streaming: group j loaded and through the prologue; `off` kept for pass 2's writes.
   auto load_group = [&](Index j, Index (&off)[K], float (&x)[V]) {
-    L::offsets(row_first + j, off);
+    L::offsets(first + j, off);
     Ins raw;
     raw.load(args.p, off);
-    prologue(raw, x);
+    prologue<Body>(raw, args.s, x);
   };
 
   // Pass 1: the statistic (and, with Items, the row's values in registers).
@@ -185,20 +164,20 @@ __global__ void __launch_bounds__(Block)
 #pragma unroll
     for (int it = 0; it < Items; ++it) {  // every load issued before the first is used
       const Index j = Index(it) * Block + threadIdx.x;
-      if (j < groups_per_row) {
+      if (j < count) {
         Index off[K];
-        L::offsets(row_first + j, off);
+        L::offsets(first + j, off);
         raw[it].load(args.p, off);
       }
     }
     int loaded = 0;  // the thread's groups in this row: a prefix of `cached`
 #pragma unroll
     for (int it = 0; it < Items; ++it)
-      if (Index(it) * Block + threadIdx.x < groups_per_row) {
-        prologue(raw[it], cached[it]);
+      if (Index(it) * Block + threadIdx.x < count) {
+        prologue<Body>(raw[it], args.s, cached[it]);
         loaded = it + 1;
       }
-    if constexpr (row::FoldsCached<Row>::value) {
+    if constexpr (FoldsCached<Row>::value) {
       local = Row::fold(cached, loaded);
     } else {
 #pragma unroll
@@ -210,24 +189,24 @@ __global__ void __launch_bounds__(Block)
     }
   } else {
     // Four groups loaded before the first is used; each one's values stashed if they fit.
-    const row::Stash<V> stash;
+    const Stash<V> stash;
     constexpr int kBatch = 4;
     Index j = threadIdx.x;
-    for (; j + Index(kBatch - 1) * Block < groups_per_row; j += kBatch * Block) {
+    for (; j + Index(kBatch - 1) * Block < count; j += kBatch * Block) {
       Ins raw[kBatch];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         Index off[K];
-        L::offsets(row_first + j + Index(u) * Block, off);
+        L::offsets(first + j + Index(u) * Block, off);
         raw[u].load(args.p, off);
       }
       float x[kBatch][V];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
-        prologue(raw[u], x[u]);
+        prologue<Body>(raw[u], args.s, x[u]);
         if (Row::kWritesRow && j + Index(u) * Block < stash.capacity) stash.put(j + Index(u) * Block, x[u]);
       }
-      if constexpr (row::FoldsCached<Row>::value) {  // the batch folded at once (its values are not needed after)
+      if constexpr (FoldsCached<Row>::value) {  // the batch folded at once (its values are not needed after)
         local = Row::merge(local, Row::fold(x, kBatch));
       } else {
 #pragma unroll
@@ -236,7 +215,7 @@ __global__ void __launch_bounds__(Block)
           for (int i = 0; i < V; ++i) Row::local_add(local, x[u][i]);
       }
     }
-    for (; j < groups_per_row; j += Block) {
+    for (; j < count; j += Block) {
       Index off[K];
       float x[V];
       load_group(j, off, x);
@@ -245,13 +224,14 @@ __global__ void __launch_bounds__(Block)
       for (int i = 0; i < V; ++i) Row::local_add(local, x[i]);
     }
   }
-  const typename Row::Stat stat = row::block_reduce<Row, Block>(Row::to_stat(local));
+  typename Row::Stat stat = block_reduce<Row, Block>(Row::to_stat(local));
+  if constexpr (Split > 1) stat = cluster_reduce<Row, Split>(stat);
 
   if constexpr (!Row::kWritesRow) {
     static_assert(Epi::Inputs::size == 0, "a reduction's epilogue reads nothing but the row value");
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0 && part == 0) {
       Index off[K];
-      L::offsets(row_first, off);
+      L::offsets(first, off);
       float x[1] = {Row::finish(stat, n)}, y[1][NO];
       Epi::apply(x, epi_scalars, y[0]);
       StoreOutputs<0, typename Epi::Outputs, 1>::run(args.p, off, y);
@@ -261,33 +241,33 @@ __global__ void __launch_bounds__(Block)
     const auto apply = [&](int, float x, float w, float b) { return Row::apply(x, params, w, b); };
     if constexpr (Items > 0) {
       float scale = 1.0f;
-      if constexpr (row::FoldsCached<Row>::value) scale = Row::scale(params, local);
+      if constexpr (FoldsCached<Row>::value) scale = Row::scale(params, local);
       const auto apply_cached = [&](int i, float x, float w, float b) {
-        if constexpr (row::FoldsCached<Row>::value) return x * scale;
+        if constexpr (FoldsCached<Row>::value) return x * scale;
         else return apply(i, x, w, b);
       };
 #pragma unroll
       for (int it = 0; it < Items; ++it) {
         const Index j = Index(it) * Block + threadIdx.x;
-        if (j < groups_per_row) {
+        if (j < count) {
           Index off[K];
-          L::offsets(row_first + j, off);
-          row::write_group<Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], apply_cached, epi_scalars);
+          L::offsets(first + j, off);
+          write_group<Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], apply_cached, epi_scalars);
         }
       }
     } else {  // the stash, then the prologue recomputed (the row is in L2 by now, if it fits)
-      const row::Stash<V> stash;
+      const Stash<V> stash;
       // Four groups' loads issued before the first store; two when a group carries 16 values or
       // more (bf16 norms: x and weight, bias), which spilled at 1024 threads (64 registers).
       constexpr int kBatch = V * (1 + Extra::size) >= 16 ? 2 : 4;
       Index j = threadIdx.x;
-      for (; j + Index(kBatch - 1) * Block < groups_per_row; j += kBatch * Block) {
+      for (; j + Index(kBatch - 1) * Block < count; j += kBatch * Block) {
         Index off[kBatch][K];
         Ins raw[kBatch];
-        row::Tail<Epi, Extra, L, V, NO, NI> tail[kBatch];
+        Tail<Epi, Extra, L, V, NO, NI> tail[kBatch];
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) {
-          L::offsets(row_first + j + Index(u) * Block, off[u]);
+          L::offsets(first + j + Index(u) * Block, off[u]);
           tail[u].load(args.p, off[u]);
           if (j + Index(u) * Block >= stash.capacity) raw[u].load(args.p, off[u]);
         }
@@ -295,23 +275,53 @@ __global__ void __launch_bounds__(Block)
         for (int u = 0; u < kBatch; ++u) {
           float x[V];
           if (j + Index(u) * Block < stash.capacity) stash.get(j + Index(u) * Block, x);
-          else prologue(raw[u], x);
+          else prologue<Body>(raw[u], args.s, x);
           tail[u].store(args.p, off[u], x, apply, epi_scalars);
         }
       }
-      for (; j < groups_per_row; j += Block) {
+      for (; j < count; j += Block) {
         Index off[K];
         float x[V];
         if (j < stash.capacity) {
-          L::offsets(row_first + j, off);
+          L::offsets(first + j, off);
           stash.get(j, x);
         } else {
           load_group(j, off, x);
         }
-        row::write_group<Epi, Extra, L, V, NO, NI>(args.p, off, x, apply, epi_scalars);
+        write_group<Epi, Extra, L, V, NO, NI>(args.p, off, x, apply, epi_scalars);
       }
     }
   }
+  if constexpr (Split > 1) cluster_wait();  // the other blocks have read this one's statistic
+}
+
+template <class Body, class Epi, class Extra>
+using RowArgs = Args<Epi::Outputs::size + Body::Inputs::size + Extra::size + Epi::Inputs::size, Body::scalars + 1 + Epi::scalars>;
+
+}  // namespace row
+
+/// One block per row.
+template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block, int Items>
+__global__ void __launch_bounds__(Block) rows(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
+  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1>(args, groups_per_row);
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define KILN_CLUSTER_DIMS(x) __cluster_dims__(x, 1, 1)
+#else
+#define KILN_CLUSTER_DIMS(x)
+#endif
+
+/// Split blocks per row, a cluster each (sm_90 and later; compiled for an earlier arch it
+/// traps, and the engine never chooses it there).
+template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block, int Items, int Split>
+__global__ void __launch_bounds__(Block) KILN_CLUSTER_DIMS(Split)
+    rows_split(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split>(args, groups_per_row);
+#else
+  __trap();
+#endif
 }
 
 }  // namespace kiln

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <stdexcept>
+#include <tuple>
+#include <vector>
 
 #include "engine/autotune.hpp"
 #include "engine/rows.hpp"
@@ -22,12 +24,26 @@ TEST_CASE("autotune: candidates honour the device's limits, the default first") 
 
   // Rows of 100 groups of 4: the default keeps 4 groups per thread in 32 threads; no candidate
   // leaves half its threads idle, leaves part of a row uncovered or holds more than 32 values.
-  const auto rows = kiln::autotune::rows_space(100, 4);
+  const auto rows_space = [](long long groups, int vec, bool clusters) {
+    const kiln::RowTunables d = kiln::default_row_tunables(groups, vec);
+    return kiln::autotune::rows_space(groups, vec, {{"block", d.block}, {"items", d.items}, {"split", 1}}, clusters);
+  };
+  const auto rows = rows_space(100, 4, false);
   CHECK(rows.fallback == Candidate{{"block", 32}, {"items", 4}});
   std::vector<std::pair<int, int>> got;
   for (const Candidate& c : rows.candidates(big)) got.emplace_back(c.at("block"), c.at("items"));
   CHECK(got == std::vector<std::pair<int, int>>{{32, 4}, {32, 0}, {64, 0}, {64, 2}, {128, 0}, {128, 1}});
-  CHECK(kiln::autotune::rows_space(1, 4).candidates(big).size() == 2);  // 32 threads, streaming or 1 group
+  CHECK(rows_space(1, 4, false).candidates(big).size() == 2);  // 32 threads, streaming or 1 group
+  // Where clusters run, rows gain splits between blocks that do not idle half their threads
+  // (6 more for rows of 100 groups), and long rows splits that hold them in registers: f32 x
+  // 65536 = 16384 groups of 4.
+  CHECK(rows_space(100, 4, true).candidates(big).size() == 12);
+  const auto long_rows = rows_space(16384, 4, true);
+  std::vector<std::tuple<int, int, int>> split;
+  for (const Candidate& c : long_rows.candidates(big))
+    if (c.at("split") > 1 && c.at("items") > 0) split.emplace_back(c.at("block"), c.at("items"), c.at("split"));
+  CHECK(split == std::vector<std::tuple<int, int, int>>{{256, 8, 8}, {512, 4, 8}, {512, 8, 4}, {1024, 2, 8}, {1024, 4, 4}, {1024, 8, 2}});
+  for (const Candidate& c : rows_space(16384, 4, false).candidates(big)) CHECK(c.count("split") == 0);
   small.max_threads_per_block = 64;
   for (const Candidate& c : rows.candidates(small)) CHECK(c.at("block") <= 64);
 }
@@ -90,10 +106,29 @@ TEST_CASE("rows: the default keeps rows in registers where they fit, and bad tun
       const RowTunables t = kiln::default_row_tunables(groups, vec);
       CAPTURE(groups);
       CAPTURE(vec);
-      CHECK(kiln::reject_row_tunables(t, groups, vec) == "");
+      CHECK(kiln::reject_row_tunables(t, groups, vec, false) == "");
     }
-  CHECK(kiln::reject_row_tunables({48, 1}, 40, 4).find("whole warps") != std::string::npos);
-  CHECK(kiln::reject_row_tunables({64, 1}, 100, 4).find("do not cover") != std::string::npos);
-  CHECK(kiln::reject_row_tunables({32, 16}, 512, 4).find("at most 32") != std::string::npos);
-  CHECK(kiln::reject_row_tunables({1024, 0}, 100, 4).find("idle") != std::string::npos);
+  CHECK(kiln::reject_row_tunables({48, 1}, 40, 4, true).find("whole warps") != std::string::npos);
+  CHECK(kiln::reject_row_tunables({64, 1}, 100, 4, true).find("do not cover") != std::string::npos);
+  CHECK(kiln::reject_row_tunables({32, 16}, 512, 4, true).find("at most 32") != std::string::npos);
+  CHECK(kiln::reject_row_tunables({1024, 0}, 100, 4, true).find("idle") != std::string::npos);
+  CHECK(kiln::reject_row_tunables({512, 4, 0, 3}, 16384, 4, true).find("1, 2, 4 or 8") != std::string::npos);
+  CHECK(kiln::reject_row_tunables({512, 4, 0, 8}, 16384, 4, false).find("clusters") != std::string::npos);
+  CHECK(kiln::reject_row_tunables({512, 4, 0, 4}, 16384, 4, true).find("do not cover") != std::string::npos);
+  CHECK(kiln::reject_row_tunables({512, 4, 0, 8}, 4000, 4, true).find("idle") != std::string::npos);
+}
+
+TEST_CASE("rows: where clusters run, rows too long for one block's registers split between the fewest blocks") {
+  auto s = [](std::int64_t groups, int vec) {
+    const kiln::RowTunables t = kiln::split_row_tunables(groups, vec);
+    CAPTURE(groups);
+    if (t.block) CHECK(kiln::reject_row_tunables(t, groups, vec, true) == "");
+    return std::tuple<int, int, int>{t.block, t.items, t.split};
+  };
+  CHECK(s(16384, 4) == std::tuple<int, int, int>{512, 4, 8});   // f32 x 65536: 16 values per thread
+  CHECK(s(8192, 8) == std::tuple<int, int, int>{512, 4, 4});    // bf16 x 65536: 32 values per thread
+  CHECK(s(5000, 4) == std::tuple<int, int, int>{320, 4, 4});    // 4 blocks of 320 threads x 4 groups
+  CHECK(s(32768, 4) == std::tuple<int, int, int>{512, 8, 8});   // f32 x 131072: 32 values per thread
+  CHECK(s(65536, 4) == std::tuple<int, int, int>{0, 0, 1});     // f32 x 262144: streams
+  CHECK(s(9000, 1) == std::tuple<int, int, int>{288, 16, 2});   // odd rows, scalar loads
 }

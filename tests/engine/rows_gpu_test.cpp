@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <tuple>
 
 #include <kiln/graph.hpp>
 
+#include "engine/rows.hpp"
 #include "ops/op.hpp"
 #include "tests/engine/cases.hpp"
 #include "tests/engine/reference.hpp"
@@ -30,6 +32,30 @@ TEST_CASE("gpu: every row op x dtype x pattern matches the fp64 reference" * doc
         ++graphs;
       }
   MESSAGE(fmt::format("{} row graphs, {} kernels compiled", graphs, e.counters().compiles));
+}
+
+TEST_CASE("gpu: long rows split between the blocks of a cluster match the fp64 reference" * doctest::skip(!kiln::test::has_gpu())) {
+  kiln::test::TempDir tmp;
+  kiln::EngineOptions o;
+  o.cache_dir = tmp.path();
+  kiln::Engine e(o);
+  auto rng = kiln::test::make_rng(23);
+  // Parts that end mid-block (40000 = 10000 groups of 4 over 8 blocks of 320 threads), odd
+  // rows in scalar loads (33333 over 8 blocks of 288 x 16), f16 of 131072 (8 x 512 x 4 x 8).
+  const std::vector<std::tuple<DType, std::int64_t, std::int64_t>> shapes = {
+      {DType::f32, 3, 40000}, {DType::bf16, 2, 33333}, {DType::f16, 2, 131072}};
+  int graphs = 0;
+  for (auto [t, R, C] : shapes)
+    for (const Graph& g : kiln::test::row_graphs(t, R, C)) {
+      CAPTURE(g.to_json());
+      for (const auto& f : kiln::test::check_on_gpu(e, g, rng)) FAIL_CHECK(f);
+      ++graphs;
+    }
+  int split = 0;
+  for (const auto& k : e.kernels()) split += k.name.find("v1s8") != std::string::npos || k.name.find("v4s8") != std::string::npos ||
+                                             k.name.find("v8s8") != std::string::npos;
+  MESSAGE(fmt::format("{} graphs, {} kernels, {} of them split (arch {})", graphs, e.kernels().size(), split, e.arch()));
+  if (kiln::has_clusters(e.arch())) CHECK(split >= 3 * 12);  // the ops that write the row, in each shape
 }
 
 TEST_CASE("gpu: row ops along any axis and over all elements match the fp64 reference" * doctest::skip(!kiln::test::has_gpu())) {

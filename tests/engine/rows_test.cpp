@@ -123,7 +123,8 @@ TEST_CASE("row ops along any axis: the column template, all-element reductions; 
   CHECK(k[0].name == "sum_f32__col2v4");
   CHECK(k[0].grid * k[0].block / 4 >= 4096);  // every column group has its threads
   CHECK(k[1].name.rfind("exp__max_f32__all", 0) == 0);
-  CHECK(k[1].grid == 1);
+  CHECK(k[1].grid == 8);  // one cluster of 8 blocks (sm_90a) ...
+  CHECK(kiln::Plan(g).kernels("sm_80").at(1).grid == 1);  // ... one block before
   CHECK(k[2].name == "mul__softmax_f32__col2v4");  // the axis is never merged with the columns
   {  // ... else the vector width would take values of two rows: [7, 300, 5] is one dim of 10500
     Graph h;
@@ -146,11 +147,23 @@ TEST_CASE("row ops along any axis: the column template, all-element reductions; 
         specs.insert(specs.end(), one.begin(), one.end());
       }
   CHECK(specs.size() == 3 * ((4 * 4 + 2 * 2) + (4 * 3 + 2 * 1)));
-  for (const Graph& a : kiln::test::row_graphs(DType::bf16, 2, 65536)) {  // and the streaming row template, with its stash
-    const auto one = kiln::plan_specs(a);
-    CHECK(one.at(0).expression.find(", 1024, 0>") != std::string::npos);
-    specs.insert(specs.end(), one.begin(), one.end());
+  // Rows of 65536: on sm_80 the streaming row template (with its stash); on sm_90a ops that
+  // write the row split it between the 4 blocks of a cluster, 512 threads x 4 groups each, and
+  // reductions stream. Every spec compiles for both archs (a split one into a trap for sm_80).
+  int split = 0;
+  for (const Graph& a : kiln::test::row_graphs(DType::bf16, 2, 65536)) {
+    CAPTURE(a.to_json());
+    const auto old = kiln::plan_specs(a, true, {}, nullptr, "sm_80"), hopper = kiln::plan_specs(a, true, {}, nullptr, "sm_90a");
+    CHECK(old.at(0).expression.find("kiln::rows<") == 0);
+    CHECK(old.at(0).expression.find(", 1024, 0>") != std::string::npos);
+    const bool splits = hopper.at(0).expression.find("kiln::rows_split<") == 0;
+    split += splits;
+    const std::string& h = hopper.at(0).expression;  // 4 blocks for groups of 8 bf16, 8 for groups of 4 (an f32 operand)
+    CHECK((splits ? h.find(", 512, 4, 4>") != std::string::npos || h.find(", 512, 4, 8>") != std::string::npos : h == old.at(0).expression));
+    specs.insert(specs.end(), old.begin(), old.end());
+    if (splits) specs.insert(specs.end(), hopper.begin(), hopper.end());
   }
+  CHECK(split >= 4);
   kiln::cache::KernelCache cache(std::nullopt);
   kiln::PrecompileOptions po;
   po.archs = {"sm_80", "sm_90a"};

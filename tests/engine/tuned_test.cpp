@@ -45,7 +45,7 @@ kiln::Tunables parse_candidate(const std::string& line) {
   return t;
 }
 
-const std::regex tuned_name("_b[0-9]+[iu][0-9]+$");  // what specialization appends to a tuned kernel's name
+const std::regex tuned_name("_b[0-9]+[iu][0-9]+(s[0-9])?$");  // what specialization appends to a tuned kernel's name
 
 }  // namespace
 
@@ -168,7 +168,7 @@ TEST_CASE("gpu: tune_graph measures every candidate, keeps only those matching t
     // Make the second candidate the winner, so the engine below surely runs a tuned kernel.
     kiln::cache::TuningRecord r = t.record;
     r.winner = parse_candidate(t.result.log.at(1));
-    CHECK(r.winner.size() == 2);
+    CHECK(r.winner.size() == t.result.winner.size());
     db.put(r);
   }
   CHECK(progress == measured);
