@@ -22,6 +22,8 @@ codegen::Body identity_epilogue(DType dtype) {
 namespace {
 
 constexpr int kMaxItems = 16;  // rows.cuh's limit
+// A split row's part kept whole in shared memory, at most this much: three blocks per SM.
+constexpr std::int64_t kSplitStashBytes = 64 * 1024;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -51,14 +53,8 @@ RowTunables default_row_tunables(std::int64_t row_groups, int vec) {
 }
 
 RowTunables split_row_tunables(std::int64_t row_groups, int vec) {
-  const int most = std::min(kMaxItems, std::max(1, 32 / vec));
-  const int want = std::min(most, vec >= 8 ? 4 : std::max(1, 16 / vec));  // as default_row_tunables
-  for (int items : {want, most})
-    for (int split : {2, 4, 8})
-      if (std::int64_t(split) * 512 * items >= row_groups) {
-        const std::int64_t block = ceil_div(ceil_div(ceil_div(row_groups, split), items), 32) * 32;
-        return {int(block), items, 0, split};
-      }
+  for (int split : {2, 4, 8})
+    if (ceil_div(row_groups, split) * vec * 4 <= kSplitStashBytes) return {512, 0, 0, split};
   return {0, 0, 0, 1};
 }
 

@@ -3,10 +3,10 @@
 # (memcheck), the hello app twice, and the benchmark. Logs go to $OUT.
 # Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|all (default
 #   all, which takes longer than one 600 s device call: split it). On an H100, after a ~100 s
-#   build: tests (the suite) ~420 s; sanity (racecheck, hello, bundle) ~100 s; memcheck (every GPU
-#   case) > 300 s; fuzz: the GPU regressions, the fuzz run and its memcheck sample; tune: `kiln
-#   tune` over the benchmark's row grid (the bench after it then runs with those records and also
-#   untuned); bench ~150 s.
+#   build: tests (the suite: its GPU cases and the others in two processes at once) ~400 s;
+#   sanity (racecheck, hello, bundle) ~100 s; memcheck (every GPU case) > 300 s; fuzz: the GPU
+#   regressions, the fuzz run and its memcheck sample; tune: `kiln tune` over the benchmark's
+#   row grid (the bench after it then runs with those records and also untuned); bench ~150 s.
 # Env: FUZZ_SEEDS=A:B FUZZ_TIMEOUT=s FUZZ_SANITIZE=A:B (see below).
 # The image lacks xxhash.h: carry it in .deps/include (see README, "GPU machine").
 set -uo pipefail
@@ -33,9 +33,14 @@ bin=build-device/bin
 $bin/kiln info | tee "$OUT/info.log"
 
 if want tests; then
-step "test suite"
-timeout 480 $bin/kiln_tests 2>&1 | tee "$OUT/tests.log" | grep -E "^\[doctest\]|ERROR|MESSAGE|compiled|cases" | tail -n 30
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+step "test suite: the GPU cases and the rest (NVRTC on every core) side by side"
+timeout 460 $bin/kiln_tests -tce="gpu:*" >"$OUT/tests-cpu.log" 2>&1 &
+cpu=$!
+timeout 460 $bin/kiln_tests -tc="gpu:*" >"$OUT/tests-gpu.log" 2>&1 || status=1
+wait $cpu || status=1
+for part in gpu cpu; do
+  echo "-- $part cases"; grep -E "^\[doctest\]|ERROR|MESSAGE|CRASHED" "$OUT/tests-$part.log" | grep -v "doctest version\|--help" | tail -n 20
+done
 
 fi
 

@@ -118,17 +118,17 @@ TEST_CASE("rows: the default keeps rows in registers where they fit, and bad tun
   CHECK(kiln::reject_row_tunables({512, 4, 0, 8}, 4000, 4, true).find("idle") != std::string::npos);
 }
 
-TEST_CASE("rows: where clusters run, rows too long for one block's registers split between the fewest blocks") {
+TEST_CASE("rows: where clusters run, rows too long for one block's registers split between the fewest blocks that stash them") {
   auto s = [](std::int64_t groups, int vec) {
     const kiln::RowTunables t = kiln::split_row_tunables(groups, vec);
     CAPTURE(groups);
     if (t.block) CHECK(kiln::reject_row_tunables(t, groups, vec, true) == "");
     return std::tuple<int, int, int>{t.block, t.items, t.split};
   };
-  CHECK(s(16384, 4) == std::tuple<int, int, int>{512, 4, 8});   // f32 x 65536: 16 values per thread
-  CHECK(s(8192, 8) == std::tuple<int, int, int>{512, 4, 4});    // bf16 x 65536: 32 values per thread
-  CHECK(s(5000, 4) == std::tuple<int, int, int>{320, 4, 4});    // 4 blocks of 320 threads x 4 groups
-  CHECK(s(32768, 4) == std::tuple<int, int, int>{512, 8, 8});   // f32 x 131072: 32 values per thread
-  CHECK(s(65536, 4) == std::tuple<int, int, int>{0, 0, 1});     // f32 x 262144: streams
-  CHECK(s(9000, 1) == std::tuple<int, int, int>{288, 16, 2});   // odd rows, scalar loads
+  CHECK(s(16384, 4) == std::tuple<int, int, int>{512, 0, 4});  // f32 x 65536: 64 KiB per block
+  CHECK(s(8192, 8) == std::tuple<int, int, int>{512, 0, 4});   // bf16 x 65536 (stashed as f32)
+  CHECK(s(5000, 4) == std::tuple<int, int, int>{512, 0, 2});
+  CHECK(s(32768, 4) == std::tuple<int, int, int>{512, 0, 8});  // f32 x 131072
+  CHECK(s(65536, 4) == std::tuple<int, int, int>{0, 0, 1});    // f32 x 262144: streams unsplit
+  CHECK(s(40000, 1) == std::tuple<int, int, int>{512, 0, 4});  // odd rows, scalar loads
 }
