@@ -53,6 +53,9 @@ RowTunables default_row_tunables(std::int64_t row_groups, int vec) {
 }
 
 RowTunables split_row_tunables(std::int64_t row_groups, int vec) {
+  if (vec >= 8)  // 2-byte values: in registers, 32 per thread, 256 threads per block
+    for (int split : {2, 4, 8})
+      if (std::int64_t(split) * 256 * 4 >= row_groups) return {int(ceil_div(ceil_div(row_groups, split * 4), 32) * 32), 4, 0, split};
   for (int split : {2, 4, 8})
     if (ceil_div(row_groups, split) * vec * 4 <= kSplitStashBytes) return {512, 0, 0, split};
   return {0, 0, 0, 1};

@@ -54,10 +54,12 @@ RowTunables row_tunables(const Tunables& t, const std::string& stem);
 RowTunables default_row_tunables(std::int64_t row_groups, int vec);
 
 /// The default for rows that default_row_tunables streams, where clusters run: the row split
-/// between the fewest blocks (2, 4 or 8) whose part fits whole in a 64 KiB stash, each
-/// streaming it with 512 threads (`kiln tune` on an H100, f32 rows of 65536: 188.6 us against
-/// 207.5 unsplit and 196.8 for the fastest split in registers; bench/NOTES.md); {0} when even
-/// 8 blocks cannot.
+/// between the fewest blocks (2, 4 or 8) that hold it: groups of 8 values (2-byte dtypes) in
+/// registers, 32 values per thread in 256 threads; others in a stash of at most 64 KiB per
+/// block, streamed by 512 threads (the stash keeps f32, twice a 2-byte value's bytes). {0}
+/// when 8 blocks cannot hold it. From `kiln tune` on an H100, rows of 65536 (bench/NOTES.md):
+/// f32 softmax 187 us stashed against 193 in registers and 207 unsplit; bf16 softmax 118 us in
+/// registers against 145 stashed and 129 unsplit.
 RowTunables split_row_tunables(std::int64_t row_groups, int vec);
 
 /// Why `t` cannot run rows of `row_groups` groups of `vec` ("" if it can); `clusters`: whether

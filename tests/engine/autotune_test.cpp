@@ -126,7 +126,9 @@ TEST_CASE("rows: where clusters run, rows too long for one block's registers spl
     return std::tuple<int, int, int>{t.block, t.items, t.split};
   };
   CHECK(s(16384, 4) == std::tuple<int, int, int>{512, 0, 4});  // f32 x 65536: 64 KiB per block
-  CHECK(s(8192, 8) == std::tuple<int, int, int>{512, 0, 4});   // bf16 x 65536 (stashed as f32)
+  CHECK(s(8192, 8) == std::tuple<int, int, int>{256, 4, 8});   // bf16 x 65536: in registers
+  CHECK(s(5000, 8) == std::tuple<int, int, int>{160, 4, 8});
+  CHECK(s(16384, 8) == std::tuple<int, int, int>{512, 0, 8});  // bf16 x 131072: stashed
   CHECK(s(5000, 4) == std::tuple<int, int, int>{512, 0, 2});
   CHECK(s(32768, 4) == std::tuple<int, int, int>{512, 0, 8});  // f32 x 131072
   CHECK(s(65536, 4) == std::tuple<int, int, int>{0, 0, 1});    // f32 x 262144: streams unsplit
