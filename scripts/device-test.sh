@@ -99,7 +99,8 @@ fi
 if want sanity; then
 step "compute-sanitizer racecheck on the row kernels (shared-memory reductions)"
 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 \
-  $bin/kiln_tests -tc="gpu: eager row ops*,gpu: random fused graphs*,gpu: regressions*,gpu: row ops along any axis*" >"$OUT/racecheck.log" 2>&1
+  $bin/kiln_tests -tc="gpu: eager row ops*,gpu: random fused graphs*,gpu: regressions*,gpu: row ops along any axis*,gpu: long rows*" \
+  >"$OUT/racecheck.log" 2>&1
 rc=$?
 grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[doctest\] test cases" "$OUT/racecheck.log" | tail -n 3
 [ $rc -eq 0 ] || { status=1; echo "racecheck exit $rc"; tail -n 30 "$OUT/racecheck.log"; }
