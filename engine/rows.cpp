@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cstdlib>
 
 #include <kiln/error.hpp>
 
@@ -12,12 +10,7 @@
 
 namespace kiln {
 
-bool has_clusters(const std::string& arch) {
-  // On every specialization, so on every Plan::run: no regex for the engine's own "sm_NN..."
-  if (arch.size() > 4 && arch.compare(0, 3, "sm_") == 0 && std::isdigit(static_cast<unsigned char>(arch[3])))
-    return std::atoi(arch.c_str() + 3) >= 90;
-  return compiler::arch_number(arch) >= 90;  // ArgumentError naming the bad arch
-}
+bool has_clusters(const std::string& arch) { return compiler::arch_number(arch) >= 90; }
 
 codegen::Body identity_epilogue(DType dtype) {
   codegen::Body b;

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <memory>
+#include <cctype>
+#include <cstdlib>
 #include <regex>
 #include <sstream>
 
@@ -31,11 +33,15 @@ struct Arch {
 };
 
 Arch parse_arch(const std::string& arch) {
-  static const std::regex re("sm_([0-9]{2,3})([af]?)");
-  std::smatch m;
-  if (!std::regex_match(arch, m, re))
+  // sm_ + 2 or 3 digits + an optional 'a' or 'f', read without a regex: every specialization
+  // asks (has_clusters), so every Plan::run.
+  std::size_t digits = 0;
+  while (3 + digits < arch.size() && std::isdigit(static_cast<unsigned char>(arch[3 + digits]))) ++digits;
+  const std::size_t end = 3 + digits;
+  const bool suffix = end + 1 == arch.size() && (arch[end] == 'a' || arch[end] == 'f');
+  if (arch.compare(0, 3, "sm_") != 0 || digits < 2 || digits > 3 || (end != arch.size() && !suffix))
     throw ArgumentError(fmt::format("bad arch '{}': expected sm_XY or sm_XYa, e.g. sm_80, sm_90a", arch));
-  return {std::stoi(m[1]), m[2].length() > 0};
+  return {std::atoi(arch.c_str() + 3), suffix};
 }
 
 // Source lines around each "file(line): error" of the log, numbered.
