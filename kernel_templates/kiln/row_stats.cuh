@@ -9,17 +9,23 @@ namespace row {
 
 __device__ __forceinline__ float inf() { return __int_as_float(0x7f800000); }
 
-/// Whether a Row folds a thread's cached values itself (Row::kFoldsCached; false if absent).
-template <class R, class = void>
-struct FoldsCached {
-  static constexpr bool value = false;
-};
-template <class R>
-struct FoldsCached<R, decltype(void(R::kFoldsCached))> {
-  static constexpr bool value = R::kFoldsCached;
+/// 2^x by the SFU alone (ex2.approx.ftz: ~2 ulp, subnormal results flushed to 0; exp2f adds
+/// range handling around it, ~4 instructions more per element).
+__device__ __forceinline__ float exp2_fast(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/// What a Row can do besides local_add (rows.cuh): kFoldsCached, fold a group of a thread's
+/// values at once (Row::fold(x, n), to a Local); kRescalesCached, fold replaces the values by
+/// ones that pass 2 only multiplies by Row::scale(params, local).
+struct RowTraits {
+  static constexpr bool kFoldsCached = false;
+  static constexpr bool kRescalesCached = false;
 };
 
-struct Sum {
+struct Sum : RowTraits {
   struct Stat { float s; };
   using Local = Stat;
   static constexpr bool kWritesRow = false;
@@ -36,7 +42,7 @@ struct Mean : Sum {
 };
 
 // max/min propagate NaN, as PyTorch does.
-struct Max {
+struct Max : RowTraits {
   struct Stat { float m; };
   using Local = Stat;
   static constexpr bool kWritesRow = false;
@@ -48,7 +54,7 @@ struct Max {
   __device__ static float finish(Stat a, float) { return a.m; }
 };
 
-struct Min {
+struct Min : RowTraits {
   struct Stat { float m; };
   using Local = Stat;
   static constexpr bool kWritesRow = false;
@@ -63,7 +69,7 @@ struct Min {
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Online softmax statistic: running max m and sum of exp(x - m), one exp per element.
-struct SoftmaxStat {
+struct SoftmaxStat : RowTraits {
   struct Stat { float m, s; };
   using Local = Stat;
   struct Params { float m, inv_s; };
@@ -76,10 +82,10 @@ struct SoftmaxStat {
       return;
     }
     if (x > a.m) {
-      a.s = a.s * exp2f((a.m - x) * kLog2e) + 1.0f;
+      a.s = a.s * exp2_fast((a.m - x) * kLog2e) + 1.0f;
       a.m = x;
     } else if (x != -inf()) {
-      a.s += exp2f((x - a.m) * kLog2e);
+      a.s += exp2_fast((x - a.m) * kLog2e);
     }
   }
   __device__ static Stat to_stat(Local a) { return a; }
@@ -88,16 +94,18 @@ struct SoftmaxStat {
     if (a.m != a.m) return a;
     const float m = fmaxf(a.m, b.m);
     if (m == -inf()) return a;  // both empty (or all -inf so far)
-    return {m, a.s * exp2f((a.m - m) * kLog2e) + b.s * exp2f((b.m - m) * kLog2e)};
+    return {m, a.s * exp2_fast((a.m - m) * kLog2e) + b.s * exp2_fast((b.m - m) * kLog2e)};
   }
   __device__ static Params params(Stat a, float, float) { return {a.m, 1.0f / a.s}; }
 };
 
 struct Softmax : SoftmaxStat {
-  __device__ static float apply(float x, Params p, float, float) { return exp2f((x - p.m) * kLog2e) * p.inv_s; }
-  // Rows in registers: a thread's values become exp(x - m) for its own max m (one exp per
-  // element, no dependent update per element); pass 2 multiplies them by exp(m - row max) / sum.
+  __device__ static float apply(float x, Params p, float, float) { return exp2_fast((x - p.m) * kLog2e) * p.inv_s; }
+  // A thread's values become exp(x - m) for its own max m (one exp per element, no dependent
+  // update per element); pass 2 multiplies them by exp(m - row max) / sum. A NaN is skipped by
+  // the max and makes the sum NaN, so the whole row is NaN, as in PyTorch.
   static constexpr bool kFoldsCached = true;
+  static constexpr bool kRescalesCached = true;
   template <int N, int V>
   __device__ static Local fold(float (&x)[N][V], int n) {
     float m = -inf();
@@ -105,19 +113,20 @@ struct Softmax : SoftmaxStat {
     for (int it = 0; it < N; ++it)
 #pragma unroll
       for (int i = 0; i < V; ++i)
-        if (it < n) m = (x[it][i] > m || x[it][i] != x[it][i]) ? x[it][i] : m;  // NaN sticks
+        if (it < n) m = fmaxf(m, x[it][i]);
+    const float base = m == -inf() ? 0.0f : m;  // all -inf: exp(-inf - 0) = 0, not exp(NaN)
     float s = 0.0f;
 #pragma unroll
     for (int it = 0; it < N; ++it)
 #pragma unroll
       for (int i = 0; i < V; ++i) {
-        const float e = (it < n && m != -inf()) ? exp2f((x[it][i] - m) * kLog2e) : 0.0f;
+        const float e = it < n ? exp2_fast((x[it][i] - base) * kLog2e) : 0.0f;
         x[it][i] = e;
         s += e;
       }
     return {m, s};
   }
-  __device__ static float scale(Params p, Local l) { return exp2f((l.m - p.m) * kLog2e) * p.inv_s; }
+  __device__ static float scale(Params p, Local l) { return exp2_fast((l.m - p.m) * kLog2e) * p.inv_s; }
 };
 
 struct LogSoftmax : SoftmaxStat {
@@ -125,27 +134,43 @@ struct LogSoftmax : SoftmaxStat {
   __device__ static float apply(float x, Params p, float, float) { return x - p.m; }
 };
 
-// Mean and M2: each thread sums x - k and (x - k)^2 around its first value k (accurate when k
-// is near the mean), then threads merge (n, mean, M2) pairwise (Chan et al.).
-struct LayerNorm {
+// (n, mean, M2), merged pairwise (Chan et al.). A thread folds each group of its values at once:
+// their mean, then the squares around it (two passes over registers, one division); one value
+// at a time it updates them (Welford: a division per value, only for a streamed row's tail).
+struct LayerNorm : RowTraits {
   struct Stat { float n, mean, m2; };
-  struct Local { float n, k, s1, s2; };
+  using Local = Stat;
   struct Params { float mean, rstd; };
   static constexpr bool kWritesRow = true;
+  static constexpr bool kFoldsCached = true;
   __device__ static Stat init() { return {0.0f, 0.0f, 0.0f}; }
-  __device__ static Local local_init() { return {0.0f, 0.0f, 0.0f, 0.0f}; }
+  __device__ static Local local_init() { return init(); }
   __device__ static void local_add(Local& a, float x) {
-    if (a.n == 0.0f) a.k = x;
-    const float d = x - a.k;
     a.n += 1.0f;
-    a.s1 += d;
-    a.s2 += d * d;
+    const float d = x - a.mean;
+    a.mean += d / a.n;
+    a.m2 += d * (x - a.mean);
   }
-  __device__ static Stat to_stat(Local a) {
-    if (a.n == 0.0f) return init();
-    const float mean_d = a.s1 / a.n;
-    return {a.n, a.k + mean_d, fmaxf(a.s2 - a.s1 * mean_d, 0.0f)};
+  template <int N, int V>
+  __device__ static Local fold(const float (&x)[N][V], int n) {
+    if (n == 0) return init();
+    float s = 0.0f;
+#pragma unroll
+    for (int it = 0; it < N; ++it)
+#pragma unroll
+      for (int i = 0; i < V; ++i) s += it < n ? x[it][i] : 0.0f;
+    const float count = float(n * V), mean = s / count;
+    float m2 = 0.0f;
+#pragma unroll
+    for (int it = 0; it < N; ++it)
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        const float d = it < n ? x[it][i] - mean : 0.0f;
+        m2 += d * d;
+      }
+    return {count, mean, m2};
   }
+  __device__ static Stat to_stat(Local a) { return a; }
   __device__ static Stat merge(Stat a, Stat b) {
     const float n = a.n + b.n;
     if (n == 0.0f) return a;
@@ -156,7 +181,7 @@ struct LayerNorm {
   __device__ static float apply(float x, Params p, float w, float b) { return (x - p.mean) * p.rstd * w + b; }
 };
 
-struct RmsNorm {
+struct RmsNorm : RowTraits {
   struct Stat { float ss; };
   using Local = Stat;
   struct Params { float rstd; };

@@ -8,10 +8,10 @@
 //
 // Two strategies (Items): with Items > 0 each thread loads its Items groups of the row at once
 // and keeps the prologue's values in registers for pass 2 (the row is read from memory once;
-// Block * Items must cover the row; a Row with kFoldsCached folds the thread's values at once
-// and may transform them, and pass 2 multiplies them by Row::scale); with Items == 0 threads
-// stride over a row of any length (four groups at a time, each batch folded at once by a Row
-// with kFoldsCached), keep the prologue's values of the row's first groups in
+// Block * Items must cover the row; a Row with kFoldsCached folds the thread's values at once,
+// and one with kRescalesCached transforms them for pass 2 to multiply by Row::scale); with
+// Items == 0 threads stride over a row of any length (four groups at a time, each batch folded
+// at once by a Row with kFoldsCached), keep the prologue's values of the row's first groups in
 // the launch's dynamic shared memory (as many as it holds: the stash), and pass 2 reads those
 // from there and recomputes the rest from memory (in L2 by then, if it fits).
 //
@@ -177,7 +177,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
         prologue<Body>(raw[it], args.s, cached[it]);
         loaded = it + 1;
       }
-    if constexpr (FoldsCached<Row>::value) {
+    if constexpr (Row::kFoldsCached) {
       local = Row::fold(cached, loaded);
     } else {
 #pragma unroll
@@ -206,7 +206,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
         prologue<Body>(raw[u], args.s, x[u]);
         if (Row::kWritesRow && j + Index(u) * Block < stash.capacity) stash.put(j + Index(u) * Block, x[u]);
       }
-      if constexpr (FoldsCached<Row>::value) {  // the batch folded at once (its values are not needed after)
+      if constexpr (Row::kFoldsCached) {  // the batch folded at once (its values are not needed after)
         local = Row::merge(local, Row::fold(x, kBatch));
       } else {
 #pragma unroll
@@ -241,9 +241,9 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
     const auto apply = [&](int, float x, float w, float b) { return Row::apply(x, params, w, b); };
     if constexpr (Items > 0) {
       float scale = 1.0f;
-      if constexpr (FoldsCached<Row>::value) scale = Row::scale(params, local);
+      if constexpr (Row::kRescalesCached) scale = Row::scale(params, local);
       const auto apply_cached = [&](int i, float x, float w, float b) {
-        if constexpr (FoldsCached<Row>::value) return x * scale;
+        if constexpr (Row::kRescalesCached) return x * scale;
         else return apply(i, x, w, b);
       };
 #pragma unroll
