@@ -41,7 +41,8 @@ std::string dtype_list(const std::vector<TensorView>& views) {
 
 std::string LayoutPlan::type() const {
   std::vector<std::string> parts;
-  for (const Dim& d : dims) parts.push_back(fmt::format("kiln::Dim<{}, {}>", d.extent, fmt::join(d.stride, ", ")));
+  for (const Dim& d : dims)  // the outermost extent is the launch's, not the kernel's: 0
+    parts.push_back(fmt::format("kiln::Dim<{}, {}>", parts.empty() ? 0 : d.extent, fmt::join(d.stride, ", ")));
   return fmt::format("kiln::Layout<{}>", fmt::join(parts, ", "));
 }
 

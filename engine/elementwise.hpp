@@ -75,7 +75,11 @@ struct LayoutPlan {
   int vec = 1;
   bool index64 = false;
   std::int64_t groups = 0;  ///< product of the extents
-  std::string type() const;  ///< "kiln::Layout<kiln::Dim<...>, ...>"
+  /// "kiln::Layout<kiln::Dim<...>, ...>", with 0 for the outermost extent: the templates never
+  /// read it (the launch's iteration count or grid bounds that dim), so one kernel serves every
+  /// extent of it. A dynamic batch dim is outermost, or coalesced into it: a new batch size
+  /// reuses the kernel.
+  std::string type() const;
 };
 
 /// Plans the layout of `views` (outputs first) over `shape`. Outputs may broadcast (step by 0:

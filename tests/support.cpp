@@ -88,6 +88,12 @@ CliRun kiln_cli(const std::string& args, const std::string& env) {
   return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, out};
 }
 
+std::vector<unsigned char> bytes_of(const Tensor& t) {
+  std::vector<unsigned char> b(t.bytes());
+  t.copy_to_host(b.data());
+  return b;
+}
+
 std::mt19937_64 make_rng(std::uint64_t salt) {
   const char* env = std::getenv("KILN_TEST_SEED");
   const std::uint64_t seed = (env ? std::strtoull(env, nullptr, 10) : 20261122ull) ^ (salt * 0x9e3779b97f4a7c15ull);

@@ -47,6 +47,9 @@ void write_file(const std::string& path, const std::string& bytes);
 std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, double hi, std::mt19937_64& rng,
                                         double step = 0);
 
+/// A tensor's bytes, copied to the host.
+std::vector<unsigned char> bytes_of(const Tensor& t);
+
 /// The kiln CLI run with `args` (stdout and stderr together) and its exit status.
 struct CliRun {
   int status;

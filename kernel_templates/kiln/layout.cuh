@@ -2,7 +2,8 @@
 // Static iteration layouts. Layout<Dim<E, So, S0, S1, S2>...> lists the dims outermost first;
 // each Dim carries its extent and the element stride of the output and of inputs 0..2 (0 for a
 // broadcast or absent operand). Extents and strides are compile-time constants, so unraveling
-// an index is multiplies and shifts.
+// an index is multiplies and shifts. The outermost extent is never read (the launch bounds the
+// iterations), and specialization writes 0 there: one kernel for every batch size.
 
 namespace kiln {
 

@@ -1,10 +1,14 @@
 // Specialization decisions, checked on the CPU: coalescing, vector width, index width.
+#include <kiln/graph.hpp>
+
+#include "engine/compiler/compiler.hpp"
 #include "engine/elementwise.hpp"
 #include "engine/fusion.hpp"
 #include "ops/op.hpp"
 #include "tests/support.hpp"
 
 using kiln::DType;
+using kiln::Graph;
 using kiln::TensorView;
 
 namespace {
@@ -27,13 +31,31 @@ kiln::KernelLaunch spec(const char* op, const TensorView& out, std::vector<kiln:
 TEST_CASE("contiguous operands coalesce to one dim with 16-byte packs") {
   auto f32 = spec("add", view({64, 1024}, DType::f32), {view({64, 1024}, DType::f32), view({64, 1024}, DType::f32)});
   CHECK(f32.spec.name == "add_f32_f32__r1v4");
-  CHECK(f32.spec.expression.find("kiln::Dim<16384, 4, 4, 4>") != std::string::npos);
+  CHECK(f32.spec.expression.find("kiln::Layout<kiln::Dim<0, 4, 4, 4>>") != std::string::npos);
   CHECK(f32.spec.source.find("kiln::op::Add::apply(x[0], x[1])") != std::string::npos);
   CHECK(f32.groups == 16384);
   CHECK(f32.grid == 32);  // 256 threads x 2 packs per block
   CHECK_FALSE(f32.index64);
   auto bf16 = spec("silu", view({3, 5, 8}, DType::bf16), {view({3, 5, 8}, DType::bf16)});
   CHECK(bf16.spec.name == "silu_bf16__r1v8");
+}
+
+TEST_CASE("the outermost extent is the launch's, not the kernel's: one kernel for every batch size") {
+  const auto softmax = [](std::int64_t rows, std::int64_t cols) {
+    Graph g;
+    g.output(kiln::softmax(g.input("x", {rows, 8, cols}, DType::bf16) * 0.5 + g.input("m", {8, cols}, DType::bf16)));
+    return kiln::plan_specs(g, true).at(0);
+  };
+  const auto add = [](std::int64_t rows) {
+    return spec("add", view({rows, 4096}, DType::f32), {view({rows, 4096}, DType::f32), view({4096}, DType::f32)});
+  };
+  CHECK(kiln::compiler::spec_id(softmax(3, 1000)) == kiln::compiler::spec_id(softmax(77, 1000)));
+  CHECK(kiln::compiler::spec_id(add(3).spec) == kiln::compiler::spec_id(add(77).spec));
+  CHECK(add(3).grid < add(77).grid);  // the launch carries the extent
+  CHECK(add(3).spec.expression.find("kiln::Layout<kiln::Dim<0, 4096, 4096, 0>, kiln::Dim<1024, 4, 4, 4>>") != std::string::npos);
+  // Any other extent is the kernel's.
+  CHECK(kiln::compiler::spec_id(softmax(3, 1000)) != kiln::compiler::spec_id(softmax(3, 1024)));
+  CHECK(softmax(3, 1000).expression.find("kiln::Layout<kiln::Dim<0, 8000, 0, 8000>, kiln::Dim<8, 1000, 1000, 1000>, kiln::Dim<125, 8, 8, 8>>") != std::string::npos);
 }
 
 TEST_CASE("alignment is part of the specialization") {
@@ -48,7 +70,7 @@ TEST_CASE("alignment is part of the specialization") {
 TEST_CASE("broadcast keeps stride 0 and still vectorizes the inner dim") {
   auto L = spec("add", view({32, 4096}, DType::bf16), {view({32, 4096}, DType::bf16), view({4096}, DType::bf16)});
   CHECK(L.spec.name == "add_bf16_bf16__r2v8");
-  CHECK(L.spec.expression.find("kiln::Dim<32, 4096, 4096, 0>, kiln::Dim<512, 8, 8, 8>") != std::string::npos);
+  CHECK(L.spec.expression.find("kiln::Dim<0, 4096, 4096, 0>, kiln::Dim<512, 8, 8, 8>") != std::string::npos);
   // A column broadcast ([R, 1]) has inner stride 0: one load per pack.
   auto col = spec("mul", view({32, 64}, DType::f32), {view({32, 1}, DType::f32), view({32, 64}, DType::f32)});
   CHECK(col.spec.expression.find("kiln::Dim<16, 4, 0, 4>") != std::string::npos);
@@ -57,7 +79,7 @@ TEST_CASE("broadcast keeps stride 0 and still vectorizes the inner dim") {
 TEST_CASE("a transposed view stays 2-D and scalar-indexed") {
   auto L = spec("exp", view({8, 6}, DType::f32), {view({8, 6}, DType::f32, 0x10000, {1, 8})});
   CHECK(L.spec.name == "exp_f32__r2v1");
-  CHECK(L.spec.expression.find("kiln::Dim<8, 6, 1>, kiln::Dim<6, 1, 8>") != std::string::npos);
+  CHECK(L.spec.expression.find("kiln::Dim<0, 6, 1>, kiln::Dim<6, 1, 8>") != std::string::npos);
 }
 
 TEST_CASE("scalars are runtime arguments, not part of the kernel") {
@@ -114,7 +136,7 @@ TEST_CASE("codegen renders a fused body; several outputs share one kernel") {
   auto L = kiln::specialize_elementwise(b, "fused", {v({64, 32}, DType::bf16), v({64, 32}, DType::f32)},
                                         {v({64, 32}, DType::f32), v({32}, DType::f32), v({64, 1}, DType::bf16)}, {1.5f});
   CHECK(L.spec.name == "fused__r2v4");
-  CHECK(L.spec.expression.find("kiln::Dim<64, 32, 32, 32, 0, 1>, kiln::Dim<8, 4, 4, 4, 4, 0>") != std::string::npos);
+  CHECK(L.spec.expression.find("kiln::Dim<0, 32, 32, 32, 0, 1>, kiln::Dim<8, 4, 4, 4, 4, 0>") != std::string::npos);
   CHECK(L.pointers.size() == 5);
   CHECK_THROWS_AS(kiln::specialize_elementwise(b, "fused", {v({64, 32}, DType::bf16), v({64, 31}, DType::f32)},
                                                {v({64, 32}, DType::f32), v({32}, DType::f32), v({64, 1}, DType::bf16)},

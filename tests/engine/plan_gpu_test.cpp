@@ -59,6 +59,57 @@ TEST_CASE("gpu: random fused graphs match the fp64 reference and the unfused pla
   CHECK(graphs == 24);
 }
 
+TEST_CASE("gpu: a dynamic batch dim is the launch's: a new batch size runs the kernels already compiled" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e;
+  auto rng = kiln::test::make_rng(31);
+  // Three kernels: softmax with a fused prologue, a sum, an elementwise chain.
+  const auto build = [](std::int64_t batch) {
+    Graph g;
+    auto x = g.input("x", {batch, 8, 1000}, DType::bf16);
+    auto m = g.input("m", {8, 1000}, DType::bf16);
+    g.output(kiln::softmax(x * 0.5 + m));
+    g.output(kiln::reduce("sum", x));
+    g.output(kiln::silu(x) * m);
+    return g;
+  };
+  const Graph dynamic = build(-1);
+  const kiln::Plan plan(dynamic);
+  // Kernels the engine had to find: compiled, or from the disk cache or a bundle.
+  const auto found = [&] {
+    const kiln::CacheCounters c = e.counters();
+    return c.compiles + c.disk_hits + c.bundle_hits;
+  };
+  std::uint64_t compiled = 0;
+  for (std::int64_t batch : {5, 64, 3, 300, 1}) {  // a batch of 1 drops its unit dim: other kernels
+    CAPTURE(batch);
+    const Graph g = build(batch);
+    auto same = rng;  // check_on_gpu draws these inputs from the same state
+    const kiln::test::HostInputs host = kiln::test::random_inputs(g, same);
+    std::map<std::string, kiln::Tensor> in;
+    std::map<std::string, kiln::TensorView> views;
+    for (const auto& n : g.nodes())
+      if (n.op == "input") {
+        in[n.name] = e.from_host(n.shape, n.dtype, host.at(n.name).data());
+        views[n.name] = in[n.name].view();
+      }
+    const std::uint64_t before = found();
+    const auto got = plan.run(e, views);
+    const std::uint64_t now = found() - before;
+    compiled += now;
+    if (batch == 5 || batch == 1) CHECK(now == 3);
+    else CHECK(now == 0);
+    // Against the fp64 reference: the static graph of this batch, the same inputs, the same
+    // kernels (nothing compiles), the same bits.
+    const auto want = kiln::Plan(g).run(e, views);
+    for (const auto& f : kiln::test::check_on_gpu(e, g, rng)) FAIL_CHECK(f);
+    CHECK(found() - before == now);
+    REQUIRE(got.size() == 3);
+    for (const auto& [name, t] : want) CHECK(kiln::test::bytes_of(got.at(name)) == kiln::test::bytes_of(t));
+  }
+  CHECK(compiled == 6);
+}
+
 TEST_CASE("gpu: a plan writes into the caller's outputs and checks what it is given" * doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e;
   Graph g;

@@ -14,12 +14,7 @@ using kiln::Graph;
 
 namespace {
 using Views = std::map<std::string, kiln::TensorView>;
-
-std::vector<unsigned char> bytes_of(const kiln::Tensor& t) {
-  std::vector<unsigned char> b(t.bytes());
-  t.copy_to_host(b.data());
-  return b;
-}
+using kiln::test::bytes_of;
 
 // Fresh random data into every input of `g`.
 void fill(const Graph& g, std::map<std::string, kiln::Tensor>& dev, std::mt19937_64& rng) {
