@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "engine/compiler/compiler.hpp"
 #include "engine/engine_impl.hpp"
@@ -31,23 +33,58 @@ std::vector<unsigned char> random_host(DType t, std::int64_t n, std::uint64_t se
 
 namespace {
 
+// `f(begin, end)` over [0, n) in chunks on up to all cores (outputs of hundreds of MB are
+// compared per candidate); the chunks' results folded by `join`.
+template <class F, class Join>
+double over_chunks(std::size_t n, F f, Join join) {
+  constexpr std::size_t kChunk = std::size_t(1) << 20;
+  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), (n + kChunk - 1) / kChunk);
+  if (threads <= 1) return f(0, n);
+  std::vector<double> part(threads);
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] { part[t] = f(n * t / threads, n * (t + 1) / threads); });
+  for (auto& th : pool) th.join();
+  double r = part[0];
+  for (std::size_t t = 1; t < threads; ++t) r = join(r, part[t]);
+  return r;
+}
+
+// The scale of max_diff's differences below |a|: max(1, the mean |a| of a's finite values).
 template <class Load>
-double max_diff_of(const unsigned char* a, const unsigned char* b, std::size_t n, std::size_t size, Load load) {
-  double total = 0;  // the mean magnitude of a's finite values: the floor of the scale
-  std::size_t finite = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (const double x = load(a + i * size); std::isfinite(x)) total += std::fabs(x), ++finite;
-  const double floor = std::max(1.0, finite ? total / double(finite) : 0.0);
-  double worst = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double x = load(a + i * size), y = load(b + i * size);
-    if (std::isnan(x) || std::isnan(y)) {
-      if (std::isnan(x) != std::isnan(y)) return INFINITY;
-      continue;
-    }
-    if (x != y) worst = std::max(worst, std::fabs(x - y) / std::max(floor, std::fabs(x)));
-  }
-  return worst;
+double floor_of(const unsigned char* a, std::size_t n, std::size_t size, Load load) {
+  std::atomic<std::size_t> finite{0};
+  const double total = over_chunks(
+      n,
+      [&](std::size_t lo, std::size_t hi) {
+        double sum = 0;
+        std::size_t count = 0;
+        for (std::size_t i = lo; i < hi; ++i)
+          if (const double x = load(a + i * size); std::isfinite(x)) sum += std::fabs(x), ++count;
+        finite += count;
+        return sum;
+      },
+      [](double x, double y) { return x + y; });
+  return std::max(1.0, finite ? total / double(finite) : 0.0);
+}
+
+template <class Load>
+double worst_of(const unsigned char* a, const unsigned char* b, std::size_t n, std::size_t size, Load load, double floor) {
+  return over_chunks(
+      n,
+      [&](std::size_t lo, std::size_t hi) {
+        double worst = 0;
+        for (std::size_t i = lo; i < hi; ++i) {
+          const double x = load(a + i * size), y = load(b + i * size);
+          if (std::isnan(x) || std::isnan(y)) {
+            if (std::isnan(x) != std::isnan(y)) return double(INFINITY);
+            continue;
+          }
+          if (x != y) worst = std::max(worst, std::fabs(x - y) / std::max(floor, std::fabs(x)));
+        }
+        return worst;
+      },
+      [](double x, double y) { return std::max(x, y); });
 }
 
 float f32_at(const unsigned char* p) {
@@ -56,24 +93,34 @@ float f32_at(const unsigned char* p) {
   return f;
 }
 
-// max_diff over `bytes` bytes at `a` and `b`, in place.
-double max_diff_at(const unsigned char* a, const unsigned char* b, std::size_t bytes, DType t) {
-  const std::size_t n = bytes / size_of(t);
-  switch (t) {  // one loop per dtype: tuning compares outputs of hundreds of MB per candidate
-    case DType::f32: return max_diff_of(a, b, n, 4, [](const unsigned char* p) { return double(f32_at(p)); });
+// One loop per dtype: `run(size, load)` with the element size and loader of `t`.
+template <class Run>
+double by_dtype(DType t, Run run) {
+  switch (t) {
+    case DType::f32: return run(4, [](const unsigned char* p) { return double(f32_at(p)); });
     case DType::bf16:
-      return max_diff_of(a, b, n, 2, [](const unsigned char* p) {
+      return run(2, [](const unsigned char* p) {
         const unsigned char w[4] = {0, 0, p[0], p[1]};
         return double(f32_at(w));
       });
-    default: return max_diff_of(a, b, n, size_of(t), [t](const unsigned char* p) { return load_element(t, p); });
+    default: return run(size_of(t), [t](const unsigned char* p) { return load_element(t, p); });
   }
+}
+
+// max_diff's scale floor of `bytes` bytes at `a`.
+double diff_floor(const unsigned char* a, std::size_t bytes, DType t) {
+  return by_dtype(t, [&](std::size_t size, auto load) { return floor_of(a, bytes / size, size, load); });
+}
+
+// max_diff over `bytes` bytes at `a` and `b`, in place, with a's floor (diff_floor).
+double max_diff_at(const unsigned char* a, const unsigned char* b, std::size_t bytes, DType t, double floor) {
+  return by_dtype(t, [&](std::size_t size, auto load) { return worst_of(a, b, bytes / size, size, load, floor); });
 }
 
 }  // namespace
 
 double max_diff(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, DType t) {
-  return a.size() != b.size() ? INFINITY : max_diff_at(a.data(), b.data(), a.size(), t);
+  return a.size() != b.size() ? INFINITY : max_diff_at(a.data(), b.data(), a.size(), t, diff_floor(a.data(), a.size(), t));
 }
 
 double agreement_tolerance(DType t) {
@@ -202,13 +249,16 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
       if (o.progress) o.progress(t.kernel, index++, t.candidates);
       return run_candidate(engine, p, grp, buffers, c, o);
     };
+    std::map<const unsigned char*, double> floors;  // of each output of `want` (the default's, every time)
     const Agree agree = [&](const std::vector<unsigned char>& got, const std::vector<unsigned char>& want) {
       if (got.size() != want.size()) return false;
       std::size_t at = 0;
       for (int id : grp.outputs) {
         const auto& n = graph.node(id);
         const std::size_t bytes = std::size_t(numel_of(n.shape)) * size_of(n.dtype);
-        if (!(max_diff_at(want.data() + at, got.data() + at, bytes, n.dtype) <= agreement_tolerance(n.dtype))) return false;
+        const unsigned char* w = want.data() + at;
+        if (!floors.count(w)) floors[w] = diff_floor(w, bytes, n.dtype);
+        if (!(max_diff_at(w, got.data() + at, bytes, n.dtype, floors[w]) <= agreement_tolerance(n.dtype))) return false;
         at += bytes;
       }
       return true;

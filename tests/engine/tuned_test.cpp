@@ -220,6 +220,20 @@ TEST_CASE("tuner helpers: random inputs in [-3, 3] from a seed; output differenc
     CHECK(std::isinf(max_diff(bytes(t, {NAN}), bytes(t, {1}), t)));
     CHECK(std::isinf(max_diff(bytes(t, {1}), bytes(t, {1, 1}), t)));
   }
+  // Outputs of millions of values are compared in chunks on several threads: a difference or a
+  // lone NaN in any chunk counts, against the mean |a| of all of them.
+  for (DType t : {DType::f32, DType::bf16}) {
+    CAPTURE(kiln::name_of(t));
+    const std::size_t n = 5'000'001, size = kiln::size_of(t);
+    std::vector<unsigned char> a(n * size), b;
+    for (std::size_t i = 0; i < n; ++i) kiln::store_element(t, i < n / 2 ? 4.0 : 2.0, a.data() + i * size);
+    b = a;
+    CHECK(max_diff(a, b, t) == 0);
+    kiln::store_element(t, 3.0, b.data() + (n - 1) * size);  // the last chunk: |2 - 3| / the mean 3
+    CHECK(max_diff(a, b, t) == doctest::Approx(1.0 / 3).epsilon(1e-3));
+    kiln::store_element(t, NAN, b.data() + n / 3 * size);
+    CHECK(std::isinf(max_diff(a, b, t)));
+  }
   const auto bits = kiln::autotune::random_host(DType::boolean, 1000, 3);
   CHECK(std::count(bits.begin(), bits.end(), 1) > 400);
   CHECK(std::count(bits.begin(), bits.end(), 0) > 400);
