@@ -2,6 +2,7 @@
 // Helpers the benchmark drivers share: random host data, fetching a tensor, comparing outputs
 // (the tuner's own, engine/tuner.hpp).
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <vector>
 
@@ -22,6 +23,16 @@ inline double per_call_us(Engine& e, const std::function<void()>& fn, int reps =
   return 1e3 * e.time_median_ms([&] {
     for (int i = 0; i < kInner; ++i) fn();
   }, 1, reps) / kInner;
+}
+
+/// `body`'s exit status; a kiln::Error (no GPU, say) printed as one line, status 1.
+inline int guarded(const char* program, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 1;
+  }
 }
 
 inline std::vector<unsigned char> fetch(const Tensor& t) {

@@ -59,7 +59,7 @@ double tolerance(kiln::DType t) { return t == kiln::DType::f32 ? 1e-5 : 1e-2; }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"kiln elementwise benchmark"};
   std::int64_t n = 64ll << 20;
   int reps = 30;
@@ -150,4 +150,8 @@ int main(int argc, char** argv) {
   fmt::print("{{\"jit\": {{\"compiles\": {}, \"compile_ms\": {:.1f}, \"disk_hits\": {}, \"memory_hits\": {}}}}}\n", k.compiles,
              k.compile_ms, k.disk_hits, k.memory_hits);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return kiln::bench::guarded(argv[0], [&] { return run(argc, argv); });
 }

@@ -6,6 +6,8 @@
 
 #include <kiln/kiln.hpp>
 
+#include "bench/common.hpp"
+
 namespace {
 
 int run() {
@@ -51,11 +53,6 @@ int run() {
 
 }  // namespace
 
-int main() {
-  try {
-    return run();
-  } catch (const kiln::Error& e) {
-    fmt::print(stderr, "kiln_bench_launch: {}\n", e.what());
-    return 2;
-  }
+int main(int, char** argv) {
+  return kiln::bench::guarded(argv[0], [&] { return run(); });
 }

@@ -44,7 +44,7 @@ kiln::Graph workload_graph(const Workload& w) {
 
 // kiln_bench_rows [--save-graphs DIR]: the latter writes each workload's graph to DIR (for
 // `kiln tune`) instead of timing.
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   using kiln::DType;
   std::vector<Workload> work;
   for (DType t : {DType::f32, DType::bf16})
@@ -121,4 +121,8 @@ int main(int argc, char** argv) {
   fmt::print("{{\"jit\": {{\"compiles\": {}, \"compile_ms\": {:.1f}, \"disk_hits\": {}, \"memory_hits\": {}}}}}\n", k.compiles,
              k.compile_ms, k.disk_hits, k.memory_hits);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return kiln::bench::guarded(argv[0], [&] { return run(argc, argv); });
 }

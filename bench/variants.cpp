@@ -25,7 +25,7 @@ struct SiluFast { static constexpr int arity = 1;
 
 }  // namespace
 
-int main() {
+int run() {
   kiln::Engine e;
   const std::int64_t n = 64ll << 20;
   std::mt19937_64 rng(5);
@@ -66,4 +66,8 @@ int main() {
     }
   }
   return 0;
+}
+
+int main(int, char** argv) {
+  return kiln::bench::guarded(argv[0], [&] { return run(); });
 }
