@@ -52,8 +52,9 @@ std::vector<FusedGroup> fuse(const Graph& graph, bool fuse);
 /// The kernel specs of a graph's plan for its static shapes (what `kiln precompile G.json`
 /// compiles): inputs are contiguous and aligned unless `inputs` gives views (strides, a data
 /// address for the alignment) for some of them; kernels as `records` tuned them, if given;
-/// for `arch` (a long row splits between blocks on sm_90 and later). GraphError if a dim is
-/// dynamic.
+/// for `arch` (a long row splits between blocks on sm_90 and later). Dynamic dims: the kernels
+/// that serve every extent of 2 or more (a batch: the launch's, not the kernel's); GraphError
+/// naming the kernel if one depends on a dynamic dim (a row length, say).
 std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true, const std::map<std::string, TensorView>& inputs = {},
                                    const cache::TuningDb* records = nullptr, const std::string& arch = "sm_90a");
 

@@ -81,10 +81,11 @@ std::vector<KernelRecord> Plan::compile(Engine& engine) const {
   return records;
 }
 
-std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std::map<std::string, TensorView>& inputs,
-                                   const cache::TuningDb* records, const std::string& arch) {
-  const detail::PlanImpl p(graph, fuse_ops);
-  if (p.dynamic()) throw GraphError("the graph has dynamic dims (\"?\"): give static shapes to precompile it");
+namespace {
+
+// The specs of `p`'s kernels over `graph` (static shapes), inputs as `inputs` gives them.
+std::vector<KernelSpec> static_specs(const detail::PlanImpl& p, const Graph& graph, const std::map<std::string, TensorView>& inputs,
+                                     const cache::TuningDb* records, const std::string& arch) {
   std::vector<TensorView> values;
   for (const auto& n : graph.nodes()) {
     values.push_back(detail::PlanImpl::desc(n));
@@ -101,6 +102,36 @@ std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std:
     if (L.groups) specs.push_back(L.spec);
   }
   return specs;
+}
+
+}  // namespace
+
+std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std::map<std::string, TensorView>& inputs,
+                                   const cache::TuningDb* records, const std::string& arch) {
+  const detail::PlanImpl p(graph, fuse_ops);
+  if (!p.dynamic()) return static_specs(p, graph, inputs, records, arch);
+  if (!inputs.empty()) throw ArgumentError("input views are for a graph with static shapes; this one has dynamic dims (\"?\")");
+  // Dynamic dims: bound to 2, then to 3. A kernel that differs depends on one (a row length, a
+  // reduced extent) and cannot be compiled ahead; where none does, these kernels serve every
+  // extent of 2 or more (with 32-bit indices): the dims are the launches'.
+  std::vector<KernelSpec> probes[2];
+  for (int k : {2, 3}) {
+    std::map<std::string, TensorView> bound_inputs;
+    for (const auto& n : graph.nodes())
+      if (n.op == "input") {
+        TensorView v = detail::PlanImpl::desc(n);
+        for (auto& e : v.shape) e = e < 0 ? k : e;
+        bound_inputs[n.name] = v;
+      }
+    Graph scratch;
+    const Graph& bound = p.bind(bound_inputs, scratch);
+    probes[k - 2] = static_specs(p, bound, {}, records, arch);
+  }
+  for (std::size_t i = 0; i < probes[0].size(); ++i)
+    if (i >= probes[1].size() || compiler::spec_id(probes[0][i]) != compiler::spec_id(probes[1][i]))
+      throw GraphError(fmt::format("kernel {} depends on a dynamic dim (\"?\") beyond the batch: give static shapes to precompile it",
+                                   probes[0][i].name));
+  return probes[0];
 }
 
 std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records, const std::string& arch) {

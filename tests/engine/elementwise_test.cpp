@@ -55,6 +55,29 @@ TEST_CASE("the outermost extent is the launch's, not the kernel's: one kernel fo
   CHECK(add(3).spec.expression.find("kiln::Layout<kiln::Dim<0, 4096, 4096, 0>, kiln::Dim<1024, 4, 4, 4>>") != std::string::npos);
   // Any other extent is the kernel's.
   CHECK(kiln::compiler::spec_id(softmax(3, 1000)) != kiln::compiler::spec_id(softmax(3, 1024)));
+
+  // Precompiling a graph with a dynamic batch: the kernels of every batch of 2 or more.
+  const auto batch_graph = [](std::int64_t batch) {
+    Graph g;
+    auto x = g.input("x", {batch, 8, 1000}, DType::bf16);
+    auto m = g.input("m", {8, 1000}, DType::bf16);
+    g.output(kiln::softmax(x * 0.5 + m));
+    g.output(kiln::silu(x));
+    return g;
+  };
+  const auto specs = kiln::plan_specs(batch_graph(-1), true), at64 = kiln::plan_specs(batch_graph(64), true);
+  REQUIRE(specs.size() == 2);
+  REQUIRE(at64.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) CHECK(kiln::compiler::spec_id(specs[i]) == kiln::compiler::spec_id(at64[i]));
+  CHECK_THROWS_AS(kiln::plan_specs(batch_graph(-1), true, {{"x", view({4, 8, 1000}, DType::bf16)}}), kiln::ArgumentError);
+  // A dynamic row length is the kernel's: refused, naming the kernel.
+  Graph r;
+  r.output(kiln::softmax(r.input("x", {4, -1}, DType::f32)));
+  CHECK_THROWS_WITH_AS(kiln::plan_specs(r, true), doctest::Contains("kernel softmax_f32__r2v"), kiln::GraphError);
+  // Along the batch axis, the reduced extent is the kernel's.
+  Graph c;
+  c.output(kiln::reduce("sum", c.input("x", {-1, 64}, DType::f32), false, 0));
+  CHECK_THROWS_WITH_AS(kiln::plan_specs(c, true), doctest::Contains("depends on a dynamic dim"), kiln::GraphError);
   CHECK(softmax(3, 1000).expression.find("kiln::Layout<kiln::Dim<0, 8000, 0, 8000>, kiln::Dim<8, 1000, 1000, 1000>, kiln::Dim<125, 8, 8, 8>>") != std::string::npos);
 }
 

@@ -122,4 +122,33 @@ TEST_CASE("kiln precompile: bad input is a one-line error") {
   kiln::test::write_file(tmp / "empty.manifest", "");
   CHECK(kiln_cli("precompile " + (tmp / "empty.manifest") + " --shard 5/2 --cache-dir " + (tmp / "c")).output.find("bad shard") != std::string::npos);
   CHECK(kiln_cli("precompile " + (tmp / "empty.manifest") + " --arch sm_1 --cache-dir " + (tmp / "c")).status == 1);
+  // A graph whose row length is dynamic cannot be compiled ahead: one line naming the kernel.
+  kiln::Graph g;
+  g.output(kiln::softmax(g.input("x", {4, -1}, kiln::DType::f32)));
+  g.save(tmp / "rows.json");
+  auto dyn = kiln_cli("precompile " + (tmp / "rows.json") + " --cache-dir " + (tmp / "c"));
+  CHECK(dyn.status == 1);
+  CHECK(dyn.output.find("kernel softmax_f32__r2v") != std::string::npos);
+  CHECK(dyn.output.find("depends on a dynamic dim") != std::string::npos);
+}
+
+TEST_CASE("kiln precompile: a graph with a dynamic batch compiles the kernels every batch of 2 or more runs") {
+  kiln::test::TempDir tmp;
+  kiln::Graph g;
+  auto x = g.input("x", {-1, 4096}, kiln::DType::bf16);
+  g.output(kiln::softmax(x * 0.125 + g.input("mask", {4096}, kiln::DType::bf16)));
+  g.save(tmp / "g.json");
+  const std::string cache = " --cache-dir " + (tmp / "c");
+  auto pre = kiln_cli("precompile " + (tmp / "g.json") + " --arch sm_90a --json" + cache);
+  CHECK(pre.status == 0);
+  CHECK(pre.output.find("\"compiled\": 1") != std::string::npos);
+  // The static graph of batch 300 needs nothing more.
+  kiln::Graph s;
+  auto sx = s.input("x", {300, 4096}, kiln::DType::bf16);
+  s.output(kiln::softmax(sx * 0.125 + s.input("mask", {4096}, kiln::DType::bf16)));
+  s.save(tmp / "s.json");
+  auto again = kiln_cli("precompile " + (tmp / "s.json") + " --arch sm_90a --json" + cache);
+  CHECK(again.status == 0);
+  CHECK(again.output.find("\"compiled\": 0") != std::string::npos);
+  CHECK(again.output.find("\"cached\": 1") != std::string::npos);
 }
