@@ -99,3 +99,56 @@ TEST_CASE("gpu: eager row ops through kiln::call, and softmax with -inf masks" *
     CHECK(hm[std::size_t(r)] == float(mx));
   }
 }
+
+TEST_CASE("gpu: rows holding NaN or -inf give what PyTorch gives, in every strategy" * doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e;
+  auto rng = kiln::test::make_rng(29);
+  // Row 0 finite; row 1 one NaN; row 2 all -inf; row 3 every 7th value -inf. Rows of 4096 run
+  // in registers, of 65536 split between blocks (sm_90), of 70001 streamed (odd: scalar loads).
+  for (std::int64_t C : {4096, 65536, 70001})
+    for (DType t : {DType::f32, DType::bf16}) {
+      CAPTURE(C);
+      CAPTURE(kiln::name_of(t));
+      const std::size_t size = kiln::size_of(t);
+      std::vector<unsigned char> h = kiln::test::random_bytes(t, std::size_t(4 * C), -3, 3, rng);
+      const auto put = [&](std::int64_t r, std::int64_t c, double v) { kiln::store_element(t, v, h.data() + std::size_t(r * C + c) * size); };
+      put(1, C / 3, NAN);
+      for (std::int64_t c = 0; c < C; ++c) put(2, c, -INFINITY);
+      for (std::int64_t c = 0; c < C; c += 7) put(3, c, -INFINITY);
+      kiln::Tensor x = e.from_host({4, C}, t, h.data());
+      for (const char* op : {"softmax", "log_softmax", "layer_norm", "rms_norm"}) {
+        CAPTURE(op);
+        Graph g;
+        auto in = g.input("x", {4, C}, t);
+        g.output(std::string(op).find("norm") != std::string::npos ? kiln::norm(op, in) : kiln::apply(op, {in}));
+        const auto outs = kiln::Plan(g).run(e, {{"x", x.view()}});
+        const std::vector<unsigned char> y = kiln::test::bytes_of(outs.begin()->second);
+        const auto at = [&](std::int64_t r, std::int64_t c) { return kiln::load_element(t, y.data() + std::size_t(r * C + c) * size); };
+        int wrong = 0;
+        double sum0 = 0, sum3 = 0;
+        for (std::int64_t c = 0; c < C; ++c) {
+          const std::string s(op);
+          const bool neg_inf = c % 7 == 0;  // in row 3
+          wrong += !std::isfinite(at(0, c));
+          wrong += !std::isnan(at(1, c));  // a NaN anywhere: the whole row
+          wrong += !std::isnan(at(2, c));  // all -inf: NaN in all four ops
+          if (s == "softmax") {
+            wrong += neg_inf ? at(3, c) != 0.0 : !(at(3, c) > 0.0);
+            sum0 += at(0, c), sum3 += at(3, c);
+          } else if (s == "log_softmax") {
+            wrong += neg_inf ? at(3, c) != -INFINITY : !std::isfinite(at(3, c));
+            sum0 += std::exp(at(0, c)), sum3 += neg_inf ? 0.0 : std::exp(at(3, c));
+          } else if (s == "layer_norm") {
+            wrong += !std::isnan(at(3, c));  // the mean is -inf
+          } else {
+            wrong += neg_inf ? !std::isnan(at(3, c)) : at(3, c) != 0.0;  // rstd 0: -inf * 0, x * 0
+          }
+        }
+        CHECK(wrong == 0);
+        if (std::string(op).find("softmax") != std::string::npos) {
+          CHECK(sum0 == doctest::Approx(1.0).epsilon(t == DType::f32 ? 1e-4 : 2e-2));
+          CHECK(sum3 == doctest::Approx(1.0).epsilon(t == DType::f32 ? 1e-4 : 2e-2));
+        }
+      }
+    }
+}
