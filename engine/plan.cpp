@@ -51,19 +51,31 @@ Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 
 std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
-  std::vector<TensorView> values;
-  for (const auto& n : impl_->graph.nodes()) values.push_back(detail::PlanImpl::desc(n));
+  // A dynamic graph is specialized with its dynamic dims at 2 and at 3: a kernel the same both
+  // times serves every extent of 2 or more (its grid is the launch's), another is specialized
+  // per extent when the dims are bound.
+  const bool dynamic = impl_->dynamic();
+  Graph scratch[2];
+  const Graph* shapes[2] = {&impl_->graph, &impl_->graph};
+  if (dynamic)
+    for (int i = 0; i < 2; ++i) shapes[i] = &impl_->bound_at(2 + i, scratch[i]);
+  std::vector<TensorView> values[2];
+  for (int i = 0; i < 2; ++i)
+    for (const auto& n : shapes[i]->nodes()) values[i].push_back(detail::PlanImpl::desc(n));
   std::vector<PlanKernel> out;
   for (const FusedGroup& grp : impl_->groups) {
     PlanKernel k;
     k.ops = impl_->ops_of(grp);
-    if (impl_->dynamic()) {
-      k.name = grp.stem + "__dynamic";  // specialized when the dims are bound
-    } else {
-      const KernelLaunch L = impl_->specialize(grp, values, impl_->graph, arch);
+    const KernelLaunch L = impl_->specialize(grp, values[0], *shapes[0], arch);
+    if (!dynamic) {
       k.name = L.spec.name;
       k.grid = L.grid;
       k.block = L.block;
+    } else if (compiler::spec_id(L.spec) == compiler::spec_id(impl_->specialize(grp, values[1], *shapes[1], arch).spec)) {
+      k.name = L.spec.name;
+      k.block = L.block;
+    } else {
+      k.name = grp.stem + "__dynamic";
     }
     out.push_back(std::move(k));
   }
@@ -116,16 +128,8 @@ std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std:
   // extent of 2 or more (with 32-bit indices): the dims are the launches'.
   std::vector<KernelSpec> probes[2];
   for (int k : {2, 3}) {
-    std::map<std::string, TensorView> bound_inputs;
-    for (const auto& n : graph.nodes())
-      if (n.op == "input") {
-        TensorView v = detail::PlanImpl::desc(n);
-        for (auto& e : v.shape) e = e < 0 ? k : e;
-        bound_inputs[n.name] = v;
-      }
     Graph scratch;
-    const Graph& bound = p.bind(bound_inputs, scratch);
-    probes[k - 2] = static_specs(p, bound, {}, records, arch);
+    probes[k - 2] = static_specs(p, p.bound_at(k, scratch), {}, records, arch);
   }
   for (std::size_t i = 0; i < probes[0].size(); ++i)
     if (i >= probes[1].size() || compiler::spec_id(probes[0][i]) != compiler::spec_id(probes[1][i]))

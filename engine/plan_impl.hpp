@@ -89,6 +89,19 @@ class PlanImpl {
     return graph;
   }
 
+  // The graph with every dynamic dim bound to `extent` (`scratch` holds it), for specializing
+  // without inputs: kernels that do not change with the extent are the launches' (a batch).
+  const Graph& bound_at(std::int64_t extent, Graph& scratch) const {
+    std::map<std::string, TensorView> inputs;
+    for (const auto& n : graph.nodes())
+      if (n.op == "input") {
+        TensorView v = desc(n);
+        for (auto& e : v.shape) e = e < 0 ? extent : e;
+        inputs[n.name] = v;
+      }
+    return bind(inputs, scratch);
+  }
+
   // The names of the graph nodes `grp` fused, in order.
   std::vector<std::string> ops_of(const FusedGroup& grp) const {
     std::vector<std::string> ops;

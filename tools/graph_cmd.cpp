@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include <kiln/kiln.hpp>
@@ -31,8 +33,11 @@ int plan(const GraphArgs& a) {
     for (const auto& k : kernels) out["kernels"].push_back({{"name", k.name}, {"ops", k.ops}, {"grid", k.grid}, {"block", k.block}});
     fmt::print("{}\n", out.dump());
   } else {
+    bool dynamic = false;  // its grids are the launches': "?"
+    for (const auto& n : g.nodes()) dynamic = dynamic || std::find(n.shape.begin(), n.shape.end(), -1) != n.shape.end();
+    const auto shown = [&](unsigned v) { return dynamic && v == 0 ? std::string("?") : std::to_string(v); };
     for (const auto& k : kernels)
-      fmt::print("{:<40} grid {:>7} block {:>4}  fuses {}\n", k.name, k.grid, k.block, fmt::join(k.ops, " "));
+      fmt::print("{:<40} grid {:>7} block {:>4}  fuses {}\n", k.name, shown(k.grid), shown(k.block), fmt::join(k.ops, " "));
     fmt::print("{} kernels for {} nodes\n", kernels.size(), g.nodes().size());
   }
   if (a.compile)

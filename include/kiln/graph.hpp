@@ -115,10 +115,10 @@ class PlanImpl;
 
 /// A kernel of a plan: its name, the graph nodes it computes, its launch shape.
 struct PlanKernel {
-  std::string name;
+  std::string name;  ///< "<stem>__dynamic" where it depends on a dynamic dim other than a batch
   std::vector<std::string> ops;  ///< node names, in order
-  unsigned grid = 0;
-  unsigned block = 0;
+  unsigned grid = 0;   ///< 0 where a dynamic dim sets it
+  unsigned block = 0;  ///< 0 where a dynamic dim sets it
 };
 
 /// A graph fused into kernels, ready to run on an engine.

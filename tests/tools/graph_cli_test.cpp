@@ -38,6 +38,25 @@ TEST_CASE("kiln plan: a chain of 6 elementwise ops prints exactly one kernel; --
   CHECK(compiled.output.find(" registers, 0 bytes spilled)") != std::string::npos);  // ptxas's counts
 }
 
+TEST_CASE("kiln plan of a graph with dynamic dims: a batch's kernels by name, grids '?'; others '__dynamic'") {
+  kiln::test::TempDir tmp;
+  std::string batch = kChain;
+  batch.replace(batch.find("[32, 256]"), 9, R"(["?", 256])");
+  kiln::test::write_file(tmp / "b.json", batch);
+  auto plan = kiln_cli("plan " + (tmp / "b.json"));
+  CHECK(plan.status == 0);
+  CHECK(plan.output.find("mul_add_tanh_3_more_bf16__r2v8") != std::string::npos);  // as for [32, 256]
+  CHECK(plan.output.find("grid       ? block  256") != std::string::npos);
+  // A dynamic row length is the kernel's (an elementwise chain over [32, ?] is not: it
+  // coalesces into one dim, the launch's).
+  kiln::test::write_file(tmp / "r.json", R"({"inputs": [{"name": "x", "shape": [4, "?"], "dtype": "f32"}],
+    "nodes": [{"name": "y", "op": "softmax", "args": ["x"]}], "outputs": ["y"]})");
+  auto per_extent = kiln_cli("plan " + (tmp / "r.json"));
+  CHECK(per_extent.status == 0);
+  CHECK(per_extent.output.find("softmax_f32__dynamic") != std::string::npos);
+  CHECK(per_extent.output.find("grid       ? block    ?") != std::string::npos);
+}
+
 TEST_CASE("kiln plan and run: a bad graph file is a one-line error naming the node") {
   kiln::test::TempDir tmp;
   std::string broken = kChain;
