@@ -50,33 +50,65 @@ Plan::~Plan() = default;
 Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 
+namespace {
+
+// One kernel of a plan as specialized without memory, and whether it depends on a dynamic dim.
+struct Planned {
+  KernelLaunch launch;
+  bool per_extent = false;  ///< it changes with a dynamic dim's extent (a row length, say)
+};
+
+// Each group of `p` over the graph's shapes (inputs as `inputs` gives views of them, tuned as
+// `records` says, if given). A graph with dynamic dims is specialized with them at 2 and at 3:
+// a kernel the same both times serves every extent of 2 or more (with 32-bit indices: the
+// dims are the launch's, as a batch is); one that differs is `per_extent`.
+std::vector<Planned> plan_groups(const detail::PlanImpl& p, const std::map<std::string, TensorView>& inputs,
+                                 const cache::TuningDb* records, const std::string& arch) {
+  const auto over = [&](const Graph& graph, const std::map<std::string, TensorView>& views) {
+    std::vector<TensorView> values;
+    for (const auto& n : graph.nodes()) {
+      values.push_back(detail::PlanImpl::desc(n));
+      if (auto it = views.find(n.name); it != views.end() && n.op == "input") {
+        if (it->second.shape != n.shape || it->second.dtype != n.dtype)
+          throw ShapeError(fmt::format("input '{}': view {} does not match the graph's {}{}", n.name, it->second.describe(),
+                                       name_of(n.dtype), to_string(n.shape)));
+        values.back() = it->second;
+      }
+    }
+    std::vector<KernelLaunch> out;
+    for (const FusedGroup& grp : p.groups)
+      out.push_back(records ? p.specialize_tuned(grp, values, graph, arch, *records) : p.specialize(grp, values, graph, arch));
+    return out;
+  };
+  std::vector<Planned> planned;
+  if (!p.dynamic()) {
+    for (KernelLaunch& L : over(p.graph, inputs)) planned.push_back({std::move(L), false});
+    return planned;
+  }
+  if (!inputs.empty()) throw ArgumentError("input views are for a graph with static shapes; this one has dynamic dims (\"?\")");
+  Graph two, three;
+  std::vector<KernelLaunch> at2 = over(p.bound_at(2, two), {}), at3 = over(p.bound_at(3, three), {});
+  for (std::size_t i = 0; i < at2.size(); ++i) {
+    const bool differs = compiler::spec_id(at2[i].spec) != compiler::spec_id(at3[i].spec);
+    planned.push_back({std::move(at2[i]), differs});
+  }
+  return planned;
+}
+
+}  // namespace
+
 std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
-  // A dynamic graph is specialized with its dynamic dims at 2 and at 3: a kernel the same both
-  // times serves every extent of 2 or more (its grid is the launch's), another is specialized
-  // per extent when the dims are bound.
   const bool dynamic = impl_->dynamic();
-  Graph scratch[2];
-  const Graph* shapes[2] = {&impl_->graph, &impl_->graph};
-  if (dynamic)
-    for (int i = 0; i < 2; ++i) shapes[i] = &impl_->bound_at(2 + i, scratch[i]);
-  std::vector<TensorView> values[2];
-  for (int i = 0; i < 2; ++i)
-    for (const auto& n : shapes[i]->nodes()) values[i].push_back(detail::PlanImpl::desc(n));
+  const std::vector<Planned> planned = plan_groups(*impl_, {}, nullptr, arch);
   std::vector<PlanKernel> out;
-  for (const FusedGroup& grp : impl_->groups) {
+  for (std::size_t i = 0; i < planned.size(); ++i) {
+    const FusedGroup& grp = impl_->groups[i];
+    const KernelLaunch& L = planned[i].launch;
     PlanKernel k;
     k.ops = impl_->ops_of(grp);
-    const KernelLaunch L = impl_->specialize(grp, values[0], *shapes[0], arch);
-    if (!dynamic) {
-      k.name = L.spec.name;
-      k.grid = L.grid;
-      k.block = L.block;
-    } else if (compiler::spec_id(L.spec) == compiler::spec_id(impl_->specialize(grp, values[1], *shapes[1], arch).spec)) {
-      k.name = L.spec.name;
-      k.block = L.block;
-    } else {
-      k.name = grp.stem + "__dynamic";
-    }
+    k.name = planned[i].per_extent ? grp.stem + "__dynamic" : L.spec.name;
+    k.grid = dynamic ? 0 : L.grid;  // with dynamic dims, the launch's
+    k.block = planned[i].per_extent ? 0 : L.block;
     out.push_back(std::move(k));
   }
   return out;
@@ -93,49 +125,17 @@ std::vector<KernelRecord> Plan::compile(Engine& engine) const {
   return records;
 }
 
-namespace {
-
-// The specs of `p`'s kernels over `graph` (static shapes), inputs as `inputs` gives them.
-std::vector<KernelSpec> static_specs(const detail::PlanImpl& p, const Graph& graph, const std::map<std::string, TensorView>& inputs,
-                                     const cache::TuningDb* records, const std::string& arch) {
-  std::vector<TensorView> values;
-  for (const auto& n : graph.nodes()) {
-    values.push_back(detail::PlanImpl::desc(n));
-    if (auto it = inputs.find(n.name); it != inputs.end() && n.op == "input") {
-      if (it->second.shape != n.shape || it->second.dtype != n.dtype)
-        throw ShapeError(fmt::format("input '{}': view {} does not match the graph's {}{}", n.name, it->second.describe(),
-                                     name_of(n.dtype), to_string(n.shape)));
-      values.back() = it->second;
-    }
-  }
-  std::vector<KernelSpec> specs;
-  for (const FusedGroup& grp : p.groups) {
-    const KernelLaunch L = records ? p.specialize_tuned(grp, values, graph, arch, *records) : p.specialize(grp, values, graph, arch);
-    if (L.groups) specs.push_back(L.spec);
-  }
-  return specs;
-}
-
-}  // namespace
-
 std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std::map<std::string, TensorView>& inputs,
                                    const cache::TuningDb* records, const std::string& arch) {
   const detail::PlanImpl p(graph, fuse_ops);
-  if (!p.dynamic()) return static_specs(p, graph, inputs, records, arch);
-  if (!inputs.empty()) throw ArgumentError("input views are for a graph with static shapes; this one has dynamic dims (\"?\")");
-  // Dynamic dims: bound to 2, then to 3. A kernel that differs depends on one (a row length, a
-  // reduced extent) and cannot be compiled ahead; where none does, these kernels serve every
-  // extent of 2 or more (with 32-bit indices): the dims are the launches'.
-  std::vector<KernelSpec> probes[2];
-  for (int k : {2, 3}) {
-    Graph scratch;
-    probes[k - 2] = static_specs(p, p.bound_at(k, scratch), {}, records, arch);
-  }
-  for (std::size_t i = 0; i < probes[0].size(); ++i)
-    if (i >= probes[1].size() || compiler::spec_id(probes[0][i]) != compiler::spec_id(probes[1][i]))
+  std::vector<KernelSpec> specs;
+  for (const Planned& k : plan_groups(p, inputs, records, arch)) {
+    if (k.per_extent)  // cannot be compiled ahead
       throw GraphError(fmt::format("kernel {} depends on a dynamic dim (\"?\") beyond the batch: give static shapes to precompile it",
-                                   probes[0][i].name));
-  return probes[0];
+                                   k.launch.spec.name));
+    if (k.launch.groups) specs.push_back(k.launch.spec);
+  }
+  return specs;
 }
 
 std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records, const std::string& arch) {
