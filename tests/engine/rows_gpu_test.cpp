@@ -44,8 +44,11 @@ TEST_CASE("gpu: long rows split between the blocks of a cluster match the fp64 r
   // Parts that end mid-batch (40000 = 10000 groups of 4 over 4 blocks, stashed), odd rows in
   // scalar loads (33333 over 4 blocks), bf16 rows of 50000 in registers (8 blocks of 224
   // threads x 4 groups of 8, the last block partly idle), f16 of 131072 (8 blocks, stashed).
+  // And 64 bf16 rows of 65536 (512 blocks in clusters of 8): a cluster merge that let a block
+  // exit while another still read its statistic passed every shape above (a few clusters) and
+  // failed at launch here (rms_norm without a weight, 304e45d).
   const std::vector<std::tuple<DType, std::int64_t, std::int64_t>> shapes = {
-      {DType::f32, 3, 40000}, {DType::bf16, 2, 33333}, {DType::bf16, 3, 50000}, {DType::f16, 2, 131072}};
+      {DType::f32, 3, 40000}, {DType::bf16, 2, 33333}, {DType::bf16, 3, 50000}, {DType::f16, 2, 131072}, {DType::bf16, 64, 65536}};
   int graphs = 0;
   for (auto [t, R, C] : shapes)
     for (const Graph& g : kiln::test::row_graphs(t, R, C)) {
@@ -56,7 +59,7 @@ TEST_CASE("gpu: long rows split between the blocks of a cluster match the fp64 r
   int split = 0;
   for (const auto& k : e.kernels()) split += std::regex_search(k.name, std::regex("__r2v[148]s[48]$"));
   MESSAGE(fmt::format("{} graphs, {} kernels, {} of them split (arch {})", graphs, e.kernels().size(), split, e.arch()));
-  if (kiln::has_clusters(e.arch())) CHECK(split >= 4 * 12);  // the ops that write the row, in each shape
+  if (kiln::has_clusters(e.arch())) CHECK(split >= 5 * 12);  // the ops that write the row, in each shape
 }
 
 TEST_CASE("gpu: row ops along any axis and over all elements match the fp64 reference" * doctest::skip(!kiln::test::has_gpu())) {
