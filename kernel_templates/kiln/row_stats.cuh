@@ -17,6 +17,19 @@ __device__ __forceinline__ float exp2_fast(float x) {
   return y;
 }
 
+/// a[0] op a[1] op ... op a[V-1] as a tree (V a power of two): log2(V) dependent steps, not V.
+/// The folds below keep V accumulators (one per lane of a group), then merge them so.
+template <int V, class Op>
+__device__ __forceinline__ float tree(float (&a)[V], Op op) {
+#pragma unroll
+  for (int w = V / 2; w > 0; w /= 2)
+#pragma unroll
+    for (int i = 0; i < w; ++i) a[i] = op(a[i], a[i + w]);
+  return a[0];
+}
+__device__ __forceinline__ float add(float a, float b) { return a + b; }
+__device__ __forceinline__ float max_of(float a, float b) { return fmaxf(a, b); }
+
 /// What a Row can do besides local_add (rows.cuh): kFoldsCached, fold a group of a thread's
 /// values at once (Row::fold(x, n), to a Local); kRescalesCached, fold replaces the values by
 /// ones that pass 2 only multiplies by Row::scale(params, local).
@@ -108,23 +121,28 @@ struct Softmax : SoftmaxStat {
   static constexpr bool kRescalesCached = true;
   template <int N, int V>
   __device__ static Local fold(float (&x)[N][V], int n) {
-    float m = -inf();
+    float mv[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) mv[i] = -inf();
 #pragma unroll
     for (int it = 0; it < N; ++it)
 #pragma unroll
       for (int i = 0; i < V; ++i)
-        if (it < n) m = fmaxf(m, x[it][i]);
+        if (it < n) mv[i] = fmaxf(mv[i], x[it][i]);
+    const float m = tree(mv, max_of);
     const float base = m == -inf() ? 0.0f : m;  // all -inf: exp(-inf - 0) = 0, not exp(NaN)
-    float s = 0.0f;
+    float sv[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) sv[i] = 0.0f;
 #pragma unroll
     for (int it = 0; it < N; ++it)
 #pragma unroll
       for (int i = 0; i < V; ++i) {
         const float e = it < n ? exp2_fast((x[it][i] - base) * kLog2e) : 0.0f;
         x[it][i] = e;
-        s += e;
+        sv[i] += e;
       }
-    return {m, s};
+    return {m, tree(sv, add)};
   }
   __device__ static float scale(Params p, Local l) { return exp2_fast((l.m - p.m) * kLog2e) * p.inv_s; }
 };
@@ -154,21 +172,22 @@ struct LayerNorm : RowTraits {
   template <int N, int V>
   __device__ static Local fold(const float (&x)[N][V], int n) {
     if (n == 0) return init();
-    float s = 0.0f;
+    float sv[V], qv[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) sv[i] = qv[i] = 0.0f;
 #pragma unroll
     for (int it = 0; it < N; ++it)
 #pragma unroll
-      for (int i = 0; i < V; ++i) s += it < n ? x[it][i] : 0.0f;
-    const float count = float(n * V), mean = __fdividef(s, count);
-    float m2 = 0.0f;
+      for (int i = 0; i < V; ++i) sv[i] += it < n ? x[it][i] : 0.0f;
+    const float count = float(n * V), mean = __fdividef(tree(sv, add), count);
 #pragma unroll
     for (int it = 0; it < N; ++it)
 #pragma unroll
       for (int i = 0; i < V; ++i) {
         const float d = it < n ? x[it][i] - mean : 0.0f;
-        m2 += d * d;
+        qv[i] += d * d;
       }
-    return {count, mean, m2};
+    return {count, mean, tree(qv, add)};
   }
   __device__ static Stat to_stat(Local a) { return a; }
   __device__ static Stat merge(Stat a, Stat b) {
@@ -189,6 +208,18 @@ struct RmsNorm : RowTraits {
   __device__ static Stat init() { return {0.0f}; }
   __device__ static Local local_init() { return init(); }
   __device__ static void local_add(Local& a, float x) { a.ss += x * x; }
+  static constexpr bool kFoldsCached = true;
+  template <int N, int V>
+  __device__ static Local fold(const float (&x)[N][V], int n) {
+    float qv[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) qv[i] = 0.0f;
+#pragma unroll
+    for (int it = 0; it < N; ++it)
+#pragma unroll
+      for (int i = 0; i < V; ++i) qv[i] += it < n ? x[it][i] * x[it][i] : 0.0f;
+    return {tree(qv, add)};
+  }
   __device__ static Stat to_stat(Local a) { return a; }
   __device__ static Stat merge(Stat a, Stat b) { return {a.ss + b.ss}; }
   __device__ static Params params(Stat a, float n, float eps) { return {rsqrtf(a.ss / n + eps)}; }
