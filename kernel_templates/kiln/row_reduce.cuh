@@ -61,14 +61,15 @@ __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster
 /// block must not exit while another may still read its shared memory.
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
 
-/// The statistic of the whole cluster (`v`: this block's, the same in every thread). Every warp
-/// reads the Split blocks' statistics (lane r: rank r's) and merges them (warp_reduce), so every
-/// thread of every block holds the same bits.
+/// The statistic of the whole cluster (`v`: this block's, the same in every thread). The Split
+/// blocks' statistics are read into shared memory, then every warp merges them (warp_reduce),
+/// so every thread of every block holds the same bits.
 template <class Row, int Split>
 __device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat v) {
   using Stat = typename Row::Stat;
   constexpr int kFloats = sizeof(Stat) / 4;
   __shared__ Stat mine;
+  __shared__ Stat parts[Split];
   // Only the writer of `mine` releases it (a fence, then the relaxed arrive): a release arrive
   // by every thread cost each warp a GPU-scope MEMBAR (~10% of the stalls of softmax over bf16
   // rows of 65536 split 8 ways, ncu on an H100).
@@ -78,20 +79,22 @@ __device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat 
   }
   cluster_arrive();
   cluster_wait();  // acquires what the other blocks released
-  const unsigned lane = threadIdx.x % 32;
-  Stat part = Row::init();
-  if (lane < Split) {
+  if (threadIdx.x < Split) {
     const unsigned local = unsigned(__cvta_generic_to_shared(&mine));
     unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(lane));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(unsigned(threadIdx.x)));
 #pragma unroll
     for (int f = 0; f < kFloats; ++f)
-      asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(reinterpret_cast<float*>(&part)[f]) : "r"(remote + 4u * f));
+      asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(reinterpret_cast<float*>(&parts[threadIdx.x])[f]) : "r"(remote + 4u * f));
   }
-  const Stat total = warp_reduce<Row, Split>(part);
-  cluster_arrive();  // this thread's reads are done (their values are merged): pair with the
-                     // cluster_wait() before the block exits
-  return total;
+  // The remote reads have landed (their values are stored here) before this block arrives. A
+  // relaxed arrive orders nothing: merged straight from the loaded registers, ptxas put the
+  // arrive right after the load (SASS), a peer could exit under the read in flight, and
+  // rms_norm over bf16 rows of 65536 failed at launch (CUDA_ERROR_LAUNCH_FAILED).
+  __syncthreads();
+  cluster_arrive();  // pairs with the cluster_wait() before the block exits
+  const unsigned lane = threadIdx.x % 32;
+  return warp_reduce<Row, Split>(lane < Split ? parts[lane] : Row::init());
 }
 
 }  // namespace row
