@@ -30,6 +30,22 @@ __device__ __forceinline__ float tree(float (&a)[V], Op op) {
 __device__ __forceinline__ float add(float a, float b) { return a + b; }
 __device__ __forceinline__ float max_of(float a, float b) { return fmaxf(a, b); }
 
+/// op over f(x) of a thread's first n groups: one accumulator per lane (from `init`, op's
+/// identity), then the lanes merged by tree().
+template <int N, int V, class F, class Op>
+__device__ __forceinline__ float fold_lanes(const float (&x)[N][V], int n, float init, F f, Op op) {
+  float acc[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) acc[i] = init;
+#pragma unroll
+  for (int it = 0; it < N; ++it)
+#pragma unroll
+    for (int i = 0; i < V; ++i) acc[i] = op(acc[i], it < n ? f(x[it][i]) : init);  // init: op's identity
+  return tree(acc, op);
+}
+__device__ __forceinline__ float same(float v) { return v; }
+__device__ __forceinline__ float square(float v) { return v * v; }
+
 /// What a Row can do besides local_add (rows.cuh): kFoldsCached, fold a group of a thread's
 /// values at once (Row::fold(x, n), to a Local); kRescalesCached, fold replaces the values by
 /// ones that pass 2 only multiplies by Row::scale(params, local).
@@ -121,15 +137,7 @@ struct Softmax : SoftmaxStat {
   static constexpr bool kRescalesCached = true;
   template <int N, int V>
   __device__ static Local fold(float (&x)[N][V], int n) {
-    float mv[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) mv[i] = -inf();
-#pragma unroll
-    for (int it = 0; it < N; ++it)
-#pragma unroll
-      for (int i = 0; i < V; ++i)
-        if (it < n) mv[i] = fmaxf(mv[i], x[it][i]);
-    const float m = tree(mv, max_of);
+    const float m = fold_lanes(x, n, -inf(), same, max_of);
     const float base = m == -inf() ? 0.0f : m;  // all -inf: exp(-inf - 0) = 0, not exp(NaN)
     float sv[V];
 #pragma unroll
@@ -172,22 +180,8 @@ struct LayerNorm : RowTraits {
   template <int N, int V>
   __device__ static Local fold(const float (&x)[N][V], int n) {
     if (n == 0) return init();
-    float sv[V], qv[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) sv[i] = qv[i] = 0.0f;
-#pragma unroll
-    for (int it = 0; it < N; ++it)
-#pragma unroll
-      for (int i = 0; i < V; ++i) sv[i] += it < n ? x[it][i] : 0.0f;
-    const float count = float(n * V), mean = __fdividef(tree(sv, add), count);
-#pragma unroll
-    for (int it = 0; it < N; ++it)
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        const float d = it < n ? x[it][i] - mean : 0.0f;
-        qv[i] += d * d;
-      }
-    return {count, mean, tree(qv, add)};
+    const float count = float(n * V), mean = __fdividef(fold_lanes(x, n, 0.0f, same, add), count);
+    return {count, mean, fold_lanes(x, n, 0.0f, [mean](float v) { return square(v - mean); }, add)};
   }
   __device__ static Stat to_stat(Local a) { return a; }
   __device__ static Stat merge(Stat a, Stat b) {
@@ -211,14 +205,7 @@ struct RmsNorm : RowTraits {
   static constexpr bool kFoldsCached = true;
   template <int N, int V>
   __device__ static Local fold(const float (&x)[N][V], int n) {
-    float qv[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) qv[i] = 0.0f;
-#pragma unroll
-    for (int it = 0; it < N; ++it)
-#pragma unroll
-      for (int i = 0; i < V; ++i) qv[i] += it < n ? x[it][i] * x[it][i] : 0.0f;
-    return {tree(qv, add)};
+    return {fold_lanes(x, n, 0.0f, square, add)};
   }
   __device__ static Stat to_stat(Local a) { return a; }
   __device__ static Stat merge(Stat a, Stat b) { return {a.ss + b.ss}; }
