@@ -15,4 +15,6 @@ void configure_logging() {
   (void)done;
 }
 
+bool logs_debug() { return spdlog::should_log(spdlog::level::debug); }
+
 }  // namespace kiln

@@ -6,4 +6,7 @@ namespace kiln {
 /// Idempotent; every entry point (Engine, CLI) calls it.
 void configure_logging();
 
+/// Whether debug messages are logged (KILN_LOG_LEVEL=debug or trace).
+bool logs_debug();
+
 }  // namespace kiln

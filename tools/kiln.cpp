@@ -5,6 +5,7 @@
 
 #include "engine/logging.hpp"
 #include "tools/commands.hpp"
+#include "tools/report.hpp"
 
 int main(int argc, char** argv) {
   kiln::configure_logging();
@@ -26,8 +27,7 @@ int main(int argc, char** argv) {
   try {
     return run ? run() : 0;
   } catch (const kiln::Error& e) {
-    const std::string what = e.what();
-    std::cerr << "kiln: " << what.substr(0, what.find('\n')) << "\n";
+    std::cerr << kiln::tools::error_report(e.what(), kiln::logs_debug());
     return 1;
   }
 }

@@ -1,11 +1,13 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "engine/compiler/compiler.hpp"
 #include "tests/engine/cases.hpp"
 #include "tests/support.hpp"
+#include "tools/report.hpp"
 
 namespace {
 
@@ -86,6 +88,27 @@ TEST_CASE("CompileError carries the NVRTC log and the numbered source around the
     CHECK(e.log().find("error") != std::string::npos);
     CHECK(e.options().find("sm_90a") != std::string::npos);
   }
+}
+
+TEST_CASE("the CLI prints a CompileError in one line, its log only at debug level") {
+  kiln::KernelSpec spec{"broken", "__global__ void k(float* p) {\n  p[0] = undefined_name;\n}\n", "k", {"-std=c++17"}};
+  try {
+    kiln::compiler::compile(spec, "sm_80");
+    FAIL("a broken kernel compiled");
+  } catch (const kiln::CompileError& e) {
+    const std::string quiet = kiln::tools::error_report(e.what(), false);
+    CHECK(quiet.rfind("kiln: NVRTC could not compile kernel broken for sm_80", 0) == 0);
+    CHECK(std::count(quiet.begin(), quiet.end(), '\n') == 2);  // the error, then how to see the log
+    CHECK(quiet.find("KILN_LOG_LEVEL=debug") != std::string::npos);
+    CHECK(quiet.find("undefined_name") == std::string::npos);
+    const std::string loud = kiln::tools::error_report(e.what(), true);
+    CHECK(loud.rfind(quiet.substr(0, quiet.find('\n') + 1), 0) == 0);
+    CHECK(loud.find(">    2 |   p[0] = undefined_name;") != std::string::npos);
+    CHECK(loud.back() == '\n');
+  }
+  // A one-line message stays one line, with or without details.
+  CHECK(kiln::tools::error_report("no GPU here", false) == "kiln: no GPU here\n");
+  CHECK(kiln::tools::error_report("no GPU here", true) == "kiln: no GPU here\n");
 }
 
 TEST_CASE("an error inside a template names the header and shows its lines") {
