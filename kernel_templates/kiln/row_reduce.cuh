@@ -1,8 +1,8 @@
 #pragma once
 // Merging a row's statistic (row_stats.cuh) across the threads of a block, and across the
-// blocks of a thread-block cluster (sm_90 and later) that split one row between them: each
-// block's statistic is read by every block of the cluster from its shared memory (distributed
-// shared memory) and merged in one fixed order, so that every block holds the same bits.
+// blocks of a thread-block cluster (sm_90 and later) that split one row between them: every
+// warp's statistic is pushed into every block's shared memory (distributed shared memory) and
+// merged there in one fixed order, so that every block holds the same bits.
 
 namespace kiln {
 namespace row {
@@ -57,44 +57,78 @@ __device__ __forceinline__ unsigned cluster_rank() {
 }
 /// This thread arrives at the cluster barrier, releasing nothing (pair with cluster_wait()).
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
-/// Waits until every thread of the cluster has arrived, acquiring what they released. Also: a
-/// block must not exit while another may still read its shared memory.
+/// Waits until every thread of the cluster has arrived, acquiring what they released.
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
 
-/// The statistic of the whole cluster (`v`: this block's, the same in every thread). The Split
-/// blocks' statistics are read into shared memory, then every warp merges them (warp_reduce),
-/// so every thread of every block holds the same bits.
-template <class Row, int Split>
-__device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat v) {
-  using Stat = typename Row::Stat;
-  constexpr int kFloats = sizeof(Stat) / 4;
-  __shared__ Stat mine;
-  __shared__ Stat parts[Split];
-  // Only the writer of `mine` releases it (a fence, then the relaxed arrive): a release arrive
-  // by every thread cost each warp a GPU-scope MEMBAR (~10% of the stalls of softmax over bf16
-  // rows of 65536 split 8 ways, ncu on an H100).
+/// What the blocks of a cluster push to each other: every warp's statistic, at [rank][warp] in
+/// every block, and the mbarrier that counts their bytes in.
+template <class Row, int Block, int Split>
+struct ClusterParts {
+  unsigned long long bar;
+  typename Row::Stat part[Split * (Block / 32)];
+};
+template <class Row, int Block, int Split>
+__device__ __forceinline__ ClusterParts<Row, Block, Split>& cluster_parts() {
+  __shared__ ClusterParts<Row, Block, Split> parts;
+  return parts;
+}
+
+/// At the kernel's start: the mbarrier set to expect every warp's statistic from every block of
+/// the cluster, and made visible to them (they push only after the cluster_wait() in
+/// cluster_reduce, which pairs with this arrive).
+template <class Row, int Block, int Split>
+__device__ __forceinline__ void cluster_start() {
+  auto& parts = cluster_parts<Row, Block, Split>();
   if (threadIdx.x == 0) {
-    mine = v;
-    asm volatile("fence.acq_rel.cluster;" ::: "memory");
+    const unsigned bar = unsigned(__cvta_generic_to_shared(&parts.bar));
+    constexpr unsigned kBytes = unsigned(sizeof(parts.part));
+    unsigned long long state;
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;" : "=l"(state) : "r"(bar), "r"(kBytes) : "memory");
   }
   cluster_arrive();
-  cluster_wait();  // acquires what the other blocks released
-  if (threadIdx.x < Split) {
-    const unsigned local = unsigned(__cvta_generic_to_shared(&mine));
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(unsigned(threadIdx.x)));
+}
+
+/// The statistic of the whole cluster, in every thread of every block with the same bits. Each
+/// warp merges its lanes and pushes the result into every block's ClusterParts (st.async, which
+/// counts its bytes on that block's mbarrier); a block waits on its own mbarrier alone, then
+/// every warp merges the Split x warps statistics in one fixed order. No __syncthreads and no
+/// cluster barrier on the way, and none at the end: a block leaves only after every push to it
+/// has landed, and pushes nothing after that.
+template <class Row, int Block, int Split>
+__device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat v) {
+  using Stat = typename Row::Stat;
+  constexpr int kWarps = Block / 32, kParts = Split * kWarps, kFloats = sizeof(Stat) / 4;
+  auto& parts = cluster_parts<Row, Block, Split>();
+  v = warp_reduce<Row, 32>(v);
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const unsigned bar = unsigned(__cvta_generic_to_shared(&parts.bar));
+  cluster_wait();  // every block's mbarrier is initialized
+  if (lane < unsigned(Split)) {
+    const unsigned slot = unsigned(__cvta_generic_to_shared(&parts.part[cluster_rank() * kWarps + warp]));
+    unsigned rslot, rbar;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rslot) : "r"(slot), "r"(lane));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(bar), "r"(lane));
+    const float* const f = reinterpret_cast<const float*>(&v);
 #pragma unroll
-    for (int f = 0; f < kFloats; ++f)
-      asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(reinterpret_cast<float*>(&parts[threadIdx.x])[f]) : "r"(remote + 4u * f));
+    for (int i = 0; i < kFloats; ++i)
+      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(rslot + 4u * i),
+                   "r"(__float_as_uint(f[i])), "r"(rbar)
+                   : "memory");
   }
-  // The remote reads have landed (their values are stored here) before this block arrives. A
-  // relaxed arrive orders nothing: merged straight from the loaded registers, ptxas put the
-  // arrive right after the load (SASS), a peer could exit under the read in flight, and
-  // rms_norm over bf16 rows of 65536 failed at launch (CUDA_ERROR_LAUNCH_FAILED).
-  __syncthreads();
-  cluster_arrive();  // pairs with the cluster_wait() before the block exits
-  const unsigned lane = threadIdx.x % 32;
-  return warp_reduce<Row, Split>(lane < Split ? parts[lane] : Row::init());
+  unsigned done = 0;
+  while (!done)
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(bar)
+        : "memory");
+  Stat acc = lane < unsigned(kParts) ? parts.part[lane] : Row::init();
+#pragma unroll
+  for (int k = 32; k < kParts; k += 32)
+    if (k + lane < unsigned(kParts)) acc = Row::merge(acc, parts.part[k + lane]);
+  return warp_reduce<Row, pow2_at_least(kParts < 32 ? kParts : 32)>(acc);
 }
 
 }  // namespace row

@@ -140,7 +140,10 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
   constexpr int K = NO + NI + Extra::size + Epi::Inputs::size;
   using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
   unsigned part = 0;
-  if constexpr (Split > 1) part = cluster_rank();
+  if constexpr (Split > 1) {
+    part = cluster_rank();
+    cluster_start<Row, Block, Split>();
+  }
   const Index span = Split == 1 ? groups_per_row : Items > 0 ? Index(Block * Items) : (groups_per_row + Split - 1) / Split;
   const Index lo = Index(part) * span;
   const Index count = lo >= groups_per_row ? Index(0) : groups_per_row - lo < span ? groups_per_row - lo : span;
@@ -224,8 +227,9 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
       for (int i = 0; i < V; ++i) Row::local_add(local, x[i]);
     }
   }
-  typename Row::Stat stat = block_reduce<Row, Block>(Row::to_stat(local));
-  if constexpr (Split > 1) stat = cluster_reduce<Row, Split>(stat);
+  typename Row::Stat stat;
+  if constexpr (Split > 1) stat = cluster_reduce<Row, Block, Split>(Row::to_stat(local));
+  else stat = block_reduce<Row, Block>(Row::to_stat(local));
 
   if constexpr (!Row::kWritesRow) {
     static_assert(Epi::Inputs::size == 0, "a reduction's epilogue reads nothing but the row value");
@@ -292,7 +296,6 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
       }
     }
   }
-  if constexpr (Split > 1) cluster_wait();  // the other blocks have read this one's statistic
 }
 
 template <class Body, class Epi, class Extra>
