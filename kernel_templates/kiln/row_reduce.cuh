@@ -75,16 +75,21 @@ __device__ __forceinline__ ClusterParts<Row, Block, Split>& cluster_parts() {
 
 /// At the kernel's start: the mbarrier set to expect every warp's statistic from every block of
 /// the cluster, and made visible to them (they push only after the cluster_wait() in
-/// cluster_reduce, which pairs with this arrive).
+/// cluster_reduce, which pairs with this arrive). The __syncthreads between the init and the
+/// first arrive: without it, compute-sanitizer racecheck reports the two as a hazard (8 per
+/// block, the mbarrier's bytes; ptxas issues the init on the warp-uniform datapath).
 template <class Row, int Block, int Split>
 __device__ __forceinline__ void cluster_start() {
   auto& parts = cluster_parts<Row, Block, Split>();
+  const unsigned bar = unsigned(__cvta_generic_to_shared(&parts.bar));
   if (threadIdx.x == 0) {
-    const unsigned bar = unsigned(__cvta_generic_to_shared(&parts.bar));
-    constexpr unsigned kBytes = unsigned(sizeof(parts.part));
-    unsigned long long state;
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    constexpr unsigned kBytes = unsigned(sizeof(parts.part));
+    unsigned long long state;
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;" : "=l"(state) : "r"(bar), "r"(kBytes) : "memory");
   }
   cluster_arrive();
