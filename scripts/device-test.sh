@@ -3,10 +3,11 @@
 # (memcheck), the hello app twice, and the benchmark. Logs go to $OUT.
 # Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|all (default
 #   all, which takes longer than one 600 s device call: split it). On an H100, after a ~100 s
-#   build: tests (the suite: slices of its GPU cases and the others, side by side) ~? s;
-#   sanity (racecheck of the row cases and of tests/sanitize/*.json, their memcheck, hello, bundle) ~150 s; memcheck (every GPU case) > 300 s; fuzz: the GPU
-#   regressions, the fuzz run and its memcheck sample; tune: `kiln tune` over the benchmark's
-#   row grid (the bench after it then runs with those records and also untuned); bench ~150 s.
+#   build: tests (the suite: slices of its GPU cases and the others, side by side) ~250 s;
+#   sanity (racecheck of the row cases and of tests/sanitize/*.json, their memcheck, hello,
+#   bundle) ~50 s; memcheck (every GPU case) > 300 s; fuzz: the GPU regressions, the fuzz run
+#   and its memcheck sample; tune: `kiln tune` over the benchmark's row grid (the bench after
+#   it then runs with those records and also untuned); bench ~150 s.
 # Env: FUZZ_SEEDS=A:B FUZZ_TIMEOUT=s FUZZ_SANITIZE=A:B (see below).
 # The image lacks xxhash.h: carry it in .deps/include (see README, "GPU machine").
 set -uo pipefail
