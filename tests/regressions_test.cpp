@@ -1,18 +1,22 @@
-// Every graph the fuzzer ever shrank (tests/regressions/*.json) runs in the normal suite.
+// Every graph the fuzzer ever shrank (tests/regressions/*.json) runs in the normal suite; the
+// graphs that scripts/device-test.sh runs under compute-sanitizer (tests/sanitize/*.json) are
+// checked to still reach the kernels they are there for.
 #include <algorithm>
 #include <filesystem>
+#include <regex>
 
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
 
 namespace {
-std::vector<std::string> regression_files() {
+std::vector<std::string> graph_files(const std::string& folder) {
   std::vector<std::string> out;
-  for (const auto& f : std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/tests/regressions"))
+  for (const auto& f : std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/tests/" + folder))
     if (f.path().extension() == ".json") out.push_back(f.path().string());
   std::sort(out.begin(), out.end());
   return out;
 }
+std::vector<std::string> regression_files() { return graph_files("regressions"); }
 }  // namespace
 
 TEST_CASE("regressions: every shrunk fuzz graph plans and compiles for sm_90a") {
@@ -34,4 +38,25 @@ TEST_CASE("gpu: regressions: every shrunk fuzz graph matches the reference" * do
     if (name.rfind("seed-", 0) == 0) rng.seed(std::stoull(name.substr(5)));
     for (const auto& f : kiln::test::check_on_gpu(e, kiln::Graph::load(path), rng, true)) FAIL_CHECK(f);
   }
+}
+
+TEST_CASE("sanitize graphs: each splits its rows between the blocks of a cluster on sm_90a") {
+  // device-test.sh sanity runs these under racecheck and memcheck for the cluster merge
+  // (row_reduce.cuh); a graph that stopped splitting would check nothing there.
+  kiln::Engine e(kiln::test::offline("sm_90a"));
+  const auto files = graph_files("sanitize");
+  REQUIRE(files.size() >= 4);
+  int registers_kept = 0;
+  for (const auto& path : files) {
+    CAPTURE(path);
+    const kiln::Plan plan(kiln::Graph::load(path));
+    const auto kernels = plan.kernels("sm_90a");
+    REQUIRE(kernels.size() == 1);
+    CHECK(std::regex_search(kernels[0].name, std::regex("__r2v[148]s[2-8]$")));
+    for (const auto& k : plan.compile(e)) {
+      CHECK(k.spill_bytes == 0);
+      registers_kept += k.registers > 0;
+    }
+  }
+  CHECK(registers_kept == int(files.size()));
 }
