@@ -56,6 +56,9 @@ TEST_CASE("sanitize graphs: each splits its rows between the blocks of a cluster
     for (const auto& k : plan.compile(e)) {
       CHECK(k.spill_bytes == 0);
       registers_kept += k.registers > 0;
+      // Its weight and bias are staged in shared memory (rows.cuh, Staged): at the 48 registers
+      // of the unstaged kernel, not the 64 that ptxas takes when the kernel asks no minimum.
+      if (path.find("ln_bf16_8x65536") != std::string::npos) CHECK(k.registers <= 48);
     }
   }
   CHECK(registers_kept == int(files.size()));

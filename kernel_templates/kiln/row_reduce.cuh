@@ -74,12 +74,13 @@ __device__ __forceinline__ ClusterParts<Row, Block, Split>& cluster_parts() {
 }
 
 /// At the kernel's start: the mbarrier set to expect every warp's statistic from every block of
-/// the cluster, and made visible to them (they push only after the cluster_wait() in
+/// the cluster (and `staged_bytes` more, that the caller then copies in with stage_copy()), and
+/// made visible to them (they push only after the cluster_wait() in
 /// cluster_reduce, which pairs with this arrive). The __syncthreads between the init and the
 /// first arrive: without it, compute-sanitizer racecheck reports the two as a hazard (8 per
 /// block, the mbarrier's bytes; ptxas issues the init on the warp-uniform datapath).
 template <class Row, int Block, int Split>
-__device__ __forceinline__ void cluster_start() {
+__device__ __forceinline__ void cluster_start(unsigned staged_bytes) {
   auto& parts = cluster_parts<Row, Block, Split>();
   const unsigned bar = unsigned(__cvta_generic_to_shared(&parts.bar));
   if (threadIdx.x == 0) {
@@ -88,11 +89,23 @@ __device__ __forceinline__ void cluster_start() {
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    constexpr unsigned kBytes = unsigned(sizeof(parts.part));
+    const unsigned bytes = unsigned(sizeof(parts.part)) + staged_bytes;
     unsigned long long state;
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;" : "=l"(state) : "r"(bar), "r"(kBytes) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;" : "=l"(state) : "r"(bar), "r"(bytes) : "memory");
   }
   cluster_arrive();
+}
+
+/// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory into this
+/// block's shared memory with the Tensor Memory Accelerator, counted on the mbarrier of
+/// cluster_start(): they have landed once cluster_reduce() returns. One thread calls it.
+template <class Row, int Block, int Split>
+__device__ __forceinline__ void stage_copy(void* dst, const void* src, unsigned bytes) {
+  const unsigned bar = unsigned(__cvta_generic_to_shared(&cluster_parts<Row, Block, Split>().bar));
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   unsigned(__cvta_generic_to_shared(dst))),
+               "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar)
+               : "memory");
 }
 
 /// The statistic of the whole cluster, in every thread of every block with the same bits. Each

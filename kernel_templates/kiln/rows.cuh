@@ -17,7 +17,8 @@
 //
 // rows_split (sm_90 and later) splits each row between the Split blocks of a thread-block
 // cluster: rows too long for one block's registers are held in several blocks' registers, and
-// their statistics merge through distributed shared memory (row_reduce.cuh).
+// their statistics merge through distributed shared memory (row_reduce.cuh). Each block's slice
+// of a norm's weight and bias is copied into its shared memory while pass 1 runs (Staged).
 //
 // Slots of the layout and of Args::p: Epi's outputs, Body's inputs, Extra (the norms' weight
 // and bias, [C]), then Epi's inputs. Scalars: Body's, eps, then Epi's. The layout's last Dim
@@ -126,6 +127,50 @@ __device__ __forceinline__ void write_group(void* const* p, const Index (&off)[K
   tail.store(p, off, x, apply, epi_scalars);
 }
 
+// A split row's weight and bias (Extra, [C]) staged in shared memory: the block's slice of each,
+// its `count` groups from the block's first, copied in by the Tensor Memory Accelerator at the
+// start (plane e at e * kPlane), so that pass 2 reads them from shared memory instead of L2.
+// On for rows_split kernels with Items whose extra operands are 16-byte contiguous groups and
+// fit in 32 KiB.
+template <class Extra, class L, int V, int Slot, int Block, int Items, int Split>
+struct Staged {
+  template <int E>
+  using T = typename detail::TypeAt<E, Extra>::type;
+  static constexpr unsigned kGroupBytes = 16;
+  static constexpr unsigned kPlane = unsigned(Block) * unsigned(Items) * kGroupBytes;
+  static constexpr unsigned kBytes = kPlane * unsigned(Extra::size);
+  template <int E = 0>
+  __host__ __device__ static constexpr bool contiguous() {
+    if constexpr (E == Extra::size) return true;
+    else return sizeof(T<E>) * V == kGroupBytes && L::Inner::template stride<Slot + E>() == V && contiguous<E + 1>();
+  }
+  static constexpr bool kOn = Split > 1 && Items > 0 && Extra::size > 0 && kBytes <= 32768 && contiguous();
+  // Staged, ptxas hoists every group's shared loads of pass 2 and grows from 48 registers to 64
+  // (4 blocks of 256 a multiprocessor instead of 5, and slower: bench/NOTES.md, session 13); the
+  // kernel asks for the blocks of the 40 warps that 48 registers hold (0: no minimum).
+  static constexpr int kMinBlocks = kOn ? 40 / (Block / 32) : 0;
+
+  template <class Row, int B, int S, class Index, int K, int E = 0>
+  __device__ __forceinline__ static void copy(unsigned char* dst, void* const* p, const Index (&off)[K], unsigned count) {
+    if constexpr (E < Extra::size) {
+      stage_copy<Row, B, S>(dst + E * kPlane, static_cast<const T<E>*>(p[Slot + E]) + off[Slot + E], count * kGroupBytes);
+      copy<Row, B, S, Index, K, E + 1>(dst, p, off, count);
+    }
+  }
+  /// Group j of the block's slice into `packs` (a Tail's extra).
+  template <class Packs, class Index>
+  __device__ __forceinline__ static void load(Packs& packs, const unsigned char* src, Index j) {
+    void* q[Slot + Extra::size] = {};
+    Index off[Slot + Extra::size] = {};
+#pragma unroll
+    for (int e = 0; e < Extra::size; ++e) {
+      q[Slot + e] = const_cast<unsigned char*>(src) + e * kPlane;
+      off[Slot + e] = j * Index(V);
+    }
+    packs.load(q, off);
+  }
+};
+
 // One block's share of a row: the whole row, or with Split > 1 its part of a row split
 // between the Split blocks of a cluster (each covers Block * Items groups in registers, or
 // streams a Split-th of the row), whose statistics merge through distributed shared memory.
@@ -139,11 +184,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
   constexpr int NI = Body::Inputs::size;
   constexpr int K = NO + NI + Extra::size + Epi::Inputs::size;
   using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
-  unsigned part = 0;
-  if constexpr (Split > 1) {
-    part = cluster_rank();
-    cluster_start<Row, Block, Split>();
-  }
+  unsigned part = Split > 1 ? cluster_rank() : 0u;
   const Index span = Split == 1 ? groups_per_row : Items > 0 ? Index(Block * Items) : (groups_per_row + Split - 1) / Split;
   const Index lo = Index(part) * span;
   const Index count = lo >= groups_per_row ? Index(0) : groups_per_row - lo < span ? groups_per_row - lo : span;
@@ -151,6 +192,19 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
   const float eps = args.s[Body::scalars];
   const float* epi_scalars = args.s + Body::scalars + 1;
   const float n = float(groups_per_row) * float(V);
+  using Stage = Staged<Extra, L, V, NO + NI, Block, Items, Split>;
+  __shared__ alignas(128) unsigned char staged[Stage::kOn ? Stage::kBytes : 1];
+  if constexpr (Split > 1) {
+    const unsigned staged_bytes = Stage::kOn ? unsigned(count) * Stage::kGroupBytes * unsigned(Extra::size) : 0u;
+    cluster_start<Row, Block, Split>(staged_bytes);
+    if constexpr (Stage::kOn) {
+      if (threadIdx.x == 0 && count > 0) {
+        Index off[K];
+        L::offsets(first, off);
+        Stage::template copy<Row, Block, Split>(staged, args.p, off, unsigned(count));
+      }
+    }
+  }
   // Streaming: group j loaded and through the prologue; `off` kept for pass 2's writes.
   auto load_group = [&](Index j, Index (&off)[K], float (&x)[V]) {
     L::offsets(first + j, off);
@@ -256,7 +310,14 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
         if (j < count) {
           Index off[K];
           L::offsets(first + j, off);
-          write_group<Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], apply_cached, epi_scalars);
+          if constexpr (Stage::kOn) {
+            Tail<Epi, Extra, L, V, NO, NI> tail;
+            Stage::load(tail.extra, staged, j);
+            tail.epi.load(args.p, off);
+            tail.store(args.p, off, cached[it], apply_cached, epi_scalars);
+          } else {
+            write_group<Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], apply_cached, epi_scalars);
+          }
         }
       }
     } else {  // the stash, then the prologue recomputed (the row is in L2 by now, if it fits)
@@ -318,7 +379,7 @@ __global__ void __launch_bounds__(Block) rows(const row::RowArgs<Body, Epi, Extr
 /// Split blocks per row, a cluster each (sm_90 and later; compiled for an earlier arch it
 /// traps, and the engine never chooses it there).
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block, int Items, int Split>
-__global__ void __launch_bounds__(Block) KILN_CLUSTER_DIMS(Split)
+__global__ void __launch_bounds__(Block, (row::Staged<Extra, L, V, Epi::Outputs::size + Body::Inputs::size, Block, Items, Split>::kMinBlocks)) KILN_CLUSTER_DIMS(Split)
     rows_split(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split>(args, groups_per_row);
