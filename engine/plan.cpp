@@ -129,10 +129,14 @@ std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std:
                                    const cache::TuningDb* records, const std::string& arch) {
   const detail::PlanImpl p(graph, fuse_ops);
   std::vector<KernelSpec> specs;
-  for (const Planned& k : plan_groups(p, inputs, records, arch)) {
-    if (k.per_extent)  // cannot be compiled ahead
-      throw GraphError(fmt::format("kernel {} depends on a dynamic dim (\"?\") beyond the batch: give static shapes to precompile it",
-                                   k.launch.spec.name));
+  const std::vector<Planned> planned = plan_groups(p, inputs, records, arch);
+  for (std::size_t i = 0; i < planned.size(); ++i) {
+    const Planned& k = planned[i];
+    if (k.per_extent)  // cannot be compiled ahead; named as `kiln plan` names it
+      throw GraphError(fmt::format("kernel {}__dynamic (fusing {}) depends on a dynamic dim (\"?\") beyond the batch, so it "
+                                   "compiles once per extent: give the graph static shapes, or precompile a manifest recorded "
+                                   "with KILN_RECORD",
+                                   p.groups[i].stem, fmt::join(p.ops_of(p.groups[i]), ", ")));
     if (k.launch.groups) specs.push_back(k.launch.spec);
   }
   return specs;
