@@ -56,6 +56,9 @@ namespace {
 struct Planned {
   KernelLaunch launch;
   bool per_extent = false;  ///< it changes with a dynamic dim's extent (a row length, say)
+
+  /// The kernel's name in a plan: a per-extent kernel has none of its own.
+  std::string name(const FusedGroup& grp) const { return per_extent ? grp.stem + "__dynamic" : launch.spec.name; }
 };
 
 // Each group of `p` over the graph's shapes (inputs as `inputs` gives views of them, tuned as
@@ -106,7 +109,7 @@ std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
     const KernelLaunch& L = planned[i].launch;
     PlanKernel k;
     k.ops = impl_->ops_of(grp);
-    k.name = planned[i].per_extent ? grp.stem + "__dynamic" : L.spec.name;
+    k.name = planned[i].name(grp);
     k.grid = dynamic ? 0 : L.grid;  // with dynamic dims, the launch's
     k.block = planned[i].per_extent ? 0 : L.block;
     out.push_back(std::move(k));
@@ -132,11 +135,10 @@ std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std:
   const std::vector<Planned> planned = plan_groups(p, inputs, records, arch);
   for (std::size_t i = 0; i < planned.size(); ++i) {
     const Planned& k = planned[i];
-    if (k.per_extent)  // cannot be compiled ahead; named as `kiln plan` names it
-      throw GraphError(fmt::format("kernel {}__dynamic (fusing {}) depends on a dynamic dim (\"?\") beyond the batch, so it "
-                                   "compiles once per extent: give the graph static shapes, or precompile a manifest recorded "
-                                   "with KILN_RECORD",
-                                   p.groups[i].stem, fmt::join(p.ops_of(p.groups[i]), ", ")));
+    if (k.per_extent)  // cannot be compiled ahead
+      throw GraphError(fmt::format("kernel {} (fusing {}) depends on a dynamic dim (\"?\") beyond the batch, so it compiles once "
+                                   "per extent: give the graph static shapes, or precompile a manifest recorded with KILN_RECORD",
+                                   k.name(p.groups[i]), fmt::join(p.ops_of(p.groups[i]), ", ")));
     if (k.launch.groups) specs.push_back(k.launch.spec);
   }
   return specs;

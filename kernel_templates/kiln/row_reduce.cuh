@@ -72,6 +72,11 @@ __device__ __forceinline__ ClusterParts<Row, Block, Split>& cluster_parts() {
   __shared__ ClusterParts<Row, Block, Split> parts;
   return parts;
 }
+/// The shared-memory address of this block's mbarrier in ClusterParts.
+template <class Row, int Block, int Split>
+__device__ __forceinline__ unsigned cluster_bar() {
+  return unsigned(__cvta_generic_to_shared(&cluster_parts<Row, Block, Split>().bar));
+}
 
 /// At the kernel's start: the mbarrier set to expect every warp's statistic from every block of
 /// the cluster (and `staged_bytes` more, that the caller then copies in with stage_copy()), and
@@ -81,15 +86,14 @@ __device__ __forceinline__ ClusterParts<Row, Block, Split>& cluster_parts() {
 /// block, the mbarrier's bytes; ptxas issues the init on the warp-uniform datapath).
 template <class Row, int Block, int Split>
 __device__ __forceinline__ void cluster_start(unsigned staged_bytes) {
-  auto& parts = cluster_parts<Row, Block, Split>();
-  const unsigned bar = unsigned(__cvta_generic_to_shared(&parts.bar));
+  const unsigned bar = cluster_bar<Row, Block, Split>();
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    const unsigned bytes = unsigned(sizeof(parts.part)) + staged_bytes;
+    const unsigned bytes = unsigned(sizeof(ClusterParts<Row, Block, Split>::part)) + staged_bytes;
     unsigned long long state;
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;" : "=l"(state) : "r"(bar), "r"(bytes) : "memory");
   }
@@ -97,11 +101,9 @@ __device__ __forceinline__ void cluster_start(unsigned staged_bytes) {
 }
 
 /// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory into this
-/// block's shared memory with the Tensor Memory Accelerator, counted on the mbarrier of
-/// cluster_start(): they have landed once cluster_reduce() returns. One thread calls it.
-template <class Row, int Block, int Split>
-__device__ __forceinline__ void stage_copy(void* dst, const void* src, unsigned bytes) {
-  const unsigned bar = unsigned(__cvta_generic_to_shared(&cluster_parts<Row, Block, Split>().bar));
+/// block's shared memory with the Tensor Memory Accelerator, counted on the mbarrier `bar`
+/// (cluster_bar(), set by cluster_start()): they have landed once cluster_reduce() returns.
+__device__ __forceinline__ void stage_copy(void* dst, const void* src, unsigned bytes, unsigned bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
                    unsigned(__cvta_generic_to_shared(dst))),
                "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar)
@@ -121,7 +123,7 @@ __device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat 
   auto& parts = cluster_parts<Row, Block, Split>();
   v = warp_reduce<Row, 32>(v);
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const unsigned bar = unsigned(__cvta_generic_to_shared(&parts.bar));
+  const unsigned bar = cluster_bar<Row, Block, Split>();
   cluster_wait();  // every block's mbarrier is initialized
   if (lane < unsigned(Split)) {
     const unsigned slot = unsigned(__cvta_generic_to_shared(&parts.part[cluster_rank() * kWarps + warp]));

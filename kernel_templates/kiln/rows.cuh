@@ -150,12 +150,14 @@ struct Staged {
   // kernel asks for the blocks of the 40 warps that 48 registers hold (0: no minimum).
   static constexpr int kMinBlocks = kOn ? 40 / (Block / 32) : 0;
 
-  template <class Row, int B, int S, class Index, int K, int E = 0>
-  __device__ __forceinline__ static void copy(unsigned char* dst, void* const* p, const Index (&off)[K], unsigned count) {
-    if constexpr (E < Extra::size) {
-      stage_copy<Row, B, S>(dst + E * kPlane, static_cast<const T<E>*>(p[Slot + E]) + off[Slot + E], count * kGroupBytes);
-      copy<Row, B, S, Index, K, E + 1>(dst, p, off, count);
-    }
+  /// The block's slices (its first group at offsets `off`) copied in, counted on mbarrier `bar`.
+  template <class Index, int K>
+  __device__ __forceinline__ static void copy(unsigned char* dst, void* const* p, const Index (&off)[K], unsigned count,
+                                             unsigned bar) {
+#pragma unroll
+    for (int e = 0; e < Extra::size; ++e)  // each element is kGroupBytes / V bytes (contiguous())
+      stage_copy(dst + e * kPlane, static_cast<const unsigned char*>(p[Slot + e]) + off[Slot + e] * Index(kGroupBytes / V),
+                 count * kGroupBytes, bar);
   }
   /// Group j of the block's slice into `packs` (a Tail's extra).
   template <class Packs, class Index>
@@ -201,7 +203,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
       if (threadIdx.x == 0 && count > 0) {
         Index off[K];
         L::offsets(first, off);
-        Stage::template copy<Row, Block, Split>(staged, args.p, off, unsigned(count));
+        Stage::copy(staged, args.p, off, unsigned(count), cluster_bar<Row, Block, Split>());
       }
     }
   }
