@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <limits>
 #include <cerrno>
 #include <ctime>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <kiln/error.hpp>
 
 #include "cache/atomic_file.hpp"
+#include "cache/key_lock.hpp"
 
 namespace kiln::cache {
 namespace {
@@ -64,16 +67,57 @@ DiskIo DiskIo::posix() {
           [](const char* a, const char* b) { return ::rename(a, b); }};
 }
 
+std::uint64_t parse_size(const std::string& text, const std::string& what) {
+  auto refuse = [&](const char* why) {
+    return CacheError(fmt::format("{}='{}': {}; give whole bytes or a number with K, M, G or T (0: no cap)", what, text, why));
+  };
+  std::size_t i = 0;
+  unsigned __int128 whole = 0, frac = 0, frac_scale = 1;
+  const unsigned __int128 limit = std::numeric_limits<std::uint64_t>::max();
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    whole = whole * 10 + unsigned(text[i++] - '0');
+    if (whole > limit) throw refuse("it does not fit in 64 bits");
+  }
+  const bool digits = i > 0;
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && frac_scale < 1000000000000ull; ++i) {
+      frac = frac * 10 + unsigned(text[i] - '0');
+      frac_scale *= 10;
+    }
+  }
+  if (!digits && frac_scale == 1) throw refuse(text.empty() || text[0] == '-' ? "not a size (negative or empty)" : "not a size");
+  std::uint64_t scale = 1;
+  if (i < text.size()) {
+    const char u = char(std::toupper(static_cast<unsigned char>(text[i++])));
+    const std::string units = "KMGT";
+    const auto at = units.find(u);
+    if (at == std::string::npos || i != text.size()) throw refuse("not a size");
+    scale = 1ull << (10 * (at + 1));
+  }
+  const unsigned __int128 bytes = whole * scale + frac * scale / frac_scale;
+  if (bytes > limit || whole * scale > limit) throw refuse("it does not fit in 64 bits");
+  if (frac * scale % frac_scale != 0) throw refuse("not a whole number of bytes");
+  return bytes == 0 ? kNoCap : std::uint64_t(bytes);
+}
+
 std::uint64_t default_max_bytes() {
   const char* v = std::getenv("KILN_CACHE_MAX_BYTES");
   if (!v || !*v) return 2ull << 30;
-  char* end = nullptr;
-  const double n = std::strtod(v, &end);
-  const std::string unit = end ? end : "";
-  const double scale = unit.empty() ? 1 : unit == "K" ? 1024.0 : unit == "M" ? 1048576.0 : unit == "G" ? 1073741824.0 : -1;
-  if (end == v || scale < 0 || n < 0)
-    throw CacheError(fmt::format("KILN_CACHE_MAX_BYTES='{}' is not a size (bytes, or a number with K, M or G)", v));
-  return std::uint64_t(n * scale);
+  return parse_size(v, "KILN_CACHE_MAX_BYTES");
+}
+
+std::string describe_cap(std::uint64_t cap) { return cap == kNoCap ? "no cap" : human_bytes(cap); }
+
+std::string human_bytes(std::uint64_t n) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (n < 1024) return fmt::format("{} bytes", n);
+  double v = double(n);
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", v, units[u]);
 }
 
 std::string default_cache_dir() {
@@ -223,20 +267,30 @@ GcResult DiskCache::gc(std::uint64_t max_bytes) const {
     }
   }
   r.kept_bytes = total;
-  // Temp files of writers that died mid-write.
-  if (DIR* d = ::opendir(dir_.c_str())) {
-    const std::int64_t now = std::int64_t(std::time(nullptr));
-    while (const dirent* e = ::readdir(d)) {
-      const std::string name = e->d_name;
-      struct stat st {};
-      const std::string path = dir_ + "/" + name;
-      if (name.rfind(kTempPrefix, 0) == 0 && ::lstat(path.c_str(), &st) == 0 && now - st.st_mtime > 600 &&
-          ::unlink(path.c_str()) == 0)
-        ++r.removed;
-    }
-    ::closedir(d);
-  }
+  r.removed += sweep();
   return r;
+}
+
+std::size_t DiskCache::sweep() const {
+  std::size_t removed = 0;
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) return 0;
+  const std::int64_t now = std::int64_t(std::time(nullptr));
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name, path = dir_ + "/" + name;
+    struct stat st {};
+    // Temp files of writers that died mid-write.
+    if (name.rfind(kTempPrefix, 0) == 0 && ::lstat(path.c_str(), &st) == 0 && now - st.st_mtime > 600 &&
+        ::unlink(path.c_str()) == 0)
+      ++removed;
+    // Key locks of entries that are gone, unless a process holds one (it is compiling that key).
+    if (name.rfind(KeyLock::kPrefix, 0) == 0) {
+      const std::string key = name.substr(std::strlen(KeyLock::kPrefix));
+      if (::access((dir_ + "/" + key + kSuffix).c_str(), F_OK) != 0 && KeyLock::remove_if_free(dir_, key)) ++removed;
+    }
+  }
+  ::closedir(d);
+  return removed;
 }
 
 std::size_t DiskCache::clear() const {
@@ -246,7 +300,7 @@ std::size_t DiskCache::clear() const {
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     const bool entry = name.size() > 5 && name.compare(name.size() - 5, 5, kSuffix) == 0;
-    const bool temp = name.rfind(kTempPrefix, 0) == 0 || name.rfind(".lock-", 0) == 0;
+    const bool temp = name.rfind(kTempPrefix, 0) == 0 || name.rfind(KeyLock::kPrefix, 0) == 0;
     if ((entry || temp) && ::unlink((dir_ + "/" + name).c_str()) == 0) ++removed;
   }
   ::closedir(d);

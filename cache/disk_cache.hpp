@@ -28,9 +28,21 @@ struct DiskIo {
 /// $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln.
 std::string default_cache_dir();
 
-/// Default size cap of a cache directory: $KILN_CACHE_MAX_BYTES (bytes, or with a K/M/G
-/// suffix), else 2 GiB. Throws CacheError on a malformed value.
+/// The size cap that means "no cap" (what a cap of 0 asks for, as in ccache).
+constexpr std::uint64_t kNoCap = ~std::uint64_t(0);
+
+/// A size cap written as whole bytes or a number with a K, M, G or T suffix (binary units:
+/// "512M", "1.5G"); "0" is kNoCap. Throws CacheError naming `what` (the variable or option it
+/// came from) for anything else: negative, fractional bytes, inf, nan, more than 64 bits.
+std::uint64_t parse_size(const std::string& text, const std::string& what);
+
+/// Default size cap of a cache directory: $KILN_CACHE_MAX_BYTES (parse_size), else 2 GiB.
 std::uint64_t default_max_bytes();
+
+/// "1.5 GiB", "no cap".
+std::string describe_cap(std::uint64_t cap);
+/// "512 bytes", "3.2 MiB".
+std::string human_bytes(std::uint64_t n);
 
 struct EntryInfo {
   std::string path;
@@ -74,10 +86,12 @@ class DiskCache {
   std::vector<EntryInfo> list() const;
   /// Every entry file's key, size and last use (stat only).
   std::vector<EntryInfo> scan() const;
-  /// Removes least recently used entries until at most `max_bytes` remain, and temp files
-  /// that writers left more than ten minutes ago. Safe while other processes read, write and
+  /// Removes least recently used entries until at most `max_bytes` remain, then sweep()s. Safe while other processes read, write and
   /// evict: an entry another process removed first is simply gone.
   GcResult gc(std::uint64_t max_bytes) const;
+  /// Removes temp files that writers left more than ten minutes ago, and the key locks of
+  /// entries that are gone (unless held); returns how many files went. gc() calls it.
+  std::size_t sweep() const;
   /// Removes every entry and stray temp file; returns how many files went.
   std::size_t clear() const;
 

@@ -22,6 +22,12 @@ class KeyLock {
   }
   ~KeyLock();
 
+  /// The lock files' name prefix in a cache directory: `.lock-<key>`.
+  static constexpr const char* kPrefix = ".lock-";
+  /// Removes the lock file of `key_hex` unless a process holds it (true if it went). Safe
+  /// against processes taking it at the same time: they take the new file instead.
+  static bool remove_if_free(const std::string& dir, const std::string& key_hex);
+
  private:
   explicit KeyLock(int fd) : fd_(fd) {}
   int fd_ = -1;

@@ -6,6 +6,8 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
+#include <memory>
 #include <random>
 
 #include "cache/kernel_cache.hpp"
@@ -107,30 +109,75 @@ TEST_CASE("faults: temp files of dead writers are swept by gc once stale") {
   CHECK(::access(stale.c_str(), F_OK) != 0);
 }
 
-TEST_CASE("faults: a writer killed with SIGKILL mid-write, 100 times, never leaves a torn entry") {
+// Where a writer is killed: at a step of DiskCache::store, or after it returned.
+enum class KillAt { created, mid_write, written, synced, published };
+
+// A writer process that publishes key_of(9) once, stops at `at` (mid_write: after `offset`
+// bytes), tells the parent through `ready`, and waits there to be killed.
+pid_t stopped_writer(const std::string& dir, KillAt at, std::size_t offset, int ready) {
+  return spawn([=] {
+    auto stop = [ready] {
+      const char c = 'r';
+      if (::write(ready, &c, 1) != 1) ::_exit(3);
+      for (;;) ::pause();
+    };
+    DiskIo io = DiskIo::posix();
+    auto written = std::make_shared<std::size_t>(0);
+    io.open = [=](const char* p, int flags, mode_t mode) {
+      const int fd = ::open(p, flags, mode);
+      if (at == KillAt::created) stop();
+      return fd;
+    };
+    io.write = [=](int fd, const void* b, std::size_t n) {
+      if (at == KillAt::mid_write) n = std::min(n, offset - *written);
+      const ssize_t r = ::write(fd, b, n);
+      *written += r > 0 ? std::size_t(r) : 0;
+      if (at == KillAt::mid_write && *written == offset) stop();
+      return r;
+    };
+    io.fsync = [=](int fd) {
+      if (at == KillAt::written) stop();
+      const int r = ::fsync(fd);
+      if (at == KillAt::synced) stop();
+      return r;
+    };
+    bool unusable = false;
+    const std::string why = DiskCache(dir, io).store(key_of(9), kernel_of(9, std::size_t(256) << 10), &unusable);
+    if (!why.empty()) return 2;
+    stop();
+    return 0;
+  });
+}
+
+TEST_CASE("faults: a writer killed with SIGKILL at every step of a publish, 100 times, never leaves a torn entry") {
   TempDir tmp;
   auto rng = kiln::test::make_rng(4);
-  int hits = 0;
+  const std::size_t size = encode_entry(key_of(9), kernel_of(9, std::size_t(256) << 10)).size();
+  int mid_publish = 0, after_publish = 0;
+  bool published = false;
   for (int round = 0; round < 100; ++round) {
-    const pid_t pid = spawn([&] {
-      DiskCache c(tmp.path());
-      for (int i = 0;; ++i) {
-        bool unusable = false;
-        c.store(key_of(9), kernel_of(9, std::size_t(4) << 20), &unusable);  // 4 MiB: the kill lands mid-write
-      }
-      return 0;
-    });
-    ::usleep(useconds_t(rng() % 40000));  // a 4 MiB publish with fsync takes a few ms
+    // Kills placed by the writer's own report, not by timing: the first rounds kill before any
+    // publish completes, the later ones around complete entries.
+    const KillAt at = round < 10 ? KillAt(round % 4) : KillAt(rng() % 5);
+    CAPTURE(round);
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
+    const pid_t pid = stopped_writer(tmp.path(), at, 1 + rng() % (size - 1), ready[1]);
+    ::close(ready[1]);  // a writer that dies without reporting gives EOF, not a hang
+    char c = 0;
+    const bool reported = ::read(ready[0], &c, 1) == 1;
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
+    ::close(ready[0]);
+    REQUIRE(reported);
+    (at == KillAt::published ? after_publish : mid_publish)++;
+    published = published || at == KillAt::published;
     const auto r = DiskCache(tmp.path()).load(key_of(9));
-    CHECK(r.status != DiskCache::Status::bad);
-    if (r.status == DiskCache::Status::hit) {
-      ++hits;
-      CHECK(r.kernel->image == kernel_of(9, std::size_t(4) << 20).image);
-    }
+    CHECK(r.status == (published ? DiskCache::Status::hit : DiskCache::Status::miss));  // the last complete entry, or none
+    if (r.status == DiskCache::Status::hit) CHECK(r.kernel->image == kernel_of(9, std::size_t(256) << 10).image);
   }
-  CHECK(hits > 0);
+  CHECK(mid_publish > 0);
+  CHECK(after_publish > 0);
   for (const auto& e : DiskCache(tmp.path()).list()) CHECK(e.problem.empty());
 }
 
@@ -231,8 +278,66 @@ TEST_CASE("the key lock times out into compiling anyway") {
 TEST_CASE("KILN_CACHE_MAX_BYTES parses sizes and refuses junk") {
   ::setenv("KILN_CACHE_MAX_BYTES", "64M", 1);
   CHECK(default_max_bytes() == 64ull << 20);
-  ::setenv("KILN_CACHE_MAX_BYTES", "lots", 1);
-  CHECK_THROWS_AS(default_max_bytes(), kiln::CacheError);
+  ::setenv("KILN_CACHE_MAX_BYTES", "1.5g", 1);
+  CHECK(default_max_bytes() == 3ull << 29);
+  ::setenv("KILN_CACHE_MAX_BYTES", "18446744073709551614", 1);
+  CHECK(default_max_bytes() == 18446744073709551614ull);
+  ::setenv("KILN_CACHE_MAX_BYTES", "0", 1);
+  CHECK(default_max_bytes() == kNoCap);  // as in ccache: no cap, never "evict everything"
+  for (const char* junk : {"lots", "0.5", "-1", "-0", "inf", "nan", "NaN", "1e9", "99999999999999999999999", "20000000000G",
+                           "16777216T", "12Q", "5 M", ".", "", "1.0000000000001"}) {
+    CAPTURE(junk);
+    ::setenv("KILN_CACHE_MAX_BYTES", junk, 1);
+    if (!*junk) {
+      CHECK(default_max_bytes() == 2ull << 30);  // empty: unset
+      continue;
+    }
+    try {
+      default_max_bytes();
+      FAIL("accepted");
+    } catch (const kiln::CacheError& e) {
+      const std::string what = e.what();
+      CHECK(what.find("KILN_CACHE_MAX_BYTES") != std::string::npos);
+      CHECK(what.find('\n') == std::string::npos);
+    }
+  }
   ::unsetenv("KILN_CACHE_MAX_BYTES");
   CHECK(default_max_bytes() == 2ull << 30);
+}
+
+TEST_CASE("a cap of 0 (no cap) keeps every entry through publishes and gc") {
+  TempDir tmp;
+  ::setenv("KILN_CACHE_MAX_BYTES", "0", 1);
+  KernelCacheOptions o;
+  o.dir = tmp.path();
+  o.max_bytes = default_max_bytes();
+  ::unsetenv("KILN_CACHE_MAX_BYTES");
+  KernelCache c(o);
+  for (int i = 0; i < 5; ++i) c.get(key_of(i), [i] { return kernel_of(i); });
+  const auto r = DiskCache(tmp.path()).gc(o.max_bytes);
+  CHECK(r.removed == 0);
+  CHECK(DiskCache(tmp.path()).scan().size() == 5);
+}
+
+TEST_CASE("gc removes the key locks of evicted entries, not one a process holds") {
+  TempDir tmp;
+  {
+    KernelCache c(tmp.path());
+    for (int i = 0; i < 3; ++i) c.get(key_of(i), [i] { return kernel_of(i); });  // each compile takes its key's lock
+  }
+  auto held = KeyLock::acquire(tmp.path(), key_of(7).hex(), std::chrono::milliseconds(100));  // compiling key 7 now
+  REQUIRE(held);
+  auto locks = [&] {
+    int n = 0;
+    for (int i : {0, 1, 2, 7}) n += ::access((tmp / (".lock-" + key_of(i).hex())).c_str(), F_OK) == 0;
+    return n;
+  };
+  REQUIRE(locks() == 4);
+  DiskCache d(tmp.path());
+  d.gc(1ull << 30);  // nothing evicted: the locks of live entries stay
+  CHECK(locks() == 4);
+  d.gc(1);           // every entry evicted: their locks go, the held one stays
+  CHECK(d.scan().empty());
+  CHECK(locks() == 1);
+  CHECK(::access((tmp / (".lock-" + key_of(7).hex())).c_str(), F_OK) == 0);
 }
