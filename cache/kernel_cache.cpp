@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include <kiln/error.hpp>
 
 #include "cache/key_lock.hpp"
@@ -16,6 +19,17 @@ const char* to_string(KernelCache::Source s) {
     case KernelCache::Source::compiled: return "compiled";
   }
   return "?";
+}
+
+KernelCacheOptions cache_options(std::optional<std::string> dir, bool disk, std::uint64_t max_bytes,
+                                 std::vector<std::string> bundles) {
+  KernelCacheOptions co;
+  const char* off = std::getenv("KILN_DISABLE_DISK_CACHE");
+  if (disk && !(off && *off && std::strcmp(off, "0") != 0)) co.dir = dir ? *dir : default_cache_dir();
+  co.max_bytes = max_bytes ? max_bytes : default_max_bytes();
+  co.bundles = std::move(bundles);
+  for (std::string& b : bundles_from_env()) co.bundles.push_back(std::move(b));
+  return co;
 }
 
 KernelCache::KernelCache(std::optional<std::string> dir, DiskIo io)
@@ -35,19 +49,35 @@ KernelCache::KernelCache(KernelCacheOptions options) : options_(std::move(option
   }
 }
 
+KernelCache::~KernelCache() { flush_stats(); }
+
+void KernelCache::flush_stats() {
+  DirStats delta;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!disk_ || !disk_writable_ || unflushed_.empty()) return;
+    delta = unflushed_;
+    unflushed_ = {};
+  }
+  if (!add_stats(disk_->dir(), delta)) spdlog::debug("kiln: could not add to the cache statistics of {}", disk_->dir());
+}
+
 std::optional<KernelCache::Result> KernelCache::from_disk(const CacheKey& key) {
   DiskCache::Loaded loaded = disk_->load(key);
   std::lock_guard<std::mutex> lock(mutex_);
   switch (loaded.status) {
     case DiskCache::Status::hit: {
       ++counters_.disk_hits;
+      ++unflushed_.disk_hits;
       auto k = std::make_shared<const CompiledKernel>(std::move(*loaded.kernel));
-      memory_.emplace(key, k);
+      const Result r{k, Source::disk, true};
+      memory_.emplace(key, r);
       spdlog::debug("kiln: cache hit on disk for {} ({})", k->name, key.hex());
-      return Result{k, Source::disk};
+      return r;
     }
     case DiskCache::Status::bad:
       ++counters_.bad_entries;
+      ++unflushed_.bad_entries;
       spdlog::warn("kiln: {}; recompiling", loaded.problem);
       break;
     case DiskCache::Status::refused:
@@ -65,14 +95,15 @@ KernelCache::Result KernelCache::get(const CacheKey& key, const std::function<Co
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = memory_.find(key); it != memory_.end()) {
       ++counters_.memory_hits;
-      return {it->second, Source::memory};
+      return {it->second.kernel, Source::memory, it->second.saved};
     }
     for (const Bundle& b : bundles_)
       if (auto k = b.find(key)) {
         ++counters_.bundle_hits;
-        auto shared = std::make_shared<const CompiledKernel>(std::move(*k));
-        memory_.emplace(key, shared);
-        return {shared, Source::bundle};
+        ++unflushed_.bundle_hits;
+        const Result r{std::make_shared<const CompiledKernel>(std::move(*k)), Source::bundle, true};
+        memory_.emplace(key, r);
+        return r;
       }
   }
   std::optional<KeyLock> key_lock;
@@ -84,18 +115,24 @@ KernelCache::Result KernelCache::get(const CacheKey& key, const std::function<Co
       if (auto hit = from_disk(key)) return *hit;
     }
   }
-  auto k = std::make_shared<const CompiledKernel>(compile());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++unflushed_.misses;
+  }
+  Result r{std::make_shared<const CompiledKernel>(compile()), Source::compiled, false};
+  r.saved = disk_writable() && publish(key, *r.kernel);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++counters_.compiles;
-    counters_.compile_ms += k->compile_ms;
-    memory_.emplace(key, k);
+    ++unflushed_.compiles;
+    counters_.compile_ms += r.kernel->compile_ms;
+    memory_.emplace(key, r);
   }
-  if (disk_writable()) publish(key, *k);
-  return {k, Source::compiled};
+  flush_stats();  // a compile costs tens of milliseconds; a count kept now costs ~0.1
+  return r;
 }
 
-void KernelCache::publish(const CacheKey& key, const CompiledKernel& k) {
+bool KernelCache::publish(const CacheKey& key, const CompiledKernel& k) {
   bool unusable = false;
   if (std::string why = disk_->store(key, k, &unusable); !why.empty()) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -108,11 +145,13 @@ void KernelCache::publish(const CacheKey& key, const CompiledKernel& k) {
     } else {
       spdlog::warn("kiln: could not publish {} to the disk cache: {}", k.name, why);
     }
-    return;
+    return false;
   }
   const GcResult gc = disk_->gc(options_.max_bytes);
-  if (gc.removed) spdlog::info("kiln: evicted {} cache entries ({} bytes) to stay under {} bytes", gc.removed,
-                               gc.removed_bytes, options_.max_bytes);
+  if (gc.removed)
+    spdlog::info("kiln: evicted {} cache entries ({}) to stay under {}", gc.removed, human_bytes(gc.removed_bytes),
+                 describe_cap(options_.max_bytes));
+  return true;
 }
 
 bool KernelCache::disk_writable() const {

@@ -16,6 +16,7 @@
 
 #include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
+#include "cache/stats.hpp"
 
 namespace kiln::cache {
 
@@ -27,17 +28,28 @@ struct KernelCacheOptions {
   DiskIo io = DiskIo::posix();
 };
 
+/// The layers every user of the cache (an engine, `kiln precompile`) looks up, from the
+/// environment: `dir` (unset: default_cache_dir(); none with KILN_DISABLE_DISK_CACHE=1), the
+/// cap (0: default_max_bytes()), `bundles` then those of $KILN_BUNDLE.
+KernelCacheOptions cache_options(std::optional<std::string> dir, bool disk, std::uint64_t max_bytes,
+                                 std::vector<std::string> bundles);
+
 class KernelCache {
  public:
   /// Throws CacheError for a bundle that does not verify.
   explicit KernelCache(KernelCacheOptions options);
   /// Memory and disk only (tests).
   explicit KernelCache(std::optional<std::string> dir, DiskIo io = DiskIo::posix());
+  /// Adds what it did to the directory's counts (cache/stats.hpp).
+  ~KernelCache();
+  KernelCache(const KernelCache&) = delete;
+  KernelCache& operator=(const KernelCache&) = delete;
 
   enum class Source { memory, bundle, disk, compiled };
   struct Result {
     std::shared_ptr<const CompiledKernel> kernel;
     Source source = Source::compiled;
+    bool saved = false;  ///< the kernel is in a bundle or on disk (not in this process's memory only)
   };
   /// The kernel of `key`: from memory, a bundle, the disk (verified), else `compile()`'s,
   /// which is then published to disk (under a per-key lock, then the size cap is applied).
@@ -48,6 +60,8 @@ class KernelCache {
   void count_memory_hit();
   CacheCounters counters() const;
   bool disk_enabled() const { return disk_.has_value(); }
+  /// Whether it was given a directory (usable or not).
+  bool wants_disk() const { return options_.dir.has_value(); }
   bool disk_writable() const;
   const std::vector<Bundle>& bundles() const { return bundles_; }
   /// The directory, or a note of why there is none.
@@ -55,7 +69,8 @@ class KernelCache {
 
  private:
   std::optional<Result> from_disk(const CacheKey& key);
-  void publish(const CacheKey& key, const CompiledKernel& k);
+  void flush_stats();
+  bool publish(const CacheKey& key, const CompiledKernel& k);
 
   mutable std::mutex mutex_;
   KernelCacheOptions options_;
@@ -63,8 +78,9 @@ class KernelCache {
   std::optional<DiskCache> disk_;
   bool disk_writable_ = true;
   std::string disk_problem_;
-  std::unordered_map<CacheKey, std::shared_ptr<const CompiledKernel>, CacheKeyHash> memory_;
+  std::unordered_map<CacheKey, Result, CacheKeyHash> memory_;  ///< as first served; source, saved kept
   CacheCounters counters_;
+  DirStats unflushed_;  ///< this process's counts not yet added to the directory's
 };
 
 const char* to_string(KernelCache::Source s);

@@ -36,13 +36,8 @@ EngineImpl::EngineImpl(EngineOptions opts) : options(std::move(opts)) {
   }
   arch = options.arch.empty() ? context->info().arch() : options.arch;
   compiler::target_options(arch);  // validates the arch now, not at the first op
-  cache::KernelCacheOptions co;
-  if (options.disk_cache && !env_flag("KILN_DISABLE_DISK_CACHE"))
-    co.dir = options.cache_dir ? *options.cache_dir : cache::default_cache_dir();
-  co.max_bytes = options.cache_max_bytes ? options.cache_max_bytes : cache::default_max_bytes();
-  co.bundles = options.bundles;
-  for (std::string& b : cache::bundles_from_env()) co.bundles.push_back(std::move(b));
-  cache = std::make_unique<cache::KernelCache>(std::move(co));
+  cache = std::make_unique<cache::KernelCache>(
+      cache::cache_options(options.cache_dir, options.disk_cache, options.cache_max_bytes, options.bundles));
   const char* record_env = std::getenv("KILN_RECORD");
   const std::string record = !options.record.empty() ? options.record : record_env ? record_env : "";
   if (!record.empty()) recorder = std::make_unique<cache::ManifestRecorder>(record);

@@ -45,6 +45,7 @@ PrecompileSummary precompile_specs(const std::vector<KernelSpec>& specs, const P
       try {
         const auto key = compiler::key_of(spec, item.arch);
         const auto got = cache.get(key, [&] { return compiler::compile(spec, item.arch); });
+        if (!got.saved && cache.wants_disk()) throw CacheError("compiled but not saved: the cache is " + cache.describe());
         item.status = got.source == cache::KernelCache::Source::compiled ? "compiled" : "cached";
       } catch (const std::exception& e) {
         item.status = "failed";

@@ -1,6 +1,9 @@
 #pragma once
 // Compiling a manifest without a GPU: every spec for every arch, on a thread pool of NVRTC
-// programs, into the cache. One failure does not stop the others.
+// programs, into the cache's persistent layers. A kernel found in a bundle or on disk counts
+// as cached; one compiled but not saved where the cache has a directory (read-only, not a directory, full)
+// as failed; a cache made without one compiles into memory by choice. One
+// failure does not stop the others.
 
 #include <functional>
 #include <string>

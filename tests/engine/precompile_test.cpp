@@ -1,6 +1,10 @@
 #include <set>
 
+#include <cerrno>
+
+#include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
+#include "cache/kernel_cache.hpp"
 #include "cache/manifest.hpp"
 #include "engine/precompile.hpp"
 #include "ops/op.hpp"
@@ -62,7 +66,8 @@ TEST_CASE("precompile: shards split the work exactly") {
   }
   CHECK(total == 8);
   CHECK(seen.size() == 8);
-  kiln::cache::KernelCache c(std::nullopt);
+  kiln::test::TempDir tmp;
+  kiln::cache::KernelCache c(std::optional<std::string>(tmp.path()));
   kiln::PrecompileOptions bad;
   bad.archs = {"sm_80"};
   bad.shard_index = 3;
@@ -76,7 +81,8 @@ TEST_CASE("precompile: one failing spec does not stop the others") {
   broken.name = "broken";
   broken.expression = "kiln::elementwise<kiln::op::Nope>";
   specs.insert(specs.begin() + 1, broken);
-  kiln::cache::KernelCache c(std::nullopt);
+  kiln::test::TempDir tmp;
+  kiln::cache::KernelCache c(std::optional<std::string>(tmp.path()));
   kiln::PrecompileOptions o;
   o.archs = {"sm_90a"};
   const auto s = kiln::precompile_specs(specs, o, c);
@@ -85,4 +91,49 @@ TEST_CASE("precompile: one failing spec does not stop the others") {
   REQUIRE(s.failures.size() == 1);
   CHECK(s.failures[0].name == "broken");
   CHECK(s.failures[0].error.find("NVRTC") != std::string::npos);
+}
+
+TEST_CASE("precompile: a kernel that cannot be saved is a failure, not a success kept in memory") {
+  const auto specs = some_specs();
+  kiln::PrecompileOptions o;
+  o.archs = {"sm_80"};
+  kiln::test::TempDir tmp;
+  kiln::cache::DiskIo read_only = kiln::cache::DiskIo::posix();
+  read_only.open = [](const char*, int, mode_t) {
+    errno = EROFS;
+    return -1;
+  };
+  kiln::cache::KernelCache ro(std::optional<std::string>(tmp.path()), read_only);
+  const auto s = kiln::precompile_specs(specs, o, ro);
+  CHECK(s.failed == int(specs.size()));
+  CHECK(s.compiled == 0);
+  REQUIRE(!s.failures.empty());
+  CHECK(s.failures[0].error.find("not saved") != std::string::npos);
+  kiln::test::write_file(tmp / "file", "x");
+  kiln::cache::KernelCache not_dir(std::optional<std::string>(tmp / "file"));
+  CHECK(kiln::precompile_specs(specs, o, not_dir).failed == int(specs.size()));
+  kiln::cache::KernelCache memory(std::nullopt);  // no directory asked for: memory by choice
+  CHECK(kiln::precompile_specs(specs, o, memory).compiled == int(specs.size()));
+}
+
+TEST_CASE("precompile: kernels a bundle holds count as cached and are not compiled again") {
+  const auto specs = some_specs();
+  kiln::PrecompileOptions o;
+  o.archs = {"sm_80"};
+  kiln::test::TempDir tmp;
+  std::vector<kiln::cache::BundleItem> items;
+  {
+    kiln::cache::KernelCache c(std::optional<std::string>(tmp / "farm"));
+    REQUIRE(kiln::precompile_specs(specs, o, c).compiled == int(specs.size()));
+    for (auto& e : kiln::cache::DiskCache(tmp / "farm").list()) items.push_back({*kiln::cache::CacheKey::parse(e.key), *e.kernel});
+  }
+  kiln::cache::write_bundle(tmp / "app.kbundle", items);
+  kiln::cache::KernelCacheOptions co;
+  co.dir = tmp / "fresh";
+  co.bundles = {tmp / "app.kbundle"};
+  kiln::cache::KernelCache c(co);
+  const auto s = kiln::precompile_specs(specs, o, c);
+  CHECK(s.cached == int(specs.size()));
+  CHECK(s.compiled == 0);
+  CHECK(kiln::cache::DiskCache(tmp / "fresh").scan().empty());
 }
