@@ -47,7 +47,7 @@ std::string render_body(const Body& b) {
     for (const Ref& r : st.args) args.push_back(ref(r, b, i));
     std::string call = fmt::format("{}::apply({})", st.functor, fmt::join(args, ", "));
     if (st.round) call = fmt::format("kiln::round_to<{}>({})", device_type_of(st.dtype), call);
-    out += fmt::format("    const float t{} = {};{}\n", i, call, st.label.empty() ? "" : "  // " + st.label);
+    out += fmt::format("    const float t{} = {};\n", i, call);
   }
   for (std::size_t j = 0; j < b.results.size(); ++j)
     out += fmt::format("    y[{}] = {};\n", j, ref(b.results[j], b, b.steps.size()));

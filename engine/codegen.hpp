@@ -22,7 +22,6 @@ struct Step {
   std::vector<Ref> args;
   bool round = false;   ///< round the result to `dtype` (cast semantics)
   DType dtype = DType::f32;
-  std::string label;    ///< the graph node it computes, for the comment
 };
 
 /// A straight-line body in SSA form. Intermediates stay f32; outputs round on store.

@@ -204,7 +204,7 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
 codegen::Body op_body(const ops::OpDef& op, DType out, const std::vector<Operand>& operands) {
   codegen::Body b;
   b.outputs = {out};
-  codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, out, std::string(op.name)};
+  codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, out};
   for (const Operand& a : operands) {
     if (auto* v = std::get_if<TensorView>(&a)) {
       step.args.push_back({codegen::Ref::Kind::input, int(b.inputs.size())});

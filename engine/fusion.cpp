@@ -61,7 +61,7 @@ codegen::Body make_body(const Graph& g, const std::vector<int>& steps, const std
   for (int id : steps) {
     const Graph::Node& n = g.node(id);
     const ops::OpDef& op = ops::find_op(n.op);
-    codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, n.dtype, n.name};
+    codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, n.dtype};
     for (const auto& a : n.args) step.args.push_back(std::holds_alternative<int>(a) ? refs.at(std::get<int>(a)) : scalar(std::get<double>(a)));
     for (double s : ops::attr_scalars(op, n.attrs)) step.args.push_back(scalar(s));
     refs[id] = {Ref::Kind::step, int(b.steps.size())};

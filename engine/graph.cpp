@@ -9,10 +9,13 @@
 
 #include <kiln/graph.hpp>
 
+#include "cache/atomic_file.hpp"
 #include "ops/op.hpp"
 
 namespace kiln {
 namespace {
+
+constexpr std::size_t kMaxGraphBytes = std::size_t(256) << 20;
 
 // Dynamic dims take part in inference as this stand-in extent (a prime no real shape uses).
 constexpr std::int64_t kDynamic = 999999937;
@@ -34,7 +37,32 @@ std::string shape_json(const Shape& s) {
   return fmt::format("[{}]", fmt::join(parts, ", "));
 }
 
+// GraphError naming `what` ("input", "node", "output") unless `name` is a valid name.
+void check_name(const std::string& name, const char* what) {
+  std::string why;
+  if (name.empty()) why = "a name cannot be empty";
+  else if (name.size() > Graph::kMaxNameBytes)
+    why = fmt::format("{} bytes is too long a name (at most {})", name.size(), Graph::kMaxNameBytes);
+  else if (std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    why = "a name cannot hold control characters (newlines, tabs, escapes)";
+  if (!why.empty()) throw GraphError(fmt::format("{} '{}': {}", what, printable_name(name), why));
+}
+
 }  // namespace
+
+std::string printable_name(std::string_view name) {
+  std::string out;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (out.size() >= 80) return out + "...";
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\\' || c == '\'' || c == '"') out += fmt::format("\\{}", char(c));
+    else if (c < 0x20 || c >= 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += char(c);
+  }
+  return out;
+}
 
 int Graph::find(std::string_view name) const {
   for (std::size_t i = 0; i < nodes_.size(); ++i)
@@ -43,7 +71,7 @@ int Graph::find(std::string_view name) const {
 }
 
 Value Graph::input(const std::string& name, const Shape& shape, DType dtype) {
-  if (name.empty()) throw GraphError("an input needs a name");
+  check_name(name, "input");
   if (find(name) >= 0) throw GraphError(fmt::format("input '{}': the name is already used", name));
   for (auto e : shape)
     if (e < -1) throw GraphError(fmt::format("input '{}': field shape: extent {} is negative", name, e));
@@ -53,7 +81,11 @@ Value Graph::input(const std::string& name, const Shape& shape, DType dtype) {
 }
 
 Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, const Attrs& attrs, std::string name) {
-  if (name.empty()) name = fmt::format("t{}", nodes_.size());
+  if (name.empty()) {
+    name = fmt::format("t{}", nodes_.size());
+    for (int n = 1; find(name) >= 0; ++n) name = fmt::format("t{}_{}", nodes_.size(), n);
+  }
+  check_name(name, "node");
   if (find(name) >= 0) throw GraphError(fmt::format("node '{}': the name is already used", name));
   const ops::OpDef* op = nullptr;
   try {
@@ -92,8 +124,13 @@ Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, co
   return Value(this, int(nodes_.size()) - 1);
 }
 
-void Graph::output(Value v) {
-  if (v.graph() != this || v.id() < 0) throw GraphError("an output must be a value of this graph");
+void Graph::output(Value v, const std::string& name) {
+  if (v.graph() != this || v.id() < 0 || v.id() >= int(nodes_.size())) throw GraphError("an output must be a value of this graph");
+  if (!name.empty() && name != node(v.id()).name) {
+    check_name(name, "output");
+    if (find(name) >= 0) throw GraphError(fmt::format("output '{}': the name is already used", name));
+    if (node(v.id()).op != "input") nodes_[std::size_t(v.id())].name = name;
+  }
   if (node(v.id()).op == "input")
     throw GraphError(fmt::format("output '{}' is an input of the graph: outputs are computed values "
                                  "(to pass a copy through, output cast('{}') instead)",
@@ -115,7 +152,7 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
   if (!j.is_object()) throw GraphError(fmt::format("{}: the top level must be an object with inputs, nodes, outputs", origin));
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it.key() != "inputs" && it.key() != "nodes" && it.key() != "outputs")
-      throw GraphError(fmt::format("{}: unknown top-level field '{}'", origin, it.key()));
+      throw GraphError(fmt::format("{}: unknown top-level field '{}'", origin, printable_name(it.key())));
   Graph g;
   const auto& inputs = field(j, "inputs", "graph");
   if (!inputs.is_array()) throw GraphError(fmt::format("{}: field inputs must be an array", origin));
@@ -125,6 +162,11 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
     const auto& nm = field(in, "name", where);
     if (!nm.is_string()) throw GraphError(fmt::format("{}: {}: field name must be a string", origin, where));
     const std::string name = nm.get<std::string>();
+    try {
+      check_name(name, "input");
+    } catch (const GraphError& e) {
+      throw GraphError(fmt::format("{}: {}: {}", origin, where, e.what()));
+    }
     const auto& sh = field(in, "shape", "input '" + name + "'");
     if (!sh.is_array()) throw GraphError(fmt::format("{}: input '{}': field shape must be an array", origin, name));
     Shape shape;
@@ -147,7 +189,13 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
     const auto& nd = nodes[i];
     const auto& nm = field(nd, "name", fmt::format("node {}", i));
     if (!nm.is_string()) throw GraphError(fmt::format("{}: node {}: field name must be a string", origin, i));
-    const std::string name = nm.get<std::string>(), where = "node '" + name + "'";
+    const std::string name = nm.get<std::string>();
+    try {
+      check_name(name, "node");
+    } catch (const GraphError& e) {
+      throw GraphError(fmt::format("{}: node {}: {}", origin, i, e.what()));
+    }
+    const std::string where = "node '" + name + "'";
     const auto& op = field(nd, "op", where);
     if (!op.is_string()) throw GraphError(fmt::format("{}: {}: field op must be a string", origin, where));
     const auto& args = field(nd, "args", where);
@@ -160,7 +208,7 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
         const int id = g.find(args[a].get<std::string>());
         if (id < 0)
           throw GraphError(fmt::format("{}: {}: field args[{}]: '{}' is not an input or an earlier node (a typo, a "
-                                       "forward reference or a cycle)", origin, where, a, args[a].get<std::string>()));
+                                       "forward reference or a cycle)", origin, where, a, printable_name(args[a].get<std::string>())));
         gargs.emplace_back(Value(&g, id));
       } else {
         throw GraphError(fmt::format("{}: {}: field args[{}] must be a name or a number", origin, where, a));
@@ -183,7 +231,8 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
           } catch (const Error& e) {
             throw GraphError(fmt::format("{}: {}: field attrs.dtype: {}", origin, where, e.what()));
           }
-        } else throw GraphError(fmt::format("{}: {}: field attrs.{}: unknown or mistyped attribute for op '{}'", origin, where, k, op.get<std::string>()));
+        } else throw GraphError(fmt::format("{}: {}: field attrs.{}: unknown or mistyped attribute for op '{}'", origin, where,
+                                                printable_name(k), printable_name(op.get<std::string>())));
       }
     }
     try {
@@ -196,7 +245,9 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
   if (!outs.is_array() || outs.empty()) throw GraphError(fmt::format("{}: field outputs must be a non-empty array", origin));
   for (const auto& o : outs) {
     const int id = o.is_string() ? g.find(o.get<std::string>()) : -1;
-    if (id < 0) throw GraphError(fmt::format("{}: field outputs: {} is not an input or a node", origin, o.dump()));
+    if (id < 0)
+      throw GraphError(fmt::format("{}: field outputs: {} is not an input or a node", origin,
+                                   printable_name(o.dump(-1, ' ', true))));
     try {
       g.output(Value(&g, id));
     } catch (const GraphError& e) {
@@ -207,9 +258,9 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
 }
 
 Graph Graph::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw GraphError(fmt::format("cannot read graph file {}", path));
-  return parse(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), path);
+  std::string text, why;
+  if (!cache::read_file(path, text, why, kMaxGraphBytes)) throw GraphError(fmt::format("cannot read graph file {}: {}", path, why));
+  return parse(text, path);
 }
 
 std::string Graph::to_json() const {

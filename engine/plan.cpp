@@ -47,6 +47,11 @@ Plan::Plan(const Graph& graph, bool fuse_ops) : impl_(std::make_unique<detail::P
   if (graph.outputs().empty()) throw GraphError("the graph has no outputs");
 }
 Plan::~Plan() = default;
+
+void Plan::check(const std::map<std::string, TensorView>& inputs) const {
+  Graph scratch;
+  impl_->bind(inputs, scratch);
+}
 Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 

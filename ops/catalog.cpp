@@ -5,6 +5,7 @@
 #include <limits>
 
 #include <kiln/error.hpp>
+#include <kiln/graph.hpp>
 
 #include "ops/op.hpp"
 
@@ -47,7 +48,7 @@ const OpDef& find_op(std::string_view name) {
     if (op.name == name) return op;
   std::vector<std::string_view> names;
   for (const OpDef& op : all_ops()) names.push_back(op.name);
-  throw ArgumentError(fmt::format("unknown op '{}'; known ops: {}", name, fmt::join(names, " ")));
+  throw ArgumentError(fmt::format("unknown op '{}'; known ops: {}", printable_name(name), fmt::join(names, " ")));
 }
 
 namespace {

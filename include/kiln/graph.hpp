@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Op graphs: build one in C++ (operators on kiln::Value) or load the JSON format of
-/// DESIGN.md; kiln::compile_plan() fuses it into kernels.
+/// docs/graph-format.md; a kiln::Plan fuses it into kernels.
 
 #include <map>
 #include <memory>
@@ -49,7 +49,13 @@ class Graph {
   /// Adds op `op` on `args`; infers its shape and dtype (ShapeError/DtypeError naming the
   /// node). An empty name gets "t<N>".
   Value add(std::string_view op, const std::vector<GraphArg>& args, const Attrs& attrs = {}, std::string name = "");
-  void output(Value v);
+  /// Marks `v` as an output; a non-empty `name` renames its node (the name outputs go by in
+  /// Plan::run and `kiln run`). GraphError if the name is taken or invalid.
+  void output(Value v, const std::string& name = "");
+
+  /// Names are 1 to kMaxNameBytes bytes with no control characters; they label nodes in
+  /// messages, tables and maps of inputs and outputs, and never reach kernel source or keys.
+  static constexpr std::size_t kMaxNameBytes = 256;
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<int>& outputs() const { return outputs_; }
@@ -67,6 +73,10 @@ class Graph {
   std::vector<int> outputs_;
 };
 
+/// `name` as messages and tables print it: quotes, backslashes, control and non-ASCII bytes
+/// escaped (`\n`, `\x1b`), cut at 80 bytes with "...".
+std::string printable_name(std::string_view name);
+
 // Operators and op functions on graph values.
 Value operator+(Value a, GraphArg b);
 Value operator-(Value a, GraphArg b);
@@ -81,11 +91,33 @@ Value operator-(Value a);
 Value apply(std::string_view op, const std::vector<GraphArg>& args, const Attrs& attrs = {});
 #define KILN_GRAPH_UNARY(op) \
   inline Value op(Value x) { return apply(#op, {x}); }
+#define KILN_GRAPH_BINARY(op) \
+  inline Value op(GraphArg a, GraphArg b) { return apply(#op, {a, b}); }
 KILN_GRAPH_UNARY(exp) KILN_GRAPH_UNARY(log) KILN_GRAPH_UNARY(sqrt) KILN_GRAPH_UNARY(rsqrt)
+KILN_GRAPH_UNARY(sin) KILN_GRAPH_UNARY(cos) KILN_GRAPH_UNARY(gelu_tanh)
 KILN_GRAPH_UNARY(tanh) KILN_GRAPH_UNARY(sigmoid) KILN_GRAPH_UNARY(relu) KILN_GRAPH_UNARY(gelu)
 KILN_GRAPH_UNARY(silu) KILN_GRAPH_UNARY(softplus) KILN_GRAPH_UNARY(abs) KILN_GRAPH_UNARY(neg)
 KILN_GRAPH_UNARY(softmax) KILN_GRAPH_UNARY(log_softmax)
+KILN_GRAPH_BINARY(pow) KILN_GRAPH_BINARY(maximum) KILN_GRAPH_BINARY(minimum)
+KILN_GRAPH_BINARY(eq) KILN_GRAPH_BINARY(ne) KILN_GRAPH_BINARY(lt) KILN_GRAPH_BINARY(le) KILN_GRAPH_BINARY(gt)
+KILN_GRAPH_BINARY(ge)
 #undef KILN_GRAPH_UNARY
+#undef KILN_GRAPH_BINARY
+/// cond ? a : b, elementwise (cond a bool mask, or true where nonzero).
+inline Value where(GraphArg cond, GraphArg a, GraphArg b) { return apply("where", {cond, a, b}); }
+/// x limited to [min, max]; either bound may be left out.
+inline Value clamp(Value x, std::optional<double> min, std::optional<double> max) {
+  Attrs a;
+  a.min = min;
+  a.max = max;
+  return apply("clamp", {x}, a);
+}
+/// x converted to `to` (rounded as a store to that dtype rounds).
+inline Value cast(Value x, DType to) {
+  Attrs a;
+  a.dtype = to;
+  return apply("cast", {x}, a);
+}
 /// Reductions "sum", "mean", "max", "min" over `axis` (default: the last).
 inline Value reduce(std::string_view op, Value x, bool keepdim = false, std::int64_t axis = -1) {
   Attrs a;
@@ -133,6 +165,10 @@ class Plan {
   /// The kernels, specialized for contiguous, 256-byte-aligned tensors of the graph's shapes,
   /// for `arch` (sm_90 and later split a long row between blocks).
   std::vector<PlanKernel> kernels(const std::string& arch = "sm_90a") const;
+  /// Checks `inputs` against the graph with no GPU: every input given, dtypes, shapes, dynamic
+  /// dims that agree (GraphError, DtypeError or ShapeError naming the input). Views may have no
+  /// memory (data 0).
+  void check(const std::map<std::string, TensorView>& inputs) const;
   /// Specializes and compiles every kernel (works on an offline engine).
   std::vector<KernelRecord> compile(Engine& engine) const;
   /// Runs the plan. `inputs` and `outputs` map graph names to views; outputs missing from

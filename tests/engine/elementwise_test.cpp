@@ -143,9 +143,9 @@ TEST_CASE("codegen renders a fused body; several outputs share one kernel") {
   b.inputs = {DType::f32, DType::f32, DType::bf16};
   b.outputs = {DType::bf16, DType::f32};
   b.scalars = 1;
-  b.steps = {{"kiln::op::Mul", {{Ref::Kind::input, 0}, {Ref::Kind::input, 1}}, false, DType::f32, "t"},
-             {"kiln::op::Add", {{Ref::Kind::step, 0}, {Ref::Kind::input, 2}}, true, DType::bf16, "u"},
-             {"kiln::op::Silu", {{Ref::Kind::step, 1}}, false, DType::f32, "y"}};
+  b.steps = {{"kiln::op::Mul", {{Ref::Kind::input, 0}, {Ref::Kind::input, 1}}, false, DType::f32},
+             {"kiln::op::Add", {{Ref::Kind::step, 0}, {Ref::Kind::input, 2}}, true, DType::bf16},
+             {"kiln::op::Silu", {{Ref::Kind::step, 1}}, false, DType::f32}};
   b.results = {{Ref::Kind::step, 2}, {Ref::Kind::step, 0}};
   const std::string src = kiln::codegen::render_body(b);
   CHECK(src.find("using Inputs = kiln::Types<float, float, __nv_bfloat16>;") != std::string::npos);

@@ -1,6 +1,7 @@
 // Graphs on the CPU: building, inference errors, JSON, fusion grouping, NVRTC compile of fused patterns.
 #include <kiln/graph.hpp>
 
+#include "engine/fusion.hpp"
 #include "tests/support.hpp"
 
 using kiln::DType;
@@ -42,6 +43,27 @@ TEST_CASE("graph: operators build nodes with inferred shapes and dtypes") {
                        kiln::ShapeError);
 }
 
+TEST_CASE("graph: Value helpers cover the elementwise catalog") {
+  Graph g;
+  auto x = g.input("x", {4, 8}, DType::bf16);
+  auto y = g.input("y", {8}, DType::f32);
+  const std::vector<std::pair<kiln::Value, std::string>> built = {
+      {kiln::sin(x), "sin"},          {kiln::cos(x), "cos"},          {kiln::gelu_tanh(x), "gelu_tanh"},
+      {kiln::pow(x, 2.0), "pow"},     {kiln::maximum(x, y), "maximum"}, {kiln::minimum(x, y), "minimum"},
+      {kiln::eq(x, y), "eq"},         {kiln::ne(x, y), "ne"},         {kiln::lt(x, 0.5), "lt"},
+      {kiln::le(x, y), "le"},         {kiln::gt(x, y), "gt"},         {kiln::ge(x, y), "ge"},
+      {kiln::where(kiln::gt(x, y), x, y), "where"}, {kiln::clamp(x, -1.0, std::nullopt), "clamp"},
+      {kiln::cast(y, DType::f16), "cast"}};
+  for (const auto& [v, op] : built) {
+    CAPTURE(op);
+    CHECK(g.node(v.id()).op == op);
+  }
+  CHECK(g.node(built[6].first.id()).dtype == DType::boolean);
+  CHECK(g.node(built[12].first.id()).shape == kiln::Shape{4, 8});
+  CHECK(g.node(built[14].first.id()).dtype == DType::f16);
+  CHECK(g.node(built[13].first.id()).attrs.min == -1.0);
+}
+
 TEST_CASE("graph: JSON round trip") {
   const Graph g = chain_graph(6);
   const Graph back = Graph::parse(g.to_json());
@@ -78,6 +100,53 @@ TEST_CASE("graph: malformed files are GraphErrors naming the node and field") {
             .find("unknown top-level field 'extra'") != std::string::npos);
   CHECK(bad("[]").find("top level") != std::string::npos);
   CHECK_THROWS_AS(Graph::load("/nonexistent/g.json"), kiln::GraphError);
+}
+
+TEST_CASE("graph: names are checked, printed escaped, and never reach a kernel's source or key") {
+  Graph g;
+  auto x = g.input("x", {64}, DType::f32);
+  for (const std::string& name : {std::string("y\n#error boom"), std::string(""), std::string(300, 'n'), std::string("a\x1b[31m")}) {
+    CAPTURE(kiln::printable_name(name));
+    try {
+      g.add("neg", {x}, {}, name.empty() ? std::string(1, '\t') : name);
+      FAIL("accepted");
+    } catch (const kiln::GraphError& e) {
+      const std::string what = e.what();
+      CHECK(what.rfind("node '", 0) == 0);
+      CHECK(what.find('\n') == std::string::npos);
+      CHECK(what.find('\x1b') == std::string::npos);
+    }
+    CHECK_THROWS_AS(g.input(name, {4}, DType::f32), kiln::GraphError);
+  }
+  CHECK(kiln::printable_name("y\n#e\x01'") == "y\\n#e\\x01\\'");
+  CHECK(kiln::printable_name(std::string(100, 'a')) == std::string(80, 'a') + "...");
+
+  // The same computation under other names, outputs named by the builder or not, and automatic
+  // names shifted by an unrelated node built first: one kernel source, one cache key.
+  auto specs_of = [](bool decoy, const std::string& out_name, const std::string& mid_name) {
+    Graph h;
+    if (decoy) h.output(kiln::exp(h.input("unrelated", {3}, DType::f16)));
+    auto a = h.input(decoy ? "a2" : "a", {128}, DType::bf16);
+    auto b = h.input("b", {128}, DType::bf16);
+    h.output(kiln::silu(h.add("mul", {a, b}, {}, mid_name)), out_name);
+    return kiln::plan_specs(h);
+  };
+  const auto base = specs_of(false, "y", "");
+  for (const auto& other : {specs_of(false, "out", ""), specs_of(true, "", "t"), specs_of(true, "z", "renamed")}) {
+    const auto& k = other.back();
+    CHECK(k.source == base.back().source);
+    CHECK(k.expression == base.back().expression);
+    CHECK(k.name == base.back().name);
+  }
+  // Outputs take the builder's name; a taken or bad one is refused.
+  Graph n;
+  auto in = n.input("in", {4}, DType::f32);
+  auto v = kiln::exp(in);
+  n.output(v, "y");
+  CHECK(n.node(v.id()).name == "y");
+  CHECK(n.find("y") == v.id());
+  CHECK_THROWS_AS(n.output(kiln::neg(in), "in"), kiln::GraphError);
+  CHECK_THROWS_AS(n.output(kiln::neg(in), "bad\nname"), kiln::GraphError);
 }
 
 TEST_CASE("fusion: a chain of elementwise ops is one kernel; unfused it is one per op") {
