@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include <kiln/error.hpp>
@@ -29,6 +30,30 @@ void write_file_atomically(const std::string& path, std::string_view bytes, mode
     ::unlink(tmp.c_str());
     throw CacheError(fmt::format("cannot write {} {}: {}", what, path, std::strerror(why)));
   }
+}
+
+bool read_file(const std::string& path, std::string& out, std::string& why, std::size_t max_bytes) {
+  out.clear();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) why = std::strerror(errno);
+  else if (S_ISDIR(st.st_mode)) why = "it is a directory";
+  else if (!S_ISREG(st.st_mode)) why = "it is not a regular file";
+  else if (std::uint64_t(st.st_size) > max_bytes) why = fmt::format("it is larger than {} bytes", max_bytes);
+  for (char buf[1 << 16]; why.empty();) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) why = std::strerror(errno);
+    if (n <= 0) break;
+    out.append(buf, std::size_t(n));
+    if (out.size() > max_bytes) why = fmt::format("it is larger than {} bytes", max_bytes);
+  }
+  ::close(fd);
+  return why.empty();
 }
 
 void make_dirs(const std::string& dir) {

@@ -77,9 +77,8 @@ void write_bundle(const std::string& path, const std::vector<BundleItem>& items)
 }
 
 Bundle Bundle::open(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CacheError(fmt::format("cannot read bundle {}: {}", path, std::strerror(errno)));
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes, why;
+  if (!read_file(path, bytes, why, std::size_t(1) << 40)) throw CacheError(fmt::format("cannot read bundle {}: {}", path, why));
   auto refuse = [&](const std::string& why) {
     return CacheError(fmt::format("refusing bundle {}: {}; rebuild it with `kiln cache pack`", path, why));
   };

@@ -7,10 +7,12 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include <kiln/error.hpp>
+
+#include "cache/atomic_file.hpp"
 
 namespace kiln::cache {
 
@@ -21,8 +23,9 @@ std::string manifest_line(const KernelSpec& spec) {
 }
 
 std::vector<KernelSpec> read_manifest(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ArgumentError(fmt::format("cannot read manifest {}: {}", path, std::strerror(errno)));
+  std::string text, why;
+  if (!read_file(path, text, why)) throw ArgumentError(fmt::format("cannot read manifest {}: {}", path, why));
+  std::istringstream in(text);
   std::vector<KernelSpec> specs;
   std::set<std::string> seen;
   std::string line;

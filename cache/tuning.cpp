@@ -67,12 +67,12 @@ TuningDb TuningDb::parse(const std::string& text, const std::string& origin) {
 
 TuningDb TuningDb::load(const std::string& cache_dir, const std::string& gpu) {
   const std::string file = path(cache_dir, gpu);
-  std::ifstream in(file);
-  if (!in) {
+  std::string text, why;
+  if (!read_file(file, text, why)) {
     if (errno == ENOENT) return TuningDb(gpu);
-    throw CacheError(fmt::format("cannot read tuning records {}: {}", file, std::strerror(errno)));
+    throw CacheError(fmt::format("cannot read tuning records {}: {}", file, why));
   }
-  TuningDb db = parse(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), file);
+  TuningDb db = parse(text, file);
   if (db.gpu() != gpu)
     throw CacheError(fmt::format("{} holds records of '{}', not '{}'; remove it", file, db.gpu(), gpu));
   return db;
@@ -84,8 +84,10 @@ std::vector<TuningDb> TuningDb::load_all(const std::string& cache_dir) {
   for (const auto& f : std::filesystem::directory_iterator(cache_dir + "/tuning", ec)) {
     if (f.path().extension() != ".json") continue;
     try {
-      std::ifstream in(f.path());
-      out.push_back(parse(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), f.path().string()));
+      std::string text, why;
+      if (!read_file(f.path().string(), text, why))
+        throw CacheError(fmt::format("cannot read tuning records {}: {}", f.path().string(), why));
+      out.push_back(parse(text, f.path().string()));
     } catch (const Error& e) {
       spdlog::warn("kiln: {}", e.what());
     }

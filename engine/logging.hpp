@@ -2,7 +2,8 @@
 
 namespace kiln {
 
-/// Sets spdlog's level from $KILN_LOG_LEVEL (trace, debug, info, warn, error, off), else warn.
+/// Sets spdlog's level from $KILN_LOG_LEVEL (trace, debug, info, warn, error, off; any case),
+/// else warn; an unknown value logs at warn and says so once.
 /// Idempotent; every entry point (Engine, CLI) calls it.
 void configure_logging();
 

@@ -78,14 +78,19 @@ std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, doubl
 }
 
 CliRun kiln_cli(const std::string& args, const std::string& env) {
-  const std::string cmd = env + " " + std::string(KILN_CLI_PATH) + " " + args + " 2>&1";
+  TempDir tmp;
+  const std::string err_path = tmp / "stderr";
+  const std::string cmd = env + " " + std::string(KILN_CLI_PATH) + " " + args + " 2>" + err_path;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) throw std::runtime_error("popen failed");
-  std::string out;
+  CliRun r;
   char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
   const int raw = ::pclose(p);
-  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, out};
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : WIFSIGNALED(raw) ? 128 + WTERMSIG(raw) : -1;
+  r.err = read_file(err_path);
+  r.output = r.out + r.err;
+  return r;
 }
 
 std::vector<unsigned char> bytes_of(const Tensor& t) {

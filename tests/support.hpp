@@ -50,10 +50,12 @@ std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, doubl
 /// A tensor's bytes, copied to the host.
 std::vector<unsigned char> bytes_of(const Tensor& t);
 
-/// The kiln CLI run with `args` (stdout and stderr together) and its exit status.
+/// The kiln CLI run with `args`: its exit status, stdout, stderr, and both (stdout first).
 struct CliRun {
   int status;
   std::string output;
+  std::string out;
+  std::string err;
 };
 CliRun kiln_cli(const std::string& args, const std::string& env = "");
 

@@ -21,16 +21,16 @@ struct BenchArgs {
 
 double gbps(std::int64_t bytes, double us) { return us > 0 ? double(bytes) / us * 1e-3 : 0; }
 
-int bench(const BenchArgs& a) {
+int bench(const BenchArgs& a, const Globals& globals) {
   if (a.reps < 1) throw ArgumentError(fmt::format("--reps {}: at least 1", a.reps));
   const Graph g = Graph::load(a.graph);
-  const bool fuse = !a.no_fuse;
+  const bool fuse = fuse_ops(a.no_fuse);
   const Plan check(g, fuse);  // a graph that cannot be planned says so before the GPU is looked for
   if (std::string why; !gpu_available(&why))
     throw CudaError(-1, "kiln bench", "no GPU",
                     fmt::format("bench: no GPU here ({}) to time the {} kernels of {}; `kiln plan --compile` works without one",
                                 why, check.kernels().size(), a.graph));
-  Engine e;
+  Engine e(globals.engine_options());
   autotune::TuneOptions o;
   o.reps = a.reps;
   const std::vector<autotune::KernelTiming> kernels = autotune::time_kernels(e, g, fuse, o);
@@ -79,14 +79,14 @@ int bench(const BenchArgs& a) {
 
 }  // namespace
 
-void add_bench(CLI::App& app, Command& run_cmd) {
+void add_bench(CLI::App& app, Command& run_cmd, const Globals& g) {
   auto args = std::make_shared<BenchArgs>();
   auto* b = app.add_subcommand("bench", "Time a graph on the GPU: each kernel alone (bytes, GB/s), then the whole plan");
   b->add_option("graph", args->graph, "Graph file (JSON), exact shapes")->required();
   b->add_option("--reps", args->reps, "Timed runs per measurement (the median counts)")->capture_default_str();
   b->add_flag("--no-fuse", args->no_fuse, "One kernel per op (as KILN_DISABLE_FUSION=1)");
   b->add_flag("--json", args->json, "Print one JSON object for scripts");
-  b->callback([args, &run_cmd] { run_cmd = [args] { return bench(*args); }; });
+  b->callback([args, &run_cmd, &g] { run_cmd = [args, &g] { return bench(*args, g); }; });
 }
 
 }  // namespace kiln::tools

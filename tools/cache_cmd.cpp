@@ -10,13 +10,13 @@
 #include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
 #include "cache/manifest.hpp"
+#include "cache/stats.hpp"
 #include "tools/commands.hpp"
 
 namespace kiln::tools {
 namespace {
 
 struct CacheArgs {
-  std::string dir;
   std::string max_bytes;
   std::string out;
   std::string archs;
@@ -50,16 +50,24 @@ int stats(const cache::DiskCache& c) {
   std::map<std::string, std::pair<int, std::uint64_t>> by_arch;
   int bad = 0;
   std::uint64_t total = 0;
-  for (auto& e : c.list()) {
+  const auto entries = c.list();
+  for (auto& e : entries) {
     total += e.bytes;
     if (!e.kernel) ++bad;
     auto& a = by_arch[e.kernel ? e.kernel->arch : "(bad)"];
     ++a.first;
     a.second += e.bytes;
   }
-  fmt::print("cache {}: {} bytes of {} cap\n", c.dir(), total, cache::default_max_bytes());
-  for (auto& [arch, v] : by_arch) fmt::print("  {:<8} {:>6} entries {:>12} bytes\n", arch, v.first, v.second);
-  fmt::print("  bad entries: {}\n", bad);
+  fmt::print("cache {}: {} in {} entries (cap: {})\n", c.dir(), cache::human_bytes(total), entries.size(),
+             cache::describe_cap(cache::default_max_bytes()));
+  for (auto& [arch, v] : by_arch) fmt::print("  {:<8} {:>6} entries {:>12}\n", arch, v.first, cache::human_bytes(v.second));
+  fmt::print("  bad entries now: {}\n", bad);
+  const cache::DirStats s = cache::read_stats(c.dir());
+  const std::uint64_t hits = s.disk_hits + s.bundle_hits, lookups = hits + s.misses;
+  fmt::print("  kept across processes: {} hits ({} disk, {} bundle), {} misses ({:.1f} % hits), {} compiles, "
+             "{} bad entries removed\n",
+             hits, s.disk_hits, s.bundle_hits, s.misses, lookups ? 100.0 * double(hits) / double(lookups) : 0.0, s.compiles,
+             s.bad_entries);
   return 0;
 }
 
@@ -92,6 +100,10 @@ int pack(const cache::DiskCache* c, const CacheArgs& a) {
     for (auto& e : c->list())
       if (e.kernel && wanted(e.kernel->arch)) items.push_back({*cache::CacheKey::parse(e.key), *e.kernel});
   }
+  if (items.empty())
+    throw ArgumentError(fmt::format("nothing to pack: no verified entries{} in {}; precompile first (kiln precompile)",
+                                    archs.empty() ? "" : fmt::format(" for {}", fmt::join(archs, ", ")),
+                                    a.merge.empty() ? c->dir() : fmt::format("{}", fmt::join(a.merge, ", "))));
   cache::write_bundle(a.out, items);
   fmt::print("wrote {} with {} kernels\n", a.out, cache::Bundle::open(a.out).items().size());
   return 0;
@@ -99,16 +111,15 @@ int pack(const cache::DiskCache* c, const CacheArgs& a) {
 
 }  // namespace
 
-void add_cache(CLI::App& app, Command& run) {
+void add_cache(CLI::App& app, Command& run, const Globals& g) {
   auto args = std::make_shared<CacheArgs>();
   auto* cmd = app.add_subcommand("cache", "Inspect and manage the kernel cache");
-  cmd->add_option("--dir", args->dir, "Cache directory (default: $KILN_CACHE_DIR, else ~/.cache/kiln)");
   cmd->require_subcommand(1);
   auto* ls_cmd = cmd->add_subcommand("ls", "List entries: kernel, arch, size, last use, status");
   auto* stats_cmd = cmd->add_subcommand("stats", "Entries and bytes per arch, bad entries, the size cap");
   auto* verify_cmd = cmd->add_subcommand("verify", "Check every entry; remove bad ones (exit 1 if any)");
   auto* gc_cmd = cmd->add_subcommand("gc", "Apply the size cap now (least recently used go first)");
-  gc_cmd->add_option("--max-bytes", args->max_bytes, "Cap in bytes (default: $KILN_CACHE_MAX_BYTES, else 2 GiB)");
+  gc_cmd->add_option("--max-bytes", args->max_bytes, "Cap: bytes, or with K/M/G/T; 0 = no cap (default: $KILN_CACHE_MAX_BYTES, else 2G)");
   auto* clear_cmd = cmd->add_subcommand("clear", "Remove every entry");
   auto* pack_cmd = cmd->add_subcommand("pack", "Write entries into one read-only bundle file");
   pack_cmd->add_option("out", args->out, "Bundle to write (or -o)");
@@ -119,9 +130,9 @@ void add_cache(CLI::App& app, Command& run) {
   explain_cmd->add_option("manifest", args->manifest, "Manifest (KILN_RECORD output) or graph file (*.json)")->required();
   explain_cmd->add_option("--arch", args->arch, "Arch to look up (default: this machine's GPU)");
 
-  cmd->callback([=, &run] {
-    run = [=]() -> int {
-      const std::string dir = args->dir.empty() ? cache::default_cache_dir() : args->dir;
+  cmd->callback([=, &run, &g] {
+    run = [=, &g]() -> int {
+      const std::string dir = g.dir();
       if (*pack_cmd && args->out.empty()) throw ArgumentError("pack needs an output file (kiln cache pack OUT.kbundle)");
       if (*pack_cmd && !args->merge.empty()) return pack(nullptr, *args);
       const cache::DiskCache c(dir);
@@ -131,13 +142,11 @@ void add_cache(CLI::App& app, Command& run) {
       if (*pack_cmd) return pack(&c, *args);
       if (*explain_cmd) return cache_explain(c, args->manifest, args->arch);
       if (*gc_cmd) {
-        std::uint64_t cap = cache::default_max_bytes();
-        if (!args->max_bytes.empty()) {
-          ::setenv("KILN_CACHE_MAX_BYTES", args->max_bytes.c_str(), 1);
-          cap = cache::default_max_bytes();
-        }
+        const std::uint64_t cap =
+            args->max_bytes.empty() ? cache::default_max_bytes() : cache::parse_size(args->max_bytes, "--max-bytes");
         const auto r = c.gc(cap);
-        fmt::print("removed {} files ({} bytes); {} bytes remain (cap {})\n", r.removed, r.removed_bytes, r.kept_bytes, cap);
+        fmt::print("removed {} files ({}); {} remain (cap: {})\n", r.removed, cache::human_bytes(r.removed_bytes),
+                   cache::human_bytes(r.kept_bytes), cache::describe_cap(cap));
         return 0;
       }
       if (*clear_cmd) fmt::print("removed {} files from {}\n", c.clear(), c.dir());

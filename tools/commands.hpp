@@ -8,18 +8,29 @@
 #include <string>
 #include <vector>
 
+#include <kiln/engine.hpp>
+
 #include "cache/disk_cache.hpp"
 
 namespace kiln::tools {
 
 using Command = std::function<int()>;
 
-void add_info(CLI::App& app, Command& run);
-void add_cache(CLI::App& app, Command& run);
-void add_precompile(CLI::App& app, Command& run);
-void add_graph_commands(CLI::App& app, Command& run);
-void add_tune(CLI::App& app, Command& run);
-void add_bench(CLI::App& app, Command& run);
+/// What every command shares: the global options, given before or after the subcommand.
+struct Globals {
+  std::string cache_dir;  ///< --cache-dir; empty: $KILN_CACHE_DIR, else the XDG/home default
+  /// The cache directory in use.
+  std::string dir() const;
+  /// Options of an engine on that directory.
+  EngineOptions engine_options() const;
+};
+
+void add_info(CLI::App& app, Command& run, const Globals& g);
+void add_cache(CLI::App& app, Command& run, const Globals& g);
+void add_precompile(CLI::App& app, Command& run, const Globals& g);
+void add_graph_commands(CLI::App& app, Command& run, const Globals& g);
+void add_tune(CLI::App& app, Command& run, const Globals& g);
+void add_bench(CLI::App& app, Command& run, const Globals& g);
 
 /// `kiln cache explain`: for each kernel of a manifest or graph, a hit or why it missed (and a
 /// graph's tuning records); exit 1 if any missed. `arch` empty: this machine's GPU's.
@@ -27,5 +38,12 @@ int cache_explain(const cache::DiskCache& c, const std::string& path, std::strin
 
 /// "sm_80,sm_90a" -> {"sm_80", "sm_90a"}.
 std::vector<std::string> split_list(const std::string& s, char sep = ',');
+
+/// The archs of option `option` ("--arch"): at least one, each one NVRTC can target
+/// (ArgumentError naming the option otherwise).
+std::vector<std::string> arch_list(const std::string& s, const char* option = "--arch");
+
+/// Whether a plan fuses: not with --no-fuse, nor with KILN_DISABLE_FUSION=1.
+bool fuse_ops(bool no_fuse);
 
 }  // namespace kiln::tools

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -24,10 +26,18 @@ struct GraphArgs {
   std::string output_dir = ".";
 };
 
-int plan(const GraphArgs& a) {
+int plan(const GraphArgs& a, const Globals& globals) {
+  const std::vector<std::string> archs = arch_list(a.archs);
   const Graph g = Graph::load(a.graph);
-  const Plan p(g, !a.no_fuse);
-  const auto kernels = p.kernels(split_list(a.archs).at(0));
+  const Plan p(g, fuse_ops(a.no_fuse));
+  const auto kernels = p.kernels(archs.front());
+  std::vector<std::unique_ptr<Engine>> engines;  // made first: a bad cache or bundle fails before anything prints
+  for (const std::string& arch : a.compile ? archs : std::vector<std::string>{}) {
+    EngineOptions o = globals.engine_options();
+    o.offline = true;
+    o.arch = arch;
+    engines.push_back(std::make_unique<Engine>(o));
+  }
   if (a.json) {
     nlohmann::json out = {{"kernels", nlohmann::json::array()}};
     for (const auto& k : kernels) out["kernels"].push_back({{"name", k.name}, {"ops", k.ops}, {"grid", k.grid}, {"block", k.block}});
@@ -36,47 +46,62 @@ int plan(const GraphArgs& a) {
     bool dynamic = false;  // its grids are the launches': "?"
     for (const auto& n : g.nodes()) dynamic = dynamic || std::find(n.shape.begin(), n.shape.end(), -1) != n.shape.end();
     const auto shown = [&](unsigned v) { return dynamic && v == 0 ? std::string("?") : std::to_string(v); };
-    for (const auto& k : kernels)
-      fmt::print("{:<40} grid {:>7} block {:>4}  fuses {}\n", k.name, shown(k.grid), shown(k.block), fmt::join(k.ops, " "));
+    for (const auto& k : kernels) {
+      std::vector<std::string> ops;
+      for (const std::string& op : k.ops) ops.push_back(printable_name(op));
+      fmt::print("{:<40} grid {:>7} block {:>4}  fuses {}\n", k.name, shown(k.grid), shown(k.block), fmt::join(ops, " "));
+    }
     fmt::print("{} kernels for {} nodes\n", kernels.size(), g.nodes().size());
   }
-  if (a.compile)
-    for (const std::string& arch : split_list(a.archs)) {
-      EngineOptions o;
-      o.offline = true;
-      o.arch = arch;
-      Engine e(o);
-      for (const auto& r : p.compile(e))
-        fmt::print("compiled {} for {}: {} ({:.1f} ms, {} registers, {} bytes spilled)\n", r.name, arch, r.source, r.compile_ms,
-                   r.registers, r.spill_bytes);
-    }
+  for (const auto& e : engines)
+    for (const auto& r : p.compile(*e))
+      fmt::print("compiled {} for {}: {} ({:.1f} ms, {} registers, {} bytes spilled)\n", r.name, e->arch(), r.source, r.compile_ms,
+                 r.registers, r.spill_bytes);
   return 0;
 }
 
-int run(const GraphArgs& a) {
+// The output directory, made if missing (ArgumentError if it cannot be).
+void make_output_dir(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    throw ArgumentError(fmt::format("--output-dir {}: it is not a directory", dir));
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    throw ArgumentError(fmt::format("--output-dir {}: cannot create it: {}", dir, std::strerror(errno)));
+}
+
+int run(const GraphArgs& a, const Globals& globals) {
   const Graph g = Graph::load(a.graph);
-  const Plan p(g, !a.no_fuse);
-  // Every input file is read and checked before the GPU is touched.
+  const Plan p(g, fuse_ops(a.no_fuse));
+  // Every input file is read and checked against the graph before the GPU is touched.
   std::map<std::string, NpyArray> arrays;
   for (const std::string& spec : a.inputs) {
     const auto eq = spec.find('=');
     if (eq == std::string::npos) throw ArgumentError(fmt::format("--input '{}': expected NAME=FILE.npy", spec));
     const std::string name = spec.substr(0, eq);
     const int id = g.find(name);
-    if (id < 0 || g.node(id).op != "input") throw GraphError(fmt::format("--input {}: the graph has no input '{}'", spec, name));
+    if (id < 0 || g.node(id).op != "input")
+      throw GraphError(fmt::format("--input {}: the graph has no input '{}'", spec, printable_name(name)));
+    if (arrays.count(name)) throw ArgumentError(fmt::format("--input {}: input '{}' is given twice", spec, name));
     arrays[name] = read_npy(spec.substr(eq + 1), g.node(id).dtype);
   }
   for (const auto& n : g.nodes())
     if (n.op == "input" && !arrays.count(n.name))
       throw GraphError(fmt::format("input '{}' was not given: add --input {}=FILE.npy", n.name, n.name));
-  Engine e;
+  std::map<std::string, TensorView> shapes;
+  for (const auto& [name, arr] : arrays) shapes[name] = TensorView{0, arr.shape, {}, arr.dtype};
+  p.check(shapes);
+  for (int id : g.outputs())
+    if (const std::string& name = g.node(id).name; name.find('/') != std::string::npos || name == "." || name == "..")
+      throw GraphError(fmt::format("output '{}' cannot name a file in --output-dir (no '/', '.' or '..'): rename it in the graph",
+                                   printable_name(name)));
+  make_output_dir(a.output_dir);
+  Engine e(globals.engine_options());
   std::map<std::string, Tensor> held;
   std::map<std::string, TensorView> views;
   for (const auto& [name, arr] : arrays) {
     held[name] = e.from_host(arr.shape, arr.dtype, arr.bytes.data());
     views[name] = held[name].view();
   }
-  ::mkdir(a.output_dir.c_str(), 0755);
   for (auto& [name, t] : p.run(e, views)) {
     NpyArray out{t.shape(), t.dtype(), std::vector<unsigned char>(t.bytes())};
     t.copy_to_host(out.bytes.data());
@@ -89,7 +114,7 @@ int run(const GraphArgs& a) {
 
 }  // namespace
 
-void add_graph_commands(CLI::App& app, Command& run_cmd) {
+void add_graph_commands(CLI::App& app, Command& run_cmd, const Globals& g) {
   auto args = std::make_shared<GraphArgs>();
   auto* p = app.add_subcommand("plan", "Print the fused plan of a graph: kernels, the ops each fuses, launch shapes");
   p->add_option("graph", args->graph, "Graph file (JSON)")->required();
@@ -97,14 +122,14 @@ void add_graph_commands(CLI::App& app, Command& run_cmd) {
   p->add_flag("--compile", args->compile, "Also NVRTC-compile every kernel (no GPU needed)");
   p->add_option("--arch", args->archs, "Archs for --compile, comma-separated")->capture_default_str();
   p->add_flag("--no-fuse", args->no_fuse, "One kernel per op (as KILN_DISABLE_FUSION=1)");
-  p->callback([args, &run_cmd] { run_cmd = [args] { return plan(*args); }; });
+  p->callback([args, &run_cmd, &g] { run_cmd = [args, &g] { return plan(*args, g); }; });
 
   auto* r = app.add_subcommand("run", "Run a graph on the GPU: inputs from .npy files, outputs to DIR/<name>.npy");
   r->add_option("graph", args->graph, "Graph file (JSON)")->required();
   r->add_option("--input", args->inputs, "NAME=FILE.npy, one per graph input (bf16 as uint16 bits)");
   r->add_option("--output-dir", args->output_dir, "Where outputs are written")->capture_default_str();
   r->add_flag("--no-fuse", args->no_fuse, "One kernel per op (as KILN_DISABLE_FUSION=1)");
-  r->callback([args, &run_cmd] { run_cmd = [args] { return run(*args); }; });
+  r->callback([args, &run_cmd, &g] { run_cmd = [args, &g] { return run(*args, g); }; });
 }
 
 }  // namespace kiln::tools

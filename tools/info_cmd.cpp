@@ -7,6 +7,7 @@
 #include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
 #include "engine/compiler/compiler.hpp"
+#include "engine/fusion.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/driver.hpp"
 #include "tools/commands.hpp"
@@ -26,10 +27,33 @@ std::vector<std::string> split_list(const std::string& s, char sep) {
   return out;
 }
 
-void add_info(CLI::App& app, Command& run) {
+std::vector<std::string> arch_list(const std::string& s, const char* option) {
+  std::vector<std::string> archs = split_list(s);
+  if (archs.empty()) throw ArgumentError(fmt::format("{} '{}': name one or more archs, e.g. {} sm_80,sm_90a", option, s, option));
+  for (const std::string& arch : archs) {
+    try {
+      compiler::target_options(arch);
+    } catch (const Error& e) {
+      throw ArgumentError(fmt::format("{} {}: {}", option, arch, e.what()));
+    }
+  }
+  return archs;
+}
+
+bool fuse_ops(bool no_fuse) { return !no_fuse && fusion_enabled(); }
+
+std::string Globals::dir() const { return cache_dir.empty() ? cache::default_cache_dir() : cache_dir; }
+
+EngineOptions Globals::engine_options() const {
+  EngineOptions o;
+  if (!cache_dir.empty()) o.cache_dir = cache_dir;
+  return o;
+}
+
+void add_info(CLI::App& app, Command& run, const Globals& g) {
   auto* cmd = app.add_subcommand("info", "Show devices, NVRTC and driver versions, cache directory, bundles");
-  cmd->callback([&run] {
-    run = [] {
+  cmd->callback([&run, &g] {
+    run = [&g] {
       fmt::print("kiln {}\nNVRTC {}\n", KILN_VERSION, compiler::nvrtc_version());
       std::string why;
       if (runtime::device_available(&why)) {
@@ -47,7 +71,7 @@ void add_info(CLI::App& app, Command& run) {
         fmt::print("devices: none ({})\n", why);
       }
       try {
-        fmt::print("cache: {} (cap {} bytes)\n", cache::default_cache_dir(), cache::default_max_bytes());
+        fmt::print("cache: {} (cap: {})\n", g.dir(), cache::describe_cap(cache::default_max_bytes()));
       } catch (const Error& e) {
         fmt::print("cache: none ({})\n", e.what());
       }

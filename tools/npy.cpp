@@ -5,9 +5,12 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <regex>
 
 #include <kiln/error.hpp>
+
+#include "cache/atomic_file.hpp"
 
 namespace kiln::tools {
 namespace {
@@ -22,12 +25,36 @@ const char* descr_of(DType t) {
   return "?";
 }
 
+// The extents of a header's shape tuple ("3, 4" or "7,"): integers >= 0 that fit int64.
+template <class Bad>
+Shape parse_shape(const std::string& dims, const Bad& bad) {
+  Shape shape;
+  std::size_t at = 0;
+  while (at < dims.size()) {
+    std::size_t end = dims.find(',', at);
+    if (end == std::string::npos) end = dims.size();
+    std::string item = dims.substr(at, end - at);
+    at = end + 1;
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \tL") + 1);
+    if (item.empty() && at >= dims.size()) break;  // the trailing comma of a 1-tuple
+    std::int64_t e = 0;
+    bool ok = !item.empty();
+    for (char c : item) {
+      ok = ok && c >= '0' && c <= '9' && e <= (std::numeric_limits<std::int64_t>::max() - (c - '0')) / 10;
+      if (ok) e = e * 10 + (c - '0');
+    }
+    if (!ok) throw bad(fmt::format("shape ({}): extent '{}' is not an integer from 0 to 2^63-1", dims, item));
+    shape.push_back(e);
+  }
+  return shape;
+}
+
 }  // namespace
 
 NpyArray read_npy(const std::string& path, DType want) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ArgumentError(fmt::format("cannot read {}", path));
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string data, why;
+  if (!cache::read_file(path, data, why, std::size_t(1) << 40)) throw ArgumentError(fmt::format("cannot read {}: {}", path, why));
   auto bad = [&](const std::string& why) { return ArgumentError(fmt::format("{}: {}", path, why)); };
   if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0) throw bad("not a .npy file");
   const int major = static_cast<unsigned char>(data[6]);
@@ -55,11 +82,14 @@ NpyArray read_npy(const std::string& path, DType want) {
   if (!std::regex_search(header, m, std::regex(R"('shape':\s*\(([^)]*)\))"))) throw bad("no shape in the header");
   NpyArray a;
   a.dtype = want;
-  const std::string dims = m[1];
-  static const std::regex number(R"(\d+)");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number); it != std::sregex_iterator(); ++it)
-    a.shape.push_back(std::stoll(it->str()));
-  const std::size_t bytes = std::size_t(numel_of(a.shape)) * size_of(want);
+  a.shape = parse_shape(m[1], bad);
+  std::int64_t numel = 0;
+  try {
+    numel = numel_of(a.shape);
+  } catch (const Error& e) {
+    throw bad(e.what());
+  }
+  const std::size_t bytes = std::size_t(numel) * size_of(want);
   if (data.size() - start - header_len != bytes)
     throw bad(fmt::format("{} bytes of data for shape {} (expected {})", data.size() - start - header_len, to_string(a.shape), bytes));
   a.bytes.assign(data.begin() + std::ptrdiff_t(start + header_len), data.end());

@@ -32,7 +32,6 @@ struct TuneArgs {
   std::string export_file;
   std::string import_file;
   std::string gpu;
-  std::string dir;
 };
 
 // This machine's GPU name, or "" (with the reason, its first clause, in `why`) when it has none.
@@ -46,16 +45,14 @@ std::string local_gpu(std::string* why) {
 }
 
 int run_import(const TuneArgs& a, const std::string& dir) {
-  std::ifstream in(a.import_file);
-  if (!in) throw ArgumentError(fmt::format("--import {}: cannot read it", a.import_file));
-  const auto incoming =
-      cache::TuningDb::parse(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), a.import_file);
+  std::string text, why;
+  if (!cache::read_file(a.import_file, text, why)) throw ArgumentError(fmt::format("--import {}: cannot read it: {}", a.import_file, why));
+  const auto incoming = cache::TuningDb::parse(text, a.import_file);
   cache::TuningDb db = cache::TuningDb::load(dir, incoming.gpu());
   const int changed = db.merge(incoming);
   db.save(dir);
   fmt::print("tune: imported {} records of '{}' ({} new or faster) into {}\n", incoming.records().size(), incoming.gpu(),
              changed, cache::TuningDb::path(dir, incoming.gpu()));
-  std::string why;
   const std::string here = local_gpu(&why);
   if (here != incoming.gpu())
     fmt::print("tune: not applied on this machine ({}): records apply only on a '{}'\n",
@@ -156,7 +153,7 @@ int run_tune(const TuneArgs& a, const std::string& dir) {
 
 }  // namespace
 
-void add_tune(CLI::App& app, Command& run) {
+void add_tune(CLI::App& app, Command& run, const Globals& g) {
   auto args = std::make_shared<TuneArgs>();
   auto* cmd = app.add_subcommand("tune", "Pick the fastest template parameters per kernel on this GPU; ship records");
   cmd->add_option("graphs", args->graphs, "Graph files (*.json) whose kernels to tune");
@@ -164,9 +161,8 @@ void add_tune(CLI::App& app, Command& run) {
   cmd->add_option("--export", args->export_file, "Write the tuning records of one GPU (this one, or --gpu) to FILE");
   cmd->add_option("--import", args->import_file, "Merge tuning records from FILE (a --export file)");
   cmd->add_option("--gpu", args->gpu, "GPU name for --export (default: this machine's)");
-  cmd->add_option("--cache-dir", args->dir, "Cache directory (default: $KILN_CACHE_DIR, else ~/.cache/kiln)");
-  cmd->callback([args, &run] {
-    run = [args] { return run_tune(*args, args->dir.empty() ? cache::default_cache_dir() : args->dir); };
+  cmd->callback([args, &run, &g] {
+    run = [args, &g] { return run_tune(*args, g.dir()); };
   });
 }
 

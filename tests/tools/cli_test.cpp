@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "cache/disk_cache.hpp"
 #include "tests/support.hpp"
 
@@ -34,30 +36,30 @@ TEST_CASE("kiln --help and info work without a GPU") {
 TEST_CASE("kiln cache ls lists kernels; verify removes a corrupted entry and exits 1") {
   kiln::test::TempDir tmp;
   fill_cache(tmp.path());
-  auto ls = kiln_cli("cache --dir " + tmp.path() + " ls");
+  auto ls = kiln_cli("cache --cache-dir " + tmp.path() + " ls");
   CHECK(ls.status == 0);
   CHECK(ls.output.find("exp_f16__r1v8") != std::string::npos);
   CHECK(ls.output.find("2 entries") != std::string::npos);
-  CHECK(kiln_cli("cache --dir " + tmp.path() + " verify").status == 0);
+  CHECK(kiln_cli("cache --cache-dir " + tmp.path() + " verify").status == 0);
 
   const auto entries = kiln::cache::DiskCache(tmp.path()).list();
   REQUIRE(entries.size() == 2);
   std::string bytes = kiln::test::read_file(entries[0].path);
   bytes[bytes.size() / 2] ^= 0x01;
   kiln::test::write_file(entries[0].path, bytes);
-  auto verify = kiln_cli("cache --dir " + tmp.path() + " verify");
+  auto verify = kiln_cli("cache --cache-dir " + tmp.path() + " verify");
   CHECK(verify.status == 1);
   CHECK(verify.output.find("checksum mismatch") != std::string::npos);
   CHECK(verify.output.find("1 bad") != std::string::npos);
   CHECK(kiln::cache::DiskCache(tmp.path()).list().size() == 1);
-  CHECK(kiln_cli("cache --dir " + tmp.path() + " clear").status == 0);
+  CHECK(kiln_cli("cache --cache-dir " + tmp.path() + " clear").status == 0);
   CHECK(kiln::cache::DiskCache(tmp.path()).list().empty());
 }
 
 TEST_CASE("bad CLI input exits non-zero with a one-line reason") {
   kiln::test::TempDir tmp;
   kiln::test::write_file(tmp / "file", "x");
-  auto not_dir = kiln_cli("cache --dir " + (tmp / "file") + " ls");
+  auto not_dir = kiln_cli("cache --cache-dir " + (tmp / "file") + " ls");
   CHECK(not_dir.status == 1);
   CHECK(not_dir.output.rfind("kiln: cache path", 0) == 0);
   CHECK(std::count(not_dir.output.begin(), not_dir.output.end(), '\n') == 1);
@@ -79,11 +81,15 @@ TEST_CASE("record, precompile for two archs, pack, explain: the build-farm path 
   auto pre = kiln_cli("precompile " + (tmp / "app.manifest") + " --arch sm_80,sm_90a -j 2 --json" + cache);
   CHECK(pre.status == 0);
   CHECK(pre.output.find("precompile: [4/4]") != std::string::npos);  // plain progress lines off a terminal
-  CHECK(pre.output.find("{\"compiled\": 4, \"cached\": 0, \"failed\": 0, \"seconds\": ") != std::string::npos);
+  const auto summary = nlohmann::json::parse(pre.out);  // stdout holds the JSON alone
+  CHECK(summary.at("compiled") == 4);
+  CHECK(summary.at("cached") == 0);
+  CHECK(summary.at("failed") == 0);
   auto again = kiln_cli("precompile " + (tmp / "app.manifest") + " --arch sm_80,sm_90a --json" + cache);
-  CHECK(again.output.find("{\"compiled\": 0, \"cached\": 4, \"failed\": 0") != std::string::npos);
+  CHECK(nlohmann::json::parse(again.out).at("cached") == 4);
+  CHECK(nlohmann::json::parse(again.out).at("compiled") == 0);
 
-  const std::string dir = " --dir " + (tmp / "cache");
+  const std::string dir = " --cache-dir " + (tmp / "cache");
   CHECK(kiln_cli("cache" + dir + " stats").output.find("sm_90a        2 entries") != std::string::npos);
   auto pack = kiln_cli("cache" + dir + " pack " + (tmp / "app.kbundle") + " --arch sm_90a");
   CHECK(pack.status == 0);
@@ -93,6 +99,14 @@ TEST_CASE("record, precompile for two archs, pack, explain: the build-farm path 
   CHECK(hit.status == 0);
   CHECK(hit.output.find("silu_bf16__r1v8") != std::string::npos);
   CHECK(hit.output.find("hit (disk)") != std::string::npos);
+
+  // With the bundle, precompile finds every sm_90a kernel there: nothing compiled, nothing written.
+  auto from_bundle = kiln_cli("precompile " + (tmp / "app.manifest") + " --arch sm_90a --json --cache-dir " + (tmp / "fresh"),
+                              "KILN_BUNDLE=" + (tmp / "app.kbundle"));
+  CHECK(from_bundle.status == 0);
+  CHECK(nlohmann::json::parse(from_bundle.out).at("cached") == 2);
+  CHECK(nlohmann::json::parse(from_bundle.out).at("compiled") == 0);
+  CHECK(kiln::cache::DiskCache(tmp / "fresh").scan().empty());
 
   // Only sm_80 left on disk: explaining for sm_90a names the arch.
   kiln_cli("cache" + dir + " clear");
@@ -142,7 +156,7 @@ TEST_CASE("kiln precompile: a graph with a dynamic batch compiles the kernels ev
   const std::string cache = " --cache-dir " + (tmp / "c");
   auto pre = kiln_cli("precompile " + (tmp / "g.json") + " --arch sm_90a --json" + cache);
   CHECK(pre.status == 0);
-  CHECK(pre.output.find("\"compiled\": 1") != std::string::npos);
+  CHECK(nlohmann::json::parse(pre.out).at("compiled") == 1);
   // The static graph of batch 300 needs nothing more.
   kiln::Graph s;
   auto sx = s.input("x", {300, 4096}, kiln::DType::bf16);
@@ -150,6 +164,6 @@ TEST_CASE("kiln precompile: a graph with a dynamic batch compiles the kernels ev
   s.save(tmp / "s.json");
   auto again = kiln_cli("precompile " + (tmp / "s.json") + " --arch sm_90a --json" + cache);
   CHECK(again.status == 0);
-  CHECK(again.output.find("\"compiled\": 0") != std::string::npos);
-  CHECK(again.output.find("\"cached\": 1") != std::string::npos);
+  CHECK(nlohmann::json::parse(again.out).at("compiled") == 0);
+  CHECK(nlohmann::json::parse(again.out).at("cached") == 1);
 }
