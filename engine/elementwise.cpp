@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <kiln/error.hpp>
@@ -57,9 +58,14 @@ LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t 
   std::vector<Dim> dims;
   std::vector<bool> dim_reduced;
   bool inner_reduced = false;  // of the innermost dim kept
+  // A reduced axis of extent 1 stays a dim of its own (unless every dim is reduced): the
+  // column template's [outer, R, inner] iteration needs it between the dims around it, which
+  // would otherwise coalesce and take a vector width that straddles them.
+  const bool all_reduced = !reduced.empty() && std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
   for (std::size_t d = 0; d < shape.size(); ++d) {
     const bool row = rows && d + 1 == shape.size();
-    if (shape[d] == 1 && !row) continue;
+    const bool reduced_axis = d < reduced.size() && reduced[d] && !all_reduced;
+    if (shape[d] == 1 && !row && !reduced_axis) continue;
     Dim dim{shape[d], std::vector<std::int64_t>(K)};
     inner_reduced = d < reduced.size() && reduced[d];
     dim_reduced.push_back(inner_reduced);

@@ -83,8 +83,9 @@ struct LayoutPlan {
 };
 
 /// Plans the layout of `views` (outputs first) over `shape`. Outputs may broadcast (step by 0:
-/// one value for the whole extent) along the dims flagged in `reduced` (empty: none). With
-/// `rows`, the last dim of `shape` stays its own dim (a row) even when extent 1.
+/// one value for the whole extent) along the dims flagged in `reduced` (empty: none); a reduced
+/// dim stays its own dim even when extent 1, unless all are reduced. With `rows`, the last dim
+/// of `shape` stays its own dim (a row) even when extent 1.
 LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t outputs, const Shape& shape, bool rows,
                        std::int64_t slack, const std::vector<bool>& reduced = {});
 

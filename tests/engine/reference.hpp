@@ -52,5 +52,7 @@ PlanModel model_plan(const Graph& g, const HostInputs& inputs, bool fused);
 /// rounding that goes the other way). NaN and infinities where and only where the model has them (anything
 /// goes where a perturbation changes that). Returns the mismatches (a few per output and kind).
 std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng, bool unfused = false);
+/// The same on the inputs given (NaN and infinities included).
+std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const HostInputs& inputs, bool unfused = false);
 
 }  // namespace kiln::test

@@ -23,6 +23,7 @@
 #include "tests/fuzz/generator.hpp"
 #include "tests/fuzz/shrink.hpp"
 #include "tests/support.hpp"
+#include "tools/npy.hpp"
 
 namespace {
 
@@ -78,6 +79,21 @@ std::string check(kiln::Engine& e, const kiln::Graph& g, std::uint64_t seed, boo
   }
 }
 
+// Writes the inputs check() draws for `g` and `seed` as `<stem>-<input>.npy` (`kiln run` reads
+// them; bf16 as uint16 bits); returns what it wrote. The outputs were poisoned with NaN: a
+// NaN reported where a number belongs may be an element the kernel never wrote.
+std::string save_inputs(const kiln::Graph& g, std::uint64_t seed, const std::string& stem) {
+  std::mt19937_64 rng(seed);
+  std::string said;
+  for (const auto& [name, bytes] : kiln::test::random_inputs(g, rng)) {
+    const auto& n = g.node(g.find(name));
+    const std::string path = fmt::format("{}-{}.npy", stem, name);
+    kiln::tools::write_npy(path, {n.shape, n.dtype, bytes});
+    said += fmt::format("fuzz: seed {} input {} written to {}\n", seed, name, path);
+  }
+  return said;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,7 +146,10 @@ int main(int argc, char** argv) {
       if (why.empty()) continue;
       ++failures;
       say(fmt::format("fuzz: seed {} FAILED: {}\n{}", seed, why.substr(0, why.find('\n')), g.to_json()));
-      if (!o.regressions.empty()) std::ofstream(fmt::format("{}/seed-{}-full.json", o.regressions, seed)) << g.to_json();
+      if (!o.regressions.empty()) {
+        std::ofstream(fmt::format("{}/seed-{}-full.json", o.regressions, seed)) << g.to_json();
+        if (!o.compile_only) say(save_inputs(g, seed, fmt::format("{}/seed-{}-full", o.regressions, seed)));
+      }
       if (!o.shrink) continue;
       // A smaller graph counts only if it fails the same way (a wrong value, or a throw of the
       // same error), not merely by becoming a graph the engine rightly refuses. At most 2 min.
@@ -147,7 +166,10 @@ int main(int argc, char** argv) {
       };
       const std::string small = kiln::fuzz::shrink(g.to_json(), fails);
       say(fmt::format("fuzz: seed {} shrunk: {}\n{}", seed, last_why.substr(0, last_why.find('\n')), small));
-      if (!o.regressions.empty()) std::ofstream(fmt::format("{}/seed-{}.json", o.regressions, seed)) << small;
+      if (!o.regressions.empty()) {
+        std::ofstream(fmt::format("{}/seed-{}.json", o.regressions, seed)) << small;
+        if (!o.compile_only) say(save_inputs(kiln::Graph::parse(small), seed, fmt::format("{}/seed-{}", o.regressions, seed)));
+      }
     }
   };
   std::string fatal;
