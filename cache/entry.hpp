@@ -1,5 +1,5 @@
 #pragma once
-// The on-disk entry format (DESIGN.md, key decision 5), little-endian:
+// The on-disk entry format (docs/cache.md), little-endian:
 //   0  magic "KILNKERN"        8 bytes
 //   8  format version          u32
 //  12  metadata length M       u32

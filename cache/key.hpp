@@ -26,7 +26,7 @@ struct CacheKeyHash {
   std::size_t operator()(const CacheKey& k) const { return std::size_t(k.hi ^ (k.lo * 0x9e3779b97f4a7c15ull)); }
 };
 
-/// Everything a key covers (DESIGN.md, key decision 4).
+/// Everything a key covers (docs/cache.md).
 struct KeyInputs {
   std::string_view source;      ///< main translation unit (with any generated functors)
   std::string_view expression;  ///< template instantiation

@@ -15,7 +15,7 @@ using Tunables = std::map<std::string, int>;
 /// What to compile: a main source (which includes templates from the header table), the
 /// template instantiation to emit, and arch-free NVRTC options.
 struct KernelSpec {
-  std::string name;        ///< readable and stable: "silu__bf16__r1_v8_i32"
+  std::string name;        ///< readable and stable: "silu_bf16__r1v8", "softmax_f32__r2v4_i64"
   std::string source;      ///< main translation unit
   std::string expression;  ///< NVRTC name expression of the __global__ instantiation
   std::vector<std::string> options;

@@ -9,7 +9,7 @@
 
 namespace kiln::ops {
 
-/// How an op fuses (DESIGN.md, key decision 6): elementwise ops fuse into chains and into
+/// How an op fuses (docs/ops.md): elementwise ops fuse into chains and into
 /// the prologue of row ops; row ops (reductions, softmax, norms over the last axis) anchor a
 /// kernel of their own and materialize their result.
 enum class FusionClass { elementwise, row };

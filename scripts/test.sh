@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
-# DESIGN.md, key decision 1: libcuda is opened with dlopen, never linked.
+# libcuda is opened with dlopen, never linked: a binary linking it would not start without a GPU.
 if readelf -d build/lib/libkiln.so | grep -q 'libcuda\.so'; then
   echo "test.sh: build/lib/libkiln.so links libcuda; it must only dlopen it" >&2
   exit 1

@@ -48,7 +48,7 @@ struct CacheCounters {
 
 /// One kernel the engine prepared: where it came from and what it cost.
 struct KernelRecord {
-  std::string name;    ///< readable name, e.g. "silu__bf16__r1_v8"
+  std::string name;    ///< readable name, e.g. "silu_bf16__r1v8" (op, dtype, rank, vector width)
   std::string key;     ///< cache key (hex)
   std::string source;  ///< "compiled", "bundle", "disk" or "memory"
   double compile_ms = 0;

@@ -62,7 +62,7 @@ class Graph {
   const Node& node(int id) const { return nodes_.at(std::size_t(id)); }
   int find(std::string_view name) const;  ///< -1 if absent
 
-  /// The JSON format of DESIGN.md. Anything malformed is a GraphError naming the node and field.
+  /// The JSON format of docs/graph-format.md. Anything malformed is a GraphError naming the node and field.
   static Graph parse(std::string_view json, const std::string& origin = "graph");
   static Graph load(const std::string& path);
   std::string to_json() const;

@@ -27,7 +27,7 @@ struct Attrs {
   std::optional<double> eps;  ///< default 1e-5
 };
 
-/// Runs op `name` (see DESIGN.md's op list) and returns a new contiguous tensor.
+/// Runs op `name` (docs/ops.md) and returns a new contiguous tensor.
 Tensor call(Engine& engine, std::string_view name, const std::vector<Operand>& args,
             const Attrs& attrs = {});
 /// Runs op `name` writing into `out`, whose shape and dtype must be the result's.

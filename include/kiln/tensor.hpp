@@ -48,7 +48,8 @@ namespace detail {
 class Allocation;
 }
 
-/// Device memory owned by kiln, with the view describing it. Move-only; frees on destruction.
+/// Device memory owned by kiln, with the view describing it. Copies share the memory (counted
+/// references); the last one to go frees it.
 class Tensor {
  public:
   Tensor() = default;
