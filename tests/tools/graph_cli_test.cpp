@@ -72,9 +72,15 @@ TEST_CASE("kiln plan and run: a bad graph file is a one-line error naming the no
 TEST_CASE("kiln run without a GPU says so in one line" * doctest::skip(kiln::test::has_gpu())) {
   kiln::test::TempDir tmp;
   kiln::test::write_file(tmp / "g.json", kChain);
-  auto r = kiln_cli("run " + (tmp / "g.json") + " --input x=x.npy --input b=b.npy --output-dir " + tmp.path());
+  kiln::tools::write_npy(tmp / "x.npy", {{32, 256}, kiln::DType::bf16, std::vector<unsigned char>(32 * 256 * 2)});
+  kiln::tools::write_npy(tmp / "b.npy", {{256}, kiln::DType::bf16, std::vector<unsigned char>(256 * 2)});
+  auto r = kiln_cli("run " + (tmp / "g.json") + " --input x=" + (tmp / "x.npy") + " --input b=" + (tmp / "b.npy") +
+                    " --output-dir " + tmp.path());
   CHECK(r.status == 1);
-  CHECK(r.output.rfind("kiln: ", 0) == 0);
+  CHECK(r.output.rfind("kiln: run: no GPU here", 0) == 0);
+  CHECK(r.output.find("kiln plan --compile") != std::string::npos);  // the CLI's way, not the C++ API's
+  CHECK(r.output.find("EngineOptions") == std::string::npos);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
 }
 
 TEST_CASE(".npy files: round trip, and a wrong dtype is refused") {
