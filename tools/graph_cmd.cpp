@@ -94,12 +94,12 @@ int run(const GraphArgs& a, const Globals& globals) {
     if (const std::string& name = g.node(id).name; name.find('/') != std::string::npos || name == "." || name == "..")
       throw GraphError(fmt::format("output '{}' cannot name a file in --output-dir (no '/', '.' or '..'): rename it in the graph",
                                    printable_name(name)));
+  make_output_dir(a.output_dir);
   if (std::string why; !gpu_available(&why))
     throw CudaError(-1, "kiln run", "no GPU",
                     fmt::format("run: no GPU here ({}) to run {}; without one, `kiln plan --compile --arch sm_90a {}` or "
                                 "`kiln precompile {} --arch sm_80,sm_90a` compile its kernels",
                                 why.substr(0, why.find(':')), a.graph, a.graph, a.graph));
-  make_output_dir(a.output_dir);
   Engine e(globals.engine_options());
   std::map<std::string, Tensor> held;
   std::map<std::string, TensorView> views;
