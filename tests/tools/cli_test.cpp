@@ -150,6 +150,22 @@ TEST_CASE("kiln precompile: bad input is a one-line error") {
   CHECK(dyn.output.find("KILN_RECORD") != std::string::npos);  // what to do instead
 }
 
+TEST_CASE("kiln precompile takes several files; --cache-dir goes before or after the subcommand") {
+  kiln::test::TempDir tmp;
+  for (const char* name : {"a", "b"}) {
+    kiln::Graph g;
+    auto x = g.input("x", {64}, name[0] == 'a' ? kiln::DType::f32 : kiln::DType::f16);
+    g.output(kiln::exp(x), "y");
+    g.save(tmp / (std::string(name) + ".json"));
+  }
+  auto both = kiln_cli("--cache-dir " + (tmp / "c") + " precompile " + (tmp / "a.json") + " " + (tmp / "b.json") + " --arch sm_80 --json");
+  CHECK(both.status == 0);
+  CHECK(nlohmann::json::parse(both.out).at("compiled") == 2);
+  auto again = kiln_cli("precompile " + (tmp / "b.json") + " --json --arch sm_80 --cache-dir " + (tmp / "c"));
+  CHECK(nlohmann::json::parse(again.out).at("cached") == 1);
+  CHECK(kiln_cli("cache ls --cache-dir " + (tmp / "c")).output.find("2 entries") != std::string::npos);
+}
+
 TEST_CASE("kiln precompile: a graph with a dynamic batch compiles the kernels every batch of 2 or more runs") {
   kiln::test::TempDir tmp;
   kiln::Graph g;

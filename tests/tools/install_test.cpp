@@ -1,6 +1,8 @@
-// The installed CMake package, used as an outside project would: find_package(kiln) from a
-// project built at C++14 still compiles kiln's headers (the target asks for C++17 itself).
+// Packaging: the installed CMake package used as an outside project would (a C++14 project
+// finds kiln and compiles its headers: the target asks for C++17 itself); and the suite's list
+// of the cases it skipped.
 #include <cstdlib>
+#include <cstdio>
 #include <filesystem>
 
 #include "tests/support.hpp"
@@ -32,4 +34,22 @@ int main() {
   CHECK(configured == 0);
   CHECK(built == 0);
   CHECK(ran == 0);
+}
+
+TEST_CASE("the suite names the cases its skip decorator skipped, once, after the run") {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  FILE* p = ::popen((self + " -tc='gpu: kiln run reads*' 2>&1").c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  ::pclose(p);
+  const std::string line = "[doctest]   gpu: kiln run reads .npy inputs and writes .npy outputs\n";
+  if (kiln::test::has_gpu()) {
+    CHECK(out.find("skipped by their decorator") == std::string::npos);
+  } else {
+    CHECK(out.find("[doctest] skipped by their decorator (") != std::string::npos);
+    CHECK(out.find(line) != std::string::npos);
+    CHECK(out.find(line) == out.rfind(line));  // once
+  }
 }
