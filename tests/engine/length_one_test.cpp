@@ -74,8 +74,8 @@ TEST_CASE("length-1 axes: a sample of the row-op sweep plans and NVRTC-compiles 
 }
 
 TEST_CASE("length-1 axes: a reduction over one keeps it between the dims around it (the column template's R)") {
-  // min over axis 1 of [2, 1, 2] returned zeros: the unit axis was dropped, [2, 2] coalesced to
-  // one dim of 4, and a vector width of 4 made the column template's inner groups 2 / 4 = 0.
+  // Without R, [2, 2] would coalesce into one dim of 4 whose vector width of 4 makes the column
+  // template's inner groups 2 / 4 = 0: nothing written.
   for (DType t : {DType::f32, DType::bf16}) {
     kiln::Graph g;
     g.output(kiln::reduce("min", g.input("x", {2, 1, 2}, t), false, 1));
