@@ -52,8 +52,8 @@ struct KernelRecord {
   std::string key;     ///< cache key (hex)
   std::string source;  ///< "compiled", "bundle", "disk" or "memory"
   double compile_ms = 0;
-  int registers = -1;    ///< per thread, from ptxas (-1 when unknown)
-  int spill_bytes = -1;  ///< spill stores, from ptxas (-1 when unknown)
+  int registers = -1;    ///< per thread, from the cubin (-1 for a PTX image)
+  int spill_bytes = -1;  ///< spill stores, from ptxas (0 where the cubin has no stack frame; -1 unknown)
 };
 
 namespace detail {

@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "engine/compiler/compiler.hpp"
+#include "engine/compiler/cubin.hpp"
+#include "engine/fusion.hpp"
 #include "tests/engine/cases.hpp"
 #include "tests/support.hpp"
 #include "tools/report.hpp"
@@ -124,4 +126,30 @@ TEST_CASE("an error inside a template names the header and shows its lines") {
     CHECK(msg.find("kiln/elementwise.cuh") != std::string::npos);
     CHECK(msg.find("--- kiln/elementwise.cuh around line") != std::string::npos);
   }
+}
+
+TEST_CASE("registers come from the cubin's own attributes and agree with ptxas's log; junk images say -1") {
+  kiln::Graph g;
+  auto x = g.input("x", {64, 4096}, kiln::DType::bf16);
+  g.output(kiln::softmax(x * 0.5) + 1.0);
+  g.output(kiln::silu(g.input("y", {1000}, kiln::DType::f32)));
+  for (const std::string arch : {"sm_80", "sm_90a"})
+    for (const kiln::KernelSpec& spec : kiln::plan_specs(g, true, {}, nullptr, arch)) {
+      const kiln::CompiledKernel k = kiln::compiler::compile(spec, arch);
+      CAPTURE(spec.name);
+      CAPTURE(arch);
+      const auto facts = kiln::compiler::read_cubin(k.image, k.lowered_name);
+      CHECK(facts.registers > 0);
+      CHECK(facts.registers == k.registers);
+      CHECK(k.log.find(fmt::format("Used {} registers", facts.registers)) != std::string::npos);  // ptxas agrees
+      CHECK(facts.stack_bytes == 0);  // these kernels keep everything in registers and shared memory
+      CHECK(k.spill_bytes == 0);
+      CHECK(kiln::compiler::read_cubin(k.image, "no_such_kernel").registers == -1);
+      for (std::size_t cut : {std::size_t(0), std::size_t(3), std::size_t(64), k.image.size() / 2})
+        CHECK(kiln::compiler::read_cubin(std::string_view(k.image).substr(0, cut), k.lowered_name).registers <= facts.registers);
+    }
+  CHECK(kiln::compiler::read_cubin(".version 8.0\n.target sm_90", "k").registers == -1);
+  std::string junk(4096, '\xff');
+  junk.replace(0, 5, "\x7f" "ELF\x02");
+  CHECK(kiln::compiler::read_cubin(junk, "k").registers == -1);
 }
