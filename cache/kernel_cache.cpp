@@ -159,9 +159,9 @@ bool KernelCache::disk_writable() const {
   return disk_ && disk_writable_;
 }
 
-void KernelCache::count_memory_hit() {
+void KernelCache::count_memory_hit(std::uint64_t n) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ++counters_.memory_hits;
+  counters_.memory_hits += n;
 }
 
 CacheCounters KernelCache::counters() const {

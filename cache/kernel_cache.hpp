@@ -56,8 +56,8 @@ class KernelCache {
   /// Exceptions of `compile` pass through; nothing is stored then. Thread-safe.
   Result get(const CacheKey& key, const std::function<CompiledKernel()>& compile);
 
-  /// Counts a hit served by a layer in front of this cache (the engine's loaded kernels).
-  void count_memory_hit();
+  /// Counts `n` hits served by a layer in front of this cache (the engine's loaded kernels).
+  void count_memory_hit(std::uint64_t n = 1);
   CacheCounters counters() const;
   bool disk_enabled() const { return disk_.has_value(); }
   /// Whether it was given a directory (usable or not).

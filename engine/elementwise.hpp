@@ -4,6 +4,7 @@
 // alignment and strides; the index width from the largest offset.
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,15 @@ class LaunchParams {
   void** pointers() { return ptrs_; }
   /// Both parameters' bytes, to tell whether two launches of one kernel differ.
   std::vector<unsigned char> bytes() const;
+  /// Writes pointer `i` (KernelLaunch::pointers' order) of the Args block.
+  void set_pointer(std::size_t i, std::uint64_t p) { std::memcpy(args_.data() + 8 * i, &p, 8); }
+  /// Writes scalar `i` of the Args block (after the pointers: `pointers` of them).
+  void set_scalar(std::size_t pointers, std::size_t i, float v) { std::memcpy(args_.data() + 8 * pointers + 4 * i, &v, 4); }
+  /// The pointers' bytes (the first `n` of the Args block), and whether they equal `bytes`.
+  std::vector<unsigned char> pointer_bytes(std::size_t n) const { return {args_.begin(), args_.begin() + std::ptrdiff_t(8 * n)}; }
+  bool pointers_equal(const std::vector<unsigned char>& bytes) const {
+    return bytes.size() <= args_.size() && std::memcmp(bytes.data(), args_.data(), bytes.size()) == 0;
+  }
 
  private:
   std::vector<unsigned char> args_;

@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -17,6 +18,11 @@ namespace kiln {
 namespace detail {
 namespace {
 
+std::uint64_t next_serial() {
+  static std::atomic<std::uint64_t> next{1};
+  return next++;
+}
+
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
   return v && *v && std::strcmp(v, "0") != 0;
@@ -24,7 +30,7 @@ bool env_flag(const char* name) {
 
 }  // namespace
 
-EngineImpl::EngineImpl(EngineOptions opts) : options(std::move(opts)) {
+EngineImpl::EngineImpl(EngineOptions opts) : serial(next_serial()), options(std::move(opts)) {
   configure_logging();
   if (options.offline) {
     if (options.arch.empty())

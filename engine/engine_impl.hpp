@@ -14,12 +14,15 @@
 #include "cache/manifest.hpp"
 #include "cache/tuning.hpp"
 #include "engine/elementwise.hpp"
+#include "engine/launch_cache.hpp"
 #include "engine/compiler/headers.hpp"
 #include "engine/kernel.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/module.hpp"
 
 namespace kiln::detail {
+
+struct PreparedOp;
 
 /// A kernel ready to launch (or, offline, compiled and cached only).
 struct LoadedKernel {
@@ -52,6 +55,9 @@ class EngineImpl {
   /// Throws CudaError when the engine is offline.
   void require_device(const char* what) const;
 
+  /// Unique in the process (never reused, unlike an address): what was prepared for one engine
+  /// is found by its serial and never served to another.
+  const std::uint64_t serial;
   EngineOptions options;
   std::string arch;
   std::string cache_dir;
@@ -62,6 +68,8 @@ class EngineImpl {
   std::vector<KernelRecord> records;
   /// This GPU's tuning records (none offline, with tuning off, or when the file is unreadable).
   cache::TuningDb tuning{""};
+  /// What each eager op call signature seen prepared (engine/ops_api.cpp).
+  SignatureCache<PreparedOp> ops{256};
 
  private:
   std::unordered_map<std::string, LoadedKernel> loaded_;  // by source + expression

@@ -1,32 +1,66 @@
 // The executor: Plan::run launches a plan's kernels one by one; Plan::replay builds a CUDA graph
-// of them once and replays it, updating parameters in place. Intermediates live in one arena
-// laid out by engine/planner.
+// of them once and replays it. A call whose signature (engine/launch_cache.hpp) was seen before
+// skips binding and specialization: it writes its data pointers into the prepared parameter
+// blocks and launches (run), or replays the graph, updating only the nodes whose pointers
+// changed (replay). Intermediates live in one arena per signature, laid out by engine/planner.
 #include <fmt/format.h>
 
 #include <kiln/graph.hpp>
 
 #include "engine/engine_impl.hpp"
+#include "engine/executor.hpp"
 #include "engine/plan_impl.hpp"
 #include "engine/runtime/context.hpp"
+#include "engine/runtime/driver.hpp"
 
 namespace kiln {
+namespace detail {
+
+PreparedCall::~PreparedCall() {
+  // Work queued on the arena may still run: it is freed only once the context is idle.
+  if (arena.view().data == 0 || !context) return;
+  try {
+    runtime::ContextGuard guard(*context);
+    runtime::driver().cuCtxSynchronize();
+  } catch (const std::exception&) {
+  }
+}
+
 namespace {
 
-// One call's kernels bound to memory, and the outputs it allocated.
-struct BoundRun {
-  std::vector<KernelLaunch> launches;
-  std::map<std::string, Tensor> made;
-  std::int64_t arena_bytes = 0;  ///< what the intermediates take (0: none)
-};
+// The signature of a call, or false when the call names inputs or outputs the graph lacks, or
+// leaves an input out (the slow path then says which).
+bool call_signature(const PlanImpl& p, const EngineImpl& e, const std::map<std::string, TensorView>& inputs,
+                    const std::map<std::string, TensorView>& outputs, Signature& s) {
+  s.add(std::int64_t(e.serial));
+  std::size_t found = 0;
+  for (const auto& n : p.graph.nodes()) {
+    if (n.op != "input") continue;
+    auto it = inputs.find(n.name);
+    if (it == inputs.end()) return false;
+    s.add_view(it->second);
+    ++found;
+  }
+  if (found != inputs.size()) return false;
+  found = 0;
+  for (int o : p.graph.outputs()) {
+    auto it = outputs.find(p.graph.node(o).name);
+    s.add(it != outputs.end());
+    if (it == outputs.end()) continue;
+    s.add_view(it->second);
+    ++found;
+  }
+  return found == outputs.size();
+}
 
-// Checks the inputs, binds dynamic dims, places the outputs (the caller's views, else new
-// tensors) and the intermediates (in `arena`, replaced when too small, the old one freed only
-// after a synchronize), and specializes every kernel.
-BoundRun bind_run(const detail::PlanImpl& p, Engine& engine, const std::map<std::string, TensorView>& inputs,
-                  const std::map<std::string, TensorView>& outputs, Tensor& arena) {
+// Checks the inputs and outputs, binds dynamic dims, plans the arena and specializes every
+// kernel: the first call of a signature. Data pointers in the launches are placeholders (0 for
+// made outputs and intermediates, as aligned as allocations are) that every call rewrites.
+std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine, const std::map<std::string, TensorView>& inputs,
+                                           const std::map<std::string, TensorView>& outputs) {
   for (const auto& [name, v] : inputs)
     if (p.graph.find(name) < 0 || p.graph.node(p.graph.find(name)).op != "input")
-      throw GraphError(fmt::format("'{}' is not an input of the graph", name));
+      throw GraphError(fmt::format("'{}' is not an input of the graph", printable_name(name)));
   Graph scratch;
   const Graph& bound = p.bind(inputs, scratch);  // checks the inputs before anything touches the GPU
   for (const auto& [name, v] : inputs) check_view(v, fmt::format("input '{}':", name));
@@ -34,92 +68,129 @@ BoundRun bind_run(const detail::PlanImpl& p, Engine& engine, const std::map<std:
     const int id = bound.find(name);
     const auto& outs = bound.outputs();
     if (id < 0 || std::find(outs.begin(), outs.end(), id) == outs.end())
-      throw GraphError(fmt::format("'{}' is not an output of the graph", name));
+      throw GraphError(fmt::format("'{}' is not an output of the graph", printable_name(name)));
     if (v.shape != bound.node(id).shape || v.dtype != bound.node(id).dtype)
       throw ShapeError(fmt::format("output '{}': got {}, the result is {}{}", name, v.describe(),
                                    name_of(bound.node(id).dtype), to_string(bound.node(id).shape)));
     check_view(v, fmt::format("output '{}':", name));
   }
-  engine.impl().require_device("running a plan");
-  ArenaPlan planned;  // the bound shapes' plan, when the graph has dynamic dims
-  const ArenaPlan& memory = p.arena ? *p.arena : (planned = plan_arena(bound, p.groups));
-  BoundRun run;
-  run.arena_bytes = memory.bytes;
-  if (memory.bytes > 0 && (arena.view().data == 0 || std::int64_t(arena.bytes()) < memory.bytes)) {
-    if (arena.view().data != 0) engine.synchronize();  // work queued earlier may still use the old one
-    arena = engine.empty({memory.bytes / 4}, DType::f32);  // bytes: a multiple of 256
-  }
+  EngineImpl& e = engine.impl();
+  auto call = std::make_shared<PreparedCall>();
+  call->context = e.context;
+  const ArenaPlan memory = p.arena ? *p.arena : plan_arena(bound, p.groups);
+  call->arena_bytes = memory.bytes;
+  call->arena_offset = memory.offset;
   std::vector<TensorView> values(bound.nodes().size());
   for (std::size_t id = 0; id < bound.nodes().size(); ++id) {
     const Graph::Node& n = bound.nodes()[id];
-    TensorView& slot = values[id];
-    if (n.op == "input") {
-      slot = inputs.at(n.name);
-    } else if (memory.offset[id] >= 0) {
-      slot.data = arena.view().data + std::uint64_t(memory.offset[id]);
-      slot.shape = n.shape;
-      slot.dtype = n.dtype;
-    }
+    values[id].shape = n.shape;
+    values[id].dtype = n.dtype;
+    if (n.op == "input") values[id] = inputs.at(n.name);
   }
   for (int o : bound.outputs()) {
     const Graph::Node& n = bound.node(o);
-    if (auto it = outputs.find(n.name); it != outputs.end()) {
-      values[std::size_t(o)] = it->second;
-    } else {
-      run.made[n.name] = engine.empty(n.shape, n.dtype);
-      values[std::size_t(o)] = run.made[n.name].view();
-    }
+    if (auto it = outputs.find(n.name); it != outputs.end()) values[std::size_t(o)] = it->second;
+    else call->made.push_back({n.name, o, n.shape, n.dtype});
   }
-  for (const FusedGroup& grp : p.groups) run.launches.push_back(p.specialize_tuned(grp, values, bound, engine.arch(), engine.impl().tuning));
-  return run;
+  for (const FusedGroup& grp : p.groups) {
+    KernelLaunch L = p.specialize_tuned(grp, values, bound, e.arch, e.tuning);
+    if (L.groups == 0 || L.grid == 0) continue;
+    PreparedCall::Launch launch;
+    launch.kernel = &e.prepare(L.spec);
+    launch.nodes = PlanImpl::pointer_nodes(grp);
+    if (launch.nodes.size() != L.pointers.size())
+      throw Error(fmt::format("internal error: kernel {} takes {} pointers for {} values", L.spec.name, L.pointers.size(),
+                              launch.nodes.size()));
+    launch.shared = launch.kernel->shared_for(L);
+    launch.params = std::make_unique<LaunchParams>(L);
+    launch.launch = std::move(L);
+    call->launches.push_back(std::move(launch));
+  }
+  call->data.assign(bound.nodes().size(), 0);
+  return call;
+}
+
+runtime::GraphLaunch graph_launch(PreparedCall::Launch& l) {
+  return {l.kernel->module->function(), l.launch.grid, l.launch.block, l.shared, l.params->pointers()};
 }
 
 }  // namespace
 
+std::map<std::string, Tensor> bind_data(PreparedCall& call, const Graph& graph, Engine& engine,
+                                        const std::map<std::string, TensorView>& inputs,
+                                        const std::map<std::string, TensorView>& outputs) {
+  for (const auto& [name, v] : inputs) {
+    check_view(v, fmt::format("input '{}':", name));
+    call.data[std::size_t(graph.find(name))] = v.data;
+  }
+  for (const auto& [name, v] : outputs) {
+    check_view(v, fmt::format("output '{}':", name));
+    call.data[std::size_t(graph.find(name))] = v.data;
+  }
+  std::map<std::string, Tensor> made;
+  for (const PreparedCall::Made& m : call.made) {
+    Tensor t = engine.empty(m.shape, m.dtype);
+    call.data[std::size_t(m.node)] = t.view().data;
+    made.emplace(m.name, std::move(t));
+  }
+  if (call.arena_bytes > 0 && call.arena.view().data == 0) call.arena = engine.empty({call.arena_bytes / 4}, DType::f32);
+  for (std::size_t id = 0; id < call.arena_offset.size(); ++id)
+    if (call.arena_offset[id] >= 0) call.data[id] = call.arena.view().data + std::uint64_t(call.arena_offset[id]);
+  for (PreparedCall::Launch& l : call.launches)
+    for (std::size_t i = 0; i < l.nodes.size(); ++i) l.params->set_pointer(i, call.data[std::size_t(l.nodes[i])]);
+  return made;
+}
+
+std::shared_ptr<PreparedCall> PlanImpl::prepared(Engine& engine, const std::map<std::string, TensorView>& inputs,
+                                                 const std::map<std::string, TensorView>& outputs) const {
+  Signature s;
+  if (!call_signature(*this, engine.impl(), inputs, outputs, s)) return prepare_call(*this, engine, inputs, outputs);
+  if (auto hit = calls->find(s)) {
+    engine.impl().cache->count_memory_hit(hit->launches.size());  // as a lookup of each kernel would
+    return hit;
+  }
+  return calls->insert(s, prepare_call(*this, engine, inputs, outputs));
+}
+
+}  // namespace detail
+
 std::map<std::string, Tensor> Plan::run(Engine& engine, const std::map<std::string, TensorView>& inputs,
                                         const std::map<std::string, TensorView>& outputs) const {
-  Tensor arena;
-  BoundRun run = bind_run(*impl_, engine, inputs, outputs, arena);
-  for (const KernelLaunch& L : run.launches) engine.impl().launch_kernel(L);
-  if (run.arena_bytes) engine.synchronize();  // the arena is freed on return
-  return std::move(run.made);
+  const std::shared_ptr<detail::PreparedCall> call = impl_->prepared(engine, inputs, outputs);
+  engine.impl().require_device("running a plan");
+  std::lock_guard<std::mutex> lock(call->mutex);
+  std::map<std::string, Tensor> made = detail::bind_data(*call, impl_->graph, engine, inputs, outputs);
+  if (call->launches.empty()) return made;
+  runtime::ContextGuard guard(*engine.impl().context);
+  const auto stream = static_cast<CUstream>(engine.stream());
+  for (detail::PreparedCall::Launch& l : call->launches)
+    l.kernel->module->launch(l.launch.grid, l.launch.block, l.shared, stream, l.params->pointers());
+  return made;
 }
 
 std::map<std::string, Tensor> Plan::replay(Engine& engine, const std::map<std::string, TensorView>& inputs,
                                            const std::map<std::string, TensorView>& outputs) const {
-  detail::PlanImpl::Replay& r = *impl_->replay;
-  std::lock_guard<std::mutex> lock(r.mutex);
-  if (r.context.lock() != engine.impl().context) {  // a graph belongs to one engine's context
-    r.graph.reset();
-    r.arena = Tensor();
-    r.context = engine.impl().context;
-  }
-  BoundRun run = bind_run(*impl_, engine, inputs, outputs, r.arena);
-  std::vector<std::unique_ptr<LaunchParams>> params;
-  std::vector<runtime::GraphLaunch> launches;
-  std::vector<std::string> kernels;
-  for (const KernelLaunch& L : run.launches) {
-    if (L.groups == 0 || L.grid == 0) continue;
-    const detail::LoadedKernel& k = engine.impl().prepare(L.spec);
-    params.push_back(std::make_unique<LaunchParams>(L));
-    launches.push_back({k.module->function(), L.grid, L.block, k.shared_for(L), params.back()->pointers()});
-    kernels.push_back(fmt::format("{} {} {} {}", k.compiled->spec_id, L.grid, L.block, launches.back().shared));
-  }
+  const std::shared_ptr<detail::PreparedCall> call = impl_->prepared(engine, inputs, outputs);
+  engine.impl().require_device("running a plan");
+  std::lock_guard<std::mutex> lock(call->mutex);
+  std::map<std::string, Tensor> made = detail::bind_data(*call, impl_->graph, engine, inputs, outputs);
+  if (call->launches.empty()) return made;
   runtime::ContextGuard guard(*engine.impl().context);
-  if (!r.graph || kernels != r.kernels) {
-    r.graph = launches.empty() ? nullptr : std::make_unique<runtime::KernelGraph>(launches);
-    r.kernels = kernels;
-    r.params.clear();
-    for (const auto& p : params) r.params.push_back(p->bytes());
+  if (!call->graph) {
+    std::vector<runtime::GraphLaunch> launches;
+    for (auto& l : call->launches) launches.push_back(detail::graph_launch(l));
+    call->graph = std::make_unique<runtime::KernelGraph>(launches);
+    for (auto& l : call->launches) l.in_graph = l.params->pointer_bytes(l.nodes.size());
   } else {
-    for (std::size_t i = 0; i < launches.size(); ++i)
-      if (std::vector<unsigned char> b = params[i]->bytes(); b != r.params[i]) {
-        r.graph->update(i, launches[i]);
-        r.params[i] = std::move(b);
-      }
+    for (std::size_t i = 0; i < call->launches.size(); ++i) {
+      detail::PreparedCall::Launch& l = call->launches[i];
+      if (l.params->pointers_equal(l.in_graph)) continue;  // the node already holds these pointers
+      call->graph->update(i, detail::graph_launch(l));
+      l.in_graph = l.params->pointer_bytes(l.nodes.size());
+    }
   }
-  if (r.graph) r.graph->launch(static_cast<CUstream>(engine.stream()));
-  return std::move(run.made);
+  call->graph->launch(static_cast<CUstream>(engine.stream()));
+  return made;
 }
 
 }  // namespace kiln

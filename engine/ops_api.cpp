@@ -1,6 +1,11 @@
 // The public op functions: check the operands, specialize, prepare (cache or compile), launch.
 #include <fmt/format.h>
 
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
 #include <kiln/error.hpp>
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
@@ -8,6 +13,7 @@
 #include "engine/elementwise.hpp"
 #include "engine/engine_impl.hpp"
 #include "engine/fusion.hpp"
+#include "engine/runtime/context.hpp"
 #include "ops/op.hpp"
 
 namespace kiln {
@@ -59,25 +65,101 @@ Graph row_graph(const ops::OpDef& op, const std::vector<Operand>& args, const At
 
 }  // namespace
 
+namespace detail {
+
+/// What an eager op call signature prepared: its kernel and parameter block (an elementwise
+/// op), or its one-node plan (a row op, whose own calls cache the rest).
+struct PreparedOp {
+  std::mutex mutex;  ///< one call at a time writes the block
+  KernelLaunch launch;
+  const LoadedKernel* kernel = nullptr;
+  std::unique_ptr<LaunchParams> params;
+  unsigned shared = 0;
+  std::unique_ptr<Plan> plan;
+};
+
+}  // namespace detail
+
+namespace {
+
+// The op, its attributes, the output and every operand: what picks the kernel (scalars' values
+// do not: they are the kernel's arguments).
+detail::Signature op_signature(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& args, const Attrs& attrs) {
+  detail::Signature s;
+  s.add(std::int64_t(reinterpret_cast<std::uintptr_t>(&op)));
+  s.add(attrs.axis.value_or(INT64_MIN));
+  s.add(attrs.all_axes * 2 + attrs.keepdim);
+  s.add(attrs.dtype ? std::int64_t(*attrs.dtype) : -1);
+  double eps = attrs.eps.value_or(-1);
+  std::int64_t eps_bits = 0;
+  std::memcpy(&eps_bits, &eps, sizeof eps);
+  s.add(eps_bits);
+  s.add_view(out);
+  for (const Operand& a : args) {
+    if (auto* v = std::get_if<TensorView>(&a)) s.add_view(*v);
+    else s.add(INT64_MIN + 1);  // a scalar
+  }
+  return s;
+}
+
+std::shared_ptr<detail::PreparedOp> prepare_op(Engine& engine, const ops::OpDef& op, const TensorView& out,
+                                               const std::vector<Operand>& args, const Attrs& attrs) {
+  auto p = std::make_shared<detail::PreparedOp>();
+  if (op.fusion == ops::FusionClass::row) {
+    p->plan = std::make_unique<Plan>(row_graph(op, args, attrs, nullptr), true);
+    return p;
+  }
+  p->launch = specialize(op, out, args, attrs);
+  if (p->launch.groups == 0 || p->launch.grid == 0) return p;
+  p->kernel = &engine.impl().prepare(p->launch.spec);
+  p->params = std::make_unique<LaunchParams>(p->launch);
+  p->shared = p->kernel->shared_for(p->launch);
+  return p;
+}
+
+// Writes this call's pointers (the output's, then each tensor operand's) and scalars (the
+// scalar operands', then the attributes') into the prepared block, and launches it.
+void launch_op(Engine& engine, detail::PreparedOp& p, const ops::OpDef& op, const TensorView& out,
+               const std::vector<Operand>& args, const Attrs& attrs) {
+  std::lock_guard<std::mutex> lock(p.mutex);
+  std::size_t pointer = 0, scalar = 0;
+  p.params->set_pointer(pointer++, out.data);
+  const std::size_t pointers = p.launch.pointers.size();
+  for (const Operand& a : ops::kernel_operands(op, args, attrs)) {
+    if (auto* v = std::get_if<TensorView>(&a)) p.params->set_pointer(pointer++, v->data);
+    else p.params->set_scalar(pointers, scalar++, float(std::get<double>(a)));
+  }
+  detail::EngineImpl& e = engine.impl();
+  runtime::ContextGuard guard(*e.context);
+  p.kernel->module->launch(p.launch.grid, p.launch.block, p.shared, e.stream.get(), p.params->pointers());
+}
+
+}  // namespace
+
 void call_into(Engine& engine, std::string_view name, const TensorView& out, const std::vector<Operand>& args,
                const Attrs& attrs) {
   const ops::OpDef& op = ops::find_op(name);
-  const TensorView r = ops::infer_result(op, args, attrs);
-  if (out.shape != r.shape)
-    throw ShapeError(fmt::format("{}: output {} does not have the result shape {}", name, out.describe(), to_string(r.shape)));
-  if (out.dtype != r.dtype)
-    throw DtypeError(fmt::format("{}: output {} does not have the result dtype {}", name, out.describe(), name_of(r.dtype)));
+  const detail::Signature s = op_signature(op, out, args, attrs);
+  std::shared_ptr<detail::PreparedOp> p = engine.impl().ops.find(s);
+  if (!p) {  // first call of this signature: every rule checked, the kernel specialized
+    const TensorView r = ops::infer_result(op, args, attrs);
+    if (out.shape != r.shape)
+      throw ShapeError(fmt::format("{}: output {} does not have the result shape {}", name, out.describe(), to_string(r.shape)));
+    if (out.dtype != r.dtype)
+      throw DtypeError(fmt::format("{}: output {} does not have the result dtype {}", name, out.describe(), name_of(r.dtype)));
+  }
   check_operands(op, args, true);
   check_view(out, fmt::format("{}: output", op.name));
-  engine.impl().require_device(fmt::format("running {}", name).c_str());
-  if (op.fusion == ops::FusionClass::row) {
+  if (!engine.has_device()) engine.impl().require_device(fmt::format("running {}", name).c_str());
+  if (!p) p = engine.impl().ops.insert(s, prepare_op(engine, op, out, args, attrs));
+  else if (p->kernel) engine.impl().cache->count_memory_hit();
+  if (p->plan) {
     std::map<std::string, TensorView> inputs;
-    const Graph g = row_graph(op, args, attrs, &inputs);
-    Plan(g, true).run(engine, inputs, {{"out", out}});
+    for (std::size_t i = 0; i < args.size(); ++i) inputs[std::string(op.operands[i])] = std::get<TensorView>(args[i]);
+    p->plan->run(engine, inputs, {{"out", out}});
     return;
   }
-
-  engine.impl().launch_kernel(specialize(op, out, args, attrs));
+  if (p->kernel) launch_op(engine, *p, op, out, args, attrs);
 }
 
 KernelRecord precompile(Engine& engine, std::string_view name, const std::vector<Operand>& args, const Attrs& attrs) {

@@ -15,6 +15,7 @@
 #include "cache/tuning.hpp"
 #include "engine/elementwise.hpp"
 #include "engine/fusion.hpp"
+#include "engine/launch_cache.hpp"
 #include "engine/planner.hpp"
 #include "engine/rows.hpp"
 #include "engine/runtime/context.hpp"
@@ -22,6 +23,8 @@
 
 namespace kiln {
 namespace detail {
+
+struct PreparedCall;
 
 class PlanImpl {
  public:
@@ -33,17 +36,9 @@ class PlanImpl {
   std::vector<FusedGroup> groups;
   std::optional<ArenaPlan> arena;  ///< planned once when no dim is dynamic, else per run
 
-  /// Plan::replay's CUDA graph: built for one engine and one set of kernels (shapes, layouts);
-  /// the parameters of each node as last set; the arena its intermediates live in.
-  struct Replay {
-    std::mutex mutex;
-    std::weak_ptr<runtime::Context> context;  ///< of the engine it was built for
-    std::vector<std::string> kernels;
-    std::vector<std::vector<unsigned char>> params;
-    std::unique_ptr<runtime::KernelGraph> graph;
-    Tensor arena;
-  };
-  std::unique_ptr<Replay> replay = std::make_unique<Replay>();
+  /// What each call signature seen prepared (engine/executor.cpp): its kernels, loaded, with
+  /// their parameter blocks; its arena; replay's CUDA graph.
+  std::unique_ptr<SignatureCache<PreparedCall>> calls = std::make_unique<SignatureCache<PreparedCall>>(16);
 
   bool dynamic() const {
     for (const auto& n : graph.nodes())
@@ -109,6 +104,19 @@ class PlanImpl {
     if (grp.row) ops.push_back(graph.node(grp.row_node).name);
     for (int id : grp.epilogue_steps) ops.push_back(graph.node(id).name);
     return ops;
+  }
+
+  // What the call of this signature prepared (engine/executor.cpp): found by its signature, or
+  // made now (checking inputs and outputs, specializing and loading every kernel) and kept.
+  std::shared_ptr<PreparedCall> prepared(Engine& engine, const std::map<std::string, TensorView>& inputs,
+                                         const std::map<std::string, TensorView>& outputs) const;
+
+  // The node whose data each pointer of `grp`'s kernel takes, in the kernel's order
+  // (KernelLaunch::pointers): outputs, then inputs, then a row op's extras and epilogue inputs.
+  static std::vector<int> pointer_nodes(const FusedGroup& grp) {
+    std::vector<int> nodes = grp.outputs;
+    for (const auto* list : {&grp.inputs, &grp.extras, &grp.epilogue_inputs}) nodes.insert(nodes.end(), list->begin(), list->end());
+    return nodes;
   }
 
   // Views of contiguous, aligned stand-ins (data 0) for specializing without memory.

@@ -143,6 +143,7 @@ inline Value norm(std::string_view op, Value x, std::vector<GraphArg> affine = {
 
 namespace detail {
 class PlanImpl;
+struct PlanAccess;
 }
 
 /// A kernel of a plan: its name, the graph nodes it computes, its launch shape.
@@ -183,6 +184,7 @@ class Plan {
                                        const std::map<std::string, TensorView>& outputs = {}) const;
 
  private:
+  friend struct detail::PlanAccess;
   std::unique_ptr<detail::PlanImpl> impl_;
 };
 

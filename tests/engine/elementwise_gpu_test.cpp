@@ -199,3 +199,31 @@ TEST_CASE("gpu: launch-time errors are typed" * doctest::skip(!kiln::test::has_g
   o.device = 99;
   CHECK_THROWS_WITH_AS(kiln::Engine{o}, doctest::Contains("device 99"), kiln::CudaError);
 }
+
+TEST_CASE("gpu: an eager op seen before takes this call's buffers, scalars and bounds" * doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e;
+  std::vector<float> a(777);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.01f * float(i) - 3;
+  std::vector<kiln::Tensor> xs = {e.from_host({777}, DType::f32, a.data()), e.from_host({777}, DType::f32, a.data())};
+  std::vector<kiln::Tensor> ys = {e.empty({777}, DType::f32), e.empty({777}, DType::f32)};
+  auto fetched = [](const kiln::Tensor& t) {
+    std::vector<float> v(std::size_t(t.numel()));
+    t.copy_to_host(v.data());
+    return v;
+  };
+  int round = 0;
+  for (double s : {1.0, -2.5, 7.25, 0.0}) {  // one signature: only the scalar and the buffers change
+    const std::size_t in = std::size_t(round % 2), out = std::size_t((round / 2) % 2);
+    ys[out].fill_bytes(0xff);
+    kiln::call_into(e, "add", ys[out], {xs[in], s});
+    const auto y = fetched(ys[out]);
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(y[i] == float(a[i] + s));
+    ++round;
+  }
+  for (auto [lo, hi] : std::vector<std::pair<std::optional<double>, std::optional<double>>>{{-1, 1}, {0, 0.5}, {std::nullopt, 0}}) {
+    const auto y = fetched(kiln::clamp(e, xs[0], lo, hi));
+    for (std::size_t i = 0; i < a.size(); ++i)
+      CHECK(y[i] == float(std::min(std::max(double(a[i]), lo.value_or(-INFINITY)), hi.value_or(INFINITY))));
+  }
+  CHECK(e.counters().compiles == 2);  // add, clamp: each once
+}
