@@ -24,6 +24,7 @@ std::int64_t alignment_class(std::uint64_t data);
 /// What picks a call's kernels, as words, hashed as they are added.
 class Signature {
  public:
+  Signature() { words_.reserve(32); }
   void add(std::int64_t word);
   /// Shape, dtype, strides (one word when contiguous) and alignment class of `v`.
   void add_view(const TensorView& v);

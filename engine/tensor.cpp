@@ -74,7 +74,26 @@ bool TensorView::is_contiguous() const {
   return true;
 }
 
+bool view_ok(const TensorView& v, bool need_data) noexcept {
+  if (!v.strides.empty() && v.strides.size() != v.shape.size()) return false;
+  std::int64_t n = 1;
+  for (std::int64_t e : v.shape) {
+    if (e < 0 || (e != 0 && n > INT64_MAX / e)) return false;
+    n *= e;
+  }
+  if ((need_data && v.data == 0 && n > 0) || v.data % size_of(v.dtype) != 0) return false;
+  std::uint64_t last = 0;  // offset of the farthest element, in elements
+  for (std::size_t d = 0; d < v.shape.size(); ++d) {
+    const std::int64_t s = v.strides.empty() ? 0 : v.strides[d];
+    if (s < 0) return false;
+    if (!v.strides.empty()) last += std::uint64_t(v.shape[d] - 1) * std::uint64_t(s);
+  }
+  if (v.strides.empty()) last = std::uint64_t(n) - 1;
+  return v.capacity == 0 || n == 0 || (last + 1) * size_of(v.dtype) <= v.capacity;
+}
+
 void check_view(const TensorView& v, std::string_view what, bool need_data) {
+  if (view_ok(v, need_data)) return;
   if (!v.strides.empty() && v.strides.size() != v.shape.size())
     throw ShapeError(fmt::format("{} {} has {} strides for {} dims", what, v.describe(), v.strides.size(), v.shape.size()));
   for (std::int64_t s : v.strides)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 #include <kiln/error.hpp>
 #include <kiln/graph.hpp>
@@ -44,8 +45,12 @@ const std::vector<OpDef>& all_ops() {
 }
 
 const OpDef& find_op(std::string_view name) {
-  for (const OpDef& op : all_ops())
-    if (op.name == name) return op;
+  static const std::unordered_map<std::string_view, const OpDef*> by_name = [] {  // every eager call looks one up
+    std::unordered_map<std::string_view, const OpDef*> m;
+    for (const OpDef& op : all_ops()) m.emplace(op.name, &op);
+    return m;
+  }();
+  if (auto it = by_name.find(name); it != by_name.end()) return *it->second;
   std::vector<std::string_view> names;
   for (const OpDef& op : all_ops()) names.push_back(op.name);
   throw ArgumentError(fmt::format("unknown op '{}'; known ops: {}", printable_name(name), fmt::join(names, " ")));

@@ -43,6 +43,9 @@ struct TensorView {
 /// (unless it has no elements or `need_data` is false), aligned to its elements; within its
 /// capacity when that is known. ShapeError or ArgumentError starting with `what`.
 void check_view(const TensorView& v, std::string_view what, bool need_data = true);
+/// Whether check_view(v, ..., need_data) would pass, with no message built (for hot paths:
+/// check_view only when this is false).
+bool view_ok(const TensorView& v, bool need_data = true) noexcept;
 
 namespace detail {
 class Allocation;

@@ -141,7 +141,10 @@ TEST_CASE("registers come from the cubin's own attributes and agree with ptxas's
       const auto facts = kiln::compiler::read_cubin(k.image, k.lowered_name);
       CHECK(facts.registers > 0);
       CHECK(facts.registers == k.registers);
-      CHECK(k.log.find(fmt::format("Used {} registers", facts.registers)) != std::string::npos);  // ptxas agrees
+      // ptxas agrees where its log says (on the GPU host NVRTC's log of silu_f32__r1v4 has no
+      // register line: the cubin is then the only source).
+      if (k.log.find("Used ") != std::string::npos)
+        CHECK(k.log.find(fmt::format("Used {} registers", facts.registers)) != std::string::npos);
       CHECK(facts.stack_bytes == 0);  // these kernels keep everything in registers and shared memory
       CHECK(k.spill_bytes == 0);
       CHECK(kiln::compiler::read_cubin(k.image, "no_such_kernel").registers == -1);
