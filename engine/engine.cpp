@@ -13,6 +13,7 @@
 #include "engine/logging.hpp"
 #include "engine/runtime/driver.hpp"
 #include "engine/runtime/memory.hpp"
+#include "engine/runtime/nvtx.hpp"
 
 namespace kiln {
 namespace detail {
@@ -88,7 +89,10 @@ const LoadedKernel& EngineImpl::prepare(const KernelSpec& spec, std::string* sou
   const cache::CacheKey key = compiler::key_of(spec, arch, headers);
 
   if (recorder) recorder->record(spec);
-  auto got = cache->get(key, [&] { return compiler::compile(spec, arch, headers); });
+  auto got = cache->get(key, [&] {
+    const runtime::NvtxRange range(("kiln compile " + spec.name).c_str());
+    return compiler::compile(spec, arch, headers);
+  });
   LoadedKernel k;
   k.compiled = got.kernel;
   KernelRecord rec{spec.name, key.hex(), cache::to_string(got.source),

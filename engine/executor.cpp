@@ -12,6 +12,7 @@
 #include "engine/plan_impl.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/driver.hpp"
+#include "engine/runtime/nvtx.hpp"
 
 namespace kiln {
 namespace detail {
@@ -102,6 +103,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine, co
       throw Error(fmt::format("internal error: kernel {} takes {} pointers for {} values", L.spec.name, L.pointers.size(),
                               launch.nodes.size()));
     launch.shared = launch.kernel->shared_for(L);
+    launch.label = describe_group(bound, grp);
     launch.params = std::make_unique<LaunchParams>(L);
     launch.launch = std::move(L);
     call->launches.push_back(std::move(launch));
@@ -156,6 +158,7 @@ std::shared_ptr<PreparedCall> PlanImpl::prepared(Engine& engine, const std::map<
 
 std::map<std::string, Tensor> Plan::run(Engine& engine, const std::map<std::string, TensorView>& inputs,
                                         const std::map<std::string, TensorView>& outputs) const {
+  const runtime::NvtxRange range("kiln::Plan::run");
   const std::shared_ptr<detail::PreparedCall> call = impl_->prepared(engine, inputs, outputs);
   engine.impl().require_device("running a plan");
   std::lock_guard<std::mutex> lock(call->mutex);
@@ -163,13 +166,16 @@ std::map<std::string, Tensor> Plan::run(Engine& engine, const std::map<std::stri
   if (call->launches.empty()) return made;
   runtime::ContextGuard guard(*engine.impl().context);
   const auto stream = static_cast<CUstream>(engine.stream());
-  for (detail::PreparedCall::Launch& l : call->launches)
+  for (detail::PreparedCall::Launch& l : call->launches) {
+    const runtime::NvtxRange launch(l.label.c_str());
     l.kernel->module->launch(l.launch.grid, l.launch.block, l.shared, stream, l.params->pointers());
+  }
   return made;
 }
 
 std::map<std::string, Tensor> Plan::replay(Engine& engine, const std::map<std::string, TensorView>& inputs,
                                            const std::map<std::string, TensorView>& outputs) const {
+  const runtime::NvtxRange range("kiln::Plan::replay");
   const std::shared_ptr<detail::PreparedCall> call = impl_->prepared(engine, inputs, outputs);
   engine.impl().require_device("running a plan");
   std::lock_guard<std::mutex> lock(call->mutex);

@@ -27,6 +27,7 @@ struct PreparedCall {
     std::unique_ptr<LaunchParams> params;
     unsigned shared = 0;
     std::vector<unsigned char> in_graph;  ///< the pointers replay's graph node holds
+    std::string label;                    ///< what it computes (describe_group), for NVTX
   };
   /// An output the call allocates (none given for it).
   struct Made {

@@ -43,6 +43,11 @@ struct FusedGroup {
   std::vector<float> epilogue_scalars;
 };
 
+/// What `grp`'s kernel computes, as an expression over the values it reads (graph names):
+/// "softmax(mul(x,2)+b)", its outputs joined by "; ", each cut at 200 bytes. NVTX names its
+/// launches so.
+std::string describe_group(const Graph& graph, const FusedGroup& grp);
+
 /// False when KILN_DISABLE_FUSION=1 (plans then run one kernel per op).
 bool fusion_enabled();
 

@@ -14,6 +14,7 @@
 #include "engine/engine_impl.hpp"
 #include "engine/fusion.hpp"
 #include "engine/runtime/context.hpp"
+#include "engine/runtime/nvtx.hpp"
 #include "ops/op.hpp"
 
 namespace kiln {
@@ -132,6 +133,7 @@ void launch_op(Engine& engine, detail::PreparedOp& p, const ops::OpDef& op, cons
   }
   for (double s : ops::attr_scalars(op, attrs)) p.params->set_scalar(pointers, scalar++, float(s));  // clamp's bounds
   detail::EngineImpl& e = engine.impl();
+  const runtime::NvtxRange range(op.name.data());  // catalog names are NUL-terminated literals
   runtime::ContextGuard guard(*e.context);
   p.kernel->module->launch(p.launch.grid, p.launch.block, p.shared, e.stream.get(), p.params->pointers());
 }

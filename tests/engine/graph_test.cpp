@@ -1,6 +1,8 @@
 // Graphs on the CPU: building, inference errors, JSON, fusion grouping, NVRTC compile of fused patterns.
 #include <kiln/graph.hpp>
 
+#include <set>
+
 #include "engine/fusion.hpp"
 #include "tests/support.hpp"
 
@@ -147,6 +149,28 @@ TEST_CASE("graph: names are checked, printed escaped, and never reach a kernel's
   CHECK(n.find("y") == v.id());
   CHECK_THROWS_AS(n.output(kiln::neg(in), "in"), kiln::GraphError);
   CHECK_THROWS_AS(n.output(kiln::neg(in), "bad\nname"), kiln::GraphError);
+}
+
+TEST_CASE("fusion: each kernel is labelled with what it computes, as NVTX shows it") {
+  Graph g;
+  auto x = g.input("x", {64, 256}, DType::bf16);
+  auto b = g.input("b", {256}, DType::bf16);
+  auto c = g.input("c", {256}, DType::bf16);
+  g.output(kiln::softmax(x * 2.0 + b), "y");
+  g.output(x - (b + c), "z");
+  auto groups = kiln::fuse(g, true);
+  REQUIRE(groups.size() == 2);
+  std::set<std::string> labels;
+  for (const auto& grp : groups) labels.insert(kiln::describe_group(g, grp));
+  CHECK(labels == std::set<std::string>{"softmax(mul(x,2)+b)", "x-(b+c)"});
+  // A value used twice at every step: rendered once per node (no blow-up), cut at 200 bytes.
+  Graph d;
+  kiln::Value t = d.input("x", {8}, DType::f32);
+  for (int i = 0; i < 60; ++i) t = t + t;
+  d.output(t);
+  const std::string long_label = kiln::describe_group(d, kiln::fuse(d, true).front());
+  CHECK(long_label.size() == 200);
+  CHECK(long_label.substr(197) == "...");
 }
 
 TEST_CASE("fusion: a chain of elementwise ops is one kernel; unfused it is one per op") {
