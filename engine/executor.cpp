@@ -17,14 +17,17 @@
 namespace kiln {
 namespace detail {
 
-PreparedCall::~PreparedCall() {
-  // Work queued on the arena may still run: it is freed only once the context is idle.
-  if (arena.view().data == 0 || !context) return;
-  try {
-    runtime::ContextGuard guard(*context);
-    runtime::driver().cuCtxSynchronize();
-  } catch (const std::exception&) {
+std::uint64_t PlanImpl::arena_for(Engine& engine, std::int64_t bytes) const {
+  std::lock_guard<std::mutex> lock(arenas_mutex);
+  const std::uint64_t serial = engine.impl().serial;
+  auto it = std::find_if(arenas.begin(), arenas.end(), [&](const auto& a) { return a.first == serial; });
+  if (it == arenas.end()) it = arenas.insert(arenas.end(), {serial, Tensor()});
+  Tensor& arena = it->second;
+  if (arena.view().data == 0 || std::int64_t(arena.bytes()) < bytes) {
+    if (arena.view().data != 0) engine.synchronize();  // work queued earlier may still use the old one
+    arena = engine.empty({bytes / 4}, DType::f32);  // bytes: a multiple of 256
   }
+  return arena.view().data;
 }
 
 namespace {
@@ -58,7 +61,7 @@ bool call_signature(const PlanImpl& p, const EngineImpl& e, const std::map<std::
 // kernel: the first call of a signature. Data pointers in the launches are placeholders (0 for
 // made outputs and intermediates, as aligned as allocations are) that every call rewrites.
 std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine, const std::map<std::string, TensorView>& inputs,
-                                           const std::map<std::string, TensorView>& outputs) {
+                                           const std::map<std::string, TensorView>& outputs, bool need_device) {
   for (const auto& [name, v] : inputs)
     if (p.graph.find(name) < 0 || p.graph.node(p.graph.find(name)).op != "input")
       throw GraphError(fmt::format("'{}' is not an input of the graph", printable_name(name)));
@@ -76,8 +79,8 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine, co
     check_view(v, fmt::format("output '{}':", name));
   }
   EngineImpl& e = engine.impl();
+  if (need_device) e.require_device("running a plan");
   auto call = std::make_shared<PreparedCall>();
-  call->context = e.context;
   const ArenaPlan memory = p.arena ? *p.arena : plan_arena(bound, p.groups);
   call->arena_bytes = memory.bytes;
   call->arena_offset = memory.offset;
@@ -118,16 +121,16 @@ runtime::GraphLaunch graph_launch(PreparedCall::Launch& l) {
 
 }  // namespace
 
-std::map<std::string, Tensor> bind_data(PreparedCall& call, const Graph& graph, Engine& engine,
+std::map<std::string, Tensor> bind_data(PreparedCall& call, const PlanImpl& plan, Engine& engine,
                                         const std::map<std::string, TensorView>& inputs,
                                         const std::map<std::string, TensorView>& outputs) {
   for (const auto& [name, v] : inputs) {
     if (!view_ok(v)) check_view(v, fmt::format("input '{}':", name));
-    call.data[std::size_t(graph.find(name))] = v.data;
+    call.data[std::size_t(plan.graph.find(name))] = v.data;
   }
   for (const auto& [name, v] : outputs) {
     if (!view_ok(v)) check_view(v, fmt::format("output '{}':", name));
-    call.data[std::size_t(graph.find(name))] = v.data;
+    call.data[std::size_t(plan.graph.find(name))] = v.data;
   }
   std::map<std::string, Tensor> made;
   for (const PreparedCall::Made& m : call.made) {
@@ -135,23 +138,23 @@ std::map<std::string, Tensor> bind_data(PreparedCall& call, const Graph& graph, 
     call.data[std::size_t(m.node)] = t.view().data;
     made.emplace(m.name, std::move(t));
   }
-  if (call.arena_bytes > 0 && call.arena.view().data == 0) call.arena = engine.empty({call.arena_bytes / 4}, DType::f32);
+  const std::uint64_t arena = call.arena_bytes > 0 ? plan.arena_for(engine, call.arena_bytes) : 0;
   for (std::size_t id = 0; id < call.arena_offset.size(); ++id)
-    if (call.arena_offset[id] >= 0) call.data[id] = call.arena.view().data + std::uint64_t(call.arena_offset[id]);
+    if (call.arena_offset[id] >= 0) call.data[id] = arena + std::uint64_t(call.arena_offset[id]);
   for (PreparedCall::Launch& l : call.launches)
     for (std::size_t i = 0; i < l.nodes.size(); ++i) l.params->set_pointer(i, call.data[std::size_t(l.nodes[i])]);
   return made;
 }
 
 std::shared_ptr<PreparedCall> PlanImpl::prepared(Engine& engine, const std::map<std::string, TensorView>& inputs,
-                                                 const std::map<std::string, TensorView>& outputs) const {
+                                                 const std::map<std::string, TensorView>& outputs, bool need_device) const {
   Signature s;
-  if (!call_signature(*this, engine.impl(), inputs, outputs, s)) return prepare_call(*this, engine, inputs, outputs);
+  if (!call_signature(*this, engine.impl(), inputs, outputs, s)) return prepare_call(*this, engine, inputs, outputs, need_device);
   if (auto hit = calls->find(s)) {
     engine.impl().cache->count_memory_hit(hit->launches.size());  // as a lookup of each kernel would
     return hit;
   }
-  return calls->insert(s, prepare_call(*this, engine, inputs, outputs));
+  return calls->insert(s, prepare_call(*this, engine, inputs, outputs, need_device));
 }
 
 }  // namespace detail
@@ -160,9 +163,9 @@ std::map<std::string, Tensor> Plan::run(Engine& engine, const std::map<std::stri
                                         const std::map<std::string, TensorView>& outputs) const {
   const runtime::NvtxRange range("kiln::Plan::run");
   const std::shared_ptr<detail::PreparedCall> call = impl_->prepared(engine, inputs, outputs);
-  engine.impl().require_device("running a plan");
+  engine.impl().require_device("running a plan");  // a hit prepared on an offline engine
   std::lock_guard<std::mutex> lock(call->mutex);
-  std::map<std::string, Tensor> made = detail::bind_data(*call, impl_->graph, engine, inputs, outputs);
+  std::map<std::string, Tensor> made = detail::bind_data(*call, *impl_, engine, inputs, outputs);
   if (call->launches.empty()) return made;
   runtime::ContextGuard guard(*engine.impl().context);
   const auto stream = static_cast<CUstream>(engine.stream());
@@ -177,9 +180,9 @@ std::map<std::string, Tensor> Plan::replay(Engine& engine, const std::map<std::s
                                            const std::map<std::string, TensorView>& outputs) const {
   const runtime::NvtxRange range("kiln::Plan::replay");
   const std::shared_ptr<detail::PreparedCall> call = impl_->prepared(engine, inputs, outputs);
-  engine.impl().require_device("running a plan");
+  engine.impl().require_device("running a plan");  // a hit prepared on an offline engine
   std::lock_guard<std::mutex> lock(call->mutex);
-  std::map<std::string, Tensor> made = detail::bind_data(*call, impl_->graph, engine, inputs, outputs);
+  std::map<std::string, Tensor> made = detail::bind_data(*call, *impl_, engine, inputs, outputs);
   if (call->launches.empty()) return made;
   runtime::ContextGuard guard(*engine.impl().context);
   if (!call->graph) {

@@ -36,15 +36,11 @@ struct PreparedCall {
     Shape shape;
     DType dtype = DType::f32;
   };
-  ~PreparedCall();
-
   std::mutex mutex;  ///< one call at a time writes the blocks
-  std::shared_ptr<runtime::Context> context;
   std::vector<Launch> launches;
   std::vector<Made> made;
   std::vector<std::int64_t> arena_offset;  ///< per node: its offset in the arena, or -1
-  std::int64_t arena_bytes = 0;
-  Tensor arena;                            ///< made at the first call that needs it
+  std::int64_t arena_bytes = 0;            ///< what its intermediates take of the plan's arena
   std::vector<std::uint64_t> data;         ///< per node: its data pointer in the current call
   std::unique_ptr<runtime::KernelGraph> graph;  ///< replay's, built at its first replay
 };
@@ -56,8 +52,8 @@ struct PlanAccess {
 
 /// Writes the data of a call whose signature matched `call` into its parameter blocks, after
 /// checking the views (null, misaligned, too short); allocates the outputs not given (returned)
-/// and the arena. Caller holds call.mutex.
-std::map<std::string, Tensor> bind_data(PreparedCall& call, const Graph& graph, Engine& engine,
+/// and takes the plan's arena. Caller holds call.mutex.
+std::map<std::string, Tensor> bind_data(PreparedCall& call, const PlanImpl& plan, Engine& engine,
                                         const std::map<std::string, TensorView>& inputs,
                                         const std::map<std::string, TensorView>& outputs);
 

@@ -89,12 +89,16 @@ namespace {
 detail::Signature op_signature(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& args, const Attrs& attrs) {
   detail::Signature s;
   s.add(std::int64_t(reinterpret_cast<std::uintptr_t>(&op)));
-  s.add(attrs.axis.value_or(INT64_MIN));
+  // Each optional attribute as a presence word and its value (no value stands for "absent").
+  s.add(attrs.axis.has_value());
+  s.add(attrs.axis.value_or(0));
   s.add(attrs.all_axes * 2 + attrs.keepdim);
-  s.add(attrs.dtype ? std::int64_t(*attrs.dtype) : -1);
-  double eps = attrs.eps.value_or(-1);
+  s.add(attrs.dtype.has_value());
+  s.add(attrs.dtype ? std::int64_t(*attrs.dtype) : 0);
+  const double eps = attrs.eps.value_or(0);
   std::int64_t eps_bits = 0;
   std::memcpy(&eps_bits, &eps, sizeof eps);
+  s.add(attrs.eps.has_value());
   s.add(eps_bits);
   s.add_view(out);
   for (const Operand& a : args) {
@@ -145,7 +149,9 @@ void call_into(Engine& engine, std::string_view name, const TensorView& out, con
   const ops::OpDef& op = ops::find_op(name);
   const detail::Signature s = op_signature(op, out, args, attrs);
   std::shared_ptr<detail::PreparedOp> p = engine.impl().ops.find(s);
-  if (!p) {  // first call of this signature: every rule checked, the kernel specialized
+  // The first call of a signature checks every rule; a later one only what the signature does
+  // not pin: the values of the attributes that become scalars (clamp's bounds, min <= max).
+  if (!p || !ops::attr_scalars(op, attrs).empty()) {
     const TensorView r = ops::infer_result(op, args, attrs);
     if (out.shape != r.shape)
       throw ShapeError(fmt::format("{}: output {} does not have the result shape {}", name, out.describe(), to_string(r.shape)));

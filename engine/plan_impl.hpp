@@ -39,6 +39,8 @@ class PlanImpl {
   /// What each call signature seen prepared (engine/executor.cpp): its kernels, loaded, with
   /// their parameter blocks; its arena; replay's CUDA graph.
   std::unique_ptr<SignatureCache<PreparedCall>> calls = std::make_unique<SignatureCache<PreparedCall>>(16);
+  mutable std::mutex arenas_mutex;
+  mutable std::vector<std::pair<std::uint64_t, Tensor>> arenas;  ///< by engine serial
 
   bool dynamic() const {
     for (const auto& n : graph.nodes())
@@ -107,9 +109,14 @@ class PlanImpl {
   }
 
   // What the call of this signature prepared (engine/executor.cpp): found by its signature, or
-  // made now (checking inputs and outputs, specializing and loading every kernel) and kept.
+  // made now (checking inputs and outputs, then, on an engine with a device unless
+  // `need_device` is false, specializing and loading every kernel) and kept.
   std::shared_ptr<PreparedCall> prepared(Engine& engine, const std::map<std::string, TensorView>& inputs,
-                                         const std::map<std::string, TensorView>& outputs) const;
+                                         const std::map<std::string, TensorView>& outputs, bool need_device = true) const;
+
+  // The arena `engine`'s calls keep their intermediates in, at least `bytes` long: one per
+  // engine, shared by every signature, grown (after a synchronize) when a call needs more.
+  std::uint64_t arena_for(Engine& engine, std::int64_t bytes) const;
 
   // The node whose data each pointer of `grp`'s kernel takes, in the kernel's order
   // (KernelLaunch::pointers): outputs, then inputs, then a row op's extras and epilogue inputs.

@@ -68,6 +68,7 @@ Shape TensorView::resolved_strides() const { return strides.empty() ? contiguous
 
 bool TensorView::is_contiguous() const {
   if (strides.empty()) return true;
+  if (strides.size() != shape.size()) return false;  // malformed: check_view says so
   const Shape c = contiguous_strides(shape);
   for (std::size_t i = 0; i < shape.size(); ++i)
     if (shape[i] != 1 && strides[i] != c[i]) return false;

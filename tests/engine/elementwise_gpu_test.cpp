@@ -226,4 +226,14 @@ TEST_CASE("gpu: an eager op seen before takes this call's buffers, scalars and b
       CHECK(y[i] == float(std::min(std::max(double(a[i]), lo.value_or(-INFINITY)), hi.value_or(INFINITY))));
   }
   CHECK(e.counters().compiles == 2);  // add, clamp: each once
+  // What the signature does not pin is still checked on a hit: clamp's bounds, an eps given.
+  kiln::Attrs crossed;
+  crossed.min = 2;
+  crossed.max = 1;
+  CHECK_THROWS_AS(kiln::call_into(e, "clamp", ys[0], {xs[0]}, crossed), kiln::ArgumentError);
+  kiln::Tensor rows = e.empty({7, 111}, DType::f32), normed = e.empty({7, 111}, DType::f32);
+  kiln::call_into(e, "rms_norm", normed, {rows});
+  kiln::Attrs negative;
+  negative.eps = -1;
+  CHECK_THROWS_AS(kiln::call_into(e, "rms_norm", normed, {rows}, negative), kiln::ArgumentError);
 }

@@ -1,5 +1,5 @@
 // The signature cache of plan calls (engine/launch_cache.hpp, engine/executor.cpp) on an offline
-// engine: a call with the signature of an earlier one reuses what it prepared, with its own
+// engine (prepared without a device: specialized and compiled, never launched): a call with the signature of an earlier one reuses what it prepared, with its own
 // pointers written in; a change of any component of the signature prepares anew, and what it
 // prepares is what a fresh specialization for those views gives.
 #include <cstring>
@@ -58,7 +58,7 @@ TEST_CASE("launch cache: a seen signature reuses its kernels with new pointers; 
   const auto& impl = kiln::detail::PlanAccess::impl(plan);
   const Views base = {{"x", view({64, 128}, DType::f32, 0x100000)}, {"b", view({128}, DType::bf16, 0x200000)}};
   const Views outs = {{"y", view({64, 128}, DType::f32, 0x300000)}, {"z", view({64, 128}, DType::f32, 0x400000)}};
-  const auto first = impl.prepared(e, base, outs);
+  const auto first = impl.prepared(e, base, outs, false);
   REQUIRE(first->launches.size() == 2);
   CHECK(spec_ids(*first) == fresh_ids(g, base, "sm_90a"));
 
@@ -68,11 +68,11 @@ TEST_CASE("launch cache: a seen signature reuses its kernels with new pointers; 
   moved["b"].data = 0x600100;
   Views moved_outs = outs;
   moved_outs["z"].data = 0x700000;
-  const auto again = impl.prepared(e, moved, moved_outs);
+  const auto again = impl.prepared(e, moved, moved_outs, false);
   CHECK((again == first));
   {
     std::lock_guard<std::mutex> lock(again->mutex);
-    kiln::detail::bind_data(*again, g, e, moved, moved_outs);
+    kiln::detail::bind_data(*again, impl, e, moved, moved_outs);
   }
   std::set<std::uint64_t> written;
   for (auto& l : again->launches) {
@@ -87,10 +87,10 @@ TEST_CASE("launch cache: a seen signature reuses its kernels with new pointers; 
 
   auto different = [&](const Views& ins, const Views& os, const char* what) {
     CAPTURE(what);
-    const auto other = impl.prepared(e, ins, os);
+    const auto other = impl.prepared(e, ins, os, false);
     CHECK((other != first));
     CHECK(spec_ids(*other) == fresh_ids(g, ins, "sm_90a"));
-    CHECK((impl.prepared(e, ins, os) == other));  // and it is kept
+    CHECK((impl.prepared(e, ins, os, false) == other));  // and it is kept
   };
   Views misaligned = base;
   misaligned["x"].data = 0x100004;  // 4-byte aligned: no 16-byte packs
@@ -100,21 +100,21 @@ TEST_CASE("launch cache: a seen signature reuses its kernels with new pointers; 
   different(transposed, outs, "strides of an input");
   Views out_misaligned = outs;
   out_misaligned["z"].data = 0x400008;
-  CHECK((impl.prepared(e, base, out_misaligned) != first));  // an output's alignment class
-  CHECK((impl.prepared(e, base, {{"y", outs.at("y")}}) != first));  // which outputs are given
+  CHECK((impl.prepared(e, base, out_misaligned, false) != first));  // an output's alignment class
+  CHECK((impl.prepared(e, base, {{"y", outs.at("y")}}, false) != first));  // which outputs are given
   Views out_strided = outs;
   out_strided["y"] = view({64, 128}, DType::f32, 0x300000, {1, 64});
-  CHECK((impl.prepared(e, base, out_strided) != first));  // an output's strides
+  CHECK((impl.prepared(e, base, out_strided, false) != first));  // an output's strides
   kiln::Engine other_engine(kiln::test::offline("sm_90a"));
-  CHECK((impl.prepared(other_engine, base, outs) != first));  // another engine
+  CHECK((impl.prepared(other_engine, base, outs, false) != first));  // another engine
   // A dtype or shape the graph does not take is refused, never served.
   Views f16 = base;
   f16["x"].dtype = DType::f16;
-  CHECK_THROWS_AS(impl.prepared(e, f16, outs), kiln::DtypeError);
+  CHECK_THROWS_AS(impl.prepared(e, f16, outs, false), kiln::DtypeError);
   Views wide = base;
   wide["x"].shape = {64, 256};
-  CHECK_THROWS_AS(impl.prepared(e, wide, outs), kiln::ShapeError);
-  CHECK((impl.prepared(e, base, outs) == first));
+  CHECK_THROWS_AS(impl.prepared(e, wide, outs, false), kiln::ShapeError);
+  CHECK((impl.prepared(e, base, outs, false) == first));
 }
 
 TEST_CASE("launch cache: each extent of a dynamic dim is its own signature, specialized as a static graph of it") {
@@ -129,14 +129,14 @@ TEST_CASE("launch cache: each extent of a dynamic dim is its own signature, spec
     CAPTURE(rows);
     const Views ins = {{"x", view({rows, 96}, DType::f16, 0x100000)}};
     const Views outs = {{"y", view({rows, 96}, DType::f16, 0x200000)}};
-    const auto call = impl.prepared(e, ins, outs);
+    const auto call = impl.prepared(e, ins, outs, false);
     for (const auto& s : seen) CHECK((call != s));
     seen.push_back(call);
     kiln::Graph fixed;
     fixed.output(kiln::softmax(fixed.input("x", {rows, 96}, DType::f16)), "y");
     CHECK(spec_ids(*call) == fresh_ids(fixed, ins, "sm_80"));
   }
-  CHECK((impl.prepared(e, {{"x", view({2, 96}, DType::f16, 0x900000)}}, {{"y", view({2, 96}, DType::f16, 0xa00000)}}) == seen[1]));
+  CHECK((impl.prepared(e, {{"x", view({2, 96}, DType::f16, 0x900000)}}, {{"y", view({2, 96}, DType::f16, 0xa00000)}}, false) == seen[1]));
 }
 
 TEST_CASE("launch cache: a bounded LRU of signatures") {
@@ -161,6 +161,13 @@ TEST_CASE("launch cache: a bounded LRU of signatures") {
   b.add(2);
   b.add(1);
   CHECK_FALSE(a == b);
+  // A view with fewer strides than dims signs apart from a contiguous one (without reading past
+  // its strides), so the call goes on to be refused by check_view.
+  kiln::detail::Signature good, bad;
+  good.add_view(view({4, 4}, DType::f32, 0x1000));
+  bad.add_view(view({4, 4}, DType::f32, 0x1000, {1}));
+  CHECK_FALSE(good == bad);
+  CHECK_FALSE(view({4, 4}, DType::f32, 0x1000, {1}).is_contiguous());
   CHECK(kiln::detail::alignment_class(0x100004) == 4);
   CHECK(kiln::detail::alignment_class(0x100000) == 16);
   CHECK(kiln::detail::alignment_class(0) == 16);
