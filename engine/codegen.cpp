@@ -55,10 +55,6 @@ std::string render_body(const Body& b) {
   return out;
 }
 
-std::string finish_source(const std::string& source, const std::string& expression) {
-  for (const char* half : {"__half", "__nv_bfloat16"})
-    if (source.find(half) != std::string::npos || expression.find(half) != std::string::npos) return source;
-  return "#define KILN_NO_HALF_TYPES\n" + source;
-}
+std::vector<std::string> builtin_options() { return {"-std=c++17", "--minimal"}; }
 
 }  // namespace kiln::codegen

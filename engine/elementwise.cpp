@@ -190,8 +190,7 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
   L.spec.source = "#include <kiln/elementwise.cuh>\n\n" + codegen::render_body(body);
   L.spec.expression = fmt::format("kiln::elementwise<kiln_body, {}, {}, {}, {}, {}>", lp.type(),
                                   vec, L.index64 ? "unsigned long long" : "unsigned int", block, unroll);
-  L.spec.source = codegen::finish_source(L.spec.source, L.spec.expression);
-  L.spec.options = {"-std=c++17"};
+  L.spec.options = codegen::builtin_options();
   const bool tuned = block != kDefaultBlock || unroll != kDefaultUnroll;
   L.spec.name = fmt::format("{}__r{}v{}{}{}", stem, lp.dims.size(), vec, L.index64 ? "_i64" : "",
                             tuned ? fmt::format("_b{}u{}", block, unroll) : "");

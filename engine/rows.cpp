@@ -241,8 +241,7 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
   }
   L.spec.source += codegen::render_body(k.prologue) + "\n" + epilogue;
   L.spec.expression = expression;
-  L.spec.source = codegen::finish_source(L.spec.source, L.spec.expression);
-  L.spec.options = {"-std=c++17"};
+  L.spec.options = codegen::builtin_options();
   L.spec.name = name;
   for (const TensorView* v : views) L.pointers.push_back(v->data);
   L.scalars = k.scalars;

@@ -30,8 +30,8 @@ std::string_view name_of(DType t) {
 std::string_view device_type_of(DType t) {
   switch (t) {
     case DType::f32: return "float";
-    case DType::f16: return "__half";
-    case DType::bf16: return "__nv_bfloat16";
+    case DType::f16: return "kiln::half";
+    case DType::bf16: return "kiln::bf16";
     case DType::boolean: return "kiln::bool8";
   }
   return "?";

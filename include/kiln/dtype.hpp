@@ -18,7 +18,7 @@ inline constexpr DType kFloatDTypes[] = {DType::f32, DType::f16, DType::bf16};
 std::size_t size_of(DType t);
 /// The name used in graph files and messages: f32, f16, bf16, bool.
 std::string_view name_of(DType t);
-/// The CUDA C++ type the kernel templates use for it (float, __half, __nv_bfloat16, kiln::bool8).
+/// The CUDA C++ type the kernel templates use for it (float, kiln::half, kiln::bf16, kiln::bool8).
 std::string_view device_type_of(DType t);
 /// Parses a name of name_of(); throws DtypeError naming the accepted names otherwise.
 DType parse_dtype(std::string_view name);

@@ -22,7 +22,6 @@ __global__ void __launch_bounds__(BX * BY)
   constexpr int NO = Epi::Outputs::size;
   constexpr int NI = Body::Inputs::size;
   constexpr int K = NO + NI + Epi::Inputs::size;
-  using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
   using Stat = typename Row::Stat;
   constexpr Index kBlocksPerOuter = Index((IG + BX - 1) / BX);
   const Index outer = Index(blockIdx.x) / kBlocksPerOuter;
@@ -31,14 +30,6 @@ __global__ void __launch_bounds__(BX * BY)
   const bool active = ig < Index(IG);
   const float eps = args.s[Body::scalars];
   const float* epi_scalars = args.s + Body::scalars + 1;
-  // Group (outer, r, ig) of the iteration, its offsets, its inputs through the prologue.
-  auto load_group = [&](Index r, Index (&off)[K], float (&x)[V]) {
-    L::offsets((outer * Index(R) + r) * Index(IG) + ig, off);
-    Ins raw;
-    raw.load(args.p, off);
-    row::prologue<Body>(raw, args.s, x);
-  };
-
   typename Row::Local local[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) local[i] = Row::local_init();
@@ -47,7 +38,7 @@ __global__ void __launch_bounds__(BX * BY)
     for (Index r = Index(ty); r < Index(R); r += BY) {
       Index off[K];
       float x[V];
-      load_group(r, off, x);
+      row::load_group<Body, L, V, NO>(args, (outer * Index(R) + r) * Index(IG) + ig, off, x);
 #pragma unroll
       for (int i = 0; i < V; ++i) Row::local_add(local[i], x[i]);
     }
@@ -88,7 +79,7 @@ __global__ void __launch_bounds__(BX * BY)
     for (Index r = Index(ty); r < Index(R); r += BY) {
       Index off[K];
       float x[V];
-      load_group(r, off, x);
+      row::load_group<Body, L, V, NO>(args, (outer * Index(R) + r) * Index(IG) + ig, off, x);
       row::write_group<Epi, Types<>, L, V, NO, NI>(args.p, off, x, apply, epi_scalars);
     }
   }

@@ -1,13 +1,11 @@
 #pragma once
 // Element types of kiln's kernels and their conversions. Every op computes in f32; f16 and
-// bf16 are converted on load and rounded to nearest on store.
-
-// A kernel with no f16/bf16 anywhere is generated with KILN_NO_HALF_TYPES defined: the
-// toolkit's half headers are then not parsed (about 14 ms of each NVRTC compile).
-#ifndef KILN_NO_HALF_TYPES
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#endif
+// bf16 are converted on load and rounded to nearest even on store.
+//
+// kiln's half types are its own 2-byte structs converted with the PTX instructions the
+// toolkit's intrinsics use (cvt.rn.f16.f32, cvt.rn.bf16.f32): the toolkit's cuda_fp16.h and
+// cuda_bf16.h cost about 25 ms of every NVRTC compile to parse. Being distinct types, they
+// coexist with __half and __nv_bfloat16 in a template that includes those headers.
 
 namespace kiln {
 
@@ -16,28 +14,51 @@ struct bool8 {
   unsigned char v;
 };
 
+/// IEEE binary16, bit-compatible with __half.
+struct alignas(2) half {
+  unsigned short bits;
+};
+
+/// bfloat16, bit-compatible with __nv_bfloat16.
+struct alignas(2) bf16 {
+  unsigned short bits;
+};
+
 __device__ __forceinline__ float to_float(float x) { return x; }
-#ifndef KILN_NO_HALF_TYPES
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-#endif
 __device__ __forceinline__ float to_float(bool8 x) { return x.v != 0 ? 1.0f : 0.0f; }
+__device__ __forceinline__ float to_float(half x) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
+  return f;
+}
+__device__ __forceinline__ float to_float(bf16 x) { return __uint_as_float(unsigned(x.bits) << 16); }
 
 template <class T>
 __device__ __forceinline__ T from_float(float x);
 template <>
 __device__ __forceinline__ float from_float<float>(float x) { return x; }
-#ifndef KILN_NO_HALF_TYPES
-template <>
-__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-#endif
 template <>
 __device__ __forceinline__ bool8 from_float<bool8>(float x) {
   return bool8{static_cast<unsigned char>(x != 0.0f)};
+}
+template <>
+__device__ __forceinline__ half from_float<half>(float x) {
+  half h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(x));
+  return h;
+}
+template <>
+__device__ __forceinline__ bf16 from_float<bf16>(float x) {
+  bf16 h;
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h.bits) : "f"(x));
+#else
+  // No bf16 conversion before sm_80: round to nearest even by hand; NaN becomes the canonical
+  // NaN, as cvt.rn.bf16.f32 makes it.
+  const unsigned u = __float_as_uint(x);
+  h.bits = x != x ? (unsigned short)0x7fffu : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+#endif
+  return h;
 }
 
 /// x rounded to T's precision and back (what a cast in the middle of a fused chain does).

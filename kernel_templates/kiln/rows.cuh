@@ -87,6 +87,17 @@ __device__ __forceinline__ void prologue(const Ins& raw, const float* scalars, f
   }
 }
 
+/// Group g of the iteration: its offsets into `off`, its inputs loaded and through the
+/// prologue into `x`. (A function, not a lambda in run(): NVRTC's front end parses a lambda
+/// of a template anew for each instantiation, ~7 ms of a row kernel's compile.)
+template <class Body, class L, int V, int NO, class A, class Index, int K>
+__device__ __forceinline__ void load_group(const A& args, Index g, Index (&off)[K], float (&x)[V]) {
+  L::offsets(g, off);
+  InputPacks<L, V, NO, typename Body::Inputs> raw;
+  raw.load(args.p, off);
+  prologue<Body>(raw, args.s, x);
+}
+
 // What pass 2 reads for one group besides the row's values: the weight and bias (Extra) and
 // the epilogue's inputs; store() computes the row op's value apply(i, x[i], weight[i],
 // bias[i]) and the epilogue, and stores the outputs. Loading apart from storing lets a thread
@@ -207,14 +218,6 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
       }
     }
   }
-  // Streaming: group j loaded and through the prologue; `off` kept for pass 2's writes.
-  auto load_group = [&](Index j, Index (&off)[K], float (&x)[V]) {
-    L::offsets(first + j, off);
-    Ins raw;
-    raw.load(args.p, off);
-    prologue<Body>(raw, args.s, x);
-  };
-
   // Pass 1: the statistic (and, with Items, the row's values in registers).
   typename Row::Local local = Row::local_init();
   float cached[Items > 0 ? Items : 1][V];
@@ -277,7 +280,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
     for (; j < count; j += Block) {
       Index off[K];
       float x[V];
-      load_group(j, off, x);
+      load_group<Body, L, V, NO>(args, first + j, off, x);
       if (Row::kWritesRow && j < stash.capacity) stash.put(j, x);
 #pragma unroll
       for (int i = 0; i < V; ++i) Row::local_add(local, x[i]);
@@ -353,7 +356,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
           L::offsets(first + j, off);
           stash.get(j, x);
         } else {
-          load_group(j, off, x);
+          load_group<Body, L, V, NO>(args, first + j, off, x);
         }
         write_group<Epi, Extra, L, V, NO, NI>(args.p, off, x, apply, epi_scalars);
       }

@@ -148,8 +148,8 @@ TEST_CASE("codegen renders a fused body; several outputs share one kernel") {
              {"kiln::op::Silu", {{Ref::Kind::step, 1}}, false, DType::f32}};
   b.results = {{Ref::Kind::step, 2}, {Ref::Kind::step, 0}};
   const std::string src = kiln::codegen::render_body(b);
-  CHECK(src.find("using Inputs = kiln::Types<float, float, __nv_bfloat16>;") != std::string::npos);
-  CHECK(src.find("const float t1 = kiln::round_to<__nv_bfloat16>(kiln::op::Add::apply(t0, x[2]));") != std::string::npos);
+  CHECK(src.find("using Inputs = kiln::Types<float, float, kiln::bf16>;") != std::string::npos);
+  CHECK(src.find("const float t1 = kiln::round_to<kiln::bf16>(kiln::op::Add::apply(t0, x[2]));") != std::string::npos);
   CHECK(src.find("y[1] = t0;") != std::string::npos);
   b.steps[0].args[0] = {Ref::Kind::step, 5};
   CHECK_THROWS_AS(kiln::codegen::render_body(b), kiln::ArgumentError);
@@ -167,30 +167,49 @@ TEST_CASE("codegen renders a fused body; several outputs share one kernel") {
                   kiln::ShapeError);
 }
 
-TEST_CASE("kernels with no half type skip the toolkit's half headers; the others keep them") {
+TEST_CASE("kiln's kernels never parse the toolkit's half headers; its half types coexist with them") {
   kiln::Engine e(kiln::test::offline("sm_90a"));
-  auto source_of = [](const kiln::Graph& g) { return kiln::plan_specs(g).front().source; };
-  const std::string skip = "#define KILN_NO_HALF_TYPES";
-  kiln::Graph f32;
-  auto a = f32.input("a", {64}, kiln::DType::f32);
-  f32.output(kiln::silu(a) * 2.0);
-  CHECK(source_of(f32).rfind(skip, 0) == 0);
+  const auto& headers = kiln::compiler::HeaderTable::embedded();
   kiln::Graph bf16;
   auto b = bf16.input("b", {64}, kiln::DType::bf16);
   bf16.output(kiln::silu(b));
-  CHECK(source_of(bf16).find(skip) == std::string::npos);
   kiln::Graph cast;  // f32 in and out, but a cast to f16 inside the chain
   auto c = cast.input("c", {64}, kiln::DType::f32);
   kiln::Attrs to_f16;
   to_f16.dtype = kiln::DType::f16;
   cast.output(kiln::apply("cast", {c * 3.0}, to_f16) * 1.0 + c);
-  CHECK(source_of(cast).find(skip) == std::string::npos);
   kiln::Graph norm;  // f32 rows with a bf16 weight: the half type is in the instantiation only
   auto x = norm.input("x", {4, 64}, kiln::DType::f32);
   auto w = norm.input("w", {64}, kiln::DType::bf16);
   norm.output(kiln::apply("rms_norm", {x, w}));
-  CHECK(source_of(norm).find(skip) == std::string::npos);
-  for (const kiln::Graph* g : {&f32, &bf16, &cast, &norm}) CHECK_FALSE(kiln::Plan(*g).compile(e).empty());
+  for (const kiln::Graph* g : {&bf16, &cast, &norm}) {
+    for (const kiln::KernelSpec& s : kiln::plan_specs(*g)) {
+      const std::vector<std::string> closure = headers.closure(s.source);
+      CHECK(std::count(closure.begin(), closure.end(), "cuda_fp16.h") == 0);
+      CHECK(std::count(closure.begin(), closure.end(), "cuda_bf16.h") == 0);
+      CHECK(std::count(closure.begin(), closure.end(), "kiln/dtype.cuh") == 1);
+    }
+    CHECK_FALSE(kiln::Plan(*g).compile(e).empty());
+  }
+  CHECK(kiln::plan_specs(bf16).front().source.find("kiln::Types<kiln::bf16>") != std::string::npos);
+
+  // A template of the user's may include the toolkit's headers beside kiln's: the types differ,
+  // and their bits agree. sm_75 compiles kiln's bf16 rounding without the sm_80 instruction.
+  const kiln::KernelSpec both{"both", R"(#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <kiln/dtype.cuh>
+extern "C" __global__ void k(float* p, unsigned short* q) {
+  const __nv_bfloat16 a = __float2bfloat16_rn(p[0]);
+  const kiln::bf16 b = kiln::from_float<kiln::bf16>(p[0]);
+  const kiln::half h = kiln::from_float<kiln::half>(p[1]);
+  q[0] = __bfloat16_as_ushort(a) == b.bits;
+  q[1] = __half_as_ushort(__float2half_rn(p[1])) == h.bits;
+  p[2] = kiln::to_float(b) + __half2float(__ushort_as_half(h.bits));
+}
+)",
+                                  "k",
+                                  {"-std=c++17"}};
+  for (const char* arch : {"sm_75", "sm_80", "sm_90a"}) CHECK_FALSE(kiln::compiler::compile(both, arch).image.empty());
 }
 
 TEST_CASE("layouts of reductions: outputs step by 0 only along reduced dims, which never merge with others") {
