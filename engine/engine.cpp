@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
+#include <set>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 
@@ -24,6 +27,20 @@ std::uint64_t next_serial() {
   return next++;
 }
 
+// Compiles at once: KILN_COMPILE_THREADS, else the cores (NVRTC compiles one program per thread
+// at full speed), at most 8.
+unsigned compile_threads() {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (const char* v = std::getenv("KILN_COMPILE_THREADS"); v && *v) {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end || n < 1 || n > 256)
+      throw ArgumentError(fmt::format("KILN_COMPILE_THREADS='{}': expected a whole number from 1 to 256", v));
+    return unsigned(n);
+  }
+  return std::min(cores, 8u);
+}
+
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
   return v && *v && std::strcmp(v, "0") != 0;
@@ -33,6 +50,7 @@ bool env_flag(const char* name) {
 
 EngineImpl::EngineImpl(EngineOptions opts) : serial(next_serial()), options(std::move(opts)) {
   configure_logging();
+  compile_threads_ = compile_threads();
   if (options.offline) {
     if (options.arch.empty())
       throw ArgumentError("an offline engine needs EngineOptions::arch (for example sm_90a)");
@@ -78,24 +96,28 @@ void EngineImpl::require_device(const char* what) const {
                                 what, arch));
 }
 
-const LoadedKernel& EngineImpl::prepare(const KernelSpec& spec, std::string* source) {
-  std::string memo = spec.source + '\n' + spec.expression;
-  if (auto it = loaded_.find(memo); it != loaded_.end()) {
-    cache->count_memory_hit();
-    if (source) *source = "memory";
-    return it->second;
-  }
-  const compiler::HeaderTable& headers = compiler::HeaderTable::embedded();
-  const cache::CacheKey key = compiler::key_of(spec, arch, headers);
+namespace {
 
+std::string memo_of(const KernelSpec& spec) { return spec.source + '\n' + spec.expression; }
+
+}  // namespace
+
+EngineImpl::Fetched EngineImpl::fetch(const KernelSpec& spec) const {
+  const compiler::HeaderTable& headers = compiler::HeaderTable::embedded();
+  Fetched f{compiler::key_of(spec, arch, headers), {}};
   if (recorder) recorder->record(spec);
-  auto got = cache->get(key, [&] {
+  f.got = cache->get(f.key, [&] {
     const runtime::NvtxRange range(("kiln compile " + spec.name).c_str());
     return compiler::compile(spec, arch, headers);
   });
+  return f;
+}
+
+const LoadedKernel& EngineImpl::load(const KernelSpec& spec, std::string memo, const Fetched& f, std::string* source) {
+  const cache::KernelCache::Result& got = f.got;
   LoadedKernel k;
   k.compiled = got.kernel;
-  KernelRecord rec{spec.name, key.hex(), cache::to_string(got.source),
+  KernelRecord rec{spec.name, f.key.hex(), cache::to_string(got.source),
                    got.source == cache::KernelCache::Source::compiled ? got.kernel->compile_ms : 0.0,
                    got.kernel->registers, got.kernel->spill_bytes};
   if (context) {
@@ -107,6 +129,51 @@ const LoadedKernel& EngineImpl::prepare(const KernelSpec& spec, std::string* sou
   if (source) *source = rec.source;
   records.push_back(rec);
   return loaded_.emplace(std::move(memo), std::move(k)).first->second;
+}
+
+const LoadedKernel& EngineImpl::prepare(const KernelSpec& spec, std::string* source) {
+  std::string memo = memo_of(spec);
+  if (auto it = loaded_.find(memo); it != loaded_.end()) {
+    cache->count_memory_hit();
+    if (source) *source = "memory";
+    return it->second;
+  }
+  return load(spec, std::move(memo), fetch(spec), source);
+}
+
+std::vector<const LoadedKernel*> EngineImpl::prepare_all(const std::vector<const KernelSpec*>& specs) {
+  // The specs not loaded yet, each once, fetched by a few threads taking the next in turn.
+  std::vector<const KernelSpec*> todo;
+  std::set<std::string> seen;
+  for (const KernelSpec* s : specs)
+    if (std::string memo = memo_of(*s); !loaded_.count(memo) && seen.insert(std::move(memo)).second) todo.push_back(s);
+  std::vector<std::optional<Fetched>> fetched(todo.size());
+  std::vector<std::exception_ptr> errors(todo.size());
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t i; (i = next++) < todo.size();) {
+      try {
+        fetched[i] = fetch(*todo[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const std::size_t helpers = todo.size() < 2 ? 0 : std::min<std::size_t>(compile_threads_, todo.size()) - 1;
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < helpers; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  for (std::size_t i = 0; i < todo.size(); ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);  // the first failing spec in plan order
+    load(*todo[i], memo_of(*todo[i]), *fetched[i], nullptr);
+  }
+  std::vector<const LoadedKernel*> out;
+  for (const KernelSpec* s : specs) {  // a spec loaded just now is no memory hit the first time
+    std::string memo = memo_of(*s);
+    out.push_back(seen.erase(memo) ? &loaded_.at(memo) : &prepare(*s));
+  }
+  return out;
 }
 
 void EngineImpl::launch(const LoadedKernel& k, const KernelLaunch& L, void** args) {

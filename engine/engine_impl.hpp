@@ -47,6 +47,9 @@ class EngineImpl {
   /// compiled now; loaded into the context when there is a device.
   /// `source` (optional) gets where this lookup found it: "memory", "disk" or "compiled".
   const LoadedKernel& prepare(const KernelSpec& spec, std::string* source = nullptr);
+  /// prepare() of each spec, the ones not yet loaded fetched or compiled side by side (at most
+  /// KILN_COMPILE_THREADS at once, default: the cores, up to 8), then loaded in order.
+  std::vector<const LoadedKernel*> prepare_all(const std::vector<const KernelSpec*>& specs);
   /// Launches `k` with the shape and shared memory of `L` and the parameters `args`.
   void launch(const LoadedKernel& k, const KernelLaunch& L, void** args);
   /// Prepares and launches a specialized kernel (nothing when it has no work).
@@ -72,7 +75,17 @@ class EngineImpl {
   SignatureCache<PreparedOp> ops{256};
 
  private:
+  struct Fetched {
+    cache::CacheKey key;
+    cache::KernelCache::Result got;
+  };
+  /// The compiled kernel of `spec`: from the cache or compiled. Thread-safe.
+  Fetched fetch(const KernelSpec& spec) const;
+  /// Loads what fetch() found into the context and records it (one thread at a time).
+  const LoadedKernel& load(const KernelSpec& spec, std::string memo, const Fetched& f, std::string* source);
+
   std::unordered_map<std::string, LoadedKernel> loaded_;  // by source + expression
+  unsigned compile_threads_ = 1;
 };
 
 }  // namespace kiln::detail

@@ -96,11 +96,19 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine, co
     if (auto it = outputs.find(n.name); it != outputs.end()) values[std::size_t(o)] = it->second;
     else call->made.push_back({n.name, o, n.shape, n.dtype});
   }
+  std::vector<std::pair<const FusedGroup*, KernelLaunch>> work;
+  std::vector<const KernelSpec*> specs;
   for (const FusedGroup& grp : p.groups) {
     KernelLaunch L = p.specialize_tuned(grp, values, bound, e.arch, e.tuning);
-    if (L.groups == 0 || L.grid == 0) continue;
+    if (L.groups != 0 && L.grid != 0) work.emplace_back(&grp, std::move(L));
+  }
+  for (const auto& w : work) specs.push_back(&w.second.spec);
+  const std::vector<const LoadedKernel*> kernels = e.prepare_all(specs);  // compiled side by side
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    const FusedGroup& grp = *work[i].first;
+    KernelLaunch& L = work[i].second;
     PreparedCall::Launch launch;
-    launch.kernel = &e.prepare(L.spec);
+    launch.kernel = kernels[i];
     launch.nodes = PlanImpl::pointer_nodes(grp);
     if (launch.nodes.size() != L.pointers.size())
       throw Error(fmt::format("internal error: kernel {} takes {} pointers for {} values", L.spec.name, L.pointers.size(),

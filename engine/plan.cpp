@@ -123,12 +123,16 @@ std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
 }
 
 std::vector<KernelRecord> Plan::compile(Engine& engine) const {
+  const std::vector<KernelSpec> specs = plan_specs(impl_->graph, impl_->fused, {}, nullptr, engine.arch());
+  std::vector<const KernelSpec*> todo;
+  for (const KernelSpec& s : specs) todo.push_back(&s);
+  detail::EngineImpl& e = engine.impl();
+  const std::size_t before = e.records.size();  // records added now: kernels new to the engine
+  std::set<std::size_t> listed;
   std::vector<KernelRecord> records;
-  for (const KernelSpec& spec : plan_specs(impl_->graph, impl_->fused, {}, nullptr, engine.arch())) {
-    std::string source;
-    KernelRecord r = engine.impl().records[engine.impl().prepare(spec, &source).record];
-    r.source = source;
-    records.push_back(r);
+  for (const detail::LoadedKernel* k : e.prepare_all(todo)) {
+    records.push_back(e.records[k->record]);
+    if (k->record < before || !listed.insert(k->record).second) records.back().source = "memory";
   }
   return records;
 }

@@ -1,5 +1,7 @@
-// hello: silu(a * b + c), op by op, checked on the CPU. On a machine with no GPU (or with
-// --offline) it compiles the same kernels for --arch into the cache instead.
+// hello: silu(a * b + c), op by op, checked on the CPU. The three ops run as a plan with fusion
+// off: one kernel each, every result rounded to the dtype as eager calls (kiln::mul(e, a, b))
+// would round it, and the first run compiles the three side by side. On a machine with no GPU
+// (or with --offline) it compiles the same kernels for --arch into the cache instead.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -10,6 +12,14 @@
 #include <kiln/kiln.hpp>
 
 namespace {
+
+// silu(a * b + c) over n elements, one kernel per op.
+kiln::Plan hello_plan(std::int64_t n, kiln::DType dtype) {
+  kiln::Graph g;
+  auto a = g.input("a", {n}, dtype), b = g.input("b", {n}, dtype), c = g.input("c", {n}, dtype);
+  g.output(kiln::silu(a * b + c), "y");
+  return kiln::Plan(g, /*fuse_ops=*/false);
+}
 
 void report(const kiln::Engine& e) {
   fmt::print("kernels:\n");
@@ -27,14 +37,14 @@ int run_on_gpu(std::int64_t n, kiln::DType dtype) {
   for (auto& h : host)
     for (std::int64_t i = 0; i < n; ++i) kiln::store_element(dtype, dist(rng), h.data() + i * kiln::size_of(dtype));
 
+  const kiln::Plan plan = hello_plan(n, dtype);
   // Timed: engine creation (driver, context, cache, bundles), upload, three ops, download.
   const auto t0 = std::chrono::steady_clock::now();
   kiln::Engine e;
   kiln::Tensor a = e.from_host({n}, dtype, host[0].data());
   kiln::Tensor b = e.from_host({n}, dtype, host[1].data());
   kiln::Tensor c = e.from_host({n}, dtype, host[2].data());
-
-  kiln::Tensor y = kiln::silu(e, kiln::add(e, kiln::mul(e, a, b), c));
+  kiln::Tensor y = std::move(plan.run(e, {{"a", a.view()}, {"b", b.view()}, {"c", c.view()}}).at("y"));
   std::vector<unsigned char> out(y.bytes());
   y.copy_to_host(out.data());
   const double ready_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -66,11 +76,7 @@ int precompile(std::int64_t n, kiln::DType dtype, const std::string& arch) {
   o.offline = true;
   o.arch = arch;
   kiln::Engine e(o);
-  kiln::TensorView x;
-  x.shape = {n};
-  x.dtype = dtype;
-  for (const char* op : {"mul", "add"}) kiln::precompile(e, op, {x, x});
-  kiln::precompile(e, "silu", {x});
+  hello_plan(n, dtype).compile(e);
   fmt::print("precompiled silu(a*b + c) for {} x {} on {} (no GPU used)\n", n, kiln::name_of(dtype), arch);
   report(e);
   return 0;

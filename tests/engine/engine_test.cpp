@@ -1,7 +1,10 @@
 // The Engine without a GPU: offline compilation into the disk cache, and clear errors.
 #include <cstdlib>
 
+#include <kiln/graph.hpp>
+
 #include "cache/disk_cache.hpp"
+#include "engine/engine_impl.hpp"
 #include "tests/support.hpp"
 
 using kiln::test::desc;
@@ -92,4 +95,56 @@ TEST_CASE("bad operands never reach NVRTC or the cache") {
   CHECK_THROWS_AS(kiln::precompile(e, "nope", {desc({3}, kiln::DType::f32)}), kiln::ArgumentError);
   CHECK(e.counters().compiles == 0);
   CHECK(kiln::cache::DiskCache(tmp.path()).list().empty());
+}
+
+TEST_CASE("a plan's kernels compile side by side: each once, in plan order, errors typed") {
+  kiln::test::TempDir tmp;
+  kiln::Graph g;  // four kernels unfused, one of them twice (the same add)
+  auto a = g.input("a", {1000}, kiln::DType::f32);
+  auto b = g.input("b", {1000}, kiln::DType::bf16);
+  g.output(kiln::silu(a), "s");
+  g.output(kiln::exp(b), "e");
+  g.output(a + a, "p");
+  g.output(a + a, "q");
+  g.output(b * 2.0, "m");
+  for (const char* threads : {"1", "3"}) {
+    CAPTURE(threads);
+    ::setenv("KILN_COMPILE_THREADS", threads, 1);
+    kiln::Engine e(offline(tmp.path() + "/" + threads));
+    const kiln::Plan plan(g, false);
+    const std::vector<kiln::KernelRecord> first = plan.compile(e);
+    REQUIRE(first.size() == 5);
+    std::vector<std::string> names, sources;
+    for (const auto& r : first) names.push_back(r.name), sources.push_back(r.source);
+    CHECK(names == std::vector<std::string>{"silu_f32__r1v4", "exp_bf16__r1v8", "add_f32__r1v4", "add_f32__r1v4",
+                                            "mul_bf16__r1v8"});
+    CHECK(sources == std::vector<std::string>{"compiled", "compiled", "compiled", "memory", "compiled"});
+    CHECK(e.counters().compiles == 4);
+    for (const auto& r : plan.compile(e)) CHECK(r.source == "memory");
+    CHECK(e.counters().compiles == 4);
+  }
+  ::unsetenv("KILN_COMPILE_THREADS");
+
+  // A spec that does not compile fails the call with its CompileError; the good ones around it
+  // are loaded all the same, and nothing of the bad one is cached.
+  kiln::Engine e(offline(tmp.path() + "/bad"));
+  const kiln::KernelSpec good1{"good1", "extern \"C\" __global__ void k(float* p) { p[0] = 1; }\n", "k", {"-std=c++17"}};
+  const kiln::KernelSpec bad{"bad", "extern \"C\" __global__ void k(float* p) { p[0] = nope; }\n", "k", {"-std=c++17"}};
+  const kiln::KernelSpec good2{"good2", "extern \"C\" __global__ void k(float* p) { p[0] = 2; }\n", "k", {"-std=c++17"}};
+  CHECK_THROWS_WITH_AS(e.impl().prepare_all({&good1, &bad, &good2}), doctest::Contains("kernel bad"), kiln::CompileError);
+  std::string source;
+  e.impl().prepare(good1, &source);
+  CHECK(source == "memory");
+  e.impl().prepare(good2, &source);
+  CHECK(source == "memory");
+  CHECK(e.counters().compiles == 2);
+}
+
+TEST_CASE("KILN_COMPILE_THREADS must be a whole number from 1 to 256") {
+  for (const char* v : {"0", "-1", "abc", "2x", "257", "99999999999999999999"}) {
+    CAPTURE(v);
+    ::setenv("KILN_COMPILE_THREADS", v, 1);
+    CHECK_THROWS_WITH_AS(kiln::Engine(offline("")), doctest::Contains("KILN_COMPILE_THREADS"), kiln::ArgumentError);
+  }
+  ::unsetenv("KILN_COMPILE_THREADS");
 }
