@@ -8,7 +8,8 @@ an empty cache, and its time read from the line kiln prints ("compiled NAME for 
 (kiln_bench_compile_baseline). Rounds alternate baseline and kernels, so a busy machine slows
 both alike; each figure is the median over the rounds.
 
-usage: bench/compile.py [--bin build/bin] [--arch sm_90a] [--rounds 3] [--json FILE]
+usage: bench/compile.py [--bin build/bin] [--baseline-bin DIR] [--arch sm_90a] [--rounds 3] [--json FILE]
+(--baseline-bin: where kiln_bench_compile_baseline is, when --bin is an older build without it)
 """
 import argparse
 import json
@@ -75,6 +76,7 @@ def first_compile_ms(bin_dir, arch, graph, scratch):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default="build/bin")
+    ap.add_argument("--baseline-bin", default=None)
     ap.add_argument("--arch", default="sm_90a")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", default=None)
@@ -84,7 +86,7 @@ def main():
         base, times, names = [], {g[2]: [] for g in graphs}, {}
         for r in range(args.rounds):
             for family, label, path in graphs:
-                base.append(baseline_ms(args.bin, args.arch))
+                base.append(baseline_ms(args.baseline_bin or args.bin, args.arch))
                 names[path], ms = first_compile_ms(args.bin, args.arch, path, scratch)
                 times[path].append(ms)
             print(f"round {r + 1} of {args.rounds} done", file=sys.stderr, flush=True)

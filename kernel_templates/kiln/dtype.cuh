@@ -31,7 +31,17 @@ __device__ __forceinline__ float to_float(half x) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
   return f;
 }
-__device__ __forceinline__ float to_float(bf16 x) { return __uint_as_float(unsigned(x.bits) << 16); }
+__device__ __forceinline__ float to_float(bf16 x) {
+  // The instruction the toolkit's __bfloat162float uses: a shift written in C++ compiles to other
+  // code, and a bf16 softmax over long rows ran 14-17 % slower with it (bench/NOTES.md).
+  float f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm("cvt.f32.bf16 %0, %1;" : "=f"(f) : "h"(x.bits));
+#else
+  asm("mov.b32 %0, {0, %1};" : "=f"(f) : "h"(x.bits));
+#endif
+  return f;
+}
 
 template <class T>
 __device__ __forceinline__ T from_float(float x);
