@@ -56,8 +56,6 @@ EngineImpl::EngineImpl(EngineOptions opts) : serial(next_serial()), options(std:
       throw ArgumentError("an offline engine needs EngineOptions::arch (for example sm_90a)");
   } else {
     context = std::make_shared<runtime::Context>(options.device);
-    runtime::ContextGuard guard(*context);
-    stream = runtime::make_stream();
   }
   arch = options.arch.empty() ? context->info().arch() : options.arch;
   compiler::target_options(arch);  // validates the arch now, not at the first op
@@ -80,12 +78,22 @@ EngineImpl::EngineImpl(EngineOptions opts) : serial(next_serial()), options(std:
 EngineImpl::~EngineImpl() {
   if (!context) return;
   try {
+    if (loaded_.empty() && !stream_) return;  // nothing of the context's to free
     runtime::ContextGuard guard(*context);
     loaded_.clear();  // modules unload inside their context
-    stream.reset();
+    stream_.reset();
   } catch (const std::exception& e) {
     spdlog::warn("kiln: tearing down the engine: {}", e.what());
   }
+}
+
+CUstream EngineImpl::stream() {
+  require_device("a stream");
+  std::call_once(stream_once_, [&] {
+    runtime::ContextGuard guard(*context);
+    stream_ = runtime::make_stream();
+  });
+  return stream_.get();
 }
 
 void EngineImpl::require_device(const char* what) const {
@@ -179,7 +187,7 @@ std::vector<const LoadedKernel*> EngineImpl::prepare_all(const std::vector<const
 void EngineImpl::launch(const LoadedKernel& k, const KernelLaunch& L, void** args) {
   require_device("launching a kernel");
   runtime::ContextGuard guard(*context);
-  k.module->launch(L.grid, L.block, k.shared_for(L), stream.get(), args);
+  k.module->launch(L.grid, L.block, k.shared_for(L), stream(), args);
 }
 
 void EngineImpl::launch_kernel(const KernelLaunch& L) {
@@ -204,7 +212,7 @@ std::string Engine::device_name() const { return impl_->context ? impl_->context
 const std::string& Engine::cache_dir() const { return impl_->cache_dir; }
 CacheCounters Engine::counters() const { return impl_->cache->counters(); }
 const std::vector<KernelRecord>& Engine::kernels() const { return impl_->records; }
-void* Engine::stream() const { return impl_->stream.get(); }
+void* Engine::stream() const { return impl_->stream(); }
 
 Tensor Engine::empty(const Shape& shape, DType dtype) {
   impl_->require_device("allocating a tensor");
@@ -232,9 +240,9 @@ double Engine::time_median_ms(const std::function<void()>& fn, int warmup, int r
   auto start = runtime::make_event(), stop = runtime::make_event();
   std::vector<double> ms;
   for (int i = 0; i < reps; ++i) {
-    KILN_CU_CHECK(runtime::driver().cuEventRecord(start.get(), impl_->stream.get()), "timing event");
+    KILN_CU_CHECK(runtime::driver().cuEventRecord(start.get(), impl_->stream()), "timing event");
     fn();
-    KILN_CU_CHECK(runtime::driver().cuEventRecord(stop.get(), impl_->stream.get()), "timing event");
+    KILN_CU_CHECK(runtime::driver().cuEventRecord(stop.get(), impl_->stream()), "timing event");
     ms.push_back(runtime::elapsed_ms(start.get(), stop.get()));
   }
   std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
@@ -244,7 +252,7 @@ double Engine::time_median_ms(const std::function<void()>& fn, int warmup, int r
 void Engine::synchronize() {
   impl_->require_device("synchronize");
   runtime::ContextGuard guard(*impl_->context);
-  KILN_CU_CHECK(runtime::driver().cuStreamSynchronize(impl_->stream.get()), "the engine's stream");
+  KILN_CU_CHECK(runtime::driver().cuStreamSynchronize(impl_->stream()), "the engine's stream");
 }
 
 }  // namespace kiln

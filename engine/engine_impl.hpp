@@ -3,6 +3,7 @@
 // the kernels already loaded, looked up by their specialization.
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -65,7 +66,9 @@ class EngineImpl {
   std::string arch;
   std::string cache_dir;
   std::shared_ptr<runtime::Context> context;  ///< null offline
-  runtime::StreamHandle stream;
+  /// The engine's stream, created at the first call (which waits for the context: an engine
+  /// compiles while the driver retains it).
+  CUstream stream();
   std::unique_ptr<cache::KernelCache> cache;
   std::unique_ptr<cache::ManifestRecorder> recorder;  ///< KILN_RECORD / EngineOptions::record
   std::vector<KernelRecord> records;
@@ -86,6 +89,8 @@ class EngineImpl {
 
   std::unordered_map<std::string, LoadedKernel> loaded_;  // by source + expression
   unsigned compile_threads_ = 1;
+  std::once_flag stream_once_;
+  runtime::StreamHandle stream_;
 };
 
 }  // namespace kiln::detail

@@ -139,7 +139,7 @@ void launch_op(Engine& engine, detail::PreparedOp& p, const ops::OpDef& op, cons
   detail::EngineImpl& e = engine.impl();
   const runtime::NvtxRange range(op.name.data());  // catalog names are NUL-terminated literals
   runtime::ContextGuard guard(*e.context);
-  p.kernel->module->launch(p.launch.grid, p.launch.block, p.shared, e.stream.get(), p.params->pointers());
+  p.kernel->module->launch(p.launch.grid, p.launch.block, p.shared, e.stream(), p.params->pointers());
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include "engine/runtime/driver.hpp"
 
 namespace kiln::runtime {
@@ -14,7 +16,12 @@ std::string DeviceInfo::arch() const {
 }
 
 Context::Context(int ordinal) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto ms_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  };
   const Driver& d = driver();
+  const double driver_ms = ms_since(start);
   const std::string object = fmt::format("device {}", ordinal);
   int count = 0;
   KILN_CU_CHECK(d.cuDeviceGetCount(&count), object);
@@ -39,10 +46,24 @@ Context::Context(int ordinal) {
   info_.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   KILN_CU_CHECK(d.cuDeviceTotalMem(&info_.total_memory, device_), object);
   KILN_CU_CHECK(d.cuDriverGetVersion(&info_.driver_version), object);
-  KILN_CU_CHECK(d.cuDevicePrimaryCtxRetain(&ctx_, device_), object);
+  spdlog::debug("kiln: {}: driver {:.1f} ms (loaded and initialized on first use), device queries {:.1f} ms", object,
+                driver_ms, ms_since(start) - driver_ms);
+  const CUdevice device = device_;
+  ctx_ = std::async(std::launch::async, [device, object, ms_since] {
+           const auto retain = std::chrono::steady_clock::now();
+           CUcontext ctx = nullptr;
+           KILN_CU_CHECK(driver().cuDevicePrimaryCtxRetain(&ctx, device), object);
+           spdlog::debug("kiln: {}: primary context retained in {:.1f} ms", object, ms_since(retain));
+           return ctx;
+         }).share();
 }
 
 Context::~Context() {
+  try {
+    ctx_.get();
+  } catch (const std::exception&) {
+    return;  // never retained: nothing to release (the error reached whoever asked for it)
+  }
   if (CUresult r = driver().cuDevicePrimaryCtxRelease(device_); r != CUDA_SUCCESS)
     spdlog::warn("kiln: releasing the primary context of device {} failed: {}", info_.ordinal,
                  result_name(r));
