@@ -39,6 +39,11 @@ TEST_CASE("plans check inputs and outputs before needing a GPU") {
   const std::string y = g.node(g.outputs()[0]).name;
   CHECK_THROWS_WITH_AS(p.replay(e, {{"x", v}}, {{y, small}}), doctest::Contains(doctest::String(("output '" + y + "'").c_str())), kiln::ShapeError);
   CHECK_THROWS_AS(p.replay(e, {{"x", v}}, {{y, v}}), kiln::CudaError);  // offline: no device
+  // A plan's dtypes are its graph's: another dtype is refused by run and replay alike.
+  kiln::TensorView half = v;
+  half.dtype = DType::bf16;
+  CHECK_THROWS_WITH_AS(p.run(e, {{"x", half}}), doctest::Contains("input 'x'"), kiln::DtypeError);
+  CHECK_THROWS_WITH_AS(p.replay(e, {{"x", half}}), doctest::Contains("input 'x'"), kiln::DtypeError);
 }
 
 TEST_CASE("gpu: replay equals run, with new buffers, new data and new shapes" * doctest::skip(!kiln::test::has_gpu())) {
@@ -70,6 +75,11 @@ TEST_CASE("gpu: replay equals run, with new buffers, new data and new shapes" * 
           auto got = p.replay(e, ins);
           for (const auto& [name, t] : want) CHECK(bytes_of(got.at(name)) == bytes_of(t));  // same kernels: same bits
         } else {
+          // An input of another dtype is refused before anything runs: the outputs keep the replay's.
+          Views other = ins;
+          kiln::TensorView& first = other.begin()->second;
+          first.dtype = first.dtype == DType::f32 ? DType::bf16 : DType::f32;
+          CHECK_THROWS_AS(p.replay(e, other, out_views), kiln::DtypeError);
           for (const auto& [name, t] : want) CHECK(bytes_of(outs.at(name)) == bytes_of(t));
           ++updated;
         }
