@@ -165,49 +165,57 @@ std::shared_ptr<PreparedCall> PlanImpl::prepared(Engine& engine, const std::map<
   return calls->insert(s, prepare_call(*this, engine, inputs, outputs, need_device));
 }
 
+namespace {
+
+// What run and replay share: the call prepared for this signature, its data pointers bound, and
+// `launch(call, stream)` under the call's lock with the engine's context current (not when the
+// plan has nothing to launch). Returns the outputs the call made.
+template <class Launch>
+std::map<std::string, Tensor> bind_and_launch(PlanImpl& p, Engine& engine, const std::map<std::string, TensorView>& inputs,
+                                              const std::map<std::string, TensorView>& outputs, const Launch& launch) {
+  const std::shared_ptr<PreparedCall> call = p.prepared(engine, inputs, outputs);
+  engine.impl().require_device("running a plan");  // a hit prepared on an offline engine
+  std::lock_guard<std::mutex> lock(call->mutex);
+  std::map<std::string, Tensor> made = bind_data(*call, p, engine, inputs, outputs);
+  if (call->launches.empty()) return made;
+  runtime::ContextGuard guard(*engine.impl().context);
+  launch(*call, static_cast<CUstream>(engine.stream()));
+  return made;
+}
+
+}  // namespace
 }  // namespace detail
 
 std::map<std::string, Tensor> Plan::run(Engine& engine, const std::map<std::string, TensorView>& inputs,
                                         const std::map<std::string, TensorView>& outputs) const {
   const runtime::NvtxRange range("kiln::Plan::run");
-  const std::shared_ptr<detail::PreparedCall> call = impl_->prepared(engine, inputs, outputs);
-  engine.impl().require_device("running a plan");  // a hit prepared on an offline engine
-  std::lock_guard<std::mutex> lock(call->mutex);
-  std::map<std::string, Tensor> made = detail::bind_data(*call, *impl_, engine, inputs, outputs);
-  if (call->launches.empty()) return made;
-  runtime::ContextGuard guard(*engine.impl().context);
-  const auto stream = static_cast<CUstream>(engine.stream());
-  for (detail::PreparedCall::Launch& l : call->launches) {
-    const runtime::NvtxRange launch(l.label.c_str());
-    l.kernel->module->launch(l.launch.grid, l.launch.block, l.shared, stream, l.params->pointers());
-  }
-  return made;
+  return detail::bind_and_launch(*impl_, engine, inputs, outputs, [](detail::PreparedCall& call, CUstream stream) {
+    for (detail::PreparedCall::Launch& l : call.launches) {
+      const runtime::NvtxRange launch(l.label.c_str());
+      l.kernel->module->launch(l.launch.grid, l.launch.block, l.shared, stream, l.params->pointers());
+    }
+  });
 }
 
 std::map<std::string, Tensor> Plan::replay(Engine& engine, const std::map<std::string, TensorView>& inputs,
                                            const std::map<std::string, TensorView>& outputs) const {
   const runtime::NvtxRange range("kiln::Plan::replay");
-  const std::shared_ptr<detail::PreparedCall> call = impl_->prepared(engine, inputs, outputs);
-  engine.impl().require_device("running a plan");  // a hit prepared on an offline engine
-  std::lock_guard<std::mutex> lock(call->mutex);
-  std::map<std::string, Tensor> made = detail::bind_data(*call, *impl_, engine, inputs, outputs);
-  if (call->launches.empty()) return made;
-  runtime::ContextGuard guard(*engine.impl().context);
-  if (!call->graph) {
-    std::vector<runtime::GraphLaunch> launches;
-    for (auto& l : call->launches) launches.push_back(detail::graph_launch(l));
-    call->graph = std::make_unique<runtime::KernelGraph>(launches);
-    for (auto& l : call->launches) l.in_graph = l.params->pointer_bytes(l.nodes.size());
-  } else {
-    for (std::size_t i = 0; i < call->launches.size(); ++i) {
-      detail::PreparedCall::Launch& l = call->launches[i];
-      if (l.params->pointers_equal(l.in_graph)) continue;  // the node already holds these pointers
-      call->graph->update(i, detail::graph_launch(l));
-      l.in_graph = l.params->pointer_bytes(l.nodes.size());
+  return detail::bind_and_launch(*impl_, engine, inputs, outputs, [](detail::PreparedCall& call, CUstream stream) {
+    if (!call.graph) {
+      std::vector<runtime::GraphLaunch> launches;
+      for (auto& l : call.launches) launches.push_back(detail::graph_launch(l));
+      call.graph = std::make_unique<runtime::KernelGraph>(launches);
+      for (auto& l : call.launches) l.in_graph = l.params->pointer_bytes(l.nodes.size());
+    } else {
+      for (std::size_t i = 0; i < call.launches.size(); ++i) {
+        detail::PreparedCall::Launch& l = call.launches[i];
+        if (l.params->pointers_equal(l.in_graph)) continue;  // the node already holds these pointers
+        call.graph->update(i, detail::graph_launch(l));
+        l.in_graph = l.params->pointer_bytes(l.nodes.size());
+      }
     }
-  }
-  call->graph->launch(static_cast<CUstream>(engine.stream()));
-  return made;
+    call.graph->launch(stream);
+  });
 }
 
 }  // namespace kiln

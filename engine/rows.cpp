@@ -43,8 +43,8 @@ RowTunables row_tunables(const Tunables& t, const std::string& stem) {
 
 RowTunables default_row_tunables(std::int64_t row_groups, int vec) {
   const std::int64_t most = std::min<std::int64_t>(kMaxItems, std::max(1, 32 / vec));
-  // About 64 bytes of the row per thread at full width: 16 f32 or 32 bf16/f16 values (the
-  // tuning probe, now `kiln tune`, found 32 best for bf16 on an H100: bench/NOTES.md).
+  // About 64 bytes of the row per thread at full width: 16 f32 or 32 bf16/f16 values (`kiln
+  // tune` found 32 best for bf16 on an H100: bench/NOTES.md).
   const std::int64_t want = std::min<std::int64_t>(most, vec >= 8 ? 4 : std::max(1, 16 / vec));
   std::int64_t items = std::max<std::int64_t>(1, std::min(want, ceil_div(row_groups, 32)));
   while (items < most && items * 1024 < row_groups) items = std::min(most, items * 2);

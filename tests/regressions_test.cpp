@@ -29,7 +29,7 @@ TEST_CASE("regressions: every shrunk fuzz graph plans and compiles for sm_90a") 
 }
 
 TEST_CASE("gpu: regressions: every shrunk fuzz graph matches the reference" * doctest::skip(!kiln::test::has_gpu())) {
-  kiln::Engine e;
+  kiln::Engine e(kiln::test::on_gpu());
   for (const auto& path : regression_files()) {
     CAPTURE(path);
     // seed-N-*.json: the inputs the fuzzer drew for seed N (the ones that failed); else seed 31.

@@ -32,6 +32,13 @@ EngineOptions offline(const std::string& arch, const std::string& cache_dir, con
   return o;
 }
 
+EngineOptions on_gpu() {
+  EngineOptions o;
+  o.disk_cache = false;
+  o.tuning = false;
+  return o;
+}
+
 TensorView desc(Shape shape, DType t) {
   TensorView v;
   v.shape = std::move(shape);

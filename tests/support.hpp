@@ -22,6 +22,10 @@ bool has_gpu();
 /// is given; records specializations into `record` when not empty.
 EngineOptions offline(const std::string& arch, const std::string& cache_dir = "", const std::string& record = "");
 
+/// Options of an engine on the GPU that keeps its kernels in memory and ignores tuning records:
+/// a test neither reads nor fills the user's cache.
+EngineOptions on_gpu();
+
 /// A view without memory (data 0) of `shape` and `t`, for inference and precompile.
 TensorView desc(Shape shape, DType t);
 

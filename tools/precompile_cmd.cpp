@@ -10,7 +10,6 @@
 #include <kiln/error.hpp>
 
 #include "cache/disk_cache.hpp"
-#include "cache/manifest.hpp"
 #include "engine/compiler/compiler.hpp"
 #include "engine/fusion.hpp"
 #include "engine/precompile.hpp"

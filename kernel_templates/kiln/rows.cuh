@@ -157,7 +157,7 @@ struct Staged {
   }
   static constexpr bool kOn = Split > 1 && Items > 0 && Extra::size > 0 && kBytes <= 32768 && contiguous();
   // Staged, ptxas hoists every group's shared loads of pass 2 and grows from 48 registers to 64
-  // (4 blocks of 256 a multiprocessor instead of 5, and slower: bench/NOTES.md, session 13); the
+  // (4 blocks of 256 a multiprocessor instead of 5, and slower: bench/NOTES.md); the
   // kernel asks for the blocks of the 40 warps that 48 registers hold (0: no minimum).
   static constexpr int kMinBlocks = kOn ? 40 / (Block / 32) : 0;
 

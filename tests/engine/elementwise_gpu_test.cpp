@@ -121,7 +121,7 @@ TEST_CASE("gpu: every op x dtype x layout matches the fp64 reference" * doctest:
 }
 
 TEST_CASE("gpu: vectorized and scalar paths agree on large odd shapes" * doctest::skip(!kiln::test::has_gpu())) {
-  kiln::Engine e;
+  kiln::Engine e(kiln::test::on_gpu());
   auto rng = kiln::test::make_rng(2);
   for (std::int64_t n : {std::int64_t(1) << 22, (std::int64_t(1) << 22) + 3}) {
     for (DType t : kiln::kFloatDTypes) {
@@ -139,7 +139,7 @@ TEST_CASE("gpu: vectorized and scalar paths agree on large odd shapes" * doctest
 }
 
 TEST_CASE("gpu: a tensor of 2^31 + 8 elements takes the 64-bit index path" * doctest::skip(!kiln::test::has_gpu())) {
-  kiln::Engine e;
+  kiln::Engine e(kiln::test::on_gpu());
   const std::int64_t n = (std::int64_t(1) << 31) + 8;
   std::vector<std::uint16_t> host(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) host[std::size_t(i)] = std::uint16_t(0x3f80 + (i % 97));  // bf16 1.0 .. ~1.75
@@ -185,7 +185,7 @@ TEST_CASE("gpu: ops compile on first use and reuse after; op shorthands work" * 
 }
 
 TEST_CASE("gpu: launch-time errors are typed" * doctest::skip(!kiln::test::has_gpu())) {
-  kiln::Engine e;
+  kiln::Engine e(kiln::test::on_gpu());
   kiln::Tensor x = e.empty({8}, DType::f32);
   kiln::TensorView null_view = x.view();
   null_view.data = 0;
@@ -201,7 +201,7 @@ TEST_CASE("gpu: launch-time errors are typed" * doctest::skip(!kiln::test::has_g
 }
 
 TEST_CASE("gpu: an eager op seen before takes this call's buffers, scalars and bounds" * doctest::skip(!kiln::test::has_gpu())) {
-  kiln::Engine e;
+  kiln::Engine e(kiln::test::on_gpu());
   std::vector<float> a(777);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.01f * float(i) - 3;
   std::vector<kiln::Tensor> xs = {e.from_host({777}, DType::f32, a.data()), e.from_host({777}, DType::f32, a.data())};

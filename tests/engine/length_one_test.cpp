@@ -114,7 +114,7 @@ TEST_CASE("gpu: length-1 axes: every row op x dtype x position x extents, fused 
 
 TEST_CASE("gpu: NaN and infinities through max, min, softmax and log_softmax propagate as in PyTorch" *
           doctest::skip(!kiln::test::has_gpu())) {
-  kiln::Engine e;
+  kiln::Engine e(kiln::test::on_gpu());
   const double nan = std::nan(""), inf = INFINITY;
   // Rows of 4 (the last axis) and columns of 3 (axis 0) holding: a NaN, +inf, -inf, -inf alone,
   // NaN with inf, all -inf, plain numbers.

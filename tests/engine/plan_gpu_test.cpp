@@ -61,7 +61,7 @@ TEST_CASE("gpu: random fused graphs match the fp64 reference and the unfused pla
 
 TEST_CASE("gpu: a dynamic batch dim is the launch's: a new batch size runs the kernels already compiled" *
           doctest::skip(!kiln::test::has_gpu())) {
-  kiln::Engine e;
+  kiln::Engine e(kiln::test::on_gpu());
   auto rng = kiln::test::make_rng(31);
   // Three kernels: softmax with a fused prologue, a sum, an elementwise chain.
   const auto build = [](std::int64_t batch) {
@@ -113,7 +113,7 @@ TEST_CASE("gpu: a dynamic batch dim is the launch's: a new batch size runs the k
 }
 
 TEST_CASE("gpu: a plan writes into the caller's outputs and checks what it is given" * doctest::skip(!kiln::test::has_gpu())) {
-  kiln::Engine e;
+  kiln::Engine e(kiln::test::on_gpu());
   Graph g;
   auto x = g.input("x", {-1, 64}, DType::f32);
   g.output(kiln::silu(x * 2.0));

@@ -47,7 +47,7 @@ TEST_CASE("plans check inputs and outputs before needing a GPU") {
 }
 
 TEST_CASE("gpu: replay equals run, with new buffers, new data and new shapes" * doctest::skip(!kiln::test::has_gpu())) {
-  kiln::Engine e;
+  kiln::Engine e(kiln::test::on_gpu());
   auto rng = kiln::test::make_rng(41);
   int graphs = 0, updated = 0;
   for (std::uint64_t seed = 0; seed < 40; ++seed) {

@@ -85,7 +85,7 @@ TEST_CASE("gpu: row ops along any axis and over all elements match the fp64 refe
 }
 
 TEST_CASE("gpu: eager row ops through kiln::call, and softmax with -inf masks" * doctest::skip(!kiln::test::has_gpu())) {
-  kiln::Engine e;
+  kiln::Engine e(kiln::test::on_gpu());
   std::vector<float> h(4 * 8);
   for (std::size_t i = 0; i < h.size(); ++i) h[i] = (i % 3 == 0) ? -INFINITY : float(i % 5) * 0.5f;
   kiln::Tensor x = e.from_host({4, 8}, DType::f32, h.data());
@@ -107,7 +107,7 @@ TEST_CASE("gpu: eager row ops through kiln::call, and softmax with -inf masks" *
 }
 
 TEST_CASE("gpu: rows holding NaN or -inf give what PyTorch gives, in every strategy" * doctest::skip(!kiln::test::has_gpu())) {
-  kiln::Engine e;
+  kiln::Engine e(kiln::test::on_gpu());
   auto rng = kiln::test::make_rng(29);
   // Row 0 finite; row 1 one NaN; row 2 all -inf; row 3 every 7th value -inf. Rows of 4096 run
   // in registers, of 65536 split between blocks (sm_90), of 70001 streamed (odd: scalar loads).
