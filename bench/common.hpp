@@ -4,9 +4,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <vector>
-
 #include <kiln/kiln.hpp>
+#include <vector>
 
 #include "engine/tuner.hpp"
 
@@ -20,9 +19,13 @@ using autotune::random_host;
 /// the GPU's as in an app's loop (one call per event would count it whole on every call).
 inline double per_call_us(Engine& e, const std::function<void()>& fn, int reps = 20) {
   constexpr int kInner = 10;
-  return 1e3 * e.time_median_ms([&] {
-    for (int i = 0; i < kInner; ++i) fn();
-  }, 1, reps) / kInner;
+  return 1e3 *
+         e.time_median_ms(
+             [&] {
+               for (int i = 0; i < kInner; ++i) fn();
+             },
+             1, reps) /
+         kInner;
 }
 
 /// `body`'s exit status; a kiln::Error (no GPU, say) printed as one line, status 1.

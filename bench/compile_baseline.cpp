@@ -25,10 +25,12 @@ int main(int argc, char** argv) {
   if (r == NVRTC_SUCCESS) nvrtcGetCUBINSize(prog, &size);
   std::vector<char> cubin(size);
   if (size) nvrtcGetCUBIN(prog, cubin.data());
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   nvrtcDestroyProgram(&prog);
   if (r != NVRTC_SUCCESS || size == 0) {
-    std::fprintf(stderr, "compile_baseline: NVRTC failed for %s: %s\n", arch.c_str(), nvrtcGetErrorString(r));
+    std::fprintf(stderr, "compile_baseline: NVRTC failed for %s: %s\n", arch.c_str(),
+                 nvrtcGetErrorString(r));
     return 1;
   }
   std::printf("%.2f\n", ms);

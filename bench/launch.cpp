@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-
 #include <kiln/kiln.hpp>
 
 #include "bench/common.hpp"
@@ -23,7 +22,8 @@ double host_us(kiln::Engine& e, const std::function<void()>& fn, int reps = 20) 
     e.synchronize();
     const auto t0 = std::chrono::steady_clock::now();
     fn();
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   e.synchronize();
   std::nth_element(us.begin(), us.begin() + reps / 2, us.end());
@@ -68,9 +68,11 @@ std::string replay_new_buffers(kiln::Engine& e) {
       ok = ok && y[i] == float(v);
     }
   }
-  return fmt::format("{{\"kernels\": {}, \"buffer_sets\": {}, \"host_us_per_replay\": {:.2f}, \"gpu_us_per_replay\": {:.2f}, "
-                     "\"check\": \"{}\"}}",
-                     kKernels, kSets, replay_host_us, gpu_us, ok ? "ok" : "FAIL");
+  return fmt::format(
+      "{{\"kernels\": {}, \"buffer_sets\": {}, \"host_us_per_replay\": {:.2f}, "
+      "\"gpu_us_per_replay\": {:.2f}, "
+      "\"check\": \"{}\"}}",
+      kKernels, kSets, replay_host_us, gpu_us, ok ? "ok" : "FAIL");
 }
 
 int run() {
@@ -106,16 +108,19 @@ int run() {
   const Chain eager = timed(
       [&] {
         kiln::call_into(e, "add", out, {in.view(), 1.0});
-        for (int i = 1; i < kKernels; ++i) kiln::call_into(e, "add", i % 2 ? tmp : out, {i % 2 ? out : tmp, 1.0});
+        for (int i = 1; i < kKernels; ++i)
+          kiln::call_into(e, "add", i % 2 ? tmp : out, {i % 2 ? out : tmp, 1.0});
       },
       kKernels % 2 == 0 ? tmp : out);  // the buffer the last add wrote
   const bool ok = run.ok && replay.ok && eager.ok;
   auto per = [&](const char* path, const Chain& c) {
-    return fmt::format("\"{}_us_per_kernel\": {:.3f}, \"{}_host_us_per_kernel\": {:.3f}", path, c.gpu_ms * 1e3 / kKernels, path,
-                       c.host_us / kKernels);
+    return fmt::format("\"{}_us_per_kernel\": {:.3f}, \"{}_host_us_per_kernel\": {:.3f}", path,
+                       c.gpu_ms * 1e3 / kKernels, path, c.host_us / kKernels);
   };
-  fmt::print("{{\"launch\": {{\"kernels\": {}, {}, {}, {}, \"check\": \"{}\", \"replay20\": {}}}}}\n", kKernels,
-             per("run", run), per("replay", replay), per("eager", eager), ok ? "ok" : "FAIL", replay_new_buffers(e));
+  fmt::print(
+      "{{\"launch\": {{\"kernels\": {}, {}, {}, {}, \"check\": \"{}\", \"replay20\": {}}}}}\n",
+      kKernels, per("run", run), per("replay", replay), per("eager", eager), ok ? "ok" : "FAIL",
+      replay_new_buffers(e));
   return ok ? 0 : 1;
 }
 

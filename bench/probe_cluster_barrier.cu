@@ -18,7 +18,8 @@ namespace cg = cooperative_groups;
 // Mode 0: no barrier; 1: each warp's word through shared memory and __syncthreads (a block
 // merge's shape); 2: that, then the cluster's barrier.
 template <int Mode, int Split>
-__global__ void __launch_bounds__(256) __cluster_dims__(Split, 1, 1) part(const uint4* __restrict__ in, uint4* __restrict__ out) {
+__global__ void __launch_bounds__(256) __cluster_dims__(Split, 1, 1)
+    part(const uint4* __restrict__ in, uint4* __restrict__ out) {
   const size_t base = size_t(blockIdx.x) * 1024;
   uint4 v[4];
 #pragma unroll
@@ -68,21 +69,27 @@ int main() {
   const int blocks = int(bytes / 16 / 1024);
   const float copy = median_us([&] { cudaMemcpy(out, in, bytes, cudaMemcpyDeviceToDevice); });
   const auto row = [&](const char* what, float us) {
-    std::printf("%-40s %7.1f us  %5.1f %% of the memcpy (%.1f us)\n", what, us, 100.0 * copy / us, copy);
+    std::printf("%-40s %7.1f us  %5.1f %% of the memcpy (%.1f us)\n", what, us, 100.0 * copy / us,
+                copy);
   };
   row("no barrier", median_us([&] { part<0, 1><<<blocks, 256>>>(in, out); }));
   row("__syncthreads", median_us([&] { part<1, 1><<<blocks, 256>>>(in, out); }));
-  row("__syncthreads + cluster barrier of 2", median_us([&] { part<2, 2><<<blocks, 256>>>(in, out); }));
-  row("__syncthreads + cluster barrier of 4", median_us([&] { part<2, 4><<<blocks, 256>>>(in, out); }));
-  row("__syncthreads + cluster barrier of 8", median_us([&] { part<2, 8><<<blocks, 256>>>(in, out); }));
+  row("__syncthreads + cluster barrier of 2",
+      median_us([&] { part<2, 2><<<blocks, 256>>>(in, out); }));
+  row("__syncthreads + cluster barrier of 4",
+      median_us([&] { part<2, 4><<<blocks, 256>>>(in, out); }));
+  row("__syncthreads + cluster barrier of 8",
+      median_us([&] { part<2, 8><<<blocks, 256>>>(in, out); }));
   row("no barrier, clusters of 8", median_us([&] { part<0, 8><<<blocks, 256>>>(in, out); }));
   // 40 KiB of dynamic shared memory each: 5 blocks per SM, as kiln's softmax kernel has.
   const int smem = 40 << 10;
   std::printf("-- 5 blocks per SM\n");
   row("no barrier", median_us([&] { part<0, 1><<<blocks, 256, smem>>>(in, out); }));
   row("__syncthreads", median_us([&] { part<1, 1><<<blocks, 256, smem>>>(in, out); }));
-  row("__syncthreads + cluster barrier of 2", median_us([&] { part<2, 2><<<blocks, 256, smem>>>(in, out); }));
-  row("__syncthreads + cluster barrier of 8", median_us([&] { part<2, 8><<<blocks, 256, smem>>>(in, out); }));
+  row("__syncthreads + cluster barrier of 2",
+      median_us([&] { part<2, 2><<<blocks, 256, smem>>>(in, out); }));
+  row("__syncthreads + cluster barrier of 8",
+      median_us([&] { part<2, 8><<<blocks, 256, smem>>>(in, out); }));
   const cudaError_t e = cudaGetLastError();
   std::printf("%s\n", cudaGetErrorString(e));
   return e == cudaSuccess ? 0 : 1;

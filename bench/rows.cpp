@@ -4,10 +4,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <kiln/kiln.hpp>
 #include <map>
 #include <random>
-
-#include <kiln/kiln.hpp>
 
 #include "bench/common.hpp"
 #include "ops/op.hpp"
@@ -48,16 +47,19 @@ int run(int argc, char** argv) {
   using kiln::DType;
   std::vector<Workload> work;
   for (DType t : {DType::f32, DType::bf16})
-    for (auto [R, C] : std::vector<std::pair<std::int64_t, std::int64_t>>{{32768, 4096}, {65536, 1024}, {4096, 16384}, {1024, 65536}})
-      for (const char* op : {"softmax", "layer_norm", "rms_norm"}) work.push_back({op, op, R, C, t, false});
+    for (auto [R, C] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+             {32768, 4096}, {65536, 1024}, {4096, 16384}, {1024, 65536}})
+      for (const char* op : {"softmax", "layer_norm", "rms_norm"})
+        work.push_back({op, op, R, C, t, false});
   work.push_back({"sum", "sum", 32768, 4096, DType::f32, false});
   work.push_back({"sum (first axis)", "sum", 32768, 4096, DType::f32, false, 0});
   work.push_back({"softmax(x*0.125+mask)", "softmax", 32768, 4096, DType::bf16, true});
   if (argc == 3 && std::string(argv[1]) == "--save-graphs") {
     for (std::size_t i = 0; i < work.size(); ++i)
-      workload_graph(work[i]).save(fmt::format("{}/rows{:02}_{}{}_{}_{}x{}.json", argv[2], i, work[i].masked ? "masked_softmax" : work[i].op,
-                                               work[i].axis == 0 ? "_axis0" : "",
-                                               kiln::name_of(work[i].dtype), work[i].rows, work[i].cols));
+      workload_graph(work[i]).save(fmt::format(
+          "{}/rows{:02}_{}{}_{}_{}x{}.json", argv[2], i,
+          work[i].masked ? "masked_softmax" : work[i].op, work[i].axis == 0 ? "_axis0" : "",
+          kiln::name_of(work[i].dtype), work[i].rows, work[i].cols));
     fmt::print("wrote {} graphs to {}\n", work.size(), argv[2]);
     return 0;
   }
@@ -66,12 +68,15 @@ int run(int argc, char** argv) {
   for (const Workload& w : work) {
     const DType t = w.dtype;
     const std::int64_t n = w.rows * w.cols;
-    const auto hx = kiln::bench::random_host(t, n, 1), hw = kiln::bench::random_host(t, w.cols, 2), hb = kiln::bench::random_host(t, w.cols, 3);
+    const auto hx = kiln::bench::random_host(t, n, 1), hw = kiln::bench::random_host(t, w.cols, 2),
+               hb = kiln::bench::random_host(t, w.cols, 3);
     const auto hm = kiln::bench::random_host(t, w.cols, 4);
-    kiln::Tensor x = e.from_host({w.rows, w.cols}, t, hx.data()), wt = e.from_host({w.cols}, t, hw.data()),
-                 bt = e.from_host({w.cols}, t, hb.data()), mt = e.from_host({w.cols}, t, hm.data());
+    kiln::Tensor x = e.from_host({w.rows, w.cols}, t, hx.data()),
+                 wt = e.from_host({w.cols}, t, hw.data()), bt = e.from_host({w.cols}, t, hb.data()),
+                 mt = e.from_host({w.cols}, t, hm.data());
     const kiln::Graph g = workload_graph(w);
-    const std::map<std::string, kiln::TensorView> all = {{"x", x}, {"mask", mt}, {"w", wt}, {"b", bt}};
+    const std::map<std::string, kiln::TensorView> all = {
+        {"x", x}, {"mask", mt}, {"w", wt}, {"b", bt}};
     std::map<std::string, kiln::TensorView> ins;
     for (const auto& node : g.nodes())
       if (node.op == "input") ins[node.name] = all.at(node.name);
@@ -86,9 +91,13 @@ int run(int argc, char** argv) {
     std::vector<unsigned char> got(out.bytes());
     out.copy_to_host(got.data());
     const auto& op = kiln::ops::find_op(w.op);
-    auto at = [&](const std::vector<unsigned char>& h, std::int64_t i) { return kiln::load_element(t, h.data() + i * kiln::size_of(t)); };
-    std::vector<double> row(std::size_t(w.cols)), wv(std::size_t(w.cols)), bv(std::size_t(w.cols)), ref(std::size_t(w.cols));
-    for (std::int64_t c = 0; c < w.cols; ++c) wv[std::size_t(c)] = at(hw, c), bv[std::size_t(c)] = at(hb, c);
+    auto at = [&](const std::vector<unsigned char>& h, std::int64_t i) {
+      return kiln::load_element(t, h.data() + i * kiln::size_of(t));
+    };
+    std::vector<double> row(std::size_t(w.cols)), wv(std::size_t(w.cols)), bv(std::size_t(w.cols)),
+        ref(std::size_t(w.cols));
+    for (std::int64_t c = 0; c < w.cols; ++c)
+      wv[std::size_t(c)] = at(hw, c), bv[std::size_t(c)] = at(hb, c);
     double worst = 0;
     if (w.axis == 0) {
       std::vector<double> col(std::size_t(w.rows));
@@ -100,26 +109,35 @@ int run(int argc, char** argv) {
     }
     for (std::int64_t r = 0; r < w.rows && w.axis != 0; r += 16) {
       for (std::int64_t c = 0; c < w.cols; ++c)
-        row[std::size_t(c)] = w.masked ? at(hx, r * w.cols + c) * 0.125 + at(hm, c) : at(hx, r * w.cols + c);
-      op.row_reference(row.data(), w.cols, ins.count("w") ? wv.data() : nullptr, ins.count("b") ? bv.data() : nullptr, 1e-5, ref.data());
+        row[std::size_t(c)] =
+            w.masked ? at(hx, r * w.cols + c) * 0.125 + at(hm, c) : at(hx, r * w.cols + c);
+      op.row_reference(row.data(), w.cols, ins.count("w") ? wv.data() : nullptr,
+                       ins.count("b") ? bv.data() : nullptr, 1e-5, ref.data());
       const std::int64_t outs_per_row = op.reduces ? 1 : w.cols;
       for (std::int64_t c = 0; c < outs_per_row; ++c) {
         const double want = ref[std::size_t(c)], have = at(got, r * outs_per_row + c);
-        const double scale = std::string(w.op) == "softmax" ? std::max(std::fabs(want), 1.0 / double(w.cols)) : std::max(1.0, std::fabs(want));
+        const double scale = std::string(w.op) == "softmax"
+                                 ? std::max(std::fabs(want), 1.0 / double(w.cols))
+                                 : std::max(1.0, std::fabs(want));
         const double err = std::fabs(have - want) / scale;
         if (!(err <= worst)) worst = err;
       }
     }
     const double tol = t == DType::f32 ? 1e-4 : 2e-2;
     const std::size_t bytes = x.bytes() + out.bytes();
-    fmt::print("{{\"workload\": \"{}\", \"dtype\": \"{}\", \"numel\": {}, \"shape\": \"{}x{}\", \"kiln_us\": {:.2f}, \"bytes\": {}, "
-               "\"check\": \"{}\", \"max_err\": {:.3g}}}\n",
-               w.name, kiln::name_of(t), n, w.rows, w.cols, us, bytes, worst <= tol ? "ok" : "FAIL", worst);
+    fmt::print(
+        "{{\"workload\": \"{}\", \"dtype\": \"{}\", \"numel\": {}, \"shape\": \"{}x{}\", "
+        "\"kiln_us\": {:.2f}, \"bytes\": {}, "
+        "\"check\": \"{}\", \"max_err\": {:.3g}}}\n",
+        w.name, kiln::name_of(t), n, w.rows, w.cols, us, bytes, worst <= tol ? "ok" : "FAIL",
+        worst);
     std::fflush(stdout);
   }
   const kiln::CacheCounters k = e.counters();
-  fmt::print("{{\"jit\": {{\"compiles\": {}, \"compile_ms\": {:.1f}, \"disk_hits\": {}, \"memory_hits\": {}}}}}\n", k.compiles,
-             k.compile_ms, k.disk_hits, k.memory_hits);
+  fmt::print(
+      "{{\"jit\": {{\"compiles\": {}, \"compile_ms\": {:.1f}, \"disk_hits\": {}, \"memory_hits\": "
+      "{}}}}}\n",
+      k.compiles, k.compile_ms, k.disk_hits, k.memory_hits);
   return 0;
 }
 

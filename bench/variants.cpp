@@ -5,12 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <kiln/kiln.hpp>
 #include <random>
 
-#include <kiln/kiln.hpp>
-
-#include "engine/engine_impl.hpp"
 #include "bench/common.hpp"
+#include "engine/engine_impl.hpp"
 #include "ops/op.hpp"
 
 namespace {
@@ -31,16 +30,19 @@ int run() {
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> d(-4, 4);
   for (kiln::DType t : {kiln::DType::bf16, kiln::DType::f32}) {
-    std::vector<unsigned char> h(std::size_t(n) * kiln::size_of(t)), hb(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) kiln::store_element(t, d(rng), h.data() + i * kiln::size_of(t));
+    std::vector<unsigned char> h(std::size_t(n) * kiln::size_of(t)),
+        hb(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i)
+      kiln::store_element(t, d(rng), h.data() + i * kiln::size_of(t));
     for (auto& c : hb) c = rng() & 1;
     kiln::Tensor a = e.from_host({n}, t, h.data()), b = e.from_host({n}, t, h.data()),
                  k = e.from_host({n}, kiln::DType::boolean, hb.data()), out = e.empty({n}, t);
     for (const char* name : {"silu", "add", "where"}) {
       const auto& op = kiln::ops::find_op(name);
-      std::vector<kiln::Operand> args = op.operands.size() == 1   ? std::vector<kiln::Operand>{a}
-                                        : op.operands.size() == 2 ? std::vector<kiln::Operand>{a, b}
-                                                                  : std::vector<kiln::Operand>{k, a, b};
+      std::vector<kiln::Operand> args = op.operands.size() == 1 ? std::vector<kiln::Operand>{a}
+                                        : op.operands.size() == 2
+                                            ? std::vector<kiln::Operand>{a, b}
+                                            : std::vector<kiln::Operand>{k, a, b};
       std::vector<std::string> functors = {std::string(op.functor)};
       if (std::string(name) == "silu") functors = {"kiln::op::Silu", "SiluRcp", "SiluFast"};
       kiln::call_into(e, name, out, args);
@@ -57,11 +59,13 @@ int run() {
             }
             out.fill_bytes(0xff);
             const double ms = e.time_median_ms([&] { e.impl().launch_kernel(L); }, 3, 20);
-            std::size_t bytes = out.bytes() * (1 + (op.operands.size() == 3 ? 2 : op.operands.size())) +
-                                (op.operands.size() == 3 ? std::size_t(n) : 0);
-            fmt::print("{:<6} {:<5} {:<16} block {:>3} unroll {}  {:8.1f} us  {:6.0f} GB/s  diff {:.1e}\n", name,
-                       kiln::name_of(t), functor, block, unroll, ms * 1e3, bytes / ms / 1e6,
-                       kiln::bench::max_diff(reference, kiln::bench::fetch(out), t));
+            std::size_t bytes =
+                out.bytes() * (1 + (op.operands.size() == 3 ? 2 : op.operands.size())) +
+                (op.operands.size() == 3 ? std::size_t(n) : 0);
+            fmt::print(
+                "{:<6} {:<5} {:<16} block {:>3} unroll {}  {:8.1f} us  {:6.0f} GB/s  diff {:.1e}\n",
+                name, kiln::name_of(t), functor, block, unroll, ms * 1e3, bytes / ms / 1e6,
+                kiln::bench::max_diff(reference, kiln::bench::fetch(out), t));
           }
     }
   }

@@ -1,19 +1,19 @@
 #include "cache/atomic_file.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-
 #include <kiln/error.hpp>
 
 namespace kiln::cache {
 
-void write_file_atomically(const std::string& path, std::string_view bytes, mode_t mode, const char* what) {
+void write_file_atomically(const std::string& path, std::string_view bytes, mode_t mode,
+                           const char* what) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   bool ok = fd >= 0;
@@ -40,10 +40,14 @@ bool read_file(const std::string& path, std::string& out, std::string& why, std:
     return false;
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0) why = std::strerror(errno);
-  else if (S_ISDIR(st.st_mode)) why = "it is a directory";
-  else if (!S_ISREG(st.st_mode)) why = "it is not a regular file";
-  else if (std::uint64_t(st.st_size) > max_bytes) why = fmt::format("it is larger than {} bytes", max_bytes);
+  if (::fstat(fd, &st) != 0)
+    why = std::strerror(errno);
+  else if (S_ISDIR(st.st_mode))
+    why = "it is a directory";
+  else if (!S_ISREG(st.st_mode))
+    why = "it is not a regular file";
+  else if (std::uint64_t(st.st_size) > max_bytes)
+    why = fmt::format("it is larger than {} bytes", max_bytes);
   for (char buf[1 << 16]; why.empty();) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
@@ -64,7 +68,9 @@ void make_dirs(const std::string& dir) {
     partial = dir.substr(0, pos);
     if (partial.empty()) continue;
     if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
-      throw CacheError(fmt::format("cannot create cache directory {}: {}; set KILN_CACHE_DIR to a writable place", partial, std::strerror(errno)));
+      throw CacheError(fmt::format(
+          "cannot create cache directory {}: {}; set KILN_CACHE_DIR to a writable place", partial,
+          std::strerror(errno)));
   }
 }
 

@@ -11,7 +11,6 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-
 #include <kiln/error.hpp>
 
 #include "cache/atomic_file.hpp"
@@ -23,7 +22,9 @@ constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'N', 'D', 'L'};
 constexpr std::size_t kHeader = 32;
 constexpr std::size_t kIndexItem = 32;
 
-bool key_less(const CacheKey& a, const CacheKey& b) { return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo; }
+bool key_less(const CacheKey& a, const CacheKey& b) {
+  return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo;
+}
 
 template <class T>
 void put(std::string& out, T v) {
@@ -52,9 +53,11 @@ std::vector<std::string> bundles_from_env() {
 void write_bundle(const std::string& path, const std::vector<BundleItem>& items) {
   std::vector<const BundleItem*> sorted;
   for (const BundleItem& it : items) sorted.push_back(&it);
-  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return key_less(a->key, b->key); });
-  sorted.erase(std::unique(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->key == b->key; }),
-               sorted.end());
+  std::sort(sorted.begin(), sorted.end(),
+            [](auto* a, auto* b) { return key_less(a->key, b->key); });
+  sorted.erase(
+      std::unique(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->key == b->key; }),
+      sorted.end());
 
   std::string body, index;
   for (const BundleItem* it : sorted) {
@@ -78,17 +81,21 @@ void write_bundle(const std::string& path, const std::vector<BundleItem>& items)
 
 Bundle Bundle::open(const std::string& path) {
   std::string bytes, why;
-  if (!read_file(path, bytes, why, std::size_t(1) << 40)) throw CacheError(fmt::format("cannot read bundle {}: {}", path, why));
+  if (!read_file(path, bytes, why, std::size_t(1) << 40))
+    throw CacheError(fmt::format("cannot read bundle {}: {}", path, why));
   auto refuse = [&](const std::string& why) {
-    return CacheError(fmt::format("refusing bundle {}: {}; rebuild it with `kiln cache pack`", path, why));
+    return CacheError(
+        fmt::format("refusing bundle {}: {}; rebuild it with `kiln cache pack`", path, why));
   };
   if (bytes.size() < kHeader || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     throw refuse("not a kiln bundle");
   if (get<std::uint32_t>(bytes, 8) != kFormatVersion)
-    throw refuse(fmt::format("format version {} (this kiln reads {})", get<std::uint32_t>(bytes, 8), kFormatVersion));
+    throw refuse(fmt::format("format version {} (this kiln reads {})", get<std::uint32_t>(bytes, 8),
+                             kFormatVersion));
   const std::uint64_t count = get<std::uint32_t>(bytes, 12);
   const auto index_at = get<std::uint64_t>(bytes, 16);
-  if (index_at < kHeader || index_at > bytes.size() || (bytes.size() - index_at) != count * kIndexItem)
+  if (index_at < kHeader || index_at > bytes.size() ||
+      (bytes.size() - index_at) != count * kIndexItem)
     throw refuse("truncated or malformed index");
   if (XXH3_64bits(bytes.data() + index_at, count * kIndexItem) != get<std::uint64_t>(bytes, 24))
     throw refuse("index checksum mismatch");
@@ -97,7 +104,8 @@ Bundle Bundle::open(const std::string& path) {
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::size_t at = index_at + i * kIndexItem;
     const CacheKey key{get<std::uint64_t>(bytes, at), get<std::uint64_t>(bytes, at + 8)};
-    const auto offset = get<std::uint64_t>(bytes, at + 16), size = get<std::uint64_t>(bytes, at + 24);
+    const auto offset = get<std::uint64_t>(bytes, at + 16),
+               size = get<std::uint64_t>(bytes, at + 24);
     if (offset < kHeader || offset > index_at || size > index_at - offset)
       throw refuse(fmt::format("entry {} lies outside the file", i));
     Decoded d = decode_entry(std::string_view(bytes).substr(offset, size), key);
@@ -110,8 +118,9 @@ Bundle Bundle::open(const std::string& path) {
 }
 
 std::optional<CompiledKernel> Bundle::find(const CacheKey& key) const {
-  auto it = std::lower_bound(items_.begin(), items_.end(), key,
-                             [](const BundleItem& item, const CacheKey& k) { return key_less(item.key, k); });
+  auto it = std::lower_bound(
+      items_.begin(), items_.end(), key,
+      [](const BundleItem& item, const CacheKey& k) { return key_less(item.key, k); });
   if (it == items_.end() || it->key != key) return std::nullopt;
   return it->kernel;
 }

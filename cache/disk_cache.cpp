@@ -8,14 +8,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <limits>
 #include <cerrno>
-#include <ctime>
 #include <cstdlib>
 #include <cstring>
-#include <random>
-
+#include <ctime>
 #include <kiln/error.hpp>
+#include <limits>
+#include <random>
 
 #include "cache/atomic_file.hpp"
 #include "cache/key_lock.hpp"
@@ -69,7 +68,9 @@ DiskIo DiskIo::posix() {
 
 std::uint64_t parse_size(const std::string& text, const std::string& what) {
   auto refuse = [&](const char* why) {
-    return CacheError(fmt::format("{}='{}': {}; give whole bytes or a number with K, M, G or T (0: no cap)", what, text, why));
+    return CacheError(
+        fmt::format("{}='{}': {}; give whole bytes or a number with K, M, G or T (0: no cap)", what,
+                    text, why));
   };
   std::size_t i = 0;
   unsigned __int128 whole = 0, frac = 0, frac_scale = 1;
@@ -80,12 +81,15 @@ std::uint64_t parse_size(const std::string& text, const std::string& what) {
   }
   const bool digits = i > 0;
   if (i < text.size() && text[i] == '.') {
-    for (++i; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && frac_scale < 1000000000000ull; ++i) {
+    for (++i; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) &&
+              frac_scale < 1000000000000ull;
+         ++i) {
       frac = frac * 10 + unsigned(text[i] - '0');
       frac_scale *= 10;
     }
   }
-  if (!digits && frac_scale == 1) throw refuse(text.empty() || text[0] == '-' ? "not a size (negative or empty)" : "not a size");
+  if (!digits && frac_scale == 1)
+    throw refuse(text.empty() || text[0] == '-' ? "not a size (negative or empty)" : "not a size");
   std::uint64_t scale = 1;
   if (i < text.size()) {
     const char u = char(std::toupper(static_cast<unsigned char>(text[i++])));
@@ -134,50 +138,63 @@ DiskCache::DiskCache(std::string dir, DiskIo io) : dir_(std::move(dir)), io_(std
   if (::stat(dir_.c_str(), &st) != 0) {
     make_dirs(dir_);
     if (::stat(dir_.c_str(), &st) != 0)
-      throw CacheError(fmt::format("cache directory {} is not usable: {}", dir_, errno_text(errno)));
+      throw CacheError(
+          fmt::format("cache directory {} is not usable: {}", dir_, errno_text(errno)));
   }
   if (!S_ISDIR(st.st_mode))
-    throw CacheError(fmt::format("cache path {} is not a directory; remove it or set KILN_CACHE_DIR elsewhere", dir_));
+    throw CacheError(fmt::format(
+        "cache path {} is not a directory; remove it or set KILN_CACHE_DIR elsewhere", dir_));
   if (std::string why = ownership_problem(st); !why.empty())
-    throw CacheError(fmt::format("refusing cache directory {}: it is {}. Another user could plant kernels there; "
-                                 "run `chmod 700 {}` if it is yours, or set KILN_CACHE_DIR to a private directory",
-                                 dir_, why, dir_));
+    throw CacheError(fmt::format(
+        "refusing cache directory {}: it is {}. Another user could plant kernels there; "
+        "run `chmod 700 {}` if it is yours, or set KILN_CACHE_DIR to a private directory",
+        dir_, why, dir_));
 }
 
-std::string DiskCache::path_of(const CacheKey& key) const { return dir_ + "/" + key.hex() + kSuffix; }
+std::string DiskCache::path_of(const CacheKey& key) const {
+  return dir_ + "/" + key.hex() + kSuffix;
+}
 
 DiskCache::Loaded DiskCache::load(const CacheKey& key) const {
   const std::string path = path_of(key);
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return {Status::miss, std::nullopt, ""};
-    return {Status::refused, std::nullopt, fmt::format("cannot open {}: {}", path, errno_text(errno))};
+    return {Status::refused, std::nullopt,
+            fmt::format("cannot open {}: {}", path, errno_text(errno))};
   }
   struct stat st {};
   std::string bytes;
   std::string problem;
-  if (::fstat(fd, &st) != 0) problem = errno_text(errno);
-  else if (!S_ISREG(st.st_mode)) problem = "not a regular file";
-  else if (std::string why = ownership_problem(st); !why.empty()) problem = why;
+  if (::fstat(fd, &st) != 0)
+    problem = errno_text(errno);
+  else if (!S_ISREG(st.st_mode))
+    problem = "not a regular file";
+  else if (std::string why = ownership_problem(st); !why.empty())
+    problem = why;
   if (!problem.empty()) {
     ::close(fd);
-    return {Status::refused, std::nullopt, fmt::format("refusing cache entry {}: {}", path, problem)};
+    return {Status::refused, std::nullopt,
+            fmt::format("refusing cache entry {}: {}", path, problem)};
   }
   const bool ok = std::uint64_t(st.st_size) <= kMaxEntryBytes && read_all(fd, bytes);
   ::close(fd);
   Decoded d = ok ? decode_entry(bytes, key) : Decoded{std::nullopt, "unreadable or oversized"};
   if (d.kernel) {
-    ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // last use, for LRU eviction
+    ::utimensat(AT_FDCWD, path.c_str(), nullptr,
+                AT_SYMLINK_NOFOLLOW);  // last use, for LRU eviction
     return {Status::hit, std::move(d.kernel), ""};
   }
   // Remove the bad file, unless a writer has meanwhile renamed a good entry into its place.
   struct stat now {};
   if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
     ::unlink(path.c_str());
-  return {Status::bad, std::nullopt, fmt::format("cache entry {} is bad ({}); removed", path, d.problem)};
+  return {Status::bad, std::nullopt,
+          fmt::format("cache entry {} is bad ({}); removed", path, d.problem)};
 }
 
-std::string DiskCache::store(const CacheKey& key, const CompiledKernel& kernel, bool* disk_unusable) const {
+std::string DiskCache::store(const CacheKey& key, const CompiledKernel& kernel,
+                             bool* disk_unusable) const {
   *disk_unusable = false;
   const std::string bytes = encode_entry(key, kernel);
   const std::string tmp = dir_ + "/" + kTempPrefix + key.hex() + "-" + random_suffix();
@@ -186,7 +203,8 @@ std::string DiskCache::store(const CacheKey& key, const CompiledKernel& kernel, 
     if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
     *disk_unusable = disk_is_unusable(e);
-    return fmt::format("{} of {} failed: {}", step, std::strcmp(step, "rename") == 0 ? path_of(key) : tmp, errno_text(e));
+    return fmt::format("{} of {} failed: {}", step,
+                       std::strcmp(step, "rename") == 0 ? path_of(key) : tmp, errno_text(e));
   };
   const int fd = io_.open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return fail("create", -1);
@@ -255,7 +273,8 @@ std::vector<EntryInfo> DiskCache::list() const {
 GcResult DiskCache::gc(std::uint64_t max_bytes) const {
   GcResult r;
   std::vector<EntryInfo> entries = scan();
-  std::sort(entries.begin(), entries.end(), [](const EntryInfo& a, const EntryInfo& b) { return a.last_use_ns < b.last_use_ns; });
+  std::sort(entries.begin(), entries.end(),
+            [](const EntryInfo& a, const EntryInfo& b) { return a.last_use_ns < b.last_use_ns; });
   std::uint64_t total = 0;
   for (const EntryInfo& e : entries) total += e.bytes;
   for (const EntryInfo& e : entries) {
@@ -280,13 +299,15 @@ std::size_t DiskCache::sweep() const {
     const std::string name = e->d_name, path = dir_ + "/" + name;
     struct stat st {};
     // Temp files of writers that died mid-write.
-    if (name.rfind(kTempPrefix, 0) == 0 && ::lstat(path.c_str(), &st) == 0 && now - st.st_mtime > 600 &&
-        ::unlink(path.c_str()) == 0)
+    if (name.rfind(kTempPrefix, 0) == 0 && ::lstat(path.c_str(), &st) == 0 &&
+        now - st.st_mtime > 600 && ::unlink(path.c_str()) == 0)
       ++removed;
     // Key locks of entries that are gone, unless a process holds one (it is compiling that key).
     if (name.rfind(KeyLock::kPrefix, 0) == 0) {
       const std::string key = name.substr(std::strlen(KeyLock::kPrefix));
-      if (::access((dir_ + "/" + key + kSuffix).c_str(), F_OK) != 0 && KeyLock::remove_if_free(dir_, key)) ++removed;
+      if (::access((dir_ + "/" + key + kSuffix).c_str(), F_OK) != 0 &&
+          KeyLock::remove_if_free(dir_, key))
+        ++removed;
     }
   }
   ::closedir(d);

@@ -86,8 +86,9 @@ class DiskCache {
   std::vector<EntryInfo> list() const;
   /// Every entry file's key, size and last use (stat only).
   std::vector<EntryInfo> scan() const;
-  /// Removes least recently used entries until at most `max_bytes` remain, then sweep()s. Safe while other processes read, write and
-  /// evict: an entry another process removed first is simply gone.
+  /// Removes least recently used entries until at most `max_bytes` remain, then sweep()s. Safe
+  /// while other processes read, write and evict: an entry another process removed first is simply
+  /// gone.
   GcResult gc(std::uint64_t max_bytes) const;
   /// Removes temp files that writers left more than ten minutes ago, and the key locks of
   /// entries that are gone (unless held); returns how many files went. gc() calls it.

@@ -62,25 +62,33 @@ std::string encode_entry(const CacheKey& key, const CompiledKernel& k) {
 }
 
 std::optional<CacheKey> peek_key(std::string_view in) {
-  if (in.size() < kHeaderBytes || std::memcmp(in.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
+  if (in.size() < kHeaderBytes || std::memcmp(in.data(), kMagic, sizeof kMagic) != 0)
+    return std::nullopt;
   return CacheKey{get<std::uint64_t>(in, 16), get<std::uint64_t>(in, 24)};
 }
 
 Decoded decode_entry(std::string_view in, const CacheKey& expected) {
   auto bad = [](std::string why) { return Decoded{std::nullopt, std::move(why)}; };
-  if (in.size() < kHeaderBytes) return bad(fmt::format("truncated: {} bytes, header needs {}", in.size(), kHeaderBytes));
-  if (std::memcmp(in.data(), kMagic, sizeof kMagic) != 0) return bad("not a kiln cache entry (bad magic)");
+  if (in.size() < kHeaderBytes)
+    return bad(fmt::format("truncated: {} bytes, header needs {}", in.size(), kHeaderBytes));
+  if (std::memcmp(in.data(), kMagic, sizeof kMagic) != 0)
+    return bad("not a kiln cache entry (bad magic)");
   const auto version = get<std::uint32_t>(in, 8);
-  if (version != kFormatVersion) return bad(fmt::format("format version {} (this kiln reads {})", version, kFormatVersion));
+  if (version != kFormatVersion)
+    return bad(fmt::format("format version {} (this kiln reads {})", version, kFormatVersion));
   const CacheKey key{get<std::uint64_t>(in, 16), get<std::uint64_t>(in, 24)};
-  if (key != expected) return bad(fmt::format("holds key {}, expected {}", key.hex(), expected.hex()));
+  if (key != expected)
+    return bad(fmt::format("holds key {}, expected {}", key.hex(), expected.hex()));
   const std::uint64_t meta_size = get<std::uint32_t>(in, 12);
   const auto payload_size = get<std::uint64_t>(in, 32);
-  if (meta_size > in.size() || payload_size > in.size() || kHeaderBytes + meta_size + payload_size != in.size())
-    return bad(fmt::format("size mismatch: file {} bytes, header says {} + {} + {}", in.size(), kHeaderBytes, meta_size, payload_size));
+  if (meta_size > in.size() || payload_size > in.size() ||
+      kHeaderBytes + meta_size + payload_size != in.size())
+    return bad(fmt::format("size mismatch: file {} bytes, header says {} + {} + {}", in.size(),
+                           kHeaderBytes, meta_size, payload_size));
   const std::string_view meta = in.substr(kHeaderBytes, meta_size);
   const std::string_view payload = in.substr(kHeaderBytes + meta_size);
-  if (checksum(meta, payload) != get<std::uint64_t>(in, 40)) return bad("checksum mismatch (corrupt bytes)");
+  if (checksum(meta, payload) != get<std::uint64_t>(in, 40))
+    return bad("checksum mismatch (corrupt bytes)");
   CompiledKernel k;
   try {
     const auto j = nlohmann::json::parse(meta);

@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <cstring>
-
 #include <kiln/error.hpp>
 
 #include "cache/key_lock.hpp"
@@ -13,10 +12,14 @@ namespace kiln::cache {
 
 const char* to_string(KernelCache::Source s) {
   switch (s) {
-    case KernelCache::Source::memory: return "memory";
-    case KernelCache::Source::bundle: return "bundle";
-    case KernelCache::Source::disk: return "disk";
-    case KernelCache::Source::compiled: return "compiled";
+    case KernelCache::Source::memory:
+      return "memory";
+    case KernelCache::Source::bundle:
+      return "bundle";
+    case KernelCache::Source::disk:
+      return "disk";
+    case KernelCache::Source::compiled:
+      return "compiled";
   }
   return "?";
 }
@@ -25,7 +28,8 @@ KernelCacheOptions cache_options(std::optional<std::string> dir, bool disk, std:
                                  std::vector<std::string> bundles) {
   KernelCacheOptions co;
   const char* off = std::getenv("KILN_DISABLE_DISK_CACHE");
-  if (disk && !(off && *off && std::strcmp(off, "0") != 0)) co.dir = dir ? *dir : default_cache_dir();
+  if (disk && !(off && *off && std::strcmp(off, "0") != 0))
+    co.dir = dir ? *dir : default_cache_dir();
   co.max_bytes = max_bytes ? max_bytes : default_max_bytes();
   co.bundles = std::move(bundles);
   for (std::string& b : bundles_from_env()) co.bundles.push_back(std::move(b));
@@ -33,7 +37,8 @@ KernelCacheOptions cache_options(std::optional<std::string> dir, bool disk, std:
 }
 
 KernelCache::KernelCache(std::optional<std::string> dir, DiskIo io)
-    : KernelCache(KernelCacheOptions{std::move(dir), {}, 2ull << 30, std::chrono::milliseconds(30000), std::move(io)}) {}
+    : KernelCache(KernelCacheOptions{
+          std::move(dir), {}, 2ull << 30, std::chrono::milliseconds(30000), std::move(io)}) {}
 
 KernelCache::KernelCache(KernelCacheOptions options) : options_(std::move(options)) {
   for (const std::string& path : options_.bundles) bundles_.push_back(Bundle::open(path));
@@ -59,7 +64,8 @@ void KernelCache::flush_stats() {
     delta = unflushed_;
     unflushed_ = {};
   }
-  if (!add_stats(disk_->dir(), delta)) spdlog::debug("kiln: could not add to the cache statistics of {}", disk_->dir());
+  if (!add_stats(disk_->dir(), delta))
+    spdlog::debug("kiln: could not add to the cache statistics of {}", disk_->dir());
 }
 
 std::optional<KernelCache::Result> KernelCache::from_disk(const CacheKey& key) {
@@ -90,7 +96,8 @@ std::optional<KernelCache::Result> KernelCache::from_disk(const CacheKey& key) {
   return std::nullopt;
 }
 
-KernelCache::Result KernelCache::get(const CacheKey& key, const std::function<CompiledKernel()>& compile) {
+KernelCache::Result KernelCache::get(const CacheKey& key,
+                                     const std::function<CompiledKernel()>& compile) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = memory_.find(key); it != memory_.end()) {
@@ -139,9 +146,11 @@ bool KernelCache::publish(const CacheKey& key, const CompiledKernel& k) {
     if (unusable) {
       disk_writable_ = false;
       disk_problem_ = why;
-      spdlog::warn("kiln: the cache directory {} cannot take new entries ({}); new kernels stay in memory for this "
-                   "process",
-                   disk_->dir(), why);
+      spdlog::warn(
+          "kiln: the cache directory {} cannot take new entries ({}); new kernels stay in memory "
+          "for this "
+          "process",
+          disk_->dir(), why);
     } else {
       spdlog::warn("kiln: could not publish {} to the disk cache: {}", k.name, why);
     }
@@ -149,8 +158,8 @@ bool KernelCache::publish(const CacheKey& key, const CompiledKernel& k) {
   }
   const GcResult gc = disk_->gc(options_.max_bytes);
   if (gc.removed)
-    spdlog::info("kiln: evicted {} cache entries ({}) to stay under {}", gc.removed, human_bytes(gc.removed_bytes),
-                 describe_cap(options_.max_bytes));
+    spdlog::info("kiln: evicted {} cache entries ({}) to stay under {}", gc.removed,
+                 human_bytes(gc.removed_bytes), describe_cap(options_.max_bytes));
   return true;
 }
 

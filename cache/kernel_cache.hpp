@@ -5,14 +5,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <kiln/engine.hpp>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <kiln/engine.hpp>
 
 #include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
@@ -21,8 +20,8 @@
 namespace kiln::cache {
 
 struct KernelCacheOptions {
-  std::optional<std::string> dir;      ///< unset: no disk layer
-  std::vector<std::string> bundles;    ///< opened and verified up front
+  std::optional<std::string> dir;    ///< unset: no disk layer
+  std::vector<std::string> bundles;  ///< opened and verified up front
   std::uint64_t max_bytes = 2ull << 30;
   std::chrono::milliseconds lock_timeout{30000};
   DiskIo io = DiskIo::posix();
@@ -49,7 +48,8 @@ class KernelCache {
   struct Result {
     std::shared_ptr<const CompiledKernel> kernel;
     Source source = Source::compiled;
-    bool saved = false;  ///< the kernel is in a bundle or on disk (not in this process's memory only)
+    bool saved =
+        false;  ///< the kernel is in a bundle or on disk (not in this process's memory only)
   };
   /// The kernel of `key`: from memory, a bundle, the disk (verified), else `compile()`'s,
   /// which is then published to disk (under a per-key lock, then the size cap is applied).
@@ -78,7 +78,8 @@ class KernelCache {
   std::optional<DiskCache> disk_;
   bool disk_writable_ = true;
   std::string disk_problem_;
-  std::unordered_map<CacheKey, Result, CacheKeyHash> memory_;  ///< as first served; source, saved kept
+  std::unordered_map<CacheKey, Result, CacheKeyHash>
+      memory_;  ///< as first served; source, saved kept
   CacheCounters counters_;
   DirStats unflushed_;  ///< this process's counts not yet added to the directory's
 };

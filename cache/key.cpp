@@ -24,9 +24,12 @@ std::optional<CacheKey> CacheKey::parse(std::string_view hex) {
   for (std::size_t i = 0; i < 32; ++i) {
     const char c = hex[i];
     std::uint64_t v;
-    if (c >= '0' && c <= '9') v = c - '0';
-    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      v = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      v = c - 'a' + 10;
+    else
+      return std::nullopt;
     std::uint64_t& half = i < 16 ? k.hi : k.lo;
     half = (half << 4) | v;
   }

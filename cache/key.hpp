@@ -23,7 +23,9 @@ struct CacheKey {
 };
 
 struct CacheKeyHash {
-  std::size_t operator()(const CacheKey& k) const { return std::size_t(k.hi ^ (k.lo * 0x9e3779b97f4a7c15ull)); }
+  std::size_t operator()(const CacheKey& k) const {
+    return std::size_t(k.hi ^ (k.lo * 0x9e3779b97f4a7c15ull));
+  }
 };
 
 /// Everything a key covers (docs/cache.md).

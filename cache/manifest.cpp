@@ -7,24 +7,26 @@
 
 #include <cerrno>
 #include <cstring>
-#include <sstream>
-#include <nlohmann/json.hpp>
-
 #include <kiln/error.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cache/atomic_file.hpp"
 
 namespace kiln::cache {
 
 std::string manifest_line(const KernelSpec& spec) {
-  return nlohmann::json{{"name", spec.name}, {"source", spec.source}, {"expression", spec.expression},
+  return nlohmann::json{{"name", spec.name},
+                        {"source", spec.source},
+                        {"expression", spec.expression},
                         {"options", spec.options}}
       .dump();
 }
 
 std::vector<KernelSpec> read_manifest(const std::string& path) {
   std::string text, why;
-  if (!read_file(path, text, why)) throw ArgumentError(fmt::format("cannot read manifest {}: {}", path, why));
+  if (!read_file(path, text, why))
+    throw ArgumentError(fmt::format("cannot read manifest {}: {}", path, why));
   std::istringstream in(text);
   std::vector<KernelSpec> specs;
   std::set<std::string> seen;
@@ -39,9 +41,10 @@ std::vector<KernelSpec> read_manifest(const std::string& path) {
       s.expression = j.at("expression").get<std::string>();
       s.options = j.at("options").get<std::vector<std::string>>();
     } catch (const std::exception& e) {
-      throw ArgumentError(fmt::format("{}:{}: not a manifest line ({}); expected a JSON object with name, source, "
-                                      "expression, options",
-                                      path, n, e.what()));
+      throw ArgumentError(
+          fmt::format("{}:{}: not a manifest line ({}); expected a JSON object with name, source, "
+                      "expression, options",
+                      path, n, e.what()));
     }
     if (s.name.empty() || s.expression.empty())
       throw ArgumentError(fmt::format("{}:{}: empty name or expression", path, n));
@@ -53,7 +56,8 @@ std::vector<KernelSpec> read_manifest(const std::string& path) {
 ManifestRecorder::ManifestRecorder(std::string path) : path_(std::move(path)) {
   const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0)
-    throw ArgumentError(fmt::format("cannot record into manifest {} (KILN_RECORD): {}", path_, std::strerror(errno)));
+    throw ArgumentError(fmt::format("cannot record into manifest {} (KILN_RECORD): {}", path_,
+                                    std::strerror(errno)));
   ::close(fd);
 }
 
@@ -67,7 +71,8 @@ void ManifestRecorder::record(const KernelSpec& spec) {
     const int e = errno;
     if (fd >= 0) ::close(fd);
     failed_ = true;
-    spdlog::warn("kiln: recording into manifest {} failed ({}); recording stops, the ops go on", path_, std::strerror(e));
+    spdlog::warn("kiln: recording into manifest {} failed ({}); recording stops, the ops go on",
+                 path_, std::strerror(e));
     return;
   }
   ::close(fd);

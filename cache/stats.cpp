@@ -12,13 +12,17 @@ namespace {
 constexpr const char* kFile = "/stats.json";
 
 const std::pair<const char*, std::uint64_t DirStats::*> kFields[] = {
-    {"disk_hits", &DirStats::disk_hits}, {"bundle_hits", &DirStats::bundle_hits}, {"misses", &DirStats::misses},
-    {"compiles", &DirStats::compiles},   {"bad_entries", &DirStats::bad_entries}};
+    {"disk_hits", &DirStats::disk_hits},
+    {"bundle_hits", &DirStats::bundle_hits},
+    {"misses", &DirStats::misses},
+    {"compiles", &DirStats::compiles},
+    {"bad_entries", &DirStats::bad_entries}};
 
 std::string read_fd(int fd) {
   std::string text;
   char buf[4096];
-  for (ssize_t n; (n = ::pread(fd, buf, sizeof buf, off_t(text.size()))) > 0;) text.append(buf, std::size_t(n));
+  for (ssize_t n; (n = ::pread(fd, buf, sizeof buf, off_t(text.size()))) > 0;)
+    text.append(buf, std::size_t(n));
   return text;
 }
 
@@ -28,7 +32,8 @@ DirStats parse(const std::string& text) {
   const auto j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object()) return s;
   for (const auto& [name, field] : kFields)
-    if (auto it = j.find(name); it != j.end() && it->is_number_unsigned()) s.*field = it->get<std::uint64_t>();
+    if (auto it = j.find(name); it != j.end() && it->is_number_unsigned())
+      s.*field = it->get<std::uint64_t>();
   return s;
 }
 
@@ -58,7 +63,8 @@ bool add_stats(const std::string& dir, const DirStats& delta) {
     nlohmann::json j;
     for (const auto& [name, field] : kFields) j[name] = s.*field;
     const std::string text = j.dump() + "\n";
-    ok = ::ftruncate(fd, 0) == 0 && ::pwrite(fd, text.data(), text.size(), 0) == ssize_t(text.size());
+    ok = ::ftruncate(fd, 0) == 0 &&
+         ::pwrite(fd, text.data(), text.size(), 0) == ssize_t(text.size());
   }
   ::close(fd);
   return ok;

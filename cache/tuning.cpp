@@ -11,9 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <nlohmann/json.hpp>
-
 #include <kiln/error.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cache/atomic_file.hpp"
 
@@ -23,9 +22,17 @@ namespace {
 using nlohmann::json;
 
 json to_json_record(const TuningRecord& r) {
-  return {{"signature", r.signature}, {"kernel", r.kernel}, {"shape_class", r.shape_class}, {"dtype", r.dtype},
-          {"gpu", r.gpu}, {"arch", r.arch}, {"sm_count", r.sm_count}, {"driver", r.driver}, {"winner", r.winner},
-          {"winner_us", r.winner_us}, {"default_us", r.default_us}};
+  return {{"signature", r.signature},
+          {"kernel", r.kernel},
+          {"shape_class", r.shape_class},
+          {"dtype", r.dtype},
+          {"gpu", r.gpu},
+          {"arch", r.arch},
+          {"sm_count", r.sm_count},
+          {"driver", r.driver},
+          {"winner", r.winner},
+          {"winner_us", r.winner_us},
+          {"default_us", r.default_us}};
 }
 
 TuningRecord from_json_record(const json& j) {
@@ -41,7 +48,8 @@ TuningRecord from_json_record(const json& j) {
   r.winner = j.at("winner").get<std::map<std::string, int>>();
   r.winner_us = j.at("winner_us").get<double>();
   r.default_us = j.at("default_us").get<double>();
-  if (r.signature.empty() || r.winner.empty()) throw std::invalid_argument("empty signature or winner");
+  if (r.signature.empty() || r.winner.empty())
+    throw std::invalid_argument("empty signature or winner");
   return r;
 }
 
@@ -61,7 +69,9 @@ TuningDb TuningDb::parse(const std::string& text, const std::string& origin) {
     for (const json& r : j.at("records")) db.put(from_json_record(r));
     return db;
   } catch (const std::exception& e) {
-    throw CacheError(fmt::format("{}: not a kiln tuning file ({}); re-export it with `kiln tune --export`", origin, e.what()));
+    throw CacheError(
+        fmt::format("{}: not a kiln tuning file ({}); re-export it with `kiln tune --export`",
+                    origin, e.what()));
   }
 }
 
@@ -74,7 +84,8 @@ TuningDb TuningDb::load(const std::string& cache_dir, const std::string& gpu) {
   }
   TuningDb db = parse(text, file);
   if (db.gpu() != gpu)
-    throw CacheError(fmt::format("{} holds records of '{}', not '{}'; remove it", file, db.gpu(), gpu));
+    throw CacheError(
+        fmt::format("{} holds records of '{}', not '{}'; remove it", file, db.gpu(), gpu));
   return db;
 }
 
@@ -96,23 +107,29 @@ std::vector<TuningDb> TuningDb::load_all(const std::string& cache_dir) {
 }
 
 const TuningRecord* TuningDb::find(const std::string& signature) const {
-  auto it = std::find_if(records_.begin(), records_.end(), [&](const TuningRecord& r) { return r.signature == signature; });
+  auto it = std::find_if(records_.begin(), records_.end(),
+                         [&](const TuningRecord& r) { return r.signature == signature; });
   return it == records_.end() ? nullptr : &*it;
 }
 
 void TuningDb::put(const TuningRecord& r) {
   if (r.gpu != gpu_)
-    throw ArgumentError(fmt::format("tuning record of {} for '{}' cannot go into the records of '{}'", r.kernel, r.gpu, gpu_));
-  auto it = std::find_if(records_.begin(), records_.end(), [&](const TuningRecord& x) { return x.signature == r.signature; });
-  if (it == records_.end()) records_.push_back(r);
-  else *it = r;
+    throw ArgumentError(fmt::format(
+        "tuning record of {} for '{}' cannot go into the records of '{}'", r.kernel, r.gpu, gpu_));
+  auto it = std::find_if(records_.begin(), records_.end(),
+                         [&](const TuningRecord& x) { return x.signature == r.signature; });
+  if (it == records_.end())
+    records_.push_back(r);
+  else
+    *it = r;
 }
 
 int TuningDb::merge(const TuningDb& other) {
   if (other.gpu_ != gpu_)
-    throw ArgumentError(fmt::format("these tuning records were measured on '{}'; this GPU is '{}': records are "
-                                    "never applied to another GPU (tune here with `kiln tune`)",
-                                    other.gpu_, gpu_));
+    throw ArgumentError(
+        fmt::format("these tuning records were measured on '{}'; this GPU is '{}': records are "
+                    "never applied to another GPU (tune here with `kiln tune`)",
+                    other.gpu_, gpu_));
   int changed = 0;
   for (const TuningRecord& r : other.records_) {
     const TuningRecord* mine = find(r.signature);

@@ -14,10 +14,10 @@ struct TuningRecord {
   std::string kernel;       ///< its name, for people
   std::string shape_class;  ///< the shapes it applies to: "exact [32768,4096]"
   std::string dtype;
-  std::string gpu;          ///< device name, e.g. "NVIDIA H100 80GB HBM3"
-  std::string arch;         ///< "sm_90a"
+  std::string gpu;   ///< device name, e.g. "NVIDIA H100 80GB HBM3"
+  std::string arch;  ///< "sm_90a"
   int sm_count = 0;
-  std::string driver;       ///< CUDA driver version, "13.0"
+  std::string driver;                 ///< CUDA driver version, "13.0"
   std::map<std::string, int> winner;  ///< tunable -> value
   double winner_us = 0;
   double default_us = 0;

@@ -28,7 +28,9 @@ std::vector<Candidate> Space::candidates(const DeviceLimits& limits) const {
       }
     out = std::move(next);
   }
-  out.erase(std::remove_if(out.begin(), out.end(), [&](const Candidate& c) { return !reject(c, limits).empty(); }), out.end());
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [&](const Candidate& c) { return !reject(c, limits).empty(); }),
+            out.end());
   auto it = std::find(out.begin(), out.end(), fallback);
   if (it != out.end()) std::rotate(out.begin(), it, it + 1);
   return out;
@@ -37,10 +39,12 @@ std::vector<Candidate> Space::candidates(const DeviceLimits& limits) const {
 Space elementwise_space() {
   Space s;
   s.tunables = {{"block", {64, 128, 256, 512, 1024}}, {"unroll", {1, 2, 4, 8}}};
-  s.fallback = {{"block", ElementwiseTunables::kDefaultBlock}, {"unroll", ElementwiseTunables::kDefaultUnroll}};
+  s.fallback = {{"block", ElementwiseTunables::kDefaultBlock},
+                {"unroll", ElementwiseTunables::kDefaultUnroll}};
   s.reject = [](const Candidate& c, const DeviceLimits& d) -> std::string {
     if (c.at("block") > d.max_threads_per_block)
-      return fmt::format("{} threads per block, the device allows {}", c.at("block"), d.max_threads_per_block);
+      return fmt::format("{} threads per block, the device allows {}", c.at("block"),
+                         d.max_threads_per_block);
     return "";
   };
   return s;
@@ -52,12 +56,15 @@ Space rows_space(long long row_groups, int vec, const Candidate& fallback, bool 
   if (clusters) s.tunables.push_back({"split", {1, 2, 4, 8}});
   s.fallback = fallback;
   if (!clusters) s.fallback.erase("split");
-  s.reject = [row_groups, vec, clusters](const Candidate& c, const DeviceLimits& limits) -> std::string {
+  s.reject = [row_groups, vec, clusters](const Candidate& c,
+                                         const DeviceLimits& limits) -> std::string {
     const int block = c.at("block");
     if (block > limits.max_threads_per_block)
-      return fmt::format("{} threads per block, the device allows {}", block, limits.max_threads_per_block);
+      return fmt::format("{} threads per block, the device allows {}", block,
+                         limits.max_threads_per_block);
     const auto split = c.find("split");
-    return reject_row_tunables({block, c.at("items"), 0, split == c.end() ? 1 : split->second}, row_groups, vec, clusters);
+    return reject_row_tunables({block, c.at("items"), 0, split == c.end() ? 1 : split->second},
+                               row_groups, vec, clusters);
   };
   return s;
 }
@@ -69,13 +76,18 @@ Space columns_space(const Candidate& fallback) {
   s.reject = [](const Candidate& c, const DeviceLimits& limits) -> std::string {
     const int block = c.at("block"), cols = c.at("cols");
     if (block > limits.max_threads_per_block)
-      return fmt::format("{} threads per block, the device allows {}", block, limits.max_threads_per_block);
-    return cols > block / 2 ? fmt::format("{} column groups for {} threads: fewer than 2 threads per column", cols, block) : "";
+      return fmt::format("{} threads per block, the device allows {}", block,
+                         limits.max_threads_per_block);
+    return cols > block / 2
+               ? fmt::format("{} column groups for {} threads: fewer than 2 threads per column",
+                             cols, block)
+               : "";
   };
   return s;
 }
 
-Result tune(const std::vector<Candidate>& candidates, const Candidate& fallback, const Measure& measure, const Agree& agree) {
+Result tune(const std::vector<Candidate>& candidates, const Candidate& fallback,
+            const Measure& measure, const Agree& agree) {
   Result r;
   const Measurement base = measure(fallback);  // the default must run: no reference otherwise
   r.winner = fallback;
@@ -91,7 +103,8 @@ Result tune(const std::vector<Candidate>& candidates, const Candidate& fallback,
       continue;
     }
     if (!agree(m.output, base.output)) {
-      r.log.push_back(fmt::format("{}: discarded, its output differs from the default's", describe(c)));
+      r.log.push_back(
+          fmt::format("{}: discarded, its output differs from the default's", describe(c)));
       continue;
     }
     r.log.push_back(fmt::format("{}: {:.2f} us, output checked", describe(c), m.us));

@@ -53,7 +53,8 @@ struct Measurement {
   double us = 0;
 };
 using Measure = std::function<Measurement(const Candidate&)>;
-using Agree = std::function<bool(const std::vector<unsigned char>& got, const std::vector<unsigned char>& want)>;
+using Agree = std::function<bool(const std::vector<unsigned char>& got,
+                                 const std::vector<unsigned char>& want)>;
 
 struct Result {
   Candidate winner;
@@ -65,7 +66,8 @@ struct Result {
 /// Measures `space.fallback` first, then every other candidate; one whose output `agree`s not
 /// with the default's is discarded (and logged), as is one whose measurement throws. The
 /// fastest of the rest wins; the default keeps its place unless something beats it.
-Result tune(const std::vector<Candidate>& candidates, const Candidate& fallback, const Measure& measure, const Agree& agree);
+Result tune(const std::vector<Candidate>& candidates, const Candidate& fallback,
+            const Measure& measure, const Agree& agree);
 
 /// "block=256 unroll=2"
 std::string describe(const Candidate& c);

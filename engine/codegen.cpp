@@ -34,12 +34,15 @@ std::string type_list(const std::vector<DType>& ts) {
 
 std::string render_body(const Body& b) {
   if (b.results.size() != b.outputs.size())
-    throw ArgumentError(fmt::format("codegen: {} results for {} outputs", b.results.size(), b.outputs.size()));
+    throw ArgumentError(
+        fmt::format("codegen: {} results for {} outputs", b.results.size(), b.outputs.size()));
   std::string out = "struct kiln_body {\n";
   out += fmt::format("  using Inputs = {};\n", type_list(b.inputs));
   out += fmt::format("  using Outputs = {};\n", type_list(b.outputs));
   out += fmt::format("  static constexpr int scalars = {};\n", b.scalars);
-  out += "  __device__ __forceinline__ static void apply(const float* x, const float* s, float* y) {\n";
+  out +=
+      "  __device__ __forceinline__ static void apply(const float* x, const float* s, float* y) "
+      "{\n";
   out += "    (void)x;\n    (void)s;\n";
   for (std::size_t i = 0; i < b.steps.size(); ++i) {
     const Step& st = b.steps[i];

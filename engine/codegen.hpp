@@ -2,10 +2,9 @@
 // Codegen: the only place kiln writes CUDA text. A fused elementwise body (one op, or a chain
 // of them) is rendered as the functor struct the elementwise template takes as `Body`.
 
+#include <kiln/dtype.hpp>
 #include <string>
 #include <vector>
-
-#include <kiln/dtype.hpp>
 
 namespace kiln::codegen {
 
@@ -20,7 +19,7 @@ struct Ref {
 struct Step {
   std::string functor;  ///< "kiln::op::Add"
   std::vector<Ref> args;
-  bool round = false;   ///< round the result to `dtype` (cast semantics)
+  bool round = false;  ///< round the result to `dtype` (cast semantics)
   DType dtype = DType::f32;
 };
 

@@ -5,10 +5,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <kiln/ops.hpp>
 #include <string>
 #include <vector>
-
-#include <kiln/ops.hpp>
 
 #include "engine/codegen.hpp"
 #include "engine/kernel.hpp"
@@ -19,7 +18,8 @@ namespace kiln {
 /// The template's tunables. Zero means the heuristic default.
 struct ElementwiseTunables {
   static constexpr int kDefaultBlock = 256;
-  static constexpr int kDefaultUnroll = 2;  // measured best or within noise of best on H200 (bench/NOTES.md)
+  static constexpr int kDefaultUnroll =
+      2;           // measured best or within noise of best on H200 (bench/NOTES.md)
   int block = 0;   ///< threads per block
   int unroll = 0;  ///< groups per thread, all loaded before the first is used
 };
@@ -38,7 +38,8 @@ struct KernelLaunch {
   int vec = 1;
   unsigned grid = 0;
   unsigned block = 0;
-  std::uint64_t stash_bytes = 0;  ///< dynamic shared memory it can use (the row template's stash); the device may grant less
+  std::uint64_t stash_bytes = 0;  ///< dynamic shared memory it can use (the row template's stash);
+                                  ///< the device may grant less
   std::vector<std::uint64_t> pointers;  ///< outputs, then inputs
   std::vector<float> scalars;
   enum class Kind { elementwise, rows, columns } kind = Kind::elementwise;  ///< its template
@@ -60,11 +61,16 @@ class LaunchParams {
   /// Writes pointer `i` (KernelLaunch::pointers' order) of the Args block.
   void set_pointer(std::size_t i, std::uint64_t p) { std::memcpy(args_.data() + 8 * i, &p, 8); }
   /// Writes scalar `i` of the Args block (after the pointers: `pointers` of them).
-  void set_scalar(std::size_t pointers, std::size_t i, float v) { std::memcpy(args_.data() + 8 * pointers + 4 * i, &v, 4); }
+  void set_scalar(std::size_t pointers, std::size_t i, float v) {
+    std::memcpy(args_.data() + 8 * pointers + 4 * i, &v, 4);
+  }
   /// The pointers' bytes (the first `n` of the Args block), and whether they equal `bytes`.
-  std::vector<unsigned char> pointer_bytes(std::size_t n) const { return {args_.begin(), args_.begin() + std::ptrdiff_t(8 * n)}; }
+  std::vector<unsigned char> pointer_bytes(std::size_t n) const {
+    return {args_.begin(), args_.begin() + std::ptrdiff_t(8 * n)};
+  }
   bool pointers_equal(const std::vector<unsigned char>& bytes) const {
-    return bytes.size() <= args_.size() && std::memcmp(bytes.data(), args_.data(), bytes.size()) == 0;
+    return bytes.size() <= args_.size() &&
+           std::memcmp(bytes.data(), args_.data(), bytes.size()) == 0;
   }
 
  private:
@@ -96,23 +102,24 @@ struct LayoutPlan {
 /// one value for the whole extent) along the dims flagged in `reduced` (empty: none); a reduced
 /// dim stays its own dim even when extent 1, unless all are reduced. With `rows`, the last dim
 /// of `shape` stays its own dim (a row) even when extent 1.
-LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t outputs, const Shape& shape, bool rows,
-                       std::int64_t slack, const std::vector<bool>& reduced = {});
+LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t outputs,
+                       const Shape& shape, bool rows, std::int64_t slack,
+                       const std::vector<bool>& reduced = {});
 
 /// Specializes `body` writing `outputs` (all of one shape) from `inputs` (broadcast to it).
 /// `stem` names the kernel ("silu_add_mul"); dtypes, rank and vector width are appended.
 /// Throws ShapeError for views that do not fit.
 KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
-                                         const std::vector<TensorView>& outputs,
-                                         const std::vector<TensorView>& inputs, std::vector<float> scalars,
-                                         ElementwiseTunables tunables = {});
+                                    const std::vector<TensorView>& outputs,
+                                    const std::vector<TensorView>& inputs,
+                                    std::vector<float> scalars, ElementwiseTunables tunables = {});
 
 /// The body of one op on `operands` (kernel slots, see ops::kernel_operands): tensor operands
 /// become inputs in order, scalar operands runtime scalars.
 codegen::Body op_body(const ops::OpDef& op, DType out, const std::vector<Operand>& operands);
 
 /// Specializes one op writing `out`.
-KernelLaunch specialize_op(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& operands,
-                                ElementwiseTunables tunables = {});
+KernelLaunch specialize_op(const ops::OpDef& op, const TensorView& out,
+                           const std::vector<Operand>& operands, ElementwiseTunables tunables = {});
 
 }  // namespace kiln

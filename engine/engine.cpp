@@ -3,13 +3,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <kiln/error.hpp>
 #include <optional>
 #include <set>
 #include <thread>
-#include <cstdlib>
-#include <cstring>
-
-#include <kiln/error.hpp>
 
 #include "engine/compiler/compiler.hpp"
 #include "engine/engine_impl.hpp"
@@ -35,7 +34,8 @@ unsigned compile_threads() {
     char* end = nullptr;
     const long n = std::strtol(v, &end, 10);
     if (*end || n < 1 || n > 256)
-      throw ArgumentError(fmt::format("KILN_COMPILE_THREADS='{}': expected a whole number from 1 to 256", v));
+      throw ArgumentError(
+          fmt::format("KILN_COMPILE_THREADS='{}': expected a whole number from 1 to 256", v));
     return unsigned(n);
   }
   return std::min(cores, 8u);
@@ -59,10 +59,12 @@ EngineImpl::EngineImpl(EngineOptions opts) : serial(next_serial()), options(std:
   }
   arch = options.arch.empty() ? context->info().arch() : options.arch;
   compiler::target_options(arch);  // validates the arch now, not at the first op
-  cache = std::make_unique<cache::KernelCache>(
-      cache::cache_options(options.cache_dir, options.disk_cache, options.cache_max_bytes, options.bundles));
+  cache = std::make_unique<cache::KernelCache>(cache::cache_options(
+      options.cache_dir, options.disk_cache, options.cache_max_bytes, options.bundles));
   const char* record_env = std::getenv("KILN_RECORD");
-  const std::string record = !options.record.empty() ? options.record : record_env ? record_env : "";
+  const std::string record = !options.record.empty() ? options.record
+                             : record_env            ? record_env
+                                                     : "";
   if (!record.empty()) recorder = std::make_unique<cache::ManifestRecorder>(record);
   cache_dir = cache->describe();
   if (context && options.tuning && !env_flag("KILN_DISABLE_TUNING")) {
@@ -121,17 +123,24 @@ EngineImpl::Fetched EngineImpl::fetch(const KernelSpec& spec) const {
   return f;
 }
 
-const LoadedKernel& EngineImpl::load(const KernelSpec& spec, std::string memo, const Fetched& f, std::string* source) {
+const LoadedKernel& EngineImpl::load(const KernelSpec& spec, std::string memo, const Fetched& f,
+                                     std::string* source) {
   const cache::KernelCache::Result& got = f.got;
   LoadedKernel k;
   k.compiled = got.kernel;
-  KernelRecord rec{spec.name, f.key.hex(), cache::to_string(got.source),
-                   got.source == cache::KernelCache::Source::compiled ? got.kernel->compile_ms : 0.0,
-                   got.kernel->registers, got.kernel->spill_bytes};
+  KernelRecord rec{
+      spec.name,
+      f.key.hex(),
+      cache::to_string(got.source),
+      got.source == cache::KernelCache::Source::compiled ? got.kernel->compile_ms : 0.0,
+      got.kernel->registers,
+      got.kernel->spill_bytes};
   if (context) {
     runtime::ContextGuard guard(*context);
-    k.module = std::make_unique<runtime::Module>(got.kernel->image, got.kernel->lowered_name, spec.name);
-    k.max_dynamic_shared = k.module->allow_dynamic_shared(context->info().max_shared_per_block_optin);
+    k.module =
+        std::make_unique<runtime::Module>(got.kernel->image, got.kernel->lowered_name, spec.name);
+    k.max_dynamic_shared =
+        k.module->allow_dynamic_shared(context->info().max_shared_per_block_optin);
   }
   k.record = records.size();
   if (source) *source = rec.source;
@@ -149,12 +158,14 @@ const LoadedKernel& EngineImpl::prepare(const KernelSpec& spec, std::string* sou
   return load(spec, std::move(memo), fetch(spec), source);
 }
 
-std::vector<const LoadedKernel*> EngineImpl::prepare_all(const std::vector<const KernelSpec*>& specs) {
+std::vector<const LoadedKernel*> EngineImpl::prepare_all(
+    const std::vector<const KernelSpec*>& specs) {
   // The specs not loaded yet, each once, fetched by a few threads taking the next in turn.
   std::vector<const KernelSpec*> todo;
   std::set<std::string> seen;
   for (const KernelSpec* s : specs)
-    if (std::string memo = memo_of(*s); !loaded_.count(memo) && seen.insert(std::move(memo)).second) todo.push_back(s);
+    if (std::string memo = memo_of(*s); !loaded_.count(memo) && seen.insert(std::move(memo)).second)
+      todo.push_back(s);
   std::vector<std::optional<Fetched>> fetched(todo.size());
   std::vector<std::exception_ptr> errors(todo.size());
   std::atomic<std::size_t> next{0};
@@ -167,7 +178,8 @@ std::vector<const LoadedKernel*> EngineImpl::prepare_all(const std::vector<const
       }
     }
   };
-  const std::size_t helpers = todo.size() < 2 ? 0 : std::min<std::size_t>(compile_threads_, todo.size()) - 1;
+  const std::size_t helpers =
+      todo.size() < 2 ? 0 : std::min<std::size_t>(compile_threads_, todo.size()) - 1;
   std::vector<std::thread> threads;
   for (std::size_t t = 0; t < helpers; ++t) threads.emplace_back(work);
   work();
@@ -201,14 +213,17 @@ void EngineImpl::launch_kernel(const KernelLaunch& L) {
 
 bool gpu_available(std::string* why) { return runtime::device_available(why); }
 
-Engine::Engine(EngineOptions options) : impl_(std::make_unique<detail::EngineImpl>(std::move(options))) {}
+Engine::Engine(EngineOptions options)
+    : impl_(std::make_unique<detail::EngineImpl>(std::move(options))) {}
 Engine::~Engine() = default;
 Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 
 bool Engine::has_device() const { return impl_->context != nullptr; }
 const std::string& Engine::arch() const { return impl_->arch; }
-std::string Engine::device_name() const { return impl_->context ? impl_->context->info().name : "(offline)"; }
+std::string Engine::device_name() const {
+  return impl_->context ? impl_->context->info().name : "(offline)";
+}
 const std::string& Engine::cache_dir() const { return impl_->cache_dir; }
 CacheCounters Engine::counters() const { return impl_->cache->counters(); }
 const std::vector<KernelRecord>& Engine::kernels() const { return impl_->records; }

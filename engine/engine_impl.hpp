@@ -2,6 +2,7 @@
 // What an Engine holds: the device context and stream (unless offline), the kernel cache, and
 // the kernels already loaded, looked up by their specialization.
 
+#include <kiln/engine.hpp>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -9,15 +10,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include <kiln/engine.hpp>
-
 #include "cache/kernel_cache.hpp"
 #include "cache/manifest.hpp"
 #include "cache/tuning.hpp"
-#include "engine/elementwise.hpp"
-#include "engine/launch_cache.hpp"
 #include "engine/compiler/headers.hpp"
+#include "engine/elementwise.hpp"
 #include "engine/kernel.hpp"
+#include "engine/launch_cache.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/module.hpp"
 
@@ -85,7 +84,8 @@ class EngineImpl {
   /// The compiled kernel of `spec`: from the cache or compiled. Thread-safe.
   Fetched fetch(const KernelSpec& spec) const;
   /// Loads what fetch() found into the context and records it (one thread at a time).
-  const LoadedKernel& load(const KernelSpec& spec, std::string memo, const Fetched& f, std::string* source);
+  const LoadedKernel& load(const KernelSpec& spec, std::string memo, const Fetched& f,
+                           std::string* source);
 
   std::unordered_map<std::string, LoadedKernel> loaded_;  // by source + expression
   unsigned compile_threads_ = 1;

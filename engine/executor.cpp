@@ -3,12 +3,13 @@
 // skips binding and specialization: it writes its data pointers into the prepared parameter
 // blocks and launches (run), or replays the graph, updating only the nodes whose pointers
 // changed (replay). Intermediates live in one arena per signature, laid out by engine/planner.
+#include "engine/executor.hpp"
+
 #include <fmt/format.h>
 
 #include <kiln/graph.hpp>
 
 #include "engine/engine_impl.hpp"
-#include "engine/executor.hpp"
 #include "engine/plan_impl.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/driver.hpp"
@@ -20,11 +21,13 @@ namespace detail {
 std::uint64_t PlanImpl::arena_for(Engine& engine, std::int64_t bytes) const {
   std::lock_guard<std::mutex> lock(arenas_mutex);
   const std::uint64_t serial = engine.impl().serial;
-  auto it = std::find_if(arenas.begin(), arenas.end(), [&](const auto& a) { return a.first == serial; });
+  auto it =
+      std::find_if(arenas.begin(), arenas.end(), [&](const auto& a) { return a.first == serial; });
   if (it == arenas.end()) it = arenas.insert(arenas.end(), {serial, Tensor()});
   Tensor& arena = it->second;
   if (arena.view().data == 0 || std::int64_t(arena.bytes()) < bytes) {
-    if (arena.view().data != 0) engine.synchronize();  // work queued earlier may still use the old one
+    if (arena.view().data != 0)
+      engine.synchronize();                         // work queued earlier may still use the old one
     arena = engine.empty({bytes / 4}, DType::f32);  // bytes: a multiple of 256
   }
   return arena.view().data;
@@ -34,7 +37,8 @@ namespace {
 
 // The signature of a call, or false when the call names inputs or outputs the graph lacks, or
 // leaves an input out (the slow path then says which).
-bool call_signature(const PlanImpl& p, const EngineImpl& e, const std::map<std::string, TensorView>& inputs,
+bool call_signature(const PlanImpl& p, const EngineImpl& e,
+                    const std::map<std::string, TensorView>& inputs,
                     const std::map<std::string, TensorView>& outputs, Signature& s) {
   s.add(std::int64_t(e.serial));
   std::size_t found = 0;
@@ -60,13 +64,16 @@ bool call_signature(const PlanImpl& p, const EngineImpl& e, const std::map<std::
 // Checks the inputs and outputs, binds dynamic dims, plans the arena and specializes every
 // kernel: the first call of a signature. Data pointers in the launches are placeholders (0 for
 // made outputs and intermediates, as aligned as allocations are) that every call rewrites.
-std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine, const std::map<std::string, TensorView>& inputs,
-                                           const std::map<std::string, TensorView>& outputs, bool need_device) {
+std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
+                                           const std::map<std::string, TensorView>& inputs,
+                                           const std::map<std::string, TensorView>& outputs,
+                                           bool need_device) {
   for (const auto& [name, v] : inputs)
     if (p.graph.find(name) < 0 || p.graph.node(p.graph.find(name)).op != "input")
       throw GraphError(fmt::format("'{}' is not an input of the graph", printable_name(name)));
   Graph scratch;
-  const Graph& bound = p.bind(inputs, scratch);  // checks the inputs before anything touches the GPU
+  const Graph& bound =
+      p.bind(inputs, scratch);  // checks the inputs before anything touches the GPU
   for (const auto& [name, v] : inputs) check_view(v, fmt::format("input '{}':", name));
   for (const auto& [name, v] : outputs) {
     const int id = bound.find(name);
@@ -93,8 +100,10 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine, co
   }
   for (int o : bound.outputs()) {
     const Graph::Node& n = bound.node(o);
-    if (auto it = outputs.find(n.name); it != outputs.end()) values[std::size_t(o)] = it->second;
-    else call->made.push_back({n.name, o, n.shape, n.dtype});
+    if (auto it = outputs.find(n.name); it != outputs.end())
+      values[std::size_t(o)] = it->second;
+    else
+      call->made.push_back({n.name, o, n.shape, n.dtype});
   }
   std::vector<std::pair<const FusedGroup*, KernelLaunch>> work;
   std::vector<const KernelSpec*> specs;
@@ -111,8 +120,8 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine, co
     launch.kernel = kernels[i];
     launch.nodes = PlanImpl::pointer_nodes(grp);
     if (launch.nodes.size() != L.pointers.size())
-      throw Error(fmt::format("internal error: kernel {} takes {} pointers for {} values", L.spec.name, L.pointers.size(),
-                              launch.nodes.size()));
+      throw Error(fmt::format("internal error: kernel {} takes {} pointers for {} values",
+                              L.spec.name, L.pointers.size(), launch.nodes.size()));
     launch.shared = launch.kernel->shared_for(L);
     launch.label = describe_group(bound, grp);
     launch.params = std::make_unique<LaunchParams>(L);
@@ -124,7 +133,8 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine, co
 }
 
 runtime::GraphLaunch graph_launch(PreparedCall::Launch& l) {
-  return {l.kernel->module->function(), l.launch.grid, l.launch.block, l.shared, l.params->pointers()};
+  return {l.kernel->module->function(), l.launch.grid, l.launch.block, l.shared,
+          l.params->pointers()};
 }
 
 }  // namespace
@@ -150,16 +160,21 @@ std::map<std::string, Tensor> bind_data(PreparedCall& call, const PlanImpl& plan
   for (std::size_t id = 0; id < call.arena_offset.size(); ++id)
     if (call.arena_offset[id] >= 0) call.data[id] = arena + std::uint64_t(call.arena_offset[id]);
   for (PreparedCall::Launch& l : call.launches)
-    for (std::size_t i = 0; i < l.nodes.size(); ++i) l.params->set_pointer(i, call.data[std::size_t(l.nodes[i])]);
+    for (std::size_t i = 0; i < l.nodes.size(); ++i)
+      l.params->set_pointer(i, call.data[std::size_t(l.nodes[i])]);
   return made;
 }
 
-std::shared_ptr<PreparedCall> PlanImpl::prepared(Engine& engine, const std::map<std::string, TensorView>& inputs,
-                                                 const std::map<std::string, TensorView>& outputs, bool need_device) const {
+std::shared_ptr<PreparedCall> PlanImpl::prepared(Engine& engine,
+                                                 const std::map<std::string, TensorView>& inputs,
+                                                 const std::map<std::string, TensorView>& outputs,
+                                                 bool need_device) const {
   Signature s;
-  if (!call_signature(*this, engine.impl(), inputs, outputs, s)) return prepare_call(*this, engine, inputs, outputs, need_device);
+  if (!call_signature(*this, engine.impl(), inputs, outputs, s))
+    return prepare_call(*this, engine, inputs, outputs, need_device);
   if (auto hit = calls->find(s)) {
-    engine.impl().cache->count_memory_hit(hit->launches.size());  // as a lookup of each kernel would
+    engine.impl().cache->count_memory_hit(
+        hit->launches.size());  // as a lookup of each kernel would
     return hit;
   }
   return calls->insert(s, prepare_call(*this, engine, inputs, outputs, need_device));
@@ -171,8 +186,10 @@ namespace {
 // `launch(call, stream)` under the call's lock with the engine's context current (not when the
 // plan has nothing to launch). Returns the outputs the call made.
 template <class Launch>
-std::map<std::string, Tensor> bind_and_launch(PlanImpl& p, Engine& engine, const std::map<std::string, TensorView>& inputs,
-                                              const std::map<std::string, TensorView>& outputs, const Launch& launch) {
+std::map<std::string, Tensor> bind_and_launch(PlanImpl& p, Engine& engine,
+                                              const std::map<std::string, TensorView>& inputs,
+                                              const std::map<std::string, TensorView>& outputs,
+                                              const Launch& launch) {
   const std::shared_ptr<PreparedCall> call = p.prepared(engine, inputs, outputs);
   engine.impl().require_device("running a plan");  // a hit prepared on an offline engine
   std::lock_guard<std::mutex> lock(call->mutex);
@@ -186,36 +203,44 @@ std::map<std::string, Tensor> bind_and_launch(PlanImpl& p, Engine& engine, const
 }  // namespace
 }  // namespace detail
 
-std::map<std::string, Tensor> Plan::run(Engine& engine, const std::map<std::string, TensorView>& inputs,
+std::map<std::string, Tensor> Plan::run(Engine& engine,
+                                        const std::map<std::string, TensorView>& inputs,
                                         const std::map<std::string, TensorView>& outputs) const {
   const runtime::NvtxRange range("kiln::Plan::run");
-  return detail::bind_and_launch(*impl_, engine, inputs, outputs, [](detail::PreparedCall& call, CUstream stream) {
-    for (detail::PreparedCall::Launch& l : call.launches) {
-      const runtime::NvtxRange launch(l.label.c_str());
-      l.kernel->module->launch(l.launch.grid, l.launch.block, l.shared, stream, l.params->pointers());
-    }
-  });
+  return detail::bind_and_launch(
+      *impl_, engine, inputs, outputs, [](detail::PreparedCall& call, CUstream stream) {
+        for (detail::PreparedCall::Launch& l : call.launches) {
+          const runtime::NvtxRange launch(l.label.c_str());
+          l.kernel->module->launch(l.launch.grid, l.launch.block, l.shared, stream,
+                                   l.params->pointers());
+        }
+      });
 }
 
-std::map<std::string, Tensor> Plan::replay(Engine& engine, const std::map<std::string, TensorView>& inputs,
+std::map<std::string, Tensor> Plan::replay(Engine& engine,
+                                           const std::map<std::string, TensorView>& inputs,
                                            const std::map<std::string, TensorView>& outputs) const {
   const runtime::NvtxRange range("kiln::Plan::replay");
-  return detail::bind_and_launch(*impl_, engine, inputs, outputs, [](detail::PreparedCall& call, CUstream stream) {
-    if (!call.graph) {
-      std::vector<runtime::GraphLaunch> launches;
-      for (auto& l : call.launches) launches.push_back(detail::graph_launch(l));
-      call.graph = std::make_unique<runtime::KernelGraph>(launches);
-      for (auto& l : call.launches) l.in_graph = l.params->pointer_bytes(l.nodes.size());
-    } else {
-      for (std::size_t i = 0; i < call.launches.size(); ++i) {
-        detail::PreparedCall::Launch& l = call.launches[i];
-        if (l.params->pointers_equal(l.in_graph)) continue;  // the node already holds these pointers
-        call.graph->update(i, detail::graph_launch(l));
-        l.in_graph = l.params->pointer_bytes(l.nodes.size());
-      }
-    }
-    call.graph->launch(stream);
-  });
+  return detail::bind_and_launch(*impl_, engine, inputs, outputs,
+                                 [](detail::PreparedCall& call, CUstream stream) {
+                                   if (!call.graph) {
+                                     std::vector<runtime::GraphLaunch> launches;
+                                     for (auto& l : call.launches)
+                                       launches.push_back(detail::graph_launch(l));
+                                     call.graph = std::make_unique<runtime::KernelGraph>(launches);
+                                     for (auto& l : call.launches)
+                                       l.in_graph = l.params->pointer_bytes(l.nodes.size());
+                                   } else {
+                                     for (std::size_t i = 0; i < call.launches.size(); ++i) {
+                                       detail::PreparedCall::Launch& l = call.launches[i];
+                                       if (l.params->pointers_equal(l.in_graph))
+                                         continue;  // the node already holds these pointers
+                                       call.graph->update(i, detail::graph_launch(l));
+                                       l.in_graph = l.params->pointer_bytes(l.nodes.size());
+                                     }
+                                   }
+                                   call.graph->launch(stream);
+                                 });
 }
 
 }  // namespace kiln

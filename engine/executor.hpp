@@ -2,13 +2,12 @@
 // What the first call of a signature prepares for every later one (engine/executor.cpp).
 
 #include <cstdint>
+#include <kiln/graph.hpp>
+#include <kiln/tensor.hpp>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <kiln/graph.hpp>
-#include <kiln/tensor.hpp>
 
 #include "engine/elementwise.hpp"
 #include "engine/engine_impl.hpp"
@@ -39,9 +38,9 @@ struct PreparedCall {
   std::mutex mutex;  ///< one call at a time writes the blocks
   std::vector<Launch> launches;
   std::vector<Made> made;
-  std::vector<std::int64_t> arena_offset;  ///< per node: its offset in the arena, or -1
-  std::int64_t arena_bytes = 0;            ///< what its intermediates take of the plan's arena
-  std::vector<std::uint64_t> data;         ///< per node: its data pointer in the current call
+  std::vector<std::int64_t> arena_offset;       ///< per node: its offset in the arena, or -1
+  std::int64_t arena_bytes = 0;                 ///< what its intermediates take of the plan's arena
+  std::vector<std::uint64_t> data;              ///< per node: its data pointer in the current call
   std::unique_ptr<runtime::KernelGraph> graph;  ///< replay's, built at its first replay
 };
 

@@ -16,7 +16,9 @@ bool is_row(const Graph& g, int id) {
   return n.op != "input" && ops::find_op(n.op).fusion == ops::FusionClass::row;
 }
 
-bool reduces(const Graph& g, int id) { return is_row(g, id) && ops::find_op(g.node(id).op).reduces; }
+bool reduces(const Graph& g, int id) {
+  return is_row(g, id) && ops::find_op(g.node(id).op).reduces;
+}
 
 std::vector<int> tensor_args(const Graph& g, int id) {
   std::vector<int> out;
@@ -27,7 +29,8 @@ std::vector<int> tensor_args(const Graph& g, int id) {
 
 // Elementwise nodes needed to compute `roots` from memory (inputs, row results, or anything in
 // `stop`), in topological order; the memory nodes read go to `inputs`.
-void collect(const Graph& g, const std::vector<int>& roots, const std::set<int>& stop, FusedGroup& grp) {
+void collect(const Graph& g, const std::vector<int>& roots, const std::set<int>& stop,
+             FusedGroup& grp) {
   std::set<int> steps, inputs;
   std::vector<int> todo = roots;
   while (!todo.empty()) {
@@ -46,8 +49,9 @@ void collect(const Graph& g, const std::vector<int>& roots, const std::set<int>&
 }
 
 // A body computing `steps` from `inputs` (and, for an epilogue, the row op's value `row`).
-codegen::Body make_body(const Graph& g, const std::vector<int>& steps, const std::vector<int>& inputs, int row,
-                        std::vector<float>& scalars, std::map<int, Ref>& refs) {
+codegen::Body make_body(const Graph& g, const std::vector<int>& steps,
+                        const std::vector<int>& inputs, int row, std::vector<float>& scalars,
+                        std::map<int, Ref>& refs) {
   codegen::Body b;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     refs[inputs[i]] = {Ref::Kind::input, int(i)};
@@ -62,7 +66,9 @@ codegen::Body make_body(const Graph& g, const std::vector<int>& steps, const std
     const Graph::Node& n = g.node(id);
     const ops::OpDef& op = ops::find_op(n.op);
     codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, n.dtype};
-    for (const auto& a : n.args) step.args.push_back(std::holds_alternative<int>(a) ? refs.at(std::get<int>(a)) : scalar(std::get<double>(a)));
+    for (const auto& a : n.args)
+      step.args.push_back(std::holds_alternative<int>(a) ? refs.at(std::get<int>(a))
+                                                         : scalar(std::get<double>(a)));
     for (double s : ops::attr_scalars(op, n.attrs)) step.args.push_back(scalar(s));
     refs[id] = {Ref::Kind::step, int(b.steps.size())};
     b.steps.push_back(step);
@@ -73,7 +79,8 @@ codegen::Body make_body(const Graph& g, const std::vector<int>& steps, const std
 std::string op_names(const Graph& g, const std::vector<int>& steps) {
   std::vector<std::string> names;
   for (int id : steps) names.push_back(g.node(id).op);
-  if (names.size() > 4) names = {names[0], names[1], names[2], fmt::format("{}_more", names.size() - 3)};
+  if (names.size() > 4)
+    names = {names[0], names[1], names[2], fmt::format("{}_more", names.size() - 3)};
   return fmt::format("{}", fmt::join(names, "_"));
 }
 
@@ -86,14 +93,15 @@ void build_body(const Graph& g, FusedGroup& grp) {
     grp.body.outputs = {DType::f32};
     grp.body.results = {refs.at(grp.x)};
     std::map<int, Ref> erefs;
-    grp.epilogue = make_body(g, grp.epilogue_steps, grp.epilogue_inputs, grp.row_node, grp.epilogue_scalars, erefs);
+    grp.epilogue = make_body(g, grp.epilogue_steps, grp.epilogue_inputs, grp.row_node,
+                             grp.epilogue_scalars, erefs);
     for (int id : grp.outputs) {
       grp.epilogue.outputs.push_back(g.node(id).dtype);
       grp.epilogue.results.push_back(erefs.at(id));
     }
     const std::string pro = op_names(g, grp.steps), epi = op_names(g, grp.epilogue_steps);
-    grp.stem = fmt::format("{}{}{}{}{}_{}", pro, pro.empty() ? "" : "__", grp.row->name, epi.empty() ? "" : "__", epi,
-                           name_of(g.node(grp.row_node).dtype));
+    grp.stem = fmt::format("{}{}{}{}{}_{}", pro, pro.empty() ? "" : "__", grp.row->name,
+                           epi.empty() ? "" : "__", epi, name_of(g.node(grp.row_node).dtype));
     return;
   }
   for (int id : grp.outputs) {
@@ -123,9 +131,10 @@ void check_order(const Graph& g, const std::vector<FusedGroup>& groups) {
     for (const auto* list : {&grp.inputs, &grp.extras, &grp.epilogue_inputs})
       for (int id : *list)
         if (g.node(id).op != "input" && !written.count(id) && id != grp.row_node)
-          throw Error(fmt::format("internal error in the fusion pass: kernel {} reads '{}' before any kernel writes it "
-                                  "(set KILN_DISABLE_FUSION=1 to work around it, and please report the graph)",
-                                  grp.stem, g.node(id).name));
+          throw Error(fmt::format(
+              "internal error in the fusion pass: kernel {} reads '{}' before any kernel writes it "
+              "(set KILN_DISABLE_FUSION=1 to work around it, and please report the graph)",
+              grp.stem, g.node(id).name));
     written.insert(grp.outputs.begin(), grp.outputs.end());
   }
 }
@@ -141,7 +150,8 @@ bool infix(const Graph::Node& n) { return (n.op == "add" || n.op == "sub") && n.
 
 // Node `id` as computed by a kernel that computes `computed` (memoized: a value several nodes
 // use is rendered once, whatever the graph's shape).
-const std::string& render(const Graph& g, int id, const std::set<int>& computed, std::map<int, std::string>& memo) {
+const std::string& render(const Graph& g, int id, const std::set<int>& computed,
+                          std::map<int, std::string>& memo) {
   if (auto it = memo.find(id); it != memo.end()) return it->second;
   const Graph::Node& n = g.node(id);
   std::string out;
@@ -156,10 +166,12 @@ const std::string& render(const Graph& g, int id, const std::set<int>& computed,
       }
       const int arg = std::get<int>(a);
       const std::string& text = render(g, arg, computed, memo);
-      const bool wrap = infix(n) && !args.empty() && computed.count(arg) && infix(g.node(arg));  // a-(b+c)
+      const bool wrap =
+          infix(n) && !args.empty() && computed.count(arg) && infix(g.node(arg));  // a-(b+c)
       args.push_back(wrap ? "(" + text + ")" : text);
     }
-    out = infix(n) ? args[0] + (n.op == "add" ? "+" : "-") + args[1] : fmt::format("{}({})", n.op, fmt::join(args, ","));
+    out = infix(n) ? args[0] + (n.op == "add" ? "+" : "-") + args[1]
+                   : fmt::format("{}({})", n.op, fmt::join(args, ","));
   }
   return memo[id] = cut(std::move(out));
 }
@@ -197,7 +209,8 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
         grp.outputs = {id};
         grp.steps = {id};
         for (int a : tensor_args(g, id))
-          if (std::find(grp.inputs.begin(), grp.inputs.end(), a) == grp.inputs.end()) grp.inputs.push_back(a);
+          if (std::find(grp.inputs.begin(), grp.inputs.end(), a) == grp.inputs.end())
+            grp.inputs.push_back(a);
         groups.push_back(std::move(grp));
       }
     }
@@ -211,9 +224,13 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
     for (int a : tensor_args(g, id)) d = std::max(d, depth[a]);
     depth[id] = d + (is_row(g, id) ? 1 : 0);
     if (is_row(g, id))
-      for (std::size_t i = 1; i < tensor_args(g, id).size(); ++i) materialized.insert(tensor_args(g, id)[i]);
+      for (std::size_t i = 1; i < tensor_args(g, id).size(); ++i)
+        materialized.insert(tensor_args(g, id)[i]);
   }
-  const int max_depth = depth.empty() ? 0 : std::max_element(depth.begin(), depth.end(), [](auto& a, auto& b) { return a.second < b.second; })->second;
+  const int max_depth =
+      depth.empty() ? 0 : std::max_element(depth.begin(), depth.end(), [](auto& a, auto& b) {
+                            return a.second < b.second;
+                          })->second;
   // Elementwise consumers that fuse as a row op's epilogue: materialized values of the same
   // depth and shape that read the row result (the highest such row op of that depth takes
   // them, so any other row result they read is computed first).
@@ -259,7 +276,8 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
     std::vector<Shape> shapes;
     std::vector<FusedGroup> level_groups;
     for (int id : materialized) {
-      if (g.node(id).op == "input" || is_row(g, id) || depth[id] != level || absorbed.count(id)) continue;
+      if (g.node(id).op == "input" || is_row(g, id) || depth[id] != level || absorbed.count(id))
+        continue;
       const Shape& s = g.node(id).shape;
       auto it = std::find(shapes.begin(), shapes.end(), s);
       if (it == shapes.end()) {
@@ -277,10 +295,12 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
   // A row result with an epilogue is written only if a graph output or another kernel reads it.
   for (FusedGroup& grp : groups) {
     if (!grp.row || (grp.outputs.size() == 1 && grp.outputs[0] == grp.row_node)) continue;
-    bool read = std::find(g.outputs().begin(), g.outputs().end(), grp.row_node) != g.outputs().end();
+    bool read =
+        std::find(g.outputs().begin(), g.outputs().end(), grp.row_node) != g.outputs().end();
     for (const FusedGroup& other : groups)
       for (const auto* list : {&other.inputs, &other.extras, &other.epilogue_inputs})
-        read = read || (&other != &grp && std::find(list->begin(), list->end(), grp.row_node) != list->end());
+        read = read || (&other != &grp &&
+                        std::find(list->begin(), list->end(), grp.row_node) != list->end());
     if (read) grp.outputs.insert(grp.outputs.begin(), grp.row_node);
   }
   for (FusedGroup& grp : groups) build_body(g, grp);

@@ -9,11 +9,10 @@
 // Groups run in order of depth (the number of row ops on the longest path from the inputs).
 // With fusion off, each op is its own kernel and every intermediate is materialized.
 
+#include <kiln/graph.hpp>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <kiln/graph.hpp>
 
 #include "engine/codegen.hpp"
 #include "engine/kernel.hpp"
@@ -26,17 +25,17 @@ class TuningDb;
 
 /// One kernel of a plan.
 struct FusedGroup {
-  std::vector<int> steps;    ///< elementwise node ids it computes, in topological order
-  std::vector<int> inputs;   ///< node ids it reads from memory
-  std::vector<int> outputs;  ///< node ids it writes
-  std::string stem;          ///< kernel name stem: the ops it fused
+  std::vector<int> steps;      ///< elementwise node ids it computes, in topological order
+  std::vector<int> inputs;     ///< node ids it reads from memory
+  std::vector<int> outputs;    ///< node ids it writes
+  std::string stem;            ///< kernel name stem: the ops it fused
   codegen::Body body;          ///< the elementwise body, or a row op's prologue
   std::vector<float> scalars;  ///< runtime scalars of the body, in order
   // Row groups only:
   const ops::OpDef* row = nullptr;
   int row_node = -1;
-  std::vector<int> extras;  ///< weight, bias node ids
-  int x = -1;               ///< the node whose value the prologue computes
+  std::vector<int> extras;           ///< weight, bias node ids
+  int x = -1;                        ///< the node whose value the prologue computes
   std::vector<int> epilogue_steps;   ///< elementwise nodes computed after the row op
   std::vector<int> epilogue_inputs;  ///< node ids the epilogue reads from memory
   codegen::Body epilogue;
@@ -60,12 +59,15 @@ std::vector<FusedGroup> fuse(const Graph& graph, bool fuse);
 /// for `arch` (a long row splits between blocks on sm_90 and later). Dynamic dims: the kernels
 /// that serve every extent of 2 or more (a batch: the launch's, not the kernel's); GraphError
 /// naming the kernel if one depends on a dynamic dim (a row length, say).
-std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true, const std::map<std::string, TensorView>& inputs = {},
-                                   const cache::TuningDb* records = nullptr, const std::string& arch = "sm_90a");
+std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true,
+                                   const std::map<std::string, TensorView>& inputs = {},
+                                   const cache::TuningDb* records = nullptr,
+                                   const std::string& arch = "sm_90a");
 
 /// Specs from a file: a graph (*.json, for `arch`, tuned as `records` say, if given) or a
 /// manifest (anything else; its specs are already what ran).
-std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records = nullptr,
+std::vector<KernelSpec> load_specs(const std::string& path,
+                                   const cache::TuningDb* records = nullptr,
                                    const std::string& arch = "sm_90a");
 
 }  // namespace kiln

@@ -4,10 +4,9 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <kiln/graph.hpp>
 #include <nlohmann/json.hpp>
 #include <set>
-
-#include <kiln/graph.hpp>
 
 #include "cache/atomic_file.hpp"
 #include "ops/op.hpp"
@@ -40,10 +39,13 @@ std::string shape_json(const Shape& s) {
 // GraphError naming `what` ("input", "node", "output") unless `name` is a valid name.
 void check_name(const std::string& name, const char* what) {
   std::string why;
-  if (name.empty()) why = "a name cannot be empty";
+  if (name.empty())
+    why = "a name cannot be empty";
   else if (name.size() > Graph::kMaxNameBytes)
-    why = fmt::format("{} bytes is too long a name (at most {})", name.size(), Graph::kMaxNameBytes);
-  else if (std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    why =
+        fmt::format("{} bytes is too long a name (at most {})", name.size(), Graph::kMaxNameBytes);
+  else if (std::any_of(name.begin(), name.end(),
+                       [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
     why = "a name cannot hold control characters (newlines, tabs, escapes)";
   if (!why.empty()) throw GraphError(fmt::format("{} '{}': {}", what, printable_name(name), why));
 }
@@ -55,11 +57,16 @@ std::string printable_name(std::string_view name) {
   for (std::size_t i = 0; i < name.size(); ++i) {
     if (out.size() >= 80) return out + "...";
     const unsigned char c = static_cast<unsigned char>(name[i]);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\\' || c == '\'' || c == '"') out += fmt::format("\\{}", char(c));
-    else if (c < 0x20 || c >= 0x7f) out += fmt::format("\\x{:02x}", c);
-    else out += char(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\\' || c == '\'' || c == '"')
+      out += fmt::format("\\{}", char(c));
+    else if (c < 0x20 || c >= 0x7f)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += char(c);
   }
   return out;
 }
@@ -74,13 +81,15 @@ Value Graph::input(const std::string& name, const Shape& shape, DType dtype) {
   check_name(name, "input");
   if (find(name) >= 0) throw GraphError(fmt::format("input '{}': the name is already used", name));
   for (auto e : shape)
-    if (e < -1) throw GraphError(fmt::format("input '{}': field shape: extent {} is negative", name, e));
+    if (e < -1)
+      throw GraphError(fmt::format("input '{}': field shape: extent {} is negative", name, e));
   numel_of(to_inference(shape));  // overflow check
   nodes_.push_back({name, "input", {}, {}, shape, dtype});
   return Value(this, int(nodes_.size()) - 1);
 }
 
-Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, const Attrs& attrs, std::string name) {
+Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, const Attrs& attrs,
+                 std::string name) {
   if (name.empty()) {
     name = fmt::format("t{}", nodes_.size());
     for (int n = 1; find(name) >= 0; ++n) name = fmt::format("t{}_{}", nodes_.size(), n);
@@ -125,17 +134,21 @@ Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, co
 }
 
 void Graph::output(Value v, const std::string& name) {
-  if (v.graph() != this || v.id() < 0 || v.id() >= int(nodes_.size())) throw GraphError("an output must be a value of this graph");
+  if (v.graph() != this || v.id() < 0 || v.id() >= int(nodes_.size()))
+    throw GraphError("an output must be a value of this graph");
   if (!name.empty() && name != node(v.id()).name) {
     check_name(name, "output");
-    if (find(name) >= 0) throw GraphError(fmt::format("output '{}': the name is already used", name));
+    if (find(name) >= 0)
+      throw GraphError(fmt::format("output '{}': the name is already used", name));
     if (node(v.id()).op != "input") nodes_[std::size_t(v.id())].name = name;
   }
   if (node(v.id()).op == "input")
-    throw GraphError(fmt::format("output '{}' is an input of the graph: outputs are computed values "
-                                 "(to pass a copy through, output cast('{}') instead)",
-                                 node(v.id()).name, node(v.id()).name));
-  if (std::find(outputs_.begin(), outputs_.end(), v.id()) == outputs_.end()) outputs_.push_back(v.id());
+    throw GraphError(
+        fmt::format("output '{}' is an input of the graph: outputs are computed values "
+                    "(to pass a copy through, output cast('{}') instead)",
+                    node(v.id()).name, node(v.id()).name));
+  if (std::find(outputs_.begin(), outputs_.end(), v.id()) == outputs_.end())
+    outputs_.push_back(v.id());
 }
 
 Graph Graph::parse(std::string_view text, const std::string& origin) {
@@ -145,22 +158,29 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
   } catch (const std::exception& e) {
     throw GraphError(fmt::format("{}: not valid JSON: {}", origin, e.what()));
   }
-  auto field = [&](const nlohmann::json& obj, const char* key, const std::string& where) -> const nlohmann::json& {
-    if (!obj.is_object() || !obj.contains(key)) throw GraphError(fmt::format("{}: {}: missing field '{}'", origin, where, key));
+  auto field = [&](const nlohmann::json& obj, const char* key,
+                   const std::string& where) -> const nlohmann::json& {
+    if (!obj.is_object() || !obj.contains(key))
+      throw GraphError(fmt::format("{}: {}: missing field '{}'", origin, where, key));
     return obj.at(key);
   };
-  if (!j.is_object()) throw GraphError(fmt::format("{}: the top level must be an object with inputs, nodes, outputs", origin));
+  if (!j.is_object())
+    throw GraphError(
+        fmt::format("{}: the top level must be an object with inputs, nodes, outputs", origin));
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it.key() != "inputs" && it.key() != "nodes" && it.key() != "outputs")
-      throw GraphError(fmt::format("{}: unknown top-level field '{}'", origin, printable_name(it.key())));
+      throw GraphError(
+          fmt::format("{}: unknown top-level field '{}'", origin, printable_name(it.key())));
   Graph g;
   const auto& inputs = field(j, "inputs", "graph");
-  if (!inputs.is_array()) throw GraphError(fmt::format("{}: field inputs must be an array", origin));
+  if (!inputs.is_array())
+    throw GraphError(fmt::format("{}: field inputs must be an array", origin));
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& in = inputs[i];
     const std::string where = fmt::format("input {}", i);
     const auto& nm = field(in, "name", where);
-    if (!nm.is_string()) throw GraphError(fmt::format("{}: {}: field name must be a string", origin, where));
+    if (!nm.is_string())
+      throw GraphError(fmt::format("{}: {}: field name must be a string", origin, where));
     const std::string name = nm.get<std::string>();
     try {
       check_name(name, "input");
@@ -168,15 +188,22 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
       throw GraphError(fmt::format("{}: {}: {}", origin, where, e.what()));
     }
     const auto& sh = field(in, "shape", "input '" + name + "'");
-    if (!sh.is_array()) throw GraphError(fmt::format("{}: input '{}': field shape must be an array", origin, name));
+    if (!sh.is_array())
+      throw GraphError(fmt::format("{}: input '{}': field shape must be an array", origin, name));
     Shape shape;
     for (const auto& e : sh) {
-      if (e.is_string() && e.get<std::string>() == "?") shape.push_back(-1);
-      else if (e.is_number_integer() && e.get<std::int64_t>() >= 0) shape.push_back(e.get<std::int64_t>());
-      else throw GraphError(fmt::format("{}: input '{}': field shape: {} is not an extent (an integer >= 0, or \"?\")", origin, name, e.dump()));
+      if (e.is_string() && e.get<std::string>() == "?")
+        shape.push_back(-1);
+      else if (e.is_number_integer() && e.get<std::int64_t>() >= 0)
+        shape.push_back(e.get<std::int64_t>());
+      else
+        throw GraphError(fmt::format(
+            "{}: input '{}': field shape: {} is not an extent (an integer >= 0, or \"?\")", origin,
+            name, e.dump()));
     }
     const auto& dt = field(in, "dtype", "input '" + name + "'");
-    if (!dt.is_string()) throw GraphError(fmt::format("{}: input '{}': field dtype must be a string", origin, name));
+    if (!dt.is_string())
+      throw GraphError(fmt::format("{}: input '{}': field dtype must be a string", origin, name));
     try {
       g.input(name, shape, parse_dtype(dt.get<std::string>()));
     } catch (const Error& e) {
@@ -188,7 +215,8 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const auto& nd = nodes[i];
     const auto& nm = field(nd, "name", fmt::format("node {}", i));
-    if (!nm.is_string()) throw GraphError(fmt::format("{}: node {}: field name must be a string", origin, i));
+    if (!nm.is_string())
+      throw GraphError(fmt::format("{}: node {}: field name must be a string", origin, i));
     const std::string name = nm.get<std::string>();
     try {
       check_name(name, "node");
@@ -197,9 +225,11 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
     }
     const std::string where = "node '" + name + "'";
     const auto& op = field(nd, "op", where);
-    if (!op.is_string()) throw GraphError(fmt::format("{}: {}: field op must be a string", origin, where));
+    if (!op.is_string())
+      throw GraphError(fmt::format("{}: {}: field op must be a string", origin, where));
     const auto& args = field(nd, "args", where);
-    if (!args.is_array()) throw GraphError(fmt::format("{}: {}: field args must be an array", origin, where));
+    if (!args.is_array())
+      throw GraphError(fmt::format("{}: {}: field args must be an array", origin, where));
     std::vector<GraphArg> gargs;
     for (std::size_t a = 0; a < args.size(); ++a) {
       if (args[a].is_number()) {
@@ -207,32 +237,43 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
       } else if (args[a].is_string()) {
         const int id = g.find(args[a].get<std::string>());
         if (id < 0)
-          throw GraphError(fmt::format("{}: {}: field args[{}]: '{}' is not an input or an earlier node (a typo, a "
-                                       "forward reference or a cycle)", origin, where, a, printable_name(args[a].get<std::string>())));
+          throw GraphError(fmt::format(
+              "{}: {}: field args[{}]: '{}' is not an input or an earlier node (a typo, a "
+              "forward reference or a cycle)",
+              origin, where, a, printable_name(args[a].get<std::string>())));
         gargs.emplace_back(Value(&g, id));
       } else {
-        throw GraphError(fmt::format("{}: {}: field args[{}] must be a name or a number", origin, where, a));
+        throw GraphError(
+            fmt::format("{}: {}: field args[{}] must be a name or a number", origin, where, a));
       }
     }
     Attrs attrs;
     if (nd.contains("attrs")) {
       const auto& at = nd.at("attrs");
-      if (!at.is_object()) throw GraphError(fmt::format("{}: {}: field attrs must be an object", origin, where));
+      if (!at.is_object())
+        throw GraphError(fmt::format("{}: {}: field attrs must be an object", origin, where));
       for (auto it = at.begin(); it != at.end(); ++it) {
         const std::string k = it.key();
-        if ((k == "min" || k == "max") && it->is_number()) (k == "min" ? attrs.min : attrs.max) = it->get<double>();
-        else if (k == "eps" && it->is_number()) attrs.eps = it->get<double>();
-        else if (k == "axis" && it->is_number_integer()) attrs.axis = it->get<std::int64_t>();
-        else if (k == "axis" && *it == "all") attrs.all_axes = true;
-        else if (k == "keepdim" && it->is_boolean()) attrs.keepdim = it->get<bool>();
+        if ((k == "min" || k == "max") && it->is_number())
+          (k == "min" ? attrs.min : attrs.max) = it->get<double>();
+        else if (k == "eps" && it->is_number())
+          attrs.eps = it->get<double>();
+        else if (k == "axis" && it->is_number_integer())
+          attrs.axis = it->get<std::int64_t>();
+        else if (k == "axis" && *it == "all")
+          attrs.all_axes = true;
+        else if (k == "keepdim" && it->is_boolean())
+          attrs.keepdim = it->get<bool>();
         else if (k == "dtype" && it->is_string()) {
           try {
             attrs.dtype = parse_dtype(it->get<std::string>());
           } catch (const Error& e) {
             throw GraphError(fmt::format("{}: {}: field attrs.dtype: {}", origin, where, e.what()));
           }
-        } else throw GraphError(fmt::format("{}: {}: field attrs.{}: unknown or mistyped attribute for op '{}'", origin, where,
-                                                printable_name(k), printable_name(op.get<std::string>())));
+        } else
+          throw GraphError(
+              fmt::format("{}: {}: field attrs.{}: unknown or mistyped attribute for op '{}'",
+                          origin, where, printable_name(k), printable_name(op.get<std::string>())));
       }
     }
     try {
@@ -242,7 +283,8 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
     }
   }
   const auto& outs = field(j, "outputs", "graph");
-  if (!outs.is_array() || outs.empty()) throw GraphError(fmt::format("{}: field outputs must be a non-empty array", origin));
+  if (!outs.is_array() || outs.empty())
+    throw GraphError(fmt::format("{}: field outputs must be a non-empty array", origin));
   for (const auto& o : outs) {
     const int id = o.is_string() ? g.find(o.get<std::string>()) : -1;
     if (id < 0)
@@ -259,7 +301,8 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
 
 Graph Graph::load(const std::string& path) {
   std::string text, why;
-  if (!cache::read_file(path, text, why, kMaxGraphBytes)) throw GraphError(fmt::format("cannot read graph file {}: {}", path, why));
+  if (!cache::read_file(path, text, why, kMaxGraphBytes))
+    throw GraphError(fmt::format("cannot read graph file {}: {}", path, why));
   return parse(text, path);
 }
 
@@ -267,14 +310,16 @@ std::string Graph::to_json() const {
   std::vector<std::string> inputs, nodes, outputs;
   for (const Node& n : nodes_) {
     if (n.op == "input") {
-      inputs.push_back(fmt::format(R"(    {{"name": {}, "shape": {}, "dtype": "{}"}})", nlohmann::json(n.name).dump(),
-                                   shape_json(n.shape), name_of(n.dtype)));
+      inputs.push_back(fmt::format(R"(    {{"name": {}, "shape": {}, "dtype": "{}"}})",
+                                   nlohmann::json(n.name).dump(), shape_json(n.shape),
+                                   name_of(n.dtype)));
       continue;
     }
     std::vector<std::string> args;
     for (const auto& a : n.args)
-      args.push_back(std::holds_alternative<int>(a) ? nlohmann::json(nodes_[std::size_t(std::get<int>(a))].name).dump()
-                                                    : nlohmann::json(std::get<double>(a)).dump());
+      args.push_back(std::holds_alternative<int>(a)
+                         ? nlohmann::json(nodes_[std::size_t(std::get<int>(a))].name).dump()
+                         : nlohmann::json(std::get<double>(a)).dump());
     nlohmann::json attrs = nlohmann::json::object();
     if (n.attrs.min) attrs["min"] = *n.attrs.min;
     if (n.attrs.max) attrs["max"] = *n.attrs.max;
@@ -283,12 +328,14 @@ std::string Graph::to_json() const {
     if (n.attrs.axis) attrs["axis"] = *n.attrs.axis;
     if (n.attrs.all_axes) attrs["axis"] = "all";
     if (n.attrs.keepdim) attrs["keepdim"] = true;
-    nodes.push_back(fmt::format(R"(    {{"name": {}, "op": "{}", "args": [{}]{}}})", nlohmann::json(n.name).dump(), n.op,
-                                fmt::join(args, ", "), attrs.empty() ? "" : ", \"attrs\": " + attrs.dump()));
+    nodes.push_back(fmt::format(R"(    {{"name": {}, "op": "{}", "args": [{}]{}}})",
+                                nlohmann::json(n.name).dump(), n.op, fmt::join(args, ", "),
+                                attrs.empty() ? "" : ", \"attrs\": " + attrs.dump()));
   }
   for (int o : outputs_) outputs.push_back(nlohmann::json(nodes_[std::size_t(o)].name).dump());
-  return fmt::format("{{\n  \"inputs\": [\n{}\n  ],\n  \"nodes\": [\n{}\n  ],\n  \"outputs\": [{}]\n}}\n", fmt::join(inputs, ",\n"),
-                     fmt::join(nodes, ",\n"), fmt::join(outputs, ", "));
+  return fmt::format(
+      "{{\n  \"inputs\": [\n{}\n  ],\n  \"nodes\": [\n{}\n  ],\n  \"outputs\": [{}]\n}}\n",
+      fmt::join(inputs, ",\n"), fmt::join(nodes, ",\n"), fmt::join(outputs, ", "));
 }
 
 void Graph::save(const std::string& path) const {

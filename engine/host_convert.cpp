@@ -2,7 +2,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-
 #include <kiln/dtype.hpp>
 
 namespace kiln {
@@ -29,11 +28,11 @@ std::uint16_t to_f16(float f) {
   const std::uint32_t u = bits_of(f);
   const std::uint16_t sign = std::uint16_t((u >> 16) & 0x8000);
   const std::uint32_t a = u & 0x7fffffff;
-  if (a > 0x7f800000) return sign | 0x7e00;              // NaN
-  if (a >= 0x477ff000) return sign | 0x7c00;             // rounds to infinity (>= 65520)
-  if (a < 0x38800000) {                                  // subnormal or zero in f16
-    const float scaled = std::fabs(f) * 16777216.0f;     // in units of 2^-24
-    return sign | std::uint16_t(std::nearbyint(scaled)); // ties to even (default mode)
+  if (a > 0x7f800000) return sign | 0x7e00;               // NaN
+  if (a >= 0x477ff000) return sign | 0x7c00;              // rounds to infinity (>= 65520)
+  if (a < 0x38800000) {                                   // subnormal or zero in f16
+    const float scaled = std::fabs(f) * 16777216.0f;      // in units of 2^-24
+    return sign | std::uint16_t(std::nearbyint(scaled));  // ties to even (default mode)
   }
   const std::uint32_t mant_round = a + 0x0fff + ((a >> 13) & 1);
   return sign | std::uint16_t((mant_round - 0x38000000) >> 13);
@@ -52,19 +51,44 @@ float from_f16(std::uint16_t h) {
 void store_element(DType t, double value, void* dst) {
   const float f = float(value);
   switch (t) {
-    case DType::f32: std::memcpy(dst, &f, 4); return;
-    case DType::f16: { const std::uint16_t h = to_f16(f); std::memcpy(dst, &h, 2); return; }
-    case DType::bf16: { const std::uint16_t b = to_bf16(f); std::memcpy(dst, &b, 2); return; }
-    case DType::boolean: *static_cast<unsigned char*>(dst) = value != 0 ? 1 : 0; return;
+    case DType::f32:
+      std::memcpy(dst, &f, 4);
+      return;
+    case DType::f16: {
+      const std::uint16_t h = to_f16(f);
+      std::memcpy(dst, &h, 2);
+      return;
+    }
+    case DType::bf16: {
+      const std::uint16_t b = to_bf16(f);
+      std::memcpy(dst, &b, 2);
+      return;
+    }
+    case DType::boolean:
+      *static_cast<unsigned char*>(dst) = value != 0 ? 1 : 0;
+      return;
   }
 }
 
 double load_element(DType t, const void* src) {
   switch (t) {
-    case DType::f32: { float f; std::memcpy(&f, src, 4); return f; }
-    case DType::f16: { std::uint16_t h; std::memcpy(&h, src, 2); return from_f16(h); }
-    case DType::bf16: { std::uint16_t b; std::memcpy(&b, src, 2); return float_of(std::uint32_t(b) << 16); }
-    case DType::boolean: return *static_cast<const unsigned char*>(src) != 0 ? 1.0 : 0.0;
+    case DType::f32: {
+      float f;
+      std::memcpy(&f, src, 4);
+      return f;
+    }
+    case DType::f16: {
+      std::uint16_t h;
+      std::memcpy(&h, src, 2);
+      return from_f16(h);
+    }
+    case DType::bf16: {
+      std::uint16_t b;
+      std::memcpy(&b, src, 2);
+      return float_of(std::uint32_t(b) << 16);
+    }
+    case DType::boolean:
+      return *static_cast<const unsigned char*>(src) != 0 ? 1.0 : 0.0;
   }
   return 0;
 }

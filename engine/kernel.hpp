@@ -29,8 +29,8 @@ struct CompiledKernel {
   bool is_ptx = false;       ///< PTX fallback (the driver JIT-compiles it at load)
   std::string image;         ///< cubin bytes, or PTX text
   int registers = -1;        ///< per thread, from the cubin's attributes (-1 for PTX)
-  int spill_bytes = -1;      ///< spill stores, from ptxas's log (0 when the cubin has no stack frame)
-  std::string log;           ///< NVRTC's log of this compile (not kept in the cache)
+  int spill_bytes = -1;  ///< spill stores, from ptxas's log (0 when the cubin has no stack frame)
+  std::string log;       ///< NVRTC's log of this compile (not kept in the cache)
   double compile_ms = 0;
   // Provenance, so `kiln cache explain` can say why a lookup missed.
   std::string spec_id;        ///< hash of source, expression and options (no arch, no headers)

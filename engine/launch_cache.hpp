@@ -7,13 +7,12 @@
 // (16 bytes and up all count as 16, the widest pack a template loads) never do.
 
 #include <cstdint>
+#include <kiln/tensor.hpp>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
-
-#include <kiln/tensor.hpp>
 
 namespace kiln::detail {
 

@@ -3,11 +3,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <kiln/graph.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <kiln/graph.hpp>
 #include <string>
 
 namespace kiln {
@@ -15,11 +14,14 @@ namespace {
 
 // KILN_LOG_LEVEL in any case; false for a name that is no level.
 bool parse_level(std::string text, spdlog::level::level_enum& level) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
   const std::pair<const char*, spdlog::level::level_enum> names[] = {
-      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
-      {"warn", spdlog::level::warn},   {"warning", spdlog::level::warn}, {"error", spdlog::level::err},
-      {"err", spdlog::level::err},     {"critical", spdlog::level::critical}, {"off", spdlog::level::off}};
+      {"trace", spdlog::level::trace},  {"debug", spdlog::level::debug},
+      {"info", spdlog::level::info},    {"warn", spdlog::level::warn},
+      {"warning", spdlog::level::warn}, {"error", spdlog::level::err},
+      {"err", spdlog::level::err},      {"critical", spdlog::level::critical},
+      {"off", spdlog::level::off}};
   for (const auto& [name, value] : names)
     if (text == name) {
       level = value;
@@ -43,8 +45,10 @@ void configure_logging() {
     const bool known = !text || !*text || parse_level(text, level);
     spdlog::set_level(level);
     if (!known)
-      spdlog::warn("kiln: KILN_LOG_LEVEL='{}' is not a level (trace, debug, info, warn, error, off); logging at warn",
-                   printable_name(text));
+      spdlog::warn(
+          "kiln: KILN_LOG_LEVEL='{}' is not a level (trace, debug, info, warn, error, off); "
+          "logging at warn",
+          printable_name(text));
     return true;
   }();
   (void)done;

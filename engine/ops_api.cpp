@@ -3,12 +3,11 @@
 
 #include <climits>
 #include <cstring>
-#include <memory>
-#include <mutex>
-
 #include <kiln/error.hpp>
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
+#include <memory>
+#include <mutex>
 
 #include "engine/elementwise.hpp"
 #include "engine/engine_impl.hpp"
@@ -20,15 +19,14 @@
 namespace kiln {
 namespace {
 
-
 void check_operands(const ops::OpDef& op, const std::vector<Operand>& args, bool need_data) {
   for (std::size_t i = 0; i < args.size() && i < op.operands.size(); ++i)
     if (auto* v = std::get_if<TensorView>(&args[i]); v && !view_ok(*v, need_data))
       check_view(*v, fmt::format("{}: {}", op.name, op.operands[i]), need_data);
 }
 
-KernelLaunch specialize(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& args,
-                             const Attrs& attrs) {
+KernelLaunch specialize(const ops::OpDef& op, const TensorView& out,
+                        const std::vector<Operand>& args, const Attrs& attrs) {
   return specialize_op(op, out, ops::kernel_operands(op, args, attrs));
 }
 
@@ -38,7 +36,8 @@ TensorView infer(std::string_view name, const std::vector<Operand>& args, const 
   return ops::infer_result(ops::find_op(name), args, attrs);
 }
 
-Tensor call(Engine& engine, std::string_view name, const std::vector<Operand>& args, const Attrs& attrs) {
+Tensor call(Engine& engine, std::string_view name, const std::vector<Operand>& args,
+            const Attrs& attrs) {
   const ops::OpDef& op = ops::find_op(name);
   const TensorView r = ops::infer_result(op, args, attrs);
   check_operands(op, args, true);
@@ -56,7 +55,8 @@ Graph row_graph(const ops::OpDef& op, const std::vector<Operand>& args, const At
   std::vector<GraphArg> gargs;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto* v = std::get_if<TensorView>(&args[i]);
-    if (!v) throw ArgumentError(fmt::format("{}: operand {} must be a tensor", op.name, op.operands[i]));
+    if (!v)
+      throw ArgumentError(fmt::format("{}: operand {} must be a tensor", op.name, op.operands[i]));
     const std::string name(op.operands[i]);
     gargs.push_back(g.input(name, v->shape, v->dtype));
     if (inputs) (*inputs)[name] = *v;
@@ -86,7 +86,8 @@ namespace {
 
 // The op, its attributes, the output and every operand: what picks the kernel (scalars' values
 // do not: they are the kernel's arguments).
-detail::Signature op_signature(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& args, const Attrs& attrs) {
+detail::Signature op_signature(const ops::OpDef& op, const TensorView& out,
+                               const std::vector<Operand>& args, const Attrs& attrs) {
   detail::Signature s;
   s.add(std::int64_t(reinterpret_cast<std::uintptr_t>(&op)));
   // Each optional attribute as a presence word and its value (no value stands for "absent").
@@ -102,14 +103,18 @@ detail::Signature op_signature(const ops::OpDef& op, const TensorView& out, cons
   s.add(eps_bits);
   s.add_view(out);
   for (const Operand& a : args) {
-    if (auto* v = std::get_if<TensorView>(&a)) s.add_view(*v);
-    else s.add(INT64_MIN + 1);  // a scalar
+    if (auto* v = std::get_if<TensorView>(&a))
+      s.add_view(*v);
+    else
+      s.add(INT64_MIN + 1);  // a scalar
   }
   return s;
 }
 
-std::shared_ptr<detail::PreparedOp> prepare_op(Engine& engine, const ops::OpDef& op, const TensorView& out,
-                                               const std::vector<Operand>& args, const Attrs& attrs) {
+std::shared_ptr<detail::PreparedOp> prepare_op(Engine& engine, const ops::OpDef& op,
+                                               const TensorView& out,
+                                               const std::vector<Operand>& args,
+                                               const Attrs& attrs) {
   auto p = std::make_shared<detail::PreparedOp>();
   if (op.fusion == ops::FusionClass::row) {
     p->plan = std::make_unique<Plan>(row_graph(op, args, attrs, nullptr), true);
@@ -132,20 +137,24 @@ void launch_op(Engine& engine, detail::PreparedOp& p, const ops::OpDef& op, cons
   p.params->set_pointer(pointer++, out.data);
   const std::size_t pointers = p.launch.pointers.size();
   for (const Operand& a : args) {
-    if (auto* v = std::get_if<TensorView>(&a)) p.params->set_pointer(pointer++, v->data);
-    else p.params->set_scalar(pointers, scalar++, float(std::get<double>(a)));
+    if (auto* v = std::get_if<TensorView>(&a))
+      p.params->set_pointer(pointer++, v->data);
+    else
+      p.params->set_scalar(pointers, scalar++, float(std::get<double>(a)));
   }
-  for (double s : ops::attr_scalars(op, attrs)) p.params->set_scalar(pointers, scalar++, float(s));  // clamp's bounds
+  for (double s : ops::attr_scalars(op, attrs))
+    p.params->set_scalar(pointers, scalar++, float(s));  // clamp's bounds
   detail::EngineImpl& e = engine.impl();
   const runtime::NvtxRange range(op.name.data());  // catalog names are NUL-terminated literals
   runtime::ContextGuard guard(*e.context);
-  p.kernel->module->launch(p.launch.grid, p.launch.block, p.shared, e.stream(), p.params->pointers());
+  p.kernel->module->launch(p.launch.grid, p.launch.block, p.shared, e.stream(),
+                           p.params->pointers());
 }
 
 }  // namespace
 
-void call_into(Engine& engine, std::string_view name, const TensorView& out, const std::vector<Operand>& args,
-               const Attrs& attrs) {
+void call_into(Engine& engine, std::string_view name, const TensorView& out,
+               const std::vector<Operand>& args, const Attrs& attrs) {
   const ops::OpDef& op = ops::find_op(name);
   const detail::Signature s = op_signature(op, out, args, attrs);
   std::shared_ptr<detail::PreparedOp> p = engine.impl().ops.find(s);
@@ -154,36 +163,50 @@ void call_into(Engine& engine, std::string_view name, const TensorView& out, con
   if (!p || !ops::attr_scalars(op, attrs).empty()) {
     const TensorView r = ops::infer_result(op, args, attrs);
     if (out.shape != r.shape)
-      throw ShapeError(fmt::format("{}: output {} does not have the result shape {}", name, out.describe(), to_string(r.shape)));
+      throw ShapeError(fmt::format("{}: output {} does not have the result shape {}", name,
+                                   out.describe(), to_string(r.shape)));
     if (out.dtype != r.dtype)
-      throw DtypeError(fmt::format("{}: output {} does not have the result dtype {}", name, out.describe(), name_of(r.dtype)));
+      throw DtypeError(fmt::format("{}: output {} does not have the result dtype {}", name,
+                                   out.describe(), name_of(r.dtype)));
   }
   check_operands(op, args, true);
   if (!view_ok(out)) check_view(out, fmt::format("{}: output", op.name));
   if (!engine.has_device()) engine.impl().require_device(fmt::format("running {}", name).c_str());
-  if (!p) p = engine.impl().ops.insert(s, prepare_op(engine, op, out, args, attrs));
-  else if (p->kernel) engine.impl().cache->count_memory_hit();
+  if (!p)
+    p = engine.impl().ops.insert(s, prepare_op(engine, op, out, args, attrs));
+  else if (p->kernel)
+    engine.impl().cache->count_memory_hit();
   if (p->plan) {
     std::map<std::string, TensorView> inputs;
-    for (std::size_t i = 0; i < args.size(); ++i) inputs[std::string(op.operands[i])] = std::get<TensorView>(args[i]);
+    for (std::size_t i = 0; i < args.size(); ++i)
+      inputs[std::string(op.operands[i])] = std::get<TensorView>(args[i]);
     p->plan->run(engine, inputs, {{"out", out}});
     return;
   }
   if (p->kernel) launch_op(engine, *p, op, out, args, attrs);
 }
 
-KernelRecord precompile(Engine& engine, std::string_view name, const std::vector<Operand>& args, const Attrs& attrs) {
+KernelRecord precompile(Engine& engine, std::string_view name, const std::vector<Operand>& args,
+                        const Attrs& attrs) {
   const ops::OpDef& op = ops::find_op(name);
   const TensorView out = ops::infer_result(op, args, attrs);
   check_operands(op, args, false);
   if (op.fusion == ops::FusionClass::row) {
     std::string source;
-    KernelRecord r = engine.impl().records[engine.impl().prepare(plan_specs(row_graph(op, args, attrs, nullptr), true, {}, nullptr, engine.arch()).at(0), &source).record];
+    KernelRecord r =
+        engine.impl().records[engine.impl()
+                                  .prepare(plan_specs(row_graph(op, args, attrs, nullptr), true, {},
+                                                      nullptr, engine.arch())
+                                               .at(0),
+                                           &source)
+                                  .record];
     r.source = source;
     return r;
   }
   const KernelLaunch L = specialize(op, out, args, attrs);
-  if (L.groups == 0) throw ShapeError(fmt::format("{}: the result {} is empty; there is no kernel to compile", name, out.describe()));
+  if (L.groups == 0)
+    throw ShapeError(fmt::format("{}: the result {} is empty; there is no kernel to compile", name,
+                                 out.describe()));
   std::string source;
   KernelRecord r = engine.impl().records[engine.impl().prepare(L.spec, &source).record];
   r.source = source;

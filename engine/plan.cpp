@@ -4,10 +4,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <kiln/graph.hpp>
 #include <mutex>
 #include <set>
-
-#include <kiln/graph.hpp>
 
 #include "cache/manifest.hpp"
 #include "engine/compiler/compiler.hpp"
@@ -19,8 +18,10 @@
 
 namespace kiln {
 
-KernelLaunch detail::PlanImpl::specialize_tuned(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g,
-                                                const std::string& arch, const cache::TuningDb& records) const {
+KernelLaunch detail::PlanImpl::specialize_tuned(const FusedGroup& grp,
+                                                const std::vector<TensorView>& values,
+                                                const Graph& g, const std::string& arch,
+                                                const cache::TuningDb& records) const {
   KernelLaunch L = specialize(grp, values, g, arch);
   if (records.records().empty() || L.groups == 0) return L;
   const cache::TuningRecord* r = records.find(compiler::spec_id(L.spec));
@@ -32,7 +33,10 @@ KernelLaunch detail::PlanImpl::specialize_tuned(const FusedGroup& grp, const std
     static std::set<std::string> warned;  // once per record, not once per run
     std::lock_guard<std::mutex> lock(mutex);
     if (warned.insert(r->signature).second)
-      spdlog::warn("kiln: the tuning record of {} does not fit it ({}); the default runs. Re-tune: kiln tune", L.spec.name, e.what());
+      spdlog::warn(
+          "kiln: the tuning record of {} does not fit it ({}); the default runs. Re-tune: kiln "
+          "tune",
+          L.spec.name, e.what());
     return L;
   }
 }
@@ -43,7 +47,8 @@ bool fusion_enabled() {
 }
 
 Plan::Plan(const Graph& graph) : Plan(graph, fusion_enabled()) {}
-Plan::Plan(const Graph& graph, bool fuse_ops) : impl_(std::make_unique<detail::PlanImpl>(graph, fuse_ops)) {
+Plan::Plan(const Graph& graph, bool fuse_ops)
+    : impl_(std::make_unique<detail::PlanImpl>(graph, fuse_ops)) {
   if (graph.outputs().empty()) throw GraphError("the graph has no outputs");
 }
 Plan::~Plan() = default;
@@ -63,14 +68,17 @@ struct Planned {
   bool per_extent = false;  ///< it changes with a dynamic dim's extent (a row length, say)
 
   /// The kernel's name in a plan: a per-extent kernel has none of its own.
-  std::string name(const FusedGroup& grp) const { return per_extent ? grp.stem + "__dynamic" : launch.spec.name; }
+  std::string name(const FusedGroup& grp) const {
+    return per_extent ? grp.stem + "__dynamic" : launch.spec.name;
+  }
 };
 
 // Each group of `p` over the graph's shapes (inputs as `inputs` gives views of them, tuned as
 // `records` says, if given). A graph with dynamic dims is specialized with them at 2 and at 3:
 // a kernel the same both times serves every extent of 2 or more (with 32-bit indices: the
 // dims are the launch's, as a batch is); one that differs is `per_extent`.
-std::vector<Planned> plan_groups(const detail::PlanImpl& p, const std::map<std::string, TensorView>& inputs,
+std::vector<Planned> plan_groups(const detail::PlanImpl& p,
+                                 const std::map<std::string, TensorView>& inputs,
                                  const cache::TuningDb* records, const std::string& arch) {
   const auto over = [&](const Graph& graph, const std::map<std::string, TensorView>& views) {
     std::vector<TensorView> values;
@@ -78,14 +86,16 @@ std::vector<Planned> plan_groups(const detail::PlanImpl& p, const std::map<std::
       values.push_back(detail::PlanImpl::desc(n));
       if (auto it = views.find(n.name); it != views.end() && n.op == "input") {
         if (it->second.shape != n.shape || it->second.dtype != n.dtype)
-          throw ShapeError(fmt::format("input '{}': view {} does not match the graph's {}{}", n.name, it->second.describe(),
-                                       name_of(n.dtype), to_string(n.shape)));
+          throw ShapeError(fmt::format("input '{}': view {} does not match the graph's {}{}",
+                                       n.name, it->second.describe(), name_of(n.dtype),
+                                       to_string(n.shape)));
         values.back() = it->second;
       }
     }
     std::vector<KernelLaunch> out;
     for (const FusedGroup& grp : p.groups)
-      out.push_back(records ? p.specialize_tuned(grp, values, graph, arch, *records) : p.specialize(grp, values, graph, arch));
+      out.push_back(records ? p.specialize_tuned(grp, values, graph, arch, *records)
+                            : p.specialize(grp, values, graph, arch));
     return out;
   };
   std::vector<Planned> planned;
@@ -93,9 +103,12 @@ std::vector<Planned> plan_groups(const detail::PlanImpl& p, const std::map<std::
     for (KernelLaunch& L : over(p.graph, inputs)) planned.push_back({std::move(L), false});
     return planned;
   }
-  if (!inputs.empty()) throw ArgumentError("input views are for a graph with static shapes; this one has dynamic dims (\"?\")");
+  if (!inputs.empty())
+    throw ArgumentError(
+        "input views are for a graph with static shapes; this one has dynamic dims (\"?\")");
   Graph two, three;
-  std::vector<KernelLaunch> at2 = over(p.bound_at(2, two), {}), at3 = over(p.bound_at(3, three), {});
+  std::vector<KernelLaunch> at2 = over(p.bound_at(2, two), {}),
+                            at3 = over(p.bound_at(3, three), {});
   for (std::size_t i = 0; i < at2.size(); ++i) {
     const bool differs = compiler::spec_id(at2[i].spec) != compiler::spec_id(at3[i].spec);
     planned.push_back({std::move(at2[i]), differs});
@@ -123,7 +136,8 @@ std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
 }
 
 std::vector<KernelRecord> Plan::compile(Engine& engine) const {
-  const std::vector<KernelSpec> specs = plan_specs(impl_->graph, impl_->fused, {}, nullptr, engine.arch());
+  const std::vector<KernelSpec> specs =
+      plan_specs(impl_->graph, impl_->fused, {}, nullptr, engine.arch());
   std::vector<const KernelSpec*> todo;
   for (const KernelSpec& s : specs) todo.push_back(&s);
   detail::EngineImpl& e = engine.impl();
@@ -137,7 +151,8 @@ std::vector<KernelRecord> Plan::compile(Engine& engine) const {
   return records;
 }
 
-std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std::map<std::string, TensorView>& inputs,
+std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops,
+                                   const std::map<std::string, TensorView>& inputs,
                                    const cache::TuningDb* records, const std::string& arch) {
   const detail::PlanImpl p(graph, fuse_ops);
   std::vector<KernelSpec> specs;
@@ -145,18 +160,22 @@ std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops, const std:
   for (std::size_t i = 0; i < planned.size(); ++i) {
     const Planned& k = planned[i];
     if (k.per_extent)  // cannot be compiled ahead
-      throw GraphError(fmt::format("kernel {} (fusing {}) depends on a dynamic dim (\"?\") beyond the batch, so it compiles once "
-                                   "per extent: give the graph static shapes, or precompile a manifest recorded with KILN_RECORD",
-                                   k.name(p.groups[i]), fmt::join(p.ops_of(p.groups[i]), ", ")));
+      throw GraphError(
+          fmt::format("kernel {} (fusing {}) depends on a dynamic dim (\"?\") beyond the batch, so "
+                      "it compiles once "
+                      "per extent: give the graph static shapes, or precompile a manifest recorded "
+                      "with KILN_RECORD",
+                      k.name(p.groups[i]), fmt::join(p.ops_of(p.groups[i]), ", ")));
     if (k.launch.groups) specs.push_back(k.launch.spec);
   }
   return specs;
 }
 
-std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records, const std::string& arch) {
+std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records,
+                                   const std::string& arch) {
   const bool graph = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-  return graph ? plan_specs(Graph::load(path), fusion_enabled(), {}, records, arch) : cache::read_manifest(path);
+  return graph ? plan_specs(Graph::load(path), fusion_enabled(), {}, records, arch)
+               : cache::read_manifest(path);
 }
-
 
 }  // namespace kiln

@@ -3,14 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <kiln/graph.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <kiln/graph.hpp>
 
 #include "cache/tuning.hpp"
 #include "engine/elementwise.hpp"
@@ -38,7 +37,8 @@ class PlanImpl {
 
   /// What each call signature seen prepared (engine/executor.cpp): its kernels, loaded, with
   /// their parameter blocks; its arena; replay's CUDA graph.
-  std::unique_ptr<SignatureCache<PreparedCall>> calls = std::make_unique<SignatureCache<PreparedCall>>(16);
+  std::unique_ptr<SignatureCache<PreparedCall>> calls =
+      std::make_unique<SignatureCache<PreparedCall>>(16);
   mutable std::mutex arenas_mutex;
   mutable std::vector<std::pair<std::uint64_t, Tensor>> arenas;  ///< by engine serial
 
@@ -58,11 +58,14 @@ class PlanImpl {
       if (it == inputs.end()) throw GraphError(fmt::format("input '{}' was not given", n.name));
       const TensorView& v = it->second;
       if (v.dtype != n.dtype)
-        throw DtypeError(fmt::format("input '{}': got {}, the graph wants {}", n.name, v.describe(), name_of(n.dtype)));
+        throw DtypeError(fmt::format("input '{}': got {}, the graph wants {}", n.name, v.describe(),
+                                     name_of(n.dtype)));
       bool fits = v.shape.size() == n.shape.size();
-      for (std::size_t d = 0; fits && d < n.shape.size(); ++d) fits = n.shape[d] < 0 || n.shape[d] == v.shape[d];
+      for (std::size_t d = 0; fits && d < n.shape.size(); ++d)
+        fits = n.shape[d] < 0 || n.shape[d] == v.shape[d];
       if (!fits)
-        throw ShapeError(fmt::format("input '{}': got {}, the graph wants {}", n.name, v.describe(), to_string(n.shape)));
+        throw ShapeError(fmt::format("input '{}': got {}, the graph wants {}", n.name, v.describe(),
+                                     to_string(n.shape)));
     }
   }
 
@@ -76,9 +79,13 @@ class PlanImpl {
       for (const auto& n : graph.nodes()) {
         std::vector<GraphArg> args;
         for (const auto& a : n.args)
-          args.push_back(std::holds_alternative<int>(a) ? GraphArg(Value(&scratch, std::get<int>(a))) : GraphArg(std::get<double>(a)));
-        if (n.op == "input") scratch.input(n.name, inputs.at(n.name).shape, n.dtype);
-        else scratch.add(n.op, args, n.attrs, n.name);
+          args.push_back(std::holds_alternative<int>(a)
+                             ? GraphArg(Value(&scratch, std::get<int>(a)))
+                             : GraphArg(std::get<double>(a)));
+        if (n.op == "input")
+          scratch.input(n.name, inputs.at(n.name).shape, n.dtype);
+        else
+          scratch.add(n.op, args, n.attrs, n.name);
       }
       for (int o : graph.outputs()) scratch.output(Value(&scratch, o));
       return scratch;
@@ -111,8 +118,10 @@ class PlanImpl {
   // What the call of this signature prepared (engine/executor.cpp): found by its signature, or
   // made now (checking inputs and outputs, then, on an engine with a device unless
   // `need_device` is false, specializing and loading every kernel) and kept.
-  std::shared_ptr<PreparedCall> prepared(Engine& engine, const std::map<std::string, TensorView>& inputs,
-                                         const std::map<std::string, TensorView>& outputs, bool need_device = true) const;
+  std::shared_ptr<PreparedCall> prepared(Engine& engine,
+                                         const std::map<std::string, TensorView>& inputs,
+                                         const std::map<std::string, TensorView>& outputs,
+                                         bool need_device = true) const;
 
   // The arena `engine`'s calls keep their intermediates in, at least `bytes` long: one per
   // engine, shared by every signature, grown (after a synchronize) when a call needs more.
@@ -122,7 +131,8 @@ class PlanImpl {
   // (KernelLaunch::pointers): outputs, then inputs, then a row op's extras and epilogue inputs.
   static std::vector<int> pointer_nodes(const FusedGroup& grp) {
     std::vector<int> nodes = grp.outputs;
-    for (const auto* list : {&grp.inputs, &grp.extras, &grp.epilogue_inputs}) nodes.insert(nodes.end(), list->begin(), list->end());
+    for (const auto* list : {&grp.inputs, &grp.extras, &grp.epilogue_inputs})
+      nodes.insert(nodes.end(), list->begin(), list->end());
     return nodes;
   }
 
@@ -136,7 +146,8 @@ class PlanImpl {
 
   // `g` gives the shapes (the bound graph when running, the graph itself when static); `arch`
   // the target ("sm_90a"). `tunables`: the template's parameters (missing ones: the default).
-  KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g, const std::string& arch,
+  KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values,
+                          const Graph& g, const std::string& arch,
                           const Tunables& tunables = {}) const {
     auto views = [&](const std::vector<int>& ids) {
       std::vector<TensorView> out;
@@ -144,8 +155,8 @@ class PlanImpl {
       return out;
     };
     if (!grp.row)
-      return specialize_elementwise(grp.body, grp.stem, views(grp.outputs), views(grp.inputs), grp.scalars,
-                                    elementwise_tunables(tunables, grp.stem));
+      return specialize_elementwise(grp.body, grp.stem, views(grp.outputs), views(grp.inputs),
+                                    grp.scalars, elementwise_tunables(tunables, grp.stem));
     RowKernel k;
     k.op = grp.row;
     k.prologue = grp.body;
@@ -166,8 +177,9 @@ class PlanImpl {
 
   // The kernel as `records` (one GPU's) tuned it: the record whose signature is the default
   // kernel's spec id, else the default. A record whose tunables no longer fit is ignored.
-  KernelLaunch specialize_tuned(const FusedGroup& grp, const std::vector<TensorView>& values, const Graph& g,
-                                const std::string& arch, const cache::TuningDb& records) const;
+  KernelLaunch specialize_tuned(const FusedGroup& grp, const std::vector<TensorView>& values,
+                                const Graph& g, const std::string& arch,
+                                const cache::TuningDb& records) const;
 };
 
 }  // namespace detail

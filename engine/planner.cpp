@@ -19,7 +19,8 @@ ArenaPlan plan_arena(const Graph& g, const std::vector<FusedGroup>& groups) {
       if (!output[std::size_t(id)]) p.first[std::size_t(id)] = int(k);
     for (const auto* list : {&groups[k].inputs, &groups[k].extras, &groups[k].epilogue_inputs})
       for (int id : *list)
-        if (p.first[std::size_t(id)] >= 0) p.last[std::size_t(id)] = std::max(p.last[std::size_t(id)], int(k));
+        if (p.first[std::size_t(id)] >= 0)
+          p.last[std::size_t(id)] = std::max(p.last[std::size_t(id)], int(k));
   }
   std::vector<int> values;  // written and read later, largest first (best packing of a greedy fit)
   for (std::size_t id = 0; id < n; ++id) {
@@ -31,14 +32,17 @@ ArenaPlan plan_arena(const Graph& g, const std::vector<FusedGroup>& groups) {
     p.unshared += p.size[id];
     values.push_back(int(id));
   }
-  std::stable_sort(values.begin(), values.end(), [&](int a, int b) { return p.size[std::size_t(a)] > p.size[std::size_t(b)]; });
+  std::stable_sort(values.begin(), values.end(),
+                   [&](int a, int b) { return p.size[std::size_t(a)] > p.size[std::size_t(b)]; });
   std::vector<int> placed;
   for (int v : values) {
     // The lowest offset clear of every placed value whose life overlaps v's.
     std::vector<std::pair<std::int64_t, std::int64_t>> busy;
     for (int u : placed)
-      if (p.first[std::size_t(u)] <= p.last[std::size_t(v)] && p.first[std::size_t(v)] <= p.last[std::size_t(u)])
-        busy.emplace_back(p.offset[std::size_t(u)], p.offset[std::size_t(u)] + p.size[std::size_t(u)]);
+      if (p.first[std::size_t(u)] <= p.last[std::size_t(v)] &&
+          p.first[std::size_t(v)] <= p.last[std::size_t(u)])
+        busy.emplace_back(p.offset[std::size_t(u)],
+                          p.offset[std::size_t(u)] + p.size[std::size_t(u)]);
     std::sort(busy.begin(), busy.end());
     std::int64_t at = 0;
     for (const auto& [lo, hi] : busy) {

@@ -4,9 +4,8 @@
 // to the last kernel that reads it, and values whose lives overlap never share bytes.
 
 #include <cstdint>
-#include <vector>
-
 #include <kiln/graph.hpp>
+#include <vector>
 
 #include "engine/fusion.hpp"
 
@@ -14,11 +13,11 @@ namespace kiln {
 
 struct ArenaPlan {
   static constexpr std::int64_t kAlign = 256;  ///< every offset: keeps 16-byte packs possible
-  std::vector<std::int64_t> offset;  ///< per node id; -1 if the value is not in the arena
-  std::vector<std::int64_t> size;    ///< per node id: its bytes rounded up to kAlign (0 if not)
-  std::vector<int> first, last;      ///< per node id: the kernels writing it and last reading it
-  std::int64_t bytes = 0;            ///< the arena's size
-  std::int64_t unshared = 0;         ///< what one buffer per value would take
+  std::vector<std::int64_t> offset;            ///< per node id; -1 if the value is not in the arena
+  std::vector<std::int64_t> size;  ///< per node id: its bytes rounded up to kAlign (0 if not)
+  std::vector<int> first, last;    ///< per node id: the kernels writing it and last reading it
+  std::int64_t bytes = 0;          ///< the arena's size
+  std::int64_t unshared = 0;       ///< what one buffer per value would take
   int values = 0;
 };
 

@@ -4,22 +4,26 @@
 
 #include <atomic>
 #include <chrono>
+#include <kiln/error.hpp>
 #include <mutex>
 #include <thread>
-
-#include <kiln/error.hpp>
 
 #include "engine/compiler/compiler.hpp"
 
 namespace kiln {
 
-PrecompileSummary precompile_specs(const std::vector<KernelSpec>& specs, const PrecompileOptions& options,
-                                   cache::KernelCache& cache,
-                                   const std::function<void(int, int, const PrecompileItem&)>& progress) {
-  if (options.shard_count < 1 || options.shard_index < 0 || options.shard_index >= options.shard_count)
-    throw ArgumentError(fmt::format("bad shard {}/{}: expected I/N with 0 <= I < N", options.shard_index, options.shard_count));
-  if (options.archs.empty()) throw ArgumentError("precompile needs at least one arch (--arch sm_80,sm_90a)");
-  for (const std::string& arch : options.archs) compiler::target_options(arch);  // validate all first
+PrecompileSummary precompile_specs(
+    const std::vector<KernelSpec>& specs, const PrecompileOptions& options,
+    cache::KernelCache& cache,
+    const std::function<void(int, int, const PrecompileItem&)>& progress) {
+  if (options.shard_count < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.shard_count)
+    throw ArgumentError(fmt::format("bad shard {}/{}: expected I/N with 0 <= I < N",
+                                    options.shard_index, options.shard_count));
+  if (options.archs.empty())
+    throw ArgumentError("precompile needs at least one arch (--arch sm_80,sm_90a)");
+  for (const std::string& arch : options.archs)
+    compiler::target_options(arch);  // validate all first
 
   struct Work {
     const KernelSpec* spec;
@@ -29,7 +33,8 @@ PrecompileSummary precompile_specs(const std::vector<KernelSpec>& specs, const P
   std::size_t i = 0;
   for (const KernelSpec& spec : specs)
     for (const std::string& arch : options.archs)
-      if (i++ % std::size_t(options.shard_count) == std::size_t(options.shard_index)) work.push_back({&spec, &arch});
+      if (i++ % std::size_t(options.shard_count) == std::size_t(options.shard_index))
+        work.push_back({&spec, &arch});
 
   PrecompileSummary summary;
   summary.total = int(work.size());
@@ -45,22 +50,27 @@ PrecompileSummary precompile_specs(const std::vector<KernelSpec>& specs, const P
       try {
         const auto key = compiler::key_of(spec, item.arch);
         const auto got = cache.get(key, [&] { return compiler::compile(spec, item.arch); });
-        if (!got.saved && cache.wants_disk()) throw CacheError("compiled but not saved: the cache is " + cache.describe());
+        if (!got.saved && cache.wants_disk())
+          throw CacheError("compiled but not saved: the cache is " + cache.describe());
         item.status = got.source == cache::KernelCache::Source::compiled ? "compiled" : "cached";
       } catch (const std::exception& e) {
         item.status = "failed";
         const std::string what = e.what();
         item.error = what.substr(0, what.find('\n'));
       }
-      item.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      item.ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::lock_guard<std::mutex> lock(mutex);
-      (item.status == "compiled" ? summary.compiled : item.status == "cached" ? summary.cached : summary.failed)++;
+      (item.status == "compiled" ? summary.compiled
+       : item.status == "cached" ? summary.cached
+                                 : summary.failed)++;
       if (item.status == "failed") summary.failures.push_back(item);
       ++done;
       if (progress) progress(done, summary.total, item);
     }
   };
-  const int jobs = options.jobs > 0 ? options.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+  const int jobs =
+      options.jobs > 0 ? options.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   for (int j = 1; j < std::min<int>(jobs, int(work.size())); ++j) pool.emplace_back(worker);
   worker();

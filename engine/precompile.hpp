@@ -1,9 +1,9 @@
 #pragma once
 // Compiling a manifest without a GPU: every spec for every arch, on a thread pool of NVRTC
 // programs, into the cache's persistent layers. A kernel found in a bundle or on disk counts
-// as cached; one compiled but not saved where the cache has a directory (read-only, not a directory, full)
-// as failed; a cache made without one compiles into memory by choice. One
-// failure does not stop the others.
+// as cached; one compiled but not saved where the cache has a directory (read-only, not a
+// directory, full) as failed; a cache made without one compiles into memory by choice. One failure
+// does not stop the others.
 
 #include <functional>
 #include <string>
@@ -17,7 +17,7 @@ namespace kiln {
 struct PrecompileOptions {
   std::vector<std::string> archs;  ///< e.g. {"sm_80", "sm_90a"}
   int jobs = 0;                    ///< threads; 0 = one per core
-  int shard_index = 0;             ///< this machine's share: items i with i % shard_count == shard_index
+  int shard_index = 0;  ///< this machine's share: items i with i % shard_count == shard_index
   int shard_count = 1;
 };
 
@@ -40,8 +40,9 @@ struct PrecompileSummary {
 
 /// Compiles `specs` x `options.archs` (this shard's share) into `cache`. `progress` is called
 /// after each item, from one thread at a time, with the count done so far and the total.
-PrecompileSummary precompile_specs(const std::vector<KernelSpec>& specs, const PrecompileOptions& options,
-                                   cache::KernelCache& cache,
-                                   const std::function<void(int done, int total, const PrecompileItem&)>& progress = {});
+PrecompileSummary precompile_specs(
+    const std::vector<KernelSpec>& specs, const PrecompileOptions& options,
+    cache::KernelCache& cache,
+    const std::function<void(int done, int total, const PrecompileItem&)>& progress = {});
 
 }  // namespace kiln

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-
 #include <kiln/error.hpp>
 
 #include "engine/compiler/compiler.hpp"
@@ -32,11 +31,18 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 RowTunables row_tunables(const Tunables& t, const std::string& stem) {
   RowTunables r;
   for (const auto& [name, value] : t) {
-    if (name == "block") r.block = value;
-    else if (name == "items") r.items = value;
-    else if (name == "cols") r.cols = value;
-    else if (name == "split") r.split = value;
-    else throw ArgumentError(fmt::format("{}: '{}' is not a tunable of the row templates (block, items, cols, split)", stem, name));
+    if (name == "block")
+      r.block = value;
+    else if (name == "items")
+      r.items = value;
+    else if (name == "cols")
+      r.cols = value;
+    else if (name == "split")
+      r.split = value;
+    else
+      throw ArgumentError(
+          fmt::format("{}: '{}' is not a tunable of the row templates (block, items, cols, split)",
+                      stem, name));
   }
   return r;
 }
@@ -49,32 +55,41 @@ RowTunables default_row_tunables(std::int64_t row_groups, int vec) {
   std::int64_t items = std::max<std::int64_t>(1, std::min(want, ceil_div(row_groups, 32)));
   while (items < most && items * 1024 < row_groups) items = std::min(most, items * 2);
   if (items * 1024 < row_groups) return {1024, 0};
-  return {int(std::max<std::int64_t>(32, ceil_div(ceil_div(row_groups, items), 32) * 32)), int(items)};
+  return {int(std::max<std::int64_t>(32, ceil_div(ceil_div(row_groups, items), 32) * 32)),
+          int(items)};
 }
 
 RowTunables split_row_tunables(std::int64_t row_groups, int vec) {
   if (vec >= 8)  // 2-byte values: in registers, 32 per thread, 256 threads per block
     for (int split : {2, 4, 8})
-      if (std::int64_t(split) * 256 * 4 >= row_groups) return {int(ceil_div(ceil_div(row_groups, split * 4), 32) * 32), 4, 0, split};
+      if (std::int64_t(split) * 256 * 4 >= row_groups)
+        return {int(ceil_div(ceil_div(row_groups, split * 4), 32) * 32), 4, 0, split};
   for (int split : {2, 4, 8})
     if (ceil_div(row_groups, split) * vec * 4 <= kSplitStashBytes) return {512, 0, 0, split};
   return {0, 0, 0, 1};
 }
 
-std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec, bool clusters) {
+std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec,
+                                bool clusters) {
   if (t.block < 32 || t.block > 1024 || t.block % 32)
-    return fmt::format("{} threads per block: a row block is 32 to 1024 threads, whole warps", t.block);
-  if (t.items < 0 || t.items > kMaxItems) return fmt::format("{} groups per thread: 0 to {}", t.items, kMaxItems);
-  if (t.items * vec > 32) return fmt::format("{} values per thread in registers: at most 32", t.items * vec);
+    return fmt::format("{} threads per block: a row block is 32 to 1024 threads, whole warps",
+                       t.block);
+  if (t.items < 0 || t.items > kMaxItems)
+    return fmt::format("{} groups per thread: 0 to {}", t.items, kMaxItems);
+  if (t.items * vec > 32)
+    return fmt::format("{} values per thread in registers: at most 32", t.items * vec);
   if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8)
     return fmt::format("a row split between {} blocks: 1, 2, 4 or 8", t.split);
-  if (t.split > 1 && !clusters) return fmt::format("a row split between {} blocks needs thread-block clusters (sm_90 or later)", t.split);
+  if (t.split > 1 && !clusters)
+    return fmt::format("a row split between {} blocks needs thread-block clusters (sm_90 or later)",
+                       t.split);
   const std::int64_t per_pass = std::int64_t(t.block) * std::max(t.items, 1) * t.split;
   if (t.items > 0 && per_pass < row_groups)
-    return fmt::format("{} threads x {} groups x {} blocks do not cover a row of {} groups", t.block, t.items, t.split, row_groups);
+    return fmt::format("{} threads x {} groups x {} blocks do not cover a row of {} groups",
+                       t.block, t.items, t.split, row_groups);
   if ((t.block > 32 || t.items > 1 || t.split > 1) && per_pass / 2 >= row_groups)
-    return fmt::format("{} threads x {} groups x {} blocks for rows of {} groups: half would idle", t.block, std::max(t.items, 1),
-                       t.split, row_groups);
+    return fmt::format("{} threads x {} groups x {} blocks for rows of {} groups: half would idle",
+                       t.block, std::max(t.items, 1), t.split, row_groups);
   return "";
 }
 
@@ -106,7 +121,8 @@ std::int64_t product(const Shape& s, std::size_t from, std::size_t to) {
 // by BY threads along R; narrower and taller while there are fewer than 256 blocks. (`kiln
 // tune` on an H100, sum over the first axis of f32 [32768, 4096]: 512 threads x 8 groups of 16
 // bytes 186 us, x 4 groups 200 us; 256 x 2, 276 us: bench/NOTES.md.)
-std::pair<int, int> column_block(std::int64_t outer, std::int64_t r, std::int64_t ig, int group_bytes) {
+std::pair<int, int> column_block(std::int64_t outer, std::int64_t r, std::int64_t ig,
+                                 int group_bytes) {
   const int min_bx = std::max(1, 128 / std::max(group_bytes, 1));
   int bx = 32;
   while (bx > min_bx && bx / 2 >= ig) bx /= 2;
@@ -118,16 +134,21 @@ std::pair<int, int> column_block(std::int64_t outer, std::int64_t r, std::int64_
 
 }  // namespace
 
-KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& x_shape, RowTunables t) {
+KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& x_shape,
+                             RowTunables t) {
   if (x_shape.empty()) throw ShapeError(fmt::format("{}: a row op needs at least one axis", stem));
   if (k.prologue.results.size() != 1 || k.prologue.inputs.size() != k.inputs.size() ||
-      int(k.scalars.size()) != k.prologue.scalars || k.epilogue.outputs.size() != k.outputs.size() ||
-      k.epilogue.inputs.size() != k.epilogue_inputs.size() || int(k.epilogue_scalars.size()) != k.epilogue.scalars ||
-      k.outputs.empty() || (k.op->reduces && (k.outputs.size() != 1 || !k.epilogue_inputs.empty())))
+      int(k.scalars.size()) != k.prologue.scalars ||
+      k.epilogue.outputs.size() != k.outputs.size() ||
+      k.epilogue.inputs.size() != k.epilogue_inputs.size() ||
+      int(k.epilogue_scalars.size()) != k.epilogue.scalars || k.outputs.empty() ||
+      (k.op->reduces && (k.outputs.size() != 1 || !k.epilogue_inputs.empty())))
     throw ArgumentError(fmt::format("{}: the bodies do not match their operands", stem));
   const std::size_t rank = x_shape.size();
-  if (k.axis < -std::int64_t(rank) || k.axis >= std::int64_t(rank) || (k.all_axes && !k.op->reduces))
-    throw ArgumentError(fmt::format("{}: axis {} does not fit x of rank {}", stem, k.all_axes ? "all" : std::to_string(k.axis), rank));
+  if (k.axis < -std::int64_t(rank) || k.axis >= std::int64_t(rank) ||
+      (k.all_axes && !k.op->reduces))
+    throw ArgumentError(fmt::format("{}: axis {} does not fit x of rank {}", stem,
+                                    k.all_axes ? "all" : std::to_string(k.axis), rank));
   std::size_t axis = std::size_t(k.axis < 0 ? k.axis + std::int64_t(rank) : k.axis);
   // Every view at full rank; a reduction's output seen with the reduced dims kept (extent 1:
   // it steps by 0 along them).
@@ -145,15 +166,19 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
             strides.insert(strides.begin() + std::ptrdiff_t(d), 0);
           }
       }
-      if (o.shape != want) throw ShapeError(fmt::format("{}: output {} does not fit x of shape {}", stem, o.describe(), to_string(x_shape)));
+      if (o.shape != want)
+        throw ShapeError(fmt::format("{}: output {} does not fit x of shape {}", stem, o.describe(),
+                                     to_string(x_shape)));
       o.strides = strides;
     } else if (o.shape != shape) {
-      throw ShapeError(fmt::format("{}: output {} is not of shape {}", stem, o.describe(), to_string(shape)));
+      throw ShapeError(
+          fmt::format("{}: output {} is not of shape {}", stem, o.describe(), to_string(shape)));
     }
     outs.push_back(full_rank(o, shape));
   }
   std::vector<TensorView> all;
-  for (const std::vector<TensorView>* group : {static_cast<const std::vector<TensorView>*>(&outs), &k.inputs, &k.extras, &k.epilogue_inputs})
+  for (const std::vector<TensorView>* group : {static_cast<const std::vector<TensorView>*>(&outs),
+                                               &k.inputs, &k.extras, &k.epilogue_inputs})
     for (const TensorView& v : *group) all.push_back(full_rank(v, shape));
   // Unit dims after the axis dropped: the axis is then last (the row template) or followed by
   // a dim of 2 or more (the column template).
@@ -179,22 +204,27 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
   L.groups = std::uint64_t(lp.groups);
   std::string expression, name;
   if (columns) {
-    const std::int64_t outer = product(shape, 0, axis), r = shape[axis], ig = product(shape, axis + 1, shape.size()) / lp.vec;
+    const std::int64_t outer = product(shape, 0, axis), r = shape[axis],
+                       ig = product(shape, axis + 1, shape.size()) / lp.vec;
     std::size_t widest = 1;
     for (const TensorView* v : views) widest = std::max(widest, size_of(v->dtype));
     const auto fallback = column_block(outer, r, ig, lp.vec * int(widest));
     auto [bx, by] = fallback;
     if (t.block != 0) {
       const auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
-      if (t.items != 0 || !pow2(t.cols) || t.cols > 32 || !pow2(t.block) || t.block < 32 || t.block > 512 || t.block < t.cols)
-        throw ArgumentError(fmt::format("{}: block {} cols {}: the column template takes block 32 to 512 threads and cols "
-                                        "1 to 32 column groups, powers of two, cols <= block", stem, t.block, t.cols));
+      if (t.items != 0 || !pow2(t.cols) || t.cols > 32 || !pow2(t.block) || t.block < 32 ||
+          t.block > 512 || t.block < t.cols)
+        throw ArgumentError(fmt::format(
+            "{}: block {} cols {}: the column template takes block 32 to 512 threads and cols "
+            "1 to 32 column groups, powers of two, cols <= block",
+            stem, t.block, t.cols));
       bx = t.cols;
       by = t.block / t.cols;
     }
     L.tunables = {{"block", bx * by}, {"cols", bx}};
-    expression = fmt::format("kiln::columns<kiln_body, {}, kiln_epilogue, {}, {}, {}, {}, {}, {}, {}>", k.op->functor, lp.type(),
-                             lp.vec, index, bx, by, r, ig);
+    expression =
+        fmt::format("kiln::columns<kiln_body, {}, kiln_epilogue, {}, {}, {}, {}, {}, {}, {}>",
+                    k.op->functor, lp.type(), lp.vec, index, bx, by, r, ig);
     const bool tuned = bx != fallback.first || by != fallback.second;
     name = fmt::format("{}__col{}v{}{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
                        tuned ? fmt::format("_b{}c{}", bx * by, bx) : "");
@@ -217,18 +247,24 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
     }
     if (t.block == 0) {
       t = fallback;
-    } else if (std::string why = reject_row_tunables(t, per_row, lp.vec, k.clusters); !why.empty()) {
+    } else if (std::string why = reject_row_tunables(t, per_row, lp.vec, k.clusters);
+               !why.empty()) {
       throw ArgumentError(fmt::format("{}: {}", stem, why));
     }
     std::vector<std::string_view> extra_types;
     for (const TensorView& v : k.extras) extra_types.push_back(device_type_of(v.dtype));
-    expression = fmt::format("kiln::rows{}<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}, {}{}>",
-                             t.split > 1 ? "_split" : "", k.op->functor, fmt::join(extra_types, ", "), lp.type(), lp.vec, index,
-                             t.block, t.items, t.split > 1 ? fmt::format(", {}", t.split) : "");
-    const bool tuned = t.block != fallback.block || t.items != fallback.items || t.split != fallback.split;
+    expression = fmt::format(
+        "kiln::rows{}<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}, {}{}>",
+        t.split > 1 ? "_split" : "", k.op->functor, fmt::join(extra_types, ", "), lp.type(), lp.vec,
+        index, t.block, t.items, t.split > 1 ? fmt::format(", {}", t.split) : "");
+    const bool tuned =
+        t.block != fallback.block || t.items != fallback.items || t.split != fallback.split;
     name = fmt::format("{}__{}{}v{}{}{}{}", stem, k.all_axes ? "all" : "r", lp.dims.size(), lp.vec,
-                       fallback.split > 1 ? fmt::format("s{}", fallback.split) : "", lp.index64 ? "_i64" : "",
-                       tuned ? fmt::format("_b{}i{}{}", t.block, t.items, t.split > 1 ? fmt::format("s{}", t.split) : "") : "");
+                       fallback.split > 1 ? fmt::format("s{}", fallback.split) : "",
+                       lp.index64 ? "_i64" : "",
+                       tuned ? fmt::format("_b{}i{}{}", t.block, t.items,
+                                           t.split > 1 ? fmt::format("s{}", t.split) : "")
+                             : "");
     L.spec.source = "#include <kiln/rows.cuh>\n\n";
     L.kind = KernelLaunch::Kind::rows;
     L.tunables = {{"block", t.block}, {"items", t.items}, {"split", t.split}};

@@ -17,16 +17,17 @@ struct RowKernel {
   const ops::OpDef* op = nullptr;
   codegen::Body prologue;  ///< one result: the row op's input element
   codegen::Body epilogue;  ///< reads the row op's value (Ref::Kind::row); one result per output
-  std::vector<TensorView> outputs;   ///< the epilogue's; a reduction has one, one value per row
-  std::vector<TensorView> inputs;    ///< the prologue's
-  std::vector<TensorView> extras;    ///< weight, bias ([C])
+  std::vector<TensorView> outputs;  ///< the epilogue's; a reduction has one, one value per row
+  std::vector<TensorView> inputs;   ///< the prologue's
+  std::vector<TensorView> extras;   ///< weight, bias ([C])
   std::vector<TensorView> epilogue_inputs;
   std::vector<float> scalars;           ///< the prologue's
   std::vector<float> epilogue_scalars;  ///< the epilogue's
   double eps = 1e-5;
   std::int64_t axis = -1;  ///< the axis it works along (negative: from the end)
   bool all_axes = false;   ///< a reduction over every element
-  bool clusters = false;   ///< the target runs thread-block clusters (sm_90 and later): long rows split between blocks
+  bool clusters = false;   ///< the target runs thread-block clusters (sm_90 and later): long rows
+                           ///< split between blocks
 };
 
 /// Whether `arch` ("sm_90a") runs thread-block clusters (sm_90 and later).
@@ -40,12 +41,13 @@ codegen::Body identity_epilogue(DType dtype);
 struct RowTunables {
   int block = 0;  ///< 0: the heuristic default (with items, cols)
   int items = 0;
-  int cols = 0;   ///< the column template's column groups per block (BX; block / cols threads along the axis)
+  int cols = 0;   ///< the column template's column groups per block (BX; block / cols threads along
+                  ///< the axis)
   int split = 1;  ///< blocks per row, a cluster (1, 2, 4 or 8; more than 1 needs sm_90)
 };
 
-/// `t`'s "block", "items", "cols" and "split" (missing: 0, the default); ArgumentError naming `stem`
-/// for any other name.
+/// `t`'s "block", "items", "cols" and "split" (missing: 0, the default); ArgumentError naming
+/// `stem` for any other name.
 RowTunables row_tunables(const Tunables& t, const std::string& stem);
 
 /// The heuristic default for rows of `row_groups` groups of `vec` elements: about 64 bytes per
@@ -64,12 +66,14 @@ RowTunables split_row_tunables(std::int64_t row_groups, int vec);
 
 /// Why `t` cannot run rows of `row_groups` groups of `vec` ("" if it can); `clusters`: whether
 /// the target runs thread-block clusters (a split needs them).
-std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec, bool clusters);
+std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec,
+                                bool clusters);
 
 /// Specializes `k` over `shape` (the prologue's result shape): the row template along the last
 /// axis or every element (tunables block, items), the column template
 /// (kernel_templates/kiln/columns.cuh; tunables block, cols) along another axis. Throws
 /// ShapeError for outputs that do not fit, ArgumentError for tunables that cannot run this row.
-KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape, RowTunables tunables = {});
+KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape,
+                             RowTunables tunables = {});
 
 }  // namespace kiln

@@ -9,30 +9,42 @@ namespace kiln {
 
 std::size_t size_of(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::f16: return 2;
-    case DType::bf16: return 2;
-    case DType::boolean: return 1;
+    case DType::f32:
+      return 4;
+    case DType::f16:
+      return 2;
+    case DType::bf16:
+      return 2;
+    case DType::boolean:
+      return 1;
   }
   return 0;
 }
 
 std::string_view name_of(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::boolean: return "bool";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::boolean:
+      return "bool";
   }
   return "?";
 }
 
 std::string_view device_type_of(DType t) {
   switch (t) {
-    case DType::f32: return "float";
-    case DType::f16: return "kiln::half";
-    case DType::bf16: return "kiln::bf16";
-    case DType::boolean: return "kiln::bool8";
+    case DType::f32:
+      return "float";
+    case DType::f16:
+      return "kiln::half";
+    case DType::bf16:
+      return "kiln::bf16";
+    case DType::boolean:
+      return "kiln::bool8";
   }
   return "?";
 }
@@ -58,13 +70,16 @@ std::int64_t numel_of(const Shape& shape) {
 
 Shape contiguous_strides(const Shape& shape) {
   Shape s(shape.size(), 1);
-  for (std::size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * std::max<std::int64_t>(shape[i], 1);
+  for (std::size_t i = shape.size(); i-- > 1;)
+    s[i - 1] = s[i] * std::max<std::int64_t>(shape[i], 1);
   return s;
 }
 
 std::string to_string(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
-Shape TensorView::resolved_strides() const { return strides.empty() ? contiguous_strides(shape) : strides; }
+Shape TensorView::resolved_strides() const {
+  return strides.empty() ? contiguous_strides(shape) : strides;
+}
 
 bool TensorView::is_contiguous() const {
   if (strides.empty()) return true;
@@ -96,24 +111,29 @@ bool view_ok(const TensorView& v, bool need_data) noexcept {
 void check_view(const TensorView& v, std::string_view what, bool need_data) {
   if (view_ok(v, need_data)) return;
   if (!v.strides.empty() && v.strides.size() != v.shape.size())
-    throw ShapeError(fmt::format("{} {} has {} strides for {} dims", what, v.describe(), v.strides.size(), v.shape.size()));
+    throw ShapeError(fmt::format("{} {} has {} strides for {} dims", what, v.describe(),
+                                 v.strides.size(), v.shape.size()));
   for (std::int64_t s : v.strides)
-    if (s < 0) throw ShapeError(fmt::format("{} {} has a negative stride; kiln reads views with strides >= 0", what, v.describe()));
+    if (s < 0)
+      throw ShapeError(fmt::format(
+          "{} {} has a negative stride; kiln reads views with strides >= 0", what, v.describe()));
   const std::int64_t n = numel_of(v.shape);
   if (need_data && v.data == 0 && n > 0)
     throw ArgumentError(fmt::format("{} {} has a null data pointer", what, v.describe()));
   if (v.data % size_of(v.dtype) != 0)
-    throw ArgumentError(fmt::format("{} {} at 0x{:x} is not aligned to its {}-byte elements", what, v.describe(), v.data,
-                                    size_of(v.dtype)));
+    throw ArgumentError(fmt::format("{} {} at 0x{:x} is not aligned to its {}-byte elements", what,
+                                    v.describe(), v.data, size_of(v.dtype)));
   if (v.capacity == 0 || n == 0) return;
   const Shape strides = v.resolved_strides();
   std::uint64_t last = 0;  // offset of the farthest element, in elements
-  for (std::size_t d = 0; d < v.shape.size(); ++d) last += std::uint64_t(v.shape[d] - 1) * std::uint64_t(strides[d]);
+  for (std::size_t d = 0; d < v.shape.size(); ++d)
+    last += std::uint64_t(v.shape[d] - 1) * std::uint64_t(strides[d]);
   const std::uint64_t reach = (last + 1) * size_of(v.dtype);
   if (reach > v.capacity)
-    throw ArgumentError(fmt::format("{} {} reaches {} bytes from its data pointer but its memory holds {}: the view is "
-                                    "too short for its shape and strides",
-                                    what, v.describe(), reach, v.capacity));
+    throw ArgumentError(fmt::format(
+        "{} {} reaches {} bytes from its data pointer but its memory holds {}: the view is "
+        "too short for its shape and strides",
+        what, v.describe(), reach, v.capacity));
 }
 
 std::string TensorView::describe() const {

@@ -38,7 +38,8 @@ namespace {
 template <class F, class Join>
 double over_chunks(std::size_t n, F f, Join join) {
   constexpr std::size_t kChunk = std::size_t(1) << 20;
-  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), (n + kChunk - 1) / kChunk);
+  const std::size_t threads = std::min<std::size_t>(
+      std::max(1u, std::thread::hardware_concurrency()), (n + kChunk - 1) / kChunk);
   if (threads <= 1) return f(0, n);
   std::vector<double> part(threads);
   std::vector<std::thread> pool;
@@ -69,7 +70,8 @@ double floor_of(const unsigned char* a, std::size_t n, std::size_t size, Load lo
 }
 
 template <class Load>
-double worst_of(const unsigned char* a, const unsigned char* b, std::size_t n, std::size_t size, Load load, double floor) {
+double worst_of(const unsigned char* a, const unsigned char* b, std::size_t n, std::size_t size,
+                Load load, double floor) {
   return over_chunks(
       n,
       [&](std::size_t lo, std::size_t hi) {
@@ -97,38 +99,50 @@ float f32_at(const unsigned char* p) {
 template <class Run>
 double by_dtype(DType t, Run run) {
   switch (t) {
-    case DType::f32: return run(4, [](const unsigned char* p) { return double(f32_at(p)); });
+    case DType::f32:
+      return run(4, [](const unsigned char* p) { return double(f32_at(p)); });
     case DType::bf16:
       return run(2, [](const unsigned char* p) {
         const unsigned char w[4] = {0, 0, p[0], p[1]};
         return double(f32_at(w));
       });
-    default: return run(size_of(t), [t](const unsigned char* p) { return load_element(t, p); });
+    default:
+      return run(size_of(t), [t](const unsigned char* p) { return load_element(t, p); });
   }
 }
 
 // max_diff's scale floor of `bytes` bytes at `a`.
 double diff_floor(const unsigned char* a, std::size_t bytes, DType t) {
-  return by_dtype(t, [&](std::size_t size, auto load) { return floor_of(a, bytes / size, size, load); });
+  return by_dtype(
+      t, [&](std::size_t size, auto load) { return floor_of(a, bytes / size, size, load); });
 }
 
 // max_diff over `bytes` bytes at `a` and `b`, in place, with a's floor (diff_floor).
-double max_diff_at(const unsigned char* a, const unsigned char* b, std::size_t bytes, DType t, double floor) {
-  return by_dtype(t, [&](std::size_t size, auto load) { return worst_of(a, b, bytes / size, size, load, floor); });
+double max_diff_at(const unsigned char* a, const unsigned char* b, std::size_t bytes, DType t,
+                   double floor) {
+  return by_dtype(t, [&](std::size_t size, auto load) {
+    return worst_of(a, b, bytes / size, size, load, floor);
+  });
 }
 
 }  // namespace
 
 double max_diff(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, DType t) {
-  return a.size() != b.size() ? INFINITY : max_diff_at(a.data(), b.data(), a.size(), t, diff_floor(a.data(), a.size(), t));
+  return a.size() != b.size()
+             ? INFINITY
+             : max_diff_at(a.data(), b.data(), a.size(), t, diff_floor(a.data(), a.size(), t));
 }
 
 double agreement_tolerance(DType t) {
   switch (t) {
-    case DType::f32: return 1e-4;
-    case DType::f16: return 2e-3;
-    case DType::bf16: return 1e-2;
-    case DType::boolean: return 0;
+    case DType::f32:
+      return 1e-4;
+    case DType::f16:
+      return 2e-3;
+    case DType::bf16:
+      return 1e-2;
+    case DType::boolean:
+      return 0;
   }
   return 0;
 }
@@ -144,15 +158,18 @@ struct Buffers {
   std::int64_t bytes = 0;       // one run's reads (each value once) and writes
 };
 
-Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp, int l2_bytes) {
+Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp,
+                     int l2_bytes) {
   std::vector<int> reads;
   for (const std::vector<int>* ids : {&grp.inputs, &grp.extras, &grp.epilogue_inputs})
     for (int id : *ids)
       if (std::find(reads.begin(), reads.end(), id) == reads.end()) reads.push_back(id);
   std::int64_t bytes = 0;
   for (const std::vector<int>* ids : {static_cast<const std::vector<int>*>(&reads), &grp.outputs})
-    for (int id : *ids) bytes += numel_of(p.graph.node(id).shape) * std::int64_t(size_of(p.graph.node(id).dtype));
-  const std::int64_t sets = std::clamp<std::int64_t>((2 * std::int64_t(l2_bytes)) / std::max<std::int64_t>(bytes, 1) + 1, 1, 64);
+    for (int id : *ids)
+      bytes += numel_of(p.graph.node(id).shape) * std::int64_t(size_of(p.graph.node(id).dtype));
+  const std::int64_t sets = std::clamp<std::int64_t>(
+      (2 * std::int64_t(l2_bytes)) / std::max<std::int64_t>(bytes, 1) + 1, 1, 64);
   Buffers b;
   b.bytes = bytes;
   std::vector<TensorView> descs;
@@ -167,7 +184,8 @@ Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup
     for (const std::vector<int>* ids : {static_cast<const std::vector<int>*>(&reads), &grp.outputs})
       for (int id : *ids) {
         const auto& n = p.graph.node(id);
-        b.tensors.push_back(ids == &reads ? engine.from_host(n.shape, n.dtype, host[id].data()) : engine.empty(n.shape, n.dtype));
+        b.tensors.push_back(ids == &reads ? engine.from_host(n.shape, n.dtype, host[id].data())
+                                          : engine.empty(n.shape, n.dtype));
         b.values.back()[std::size_t(id)] = b.tensors.back().view();
         if (s == 0 && ids == &grp.outputs) b.checked.push_back(b.tensors.back());
       }
@@ -177,8 +195,8 @@ Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup
 
 // Runs one candidate: its output on set 0 (poisoned first), then the median of event-timed
 // runs, each on the next set.
-Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp, Buffers& b,
-                          const Candidate& c, const TuneOptions& o) {
+Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp,
+                          Buffers& b, const Candidate& c, const TuneOptions& o) {
   std::vector<std::unique_ptr<LaunchParams>> params;
   KernelLaunch first;
   for (const std::vector<TensorView>& values : b.values) {
@@ -197,18 +215,22 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
     m.output.insert(m.output.end(), h.begin(), h.end());
   }
   std::size_t next = 0;
-  m.us = 1e3 * engine.time_median_ms([&] { e.launch(k, first, params[next++ % params.size()]->pointers()); },
-                                     o.warmup, o.reps);
+  m.us = 1e3 * engine.time_median_ms(
+                   [&] { e.launch(k, first, params[next++ % params.size()]->pointers()); },
+                   o.warmup, o.reps);
   return m;
 }
 
 }  // namespace
 
-std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const TuneOptions& o, std::set<std::string>& done) {
+std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const TuneOptions& o,
+                                     std::set<std::string>& done) {
   engine.impl().require_device("tuning");
   const detail::PlanImpl p(graph, fusion_enabled());
   if (p.dynamic())
-    throw GraphError("the graph has dynamic dims (\"?\"): tuning measures exact shapes; give it with the shapes to tune");
+    throw GraphError(
+        "the graph has dynamic dims (\"?\"): tuning measures exact shapes; give it with the shapes "
+        "to tune");
   const runtime::DeviceInfo& dev = engine.impl().context->info();
   DeviceLimits limits;
   limits.max_threads_per_block = dev.max_threads_per_block;
@@ -222,15 +244,21 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
     const KernelLaunch base = p.specialize(grp, descs, graph, engine.arch());
     t.kernel = base.spec.name;
     const std::string signature = compiler::spec_id(base.spec);
-    const Space space = base.kind == KernelLaunch::Kind::rows      ? rows_space(std::int64_t(base.index_arg), base.vec, base.tunables, has_clusters(engine.arch()))
+    const Space space = base.kind == KernelLaunch::Kind::rows
+                            ? rows_space(std::int64_t(base.index_arg), base.vec, base.tunables,
+                                         has_clusters(engine.arch()))
                         : base.kind == KernelLaunch::Kind::columns ? columns_space(base.tunables)
                                                                    : elementwise_space();
     const std::vector<Candidate> candidates = space.candidates(limits);
     t.candidates = int(candidates.size());
-    if (base.groups == 0) t.skipped = "no work (an empty tensor)";
-    else if (done.count(signature)) t.skipped = "the same kernel was tuned above";
-    else if (candidates.size() < 2) t.skipped = "only the default can run on this device";
-    else if (o.deadline && std::chrono::steady_clock::now() > *o.deadline) t.skipped = "the time budget ran out";
+    if (base.groups == 0)
+      t.skipped = "no work (an empty tensor)";
+    else if (done.count(signature))
+      t.skipped = "the same kernel was tuned above";
+    else if (candidates.size() < 2)
+      t.skipped = "only the default can run on this device";
+    else if (o.deadline && std::chrono::steady_clock::now() > *o.deadline)
+      t.skipped = "the time budget ran out";
     if (!t.skipped.empty()) {
       out.push_back(std::move(t));
       continue;
@@ -238,7 +266,8 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
     // Compile every candidate at once (NVRTC on every core) into the cache; a candidate that
     // does not compile fails again when measured, and is discarded there.
     std::vector<KernelSpec> specs;
-    for (const Candidate& c : candidates) specs.push_back(p.specialize(grp, descs, graph, engine.arch(), c).spec);
+    for (const Candidate& c : candidates)
+      specs.push_back(p.specialize(grp, descs, graph, engine.arch(), c).spec);
     PrecompileOptions po;
     po.archs = {engine.arch()};
     precompile_specs(specs, po, *engine.impl().cache);
@@ -249,8 +278,10 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
       if (o.progress) o.progress(t.kernel, index++, t.candidates);
       return run_candidate(engine, p, grp, buffers, c, o);
     };
-    std::map<const unsigned char*, double> floors;  // of each output of `want` (the default's, every time)
-    const Agree agree = [&](const std::vector<unsigned char>& got, const std::vector<unsigned char>& want) {
+    std::map<const unsigned char*, double>
+        floors;  // of each output of `want` (the default's, every time)
+    const Agree agree = [&](const std::vector<unsigned char>& got,
+                            const std::vector<unsigned char>& want) {
       if (got.size() != want.size()) return false;
       std::size_t at = 0;
       for (int id : grp.outputs) {
@@ -258,7 +289,9 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
         const std::size_t bytes = std::size_t(numel_of(n.shape)) * size_of(n.dtype);
         const unsigned char* w = want.data() + at;
         if (!floors.count(w)) floors[w] = diff_floor(w, bytes, n.dtype);
-        if (!(max_diff_at(w, got.data() + at, bytes, n.dtype, floors[w]) <= agreement_tolerance(n.dtype))) return false;
+        if (!(max_diff_at(w, got.data() + at, bytes, n.dtype, floors[w]) <=
+              agreement_tolerance(n.dtype)))
+          return false;
         at += bytes;
       }
       return true;
@@ -283,15 +316,20 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
   return out;
 }
 
-std::vector<KernelTiming> time_kernels(Engine& engine, const Graph& graph, bool fuse, const TuneOptions& o) {
+std::vector<KernelTiming> time_kernels(Engine& engine, const Graph& graph, bool fuse,
+                                       const TuneOptions& o) {
   engine.impl().require_device("timing kernels");
   const detail::PlanImpl p(graph, fuse);
-  if (p.dynamic()) throw GraphError("the graph has dynamic dims (\"?\"): timing needs exact shapes; give the graph with its shapes");
+  if (p.dynamic())
+    throw GraphError(
+        "the graph has dynamic dims (\"?\"): timing needs exact shapes; give the graph with its "
+        "shapes");
   std::vector<TensorView> descs;
   for (const auto& n : graph.nodes()) descs.push_back(detail::PlanImpl::desc(n));
   std::vector<KernelTiming> out;
   for (const FusedGroup& grp : p.groups) {
-    const KernelLaunch L = p.specialize_tuned(grp, descs, graph, engine.arch(), engine.impl().tuning);
+    const KernelLaunch L =
+        p.specialize_tuned(grp, descs, graph, engine.arch(), engine.impl().tuning);
     KernelTiming t{L.spec.name, p.ops_of(grp), 0, 0};
     if (L.groups > 0) {
       Buffers b = make_buffers(engine, p, grp, engine.impl().context->info().l2_bytes);

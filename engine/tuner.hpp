@@ -8,12 +8,11 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <kiln/kiln.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <kiln/kiln.hpp>
 
 #include "cache/tuning.hpp"
 #include "engine/autotune.hpp"
@@ -58,7 +57,8 @@ struct KernelTiming {
 /// (this GPU's tuning records applied), on random inputs rotated so that no run finds them in
 /// L2, `options.reps` events after `options.warmup`. CudaError offline; GraphError if a dim is
 /// dynamic.
-std::vector<KernelTiming> time_kernels(Engine& engine, const Graph& graph, bool fuse, const TuneOptions& options);
+std::vector<KernelTiming> time_kernels(Engine& engine, const Graph& graph, bool fuse,
+                                       const TuneOptions& options);
 
 /// `n` random values of dtype `t` from `seed`: uniform in [-3, 3]; bool: 0 or 1.
 std::vector<unsigned char> random_host(DType t, std::int64_t n, std::uint64_t seed);

@@ -15,7 +15,7 @@ double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN
 
 std::vector<OpDef> binary_ops() {
   const Domain any{-4, 4};
-  const Domain nonzero{0.25, 4};  // div: keep the divisor away from 0
+  const Domain nonzero{0.25, 4};   // div: keep the divisor away from 0
   const Domain positive{0.25, 2};  // pow: positive base, moderate results
   return {
       {"add", {"a", "b"}, "kiln::op::Add", Rule::arithmetic, any, KILN_REF(a + b)},

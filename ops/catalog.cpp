@@ -2,11 +2,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
-#include <unordered_map>
-
 #include <kiln/error.hpp>
 #include <kiln/graph.hpp>
+#include <limits>
+#include <unordered_map>
 
 #include "ops/op.hpp"
 
@@ -16,7 +15,8 @@ namespace {
 std::string describe_args(const OpDef& op, const std::vector<Operand>& args) {
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string name = i < op.operands.size() ? std::string(op.operands[i]) : fmt::format("arg{}", i);
+    const std::string name =
+        i < op.operands.size() ? std::string(op.operands[i]) : fmt::format("arg{}", i);
     if (auto* v = std::get_if<TensorView>(&args[i]))
       parts.push_back(fmt::format("{}: {}{}", name, name_of(v->dtype), to_string(v->shape)));
     else
@@ -45,15 +45,17 @@ const std::vector<OpDef>& all_ops() {
 }
 
 const OpDef& find_op(std::string_view name) {
-  static const std::unordered_map<std::string_view, const OpDef*> by_name = [] {  // every eager call looks one up
-    std::unordered_map<std::string_view, const OpDef*> m;
-    for (const OpDef& op : all_ops()) m.emplace(op.name, &op);
-    return m;
-  }();
+  static const std::unordered_map<std::string_view, const OpDef*> by_name =
+      [] {  // every eager call looks one up
+        std::unordered_map<std::string_view, const OpDef*> m;
+        for (const OpDef& op : all_ops()) m.emplace(op.name, &op);
+        return m;
+      }();
   if (auto it = by_name.find(name); it != by_name.end()) return *it->second;
   std::vector<std::string_view> names;
   for (const OpDef& op : all_ops()) names.push_back(op.name);
-  throw ArgumentError(fmt::format("unknown op '{}'; known ops: {}", printable_name(name), fmt::join(names, " ")));
+  throw ArgumentError(
+      fmt::format("unknown op '{}'; known ops: {}", printable_name(name), fmt::join(names, " ")));
 }
 
 namespace {
@@ -63,37 +65,49 @@ namespace {
 TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
   const auto* x = std::get_if<TensorView>(&args[0]);
   if (!x) throw ArgumentError(fmt::format("{}: x must be a tensor", describe_args(op, args)));
-  if (!is_float(x->dtype)) throw DtypeError(fmt::format("{}: x is bool; cast it to a float dtype first", describe_args(op, args)));
+  if (!is_float(x->dtype))
+    throw DtypeError(
+        fmt::format("{}: x is bool; cast it to a float dtype first", describe_args(op, args)));
   const std::int64_t rank = std::int64_t(x->shape.size());
-  if (rank == 0) throw ShapeError(fmt::format("{}: x has no axis to work along", describe_args(op, args)));
+  if (rank == 0)
+    throw ShapeError(fmt::format("{}: x has no axis to work along", describe_args(op, args)));
   numel_of(x->shape);
   if (attrs.all_axes && (!op.reduces || attrs.axis))
     throw ArgumentError(fmt::format("{}: {}", describe_args(op, args),
-                                    op.reduces ? "give either an axis or all axes, not both" : "only reductions work over all axes"));
+                                    op.reduces ? "give either an axis or all axes, not both"
+                                               : "only reductions work over all axes"));
   const std::int64_t axis = attrs.axis.value_or(-1);
   if (axis < -rank || axis >= rank)
-    throw ShapeError(fmt::format("{}: axis {} is out of range for rank {}", describe_args(op, args), axis, rank));
+    throw ShapeError(fmt::format("{}: axis {} is out of range for rank {}", describe_args(op, args),
+                                 axis, rank));
   const std::size_t a = std::size_t(axis < 0 ? axis + rank : axis);
   if (op.operands.size() > 1 && a + 1 != x->shape.size())
-    throw ShapeError(fmt::format("{}: a norm works along the last axis, not axis {}", describe_args(op, args), axis));
+    throw ShapeError(fmt::format("{}: a norm works along the last axis, not axis {}",
+                                 describe_args(op, args), axis));
   if (attrs.all_axes ? numel_of(x->shape) == 0 : x->shape[a] == 0)
-    throw ShapeError(fmt::format("{}: {} is empty", describe_args(op, args), attrs.all_axes ? "x" : fmt::format("axis {}", axis)));
+    throw ShapeError(fmt::format("{}: {} is empty", describe_args(op, args),
+                                 attrs.all_axes ? "x" : fmt::format("axis {}", axis)));
   for (std::size_t i = 1; i < args.size(); ++i) {
     const auto* v = std::get_if<TensorView>(&args[i]);
     if (!v || v->shape != Shape{x->shape.back()})
-      throw ShapeError(fmt::format("{}: {} must be a tensor of shape [{}] (the last axis of x)", describe_args(op, args),
-                                   op.operands[i], x->shape.back()));
-    if (!is_float(v->dtype)) throw DtypeError(fmt::format("{}: {} must be a float tensor", describe_args(op, args), op.operands[i]));
+      throw ShapeError(fmt::format("{}: {} must be a tensor of shape [{}] (the last axis of x)",
+                                   describe_args(op, args), op.operands[i], x->shape.back()));
+    if (!is_float(v->dtype))
+      throw DtypeError(
+          fmt::format("{}: {} must be a float tensor", describe_args(op, args), op.operands[i]));
   }
-  if (attrs.eps && !(*attrs.eps > 0)) throw ArgumentError(fmt::format("{}: eps must be > 0", describe_args(op, args)));
+  if (attrs.eps && !(*attrs.eps > 0))
+    throw ArgumentError(fmt::format("{}: eps must be > 0", describe_args(op, args)));
   TensorView r;
   r.shape = x->shape;
   r.dtype = x->dtype;
   if (op.reduces) {
     for (std::size_t d = r.shape.size(); d-- > 0;) {
       if (!attrs.all_axes && d != a) continue;
-      if (attrs.keepdim) r.shape[d] = 1;
-      else r.shape.erase(r.shape.begin() + std::ptrdiff_t(d));
+      if (attrs.keepdim)
+        r.shape[d] = 1;
+      else
+        r.shape.erase(r.shape.begin() + std::ptrdiff_t(d));
     }
   }
   return r;
@@ -104,12 +118,15 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
 TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
   const std::size_t least = op.min_operands ? op.min_operands : op.operands.size();
   if (args.size() < least || args.size() > op.operands.size())
-    throw ArgumentError(fmt::format("{} takes {}{} operand(s) ({}), got {}: {}", op.name, least == op.operands.size() ? "" : fmt::format("{} to ", least),
-                                    op.operands.size(), fmt::join(op.operands, ", "), args.size(), describe_args(op, args)));
+    throw ArgumentError(fmt::format("{} takes {}{} operand(s) ({}), got {}: {}", op.name,
+                                    least == op.operands.size() ? "" : fmt::format("{} to ", least),
+                                    op.operands.size(), fmt::join(op.operands, ", "), args.size(),
+                                    describe_args(op, args)));
   if (op.fusion == FusionClass::row) return infer_row(op, args, attrs);
   if (args.size() != op.operands.size())
-    throw ArgumentError(fmt::format("{} takes {} operand(s) ({}), got {}: {}", op.name, op.operands.size(),
-                                    fmt::join(op.operands, ", "), args.size(), describe_args(op, args)));
+    throw ArgumentError(fmt::format("{} takes {} operand(s) ({}), got {}: {}", op.name,
+                                    op.operands.size(), fmt::join(op.operands, ", "), args.size(),
+                                    describe_args(op, args)));
   // Shape: NumPy broadcasting over the tensor operands.
   Shape shape;
   bool any_tensor = false;
@@ -118,18 +135,21 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
     if (!v) continue;
     any_tensor = true;
     numel_of(v->shape);  // rejects negative extents and overflow
-    if (v->shape.size() > shape.size()) shape.insert(shape.begin(), v->shape.size() - shape.size(), 1);
+    if (v->shape.size() > shape.size())
+      shape.insert(shape.begin(), v->shape.size() - shape.size(), 1);
     for (std::size_t i = 0; i < v->shape.size(); ++i) {
       std::int64_t& out = shape[shape.size() - v->shape.size() + i];
       const std::int64_t in = v->shape[i];
-      if (out == 1) out = in;
+      if (out == 1)
+        out = in;
       else if (in != 1 && in != out)
         throw ShapeError(fmt::format("{}: shapes do not broadcast (dim {} from the end: {} vs {})",
                                      describe_args(op, args), v->shape.size() - i, out, in));
     }
   }
   if (!any_tensor)
-    throw ArgumentError(fmt::format("{}: needs at least one tensor operand", describe_args(op, args)));
+    throw ArgumentError(
+        fmt::format("{}: needs at least one tensor operand", describe_args(op, args)));
 
   // Dtype.
   std::optional<DType> values;  // promoted dtype of the value operands
@@ -144,8 +164,9 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
   switch (op.rule) {
     case Rule::arithmetic:
       if (values && all_bool)
-        throw DtypeError(fmt::format("{}: arithmetic on bool operands; cast them to a float dtype first",
-                                     describe_args(op, args)));
+        throw DtypeError(
+            fmt::format("{}: arithmetic on bool operands; cast them to a float dtype first",
+                        describe_args(op, args)));
       break;
     case Rule::compare:
       out = DType::boolean;
@@ -154,12 +175,14 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
       break;
     case Rule::cast:
       if (!attrs.dtype)
-        throw ArgumentError(fmt::format("{}: needs attribute dtype (f32, f16, bf16, bool)", describe_args(op, args)));
+        throw ArgumentError(fmt::format("{}: needs attribute dtype (f32, f16, bf16, bool)",
+                                        describe_args(op, args)));
       out = *attrs.dtype;
       break;
   }
   if (op.name == "clamp" && attrs.min && attrs.max && *attrs.min > *attrs.max)
-    throw ArgumentError(fmt::format("{}: min {} is greater than max {}", describe_args(op, args), *attrs.min, *attrs.max));
+    throw ArgumentError(fmt::format("{}: min {} is greater than max {}", describe_args(op, args),
+                                    *attrs.min, *attrs.max));
   TensorView r;
   r.shape = shape;
   r.dtype = out;
@@ -174,7 +197,8 @@ std::vector<double> attr_scalars(const OpDef& op, const Attrs& attrs) {
   return {attrs.min.value_or(-inf), attrs.max.value_or(inf)};
 }
 
-std::vector<Operand> kernel_operands(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+std::vector<Operand> kernel_operands(const OpDef& op, const std::vector<Operand>& args,
+                                     const Attrs& attrs) {
   std::vector<Operand> out = args;
   for (double s : attr_scalars(op, attrs)) out.emplace_back(s);
   return out;

@@ -2,10 +2,9 @@
 // The op catalog: for each op its operands, shape/dtype rule, fusion class, the device functor
 // it binds to in kernel_templates/kiln/ops.cuh, and its fp64 CPU reference.
 
+#include <kiln/ops.hpp>
 #include <string_view>
 #include <vector>
-
-#include <kiln/ops.hpp>
 
 namespace kiln::ops {
 
@@ -16,7 +15,8 @@ enum class FusionClass { elementwise, row };
 
 /// fp64 reference of a row op on one row of n values: writes n values (1 for a reduction).
 /// `w` and `b` are the norms' weight and bias (null when absent).
-using RowReference = void (*)(const double* x, std::int64_t n, const double* w, const double* b, double eps, double* out);
+using RowReference = void (*)(const double* x, std::int64_t n, const double* w, const double* b,
+                              double eps, double* out);
 
 /// Which dtype rule applies.
 enum class Rule {
@@ -70,6 +70,7 @@ double eps_of(const Attrs& attrs);
 
 /// The kernel's operand slots: clamp's bounds become scalar operands (an absent bound an
 /// infinity); every other op passes its args through.
-std::vector<Operand> kernel_operands(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);
+std::vector<Operand> kernel_operands(const OpDef& op, const std::vector<Operand>& args,
+                                     const Attrs& attrs);
 
 }  // namespace kiln::ops

@@ -13,7 +13,8 @@ void sum(const double* x, std::int64_t n, const double*, const double*, double, 
   for (std::int64_t i = 0; i < n; ++i) s += x[i];
   *out = s;
 }
-void mean(const double* x, std::int64_t n, const double* w, const double* b, double e, double* out) {
+void mean(const double* x, std::int64_t n, const double* w, const double* b, double e,
+          double* out) {
   sum(x, n, w, b, e, out);
   *out /= double(n);
 }
@@ -29,9 +30,11 @@ void softmax(const double* x, std::int64_t n, const double*, const double*, doub
   double m = -INFINITY, s = 0;
   for (std::int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
   for (std::int64_t i = 0; i < n; ++i) s += std::exp(x[i] - m);
-  for (std::int64_t i = 0; i < n; ++i) out[i] = kLog ? x[i] - m - std::log(s) : std::exp(x[i] - m) / s;
+  for (std::int64_t i = 0; i < n; ++i)
+    out[i] = kLog ? x[i] - m - std::log(s) : std::exp(x[i] - m) / s;
 }
-void layer_norm(const double* x, std::int64_t n, const double* w, const double* b, double eps, double* out) {
+void layer_norm(const double* x, std::int64_t n, const double* w, const double* b, double eps,
+                double* out) {
   double mu = 0, var = 0;
   for (std::int64_t i = 0; i < n; ++i) mu += x[i];
   mu /= double(n);
@@ -39,17 +42,20 @@ void layer_norm(const double* x, std::int64_t n, const double* w, const double* 
   const double r = 1 / std::sqrt(var / double(n) + eps);
   for (std::int64_t i = 0; i < n; ++i) out[i] = (x[i] - mu) * r * (w ? w[i] : 1) + (b ? b[i] : 0);
 }
-void rms_norm(const double* x, std::int64_t n, const double* w, const double* b, double eps, double* out) {
+void rms_norm(const double* x, std::int64_t n, const double* w, const double* b, double eps,
+              double* out) {
   double ss = 0;
   for (std::int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
   const double r = 1 / std::sqrt(ss / double(n) + eps);
   for (std::int64_t i = 0; i < n; ++i) out[i] = x[i] * r * (w ? w[i] : 1) + (b ? b[i] : 0);
 }
 
-OpDef row_op(std::string_view name, std::string_view functor, RowReference ref, bool reduces, bool affine) {
+OpDef row_op(std::string_view name, std::string_view functor, RowReference ref, bool reduces,
+             bool affine) {
   OpDef d;
   d.name = name;
-  d.operands = affine ? std::vector<std::string_view>{"x", "weight", "bias"} : std::vector<std::string_view>{"x"};
+  d.operands = affine ? std::vector<std::string_view>{"x", "weight", "bias"}
+                      : std::vector<std::string_view>{"x"};
   d.min_operands = 1;
   d.functor = functor;
   d.fusion = FusionClass::row;

@@ -6,11 +6,23 @@ namespace kiln::ops {
 std::vector<OpDef> select_ops() {
   const Domain any{-4, 4};
   return {
-      {"where", {"cond", "a", "b"}, "kiln::op::Where", Rule::select, any,
+      {"where",
+       {"cond", "a", "b"},
+       "kiln::op::Where",
+       Rule::select,
+       any,
        [](double c, double a, double b) { return c != 0 ? a : b; }},
-      {"clamp", {"x"}, "kiln::op::Clamp", Rule::arithmetic, any,
+      {"clamp",
+       {"x"},
+       "kiln::op::Clamp",
+       Rule::arithmetic,
+       any,
        [](double x, double lo, double hi) { return x < lo ? lo : (x > hi ? hi : x); }},
-      {"cast", {"x"}, "kiln::op::Identity", Rule::cast, any,
+      {"cast",
+       {"x"},
+       "kiln::op::Identity",
+       Rule::cast,
+       any,
        [](double x, double, double) { return x; }},
   };
 }

@@ -4,15 +4,16 @@
 // never a cache write.
 #include <filesystem>
 
-#include "tests/support.hpp"
 #include "cache/disk_cache.hpp"
+#include "tests/support.hpp"
 #include "tools/npy.hpp"
 
 namespace {
 
 std::vector<std::filesystem::path> corpus() {
   std::vector<std::filesystem::path> out;
-  for (const auto& f : std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/tests/bad_inputs"))
+  for (const auto& f :
+       std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/tests/bad_inputs"))
     out.push_back(f.path());
   std::sort(out.begin(), out.end());
   return out;
@@ -51,7 +52,8 @@ TEST_CASE("bad inputs: the CLI refuses every corpus file in one line, exit 1, no
   kiln::test::TempDir tmp;
   for (const auto& f : corpus()) {
     CAPTURE(f.filename().string());
-    const auto r = kiln::test::kiln_cli("plan --compile " + f.string(), "KILN_CACHE_DIR=" + (tmp / "cache"));
+    const auto r =
+        kiln::test::kiln_cli("plan --compile " + f.string(), "KILN_CACHE_DIR=" + (tmp / "cache"));
     CHECK(r.status == 1);
     CHECK(r.output.rfind("kiln: ", 0) == 0);
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
@@ -80,10 +82,12 @@ TEST_CASE("bad inputs: views, bindings, files and directories given through the 
   SUBCASE("a view too short for its shape and strides") {
     v.data = 0x100000;
     v.capacity = 60;  // 16 floats need 64 bytes
-    CHECK_THROWS_WITH_AS(kiln::precompile(e, "neg", {v}), doctest::Contains("too short"), kiln::ArgumentError);
+    CHECK_THROWS_WITH_AS(kiln::precompile(e, "neg", {v}), doctest::Contains("too short"),
+                         kiln::ArgumentError);
     v.capacity = 64;
     v.strides = {2};  // every other float: 31 * 4 + 4 bytes
-    CHECK_THROWS_WITH_AS(kiln::precompile(e, "neg", {v}), doctest::Contains("reaches 124 bytes"), kiln::ArgumentError);
+    CHECK_THROWS_WITH_AS(kiln::precompile(e, "neg", {v}), doctest::Contains("reaches 124 bytes"),
+                         kiln::ArgumentError);
     v.capacity = 124;
     CHECK_NOTHROW(kiln::precompile(e, "neg", {v}));
   }
@@ -92,17 +96,23 @@ TEST_CASE("bad inputs: views, bindings, files and directories given through the 
     auto a = g.input("a", {16}, kiln::DType::f32);
     g.output(kiln::silu(a));
     const kiln::Plan p(g);
-    CHECK_THROWS_WITH_AS(p.run(e, {{"a", v}}), doctest::Contains("null data pointer"), kiln::ArgumentError);
+    CHECK_THROWS_WITH_AS(p.run(e, {{"a", v}}), doctest::Contains("null data pointer"),
+                         kiln::ArgumentError);
     v.data = 0x100002;
-    CHECK_THROWS_WITH_AS(p.run(e, {{"a", v}}), doctest::Contains("not aligned"), kiln::ArgumentError);
+    CHECK_THROWS_WITH_AS(p.run(e, {{"a", v}}), doctest::Contains("not aligned"),
+                         kiln::ArgumentError);
     v.data = 0x100000;
     v.capacity = 32;
-    CHECK_THROWS_WITH_AS(p.replay(e, {{"a", v}}), doctest::Contains("input 'a': f32[16] reaches 64 bytes"), kiln::ArgumentError);
+    CHECK_THROWS_WITH_AS(p.replay(e, {{"a", v}}),
+                         doctest::Contains("input 'a': f32[16] reaches 64 bytes"),
+                         kiln::ArgumentError);
     v.capacity = 64;
     kiln::TensorView out = v;
     out.capacity = 16;
-    CHECK_THROWS_WITH_AS(p.run(e, {{"a", v}}, {{g.node(g.outputs()[0]).name, out}}), doctest::Contains("too short"), kiln::ArgumentError);
-    CHECK_THROWS_AS(p.run(e, {{"a", v}}), kiln::CudaError);  // a fine view: only the missing GPU is left
+    CHECK_THROWS_WITH_AS(p.run(e, {{"a", v}}, {{g.node(g.outputs()[0]).name, out}}),
+                         doctest::Contains("too short"), kiln::ArgumentError);
+    CHECK_THROWS_AS(p.run(e, {{"a", v}}),
+                    kiln::CudaError);  // a fine view: only the missing GPU is left
   }
   SUBCASE("null data on an online run is refused before any launch") {
     CHECK_THROWS_AS(kiln::call_into(e, "neg", v, {v}), kiln::Error);
@@ -127,19 +137,24 @@ TEST_CASE("bad inputs: views, bindings, files and directories given through the 
     CHECK(kiln::precompile(f, "neg", {v}).source == "compiled");
   }
   SUBCASE("kiln run: a wrong-dtype, a malformed and a missing .npy are one-line errors") {
-    kiln::test::write_file(tmp / "g.json", R"({"inputs": [{"name": "x", "shape": [4], "dtype": "bf16"}],
+    kiln::test::write_file(tmp / "g.json",
+                           R"({"inputs": [{"name": "x", "shape": [4], "dtype": "bf16"}],
       "nodes": [{"name": "y", "op": "neg", "args": ["x"]}], "outputs": ["y"]})");
-    kiln::tools::write_npy(tmp / "f32.npy", {{4}, kiln::DType::f32, std::vector<unsigned char>(16)});
+    kiln::tools::write_npy(tmp / "f32.npy",
+                           {{4}, kiln::DType::f32, std::vector<unsigned char>(16)});
     kiln::test::write_file(tmp / "junk.npy", "not numpy");
     for (const std::string& in : {tmp / "f32.npy", tmp / "junk.npy", tmp / "missing.npy"}) {
-      const auto r = kiln::test::kiln_cli("run " + (tmp / "g.json") + " --input x=" + in + " --output-dir " + (tmp / "o"));
+      const auto r = kiln::test::kiln_cli("run " + (tmp / "g.json") + " --input x=" + in +
+                                          " --output-dir " + (tmp / "o"));
       CAPTURE(r.output);
       CHECK(r.status == 1);
       CHECK(r.output.find(in) != std::string::npos);
       CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
     }
-    const auto none = kiln::test::kiln_cli("run " + (tmp / "g.json") + " --output-dir " + (tmp / "o"));
+    const auto none =
+        kiln::test::kiln_cli("run " + (tmp / "g.json") + " --output-dir " + (tmp / "o"));
     CHECK(none.output.find("input 'x' was not given") != std::string::npos);
   }
-  CHECK(kiln::cache::DiskCache(tmp / "cache").list().size() <= 1);  // only the good kernel above, if any
+  CHECK(kiln::cache::DiskCache(tmp / "cache").list().size() <=
+        1);  // only the good kernel above, if any
 }

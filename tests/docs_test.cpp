@@ -12,7 +12,9 @@
 
 namespace {
 
-std::string source(const std::string& path) { return kiln::test::read_file(std::string(KILN_SOURCE_DIR) + "/" + path); }
+std::string source(const std::string& path) {
+  return kiln::test::read_file(std::string(KILN_SOURCE_DIR) + "/" + path);
+}
 
 std::string trim(std::string s) {
   s.erase(0, s.find_first_not_of(" []"));
@@ -38,10 +40,14 @@ std::vector<std::string> cells(const std::string& row) {
 const char* rule_name(const kiln::ops::OpDef& op) {
   if (op.fusion == kiln::ops::FusionClass::row) return "row";
   switch (op.rule) {
-    case kiln::ops::Rule::arithmetic: return "arithmetic";
-    case kiln::ops::Rule::compare: return "compare";
-    case kiln::ops::Rule::select: return "select";
-    case kiln::ops::Rule::cast: return "cast";
+    case kiln::ops::Rule::arithmetic:
+      return "arithmetic";
+    case kiln::ops::Rule::compare:
+      return "compare";
+    case kiln::ops::Rule::select:
+      return "select";
+    case kiln::ops::Rule::cast:
+      return "cast";
   }
   return "?";
 }
@@ -51,17 +57,22 @@ std::set<std::string> env_vars_in_code() {
   std::set<std::string> vars = {"KILN_TEST_SEED"};  // the test suite's own
   const std::regex literal("\"(KILN_[A-Z_]+)\"");
   for (const char* dir : {"engine", "cache", "tools", "ops", "include"})
-    for (const auto& f : std::filesystem::recursive_directory_iterator(std::string(KILN_SOURCE_DIR) + "/" + dir)) {
+    for (const auto& f :
+         std::filesystem::recursive_directory_iterator(std::string(KILN_SOURCE_DIR) + "/" + dir)) {
       if (!f.is_regular_file()) continue;
       const std::string text = kiln::test::read_file(f.path().string());
-      for (auto it = std::sregex_iterator(text.begin(), text.end(), literal); it != std::sregex_iterator(); ++it) vars.insert((*it)[1]);
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), literal);
+           it != std::sregex_iterator(); ++it)
+        vars.insert((*it)[1]);
     }
   return vars;
 }
 
 }  // namespace
 
-TEST_CASE("docs/ops.md lists every catalog op with its operands, dtype rule and fusion class, and nothing else") {
+TEST_CASE(
+    "docs/ops.md lists every catalog op with its operands, dtype rule and fusion class, and "
+    "nothing else") {
   std::set<std::string> documented;
   std::istringstream in(source("docs/ops.md"));
   for (std::string line; std::getline(in, line);) {
@@ -78,7 +89,9 @@ TEST_CASE("docs/ops.md lists every catalog op with its operands, dtype rule and 
     std::string operands;
     for (const auto& o : op->operands) operands += (operands.empty() ? "" : ", ") + std::string(o);
     std::string shown = c[1];
-    shown.erase(std::remove_if(shown.begin(), shown.end(), [](char ch) { return ch == '[' || ch == ']'; }), shown.end());
+    shown.erase(
+        std::remove_if(shown.begin(), shown.end(), [](char ch) { return ch == '[' || ch == ']'; }),
+        shown.end());
     CHECK(shown == operands);
     CHECK(c[3] == rule_name(*op));
     CHECK(c[4] == (op->fusion == kiln::ops::FusionClass::row ? "row" : "elementwise"));
@@ -103,7 +116,9 @@ TEST_CASE("docs/graph-format.md: its examples are graphs kiln loads") {
   CHECK(examples >= 2);
 }
 
-TEST_CASE("every KILN_ variable the code reads is documented in docs/environment.md and the README, and no other") {
+TEST_CASE(
+    "every KILN_ variable the code reads is documented in docs/environment.md and the README, and "
+    "no other") {
   const auto vars = env_vars_in_code();
   const std::string env = source("docs/environment.md"), readme = source("README.md");
   for (const std::string& v : vars) {
@@ -112,18 +127,26 @@ TEST_CASE("every KILN_ variable the code reads is documented in docs/environment
     CHECK(readme.find("`" + v) != std::string::npos);
   }
   const std::regex row("\\| `(KILN_[A-Z_]+)`");
-  for (auto it = std::sregex_iterator(env.begin(), env.end(), row); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(env.begin(), env.end(), row); it != std::sregex_iterator();
+       ++it) {
     CAPTURE((*it)[1].str());
     CHECK(vars.count((*it)[1]) == 1);
   }
 }
 
-TEST_CASE("docs/cache.md states the entry format version the code writes; links between the docs resolve") {
-  CHECK(source("docs/cache.md").find("format version (now " + std::to_string(kiln::cache::kFormatVersion) + ")") != std::string::npos);
+TEST_CASE(
+    "docs/cache.md states the entry format version the code writes; links between the docs "
+    "resolve") {
+  CHECK(source("docs/cache.md")
+            .find("format version (now " + std::to_string(kiln::cache::kFormatVersion) + ")") !=
+        std::string::npos);
   const std::regex link("\\]\\(((docs/)?[a-z-]+\\.md)\\)");
-  for (const char* doc : {"README.md", "docs/graph-format.md", "docs/ops.md", "docs/environment.md", "docs/cache.md"}) {
-    const std::string text = source(doc), dir = std::string(doc).rfind("docs/", 0) == 0 ? "docs/" : "";
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), link); it != std::sregex_iterator(); ++it) {
+  for (const char* doc : {"README.md", "docs/graph-format.md", "docs/ops.md", "docs/environment.md",
+                          "docs/cache.md"}) {
+    const std::string text = source(doc),
+                      dir = std::string(doc).rfind("docs/", 0) == 0 ? "docs/" : "";
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), link);
+         it != std::sregex_iterator(); ++it) {
       CAPTURE(doc);
       CAPTURE((*it)[1].str());
       CHECK(std::filesystem::exists(std::string(KILN_SOURCE_DIR) + "/" + dir + (*it)[1].str()));

@@ -11,7 +11,8 @@
 namespace {
 std::vector<std::string> graph_files(const std::string& folder) {
   std::vector<std::string> out;
-  for (const auto& f : std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/tests/" + folder))
+  for (const auto& f :
+       std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/tests/" + folder))
     if (f.path().extension() == ".json") out.push_back(f.path().string());
   std::sort(out.begin(), out.end());
   return out;
@@ -28,7 +29,8 @@ TEST_CASE("regressions: every shrunk fuzz graph plans and compiles for sm_90a") 
   }
 }
 
-TEST_CASE("gpu: regressions: every shrunk fuzz graph matches the reference" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: regressions: every shrunk fuzz graph matches the reference" *
+          doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e(kiln::test::on_gpu());
   for (const auto& path : regression_files()) {
     CAPTURE(path);
@@ -36,7 +38,8 @@ TEST_CASE("gpu: regressions: every shrunk fuzz graph matches the reference" * do
     auto rng = kiln::test::make_rng(31);
     const std::string name = std::filesystem::path(path).filename().string();
     if (name.rfind("seed-", 0) == 0) rng.seed(std::stoull(name.substr(5)));
-    for (const auto& f : kiln::test::check_on_gpu(e, kiln::Graph::load(path), rng, true)) FAIL_CHECK(f);
+    for (const auto& f : kiln::test::check_on_gpu(e, kiln::Graph::load(path), rng, true))
+      FAIL_CHECK(f);
   }
 }
 

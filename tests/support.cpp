@@ -1,8 +1,9 @@
 #include "tests/support.hpp"
 
 #include <fcntl.h>
-#include <sys/wait.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,8 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-
-#include <spdlog/spdlog.h>
 
 #include "engine/runtime/driver.hpp"
 
@@ -22,7 +21,8 @@ bool has_gpu() {
   return present;
 }
 
-EngineOptions offline(const std::string& arch, const std::string& cache_dir, const std::string& record) {
+EngineOptions offline(const std::string& arch, const std::string& cache_dir,
+                      const std::string& record) {
   EngineOptions o;
   o.offline = true;
   o.arch = arch;
@@ -71,8 +71,8 @@ void write_file(const std::string& path, const std::string& bytes) {
   f << bytes;
 }
 
-std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, double hi, std::mt19937_64& rng,
-                                        double step) {
+std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, double hi,
+                                        std::mt19937_64& rng, double step) {
   std::vector<unsigned char> out(n * size_of(t));
   std::uniform_real_distribution<double> dist(lo, hi);
   std::bernoulli_distribution coin(0.5);
@@ -108,12 +108,13 @@ std::vector<unsigned char> bytes_of(const Tensor& t) {
 
 std::mt19937_64 make_rng(std::uint64_t salt) {
   const char* env = std::getenv("KILN_TEST_SEED");
-  const std::uint64_t seed = (env ? std::strtoull(env, nullptr, 10) : 20261122ull) ^ (salt * 0x9e3779b97f4a7c15ull);
+  const std::uint64_t seed =
+      (env ? std::strtoull(env, nullptr, 10) : 20261122ull) ^ (salt * 0x9e3779b97f4a7c15ull);
   return std::mt19937_64(seed);
 }
 
-cache::TuningRecord tuning_record(const std::string& gpu, const std::string& signature, std::map<std::string, int> winner,
-                                  double us) {
+cache::TuningRecord tuning_record(const std::string& gpu, const std::string& signature,
+                                  std::map<std::string, int> winner, double us) {
   cache::TuningRecord r;
   r.signature = signature;
   r.kernel = "softmax_bf16__r2v8";

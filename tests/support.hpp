@@ -4,11 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <kiln/kiln.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <kiln/kiln.hpp>
 
 #include "cache/tuning.hpp"
 
@@ -20,7 +19,8 @@ bool has_gpu();
 
 /// Options of an engine that compiles for `arch` without a GPU; no disk cache unless `cache_dir`
 /// is given; records specializations into `record` when not empty.
-EngineOptions offline(const std::string& arch, const std::string& cache_dir = "", const std::string& record = "");
+EngineOptions offline(const std::string& arch, const std::string& cache_dir = "",
+                      const std::string& record = "");
 
 /// Options of an engine on the GPU that keeps its kernels in memory and ignores tuning records:
 /// a test neither reads nor fills the user's cache.
@@ -48,8 +48,8 @@ void write_file(const std::string& path, const std::string& bytes);
 
 /// Host bytes of `n` elements of `t`, drawn uniformly from [lo, hi] (bool: 0/1 at random).
 /// `step` > 0 quantizes values to multiples of step (so comparisons meet equal values).
-std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, double hi, std::mt19937_64& rng,
-                                        double step = 0);
+std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, double hi,
+                                        std::mt19937_64& rng, double step = 0);
 
 /// A tensor's bytes, copied to the host.
 std::vector<unsigned char> bytes_of(const Tensor& t);
@@ -67,7 +67,7 @@ CliRun kiln_cli(const std::string& args, const std::string& env = "");
 std::mt19937_64 make_rng(std::uint64_t salt);
 
 /// A tuning record of `gpu` for `signature`: `winner` measured at `us` (the default at 2 us).
-cache::TuningRecord tuning_record(const std::string& gpu, const std::string& signature, std::map<std::string, int> winner,
-                                  double us);
+cache::TuningRecord tuning_record(const std::string& gpu, const std::string& signature,
+                                  std::map<std::string, int> winner, double us);
 
 }  // namespace kiln::test

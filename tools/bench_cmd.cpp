@@ -2,9 +2,8 @@
 // bytes it reads and writes, GB/s), then the whole plan through Plan::run and Plan::replay.
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include <kiln/kiln.hpp>
+#include <nlohmann/json.hpp>
 
 #include "engine/tuner.hpp"
 #include "tools/commands.hpp"
@@ -28,7 +27,8 @@ int bench(const BenchArgs& a, const Globals& globals) {
   const Plan check(g, fuse);  // a graph that cannot be planned says so before the GPU is looked for
   if (std::string why; !gpu_available(&why))
     throw CudaError(-1, "kiln bench", "no GPU",
-                    fmt::format("bench: no GPU here ({}) to time the {} kernels of {}; `kiln plan --compile` works without one",
+                    fmt::format("bench: no GPU here ({}) to time the {} kernels of {}; `kiln plan "
+                                "--compile` works without one",
                                 why, check.kernels().size(), a.graph));
   Engine e(globals.engine_options());
   autotune::TuneOptions o;
@@ -41,7 +41,8 @@ int bench(const BenchArgs& a, const Globals& globals) {
   std::int64_t io_bytes = 0;
   for (const auto& n : g.nodes())
     if (n.op == "input") {
-      const auto host = autotune::random_host(n.dtype, numel_of(n.shape), std::uint64_t(g.find(n.name)) + 1);
+      const auto host =
+          autotune::random_host(n.dtype, numel_of(n.shape), std::uint64_t(g.find(n.name)) + 1);
       held[n.name] = e.from_host(n.shape, n.dtype, host.data());
       ins[n.name] = held[n.name].view();
       io_bytes += std::int64_t(held[n.name].bytes());
@@ -61,8 +62,15 @@ int bench(const BenchArgs& a, const Globals& globals) {
   if (a.json) {
     nlohmann::json out = {{"device", e.device_name()}, {"kernels", nlohmann::json::array()}};
     for (const auto& k : kernels)
-      out["kernels"].push_back({{"name", k.kernel}, {"ops", k.ops}, {"us", k.us}, {"bytes", k.bytes}, {"gbps", gbps(k.bytes, k.us)}});
-    out["plan"] = {{"kernels_us", sum_us}, {"run_us", run_us}, {"replay_us", replay_us}, {"io_bytes", io_bytes},
+      out["kernels"].push_back({{"name", k.kernel},
+                                {"ops", k.ops},
+                                {"us", k.us},
+                                {"bytes", k.bytes},
+                                {"gbps", gbps(k.bytes, k.us)}});
+    out["plan"] = {{"kernels_us", sum_us},
+                   {"run_us", run_us},
+                   {"replay_us", replay_us},
+                   {"io_bytes", io_bytes},
                    {"replay_gbps", gbps(io_bytes, replay_us)}};
     fmt::print("{}\n", out.dump());
     return 0;
@@ -70,10 +78,12 @@ int bench(const BenchArgs& a, const Globals& globals) {
   fmt::print("{} on {}, {} events each (median)\n", a.graph, e.device_name(), a.reps);
   fmt::print("{:<44} {:>10} {:>12} {:>7}  fuses\n", "kernel", "us", "bytes", "GB/s");
   for (const auto& k : kernels)
-    fmt::print("{:<44} {:>10.2f} {:>12} {:>7.0f}  {}\n", k.kernel, k.us, k.bytes, gbps(k.bytes, k.us), fmt::join(k.ops, " "));
-  fmt::print("plan: {} kernels, {:.2f} us alone in sum; Plan::run {:.2f} us, Plan::replay {:.2f} us; "
-             "graph inputs and outputs {} bytes ({:.0f} GB/s at replay)\n",
-             kernels.size(), sum_us, run_us, replay_us, io_bytes, gbps(io_bytes, replay_us));
+    fmt::print("{:<44} {:>10.2f} {:>12} {:>7.0f}  {}\n", k.kernel, k.us, k.bytes,
+               gbps(k.bytes, k.us), fmt::join(k.ops, " "));
+  fmt::print(
+      "plan: {} kernels, {:.2f} us alone in sum; Plan::run {:.2f} us, Plan::replay {:.2f} us; "
+      "graph inputs and outputs {} bytes ({:.0f} GB/s at replay)\n",
+      kernels.size(), sum_us, run_us, replay_us, io_bytes, gbps(io_bytes, replay_us));
   return 0;
 }
 
@@ -81,9 +91,11 @@ int bench(const BenchArgs& a, const Globals& globals) {
 
 void add_bench(CLI::App& app, Command& run_cmd, const Globals& g) {
   auto args = std::make_shared<BenchArgs>();
-  auto* b = app.add_subcommand("bench", "Time a graph on the GPU: each kernel alone (bytes, GB/s), then the whole plan");
+  auto* b = app.add_subcommand(
+      "bench", "Time a graph on the GPU: each kernel alone (bytes, GB/s), then the whole plan");
   b->add_option("graph", args->graph, "Graph file (JSON), exact shapes")->required();
-  b->add_option("--reps", args->reps, "Timed runs per measurement (the median counts)")->capture_default_str();
+  b->add_option("--reps", args->reps, "Timed runs per measurement (the median counts)")
+      ->capture_default_str();
   b->add_flag("--no-fuse", args->no_fuse, "One kernel per op (as KILN_DISABLE_FUSION=1)");
   b->add_flag("--json", args->json, "Print one JSON object for scripts");
   b->callback([args, &run_cmd, &g] { run_cmd = [args, &g] { return bench(*args, g); }; });

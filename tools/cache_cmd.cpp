@@ -3,9 +3,8 @@
 
 #include <cstdio>
 #include <ctime>
-#include <map>
-
 #include <kiln/error.hpp>
+#include <map>
 
 #include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
@@ -35,12 +34,14 @@ std::string age(std::int64_t t) {
 
 int ls(const cache::DiskCache& c) {
   auto entries = c.list();
-  fmt::print("{:<32}  {:<30} {:<7} {:>9} {:>8}  {}\n", "key", "kernel", "arch", "bytes", "last use", "status");
+  fmt::print("{:<32}  {:<30} {:<7} {:>9} {:>8}  {}\n", "key", "kernel", "arch", "bytes", "last use",
+             "status");
   std::uint64_t total = 0;
   for (auto& e : entries) {
     total += e.bytes;
     fmt::print("{:<32}  {:<30} {:<7} {:>9} {:>8}  {}\n", e.key, e.kernel ? e.kernel->name : "-",
-               e.kernel ? e.kernel->arch : "-", e.bytes, age(e.last_use), e.problem.empty() ? "ok" : e.problem);
+               e.kernel ? e.kernel->arch : "-", e.bytes, age(e.last_use),
+               e.problem.empty() ? "ok" : e.problem);
   }
   fmt::print("{} entries, {} bytes in {}\n", entries.size(), total, c.dir());
   return 0;
@@ -58,16 +59,19 @@ int stats(const cache::DiskCache& c) {
     ++a.first;
     a.second += e.bytes;
   }
-  fmt::print("cache {}: {} in {} entries (cap: {})\n", c.dir(), cache::human_bytes(total), entries.size(),
-             cache::describe_cap(cache::default_max_bytes()));
-  for (auto& [arch, v] : by_arch) fmt::print("  {:<8} {:>6} entries {:>12}\n", arch, v.first, cache::human_bytes(v.second));
+  fmt::print("cache {}: {} in {} entries (cap: {})\n", c.dir(), cache::human_bytes(total),
+             entries.size(), cache::describe_cap(cache::default_max_bytes()));
+  for (auto& [arch, v] : by_arch)
+    fmt::print("  {:<8} {:>6} entries {:>12}\n", arch, v.first, cache::human_bytes(v.second));
   fmt::print("  bad entries now: {}\n", bad);
   const cache::DirStats s = cache::read_stats(c.dir());
   const std::uint64_t hits = s.disk_hits + s.bundle_hits, lookups = hits + s.misses;
-  fmt::print("  kept across processes: {} hits ({} disk, {} bundle), {} misses ({:.1f} % hits), {} compiles, "
-             "{} bad entries removed\n",
-             hits, s.disk_hits, s.bundle_hits, s.misses, lookups ? 100.0 * double(hits) / double(lookups) : 0.0, s.compiles,
-             s.bad_entries);
+  fmt::print(
+      "  kept across processes: {} hits ({} disk, {} bundle), {} misses ({:.1f} % hits), {} "
+      "compiles, "
+      "{} bad entries removed\n",
+      hits, s.disk_hits, s.bundle_hits, s.misses,
+      lookups ? 100.0 * double(hits) / double(lookups) : 0.0, s.compiles, s.bad_entries);
   return 0;
 }
 
@@ -78,8 +82,10 @@ int verify(const cache::DiskCache& c) {
     if (e.problem.empty()) continue;
     ++bad;
     const auto key = cache::CacheKey::parse(e.key);
-    if (key) c.load(*key);  // load removes a bad entry
-    else std::remove(e.path.c_str());
+    if (key)
+      c.load(*key);  // load removes a bad entry
+    else
+      std::remove(e.path.c_str());
     fmt::print("bad: {}: {} (removed)\n", e.path, e.problem);
   }
   fmt::print("{} entries checked, {} bad\n", entries.size(), bad);
@@ -89,7 +95,9 @@ int verify(const cache::DiskCache& c) {
 int pack(const cache::DiskCache* c, const CacheArgs& a) {
   std::vector<cache::BundleItem> items;
   const auto archs = split_list(a.archs);
-  auto wanted = [&](const std::string& arch) { return archs.empty() || std::find(archs.begin(), archs.end(), arch) != archs.end(); };
+  auto wanted = [&](const std::string& arch) {
+    return archs.empty() || std::find(archs.begin(), archs.end(), arch) != archs.end();
+  };
   if (!a.merge.empty()) {
     for (const std::string& path : a.merge) {
       const cache::Bundle b = cache::Bundle::open(path);
@@ -98,12 +106,14 @@ int pack(const cache::DiskCache* c, const CacheArgs& a) {
     }
   } else {
     for (auto& e : c->list())
-      if (e.kernel && wanted(e.kernel->arch)) items.push_back({*cache::CacheKey::parse(e.key), *e.kernel});
+      if (e.kernel && wanted(e.kernel->arch))
+        items.push_back({*cache::CacheKey::parse(e.key), *e.kernel});
   }
   if (items.empty())
-    throw ArgumentError(fmt::format("nothing to pack: no verified entries{} in {}; precompile first (kiln precompile)",
-                                    archs.empty() ? "" : fmt::format(" for {}", fmt::join(archs, ", ")),
-                                    a.merge.empty() ? c->dir() : fmt::format("{}", fmt::join(a.merge, ", "))));
+    throw ArgumentError(fmt::format(
+        "nothing to pack: no verified entries{} in {}; precompile first (kiln precompile)",
+        archs.empty() ? "" : fmt::format(" for {}", fmt::join(archs, ", ")),
+        a.merge.empty() ? c->dir() : fmt::format("{}", fmt::join(a.merge, ", "))));
   cache::write_bundle(a.out, items);
   fmt::print("wrote {} with {} kernels\n", a.out, cache::Bundle::open(a.out).items().size());
   return 0;
@@ -116,24 +126,36 @@ void add_cache(CLI::App& app, Command& run, const Globals& g) {
   auto* cmd = app.add_subcommand("cache", "Inspect and manage the kernel cache");
   cmd->require_subcommand(1);
   auto* ls_cmd = cmd->add_subcommand("ls", "List entries: kernel, arch, size, last use, status");
-  auto* stats_cmd = cmd->add_subcommand("stats", "Entries and bytes per arch, bad entries, the size cap");
-  auto* verify_cmd = cmd->add_subcommand("verify", "Check every entry; remove bad ones (exit 1 if any)");
+  auto* stats_cmd =
+      cmd->add_subcommand("stats", "Entries and bytes per arch, bad entries, the size cap");
+  auto* verify_cmd =
+      cmd->add_subcommand("verify", "Check every entry; remove bad ones (exit 1 if any)");
   auto* gc_cmd = cmd->add_subcommand("gc", "Apply the size cap now (least recently used go first)");
-  gc_cmd->add_option("--max-bytes", args->max_bytes, "Cap: bytes, or with K/M/G/T; 0 = no cap (default: $KILN_CACHE_MAX_BYTES, else 2G)");
+  gc_cmd->add_option(
+      "--max-bytes", args->max_bytes,
+      "Cap: bytes, or with K/M/G/T; 0 = no cap (default: $KILN_CACHE_MAX_BYTES, else 2G)");
   auto* clear_cmd = cmd->add_subcommand("clear", "Remove every entry");
   auto* pack_cmd = cmd->add_subcommand("pack", "Write entries into one read-only bundle file");
   pack_cmd->add_option("out", args->out, "Bundle to write (or -o)");
   pack_cmd->add_option("-o,--output", args->out, "Bundle to write");
   pack_cmd->add_option("--arch", args->archs, "Only these archs (comma-separated)");
-  pack_cmd->add_option("--merge", args->merge, "Join these bundles (verifying each entry) instead of the cache")->expected(1, -1);
-  auto* explain_cmd = cmd->add_subcommand("explain", "For each kernel of a manifest or graph: hit, or why it missed");
-  explain_cmd->add_option("manifest", args->manifest, "Manifest (KILN_RECORD output) or graph file (*.json)")->required();
+  pack_cmd
+      ->add_option("--merge", args->merge,
+                   "Join these bundles (verifying each entry) instead of the cache")
+      ->expected(1, -1);
+  auto* explain_cmd = cmd->add_subcommand(
+      "explain", "For each kernel of a manifest or graph: hit, or why it missed");
+  explain_cmd
+      ->add_option("manifest", args->manifest,
+                   "Manifest (KILN_RECORD output) or graph file (*.json)")
+      ->required();
   explain_cmd->add_option("--arch", args->arch, "Arch to look up (default: this machine's GPU)");
 
   cmd->callback([=, &run, &g] {
     run = [=, &g]() -> int {
       const std::string dir = g.dir();
-      if (*pack_cmd && args->out.empty()) throw ArgumentError("pack needs an output file (kiln cache pack OUT.kbundle)");
+      if (*pack_cmd && args->out.empty())
+        throw ArgumentError("pack needs an output file (kiln cache pack OUT.kbundle)");
       if (*pack_cmd && !args->merge.empty()) return pack(nullptr, *args);
       const cache::DiskCache c(dir);
       if (*ls_cmd) return ls(c);
@@ -142,11 +164,13 @@ void add_cache(CLI::App& app, Command& run, const Globals& g) {
       if (*pack_cmd) return pack(&c, *args);
       if (*explain_cmd) return cache_explain(c, args->manifest, args->arch);
       if (*gc_cmd) {
-        const std::uint64_t cap =
-            args->max_bytes.empty() ? cache::default_max_bytes() : cache::parse_size(args->max_bytes, "--max-bytes");
+        const std::uint64_t cap = args->max_bytes.empty()
+                                      ? cache::default_max_bytes()
+                                      : cache::parse_size(args->max_bytes, "--max-bytes");
         const auto r = c.gc(cap);
-        fmt::print("removed {} files ({}); {} remain (cap: {})\n", r.removed, cache::human_bytes(r.removed_bytes),
-                   cache::human_bytes(r.kept_bytes), cache::describe_cap(cap));
+        fmt::print("removed {} files ({}); {} remain (cap: {})\n", r.removed,
+                   cache::human_bytes(r.removed_bytes), cache::human_bytes(r.kept_bytes),
+                   cache::describe_cap(cap));
         return 0;
       }
       if (*clear_cmd) fmt::print("removed {} files from {}\n", c.clear(), c.dir());

@@ -3,12 +3,10 @@
 // that runs it (exit code). Logic lives in the library; these parse, call and print.
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
+#include <kiln/engine.hpp>
 #include <string>
 #include <vector>
-
-#include <kiln/engine.hpp>
 
 #include "cache/disk_cache.hpp"
 

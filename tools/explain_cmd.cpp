@@ -2,9 +2,8 @@
 // a graph the tuning records that apply to it here, or those of another GPU that do not.
 #include <fmt/format.h>
 
-#include <set>
-
 #include <kiln/error.hpp>
+#include <set>
 
 #include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
@@ -20,29 +19,42 @@ namespace kiln::tools {
 namespace {
 
 // Why `spec` is not in the cache for `arch`: the nearest entries' differences.
-std::string why_missed(const KernelSpec& spec, const std::string& arch, const std::vector<cache::EntryInfo>& entries,
+std::string why_missed(const KernelSpec& spec, const std::string& arch,
+                       const std::vector<cache::EntryInfo>& entries,
                        const std::vector<cache::Bundle>& bundles) {
   const std::string id = compiler::spec_id(spec), headers = compiler::headers_id(spec);
   std::set<std::string> archs, nvrtcs;
   bool other_headers = false;
   auto near = [&](const CompiledKernel& k) {
     if (k.spec_id != id) return;
-    if (k.arch != arch) archs.insert(k.arch);
-    else if (k.nvrtc_version != compiler::nvrtc_version()) nvrtcs.insert(k.nvrtc_version);
-    else if (k.headers_id != headers) other_headers = true;
+    if (k.arch != arch)
+      archs.insert(k.arch);
+    else if (k.nvrtc_version != compiler::nvrtc_version())
+      nvrtcs.insert(k.nvrtc_version);
+    else if (k.headers_id != headers)
+      other_headers = true;
   };
   for (const auto& e : entries)
     if (e.kernel) near(*e.kernel);
   for (const auto& b : bundles)
     for (const auto& item : b.items()) near(item.kernel);
   std::vector<std::string> reasons;
-  if (!archs.empty()) reasons.push_back(fmt::format("compiled only for other archs ({})", fmt::join(archs, ", ")));
-  if (!nvrtcs.empty()) reasons.push_back(fmt::format("compiled by another NVRTC version ({})", fmt::join(nvrtcs, ", ")));
-  if (other_headers) reasons.push_back("compiled from other template or CUDA header bytes (another kiln or toolkit build)");
+  if (!archs.empty())
+    reasons.push_back(fmt::format("compiled only for other archs ({})", fmt::join(archs, ", ")));
+  if (!nvrtcs.empty())
+    reasons.push_back(
+        fmt::format("compiled by another NVRTC version ({})", fmt::join(nvrtcs, ", ")));
+  if (other_headers)
+    reasons.push_back(
+        "compiled from other template or CUDA header bytes (another kiln or toolkit build)");
   int other_format = 0;
-  for (const auto& e : entries) other_format += e.problem.find("format version") != std::string::npos;
-  if (other_format) reasons.push_back(fmt::format("{} entries of another format version cannot be read", other_format));
-  return "miss: " + (reasons.empty() ? std::string("no entry") : fmt::format("{}", fmt::join(reasons, "; ")));
+  for (const auto& e : entries)
+    other_format += e.problem.find("format version") != std::string::npos;
+  if (other_format)
+    reasons.push_back(
+        fmt::format("{} entries of another format version cannot be read", other_format));
+  return "miss: " +
+         (reasons.empty() ? std::string("no entry") : fmt::format("{}", fmt::join(reasons, "; ")));
 }
 
 // What the tuning records say of the kernel whose default spec id is `signature`.
@@ -53,8 +65,8 @@ std::vector<std::string> tuning_notes(const std::string& signature, const std::s
     const cache::TuningRecord* r = db.find(signature);
     if (!r) continue;
     if (db.gpu() == gpu)
-      notes.push_back(fmt::format("tuned on this GPU: {} ({:.1f} us, default {:.1f} us)", autotune::describe(r->winner),
-                                  r->winner_us, r->default_us));
+      notes.push_back(fmt::format("tuned on this GPU: {} ({:.1f} us, default {:.1f} us)",
+                                  autotune::describe(r->winner), r->winner_us, r->default_us));
     else
       notes.push_back(fmt::format("a tuning record of '{}' is not applied: {}", db.gpu(),
                                   gpu.empty() ? "no GPU here" : "this GPU is '" + gpu + "'"));
@@ -71,7 +83,8 @@ int cache_explain(const cache::DiskCache& c, const std::string& path, std::strin
     gpu = ctx.info().name;
     if (arch.empty()) arch = ctx.info().arch();
   }
-  if (arch.empty()) throw ArgumentError("no GPU here to take the arch from; pass --arch (e.g. sm_90a)");
+  if (arch.empty())
+    throw ArgumentError("no GPU here to take the arch from; pass --arch (e.g. sm_90a)");
   std::vector<cache::Bundle> bundles;
   for (const std::string& b : cache::bundles_from_env()) bundles.push_back(cache::Bundle::open(b));
   const auto entries = c.list();
@@ -81,7 +94,8 @@ int cache_explain(const cache::DiskCache& c, const std::string& path, std::strin
   const cache::TuningDb* mine = nullptr;
   for (const auto& db : dbs)
     if (db.gpu() == gpu) mine = &db;
-  const std::vector<KernelSpec> defaults = load_specs(path, nullptr, arch), specs = mine ? load_specs(path, mine, arch) : defaults;
+  const std::vector<KernelSpec> defaults = load_specs(path, nullptr, arch),
+                                specs = mine ? load_specs(path, mine, arch) : defaults;
   int misses = 0;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const KernelSpec& spec = specs[i];
@@ -90,14 +104,16 @@ int cache_explain(const cache::DiskCache& c, const std::string& path, std::strin
     for (const auto& b : bundles)
       if (verdict.empty() && b.find(key)) verdict = "hit (bundle " + b.path() + ")";
     for (const auto& e : entries)
-      if (verdict.empty() && e.key == key.hex()) verdict = e.kernel ? "hit (disk)" : "miss: the entry is corrupt (" + e.problem + ")";
+      if (verdict.empty() && e.key == key.hex())
+        verdict = e.kernel ? "hit (disk)" : "miss: the entry is corrupt (" + e.problem + ")";
     if (verdict.empty()) {
       verdict = why_missed(spec, arch, entries, bundles);
       ++misses;
     }
     fmt::print("{:<30} {:<7} {}\n", spec.name, arch, verdict);
     if (graph)
-      for (const std::string& note : tuning_notes(compiler::spec_id(defaults[i]), gpu, dbs)) fmt::print("  {}\n", note);
+      for (const std::string& note : tuning_notes(compiler::spec_id(defaults[i]), gpu, dbs))
+        fmt::print("  {}\n", note);
   }
   return misses ? 1 : 0;
 }

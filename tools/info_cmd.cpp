@@ -1,7 +1,6 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-
 #include <kiln/error.hpp>
 
 #include "cache/bundle.hpp"
@@ -29,7 +28,9 @@ std::vector<std::string> split_list(const std::string& s, char sep) {
 
 std::vector<std::string> arch_list(const std::string& s, const char* option) {
   std::vector<std::string> archs = split_list(s);
-  if (archs.empty()) throw ArgumentError(fmt::format("{} '{}': name one or more archs, e.g. {} sm_80,sm_90a", option, s, option));
+  if (archs.empty())
+    throw ArgumentError(
+        fmt::format("{} '{}': name one or more archs, e.g. {} sm_80,sm_90a", option, s, option));
   for (const std::string& arch : archs) {
     try {
       compiler::target_options(arch);
@@ -42,7 +43,9 @@ std::vector<std::string> arch_list(const std::string& s, const char* option) {
 
 bool fuse_ops(bool no_fuse) { return !no_fuse && fusion_enabled(); }
 
-std::string Globals::dir() const { return cache_dir.empty() ? cache::default_cache_dir() : cache_dir; }
+std::string Globals::dir() const {
+  return cache_dir.empty() ? cache::default_cache_dir() : cache_dir;
+}
 
 EngineOptions Globals::engine_options() const {
   EngineOptions o;
@@ -51,7 +54,8 @@ EngineOptions Globals::engine_options() const {
 }
 
 void add_info(CLI::App& app, Command& run, const Globals& g) {
-  auto* cmd = app.add_subcommand("info", "Show devices, NVRTC and driver versions, cache directory, bundles");
+  auto* cmd = app.add_subcommand(
+      "info", "Show devices, NVRTC and driver versions, cache directory, bundles");
   cmd->callback([&run, &g] {
     run = [&g] {
       fmt::print("kiln {}\nNVRTC {}\n", KILN_VERSION, compiler::nvrtc_version());
@@ -71,7 +75,8 @@ void add_info(CLI::App& app, Command& run, const Globals& g) {
         fmt::print("devices: none ({})\n", why);
       }
       try {
-        fmt::print("cache: {} (cap: {})\n", g.dir(), cache::describe_cap(cache::default_max_bytes()));
+        fmt::print("cache: {} (cap: {})\n", g.dir(),
+                   cache::describe_cap(cache::default_max_bytes()));
       } catch (const Error& e) {
         fmt::print("cache: none ({})\n", e.what());
       }

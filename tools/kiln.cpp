@@ -1,6 +1,5 @@
 // The kiln command-line tool.
 #include <iostream>
-
 #include <kiln/error.hpp>
 #include <kiln/graph.hpp>
 
@@ -15,7 +14,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", KILN_VERSION);
   app.fallthrough();  // global options after a subcommand too: `kiln cache ls --cache-dir D`
   kiln::tools::Globals globals;
-  app.add_option("--cache-dir", globals.cache_dir, "Cache directory (default: $KILN_CACHE_DIR, else ~/.cache/kiln)");
+  app.add_option("--cache-dir", globals.cache_dir,
+                 "Cache directory (default: $KILN_CACHE_DIR, else ~/.cache/kiln)");
   kiln::tools::Command run;
   kiln::tools::add_info(app, run, globals);
   kiln::tools::add_cache(app, run, globals);
@@ -24,10 +24,12 @@ int main(int argc, char** argv) {
   kiln::tools::add_tune(app, run, globals);
   kiln::tools::add_bench(app, run, globals);
   if (argc > 1 && argv[1][0] != '-') {
-    const auto known = app.get_subcommands([&](const CLI::App* s) { return s->check_name(argv[1]); });
+    const auto known =
+        app.get_subcommands([&](const CLI::App* s) { return s->check_name(argv[1]); });
     if (known.empty()) {
-      std::cerr << "kiln: unknown command '" << kiln::printable_name(argv[1])
-                << "'; the commands: info, cache, precompile, plan, run, bench, tune (kiln --help)\n";
+      std::cerr
+          << "kiln: unknown command '" << kiln::printable_name(argv[1])
+          << "'; the commands: info, cache, precompile, plan, run, bench, tune (kiln --help)\n";
       return 1;
     }
   }
@@ -47,7 +49,8 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::cerr << "kiln: out of host memory\n";
   } catch (const std::exception& e) {
-    std::cerr << kiln::tools::error_report(std::string("internal error (please report it): ") + e.what(), kiln::logs_debug());
+    std::cerr << kiln::tools::error_report(
+        std::string("internal error (please report it): ") + e.what(), kiln::logs_debug());
   }
   return 1;
 }

@@ -5,10 +5,9 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <kiln/error.hpp>
 #include <limits>
 #include <regex>
-
-#include <kiln/error.hpp>
 
 #include "cache/atomic_file.hpp"
 
@@ -17,10 +16,14 @@ namespace {
 
 const char* descr_of(DType t) {
   switch (t) {
-    case DType::f32: return "<f4";
-    case DType::f16: return "<f2";
-    case DType::bf16: return "<u2";
-    case DType::boolean: return "|b1";
+    case DType::f32:
+      return "<f4";
+    case DType::f16:
+      return "<f2";
+    case DType::bf16:
+      return "<u2";
+    case DType::boolean:
+      return "|b1";
   }
   return "?";
 }
@@ -41,10 +44,13 @@ Shape parse_shape(const std::string& dims, const Bad& bad) {
     std::int64_t e = 0;
     bool ok = !item.empty();
     for (char c : item) {
-      ok = ok && c >= '0' && c <= '9' && e <= (std::numeric_limits<std::int64_t>::max() - (c - '0')) / 10;
+      ok = ok && c >= '0' && c <= '9' &&
+           e <= (std::numeric_limits<std::int64_t>::max() - (c - '0')) / 10;
       if (ok) e = e * 10 + (c - '0');
     }
-    if (!ok) throw bad(fmt::format("shape ({}): extent '{}' is not an integer from 0 to 2^63-1", dims, item));
+    if (!ok)
+      throw bad(
+          fmt::format("shape ({}): extent '{}' is not an integer from 0 to 2^63-1", dims, item));
     shape.push_back(e);
   }
   return shape;
@@ -54,8 +60,11 @@ Shape parse_shape(const std::string& dims, const Bad& bad) {
 
 NpyArray read_npy(const std::string& path, DType want) {
   std::string data, why;
-  if (!cache::read_file(path, data, why, std::size_t(1) << 40)) throw ArgumentError(fmt::format("cannot read {}: {}", path, why));
-  auto bad = [&](const std::string& why) { return ArgumentError(fmt::format("{}: {}", path, why)); };
+  if (!cache::read_file(path, data, why, std::size_t(1) << 40))
+    throw ArgumentError(fmt::format("cannot read {}: {}", path, why));
+  auto bad = [&](const std::string& why) {
+    return ArgumentError(fmt::format("{}: {}", path, why));
+  };
   if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0) throw bad("not a .npy file");
   const int major = static_cast<unsigned char>(data[6]);
   std::size_t header_len = 0, start = 0;
@@ -74,12 +83,16 @@ NpyArray read_npy(const std::string& path, DType want) {
   if (start + header_len > data.size()) throw bad("truncated header");
   const std::string header = data.substr(start, header_len);
   std::smatch m;
-  if (!std::regex_search(header, m, std::regex(R"('descr':\s*'([^']*)')"))) throw bad("no descr in the header");
+  if (!std::regex_search(header, m, std::regex(R"('descr':\s*'([^']*)')")))
+    throw bad("no descr in the header");
   const std::string descr = m[1];
   if (descr != descr_of(want) && !(want == DType::boolean && descr == "|u1"))
-    throw bad(fmt::format("dtype {} but the graph input is {} (expected {})", descr, name_of(want), descr_of(want)));
-  if (std::regex_search(header, std::regex(R"('fortran_order':\s*True)"))) throw bad("Fortran order is not supported; save a C-contiguous array");
-  if (!std::regex_search(header, m, std::regex(R"('shape':\s*\(([^)]*)\))"))) throw bad("no shape in the header");
+    throw bad(fmt::format("dtype {} but the graph input is {} (expected {})", descr, name_of(want),
+                          descr_of(want)));
+  if (std::regex_search(header, std::regex(R"('fortran_order':\s*True)")))
+    throw bad("Fortran order is not supported; save a C-contiguous array");
+  if (!std::regex_search(header, m, std::regex(R"('shape':\s*\(([^)]*)\))")))
+    throw bad("no shape in the header");
   NpyArray a;
   a.dtype = want;
   a.shape = parse_shape(m[1], bad);
@@ -91,7 +104,8 @@ NpyArray read_npy(const std::string& path, DType want) {
   }
   const std::size_t bytes = std::size_t(numel) * size_of(want);
   if (data.size() - start - header_len != bytes)
-    throw bad(fmt::format("{} bytes of data for shape {} (expected {})", data.size() - start - header_len, to_string(a.shape), bytes));
+    throw bad(fmt::format("{} bytes of data for shape {} (expected {})",
+                          data.size() - start - header_len, to_string(a.shape), bytes));
   a.bytes.assign(data.begin() + std::ptrdiff_t(start + header_len), data.end());
   return a;
 }
@@ -100,7 +114,8 @@ void write_npy(const std::string& path, const NpyArray& a) {
   std::vector<std::string> dims;
   for (auto e : a.shape) dims.push_back(std::to_string(e));
   std::string shape = fmt::format("({}{})", fmt::join(dims, ", "), dims.size() == 1 ? "," : "");
-  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr_of(a.dtype), shape);
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
+                                   descr_of(a.dtype), shape);
   const std::size_t total = 10 + header.size() + 1;
   header += std::string((64 - total % 64) % 64, ' ') + "\n";
   std::ofstream out(path, std::ios::binary);

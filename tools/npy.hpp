@@ -1,11 +1,10 @@
 #pragma once
 // .npy files for `kiln run`: f32 as <f4, f16 as <f2, bf16 as uint16 raw bits (<u2), bool as |b1.
 
-#include <string>
-#include <vector>
-
 #include <kiln/dtype.hpp>
 #include <kiln/tensor.hpp>
+#include <string>
+#include <vector>
 
 namespace kiln::tools {
 

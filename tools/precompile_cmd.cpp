@@ -3,11 +3,9 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <set>
-
-#include <nlohmann/json.hpp>
-
 #include <kiln/error.hpp>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "cache/disk_cache.hpp"
 #include "engine/compiler/compiler.hpp"
@@ -32,7 +30,8 @@ void parse_shard(const std::string& s, PrecompileOptions& o) {
   char tail = 0;
   if (std::sscanf(s.c_str(), "%d/%d%c", &i, &n, &tail) != 2)
     throw ArgumentError(fmt::format("--shard '{}': expected I/N, e.g. 0/4", s));
-  if (n < 1 || i < 0 || i >= n) throw ArgumentError(fmt::format("--shard {}: bad shard: expected I/N with 0 <= I < N", s));
+  if (n < 1 || i < 0 || i >= n)
+    throw ArgumentError(fmt::format("--shard {}: bad shard: expected I/N with 0 <= I < N", s));
   o.shard_index = i;
   o.shard_count = n;
 }
@@ -41,7 +40,8 @@ void parse_shard(const std::string& s, PrecompileOptions& o) {
 // on sm_90 and later): their union, each compiled for every arch (a split kernel compiles for
 // sm_80 into one that is never launched there), so that any arch finds its own. A file with no
 // kernels is an error: precompiling it would ship nothing.
-std::vector<KernelSpec> specs_of(const std::vector<std::string>& files, const std::vector<std::string>& archs) {
+std::vector<KernelSpec> specs_of(const std::vector<std::string>& files,
+                                 const std::vector<std::string>& archs) {
   std::vector<KernelSpec> specs;
   std::set<std::string> seen;
   for (const std::string& path : files) {
@@ -51,19 +51,27 @@ std::vector<KernelSpec> specs_of(const std::vector<std::string>& files, const st
         ++found;
         if (seen.insert(compiler::spec_id(spec)).second) specs.push_back(std::move(spec));
       }
-    if (found == 0) throw ArgumentError(fmt::format("{}: no kernels in it (an empty manifest?): nothing to precompile", path));
+    if (found == 0)
+      throw ArgumentError(
+          fmt::format("{}: no kernels in it (an empty manifest?): nothing to precompile", path));
   }
   return specs;
 }
 
 // The cache precompile writes into, refused up front when it could keep nothing.
 cache::KernelCacheOptions writable_cache(const std::string& dir) {
-  cache::KernelCacheOptions co = cache::cache_options(dir.empty() ? std::nullopt : std::optional<std::string>(dir), true, 0, {});
-  if (!co.dir) throw CacheError("precompile needs a disk cache to write into, but KILN_DISABLE_DISK_CACHE is set");
-  const cache::DiskCache disk(*co.dir);  // made if missing; CacheError if it is not a usable directory
+  cache::KernelCacheOptions co = cache::cache_options(
+      dir.empty() ? std::nullopt : std::optional<std::string>(dir), true, 0, {});
+  if (!co.dir)
+    throw CacheError(
+        "precompile needs a disk cache to write into, but KILN_DISABLE_DISK_CACHE is set");
+  const cache::DiskCache disk(
+      *co.dir);  // made if missing; CacheError if it is not a usable directory
   if (::access(disk.dir().c_str(), W_OK) != 0)
-    throw CacheError(fmt::format("precompile cannot write into the cache directory {} (not writable); pass a writable "
-                                 "--cache-dir", disk.dir()));
+    throw CacheError(fmt::format(
+        "precompile cannot write into the cache directory {} (not writable); pass a writable "
+        "--cache-dir",
+        disk.dir()));
   return co;
 }
 
@@ -71,11 +79,13 @@ void print_progress(int done, int total, const PrecompileItem& item) {
   if (::isatty(STDERR_FILENO)) {
     const int width = 30, filled = total ? done * width / total : width;
     std::fprintf(stderr, "\r[%s%s] %d/%d %-40.40s", std::string(std::size_t(filled), '#').c_str(),
-                 std::string(std::size_t(width - filled), '.').c_str(), done, total, (item.name + " " + item.arch).c_str());
+                 std::string(std::size_t(width - filled), '.').c_str(), done, total,
+                 (item.name + " " + item.arch).c_str());
     if (done == total) std::fprintf(stderr, "\n");
   } else {
-    std::fprintf(stderr, "precompile: [%d/%d] %s %s for %s (%.0f ms)%s%s\n", done, total, item.status.c_str(), item.name.c_str(),
-                 item.arch.c_str(), item.ms, item.error.empty() ? "" : ": ", item.error.c_str());
+    std::fprintf(stderr, "precompile: [%d/%d] %s %s for %s (%.0f ms)%s%s\n", done, total,
+                 item.status.c_str(), item.name.c_str(), item.arch.c_str(), item.ms,
+                 item.error.empty() ? "" : ": ", item.error.c_str());
   }
 }
 
@@ -87,14 +97,20 @@ int run_precompile(const PrecompileArgs& a, const std::string& dir) {
   const std::vector<KernelSpec> specs = specs_of(a.files, o.archs);
   cache::KernelCache cache(writable_cache(dir));
   const auto summary = precompile_specs(specs, o, cache, print_progress);
-  for (const auto& f : summary.failures) fmt::print(stderr, "failed: {} for {}: {}\n", f.name, f.arch, f.error);
+  for (const auto& f : summary.failures)
+    fmt::print(stderr, "failed: {} for {}: {}\n", f.name, f.arch, f.error);
   // Prose on stderr; with --json, stdout holds the JSON object alone.
-  fmt::print(stderr, "precompile: {} compiled, {} already cached, {} failed, {} total in {:.1f} s ({} specs x {} archs, shard {}/{}) into {}\n",
-             summary.compiled, summary.cached, summary.failed, summary.total, summary.seconds, specs.size(), o.archs.size(),
-             o.shard_index, o.shard_count, cache.describe());
+  fmt::print(stderr,
+             "precompile: {} compiled, {} already cached, {} failed, {} total in {:.1f} s ({} "
+             "specs x {} archs, shard {}/{}) into {}\n",
+             summary.compiled, summary.cached, summary.failed, summary.total, summary.seconds,
+             specs.size(), o.archs.size(), o.shard_index, o.shard_count, cache.describe());
   if (a.json)
-    fmt::print("{}\n", nlohmann::json{{"compiled", summary.compiled}, {"cached", summary.cached}, {"failed", summary.failed},
-                                      {"total", summary.total}, {"seconds", summary.seconds}}
+    fmt::print("{}\n", nlohmann::json{{"compiled", summary.compiled},
+                                      {"cached", summary.cached},
+                                      {"failed", summary.failed},
+                                      {"total", summary.total},
+                                      {"seconds", summary.seconds}}
                            .dump());
   return summary.failed ? 1 : 0;
 }
@@ -103,13 +119,19 @@ int run_precompile(const PrecompileArgs& a, const std::string& dir) {
 
 void add_precompile(CLI::App& app, Command& run, const Globals& g) {
   auto args = std::make_shared<PrecompileArgs>();
-  auto* cmd = app.add_subcommand("precompile", "Compile the kernels of manifests or graphs for some archs, without a GPU");
-  cmd->add_option("files", args->files, "Manifests written with KILN_RECORD, or graph files (*.json)")->required();
+  auto* cmd = app.add_subcommand(
+      "precompile", "Compile the kernels of manifests or graphs for some archs, without a GPU");
+  cmd->add_option("files", args->files,
+                  "Manifests written with KILN_RECORD, or graph files (*.json)")
+      ->required();
   cmd->add_option("--arch", args->archs, "Target archs, comma-separated")->capture_default_str();
   cmd->add_option("-j,--jobs", args->jobs, "Parallel NVRTC programs (default: one per core)");
-  cmd->add_option("--shard", args->shard, "Compile only share I of N (0 <= I < N), for build farms");
-  cmd->add_flag("--json", args->json, "Print the summary as one JSON object on stdout (progress stays on stderr)");
-  cmd->callback([args, &run, &g] { run = [args, &g] { return run_precompile(*args, g.cache_dir); }; });
+  cmd->add_option("--shard", args->shard,
+                  "Compile only share I of N (0 <= I < N), for build farms");
+  cmd->add_flag("--json", args->json,
+                "Print the summary as one JSON object on stdout (progress stays on stderr)");
+  cmd->callback(
+      [args, &run, &g] { run = [args, &g] { return run_precompile(*args, g.cache_dir); }; });
 }
 
 }  // namespace kiln::tools

@@ -4,23 +4,21 @@
 // Records belong to one GPU name: importing another GPU's keeps them in that GPU's file, where
 // they are never applied to this one.
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
-
 #include <kiln/error.hpp>
 
 #include "cache/atomic_file.hpp"
 #include "cache/disk_cache.hpp"
 #include "cache/tuning.hpp"
 #include "engine/fusion.hpp"
-#include "engine/tuner.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/driver.hpp"
+#include "engine/tuner.hpp"
 #include "tools/commands.hpp"
 
 namespace kiln::tools {
@@ -46,13 +44,15 @@ std::string local_gpu(std::string* why) {
 
 int run_import(const TuneArgs& a, const std::string& dir) {
   std::string text, why;
-  if (!cache::read_file(a.import_file, text, why)) throw ArgumentError(fmt::format("--import {}: cannot read it: {}", a.import_file, why));
+  if (!cache::read_file(a.import_file, text, why))
+    throw ArgumentError(fmt::format("--import {}: cannot read it: {}", a.import_file, why));
   const auto incoming = cache::TuningDb::parse(text, a.import_file);
   cache::TuningDb db = cache::TuningDb::load(dir, incoming.gpu());
   const int changed = db.merge(incoming);
   db.save(dir);
-  fmt::print("tune: imported {} records of '{}' ({} new or faster) into {}\n", incoming.records().size(), incoming.gpu(),
-             changed, cache::TuningDb::path(dir, incoming.gpu()));
+  fmt::print("tune: imported {} records of '{}' ({} new or faster) into {}\n",
+             incoming.records().size(), incoming.gpu(), changed,
+             cache::TuningDb::path(dir, incoming.gpu()));
   const std::string here = local_gpu(&why);
   if (here != incoming.gpu())
     fmt::print("tune: not applied on this machine ({}): records apply only on a '{}'\n",
@@ -64,11 +64,15 @@ int run_export(const TuneArgs& a, const std::string& dir) {
   std::string why;
   const std::string gpu = a.gpu.empty() ? local_gpu(&why) : a.gpu;
   if (gpu.empty())
-    throw ArgumentError(fmt::format("--export: no GPU here to name the records ({}); pass --gpu NAME "
-                                    "(the GPUs with records: the files in {}/tuning)", why, dir));
+    throw ArgumentError(
+        fmt::format("--export: no GPU here to name the records ({}); pass --gpu NAME "
+                    "(the GPUs with records: the files in {}/tuning)",
+                    why, dir));
   const cache::TuningDb db = cache::TuningDb::load(dir, gpu);
   if (db.records().empty())
-    throw ArgumentError(fmt::format("--export: no tuning records of '{}' in {} (tune there first: kiln tune G.json)", gpu, dir));
+    throw ArgumentError(fmt::format(
+        "--export: no tuning records of '{}' in {} (tune there first: kiln tune G.json)", gpu,
+        dir));
   cache::write_file_atomically(a.export_file, db.to_json(), 0644, "tuning export");
   fmt::print("tune: exported {} records of '{}' to {}\n", db.records().size(), gpu, a.export_file);
   return 0;
@@ -82,8 +86,10 @@ class Progress {
     if (candidate == 0) ++kernel_;
     if (!tty_ && candidate != 0) return;
     const int width = 20, filled = width * (candidate + 1) / std::max(candidates, 1);
-    fmt::print(stderr, "{}tune [{}/{}] [{}{}] {}/{} {}{}", tty_ ? "\r\033[K" : "", kernel_, kernels_, std::string(std::size_t(filled), '#'),
-               std::string(std::size_t(width - filled), '.'), candidate + 1, candidates, kernel, tty_ ? "" : "\n");
+    fmt::print(stderr, "{}tune [{}/{}] [{}{}] {}/{} {}{}", tty_ ? "\r\033[K" : "", kernel_,
+               kernels_, std::string(std::size_t(filled), '#'),
+               std::string(std::size_t(width - filled), '.'), candidate + 1, candidates, kernel,
+               tty_ ? "" : "\n");
     std::fflush(stderr);
   }
   void done() const {
@@ -96,31 +102,40 @@ class Progress {
 };
 
 int run_tune(const TuneArgs& a, const std::string& dir) {
-  if (!a.export_file.empty() && !a.import_file.empty()) throw ArgumentError("--export and --import: give one of them");
+  if (!a.export_file.empty() && !a.import_file.empty())
+    throw ArgumentError("--export and --import: give one of them");
   if (!a.import_file.empty()) return run_import(a, dir);
   if (!a.export_file.empty()) return run_export(a, dir);
-  if (a.graphs.empty()) throw ArgumentError("nothing to tune: give graph files (or --export/--import FILE)");
+  if (a.graphs.empty())
+    throw ArgumentError("nothing to tune: give graph files (or --export/--import FILE)");
   std::vector<Graph> graphs;
   int kernels = 0;
   for (const std::string& path : a.graphs) {  // a bad file says so before any GPU work
     if (path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0)
-      throw ArgumentError(fmt::format("{}: not a graph file (*.json); a manifest lists compiled kernels, not the graphs "
-                                      "that made them, so their candidates cannot be built: tune the graphs", path));
+      throw ArgumentError(fmt::format(
+          "{}: not a graph file (*.json); a manifest lists compiled kernels, not the graphs "
+          "that made them, so their candidates cannot be built: tune the graphs",
+          path));
     graphs.push_back(Graph::load(path));
     kernels += int(plan_specs(graphs.back()).size());
   }
   std::string why;
   if (local_gpu(&why).empty())
-    throw CudaError(-1, "kiln tune", "no GPU",
-                    fmt::format("tune: no GPU here ({}) to time the {} kernels: tuning times kernels on the GPU that will run "
-                                "them; run it there, then ship the records with `kiln tune --export` / `--import`", why, kernels));
+    throw CudaError(
+        -1, "kiln tune", "no GPU",
+        fmt::format(
+            "tune: no GPU here ({}) to time the {} kernels: tuning times kernels on the GPU that "
+            "will run "
+            "them; run it there, then ship the records with `kiln tune --export` / `--import`",
+            why, kernels));
   EngineOptions eo;
   eo.cache_dir = dir;
   Engine engine(eo);
   cache::TuningDb db = cache::TuningDb::load(dir, engine.device_name());
   autotune::TuneOptions to;
   if (a.budget_s > 0)
-    to.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::int64_t(a.budget_s * 1e3));
+    to.deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(std::int64_t(a.budget_s * 1e3));
   Progress progress(kernels);
   to.progress = [&](const std::string& k, int c, int n) { progress(k, c, n); };
   std::set<std::string> done;
@@ -136,7 +151,8 @@ int run_tune(const TuneArgs& a, const std::string& dir) {
       all.push_back(std::move(t));
     }
   }
-  fmt::print("\n{:<48} {:>5} {:>11} {:>11} {:>7}  {}\n", "kernel", "cands", "default us", "tuned us", "speedup", "winner");
+  fmt::print("\n{:<48} {:>5} {:>11} {:>11} {:>7}  {}\n", "kernel", "cands", "default us",
+             "tuned us", "speedup", "winner");
   int tuned = 0;
   for (const autotune::KernelTuning& t : all) {
     if (!t.skipped.empty()) {
@@ -144,10 +160,12 @@ int run_tune(const TuneArgs& a, const std::string& dir) {
       continue;
     }
     ++tuned;
-    fmt::print("{:<48} {:>5} {:>11.2f} {:>11.2f} {:>6.2f}x  {}\n", t.kernel, t.candidates, t.result.default_us, t.result.winner_us,
-               t.result.default_us / t.result.winner_us, autotune::describe(t.result.winner));
+    fmt::print("{:<48} {:>5} {:>11.2f} {:>11.2f} {:>6.2f}x  {}\n", t.kernel, t.candidates,
+               t.result.default_us, t.result.winner_us, t.result.default_us / t.result.winner_us,
+               autotune::describe(t.result.winner));
   }
-  fmt::print("tune: {} kernels tuned on '{}'; records in {}\n", tuned, engine.device_name(), cache::TuningDb::path(dir, engine.device_name()));
+  fmt::print("tune: {} kernels tuned on '{}'; records in {}\n", tuned, engine.device_name(),
+             cache::TuningDb::path(dir, engine.device_name()));
   return 0;
 }
 
@@ -155,15 +173,17 @@ int run_tune(const TuneArgs& a, const std::string& dir) {
 
 void add_tune(CLI::App& app, Command& run, const Globals& g) {
   auto args = std::make_shared<TuneArgs>();
-  auto* cmd = app.add_subcommand("tune", "Pick the fastest template parameters per kernel on this GPU; ship records");
+  auto* cmd = app.add_subcommand(
+      "tune", "Pick the fastest template parameters per kernel on this GPU; ship records");
   cmd->add_option("graphs", args->graphs, "Graph files (*.json) whose kernels to tune");
-  cmd->add_option("--budget-s", args->budget_s, "Start no kernel after this many seconds (the rest keep their defaults)");
-  cmd->add_option("--export", args->export_file, "Write the tuning records of one GPU (this one, or --gpu) to FILE");
-  cmd->add_option("--import", args->import_file, "Merge tuning records from FILE (a --export file)");
+  cmd->add_option("--budget-s", args->budget_s,
+                  "Start no kernel after this many seconds (the rest keep their defaults)");
+  cmd->add_option("--export", args->export_file,
+                  "Write the tuning records of one GPU (this one, or --gpu) to FILE");
+  cmd->add_option("--import", args->import_file,
+                  "Merge tuning records from FILE (a --export file)");
   cmd->add_option("--gpu", args->gpu, "GPU name for --export (default: this machine's)");
-  cmd->callback([args, &run, &g] {
-    run = [args, &g] { return run_tune(*args, g.dir()); };
-  });
+  cmd->callback([args, &run, &g] { run = [args, &g] { return run_tune(*args, g.dir()); }; });
 }
 
 }  // namespace kiln::tools

@@ -1,18 +1,18 @@
 #include "engine/compiler/compiler.hpp"
-#include "engine/compiler/cubin.hpp"
 
 #include <fmt/format.h>
 #include <nvrtc.h>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
-#include <memory>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
+#include <kiln/error.hpp>
+#include <memory>
 #include <regex>
 #include <sstream>
 
-#include <kiln/error.hpp>
+#include "engine/compiler/cubin.hpp"
 
 namespace kiln::compiler {
 namespace {
@@ -24,8 +24,9 @@ using Program = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, ProgramDele
 
 void check(nvrtcResult r, const char* call, const std::string& kernel) {
   if (r != NVRTC_SUCCESS)
-    throw CompileError(fmt::format("{} failed for kernel {}: {}", call, kernel, nvrtcGetErrorString(r)),
-                       kernel, "", "");
+    throw CompileError(
+        fmt::format("{} failed for kernel {}: {}", call, kernel, nvrtcGetErrorString(r)), kernel,
+        "", "");
 }
 
 struct Arch {
@@ -37,22 +38,27 @@ Arch parse_arch(const std::string& arch) {
   // sm_ + 2 or 3 digits + an optional 'a' or 'f', read without a regex: every specialization
   // asks (has_clusters), so every Plan::run.
   std::size_t digits = 0;
-  while (3 + digits < arch.size() && std::isdigit(static_cast<unsigned char>(arch[3 + digits]))) ++digits;
+  while (3 + digits < arch.size() && std::isdigit(static_cast<unsigned char>(arch[3 + digits])))
+    ++digits;
   const std::size_t end = 3 + digits;
   const bool suffix = end + 1 == arch.size() && (arch[end] == 'a' || arch[end] == 'f');
   if (arch.compare(0, 3, "sm_") != 0 || digits < 2 || digits > 3 || (end != arch.size() && !suffix))
-    throw ArgumentError(fmt::format("bad arch '{}': expected sm_XY or sm_XYa, e.g. sm_80, sm_90a", arch));
+    throw ArgumentError(
+        fmt::format("bad arch '{}': expected sm_XY or sm_XYa, e.g. sm_80, sm_90a", arch));
   return {std::atoi(arch.c_str() + 3), suffix};
 }
 
 // Digits of a compiler's log as an int (-1 beyond 9 digits: no log line means that).
-int small_number(const std::string& digits) { return digits.size() > 9 ? -1 : std::atoi(digits.c_str()); }
+int small_number(const std::string& digits) {
+  return digits.size() > 9 ? -1 : std::atoi(digits.c_str());
+}
 
 // Source lines around each "file(line): error" of the log, numbered.
 std::string excerpts(const std::string& log, const KernelSpec& spec, const HeaderTable& headers) {
   static const std::regex re(R"(([^\s(]+)\((\d+)\): (error|catastrophic error))");
   std::string out;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+       ++it) {
     const std::string file = (*it)[1];
     const int line = small_number((*it)[2]);
     const std::string* text = file == spec.name + ".cu" ? &spec.source
@@ -63,7 +69,8 @@ std::string excerpts(const std::string& log, const KernelSpec& spec, const Heade
     std::string l;
     out += fmt::format("--- {} around line {}:\n", file, line);
     for (int n = 1; std::getline(in, l); ++n)
-      if (n >= line - 3 && n <= line + 3) out += fmt::format("{}{:5} | {}\n", n == line ? ">" : " ", n, l);
+      if (n >= line - 3 && n <= line + 3)
+        out += fmt::format("{}{:5} | {}\n", n == line ? ">" : " ", n, l);
   }
   return out;
 }
@@ -74,8 +81,8 @@ int ptxas_number(const std::string& log, const char* pattern) {
   return -1;
 }
 
-std::vector<std::pair<std::string_view, std::string_view>> included(const KernelSpec& spec, const HeaderTable& headers,
-                                                                   std::vector<std::string>& names) {
+std::vector<std::pair<std::string_view, std::string_view>> included(
+    const KernelSpec& spec, const HeaderTable& headers, std::vector<std::string>& names) {
   names = headers.closure(spec.source);
   std::vector<std::pair<std::string_view, std::string_view>> out;
   for (const std::string& name : names) out.emplace_back(name, headers.source(name));
@@ -84,10 +91,12 @@ std::vector<std::pair<std::string_view, std::string_view>> included(const Kernel
 
 }  // namespace
 
-cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch, const HeaderTable& headers) {
+cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch,
+                       const HeaderTable& headers) {
   std::vector<std::string> names;
   const std::string nvrtc = nvrtc_version();
-  return cache::compute_key({spec.source, spec.expression, included(spec, headers, names), spec.options, arch, nvrtc});
+  return cache::compute_key(
+      {spec.source, spec.expression, included(spec, headers, names), spec.options, arch, nvrtc});
 }
 
 std::string spec_id(const KernelSpec& spec) {
@@ -115,7 +124,8 @@ std::vector<std::string> target_options(const std::string& arch) {
   nvrtcGetSupportedArchs(supported.data());
   if (supported.empty() || a.number < supported.front())
     throw ArgumentError(fmt::format("NVRTC {} cannot target {} (oldest it supports: sm_{})",
-                                    nvrtc_version(), arch, supported.empty() ? 0 : supported.front()));
+                                    nvrtc_version(), arch,
+                                    supported.empty() ? 0 : supported.front()));
   for (int s : supported)
     if (s == a.number) return {"--gpu-architecture=" + arch};
   int best = supported.front();
@@ -125,7 +135,8 @@ std::vector<std::string> target_options(const std::string& arch) {
   return {fmt::format("--gpu-architecture=compute_{}", best)};
 }
 
-CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const HeaderTable& headers) {
+CompiledKernel compile(const KernelSpec& spec, const std::string& arch,
+                       const HeaderTable& headers) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> options = spec.options;
   const std::vector<std::string> target = target_options(arch);
@@ -171,7 +182,8 @@ CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const He
   out.arch = arch;
   out.is_ptx = ptx;
   const char* lowered = nullptr;
-  check(nvrtcGetLoweredName(raw, spec.expression.c_str(), &lowered), "nvrtcGetLoweredName", spec.name);
+  check(nvrtcGetLoweredName(raw, spec.expression.c_str(), &lowered), "nvrtcGetLoweredName",
+        spec.name);
   out.lowered_name = lowered;
   std::size_t size = 0;
   if (ptx) {
@@ -186,19 +198,22 @@ CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const He
   // Registers from the cubin itself; spill stores only ptxas's log tells, but a kernel with no
   // stack frame has none.
   const CubinFacts facts = ptx ? CubinFacts{} : read_cubin(out.image, out.lowered_name);
-  out.registers = facts.registers >= 0 ? facts.registers : ptxas_number(log, R"(Used (\d+) registers)");
+  out.registers =
+      facts.registers >= 0 ? facts.registers : ptxas_number(log, R"(Used (\d+) registers)");
   out.spill_bytes = ptxas_number(log, R"((\d+) bytes spill stores)");
   if (out.spill_bytes < 0 && facts.stack_bytes == 0) out.spill_bytes = 0;
   out.log = log;
   out.spec_id = spec_id(spec);
   out.headers_id = headers_id(spec, headers);
   out.nvrtc_version = nvrtc_version();
-  out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  out.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   // Spills reported here are mostly the ABI saves around the slow-path calls of IEEE div,
   // sqrt and sin; they are kept in the entry's metadata.
-  spdlog::info("kiln: compiled {} for {} in {:.1f} ms ({} registers, {} bytes spilled)", spec.name, arch,
-               out.compile_ms, out.registers, out.spill_bytes);
-  spdlog::debug("kiln: source of {}:\n{}\n// instantiation: {}", spec.name, spec.source, spec.expression);
+  spdlog::info("kiln: compiled {} for {} in {:.1f} ms ({} registers, {} bytes spilled)", spec.name,
+               arch, out.compile_ms, out.registers, out.spill_bytes);
+  spdlog::debug("kiln: source of {}:\n{}\n// instantiation: {}", spec.name, spec.source,
+                spec.expression);
   return out;
 }
 

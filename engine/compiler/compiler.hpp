@@ -27,7 +27,8 @@ cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch,
 /// Arch-free identity of a spec (source, expression, options), hex.
 std::string spec_id(const KernelSpec& spec);
 /// Identity of the header bytes spec includes, hex.
-std::string headers_id(const KernelSpec& spec, const HeaderTable& headers = HeaderTable::embedded());
+std::string headers_id(const KernelSpec& spec,
+                       const HeaderTable& headers = HeaderTable::embedded());
 
 /// Compiles spec for arch. Throws CompileError with the NVRTC log and the numbered source
 /// around each error line.

@@ -1,8 +1,7 @@
 #include "engine/compiler/headers.hpp"
 
-#include <set>
-
 #include <kiln/error.hpp>
+#include <set>
 
 namespace kiln::detail {
 struct EmbeddedHeader {
@@ -53,7 +52,8 @@ bool HeaderTable::contains(std::string_view name) const { return headers_.count(
 
 const std::string& HeaderTable::source(std::string_view name) const {
   auto it = headers_.find(name);
-  if (it == headers_.end()) throw ArgumentError("no header '" + std::string(name) + "' in kiln's header table");
+  if (it == headers_.end())
+    throw ArgumentError("no header '" + std::string(name) + "' in kiln's header table");
   return it->second;
 }
 

@@ -26,7 +26,9 @@ Context::Context(int ordinal) {
   int count = 0;
   KILN_CU_CHECK(d.cuDeviceGetCount(&count), object);
   if (ordinal < 0 || ordinal >= count)
-    throw_cuda_error(CUDA_ERROR_INVALID_DEVICE, "cuDeviceGet", fmt::format("{} (the driver reports {} devices)", object, count), __FILE__, __LINE__);
+    throw_cuda_error(CUDA_ERROR_INVALID_DEVICE, "cuDeviceGet",
+                     fmt::format("{} (the driver reports {} devices)", object, count), __FILE__,
+                     __LINE__);
   KILN_CU_CHECK(d.cuDeviceGet(&device_, ordinal), object);
   char name[256] = {};
   KILN_CU_CHECK(d.cuDeviceGetName(name, sizeof name, device_), object);
@@ -46,16 +48,18 @@ Context::Context(int ordinal) {
   info_.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   KILN_CU_CHECK(d.cuDeviceTotalMem(&info_.total_memory, device_), object);
   KILN_CU_CHECK(d.cuDriverGetVersion(&info_.driver_version), object);
-  spdlog::debug("kiln: {}: driver {:.1f} ms (loaded and initialized on first use), device queries {:.1f} ms", object,
-                driver_ms, ms_since(start) - driver_ms);
+  spdlog::debug(
+      "kiln: {}: driver {:.1f} ms (loaded and initialized on first use), device queries {:.1f} ms",
+      object, driver_ms, ms_since(start) - driver_ms);
   const CUdevice device = device_;
-  ctx_ = std::async(std::launch::async, [device, object, ms_since] {
-           const auto retain = std::chrono::steady_clock::now();
-           CUcontext ctx = nullptr;
-           KILN_CU_CHECK(driver().cuDevicePrimaryCtxRetain(&ctx, device), object);
-           spdlog::debug("kiln: {}: primary context retained in {:.1f} ms", object, ms_since(retain));
-           return ctx;
-         }).share();
+  ctx_ =
+      std::async(std::launch::async, [device, object, ms_since] {
+        const auto retain = std::chrono::steady_clock::now();
+        CUcontext ctx = nullptr;
+        KILN_CU_CHECK(driver().cuDevicePrimaryCtxRetain(&ctx, device), object);
+        spdlog::debug("kiln: {}: primary context retained in {:.1f} ms", object, ms_since(retain));
+        return ctx;
+      }).share();
 }
 
 Context::~Context() {
@@ -70,7 +74,8 @@ Context::~Context() {
 }
 
 ContextGuard::ContextGuard(const Context& ctx) {
-  KILN_CU_CHECK(driver().cuCtxPushCurrent(ctx.get()), fmt::format("context of device {}", ctx.info().ordinal));
+  KILN_CU_CHECK(driver().cuCtxPushCurrent(ctx.get()),
+                fmt::format("context of device {}", ctx.info().ordinal));
 }
 
 ContextGuard::~ContextGuard() {

@@ -3,9 +3,8 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include <mutex>
-
 #include <kiln/error.hpp>
+#include <mutex>
 
 namespace kiln::runtime {
 namespace {
@@ -32,10 +31,10 @@ Loaded load() {
   }
   // Note: the library stays open for the life of the process; the driver does not support
   // being unloaded while contexts exist.
-#define KILN_DRIVER_LOAD(fn)                                                               \
+#define KILN_DRIVER_LOAD(fn)                                                                  \
   out.driver.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, KILN_STRINGIZE_EXPANDED(fn))); \
-  if (!out.driver.fn && out.error.empty())                                                 \
-    out.error = fmt::format("the CUDA driver lacks {}; update the NVIDIA driver",          \
+  if (!out.driver.fn && out.error.empty())                                                    \
+    out.error = fmt::format("the CUDA driver lacks {}; update the NVIDIA driver",             \
                             KILN_STRINGIZE_EXPANDED(fn));
   KILN_DRIVER_FUNCTIONS(KILN_DRIVER_LOAD)
 #undef KILN_DRIVER_LOAD

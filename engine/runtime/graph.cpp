@@ -32,7 +32,8 @@ KernelGraph::KernelGraph(const std::vector<GraphLaunch>& launches) {
   for (std::size_t i = 0; i < launches.size(); ++i) {
     const CUDA_KERNEL_NODE_PARAMS p = node_params(launches[i]);
     CUgraphNode node = nullptr;
-    KILN_CU_CHECK(d.cuGraphAddKernelNode(&node, g, nodes_.empty() ? nullptr : &nodes_.back(), nodes_.empty() ? 0 : 1, &p),
+    KILN_CU_CHECK(d.cuGraphAddKernelNode(&node, g, nodes_.empty() ? nullptr : &nodes_.back(),
+                                         nodes_.empty() ? 0 : 1, &p),
                   fmt::format("kernel {} of a plan's CUDA graph", i));
     nodes_.push_back(node);
   }

@@ -4,9 +4,8 @@
 #include <cuda.h>
 
 #include <cstddef>
-#include <memory>
-
 #include <kiln/tensor.hpp>
+#include <memory>
 
 #include "engine/runtime/context.hpp"
 

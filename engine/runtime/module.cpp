@@ -13,8 +13,7 @@ void ModuleDeleter::operator()(CUmodule m) const {
     spdlog::warn("kiln: cuModuleUnload failed: {}", result_name(r));
 }
 
-Module::Module(const std::string& image, const std::string& lowered_name,
-               const std::string& kernel)
+Module::Module(const std::string& image, const std::string& lowered_name, const std::string& kernel)
     : kernel_(kernel) {
   CUmodule m = nullptr;
   KILN_CU_CHECK(driver().cuModuleLoadData(&m, image.data()), "module of kernel " + kernel);
@@ -32,16 +31,20 @@ int Module::registers() const {
 
 unsigned Module::allow_dynamic_shared(int optin) {
   int fixed = 0;
-  KILN_CU_CHECK(driver().cuFuncGetAttribute(&fixed, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function_), "kernel " + kernel_);
+  KILN_CU_CHECK(driver().cuFuncGetAttribute(&fixed, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function_),
+                "kernel " + kernel_);
   const int dynamic = std::max(0, optin - fixed);
-  KILN_CU_CHECK(driver().cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic),
+  KILN_CU_CHECK(driver().cuFuncSetAttribute(
+                    function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic),
                 "kernel " + kernel_);
   return unsigned(dynamic);
 }
 
-void Module::launch(unsigned grid, unsigned block, unsigned shared, CUstream stream, void** args) const {
-  KILN_CU_CHECK(driver().cuLaunchKernel(function_, grid, 1, 1, block, 1, 1, shared, stream, args, nullptr),
-                "kernel " + kernel_);
+void Module::launch(unsigned grid, unsigned block, unsigned shared, CUstream stream,
+                    void** args) const {
+  KILN_CU_CHECK(
+      driver().cuLaunchKernel(function_, grid, 1, 1, block, 1, 1, shared, stream, args, nullptr),
+      "kernel " + kernel_);
 }
 
 }  // namespace kiln::runtime

@@ -1,15 +1,15 @@
 // hello: silu(a * b + c), op by op, checked on the CPU. The three ops run as a plan with fusion
 // off: one kernel each, every result rounded to the dtype as eager calls (kiln::mul(e, a, b))
-// would round it; the plan compiles its three kernels side by side as soon as the engine exists. On a machine with no GPU
-// (or with --offline) it compiles the same kernels for --arch into the cache instead.
-#include <CLI/CLI.hpp>
+// would round it; the plan compiles its three kernels side by side as soon as the engine exists. On
+// a machine with no GPU (or with --offline) it compiles the same kernels for --arch into the cache
+// instead.
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
-#include <random>
-
 #include <kiln/kiln.hpp>
+#include <random>
 
 namespace {
 
@@ -24,23 +24,31 @@ kiln::Plan hello_plan(std::int64_t n, kiln::DType dtype) {
 void report(const kiln::Engine& e) {
   fmt::print("kernels:\n");
   for (const kiln::KernelRecord& k : e.kernels())
-    fmt::print("  {:<28} {:<9} {:>7.1f} ms  {:>3} regs  key {}\n", k.name, k.source, k.compile_ms, k.registers, k.key);
+    fmt::print("  {:<28} {:<9} {:>7.1f} ms  {:>3} regs  key {}\n", k.name, k.source, k.compile_ms,
+               k.registers, k.key);
   const kiln::CacheCounters c = e.counters();
-  fmt::print("cache {}: compiles {}, memory hits {}, bundle hits {}, disk hits {}, bad entries {}, compile {:.1f} ms\n",
-             e.cache_dir(), c.compiles, c.memory_hits, c.bundle_hits, c.disk_hits, c.bad_entries, c.compile_ms);
+  fmt::print(
+      "cache {}: compiles {}, memory hits {}, bundle hits {}, disk hits {}, bad entries {}, "
+      "compile {:.1f} ms\n",
+      e.cache_dir(), c.compiles, c.memory_hits, c.bundle_hits, c.disk_hits, c.bad_entries,
+      c.compile_ms);
 }
 
 int run_on_gpu(std::int64_t n, kiln::DType dtype) {
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> dist(-2, 2);
-  std::vector<std::vector<unsigned char>> host(3, std::vector<unsigned char>(std::size_t(n) * kiln::size_of(dtype)));
+  std::vector<std::vector<unsigned char>> host(
+      3, std::vector<unsigned char>(std::size_t(n) * kiln::size_of(dtype)));
   for (auto& h : host)
-    for (std::int64_t i = 0; i < n; ++i) kiln::store_element(dtype, dist(rng), h.data() + i * kiln::size_of(dtype));
+    for (std::int64_t i = 0; i < n; ++i)
+      kiln::store_element(dtype, dist(rng), h.data() + i * kiln::size_of(dtype));
 
   const kiln::Plan plan = hello_plan(n, dtype);
   // Timed: engine creation (driver, context, cache, bundles), upload, three ops, download.
   const auto t0 = std::chrono::steady_clock::now();
-  const auto since = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+  const auto since = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
   kiln::Engine e;
   // Compiled (or read from the cache) now, side by side, while the driver brings up the GPU's
   // context; the first run then only launches.
@@ -50,7 +58,8 @@ int run_on_gpu(std::int64_t n, kiln::DType dtype) {
   kiln::Tensor b = e.from_host({n}, dtype, host[1].data());
   kiln::Tensor c = e.from_host({n}, dtype, host[2].data());
   const double upload_ms = since();
-  kiln::Tensor y = std::move(plan.run(e, {{"a", a.view()}, {"b", b.view()}, {"c", c.view()}}).at("y"));
+  kiln::Tensor y =
+      std::move(plan.run(e, {{"a", a.view()}, {"b", b.view()}, {"c", c.view()}}).at("y"));
   const double run_ms = since();
   std::vector<unsigned char> out(y.bytes());
   y.copy_to_host(out.data());
@@ -58,7 +67,9 @@ int run_on_gpu(std::int64_t n, kiln::DType dtype) {
 
   // The CPU reference rounds each op's result to the dtype, as the op-by-op GPU run does.
   double worst = 0;
-  auto at = [&](int k, std::int64_t i) { return kiln::load_element(dtype, host[k].data() + i * kiln::size_of(dtype)); };
+  auto at = [&](int k, std::int64_t i) {
+    return kiln::load_element(dtype, host[k].data() + i * kiln::size_of(dtype));
+  };
   auto round = [&](double v) {
     unsigned char tmp[4];
     kiln::store_element(dtype, v, tmp);
@@ -71,11 +82,15 @@ int run_on_gpu(std::int64_t n, kiln::DType dtype) {
     worst = std::max(worst, std::fabs(have - want) / std::max(1.0, std::fabs(want)));
   }
   const double tol = dtype == kiln::DType::f32 ? 1e-5 : 1e-2;
-  fmt::print("silu(a*b + c) on {} ({}), {} x {}: max error {:.2e} (tolerance {:.0e}) -> {}\n", e.device_name(), e.arch(),
-             n, kiln::name_of(dtype), worst, tol, worst <= tol ? "ok" : "FAIL");
-  fmt::print("engine creation to first result: {:.1f} ms ({} NVRTC compiles): engine and kernels {:.1f}, uploads {:.1f}, "
-             "plan's first run {:.1f}, download {:.1f}\n",
-             ready_ms, e.counters().compiles, engine_ms, upload_ms - engine_ms, run_ms - upload_ms, ready_ms - run_ms);
+  fmt::print("silu(a*b + c) on {} ({}), {} x {}: max error {:.2e} (tolerance {:.0e}) -> {}\n",
+             e.device_name(), e.arch(), n, kiln::name_of(dtype), worst, tol,
+             worst <= tol ? "ok" : "FAIL");
+  fmt::print(
+      "engine creation to first result: {:.1f} ms ({} NVRTC compiles): engine and kernels {:.1f}, "
+      "uploads {:.1f}, "
+      "plan's first run {:.1f}, download {:.1f}\n",
+      ready_ms, e.counters().compiles, engine_ms, upload_ms - engine_ms, run_ms - upload_ms,
+      ready_ms - run_ms);
   report(e);
   return worst <= tol ? 0 : 1;
 }
@@ -86,7 +101,8 @@ int precompile(std::int64_t n, kiln::DType dtype, const std::string& arch) {
   o.arch = arch;
   kiln::Engine e(o);
   hello_plan(n, dtype).compile(e);
-  fmt::print("precompiled silu(a*b + c) for {} x {} on {} (no GPU used)\n", n, kiln::name_of(dtype), arch);
+  fmt::print("precompiled silu(a*b + c) for {} x {} on {} (no GPU used)\n", n, kiln::name_of(dtype),
+             arch);
   report(e);
   return 0;
 }

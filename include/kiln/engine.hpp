@@ -4,12 +4,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <kiln/tensor.hpp>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <kiln/tensor.hpp>
 
 namespace kiln {
 
@@ -52,8 +51,9 @@ struct KernelRecord {
   std::string key;     ///< cache key (hex)
   std::string source;  ///< "compiled", "bundle", "disk" or "memory"
   double compile_ms = 0;
-  int registers = -1;    ///< per thread, from the cubin (-1 for a PTX image)
-  int spill_bytes = -1;  ///< spill stores, from ptxas (0 where the cubin has no stack frame; -1 unknown)
+  int registers = -1;  ///< per thread, from the cubin (-1 for a PTX image)
+  int spill_bytes =
+      -1;  ///< spill stores, from ptxas (0 where the cubin has no stack frame; -1 unknown)
 };
 
 namespace detail {

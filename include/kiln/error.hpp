@@ -33,9 +33,10 @@ class CudaError : public Error {
 /// source around each error line.
 class CompileError : public Error {
  public:
-  CompileError(const std::string& message, std::string kernel, std::string log,
-               std::string options)
-      : Error(message), kernel_(std::move(kernel)), log_(std::move(log)),
+  CompileError(const std::string& message, std::string kernel, std::string log, std::string options)
+      : Error(message),
+        kernel_(std::move(kernel)),
+        log_(std::move(log)),
         options_(std::move(options)) {}
   const std::string& kernel() const { return kernel_; }
   const std::string& log() const { return log_; }

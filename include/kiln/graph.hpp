@@ -3,15 +3,14 @@
 /// Op graphs: build one in C++ (operators on kiln::Value) or load the JSON format of
 /// docs/graph-format.md; a kiln::Plan fuses it into kernels.
 
+#include <kiln/error.hpp>
+#include <kiln/ops.hpp>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
-
-#include <kiln/error.hpp>
-#include <kiln/ops.hpp>
 
 namespace kiln {
 
@@ -48,7 +47,8 @@ class Graph {
   Value input(const std::string& name, const Shape& shape, DType dtype);
   /// Adds op `op` on `args`; infers its shape and dtype (ShapeError/DtypeError naming the
   /// node). An empty name gets "t<N>".
-  Value add(std::string_view op, const std::vector<GraphArg>& args, const Attrs& attrs = {}, std::string name = "");
+  Value add(std::string_view op, const std::vector<GraphArg>& args, const Attrs& attrs = {},
+            std::string name = "");
   /// Marks `v` as an output; a non-empty `name` renames its node (the name outputs go by in
   /// Plan::run and `kiln run`). GraphError if the name is taken or invalid.
   void output(Value v, const std::string& name = "");
@@ -62,7 +62,8 @@ class Graph {
   const Node& node(int id) const { return nodes_.at(std::size_t(id)); }
   int find(std::string_view name) const;  ///< -1 if absent
 
-  /// The JSON format of docs/graph-format.md. Anything malformed is a GraphError naming the node and field.
+  /// The JSON format of docs/graph-format.md. Anything malformed is a GraphError naming the node
+  /// and field.
   static Graph parse(std::string_view json, const std::string& origin = "graph");
   static Graph load(const std::string& path);
   std::string to_json() const;
@@ -93,18 +94,21 @@ Value apply(std::string_view op, const std::vector<GraphArg>& args, const Attrs&
   inline Value op(Value x) { return apply(#op, {x}); }
 #define KILN_GRAPH_BINARY(op) \
   inline Value op(GraphArg a, GraphArg b) { return apply(#op, {a, b}); }
-KILN_GRAPH_UNARY(exp) KILN_GRAPH_UNARY(log) KILN_GRAPH_UNARY(sqrt) KILN_GRAPH_UNARY(rsqrt)
-KILN_GRAPH_UNARY(sin) KILN_GRAPH_UNARY(cos) KILN_GRAPH_UNARY(gelu_tanh)
-KILN_GRAPH_UNARY(tanh) KILN_GRAPH_UNARY(sigmoid) KILN_GRAPH_UNARY(relu) KILN_GRAPH_UNARY(gelu)
-KILN_GRAPH_UNARY(silu) KILN_GRAPH_UNARY(softplus) KILN_GRAPH_UNARY(abs) KILN_GRAPH_UNARY(neg)
-KILN_GRAPH_UNARY(softmax) KILN_GRAPH_UNARY(log_softmax)
-KILN_GRAPH_BINARY(pow) KILN_GRAPH_BINARY(maximum) KILN_GRAPH_BINARY(minimum)
-KILN_GRAPH_BINARY(eq) KILN_GRAPH_BINARY(ne) KILN_GRAPH_BINARY(lt) KILN_GRAPH_BINARY(le) KILN_GRAPH_BINARY(gt)
-KILN_GRAPH_BINARY(ge)
+KILN_GRAPH_UNARY(exp)
+KILN_GRAPH_UNARY(log) KILN_GRAPH_UNARY(sqrt) KILN_GRAPH_UNARY(rsqrt) KILN_GRAPH_UNARY(sin)
+    KILN_GRAPH_UNARY(cos) KILN_GRAPH_UNARY(gelu_tanh) KILN_GRAPH_UNARY(tanh)
+        KILN_GRAPH_UNARY(sigmoid) KILN_GRAPH_UNARY(relu) KILN_GRAPH_UNARY(gelu)
+            KILN_GRAPH_UNARY(silu) KILN_GRAPH_UNARY(softplus) KILN_GRAPH_UNARY(abs)
+                KILN_GRAPH_UNARY(neg) KILN_GRAPH_UNARY(softmax) KILN_GRAPH_UNARY(log_softmax)
+                    KILN_GRAPH_BINARY(pow) KILN_GRAPH_BINARY(maximum) KILN_GRAPH_BINARY(minimum)
+                        KILN_GRAPH_BINARY(eq) KILN_GRAPH_BINARY(ne) KILN_GRAPH_BINARY(lt)
+                            KILN_GRAPH_BINARY(le) KILN_GRAPH_BINARY(gt) KILN_GRAPH_BINARY(ge)
 #undef KILN_GRAPH_UNARY
 #undef KILN_GRAPH_BINARY
-/// cond ? a : b, elementwise (cond a bool mask, or true where nonzero).
-inline Value where(GraphArg cond, GraphArg a, GraphArg b) { return apply("where", {cond, a, b}); }
+    /// cond ? a : b, elementwise (cond a bool mask, or true where nonzero).
+    inline Value where(GraphArg cond, GraphArg a, GraphArg b) {
+  return apply("where", {cond, a, b});
+}
 /// x limited to [min, max]; either bound may be left out.
 inline Value clamp(Value x, std::optional<double> min, std::optional<double> max) {
   Attrs a;
@@ -133,7 +137,8 @@ inline Value reduce_all(std::string_view op, Value x, bool keepdim = false) {
   return apply(op, {x}, a);
 }
 /// layer_norm / rms_norm over the last axis, with optional weight and bias ([C]).
-inline Value norm(std::string_view op, Value x, std::vector<GraphArg> affine = {}, double eps = 1e-5) {
+inline Value norm(std::string_view op, Value x, std::vector<GraphArg> affine = {},
+                  double eps = 1e-5) {
   Attrs a;
   a.eps = eps;
   std::vector<GraphArg> args = {x};
@@ -144,14 +149,14 @@ inline Value norm(std::string_view op, Value x, std::vector<GraphArg> affine = {
 namespace detail {
 class PlanImpl;
 struct PlanAccess;
-}
+}  // namespace detail
 
 /// A kernel of a plan: its name, the graph nodes it computes, its launch shape.
 struct PlanKernel {
   std::string name;  ///< "<stem>__dynamic" where it depends on a dynamic dim other than a batch
   std::vector<std::string> ops;  ///< node names, in order
-  unsigned grid = 0;   ///< 0 where a dynamic dim sets it
-  unsigned block = 0;  ///< 0 where a dynamic dim sets it
+  unsigned grid = 0;             ///< 0 where a dynamic dim sets it
+  unsigned block = 0;            ///< 0 where a dynamic dim sets it
 };
 
 /// A graph fused into kernels, ready to run on an engine.
@@ -180,7 +185,8 @@ class Plan {
   /// buffers change, the kernels' parameters are updated in the graph; when the kernels change
   /// (new shapes or layouts, another engine), it is rebuilt. Intermediates stay allocated
   /// between calls. One replay at a time per plan (calls are serialized).
-  std::map<std::string, Tensor> replay(Engine& engine, const std::map<std::string, TensorView>& inputs,
+  std::map<std::string, Tensor> replay(Engine& engine,
+                                       const std::map<std::string, TensorView>& inputs,
                                        const std::map<std::string, TensorView>& outputs = {}) const;
 
  private:

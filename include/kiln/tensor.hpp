@@ -3,11 +3,10 @@
 /// TensorView borrows device memory from the host app; Tensor owns memory kiln allocated.
 
 #include <cstdint>
+#include <kiln/dtype.hpp>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <kiln/dtype.hpp>
 
 namespace kiln {
 

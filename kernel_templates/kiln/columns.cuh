@@ -13,11 +13,15 @@
 
 namespace kiln {
 
-template <class Body, class Row, class Epi, class L, int V, class Index, int BX, int BY, long long R, long long IG>
-__global__ void __launch_bounds__(BX * BY)
-    columns(const Args<Epi::Outputs::size + Body::Inputs::size + Epi::Inputs::size, Body::scalars + 1 + Epi::scalars> args,
+template <class Body, class Row, class Epi, class L, int V, class Index, int BX, int BY,
+          long long R, long long IG>
+__global__ void __launch_bounds__(BX* BY)
+    columns(const Args<Epi::Outputs::size + Body::Inputs::size + Epi::Inputs::size,
+                       Body::scalars + 1 + Epi::scalars>
+                args,
             Index) {
-  static_assert(BX * BY % 32 == 0 && BX * BY <= 1024, "a column block is whole warps, at most 1024 threads");
+  static_assert(BX * BY % 32 == 0 && BX * BY <= 1024,
+                "a column block is whole warps, at most 1024 threads");
   static_assert((BY & (BY - 1)) == 0, "BY is a power of two");
   constexpr int NO = Epi::Outputs::size;
   constexpr int NI = Body::Inputs::size;
@@ -52,7 +56,8 @@ __global__ void __launch_bounds__(BX * BY)
   for (int h = BY / 2; h > 0; h /= 2) {
     if (ty < h) {
 #pragma unroll
-      for (int i = 0; i < V; ++i) part[ty][tx * V + i] = Row::merge(part[ty][tx * V + i], part[ty + h][tx * V + i]);
+      for (int i = 0; i < V; ++i)
+        part[ty][tx * V + i] = Row::merge(part[ty][tx * V + i], part[ty + h][tx * V + i]);
     }
     __syncthreads();
   }
@@ -75,7 +80,9 @@ __global__ void __launch_bounds__(BX * BY)
     typename Row::Params params[V];
 #pragma unroll
     for (int i = 0; i < V; ++i) params[i] = Row::params(part[0][tx * V + i], float(R), eps);
-    const auto apply = [&](int i, float x, float w, float b) { return Row::apply(x, params[i], w, b); };
+    const auto apply = [&](int i, float x, float w, float b) {
+      return Row::apply(x, params[i], w, b);
+    };
     for (Index r = Index(ty); r < Index(R); r += BY) {
       Index off[K];
       float x[V];

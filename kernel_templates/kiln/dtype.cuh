@@ -46,7 +46,9 @@ __device__ __forceinline__ float to_float(bf16 x) {
 template <class T>
 __device__ __forceinline__ T from_float(float x);
 template <>
-__device__ __forceinline__ float from_float<float>(float x) { return x; }
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
 template <>
 __device__ __forceinline__ bool8 from_float<bool8>(float x) {
   return bool8{static_cast<unsigned char>(x != 0.0f)};
@@ -66,7 +68,8 @@ __device__ __forceinline__ bf16 from_float<bf16>(float x) {
   // No bf16 conversion before sm_80: round to nearest even by hand; NaN becomes the canonical
   // NaN, as cvt.rn.bf16.f32 makes it.
   const unsigned u = __float_as_uint(x);
-  h.bits = x != x ? (unsigned short)0x7fffu : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  h.bits =
+      x != x ? (unsigned short)0x7fffu : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 #endif
   return h;
 }

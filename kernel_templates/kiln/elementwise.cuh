@@ -55,9 +55,11 @@ struct Operand {
   using Raw = Pack<T, kPacked ? V : 1>;
   template <class Index>
   __device__ __forceinline__ static Raw load(const void* p, Index off) {
-    return load_pack<T, kPacked ? V : 1>(static_cast<const T*>(p) + off);
+    return load_pack < T, kPacked ? V : 1 > (static_cast<const T*>(p) + off);
   }
-  __device__ __forceinline__ static float value(const Raw& r, int i) { return to_float(r.v[kPacked ? i : 0]); }
+  __device__ __forceinline__ static float value(const Raw& r, int i) {
+    return to_float(r.v[kPacked ? i : 0]);
+  }
 };
 
 /// The raw packs of every input for one group, held as a recursive tuple.
@@ -89,7 +91,8 @@ struct InputPacks<L, V, Slot, Types<T, Rest...>> {
 template <int J, class Outs, int V>
 struct StoreOutputs {
   template <class Index, int NO>
-  __device__ __forceinline__ static void run(void* const* p, const Index* off, const float (&y)[V][NO]) {
+  __device__ __forceinline__ static void run(void* const* p, const Index* off,
+                                             const float (&y)[V][NO]) {
     using T = typename detail::TypeAt<J, Outs>::type;
     Pack<T, V> r;
 #pragma unroll
@@ -101,7 +104,8 @@ struct StoreOutputs {
 
 template <class Body, class L, int V, class Index, int Block, int Unroll>
 __global__ void __launch_bounds__(Block)
-    elementwise(const Args<Body::Outputs::size + Body::Inputs::size, Body::scalars> args, Index groups) {
+    elementwise(const Args<Body::Outputs::size + Body::Inputs::size, Body::scalars> args,
+                Index groups) {
   static_assert(V >= 1 && (V & (V - 1)) == 0, "the vector width must be a power of two");
   static_assert(Body::Outputs::size >= 1, "an elementwise kernel writes at least one output");
   constexpr int NO = Body::Outputs::size;

@@ -5,14 +5,14 @@
 namespace kiln {
 namespace op {
 
-#define KILN_UNARY(Name, expr)                                               \
-  struct Name {                                                              \
-    static constexpr int arity = 1;                                          \
+#define KILN_UNARY(Name, expr)                                              \
+  struct Name {                                                             \
+    static constexpr int arity = 1;                                         \
     __device__ __forceinline__ static float apply(float x) { return expr; } \
   };
-#define KILN_BINARY(Name, expr)                                                       \
-  struct Name {                                                                       \
-    static constexpr int arity = 2;                                                   \
+#define KILN_BINARY(Name, expr)                                                      \
+  struct Name {                                                                      \
+    static constexpr int arity = 2;                                                  \
     __device__ __forceinline__ static float apply(float a, float b) { return expr; } \
   };
 
@@ -35,7 +35,7 @@ KILN_UNARY(Softplus, x > 20.0f ? x : log1pf(expf(x)))
 
 KILN_BINARY(Add, a + b)
 KILN_BINARY(Sub, a - b)
-KILN_BINARY(Mul, a * b)
+KILN_BINARY(Mul, a* b)
 KILN_BINARY(Div, a / b)
 KILN_BINARY(Pow, powf(a, b))
 KILN_BINARY(Maximum, (a != a || b != b) ? a + b : fmaxf(a, b))

@@ -30,7 +30,9 @@ __device__ __forceinline__ typename Row::Stat warp_reduce(typename Row::Stat x) 
 }
 
 /// The smallest power of two >= n.
-__host__ __device__ constexpr int pow2_at_least(int n) { return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2); }
+__host__ __device__ constexpr int pow2_at_least(int n) {
+  return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2);
+}
 
 /// The statistic of the whole block, in every thread. Each warp merges its lanes, then every
 /// warp merges the warps' statistics itself (the same bits in each): one __syncthreads, and no
@@ -56,9 +58,13 @@ __device__ __forceinline__ unsigned cluster_rank() {
   return r;
 }
 /// This thread arrives at the cluster barrier, releasing nothing (pair with cluster_wait()).
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
 /// Waits until every thread of the cluster has arrived, acquiring what they released.
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
 
 /// What the blocks of a cluster push to each other: every warp's statistic, at [rank][warp] in
 /// every block, and the mbarrier that counts their bytes in.
@@ -95,7 +101,10 @@ __device__ __forceinline__ void cluster_start(unsigned staged_bytes) {
   if (threadIdx.x == 0) {
     const unsigned bytes = unsigned(sizeof(ClusterParts<Row, Block, Split>::part)) + staged_bytes;
     unsigned long long state;
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;" : "=l"(state) : "r"(bar), "r"(bytes) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;"
+                 : "=l"(state)
+                 : "r"(bar), "r"(bytes)
+                 : "memory");
   }
   cluster_arrive();
 }
@@ -103,11 +112,13 @@ __device__ __forceinline__ void cluster_start(unsigned staged_bytes) {
 /// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory into this
 /// block's shared memory with the Tensor Memory Accelerator, counted on the mbarrier `bar`
 /// (cluster_bar(), set by cluster_start()): they have landed once cluster_reduce() returns.
-__device__ __forceinline__ void stage_copy(void* dst, const void* src, unsigned bytes, unsigned bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   unsigned(__cvta_generic_to_shared(dst))),
-               "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar)
-               : "memory");
+__device__ __forceinline__ void stage_copy(void* dst, const void* src, unsigned bytes,
+                                           unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(unsigned(__cvta_generic_to_shared(dst))),
+      "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar)
+      : "memory");
 }
 
 /// The statistic of the whole cluster, in every thread of every block with the same bits. Each
@@ -126,21 +137,25 @@ __device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat 
   const unsigned bar = cluster_bar<Row, Block, Split>();
   cluster_wait();  // every block's mbarrier is initialized
   if (lane < unsigned(Split)) {
-    const unsigned slot = unsigned(__cvta_generic_to_shared(&parts.part[cluster_rank() * kWarps + warp]));
+    const unsigned slot =
+        unsigned(__cvta_generic_to_shared(&parts.part[cluster_rank() * kWarps + warp]));
     unsigned rslot, rbar;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rslot) : "r"(slot), "r"(lane));
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(bar), "r"(lane));
     const float* const f = reinterpret_cast<const float*>(&v);
 #pragma unroll
     for (int i = 0; i < kFloats; ++i)
-      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(rslot + 4u * i),
-                   "r"(__float_as_uint(f[i])), "r"(rbar)
-                   : "memory");
+      asm volatile(
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(rslot +
+                                                                                            4u * i),
+          "r"(__float_as_uint(f[i])), "r"(rbar)
+          : "memory");
   }
   unsigned done = 0;
   while (!done)
     asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; "
+        "selp.u32 %0, 1, 0, p; }"
         : "=r"(done)
         : "r"(bar)
         : "memory");

@@ -40,7 +40,8 @@ __device__ __forceinline__ float fold_lanes(const float (&x)[N][V], int n, float
 #pragma unroll
   for (int it = 0; it < N; ++it)
 #pragma unroll
-    for (int i = 0; i < V; ++i) acc[i] = op(acc[i], it < n ? f(x[it][i]) : init);  // init: op's identity
+    for (int i = 0; i < V; ++i)
+      acc[i] = op(acc[i], it < n ? f(x[it][i]) : init);  // init: op's identity
   return tree(acc, op);
 }
 __device__ __forceinline__ float same(float v) { return v; }
@@ -55,7 +56,9 @@ struct RowTraits {
 };
 
 struct Sum : RowTraits {
-  struct Stat { float s; };
+  struct Stat {
+    float s;
+  };
   using Local = Stat;
   static constexpr bool kWritesRow = false;
   __device__ static Stat init() { return {0.0f}; }
@@ -72,7 +75,9 @@ struct Mean : Sum {
 
 // max/min propagate NaN, as PyTorch does.
 struct Max : RowTraits {
-  struct Stat { float m; };
+  struct Stat {
+    float m;
+  };
   using Local = Stat;
   static constexpr bool kWritesRow = false;
   __device__ static Stat init() { return {-inf()}; }
@@ -84,7 +89,9 @@ struct Max : RowTraits {
 };
 
 struct Min : RowTraits {
-  struct Stat { float m; };
+  struct Stat {
+    float m;
+  };
   using Local = Stat;
   static constexpr bool kWritesRow = false;
   __device__ static Stat init() { return {inf()}; }
@@ -99,9 +106,13 @@ constexpr float kLog2e = 1.4426950408889634f;
 
 // Online softmax statistic: running max m and sum of exp(x - m), one exp per element.
 struct SoftmaxStat : RowTraits {
-  struct Stat { float m, s; };
+  struct Stat {
+    float m, s;
+  };
   using Local = Stat;
-  struct Params { float m, inv_s; };
+  struct Params {
+    float m, inv_s;
+  };
   static constexpr bool kWritesRow = true;
   __device__ static Stat init() { return {-inf(), 0.0f}; }
   __device__ static Local local_init() { return init(); }
@@ -129,7 +140,9 @@ struct SoftmaxStat : RowTraits {
 };
 
 struct Softmax : SoftmaxStat {
-  __device__ static float apply(float x, Params p, float, float) { return exp2_fast((x - p.m) * kLog2e) * p.inv_s; }
+  __device__ static float apply(float x, Params p, float, float) {
+    return exp2_fast((x - p.m) * kLog2e) * p.inv_s;
+  }
   // A thread's values become exp(x - m) for its own max m (one exp per element, no dependent
   // update per element); pass 2 multiplies them by exp(m - row max) / sum. A NaN is skipped by
   // the max and makes the sum NaN, so the whole row is NaN, as in PyTorch.
@@ -152,7 +165,9 @@ struct Softmax : SoftmaxStat {
       }
     return {m, tree(sv, add)};
   }
-  __device__ static float scale(Params p, Local l) { return exp2_fast((l.m - p.m) * kLog2e) * p.inv_s; }
+  __device__ static float scale(Params p, Local l) {
+    return exp2_fast((l.m - p.m) * kLog2e) * p.inv_s;
+  }
 };
 
 struct LogSoftmax : SoftmaxStat {
@@ -164,9 +179,13 @@ struct LogSoftmax : SoftmaxStat {
 // their mean, then the squares around it (two passes over registers, one division); one value
 // at a time it updates them (Welford: a division per value, only for a streamed row's tail).
 struct LayerNorm : RowTraits {
-  struct Stat { float n, mean, m2; };
+  struct Stat {
+    float n, mean, m2;
+  };
   using Local = Stat;
-  struct Params { float mean, rstd; };
+  struct Params {
+    float mean, rstd;
+  };
   static constexpr bool kWritesRow = true;
   static constexpr bool kFoldsCached = true;
   __device__ static Stat init() { return {0.0f, 0.0f, 0.0f}; }
@@ -181,23 +200,34 @@ struct LayerNorm : RowTraits {
   __device__ static Local fold(const float (&x)[N][V], int n) {
     if (n == 0) return init();
     const float count = float(n * V), mean = __fdividef(fold_lanes(x, n, 0.0f, same, add), count);
-    return {count, mean, fold_lanes(x, n, 0.0f, [mean](float v) { return square(v - mean); }, add)};
+    return {count, mean,
+            fold_lanes(
+                x, n, 0.0f, [mean](float v) { return square(v - mean); }, add)};
   }
   __device__ static Stat to_stat(Local a) { return a; }
   __device__ static Stat merge(Stat a, Stat b) {
     const float n = a.n + b.n;
     if (n == 0.0f) return a;
-    const float d = b.mean - a.mean, f = __fdividef(b.n, n);  // not a full division: ~17 merges per row
+    const float d = b.mean - a.mean,
+                f = __fdividef(b.n, n);  // not a full division: ~17 merges per row
     return {n, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f};
   }
-  __device__ static Params params(Stat a, float, float eps) { return {a.mean, rsqrtf(a.m2 / a.n + eps)}; }
-  __device__ static float apply(float x, Params p, float w, float b) { return (x - p.mean) * p.rstd * w + b; }
+  __device__ static Params params(Stat a, float, float eps) {
+    return {a.mean, rsqrtf(a.m2 / a.n + eps)};
+  }
+  __device__ static float apply(float x, Params p, float w, float b) {
+    return (x - p.mean) * p.rstd * w + b;
+  }
 };
 
 struct RmsNorm : RowTraits {
-  struct Stat { float ss; };
+  struct Stat {
+    float ss;
+  };
   using Local = Stat;
-  struct Params { float rstd; };
+  struct Params {
+    float rstd;
+  };
   static constexpr bool kWritesRow = true;
   __device__ static Stat init() { return {0.0f}; }
   __device__ static Local local_init() { return init(); }

@@ -54,7 +54,8 @@ struct Stash {
     if constexpr (V % 4 == 0) {
 #pragma unroll
       for (int q = 0; q < V / 4; ++q)
-        reinterpret_cast<float4*>(base)[q * capacity + j] = make_float4(x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]);
+        reinterpret_cast<float4*>(base)[q * capacity + j] =
+            make_float4(x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]);
     } else {
 #pragma unroll
       for (int i = 0; i < V; ++i) base[i * capacity + j] = x[i];
@@ -113,8 +114,8 @@ struct Tail {
     epi.load(p, off);
   }
   template <class Index, int K, class Apply>
-  __device__ __forceinline__ void store(void* const* p, const Index (&off)[K], const float (&x)[V], const Apply& apply,
-                                        const float* epi_scalars) const {
+  __device__ __forceinline__ void store(void* const* p, const Index (&off)[K], const float (&x)[V],
+                                        const Apply& apply, const float* epi_scalars) const {
     constexpr int NP = Epi::Inputs::size;
     float y[V][NO];
 #pragma unroll
@@ -131,8 +132,9 @@ struct Tail {
 
 // Pass 2 for one group at offsets `off` whose row values are `x`.
 template <class Epi, class Extra, class L, int V, int NO, int NI, class Index, int K, class Apply>
-__device__ __forceinline__ void write_group(void* const* p, const Index (&off)[K], const float (&x)[V],
-                                            const Apply& apply, const float* epi_scalars) {
+__device__ __forceinline__ void write_group(void* const* p, const Index (&off)[K],
+                                            const float (&x)[V], const Apply& apply,
+                                            const float* epi_scalars) {
   Tail<Epi, Extra, L, V, NO, NI> tail;
   tail.load(p, off);
   tail.store(p, off, x, apply, epi_scalars);
@@ -152,10 +154,14 @@ struct Staged {
   static constexpr unsigned kBytes = kPlane * unsigned(Extra::size);
   template <int E = 0>
   __host__ __device__ static constexpr bool contiguous() {
-    if constexpr (E == Extra::size) return true;
-    else return sizeof(T<E>) * V == kGroupBytes && L::Inner::template stride<Slot + E>() == V && contiguous<E + 1>();
+    if constexpr (E == Extra::size)
+      return true;
+    else
+      return sizeof(T<E>) * V == kGroupBytes && L::Inner::template stride<Slot + E>() == V &&
+             contiguous<E + 1>();
   }
-  static constexpr bool kOn = Split > 1 && Items > 0 && Extra::size > 0 && kBytes <= 32768 && contiguous();
+  static constexpr bool kOn = Split > 1 && Items > 0 && Extra::size > 0 && kBytes <= 32768 &&
+                              contiguous();
   // Staged, ptxas hoists every group's shared loads of pass 2 and grows from 48 registers to 64
   // (4 blocks of 256 a multiprocessor instead of 5, and slower: bench/NOTES.md); the
   // kernel asks for the blocks of the 40 warps that 48 registers hold (0: no minimum).
@@ -163,12 +169,14 @@ struct Staged {
 
   /// The block's slices (its first group at offsets `off`) copied in, counted on mbarrier `bar`.
   template <class Index, int K>
-  __device__ __forceinline__ static void copy(unsigned char* dst, void* const* p, const Index (&off)[K], unsigned count,
-                                             unsigned bar) {
+  __device__ __forceinline__ static void copy(unsigned char* dst, void* const* p,
+                                              const Index (&off)[K], unsigned count, unsigned bar) {
 #pragma unroll
     for (int e = 0; e < Extra::size; ++e)  // each element is kGroupBytes / V bytes (contiguous())
-      stage_copy(dst + e * kPlane, static_cast<const unsigned char*>(p[Slot + e]) + off[Slot + e] * Index(kGroupBytes / V),
-                 count * kGroupBytes, bar);
+      stage_copy(
+          dst + e * kPlane,
+          static_cast<const unsigned char*>(p[Slot + e]) + off[Slot + e] * Index(kGroupBytes / V),
+          count * kGroupBytes, bar);
   }
   /// Group j of the block's slice into `packs` (a Tail's extra).
   template <class Packs, class Index>
@@ -187,9 +195,11 @@ struct Staged {
 // One block's share of a row: the whole row, or with Split > 1 its part of a row split
 // between the Split blocks of a cluster (each covers Block * Items groups in registers, or
 // streams a Split-th of the row), whose statistics merge through distributed shared memory.
-template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block, int Items, int Split, class A>
+template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
+          int Items, int Split, class A>
 __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
-  static_assert(Block % 32 == 0 && Block <= 1024, "a row block is whole warps, at most 1024 threads");
+  static_assert(Block % 32 == 0 && Block <= 1024,
+                "a row block is whole warps, at most 1024 threads");
   static_assert(Items >= 0 && Items <= 16, "at most 16 groups per thread in registers");
   static_assert(Extra::size <= 2, "extra row inputs are weight and bias");
   static_assert(Split >= 1 && Split <= 8 && Split <= Block, "a row splits between 1 to 8 blocks");
@@ -198,17 +208,23 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
   constexpr int K = NO + NI + Extra::size + Epi::Inputs::size;
   using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
   unsigned part = Split > 1 ? cluster_rank() : 0u;
-  const Index span = Split == 1 ? groups_per_row : Items > 0 ? Index(Block * Items) : (groups_per_row + Split - 1) / Split;
+  const Index span = Split == 1  ? groups_per_row
+                     : Items > 0 ? Index(Block * Items)
+                                 : (groups_per_row + Split - 1) / Split;
   const Index lo = Index(part) * span;
-  const Index count = lo >= groups_per_row ? Index(0) : groups_per_row - lo < span ? groups_per_row - lo : span;
-  const Index first = Index(blockIdx.x / Split) * groups_per_row + lo;  // this block's group j is `first + j`
+  const Index count = lo >= groups_per_row         ? Index(0)
+                      : groups_per_row - lo < span ? groups_per_row - lo
+                                                   : span;
+  const Index first =
+      Index(blockIdx.x / Split) * groups_per_row + lo;  // this block's group j is `first + j`
   const float eps = args.s[Body::scalars];
   const float* epi_scalars = args.s + Body::scalars + 1;
   const float n = float(groups_per_row) * float(V);
   using Stage = Staged<Extra, L, V, NO + NI, Block, Items, Split>;
   __shared__ alignas(128) unsigned char staged[Stage::kOn ? Stage::kBytes : 1];
   if constexpr (Split > 1) {
-    const unsigned staged_bytes = Stage::kOn ? unsigned(count) * Stage::kGroupBytes * unsigned(Extra::size) : 0u;
+    const unsigned staged_bytes =
+        Stage::kOn ? unsigned(count) * Stage::kGroupBytes * unsigned(Extra::size) : 0u;
     cluster_start<Row, Block, Split>(staged_bytes);
     if constexpr (Stage::kOn) {
       if (threadIdx.x == 0 && count > 0) {
@@ -266,9 +282,11 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         prologue<Body>(raw[u], args.s, x[u]);
-        if (Row::kWritesRow && j + Index(u) * Block < stash.capacity) stash.put(j + Index(u) * Block, x[u]);
+        if (Row::kWritesRow && j + Index(u) * Block < stash.capacity)
+          stash.put(j + Index(u) * Block, x[u]);
       }
-      if constexpr (Row::kFoldsCached) {  // the batch folded at once (its values are not needed after)
+      if constexpr (Row::kFoldsCached) {  // the batch folded at once (its values are not needed
+                                          // after)
         local = Row::merge(local, Row::fold(x, kBatch));
       } else {
 #pragma unroll
@@ -287,8 +305,10 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
     }
   }
   typename Row::Stat stat;
-  if constexpr (Split > 1) stat = cluster_reduce<Row, Block, Split>(Row::to_stat(local));
-  else stat = block_reduce<Row, Block>(Row::to_stat(local));
+  if constexpr (Split > 1)
+    stat = cluster_reduce<Row, Block, Split>(Row::to_stat(local));
+  else
+    stat = block_reduce<Row, Block>(Row::to_stat(local));
 
   if constexpr (!Row::kWritesRow) {
     static_assert(Epi::Inputs::size == 0, "a reduction's epilogue reads nothing but the row value");
@@ -306,8 +326,10 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
       float scale = 1.0f;
       if constexpr (Row::kRescalesCached) scale = Row::scale(params, local);
       const auto apply_cached = [&](int i, float x, float w, float b) {
-        if constexpr (Row::kRescalesCached) return x * scale;
-        else return apply(i, x, w, b);
+        if constexpr (Row::kRescalesCached)
+          return x * scale;
+        else
+          return apply(i, x, w, b);
       };
 #pragma unroll
       for (int it = 0; it < Items; ++it) {
@@ -321,7 +343,8 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
             tail.epi.load(args.p, off);
             tail.store(args.p, off, cached[it], apply_cached, epi_scalars);
           } else {
-            write_group<Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], apply_cached, epi_scalars);
+            write_group<Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], apply_cached,
+                                                  epi_scalars);
           }
         }
       }
@@ -344,8 +367,10 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) {
           float x[V];
-          if (j + Index(u) * Block < stash.capacity) stash.get(j + Index(u) * Block, x);
-          else prologue<Body>(raw[u], args.s, x);
+          if (j + Index(u) * Block < stash.capacity)
+            stash.get(j + Index(u) * Block, x);
+          else
+            prologue<Body>(raw[u], args.s, x);
           tail[u].store(args.p, off[u], x, apply, epi_scalars);
         }
       }
@@ -365,13 +390,16 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
 }
 
 template <class Body, class Epi, class Extra>
-using RowArgs = Args<Epi::Outputs::size + Body::Inputs::size + Extra::size + Epi::Inputs::size, Body::scalars + 1 + Epi::scalars>;
+using RowArgs = Args<Epi::Outputs::size + Body::Inputs::size + Extra::size + Epi::Inputs::size,
+                     Body::scalars + 1 + Epi::scalars>;
 
 }  // namespace row
 
 /// One block per row.
-template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block, int Items>
-__global__ void __launch_bounds__(Block) rows(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
+template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
+          int Items>
+__global__ void __launch_bounds__(Block)
+    rows(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
   row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1>(args, groups_per_row);
 }
 
@@ -383,9 +411,13 @@ __global__ void __launch_bounds__(Block) rows(const row::RowArgs<Body, Epi, Extr
 
 /// Split blocks per row, a cluster each (sm_90 and later; compiled for an earlier arch it
 /// traps, and the engine never chooses it there).
-template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block, int Items, int Split>
-__global__ void __launch_bounds__(Block, (row::Staged<Extra, L, V, Epi::Outputs::size + Body::Inputs::size, Block, Items, Split>::kMinBlocks)) KILN_CLUSTER_DIMS(Split)
-    rows_split(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
+template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
+          int Items, int Split>
+__global__ void __launch_bounds__(Block,
+                                  (row::Staged<Extra, L, V, Epi::Outputs::size + Body::Inputs::size,
+                                               Block, Items, Split>::kMinBlocks))
+    KILN_CLUSTER_DIMS(Split)
+        rows_split(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split>(args, groups_per_row);
 #else

@@ -1,4 +1,5 @@
 #include "cache/bundle.hpp"
+
 #include "cache/kernel_cache.hpp"
 #include "tests/cache/fixtures.hpp"
 #include "tests/support.hpp"

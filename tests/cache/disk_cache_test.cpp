@@ -23,7 +23,8 @@ std::vector<std::string> files_in(const std::string& dir) {
   std::vector<std::string> out;
   DIR* d = ::opendir(dir.c_str());
   while (const dirent* e = d ? ::readdir(d) : nullptr)
-    if (e->d_name[0] != '.' || std::string(e->d_name).rfind(".tmp-", 0) == 0) out.push_back(e->d_name);
+    if (e->d_name[0] != '.' || std::string(e->d_name).rfind(".tmp-", 0) == 0)
+      out.push_back(e->d_name);
   if (d) ::closedir(d);
   return out;
 }
@@ -127,7 +128,8 @@ TEST_CASE("disk cache: a path that is a file is refused") {
   CHECK_THROWS_AS(DiskCache(tmp / "file"), kiln::CacheError);
 }
 
-TEST_CASE("disk cache: directory and entries of another owner are refused" * doctest::skip(::geteuid() != 0)) {
+TEST_CASE("disk cache: directory and entries of another owner are refused" *
+          doctest::skip(::geteuid() != 0)) {
   TempDir tmp;
   const std::string dir = tmp / "foreign";
   ::mkdir(dir.c_str(), 0700);
@@ -158,7 +160,10 @@ TEST_CASE("disk cache: read-only or full disk degrades to memory with one warnin
       errno = ENOSPC;
       return -1;
     };
-    io.open = [&](const char* p, int f, mode_t m) { ++opens; return ::open(p, f, m); };
+    io.open = [&](const char* p, int f, mode_t m) {
+      ++opens;
+      return ::open(p, f, m);
+    };
   } else {
     io.open = [&](const char*, int, mode_t) {
       ++opens;
@@ -171,7 +176,7 @@ TEST_CASE("disk cache: read-only or full disk degrades to memory with one warnin
   CHECK(c.get(key_of(8), n.for_key(8)).kernel->image == kernel_of(8).image);
   CHECK_FALSE(c.disk_writable());
   CHECK(c.get(key_of(9), n.for_key(9)).kernel->image == kernel_of(9).image);
-  CHECK(opens == 1);  // after the first failure it stops trying
+  CHECK(opens == 1);                    // after the first failure it stops trying
   CHECK(files_in(tmp.path()).empty());  // no temp file left either
   CHECK(c.get(key_of(8), n.for_key(8)).source == KernelCache::Source::memory);
 }
@@ -202,7 +207,8 @@ TEST_CASE("disk cache: 8 processes publishing the same keys at once leave only v
           bool unusable = false;
           if (!c.store(key_of(k), kernel_of(k), &unusable).empty()) ++failures;
           auto r = c.load(key_of(k));  // a reader racing the other writers
-          if (r.status != DiskCache::Status::hit || r.kernel->image != kernel_of(k).image) ++failures;
+          if (r.status != DiskCache::Status::hit || r.kernel->image != kernel_of(k).image)
+            ++failures;
         }
       ::_exit(failures == 0 ? 0 : 1);
     }

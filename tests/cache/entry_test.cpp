@@ -1,4 +1,5 @@
 #include "cache/entry.hpp"
+
 #include "tests/support.hpp"
 
 using namespace kiln::cache;
@@ -10,7 +11,11 @@ kiln::CompiledKernel sample_kernel() {
   k.name = "add_f32__r1v4";
   k.lowered_name = "_Z3addv";
   k.arch = "sm_90a";
-  k.image = std::string("\x7f" "ELF", 4) + std::string(200, '\x5a');
+  k.image = std::string(
+                "\x7f"
+                "ELF",
+                4) +
+            std::string(200, '\x5a');
   k.registers = 16;
   k.spill_bytes = 0;
   k.compile_ms = 41.5;

@@ -1,10 +1,9 @@
 // Fault tests of the disk cache: each asserts recovery, nothing loaded wrong, nothing lost.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <algorithm>
 #include <memory>
@@ -142,14 +141,17 @@ pid_t stopped_writer(const std::string& dir, KillAt at, std::size_t offset, int 
       return r;
     };
     bool unusable = false;
-    const std::string why = DiskCache(dir, io).store(key_of(9), kernel_of(9, std::size_t(256) << 10), &unusable);
+    const std::string why =
+        DiskCache(dir, io).store(key_of(9), kernel_of(9, std::size_t(256) << 10), &unusable);
     if (!why.empty()) return 2;
     stop();
     return 0;
   });
 }
 
-TEST_CASE("faults: a writer killed with SIGKILL at every step of a publish, 100 times, never leaves a torn entry") {
+TEST_CASE(
+    "faults: a writer killed with SIGKILL at every step of a publish, 100 times, never leaves a "
+    "torn entry") {
   TempDir tmp;
   auto rng = kiln::test::make_rng(4);
   const std::size_t size = encode_entry(key_of(9), kernel_of(9, std::size_t(256) << 10)).size();
@@ -173,15 +175,18 @@ TEST_CASE("faults: a writer killed with SIGKILL at every step of a publish, 100 
     (at == KillAt::published ? after_publish : mid_publish)++;
     published = published || at == KillAt::published;
     const auto r = DiskCache(tmp.path()).load(key_of(9));
-    CHECK(r.status == (published ? DiskCache::Status::hit : DiskCache::Status::miss));  // the last complete entry, or none
-    if (r.status == DiskCache::Status::hit) CHECK(r.kernel->image == kernel_of(9, std::size_t(256) << 10).image);
+    CHECK(r.status == (published ? DiskCache::Status::hit
+                                 : DiskCache::Status::miss));  // the last complete entry, or none
+    if (r.status == DiskCache::Status::hit)
+      CHECK(r.kernel->image == kernel_of(9, std::size_t(256) << 10).image);
   }
   CHECK(mid_publish > 0);
   CHECK(after_publish > 0);
   for (const auto& e : DiskCache(tmp.path()).list()) CHECK(e.problem.empty());
 }
 
-TEST_CASE("faults: 16 processes x 200 keys publish into one directory; the key lock compiles each once") {
+TEST_CASE(
+    "faults: 16 processes x 200 keys publish into one directory; the key lock compiles each once") {
   TempDir tmp;
   constexpr int kProcs = 16, kKeys = 200;
   std::vector<pid_t> kids;
@@ -194,12 +199,14 @@ TEST_CASE("faults: 16 processes x 200 keys publish into one directory; the key l
         wrong += c.get(key_of(k), [k] { return kernel_of(k); }).kernel->image != kernel_of(k).image;
       }
       // Report this process's compiles through a file of its own.
-      kiln::test::write_file(tmp / ("count-" + std::to_string(p)), std::to_string(c.counters().compiles));
+      kiln::test::write_file(tmp / ("count-" + std::to_string(p)),
+                             std::to_string(c.counters().compiles));
       return wrong == 0 ? 0 : 1;
     }));
   for (pid_t pid : kids) CHECK(exited_ok(pid));
   int compiles = 0;
-  for (int p = 0; p < kProcs; ++p) compiles += std::stoi(kiln::test::read_file(tmp / ("count-" + std::to_string(p))));
+  for (int p = 0; p < kProcs; ++p)
+    compiles += std::stoi(kiln::test::read_file(tmp / ("count-" + std::to_string(p))));
   CHECK(compiles == kKeys);
   const auto entries = DiskCache(tmp.path()).list();
   CHECK(entries.size() == std::size_t(kKeys));
@@ -216,7 +223,8 @@ TEST_CASE("faults: eviction racing with readers never serves a bad entry") {
       o.dir = tmp.path();
       o.max_bytes = cap;
       KernelCache c(o);
-      for (int i = 0; i < 150; ++i) c.get(key_of(w * 1000 + i), [=] { return kernel_of(w * 1000 + i); });
+      for (int i = 0; i < 150; ++i)
+        c.get(key_of(w * 1000 + i), [=] { return kernel_of(w * 1000 + i); });
       return 0;
     }));
   for (int r = 0; r < 4; ++r)
@@ -226,7 +234,8 @@ TEST_CASE("faults: eviction racing with readers never serves a bad entry") {
       for (int i = 0; i < 3000; ++i) {
         const int k = int(rng() % 4) * 1000 + int(rng() % 150);
         const auto got = DiskCache(tmp.path()).load(key_of(k));
-        bad += got.status == DiskCache::Status::bad || (got.kernel && got.kernel->image != kernel_of(k).image);
+        bad += got.status == DiskCache::Status::bad ||
+               (got.kernel && got.kernel->image != kernel_of(k).image);
       }
       return bad == 0 ? 0 : 1;
     }));
@@ -284,8 +293,9 @@ TEST_CASE("KILN_CACHE_MAX_BYTES parses sizes and refuses junk") {
   CHECK(default_max_bytes() == 18446744073709551614ull);
   ::setenv("KILN_CACHE_MAX_BYTES", "0", 1);
   CHECK(default_max_bytes() == kNoCap);  // as in ccache: no cap, never "evict everything"
-  for (const char* junk : {"lots", "0.5", "-1", "-0", "inf", "nan", "NaN", "1e9", "99999999999999999999999", "20000000000G",
-                           "16777216T", "12Q", "5 M", ".", "", "1.0000000000001"}) {
+  for (const char* junk :
+       {"lots", "0.5", "-1", "-0", "inf", "nan", "NaN", "1e9", "99999999999999999999999",
+        "20000000000G", "16777216T", "12Q", "5 M", ".", "", "1.0000000000001"}) {
     CAPTURE(junk);
     ::setenv("KILN_CACHE_MAX_BYTES", junk, 1);
     if (!*junk) {
@@ -323,20 +333,23 @@ TEST_CASE("gc removes the key locks of evicted entries, not one a process holds"
   TempDir tmp;
   {
     KernelCache c(tmp.path());
-    for (int i = 0; i < 3; ++i) c.get(key_of(i), [i] { return kernel_of(i); });  // each compile takes its key's lock
+    for (int i = 0; i < 3; ++i)
+      c.get(key_of(i), [i] { return kernel_of(i); });  // each compile takes its key's lock
   }
-  auto held = KeyLock::acquire(tmp.path(), key_of(7).hex(), std::chrono::milliseconds(100));  // compiling key 7 now
+  auto held = KeyLock::acquire(tmp.path(), key_of(7).hex(),
+                               std::chrono::milliseconds(100));  // compiling key 7 now
   REQUIRE(held);
   auto locks = [&] {
     int n = 0;
-    for (int i : {0, 1, 2, 7}) n += ::access((tmp / (".lock-" + key_of(i).hex())).c_str(), F_OK) == 0;
+    for (int i : {0, 1, 2, 7})
+      n += ::access((tmp / (".lock-" + key_of(i).hex())).c_str(), F_OK) == 0;
     return n;
   };
   REQUIRE(locks() == 4);
   DiskCache d(tmp.path());
   d.gc(1ull << 30);  // nothing evicted: the locks of live entries stay
   CHECK(locks() == 4);
-  d.gc(1);           // every entry evicted: their locks go, the held one stays
+  d.gc(1);  // every entry evicted: their locks go, the held one stays
   CHECK(d.scan().empty());
   CHECK(locks() == 1);
   CHECK(::access((tmp / (".lock-" + key_of(7).hex())).c_str(), F_OK) == 0);

@@ -9,7 +9,9 @@
 
 namespace kiln::test {
 
-inline cache::CacheKey key_of(int i) { return cache::CacheKey{0xabcdull, std::uint64_t(i) * 7919 + 1}; }
+inline cache::CacheKey key_of(int i) {
+  return cache::CacheKey{0xabcdull, std::uint64_t(i) * 7919 + 1};
+}
 
 inline CompiledKernel kernel_of(int i, std::size_t extra = 0) {
   CompiledKernel k;

@@ -1,7 +1,8 @@
+#include "cache/key.hpp"
+
 #include <algorithm>
 #include <string>
 
-#include "cache/key.hpp"
 #include "engine/compiler/headers.hpp"
 #include "tests/support.hpp"
 
@@ -15,7 +16,8 @@ struct Fixture {
   std::string expression = "kiln::elementwise<kiln::op::Add, float>";
   std::string header = kiln::compiler::HeaderTable::embedded().source("kiln/elementwise.cuh");
   KeyInputs inputs() const {
-    return {source, expression, {{"kiln/elementwise.cuh", header}}, {"-std=c++17"}, "sm_90a", "13.0"};
+    return {source,         expression, {{"kiln/elementwise.cuh", header}},
+            {"-std=c++17"}, "sm_90a",   "13.0"};
   }
 };
 
@@ -91,7 +93,8 @@ TEST_CASE("cache key: hex round trip and bad hex") {
 TEST_CASE("header closure follows includes through the table") {
   const auto& t = kiln::compiler::HeaderTable::embedded();
   const auto c = t.closure("#include <kiln/elementwise.cuh>\n");
-  for (const char* h : {"kiln/elementwise.cuh", "kiln/dtype.cuh", "kiln/ops.cuh", "kiln/vec.cuh", "kiln/layout.cuh"}) {
+  for (const char* h : {"kiln/elementwise.cuh", "kiln/dtype.cuh", "kiln/ops.cuh", "kiln/vec.cuh",
+                        "kiln/layout.cuh"}) {
     CAPTURE(h);
     CHECK(std::find(c.begin(), c.end(), h) != c.end());
   }

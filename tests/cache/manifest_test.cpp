@@ -1,4 +1,5 @@
 #include "cache/manifest.hpp"
+
 #include "tests/support.hpp"
 
 TEST_CASE("manifest: an engine records each specialization once; the file reads back") {
@@ -27,8 +28,11 @@ TEST_CASE("manifest: an engine records each specialization once; the file reads 
 
 TEST_CASE("manifest: malformed lines name the file and line") {
   kiln::test::TempDir tmp;
-  kiln::test::write_file(tmp / "m", "\n{\"name\": \"a\", \"source\": \"\", \"expression\": \"k\", \"options\": []}\nnot json\n");
-  CHECK_THROWS_WITH_AS(kiln::cache::read_manifest(tmp / "m"), doctest::Contains("m:3: not a manifest line"), kiln::ArgumentError);
+  kiln::test::write_file(
+      tmp / "m",
+      "\n{\"name\": \"a\", \"source\": \"\", \"expression\": \"k\", \"options\": []}\nnot json\n");
+  CHECK_THROWS_WITH_AS(kiln::cache::read_manifest(tmp / "m"),
+                       doctest::Contains("m:3: not a manifest line"), kiln::ArgumentError);
   kiln::test::write_file(tmp / "m", "{\"name\": \"a\"}\n");
   CHECK_THROWS_AS(kiln::cache::read_manifest(tmp / "m"), kiln::ArgumentError);
   CHECK_THROWS_AS(kiln::cache::read_manifest(tmp / "none"), kiln::ArgumentError);
@@ -36,6 +40,7 @@ TEST_CASE("manifest: malformed lines name the file and line") {
 
 TEST_CASE("manifest: a KILN_RECORD path that cannot be written fails at engine creation") {
   kiln::test::TempDir tmp;
-  CHECK_THROWS_WITH_AS(kiln::Engine{kiln::test::offline("sm_90a", "", tmp / "missing-dir/app.manifest")},
-                       doctest::Contains("cannot record into manifest"), kiln::ArgumentError);
+  CHECK_THROWS_WITH_AS(
+      kiln::Engine{kiln::test::offline("sm_90a", "", tmp / "missing-dir/app.manifest")},
+      doctest::Contains("cannot record into manifest"), kiln::ArgumentError);
 }

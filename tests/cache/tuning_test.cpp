@@ -1,14 +1,14 @@
 // Tuning records: round trip through the cache directory, merge, and refusal of another GPU's.
+#include "cache/tuning.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <kiln/error.hpp>
 #include <string>
 
-#include <kiln/error.hpp>
-
-#include "cache/tuning.hpp"
 #include "tests/support.hpp"
 
 using kiln::cache::TuningDb;
@@ -48,20 +48,24 @@ TEST_CASE("tuning records: round trip, merge keeps the faster, another GPU's are
 
   TuningDb other(h200);
   other.put(record(h200, "aaa", 1));
-  CHECK_THROWS_WITH_AS(mine.merge(other), doctest::Contains("never applied to another GPU"), kiln::ArgumentError);
+  CHECK_THROWS_WITH_AS(mine.merge(other), doctest::Contains("never applied to another GPU"),
+                       kiln::ArgumentError);
   CHECK_THROWS_AS(mine.put(record(h200, "ddd", 1)), kiln::ArgumentError);
   CHECK(mine.find("aaa")->winner_us == 9);  // untouched
 
   // A file of another GPU under this GPU's name, or a malformed one, is refused with the path.
   other.save(dir.path());
   std::rename(TuningDb::path(dir.path(), h200).c_str(), TuningDb::path(dir.path(), h100).c_str());
-  CHECK_THROWS_WITH_AS(TuningDb::load(dir.path(), h100), doctest::Contains("holds records of 'NVIDIA H200'"), kiln::CacheError);
+  CHECK_THROWS_WITH_AS(TuningDb::load(dir.path(), h100),
+                       doctest::Contains("holds records of 'NVIDIA H200'"), kiln::CacheError);
   std::ofstream(TuningDb::path(dir.path(), h100)) << "{\"gpu\": \"x\", \"records\": [{}]}";
-  CHECK_THROWS_WITH_AS(TuningDb::load(dir.path(), h100), doctest::Contains("not a kiln tuning file"), kiln::CacheError);
+  CHECK_THROWS_WITH_AS(TuningDb::load(dir.path(), h100),
+                       doctest::Contains("not a kiln tuning file"), kiln::CacheError);
   CHECK_THROWS_AS(TuningDb::parse("not json", "x.json"), kiln::CacheError);
 }
 
-TEST_CASE("kiln tune: --export and --import ship records; another GPU's are kept apart, never applied") {
+TEST_CASE(
+    "kiln tune: --export and --import ship records; another GPU's are kept apart, never applied") {
   kiln::test::TempDir dir;
   const std::string env = "KILN_CACHE_DIR=" + (dir / "cache");
   const std::string h100 = "NVIDIA H100 80GB HBM3";
@@ -72,8 +76,10 @@ TEST_CASE("kiln tune: --export and --import ship records; another GPU's are kept
 
   auto r = kiln::test::kiln_cli("tune --import " + (dir / "from-farm.json"), env);
   CHECK(r.status == 0);
-  CHECK(r.output.find("imported 2 records of 'NVIDIA H100 80GB HBM3' (2 new or faster)") != std::string::npos);
-  if (!kiln::test::has_gpu()) CHECK(r.output.find("not applied on this machine (no GPU here)") != std::string::npos);
+  CHECK(r.output.find("imported 2 records of 'NVIDIA H100 80GB HBM3' (2 new or faster)") !=
+        std::string::npos);
+  if (!kiln::test::has_gpu())
+    CHECK(r.output.find("not applied on this machine (no GPU here)") != std::string::npos);
   CHECK(TuningDb::load(dir / "cache", h100).records().size() == 2);  // under the H100's own file
 
   r = kiln::test::kiln_cli("tune --import " + (dir / "from-farm.json"), env);  // again: nothing new
@@ -82,7 +88,8 @@ TEST_CASE("kiln tune: --export and --import ship records; another GPU's are kept
   r = kiln::test::kiln_cli("tune --export " + (dir / "out.json") + " --gpu '" + h100 + "'", env);
   CHECK(r.status == 0);
   std::ifstream in(dir / "out.json");
-  const TuningDb back = TuningDb::parse(std::string(std::istreambuf_iterator<char>(in), {}), "out.json");
+  const TuningDb back =
+      TuningDb::parse(std::string(std::istreambuf_iterator<char>(in), {}), "out.json");
   CHECK(back.gpu() == h100);
   CHECK(back.records().size() == 2);
   REQUIRE(back.find("bbb"));
@@ -100,8 +107,10 @@ TEST_CASE("kiln tune: --export and --import ship records; another GPU's are kept
   CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
 }
 
-TEST_CASE("kiln tune: without a GPU, a one-line error after checking the graph" * doctest::skip(kiln::test::has_gpu())) {
-  const std::string graph = std::string(KILN_SOURCE_DIR) + "/tests/regressions/seed-150-epilogue-reads-a-later-reduction.json";
+TEST_CASE("kiln tune: without a GPU, a one-line error after checking the graph" *
+          doctest::skip(kiln::test::has_gpu())) {
+  const std::string graph = std::string(KILN_SOURCE_DIR) +
+                            "/tests/regressions/seed-150-epilogue-reads-a-later-reduction.json";
   auto r = kiln::test::kiln_cli("tune " + graph);
   CHECK(r.status == 1);
   CHECK(r.output.rfind("kiln: tune: no GPU here", 0) == 0);

@@ -1,12 +1,13 @@
 // The tuner's core on the CPU: candidates honour the device's limits, and a tuner driven by a
 // fake timer picks the fastest candidate whose output matches the default's.
+#include "engine/autotune.hpp"
+
 #include <doctest/doctest.h>
 
 #include <stdexcept>
 #include <tuple>
 #include <vector>
 
-#include "engine/autotune.hpp"
 #include "engine/rows.hpp"
 
 using kiln::autotune::Candidate;
@@ -26,13 +27,15 @@ TEST_CASE("autotune: candidates honour the device's limits, the default first") 
   // leaves half its threads idle, leaves part of a row uncovered or holds more than 32 values.
   const auto rows_space = [](long long groups, int vec, bool clusters) {
     const kiln::RowTunables d = kiln::default_row_tunables(groups, vec);
-    return kiln::autotune::rows_space(groups, vec, {{"block", d.block}, {"items", d.items}, {"split", 1}}, clusters);
+    return kiln::autotune::rows_space(
+        groups, vec, {{"block", d.block}, {"items", d.items}, {"split", 1}}, clusters);
   };
   const auto rows = rows_space(100, 4, false);
   CHECK(rows.fallback == Candidate{{"block", 32}, {"items", 4}});
   std::vector<std::pair<int, int>> got;
   for (const Candidate& c : rows.candidates(big)) got.emplace_back(c.at("block"), c.at("items"));
-  CHECK(got == std::vector<std::pair<int, int>>{{32, 4}, {32, 0}, {64, 0}, {64, 2}, {128, 0}, {128, 1}});
+  CHECK(got ==
+        std::vector<std::pair<int, int>>{{32, 4}, {32, 0}, {64, 0}, {64, 2}, {128, 0}, {128, 1}});
   CHECK(rows_space(1, 4, false).candidates(big).size() == 2);  // 32 threads, streaming or 1 group
   // Where clusters run, rows gain splits between blocks that do not idle half their threads
   // (6 more for rows of 100 groups), and long rows splits that hold them in registers: f32 x
@@ -41,14 +44,19 @@ TEST_CASE("autotune: candidates honour the device's limits, the default first") 
   const auto long_rows = rows_space(16384, 4, true);
   std::vector<std::tuple<int, int, int>> split;
   for (const Candidate& c : long_rows.candidates(big))
-    if (c.at("split") > 1 && c.at("items") > 0) split.emplace_back(c.at("block"), c.at("items"), c.at("split"));
-  CHECK(split == std::vector<std::tuple<int, int, int>>{{256, 8, 8}, {512, 4, 8}, {512, 8, 4}, {1024, 2, 8}, {1024, 4, 4}, {1024, 8, 2}});
-  for (const Candidate& c : rows_space(16384, 4, false).candidates(big)) CHECK(c.count("split") == 0);
+    if (c.at("split") > 1 && c.at("items") > 0)
+      split.emplace_back(c.at("block"), c.at("items"), c.at("split"));
+  CHECK(split ==
+        std::vector<std::tuple<int, int, int>>{
+            {256, 8, 8}, {512, 4, 8}, {512, 8, 4}, {1024, 2, 8}, {1024, 4, 4}, {1024, 8, 2}});
+  for (const Candidate& c : rows_space(16384, 4, false).candidates(big))
+    CHECK(c.count("split") == 0);
   small.max_threads_per_block = 64;
   for (const Candidate& c : rows.candidates(small)) CHECK(c.at("block") <= 64);
 }
 
-TEST_CASE("autotune: the fastest candidate with the default's output wins; wrong ones are discarded") {
+TEST_CASE(
+    "autotune: the fastest candidate with the default's output wins; wrong ones are discarded") {
   const auto space = kiln::autotune::elementwise_space();
   const auto candidates = space.candidates({});
   // Fake runs: time falls with block and unroll (1000 / (block * unroll^2) us); block=1024
@@ -65,7 +73,9 @@ TEST_CASE("autotune: the fastest candidate with the default's output wins; wrong
     m.us = 1000.0 / (b * u * u);
     return m;
   };
-  const auto same = [](const std::vector<unsigned char>& a, const std::vector<unsigned char>& b) { return a == b; };
+  const auto same = [](const std::vector<unsigned char>& a, const std::vector<unsigned char>& b) {
+    return a == b;
+  };
   const auto r = kiln::autotune::tune(candidates, space.fallback, measure, same);
   CHECK(runs == 20);
   CHECK(kiln::autotune::describe(r.winner) == "block=512 unroll=8");
@@ -112,13 +122,18 @@ TEST_CASE("rows: the default keeps rows in registers where they fit, and bad tun
   CHECK(kiln::reject_row_tunables({64, 1}, 100, 4, true).find("do not cover") != std::string::npos);
   CHECK(kiln::reject_row_tunables({32, 16}, 512, 4, true).find("at most 32") != std::string::npos);
   CHECK(kiln::reject_row_tunables({1024, 0}, 100, 4, true).find("idle") != std::string::npos);
-  CHECK(kiln::reject_row_tunables({512, 4, 0, 3}, 16384, 4, true).find("1, 2, 4 or 8") != std::string::npos);
-  CHECK(kiln::reject_row_tunables({512, 4, 0, 8}, 16384, 4, false).find("clusters") != std::string::npos);
-  CHECK(kiln::reject_row_tunables({512, 4, 0, 4}, 16384, 4, true).find("do not cover") != std::string::npos);
+  CHECK(kiln::reject_row_tunables({512, 4, 0, 3}, 16384, 4, true).find("1, 2, 4 or 8") !=
+        std::string::npos);
+  CHECK(kiln::reject_row_tunables({512, 4, 0, 8}, 16384, 4, false).find("clusters") !=
+        std::string::npos);
+  CHECK(kiln::reject_row_tunables({512, 4, 0, 4}, 16384, 4, true).find("do not cover") !=
+        std::string::npos);
   CHECK(kiln::reject_row_tunables({512, 4, 0, 8}, 4000, 4, true).find("idle") != std::string::npos);
 }
 
-TEST_CASE("rows: where clusters run, rows too long for one block's registers split between the fewest blocks that stash them") {
+TEST_CASE(
+    "rows: where clusters run, rows too long for one block's registers split between the fewest "
+    "blocks that stash them") {
   auto s = [](std::int64_t groups, int vec) {
     const kiln::RowTunables t = kiln::split_row_tunables(groups, vec);
     CAPTURE(groups);

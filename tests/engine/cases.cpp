@@ -8,11 +8,16 @@ namespace kiln::test {
 
 const char* name_of(Layout l) {
   switch (l) {
-    case Layout::contiguous: return "contiguous";
-    case Layout::strided: return "strided";
-    case Layout::broadcast: return "broadcast";
-    case Layout::scalar: return "scalar";
-    case Layout::misaligned: return "misaligned";
+    case Layout::contiguous:
+      return "contiguous";
+    case Layout::strided:
+      return "strided";
+    case Layout::broadcast:
+      return "broadcast";
+    case Layout::scalar:
+      return "scalar";
+    case Layout::misaligned:
+      return "misaligned";
   }
   return "?";
 }
@@ -40,22 +45,31 @@ OperandSpec scalar(double v) {
 }
 
 // The operands of `op` (first operand dtype t, others `others`) in layout l.
-std::vector<OperandSpec> operands(const ops::OpDef& op, DType t, DType cond, Layout l, std::int64_t R, std::int64_t C) {
+std::vector<OperandSpec> operands(const ops::OpDef& op, DType t, DType cond, Layout l,
+                                  std::int64_t R, std::int64_t C) {
   const std::size_t n = op.operands.size();
   std::vector<OperandSpec> out;
   for (std::size_t i = 0; i < n; ++i) {
     const DType dt = (op.rule == ops::Rule::select && i == 0) ? cond : t;
     switch (l) {
-      case Layout::contiguous: out.push_back(tensor({R, C}, dt)); break;
-      case Layout::misaligned: out.push_back(tensor({R, C}, dt, {}, 1)); break;
+      case Layout::contiguous:
+        out.push_back(tensor({R, C}, dt));
+        break;
+      case Layout::misaligned:
+        out.push_back(tensor({R, C}, dt, {}, 1));
+        break;
       case Layout::strided:  // the first operand is a transposed (column-major) view
         out.push_back(i == 0 ? tensor({R, C}, dt, {1, R}) : tensor({R, C}, dt));
         break;
       case Layout::broadcast:
-        if (n == 1) out.push_back(tensor({R, C}, dt, {1, 0}));  // a [R] vector expanded along C
-        else if (i == 0) out.push_back(tensor({R, 1}, dt));
-        else if (i == 1) out.push_back(tensor({R, C}, dt));
-        else out.push_back(tensor({C}, dt));
+        if (n == 1)
+          out.push_back(tensor({R, C}, dt, {1, 0}));  // a [R] vector expanded along C
+        else if (i == 0)
+          out.push_back(tensor({R, 1}, dt));
+        else if (i == 1)
+          out.push_back(tensor({R, C}, dt));
+        else
+          out.push_back(tensor({C}, dt));
         break;
       case Layout::scalar:
         out.push_back(i == 1 ? scalar(0.75) : tensor({R, C}, dt));
@@ -69,13 +83,15 @@ std::vector<OperandSpec> operands(const ops::OpDef& op, DType t, DType cond, Lay
 
 std::vector<Case> sweep(std::int64_t R, std::int64_t C, bool with_misaligned) {
   std::vector<Case> cases;
-  std::vector<Layout> layouts = {Layout::contiguous, Layout::strided, Layout::broadcast, Layout::scalar};
+  std::vector<Layout> layouts = {Layout::contiguous, Layout::strided, Layout::broadcast,
+                                 Layout::scalar};
   if (with_misaligned) layouts.push_back(Layout::misaligned);
   for (const ops::OpDef& op : ops::all_ops()) {
     if (op.fusion != ops::FusionClass::elementwise) continue;  // row ops have their own sweep
     for (DType t : kFloatDTypes) {
       std::vector<std::optional<DType>> targets = {std::nullopt};
-      if (op.rule == ops::Rule::cast) targets = {DType::f32, DType::f16, DType::bf16, DType::boolean};
+      if (op.rule == ops::Rule::cast)
+        targets = {DType::f32, DType::f16, DType::bf16, DType::boolean};
       for (Layout l : layouts) {
         if (l == Layout::scalar && op.operands.size() != 2) continue;
         for (auto to : targets) {
@@ -85,10 +101,13 @@ std::vector<Case> sweep(std::int64_t R, std::int64_t C, bool with_misaligned) {
           c.lo = op.domain.lo;
           c.hi = op.domain.hi;
           if (op.rule == ops::Rule::compare) c.step = 0.5;  // equal values do occur
-          if (op.name == "clamp") c.attrs = Attrs{-1.0, l == Layout::strided ? std::nullopt : std::optional<double>(1.5), std::nullopt};
+          if (op.name == "clamp")
+            c.attrs = Attrs{-1.0, l == Layout::strided ? std::nullopt : std::optional<double>(1.5),
+                            std::nullopt};
           c.attrs.dtype = to;
-          c.label = fmt::format("{} {}{} {} [{}, {}]", op.name, kiln::name_of(t),
-                                to ? fmt::format("->{}", kiln::name_of(*to)) : "", name_of(l), R, C);
+          c.label =
+              fmt::format("{} {}{} {} [{}, {}]", op.name, kiln::name_of(t),
+                          to ? fmt::format("->{}", kiln::name_of(*to)) : "", name_of(l), R, C);
           cases.push_back(std::move(c));
         }
       }
@@ -133,8 +152,10 @@ std::vector<Graph> axis_graphs(DType t, const Shape& shape) {
       auto x = g.input("x", shape, t);
       auto b = g.input("b", Shape(shape.begin() + 1, shape.end()), DType::f32);
       Attrs a;
-      if (axis < 0) a.all_axes = true;
-      else a.axis = axis;
+      if (axis < 0)
+        a.all_axes = true;
+      else
+        a.axis = axis;
       a.keepdim = axis < 0 ? rank == 2 : axis % 2 == 1;
       auto y = apply(op.name, {silu(x * 0.5 + b)}, a);
       if (!op.reduces && op.name == "softmax") g.output(y * 2.0 + x);

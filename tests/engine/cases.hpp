@@ -2,11 +2,10 @@
 // The sweep of the elementwise suite: every op x dtype x layout, shared by the CPU compile
 // sweep and the GPU correctness sweep.
 
-#include <string>
-#include <vector>
-
 #include <kiln/graph.hpp>
 #include <kiln/kiln.hpp>
+#include <string>
+#include <vector>
 
 namespace kiln::test {
 

@@ -1,10 +1,11 @@
+#include "engine/compiler/compiler.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <thread>
 
-#include "engine/compiler/compiler.hpp"
 #include "engine/compiler/cubin.hpp"
 #include "engine/fusion.hpp"
 #include "tests/engine/cases.hpp"
@@ -16,8 +17,10 @@ namespace {
 std::vector<kiln::Operand> descs(const kiln::test::Case& c) {
   std::vector<kiln::Operand> args;
   for (auto& o : c.operands) {
-    if (o.scalar) args.emplace_back(o.value);
-    else args.emplace_back(o.view);  // data 0: specialized as if 256-byte aligned
+    if (o.scalar)
+      args.emplace_back(o.value);
+    else
+      args.emplace_back(o.view);  // data 0: specialized as if 256-byte aligned
   }
   return args;
 }
@@ -29,7 +32,8 @@ std::vector<std::string> compile_sweep(const std::string& arch, int* kernels) {
   for (auto& c : kiln::test::sweep(48, 40, false)) {
     try {
       const kiln::KernelRecord r = kiln::precompile(engine, c.op, descs(c), c.attrs);
-      if (r.source != "compiled" && r.source != "memory") failures.push_back(c.label + ": unexpected source " + r.source);
+      if (r.source != "compiled" && r.source != "memory")
+        failures.push_back(c.label + ": unexpected source " + r.source);
     } catch (const std::exception& e) {
       failures.push_back(c.label + ": " + e.what());
     }
@@ -53,31 +57,41 @@ TEST_CASE("every op x dtype x layout NVRTC-compiles for sm_80 and sm_90a") {
     for (auto& f : failures[a]) FAIL_CHECK(f);
     CHECK(kernels[a] >= 300);
   }
-  MESSAGE(fmt::format("compiled {} + {} kernels in {:.1f} s", kernels[0], kernels[1],
-                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+  MESSAGE(
+      fmt::format("compiled {} + {} kernels in {:.1f} s", kernels[0], kernels[1],
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
 }
 
 TEST_CASE("a cubin for the exact arch, PTX for an arch newer than NVRTC knows") {
-  CHECK(kiln::compiler::target_options("sm_90a") == std::vector<std::string>{"--gpu-architecture=sm_90a"});
-  CHECK(kiln::compiler::target_options("sm_80") == std::vector<std::string>{"--gpu-architecture=sm_80"});
+  CHECK(kiln::compiler::target_options("sm_90a") ==
+        std::vector<std::string>{"--gpu-architecture=sm_90a"});
+  CHECK(kiln::compiler::target_options("sm_80") ==
+        std::vector<std::string>{"--gpu-architecture=sm_80"});
   const auto future = kiln::compiler::target_options("sm_990");
   CHECK(future[0].find("compute_") != std::string::npos);
-  CHECK_THROWS_WITH_AS(kiln::compiler::target_options("sm_20"), doctest::Contains("cannot target sm_20"), kiln::ArgumentError);
-  CHECK_THROWS_WITH_AS(kiln::compiler::target_options("hopper"), doctest::Contains("bad arch"), kiln::ArgumentError);
+  CHECK_THROWS_WITH_AS(kiln::compiler::target_options("sm_20"),
+                       doctest::Contains("cannot target sm_20"), kiln::ArgumentError);
+  CHECK_THROWS_WITH_AS(kiln::compiler::target_options("hopper"), doctest::Contains("bad arch"),
+                       kiln::ArgumentError);
 
-  kiln::KernelSpec spec{"future", "extern \"C\" __global__ void k(float* p) { p[0] = 1; }\n", "k", {"-std=c++17"}};
+  kiln::KernelSpec spec{
+      "future", "extern \"C\" __global__ void k(float* p) { p[0] = 1; }\n", "k", {"-std=c++17"}};
   const kiln::CompiledKernel ptx = kiln::compiler::compile(spec, "sm_990");
   CHECK(ptx.is_ptx);
   CHECK(ptx.image.find(".entry k") != std::string::npos);
   const kiln::CompiledKernel cubin = kiln::compiler::compile(spec, "sm_90a");
   CHECK_FALSE(cubin.is_ptx);
-  CHECK(cubin.image.substr(0, 4) == "\x7f" "ELF");
+  CHECK(cubin.image.substr(0, 4) ==
+        "\x7f"
+        "ELF");
   CHECK(cubin.registers > 0);
   CHECK(cubin.compile_ms > 0);
 }
 
 TEST_CASE("CompileError carries the NVRTC log and the numbered source around the error") {
-  kiln::KernelSpec spec{"broken", "// line 1\n__global__ void k(float* p) {\n  p[0] = undefined_name;\n}\n", "k",
+  kiln::KernelSpec spec{"broken",
+                        "// line 1\n__global__ void k(float* p) {\n  p[0] = undefined_name;\n}\n",
+                        "k",
                         {"-std=c++17"}};
   try {
     kiln::compiler::compile(spec, "sm_90a");
@@ -93,7 +107,10 @@ TEST_CASE("CompileError carries the NVRTC log and the numbered source around the
 }
 
 TEST_CASE("the CLI prints a CompileError in one line, its log only at debug level") {
-  kiln::KernelSpec spec{"broken", "__global__ void k(float* p) {\n  p[0] = undefined_name;\n}\n", "k", {"-std=c++17"}};
+  kiln::KernelSpec spec{"broken",
+                        "__global__ void k(float* p) {\n  p[0] = undefined_name;\n}\n",
+                        "k",
+                        {"-std=c++17"}};
   try {
     kiln::compiler::compile(spec, "sm_80");
     FAIL("a broken kernel compiled");
@@ -115,9 +132,11 @@ TEST_CASE("the CLI prints a CompileError in one line, its log only at debug leve
 
 TEST_CASE("an error inside a template names the header and shows its lines") {
   // A body that lacks what the template needs fails inside the instantiation.
-  kiln::KernelSpec spec{"bad_body", "#include <kiln/elementwise.cuh>\nstruct kiln_body {};\n",
-                        "kiln::elementwise<kiln_body, kiln::Layout<kiln::Dim<8, 1, 1>>, 1, unsigned int, 256, 2>",
-                        {"-std=c++17"}};
+  kiln::KernelSpec spec{
+      "bad_body",
+      "#include <kiln/elementwise.cuh>\nstruct kiln_body {};\n",
+      "kiln::elementwise<kiln_body, kiln::Layout<kiln::Dim<8, 1, 1>>, 1, unsigned int, 256, 2>",
+      {"-std=c++17"}};
   try {
     kiln::compiler::compile(spec, "sm_80");
     FAIL("a bad body compiled");
@@ -128,7 +147,9 @@ TEST_CASE("an error inside a template names the header and shows its lines") {
   }
 }
 
-TEST_CASE("registers come from the cubin's own attributes and agree with ptxas's log; junk images say -1") {
+TEST_CASE(
+    "registers come from the cubin's own attributes and agree with ptxas's log; junk images say "
+    "-1") {
   kiln::Graph g;
   auto x = g.input("x", {64, 4096}, kiln::DType::bf16);
   g.output(kiln::softmax(x * 0.5) + 1.0);
@@ -145,14 +166,18 @@ TEST_CASE("registers come from the cubin's own attributes and agree with ptxas's
       // register line: the cubin is then the only source).
       if (k.log.find("Used ") != std::string::npos)
         CHECK(k.log.find(fmt::format("Used {} registers", facts.registers)) != std::string::npos);
-      CHECK(facts.stack_bytes == 0);  // these kernels keep everything in registers and shared memory
+      CHECK(facts.stack_bytes ==
+            0);  // these kernels keep everything in registers and shared memory
       CHECK(k.spill_bytes == 0);
       CHECK(kiln::compiler::read_cubin(k.image, "no_such_kernel").registers == -1);
       for (std::size_t cut : {std::size_t(0), std::size_t(3), std::size_t(64), k.image.size() / 2})
-        CHECK(kiln::compiler::read_cubin(std::string_view(k.image).substr(0, cut), k.lowered_name).registers <= facts.registers);
+        CHECK(kiln::compiler::read_cubin(std::string_view(k.image).substr(0, cut), k.lowered_name)
+                  .registers <= facts.registers);
     }
   CHECK(kiln::compiler::read_cubin(".version 8.0\n.target sm_90", "k").registers == -1);
   std::string junk(4096, '\xff');
-  junk.replace(0, 5, "\x7f" "ELF\x02");
+  junk.replace(0, 5,
+               "\x7f"
+               "ELF\x02");
   CHECK(kiln::compiler::read_cubin(junk, "k").registers == -1);
 }

@@ -1,8 +1,9 @@
 // Specialization decisions, checked on the CPU: coalescing, vector width, index width.
+#include "engine/elementwise.hpp"
+
 #include <kiln/graph.hpp>
 
 #include "engine/compiler/compiler.hpp"
-#include "engine/elementwise.hpp"
 #include "engine/fusion.hpp"
 #include "ops/op.hpp"
 #include "tests/support.hpp"
@@ -13,7 +14,8 @@ using kiln::TensorView;
 
 namespace {
 
-TensorView view(kiln::Shape shape, DType t, std::uint64_t data = 0x10000, kiln::Shape strides = {}) {
+TensorView view(kiln::Shape shape, DType t, std::uint64_t data = 0x10000,
+                kiln::Shape strides = {}) {
   TensorView v;
   v.shape = std::move(shape);
   v.strides = std::move(strides);
@@ -29,7 +31,8 @@ kiln::KernelLaunch spec(const char* op, const TensorView& out, std::vector<kiln:
 }  // namespace
 
 TEST_CASE("contiguous operands coalesce to one dim with 16-byte packs") {
-  auto f32 = spec("add", view({64, 1024}, DType::f32), {view({64, 1024}, DType::f32), view({64, 1024}, DType::f32)});
+  auto f32 = spec("add", view({64, 1024}, DType::f32),
+                  {view({64, 1024}, DType::f32), view({64, 1024}, DType::f32)});
   CHECK(f32.spec.name == "add_f32_f32__r1v4");
   CHECK(f32.spec.expression.find("kiln::Layout<kiln::Dim<0, 4, 4, 4>>") != std::string::npos);
   CHECK(f32.spec.source.find("kiln::op::Add::apply(x[0], x[1])") != std::string::npos);
@@ -40,19 +43,24 @@ TEST_CASE("contiguous operands coalesce to one dim with 16-byte packs") {
   CHECK(bf16.spec.name == "silu_bf16__r1v8");
 }
 
-TEST_CASE("the outermost extent is the launch's, not the kernel's: one kernel for every batch size") {
+TEST_CASE(
+    "the outermost extent is the launch's, not the kernel's: one kernel for every batch size") {
   const auto softmax = [](std::int64_t rows, std::int64_t cols) {
     Graph g;
-    g.output(kiln::softmax(g.input("x", {rows, 8, cols}, DType::bf16) * 0.5 + g.input("m", {8, cols}, DType::bf16)));
+    g.output(kiln::softmax(g.input("x", {rows, 8, cols}, DType::bf16) * 0.5 +
+                           g.input("m", {8, cols}, DType::bf16)));
     return kiln::plan_specs(g, true).at(0);
   };
   const auto add = [](std::int64_t rows) {
-    return spec("add", view({rows, 4096}, DType::f32), {view({rows, 4096}, DType::f32), view({4096}, DType::f32)});
+    return spec("add", view({rows, 4096}, DType::f32),
+                {view({rows, 4096}, DType::f32), view({4096}, DType::f32)});
   };
   CHECK(kiln::compiler::spec_id(softmax(3, 1000)) == kiln::compiler::spec_id(softmax(77, 1000)));
   CHECK(kiln::compiler::spec_id(add(3).spec) == kiln::compiler::spec_id(add(77).spec));
   CHECK(add(3).grid < add(77).grid);  // the launch carries the extent
-  CHECK(add(3).spec.expression.find("kiln::Layout<kiln::Dim<0, 4096, 4096, 0>, kiln::Dim<1024, 4, 4, 4>>") != std::string::npos);
+  CHECK(add(3).spec.expression.find(
+            "kiln::Layout<kiln::Dim<0, 4096, 4096, 0>, kiln::Dim<1024, 4, 4, 4>>") !=
+        std::string::npos);
   // Any other extent is the kernel's.
   CHECK(kiln::compiler::spec_id(softmax(3, 1000)) != kiln::compiler::spec_id(softmax(3, 1024)));
 
@@ -65,20 +73,27 @@ TEST_CASE("the outermost extent is the launch's, not the kernel's: one kernel fo
     g.output(kiln::silu(x));
     return g;
   };
-  const auto specs = kiln::plan_specs(batch_graph(-1), true), at64 = kiln::plan_specs(batch_graph(64), true);
+  const auto specs = kiln::plan_specs(batch_graph(-1), true),
+             at64 = kiln::plan_specs(batch_graph(64), true);
   REQUIRE(specs.size() == 2);
   REQUIRE(at64.size() == 2);
-  for (std::size_t i = 0; i < 2; ++i) CHECK(kiln::compiler::spec_id(specs[i]) == kiln::compiler::spec_id(at64[i]));
-  CHECK_THROWS_AS(kiln::plan_specs(batch_graph(-1), true, {{"x", view({4, 8, 1000}, DType::bf16)}}), kiln::ArgumentError);
+  for (std::size_t i = 0; i < 2; ++i)
+    CHECK(kiln::compiler::spec_id(specs[i]) == kiln::compiler::spec_id(at64[i]));
+  CHECK_THROWS_AS(kiln::plan_specs(batch_graph(-1), true, {{"x", view({4, 8, 1000}, DType::bf16)}}),
+                  kiln::ArgumentError);
   // A dynamic row length is the kernel's: refused, naming the kernel as `kiln plan` does.
   Graph r;
   r.output(kiln::softmax(r.input("x", {4, -1}, DType::f32)));
-  CHECK_THROWS_WITH_AS(kiln::plan_specs(r, true), doctest::Contains("kernel softmax_f32__dynamic (fusing "), kiln::GraphError);
+  CHECK_THROWS_WITH_AS(kiln::plan_specs(r, true),
+                       doctest::Contains("kernel softmax_f32__dynamic (fusing "), kiln::GraphError);
   // Along the batch axis, the reduced extent is the kernel's.
   Graph c;
   c.output(kiln::reduce("sum", c.input("x", {-1, 64}, DType::f32), false, 0));
-  CHECK_THROWS_WITH_AS(kiln::plan_specs(c, true), doctest::Contains("depends on a dynamic dim"), kiln::GraphError);
-  CHECK(softmax(3, 1000).expression.find("kiln::Layout<kiln::Dim<0, 8000, 0, 8000>, kiln::Dim<8, 1000, 1000, 1000>, kiln::Dim<125, 8, 8, 8>>") != std::string::npos);
+  CHECK_THROWS_WITH_AS(kiln::plan_specs(c, true), doctest::Contains("depends on a dynamic dim"),
+                       kiln::GraphError);
+  CHECK(softmax(3, 1000).expression.find("kiln::Layout<kiln::Dim<0, 8000, 0, 8000>, kiln::Dim<8, "
+                                         "1000, 1000, 1000>, kiln::Dim<125, 8, 8, 8>>") !=
+        std::string::npos);
 }
 
 TEST_CASE("alignment is part of the specialization") {
@@ -87,15 +102,19 @@ TEST_CASE("alignment is part of the specialization") {
   CHECK(spec("neg", out, {view({1024}, DType::f32, 0x10008)}).spec.name == "neg_f32__r1v2");
   CHECK(spec("neg", out, {view({1024}, DType::f32, 0x10004)}).spec.name == "neg_f32__r1v1");
   // Odd lengths cannot be split into packs.
-  CHECK(spec("neg", view({1023}, DType::f32), {view({1023}, DType::f32)}).spec.name == "neg_f32__r1v1");
+  CHECK(spec("neg", view({1023}, DType::f32), {view({1023}, DType::f32)}).spec.name ==
+        "neg_f32__r1v1");
 }
 
 TEST_CASE("broadcast keeps stride 0 and still vectorizes the inner dim") {
-  auto L = spec("add", view({32, 4096}, DType::bf16), {view({32, 4096}, DType::bf16), view({4096}, DType::bf16)});
+  auto L = spec("add", view({32, 4096}, DType::bf16),
+                {view({32, 4096}, DType::bf16), view({4096}, DType::bf16)});
   CHECK(L.spec.name == "add_bf16_bf16__r2v8");
-  CHECK(L.spec.expression.find("kiln::Dim<0, 4096, 4096, 0>, kiln::Dim<512, 8, 8, 8>") != std::string::npos);
+  CHECK(L.spec.expression.find("kiln::Dim<0, 4096, 4096, 0>, kiln::Dim<512, 8, 8, 8>") !=
+        std::string::npos);
   // A column broadcast ([R, 1]) has inner stride 0: one load per pack.
-  auto col = spec("mul", view({32, 64}, DType::f32), {view({32, 1}, DType::f32), view({32, 64}, DType::f32)});
+  auto col = spec("mul", view({32, 64}, DType::f32),
+                  {view({32, 1}, DType::f32), view({32, 64}, DType::f32)});
   CHECK(col.spec.expression.find("kiln::Dim<16, 4, 0, 4>") != std::string::npos);
 }
 
@@ -130,8 +149,9 @@ TEST_CASE("64-bit indexing from 2^31 elements on") {
 }
 
 TEST_CASE("bad views are ShapeErrors") {
-  CHECK_THROWS_WITH_AS(spec("neg", view({4, 4}, DType::f32, 0x10000, {0, 1}), {view({4, 4}, DType::f32)}),
-                       doctest::Contains("overlap"), kiln::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      spec("neg", view({4, 4}, DType::f32, 0x10000, {0, 1}), {view({4, 4}, DType::f32)}),
+      doctest::Contains("overlap"), kiln::ShapeError);
   CHECK_THROWS_WITH_AS(spec("neg", view({4}, DType::f32), {view({4}, DType::f32, 0x10000, {-1})}),
                        doctest::Contains("negative stride"), kiln::ShapeError);
   CHECK_THROWS_AS(spec("neg", view({4}, DType::f32), {view({5}, DType::f32)}), kiln::ShapeError);
@@ -149,25 +169,30 @@ TEST_CASE("codegen renders a fused body; several outputs share one kernel") {
   b.results = {{Ref::Kind::step, 2}, {Ref::Kind::step, 0}};
   const std::string src = kiln::codegen::render_body(b);
   CHECK(src.find("using Inputs = kiln::Types<float, float, kiln::bf16>;") != std::string::npos);
-  CHECK(src.find("const float t1 = kiln::round_to<kiln::bf16>(kiln::op::Add::apply(t0, x[2]));") != std::string::npos);
+  CHECK(src.find("const float t1 = kiln::round_to<kiln::bf16>(kiln::op::Add::apply(t0, x[2]));") !=
+        std::string::npos);
   CHECK(src.find("y[1] = t0;") != std::string::npos);
   b.steps[0].args[0] = {Ref::Kind::step, 5};
   CHECK_THROWS_AS(kiln::codegen::render_body(b), kiln::ArgumentError);
 
   b.steps[0].args[0] = {Ref::Kind::input, 0};
   const auto v = [](kiln::Shape s, DType t) { return view(std::move(s), t); };
-  auto L = kiln::specialize_elementwise(b, "fused", {v({64, 32}, DType::bf16), v({64, 32}, DType::f32)},
-                                        {v({64, 32}, DType::f32), v({32}, DType::f32), v({64, 1}, DType::bf16)}, {1.5f});
+  auto L = kiln::specialize_elementwise(
+      b, "fused", {v({64, 32}, DType::bf16), v({64, 32}, DType::f32)},
+      {v({64, 32}, DType::f32), v({32}, DType::f32), v({64, 1}, DType::bf16)}, {1.5f});
   CHECK(L.spec.name == "fused__r2v4");
-  CHECK(L.spec.expression.find("kiln::Dim<0, 32, 32, 32, 0, 1>, kiln::Dim<8, 4, 4, 4, 4, 0>") != std::string::npos);
+  CHECK(L.spec.expression.find("kiln::Dim<0, 32, 32, 32, 0, 1>, kiln::Dim<8, 4, 4, 4, 4, 0>") !=
+        std::string::npos);
   CHECK(L.pointers.size() == 5);
-  CHECK_THROWS_AS(kiln::specialize_elementwise(b, "fused", {v({64, 32}, DType::bf16), v({64, 31}, DType::f32)},
-                                               {v({64, 32}, DType::f32), v({32}, DType::f32), v({64, 1}, DType::bf16)},
-                                               {1.5f}),
-                  kiln::ShapeError);
+  CHECK_THROWS_AS(
+      kiln::specialize_elementwise(
+          b, "fused", {v({64, 32}, DType::bf16), v({64, 31}, DType::f32)},
+          {v({64, 32}, DType::f32), v({32}, DType::f32), v({64, 1}, DType::bf16)}, {1.5f}),
+      kiln::ShapeError);
 }
 
-TEST_CASE("kiln's kernels never parse the toolkit's half headers; its half types coexist with them") {
+TEST_CASE(
+    "kiln's kernels never parse the toolkit's half headers; its half types coexist with them") {
   kiln::Engine e(kiln::test::offline("sm_90a"));
   const auto& headers = kiln::compiler::HeaderTable::embedded();
   kiln::Graph bf16;
@@ -195,7 +220,8 @@ TEST_CASE("kiln's kernels never parse the toolkit's half headers; its half types
 
   // A template of the user's may include the toolkit's headers beside kiln's: the types differ,
   // and their bits agree. sm_75 compiles kiln's bf16 rounding without the sm_80 instruction.
-  const kiln::KernelSpec both{"both", R"(#include <cuda_bf16.h>
+  const kiln::KernelSpec both{"both",
+                              R"(#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <kiln/dtype.cuh>
 extern "C" __global__ void k(float* p, unsigned short* q) {
@@ -207,16 +233,20 @@ extern "C" __global__ void k(float* p, unsigned short* q) {
   p[2] = kiln::to_float(b) + __half2float(__ushort_as_half(h.bits));
 }
 )",
-                                  "k",
-                                  {"-std=c++17"}};
-  for (const char* arch : {"sm_75", "sm_80", "sm_90a"}) CHECK_FALSE(kiln::compiler::compile(both, arch).image.empty());
+                              "k",
+                              {"-std=c++17"}};
+  for (const char* arch : {"sm_75", "sm_80", "sm_90a"})
+    CHECK_FALSE(kiln::compiler::compile(both, arch).image.empty());
 }
 
-TEST_CASE("layouts of reductions: outputs step by 0 only along reduced dims, which never merge with others") {
+TEST_CASE(
+    "layouts of reductions: outputs step by 0 only along reduced dims, which never merge with "
+    "others") {
   const TensorView x = view({8, 300, 16}, DType::f32), out = view({8, 1, 16}, DType::f32);
   const std::vector<const TensorView*> views = {&out, &x};
   // Along axis 1: [8][300][16] stays three dims (the output steps by 0 along 300); packs of 4.
-  const kiln::LayoutPlan along1 = kiln::plan_layout(views, 1, x.shape, false, 0, {false, true, false});
+  const kiln::LayoutPlan along1 =
+      kiln::plan_layout(views, 1, x.shape, false, 0, {false, true, false});
   REQUIRE(along1.dims.size() == 3);
   CHECK(along1.dims[1].stride[0] == 0);
   CHECK(along1.vec == 4);
@@ -233,5 +263,6 @@ TEST_CASE("layouts of reductions: outputs step by 0 only along reduced dims, whi
   CHECK(every.dims.size() == 1);
   CHECK(every.dims[0].stride[0] == 0);
   // An output stepping by 0 along a dim that is not reduced overlaps itself.
-  CHECK_THROWS_WITH_AS(kiln::plan_layout(views, 1, x.shape, false, 0), doctest::Contains("its elements overlap"), kiln::ShapeError);
+  CHECK_THROWS_WITH_AS(kiln::plan_layout(views, 1, x.shape, false, 0),
+                       doctest::Contains("its elements overlap"), kiln::ShapeError);
 }

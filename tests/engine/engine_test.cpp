@@ -1,6 +1,5 @@
 // The Engine without a GPU: offline compilation into the disk cache, and clear errors.
 #include <cstdlib>
-
 #include <kiln/graph.hpp>
 
 #include "cache/disk_cache.hpp"
@@ -64,22 +63,27 @@ TEST_CASE("KILN_DISABLE_DISK_CACHE=1 keeps kernels in memory") {
 TEST_CASE("an offline engine refuses to launch, with a reason") {
   kiln::test::TempDir tmp;
   kiln::Engine e(offline(tmp.path()));
-  CHECK_THROWS_WITH_AS(e.empty({4}, kiln::DType::f32), doctest::Contains("offline"), kiln::CudaError);
+  CHECK_THROWS_WITH_AS(e.empty({4}, kiln::DType::f32), doctest::Contains("offline"),
+                       kiln::CudaError);
   kiln::TensorView v = desc({4}, kiln::DType::f32);
   v.data = 0x1000;
-  CHECK_THROWS_WITH_AS(kiln::call_into(e, "neg", v, {v}), doctest::Contains("offline"), kiln::CudaError);
+  CHECK_THROWS_WITH_AS(kiln::call_into(e, "neg", v, {v}), doctest::Contains("offline"),
+                       kiln::CudaError);
 }
 
 TEST_CASE("bad engine options are typed errors") {
   kiln::EngineOptions o;
   o.offline = true;
-  CHECK_THROWS_WITH_AS(kiln::Engine{o}, doctest::Contains("needs EngineOptions::arch"), kiln::ArgumentError);
+  CHECK_THROWS_WITH_AS(kiln::Engine{o}, doctest::Contains("needs EngineOptions::arch"),
+                       kiln::ArgumentError);
   o.arch = "sm_9000x";
   CHECK_THROWS_AS(kiln::Engine{o}, kiln::ArgumentError);
 }
 
-TEST_CASE("without a driver, an online engine says how to compile offline" * doctest::skip(kiln::test::has_gpu())) {
-  CHECK_THROWS_WITH_AS(kiln::Engine{}, doctest::Contains("EngineOptions::offline"), kiln::CudaError);
+TEST_CASE("without a driver, an online engine says how to compile offline" *
+          doctest::skip(kiln::test::has_gpu())) {
+  CHECK_THROWS_WITH_AS(kiln::Engine{}, doctest::Contains("EngineOptions::offline"),
+                       kiln::CudaError);
 }
 
 TEST_CASE("bad operands never reach NVRTC or the cache") {
@@ -87,7 +91,8 @@ TEST_CASE("bad operands never reach NVRTC or the cache") {
   kiln::Engine e(offline(tmp.path()));
   kiln::TensorView misaligned = desc({16}, kiln::DType::f32);
   misaligned.data = 0x1002;
-  CHECK_THROWS_WITH_AS(kiln::precompile(e, "neg", {misaligned}), doctest::Contains("not aligned"), kiln::ArgumentError);
+  CHECK_THROWS_WITH_AS(kiln::precompile(e, "neg", {misaligned}), doctest::Contains("not aligned"),
+                       kiln::ArgumentError);
   kiln::TensorView bad_strides = desc({4, 4}, kiln::DType::f32);
   bad_strides.strides = {1};
   CHECK_THROWS_AS(kiln::precompile(e, "neg", {bad_strides}), kiln::ShapeError);
@@ -116,9 +121,10 @@ TEST_CASE("a plan's kernels compile side by side: each once, in plan order, erro
     REQUIRE(first.size() == 5);
     std::vector<std::string> names, sources;
     for (const auto& r : first) names.push_back(r.name), sources.push_back(r.source);
-    CHECK(names == std::vector<std::string>{"silu_f32__r1v4", "exp_bf16__r1v8", "add_f32__r1v4", "add_f32__r1v4",
-                                            "mul_bf16__r1v8"});
-    CHECK(sources == std::vector<std::string>{"compiled", "compiled", "compiled", "memory", "compiled"});
+    CHECK(names == std::vector<std::string>{"silu_f32__r1v4", "exp_bf16__r1v8", "add_f32__r1v4",
+                                            "add_f32__r1v4", "mul_bf16__r1v8"});
+    CHECK(sources ==
+          std::vector<std::string>{"compiled", "compiled", "compiled", "memory", "compiled"});
     CHECK(e.counters().compiles == 4);
     for (const auto& r : plan.compile(e)) CHECK(r.source == "memory");
     CHECK(e.counters().compiles == 4);
@@ -128,10 +134,14 @@ TEST_CASE("a plan's kernels compile side by side: each once, in plan order, erro
   // A spec that does not compile fails the call with its CompileError; the good ones around it
   // are loaded all the same, and nothing of the bad one is cached.
   kiln::Engine e(offline(tmp.path() + "/bad"));
-  const kiln::KernelSpec good1{"good1", "extern \"C\" __global__ void k(float* p) { p[0] = 1; }\n", "k", {"-std=c++17"}};
-  const kiln::KernelSpec bad{"bad", "extern \"C\" __global__ void k(float* p) { p[0] = nope; }\n", "k", {"-std=c++17"}};
-  const kiln::KernelSpec good2{"good2", "extern \"C\" __global__ void k(float* p) { p[0] = 2; }\n", "k", {"-std=c++17"}};
-  CHECK_THROWS_WITH_AS(e.impl().prepare_all({&good1, &bad, &good2}), doctest::Contains("kernel bad"), kiln::CompileError);
+  const kiln::KernelSpec good1{
+      "good1", "extern \"C\" __global__ void k(float* p) { p[0] = 1; }\n", "k", {"-std=c++17"}};
+  const kiln::KernelSpec bad{
+      "bad", "extern \"C\" __global__ void k(float* p) { p[0] = nope; }\n", "k", {"-std=c++17"}};
+  const kiln::KernelSpec good2{
+      "good2", "extern \"C\" __global__ void k(float* p) { p[0] = 2; }\n", "k", {"-std=c++17"}};
+  CHECK_THROWS_WITH_AS(e.impl().prepare_all({&good1, &bad, &good2}),
+                       doctest::Contains("kernel bad"), kiln::CompileError);
   std::string source;
   e.impl().prepare(good1, &source);
   CHECK(source == "memory");
@@ -144,7 +154,8 @@ TEST_CASE("KILN_COMPILE_THREADS must be a whole number from 1 to 256") {
   for (const char* v : {"0", "-1", "abc", "2x", "257", "99999999999999999999"}) {
     CAPTURE(v);
     ::setenv("KILN_COMPILE_THREADS", v, 1);
-    CHECK_THROWS_WITH_AS(kiln::Engine(offline("")), doctest::Contains("KILN_COMPILE_THREADS"), kiln::ArgumentError);
+    CHECK_THROWS_WITH_AS(kiln::Engine(offline("")), doctest::Contains("KILN_COMPILE_THREADS"),
+                         kiln::ArgumentError);
   }
   ::unsetenv("KILN_COMPILE_THREADS");
 }

@@ -1,6 +1,6 @@
-// Graphs on the CPU: building, inference errors, JSON, fusion grouping, NVRTC compile of fused patterns.
+// Graphs on the CPU: building, inference errors, JSON, fusion grouping, NVRTC compile of fused
+// patterns.
 #include <kiln/graph.hpp>
-
 #include <set>
 
 #include "engine/fusion.hpp"
@@ -41,8 +41,8 @@ TEST_CASE("graph: operators build nodes with inferred shapes and dtypes") {
   CHECK(g.node(z.id()).shape == kiln::Shape{8, 3, 5});
   CHECK(g.node(z.id()).dtype == DType::f32);  // bf16 with f16 promotes
   CHECK(g.nodes().size() == 5);
-  CHECK_THROWS_WITH_AS(g.add("add", {x, g.input("w", {4}, DType::f32)}, {}, "bad"), doctest::Contains("node 'bad'"),
-                       kiln::ShapeError);
+  CHECK_THROWS_WITH_AS(g.add("add", {x, g.input("w", {4}, DType::f32)}, {}, "bad"),
+                       doctest::Contains("node 'bad'"), kiln::ShapeError);
 }
 
 TEST_CASE("graph: Value helpers cover the elementwise catalog") {
@@ -50,11 +50,20 @@ TEST_CASE("graph: Value helpers cover the elementwise catalog") {
   auto x = g.input("x", {4, 8}, DType::bf16);
   auto y = g.input("y", {8}, DType::f32);
   const std::vector<std::pair<kiln::Value, std::string>> built = {
-      {kiln::sin(x), "sin"},          {kiln::cos(x), "cos"},          {kiln::gelu_tanh(x), "gelu_tanh"},
-      {kiln::pow(x, 2.0), "pow"},     {kiln::maximum(x, y), "maximum"}, {kiln::minimum(x, y), "minimum"},
-      {kiln::eq(x, y), "eq"},         {kiln::ne(x, y), "ne"},         {kiln::lt(x, 0.5), "lt"},
-      {kiln::le(x, y), "le"},         {kiln::gt(x, y), "gt"},         {kiln::ge(x, y), "ge"},
-      {kiln::where(kiln::gt(x, y), x, y), "where"}, {kiln::clamp(x, -1.0, std::nullopt), "clamp"},
+      {kiln::sin(x), "sin"},
+      {kiln::cos(x), "cos"},
+      {kiln::gelu_tanh(x), "gelu_tanh"},
+      {kiln::pow(x, 2.0), "pow"},
+      {kiln::maximum(x, y), "maximum"},
+      {kiln::minimum(x, y), "minimum"},
+      {kiln::eq(x, y), "eq"},
+      {kiln::ne(x, y), "ne"},
+      {kiln::lt(x, 0.5), "lt"},
+      {kiln::le(x, y), "le"},
+      {kiln::gt(x, y), "gt"},
+      {kiln::ge(x, y), "ge"},
+      {kiln::where(kiln::gt(x, y), x, y), "where"},
+      {kiln::clamp(x, -1.0, std::nullopt), "clamp"},
       {kiln::cast(y, DType::f16), "cast"}};
   for (const auto& [v, op] : built) {
     CAPTURE(op);
@@ -80,26 +89,38 @@ TEST_CASE("graph: JSON round trip") {
 
 TEST_CASE("graph: malformed files are GraphErrors naming the node and field") {
   const std::string in = R"("inputs": [{"name": "x", "shape": [4, 8], "dtype": "f32"}])";
-  CHECK(bad("{") .find("not valid JSON") != std::string::npos);
-  CHECK(bad("{" + in + R"(, "nodes": [{"name": "y", "op": "frob", "args": ["x"]}], "outputs": ["y"]})")
+  CHECK(bad("{").find("not valid JSON") != std::string::npos);
+  CHECK(bad("{" + in +
+            R"(, "nodes": [{"name": "y", "op": "frob", "args": ["x"]}], "outputs": ["y"]})")
             .find("node 'y': field op: unknown op 'frob'") != std::string::npos);
-  CHECK(bad("{" + in + R"(, "nodes": [{"name": "y", "op": "add", "args": ["x", "q"]}], "outputs": ["y"]})")
-            .find("node 'y': field args[1]: 'q' is not an input or an earlier node") != std::string::npos);
-  CHECK(bad("{" + in + R"(, "nodes": [{"name": "y", "op": "add", "args": ["x"]}], "outputs": ["y"]})")
-            .find("takes 2 operand(s)") != std::string::npos);
-  CHECK(bad("{" + in + R"(, "nodes": [{"name": "x", "op": "neg", "args": ["x"]}], "outputs": ["x"]})")
-            .find("node 'x': the name is already used") != std::string::npos);
-  CHECK(bad(R"({"inputs": [{"name": "x", "shape": [4], "dtype": "f64"}], "nodes": [], "outputs": ["x"]})")
-            .find("input 'x'") != std::string::npos);
-  CHECK(bad(R"({"inputs": [{"name": "x", "shape": [-4], "dtype": "f32"}], "nodes": [], "outputs": ["x"]})")
-            .find("field shape") != std::string::npos);
+  CHECK(bad("{" + in +
+            R"(, "nodes": [{"name": "y", "op": "add", "args": ["x", "q"]}], "outputs": ["y"]})")
+            .find("node 'y': field args[1]: 'q' is not an input or an earlier node") !=
+        std::string::npos);
+  CHECK(
+      bad("{" + in + R"(, "nodes": [{"name": "y", "op": "add", "args": ["x"]}], "outputs": ["y"]})")
+          .find("takes 2 operand(s)") != std::string::npos);
+  CHECK(
+      bad("{" + in + R"(, "nodes": [{"name": "x", "op": "neg", "args": ["x"]}], "outputs": ["x"]})")
+          .find("node 'x': the name is already used") != std::string::npos);
+  CHECK(
+      bad(R"({"inputs": [{"name": "x", "shape": [4], "dtype": "f64"}], "nodes": [], "outputs": ["x"]})")
+          .find("input 'x'") != std::string::npos);
+  CHECK(
+      bad(R"({"inputs": [{"name": "x", "shape": [-4], "dtype": "f32"}], "nodes": [], "outputs": ["x"]})")
+          .find("field shape") != std::string::npos);
   CHECK(bad("{" + in + R"(, "nodes": [{"name": "y", "op": "neg"}], "outputs": ["y"]})")
             .find("node 'y': missing field 'args'") != std::string::npos);
-  CHECK(bad("{" + in + R"(, "nodes": [], "outputs": ["nope"]})").find("field outputs") != std::string::npos);
-  CHECK(bad("{" + in + R"(, "nodes": [{"name": "y", "op": "clamp", "args": ["x"], "attrs": {"mn": 1}}], "outputs": ["y"]})")
-            .find("attrs.mn") != std::string::npos);
-  CHECK(bad("{" + in + R"(, "nodes": [{"name": "y", "op": "add", "args": ["x", "x"]}], "outputs": ["y"], "extra": 1})")
-            .find("unknown top-level field 'extra'") != std::string::npos);
+  CHECK(bad("{" + in + R"(, "nodes": [], "outputs": ["nope"]})").find("field outputs") !=
+        std::string::npos);
+  CHECK(
+      bad("{" + in +
+          R"(, "nodes": [{"name": "y", "op": "clamp", "args": ["x"], "attrs": {"mn": 1}}], "outputs": ["y"]})")
+          .find("attrs.mn") != std::string::npos);
+  CHECK(
+      bad("{" + in +
+          R"(, "nodes": [{"name": "y", "op": "add", "args": ["x", "x"]}], "outputs": ["y"], "extra": 1})")
+          .find("unknown top-level field 'extra'") != std::string::npos);
   CHECK(bad("[]").find("top level") != std::string::npos);
   CHECK_THROWS_AS(Graph::load("/nonexistent/g.json"), kiln::GraphError);
 }
@@ -107,7 +128,8 @@ TEST_CASE("graph: malformed files are GraphErrors naming the node and field") {
 TEST_CASE("graph: names are checked, printed escaped, and never reach a kernel's source or key") {
   Graph g;
   auto x = g.input("x", {64}, DType::f32);
-  for (const std::string& name : {std::string("y\n#error boom"), std::string(""), std::string(300, 'n'), std::string("a\x1b[31m")}) {
+  for (const std::string& name : {std::string("y\n#error boom"), std::string(""),
+                                  std::string(300, 'n'), std::string("a\x1b[31m")}) {
     CAPTURE(kiln::printable_name(name));
     try {
       g.add("neg", {x}, {}, name.empty() ? std::string(1, '\t') : name);
@@ -134,7 +156,8 @@ TEST_CASE("graph: names are checked, printed escaped, and never reach a kernel's
     return kiln::plan_specs(h);
   };
   const auto base = specs_of(false, "y", "");
-  for (const auto& other : {specs_of(false, "out", ""), specs_of(true, "", "t"), specs_of(true, "z", "renamed")}) {
+  for (const auto& other :
+       {specs_of(false, "out", ""), specs_of(true, "", "t"), specs_of(true, "z", "renamed")}) {
     const auto& k = other.back();
     CHECK(k.source == base.back().source);
     CHECK(k.expression == base.back().expression);
@@ -182,7 +205,8 @@ TEST_CASE("fusion: a chain of elementwise ops is one kernel; unfused it is one p
   CHECK(kiln::Plan(g, false).kernels().size() == 8);
 }
 
-TEST_CASE("fusion: outputs of two shapes make two kernels; shared values are recomputed, not stored") {
+TEST_CASE(
+    "fusion: outputs of two shapes make two kernels; shared values are recomputed, not stored") {
   Graph g;
   auto x = g.input("x", {64, 128}, DType::f32);
   auto b = g.input("b", {128}, DType::f32);
@@ -210,7 +234,8 @@ TEST_CASE("fused patterns NVRTC-compile for sm_80 and sm_90a") {
     auto m = g.input("mask", {256}, DType::f32);
     auto c = kiln::apply("cast", {x * 0.125 + m}, {std::nullopt, std::nullopt, DType::bf16});
     g.output(kiln::softplus(c));
-    g.output(kiln::apply("where", {kiln::apply("gt", {c, 0.0}), c, kiln::apply("clamp", {x}, {-1.0, 1.0, std::nullopt})}));
+    g.output(kiln::apply("where", {kiln::apply("gt", {c, 0.0}), c,
+                                   kiln::apply("clamp", {x}, {-1.0, 1.0, std::nullopt})}));
     graphs.push_back(g);
   }
   for (const char* arch : {"sm_80", "sm_90a"}) {

@@ -1,11 +1,11 @@
 // The signature cache of plan calls (engine/launch_cache.hpp, engine/executor.cpp) on an offline
-// engine (prepared without a device: specialized and compiled, never launched): a call with the signature of an earlier one reuses what it prepared, with its own
-// pointers written in; a change of any component of the signature prepares anew, and what it
-// prepares is what a fresh specialization for those views gives.
+// engine (prepared without a device: specialized and compiled, never launched): a call with the
+// signature of an earlier one reuses what it prepared, with its own pointers written in; a change
+// of any component of the signature prepares anew, and what it prepares is what a fresh
+// specialization for those views gives.
 #include <cstring>
-#include <set>
-
 #include <kiln/kiln.hpp>
+#include <set>
 
 #include "engine/compiler/compiler.hpp"
 #include "engine/executor.hpp"
@@ -43,21 +43,27 @@ std::vector<std::string> spec_ids(const kiln::detail::PreparedCall& call) {
 }
 
 // What plan_specs specializes for a static graph and these views (outputs contiguous).
-std::vector<std::string> fresh_ids(const kiln::Graph& g, const Views& inputs, const std::string& arch) {
+std::vector<std::string> fresh_ids(const kiln::Graph& g, const Views& inputs,
+                                   const std::string& arch) {
   std::vector<std::string> ids;
-  for (const auto& s : kiln::plan_specs(g, true, inputs, nullptr, arch)) ids.push_back(kiln::compiler::spec_id(s));
+  for (const auto& s : kiln::plan_specs(g, true, inputs, nullptr, arch))
+    ids.push_back(kiln::compiler::spec_id(s));
   return ids;
 }
 
 }  // namespace
 
-TEST_CASE("launch cache: a seen signature reuses its kernels with new pointers; each changed component prepares anew") {
+TEST_CASE(
+    "launch cache: a seen signature reuses its kernels with new pointers; each changed component "
+    "prepares anew") {
   kiln::Engine e(kiln::test::offline("sm_90a"));
   const kiln::Graph g = graph(64);
   const kiln::Plan plan(g);
   const auto& impl = kiln::detail::PlanAccess::impl(plan);
-  const Views base = {{"x", view({64, 128}, DType::f32, 0x100000)}, {"b", view({128}, DType::bf16, 0x200000)}};
-  const Views outs = {{"y", view({64, 128}, DType::f32, 0x300000)}, {"z", view({64, 128}, DType::f32, 0x400000)}};
+  const Views base = {{"x", view({64, 128}, DType::f32, 0x100000)},
+                      {"b", view({128}, DType::bf16, 0x200000)}};
+  const Views outs = {{"y", view({64, 128}, DType::f32, 0x300000)},
+                      {"z", view({64, 128}, DType::f32, 0x400000)}};
   const auto first = impl.prepared(e, base, outs, false);
   REQUIRE(first->launches.size() == 2);
   CHECK(spec_ids(*first) == fresh_ids(g, base, "sm_90a"));
@@ -101,7 +107,8 @@ TEST_CASE("launch cache: a seen signature reuses its kernels with new pointers; 
   Views out_misaligned = outs;
   out_misaligned["z"].data = 0x400008;
   CHECK((impl.prepared(e, base, out_misaligned, false) != first));  // an output's alignment class
-  CHECK((impl.prepared(e, base, {{"y", outs.at("y")}}, false) != first));  // which outputs are given
+  CHECK(
+      (impl.prepared(e, base, {{"y", outs.at("y")}}, false) != first));  // which outputs are given
   Views out_strided = outs;
   out_strided["y"] = view({64, 128}, DType::f32, 0x300000, {1, 64});
   CHECK((impl.prepared(e, base, out_strided, false) != first));  // an output's strides
@@ -117,7 +124,9 @@ TEST_CASE("launch cache: a seen signature reuses its kernels with new pointers; 
   CHECK((impl.prepared(e, base, outs, false) == first));
 }
 
-TEST_CASE("launch cache: each extent of a dynamic dim is its own signature, specialized as a static graph of it") {
+TEST_CASE(
+    "launch cache: each extent of a dynamic dim is its own signature, specialized as a static "
+    "graph of it") {
   kiln::Engine e(kiln::test::offline("sm_80"));
   kiln::Graph g;
   auto x = g.input("x", {-1, 96}, DType::f16);
@@ -136,7 +145,8 @@ TEST_CASE("launch cache: each extent of a dynamic dim is its own signature, spec
     fixed.output(kiln::softmax(fixed.input("x", {rows, 96}, DType::f16)), "y");
     CHECK(spec_ids(*call) == fresh_ids(fixed, ins, "sm_80"));
   }
-  CHECK((impl.prepared(e, {{"x", view({2, 96}, DType::f16, 0x900000)}}, {{"y", view({2, 96}, DType::f16, 0xa00000)}}, false) == seen[1]));
+  CHECK((impl.prepared(e, {{"x", view({2, 96}, DType::f16, 0x900000)}},
+                       {{"y", view({2, 96}, DType::f16, 0xa00000)}}, false) == seen[1]));
 }
 
 TEST_CASE("launch cache: a bounded LRU of signatures") {
@@ -148,7 +158,7 @@ TEST_CASE("launch cache: a bounded LRU of signatures") {
   };
   cache.insert(sig(1), std::make_shared<int>(1));
   cache.insert(sig(2), std::make_shared<int>(2));
-  REQUIRE((cache.find(sig(1)) != nullptr));       // 1 is now the most recent
+  REQUIRE((cache.find(sig(1)) != nullptr));        // 1 is now the most recent
   cache.insert(sig(3), std::make_shared<int>(3));  // 2 goes
   CHECK((cache.find(sig(2)) == nullptr));
   CHECK(*cache.find(sig(1)) == 1);

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-
 #include <kiln/graph.hpp>
 
 #include "ops/op.hpp"
@@ -24,14 +23,30 @@ Graph random_graph(std::mt19937_64& rng, DType t, std::int64_t R, std::int64_t C
   const int steps = 3 + int(rng() % 6);
   for (int s = 0; s < steps; ++s) {
     switch (rng() % 8) {
-      case 0: v = v + b; break;
-      case 1: v = v * 0.75; break;
-      case 2: v = kiln::silu(v); break;
-      case 3: v = kiln::tanh(v) - r; break;
-      case 4: v = kiln::apply("maximum", {v, x}); break;
-      case 5: v = kiln::apply("where", {kiln::apply("gt", {x, 0.0}), v, b}); break;
-      case 6: v = kiln::apply("clamp", {v}, {-2.0, 2.0, std::nullopt}); break;
-      default: v = kiln::sigmoid(v) * r; break;
+      case 0:
+        v = v + b;
+        break;
+      case 1:
+        v = v * 0.75;
+        break;
+      case 2:
+        v = kiln::silu(v);
+        break;
+      case 3:
+        v = kiln::tanh(v) - r;
+        break;
+      case 4:
+        v = kiln::apply("maximum", {v, x});
+        break;
+      case 5:
+        v = kiln::apply("where", {kiln::apply("gt", {x, 0.0}), v, b});
+        break;
+      case 6:
+        v = kiln::apply("clamp", {v}, {-2.0, 2.0, std::nullopt});
+        break;
+      default:
+        v = kiln::sigmoid(v) * r;
+        break;
     }
   }
   g.output(v);
@@ -41,7 +56,8 @@ Graph random_graph(std::mt19937_64& rng, DType t, std::int64_t R, std::int64_t C
 
 }  // namespace
 
-TEST_CASE("gpu: random fused graphs match the fp64 reference and the unfused plan" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: random fused graphs match the fp64 reference and the unfused plan" *
+          doctest::skip(!kiln::test::has_gpu())) {
   kiln::test::TempDir tmp;
   kiln::EngineOptions o;
   o.cache_dir = tmp.path();
@@ -59,8 +75,9 @@ TEST_CASE("gpu: random fused graphs match the fp64 reference and the unfused pla
   CHECK(graphs == 24);
 }
 
-TEST_CASE("gpu: a dynamic batch dim is the launch's: a new batch size runs the kernels already compiled" *
-          doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE(
+    "gpu: a dynamic batch dim is the launch's: a new batch size runs the kernels already compiled" *
+    doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e(kiln::test::on_gpu());
   auto rng = kiln::test::make_rng(31);
   // Three kernels: softmax with a fused prologue, a sum, an elementwise chain.
@@ -107,12 +124,14 @@ TEST_CASE("gpu: a dynamic batch dim is the launch's: a new batch size runs the k
     for (const auto& f : kiln::test::check_on_gpu(e, g, rng)) FAIL_CHECK(f);
     CHECK(found() - before == now);
     REQUIRE(got.size() == 3);
-    for (const auto& [name, t] : want) CHECK(kiln::test::bytes_of(got.at(name)) == kiln::test::bytes_of(t));
+    for (const auto& [name, t] : want)
+      CHECK(kiln::test::bytes_of(got.at(name)) == kiln::test::bytes_of(t));
   }
   CHECK(compiled == 5);
 }
 
-TEST_CASE("gpu: a plan writes into the caller's outputs and checks what it is given" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: a plan writes into the caller's outputs and checks what it is given" *
+          doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e(kiln::test::on_gpu());
   Graph g;
   auto x = g.input("x", {-1, 64}, DType::f32);

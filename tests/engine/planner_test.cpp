@@ -1,9 +1,10 @@
 // The arena planner: values whose lives overlap never share bytes; values that do not, do.
+#include "engine/planner.hpp"
+
 #include <doctest/doctest.h>
 
 #include <kiln/graph.hpp>
 
-#include "engine/planner.hpp"
 #include "tests/fuzz/generator.hpp"
 
 using kiln::DType;
@@ -16,7 +17,8 @@ void check_arena(const Graph& g, const kiln::ArenaPlan& p) {
     if (p.offset[a] < 0) continue;
     CHECK(p.offset[a] % kiln::ArenaPlan::kAlign == 0);
     CHECK(p.offset[a] + p.size[a] <= p.bytes);
-    CHECK(p.size[a] >= kiln::numel_of(g.nodes()[a].shape) * std::int64_t(kiln::size_of(g.nodes()[a].dtype)));
+    CHECK(p.size[a] >=
+          kiln::numel_of(g.nodes()[a].shape) * std::int64_t(kiln::size_of(g.nodes()[a].dtype)));
     for (std::size_t b = a + 1; b < p.offset.size(); ++b) {
       if (p.offset[b] < 0 || p.last[a] < p.first[b] || p.last[b] < p.first[a]) continue;
       CHECK((p.offset[a] + p.size[a] <= p.offset[b] || p.offset[b] + p.size[b] <= p.offset[a]));
@@ -34,7 +36,7 @@ TEST_CASE("planner: a chain reuses two slots; a value read late keeps its own") 
   g.output(kiln::silu(e));
   const auto chain = kiln::plan_arena(g, kiln::fuse(g, false));
   check_arena(g, chain);
-  CHECK(chain.values == 5);        // a..e; the output is the caller's
+  CHECK(chain.values == 5);           // a..e; the output is the caller's
   CHECK(chain.unshared == 5 * 4096);  // 4000 bytes each, rounded up to 256
   CHECK(chain.bytes == 2 * 4096);     // each value dies as the next one's kernel runs
 

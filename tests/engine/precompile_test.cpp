@@ -1,12 +1,12 @@
-#include <set>
+#include "engine/precompile.hpp"
 
 #include <cerrno>
+#include <set>
 
 #include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
 #include "cache/kernel_cache.hpp"
 #include "cache/manifest.hpp"
-#include "engine/precompile.hpp"
 #include "ops/op.hpp"
 #include "tests/support.hpp"
 
@@ -25,7 +25,8 @@ std::vector<kiln::KernelSpec> some_specs() {
 
 }  // namespace
 
-TEST_CASE("precompile: every spec x arch into the cache, in parallel; a second run compiles nothing") {
+TEST_CASE(
+    "precompile: every spec x arch into the cache, in parallel; a second run compiles nothing") {
   kiln::test::TempDir tmp;
   const auto specs = some_specs();
   kiln::PrecompileOptions o;
@@ -34,10 +35,11 @@ TEST_CASE("precompile: every spec x arch into the cache, in parallel; a second r
   int progress_calls = 0;
   {
     kiln::cache::KernelCache c(std::optional<std::string>(tmp.path()));
-    const auto s = kiln::precompile_specs(specs, o, c, [&](int done, int total, const kiln::PrecompileItem&) {
-      ++progress_calls;
-      CHECK(done <= total);
-    });
+    const auto s =
+        kiln::precompile_specs(specs, o, c, [&](int done, int total, const kiln::PrecompileItem&) {
+          ++progress_calls;
+          CHECK(done <= total);
+        });
     CHECK(s.compiled == 8);
     CHECK(s.failed == 0);
     CHECK(progress_calls == 8);
@@ -59,9 +61,10 @@ TEST_CASE("precompile: shards split the work exactly") {
     o.archs = {"sm_80", "sm_90a"};
     o.shard_index = i;
     o.shard_count = 3;
-    const auto s = kiln::precompile_specs(specs, o, c, [&](int, int, const kiln::PrecompileItem& item) {
-      CHECK(seen.insert(item.name + "@" + item.arch).second);
-    });
+    const auto s =
+        kiln::precompile_specs(specs, o, c, [&](int, int, const kiln::PrecompileItem& item) {
+          CHECK(seen.insert(item.name + "@" + item.arch).second);
+        });
     total += s.total;
   }
   CHECK(total == 8);
@@ -125,7 +128,8 @@ TEST_CASE("precompile: kernels a bundle holds count as cached and are not compil
   {
     kiln::cache::KernelCache c(std::optional<std::string>(tmp / "farm"));
     REQUIRE(kiln::precompile_specs(specs, o, c).compiled == int(specs.size()));
-    for (auto& e : kiln::cache::DiskCache(tmp / "farm").list()) items.push_back({*kiln::cache::CacheKey::parse(e.key), *e.kernel});
+    for (auto& e : kiln::cache::DiskCache(tmp / "farm").list())
+      items.push_back({*kiln::cache::CacheKey::parse(e.key), *e.kernel});
   }
   kiln::cache::write_bundle(tmp / "app.kbundle", items);
   kiln::cache::KernelCacheOptions co;

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <functional>
 
-#include "ops/op.hpp"
 #include "engine/fusion.hpp"
+#include "ops/op.hpp"
 #include "tests/support.hpp"
 
 namespace kiln::test {
@@ -29,7 +29,9 @@ std::int64_t broadcast_offset(std::int64_t i, const Shape& shape, const Shape& s
 // A row op's input as [outer, C, inner]: C along the op's axis (every element for all_axes).
 struct RowView {
   std::int64_t outer = 1, C = 1, inner = 1;
-  std::int64_t at(std::int64_t o, std::int64_t c, std::int64_t i) const { return (o * C + c) * inner + i; }
+  std::int64_t at(std::int64_t o, std::int64_t c, std::int64_t i) const {
+    return (o * C + c) * inner + i;
+  }
 };
 
 RowView row_view(const Graph& g, int id) {
@@ -53,7 +55,8 @@ using Lookup = std::function<const std::vector<double>&(int)>;
 
 // Node `id` computed in fp64 from its arguments' values (`arg`). `mag` (if given) gets, per
 // element, the largest magnitude among its operands (for a row op: in its row).
-std::vector<double> compute(const Graph& g, int id, const Lookup& arg, std::vector<double>* mag = nullptr) {
+std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
+                            std::vector<double>* mag = nullptr) {
   const auto& n = g.node(id);
   std::vector<double> out(std::size_t(numel_of(n.shape)));
   const auto& op = ops::find_op(n.op);
@@ -90,8 +93,11 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg, std::vect
     double a[3] = {0, 0, 0};
     std::size_t k = 0, t = 0;
     for (const auto& x : n.args) {
-      if (std::holds_alternative<double>(x)) a[k++] = std::get<double>(x);
-      else a[k++] = (*tensors[t++])[std::size_t(broadcast_offset(std::int64_t(i), n.shape, g.node(std::get<int>(x)).shape))];
+      if (std::holds_alternative<double>(x))
+        a[k++] = std::get<double>(x);
+      else
+        a[k++] = (*tensors[t++])[std::size_t(
+            broadcast_offset(std::int64_t(i), n.shape, g.node(std::get<int>(x)).shape))];
     }
     for (double v : attrs) a[k++] = v;
     out[i] = op.reference(a[0], a[1], a[2]);
@@ -107,7 +113,8 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg, std::vect
 std::vector<double> load(const Graph::Node& n, const HostInputs& inputs) {
   const auto& bytes = inputs.at(n.name);
   std::vector<double> out(bytes.size() / size_of(n.dtype));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = load_element(n.dtype, bytes.data() + i * size_of(n.dtype));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = load_element(n.dtype, bytes.data() + i * size_of(n.dtype));
   return out;
 }
 
@@ -128,15 +135,16 @@ std::vector<std::vector<double>> evaluate(const Graph& g, const HostInputs& inpu
   return vals;
 }
 
-std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs& inputs,
-                                               bool fused, int jitter, int only) {
+std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs& inputs, bool fused,
+                                               int jitter, int only) {
   // Each value read or computed moves by +-2^-20 of its magnitude plus of its largest
   // operand's (f32 evaluation errors are about that: a few ulps, more where the
   // op cancels, as 1 + tanh does in gelu). Directions: alternating along the row (jitter 1:
   // what moves x - mean in a norm most), all up (2), all down (3), up at even node ids only (4)
   // or odd ones only (5: a flip in one node and the opposite one downstream), else random.
   std::mt19937_64 rng{std::uint64_t(jitter)};
-  auto perturb = [&](int id, std::vector<double>& v, const std::vector<double>& mag, double by = 0x1p-20) {
+  auto perturb = [&](int id, std::vector<double>& v, const std::vector<double>& mag,
+                     double by = 0x1p-20) {
     if (jitter == 0 || !is_float(g.node(id).dtype) || (only >= 0 && id != only)) return;
     const bool even_node = id % 2 == 0;
     for (std::size_t i = 0; i < v.size(); ++i) {
@@ -175,16 +183,19 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
         for (std::int64_t o = 0; o < rv.outer; ++o)
           for (std::int64_t i = 0; i < rv.inner; ++i) {
             double m = 0;
-            for (std::int64_t c = 0; c < rv.C; ++c) m = std::max(m, std::fabs(xv[std::size_t(rv.at(o, c, i))]));
+            for (std::int64_t c = 0; c < rv.C; ++c)
+              m = std::max(m, std::fabs(xv[std::size_t(rv.at(o, c, i))]));
             for (std::int64_t c = 0; c < rv.C; ++c) row_max[std::size_t(rv.at(o, c, i))] = m;
           }
         perturb(id, xv, row_max, 0x1p-22);
-        v = compute(g, id, [&](int a) -> const std::vector<double>& { return a == x ? xv : arg(a); }, &mag);
+        v = compute(
+            g, id, [&](int a) -> const std::vector<double>& { return a == x ? xv : arg(a); }, &mag);
       } else {
         v = compute(g, id, arg, &mag);
       }
       perturb(id, v, mag);
-      if (g.node(id).op == "cast") round_to(g.node(id).dtype, v);  // a cast rounds even inside a kernel
+      if (g.node(id).op == "cast")
+        round_to(g.node(id).dtype, v);  // a cast rounds even inside a kernel
       local[id] = std::move(v);
     };
     for (int id : grp.steps) step(id);
@@ -203,7 +214,9 @@ namespace {
 // Where the plan rounds to f16/bf16: the narrow values its kernels store, and casts to them.
 std::vector<int> rounding_points(const Graph& g, bool fused) {
   std::vector<int> out;
-  auto narrow = [&](int id) { return g.node(id).dtype != DType::f32 && is_float(g.node(id).dtype); };
+  auto narrow = [&](int id) {
+    return g.node(id).dtype != DType::f32 && is_float(g.node(id).dtype);
+  };
   for (const FusedGroup& grp : fuse(g, fused)) {
     for (int id : grp.steps)
       if (g.node(id).op == "cast" && narrow(id)) out.push_back(id);
@@ -220,7 +233,8 @@ std::vector<int> rounding_points(const Graph& g, bool fused) {
 PlanModel model_plan(const Graph& g, const HostInputs& inputs, bool fused) {
   PlanModel out;
   out.model = evaluate_plan(g, inputs, fused);
-  for (int jitter : {1, 2, 3, 4, 5, 6, 7, 8}) out.jittered.push_back(evaluate_plan(g, inputs, fused, jitter));
+  for (int jitter : {1, 2, 3, 4, 5, 6, 7, 8})
+    out.jittered.push_back(evaluate_plan(g, inputs, fused, jitter));
   // A rounding that goes the other way in one place, everything else exact: the patterns
   // above can cancel it (a nudge down downstream of the flip up, through abs or a subtraction).
   // Only where some pattern rounded the value differently is the rounding in doubt.
@@ -236,7 +250,8 @@ PlanModel model_plan(const Graph& g, const HostInputs& inputs, bool fused) {
 
 double PlanModel::sensitivity(int o, std::size_t i) const {
   double s = 0;
-  for (const auto& j : jittered) s = std::max(s, std::fabs(j[std::size_t(o)][i] - model[std::size_t(o)][i]));
+  for (const auto& j : jittered)
+    s = std::max(s, std::fabs(j[std::size_t(o)][i] - model[std::size_t(o)][i]));
   return s;
 }
 
@@ -261,11 +276,14 @@ std::string verdict(const Graph::Node& n, double have, double want, double slack
   }
   // Outputs are poisoned with NaN before the run: a NaN where a number belongs may be an
   // element the kernel never wrote.
-  if (std::isnan(have)) return fmt::format("want {} (NaN: computed, or an element never written)", want);
+  if (std::isnan(have))
+    return fmt::format("want {} (NaN: computed, or an element never written)", want);
   if (!std::isfinite(have)) return fmt::format("want {}", want);
-  const double scale = std::max(std::fabs(want), n.op == "softmax" ? 1.0 / double(n.shape.back()) : 1.0);
+  const double scale =
+      std::max(std::fabs(want), n.op == "softmax" ? 1.0 / double(n.shape.back()) : 1.0);
   const double limit = tolerance(n.dtype) * scale + slack;
-  return std::fabs(have - want) <= limit ? "" : fmt::format("want {} (tolerance {:.3g})", want, limit);
+  return std::fabs(have - want) <= limit ? ""
+                                         : fmt::format("want {} (tolerance {:.3g})", want, limit);
 }
 
 }  // namespace
@@ -273,15 +291,18 @@ std::string verdict(const Graph::Node& n, double have, double want, double slack
 HostInputs random_inputs(const Graph& g, std::mt19937_64& rng) {
   HostInputs host;
   for (const auto& n : g.nodes())
-    if (n.op == "input") host[n.name] = random_bytes(n.dtype, std::size_t(numel_of(n.shape)), -3, 3, rng);
+    if (n.op == "input")
+      host[n.name] = random_bytes(n.dtype, std::size_t(numel_of(n.shape)), -3, 3, rng);
   return host;
 }
 
-std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng, bool unfused) {
+std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng,
+                                      bool unfused) {
   return check_inputs_on_gpu(e, g, random_inputs(g, rng), unfused);
 }
 
-std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const HostInputs& host, bool unfused) {
+std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const HostInputs& host,
+                                             bool unfused) {
   std::map<std::string, Tensor> dev;
   std::map<std::string, TensorView> views;
   for (const auto& n : g.nodes())
@@ -307,7 +328,8 @@ std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const Ho
       std::vector<unsigned char> bytes(outs[n.name].bytes());
       outs[n.name].copy_to_host(bytes.data());
       auto& got = run.got[o];
-      for (std::size_t i = 0; i < bytes.size() / size_of(n.dtype); ++i) got.push_back(load_element(n.dtype, bytes.data() + i * size_of(n.dtype)));
+      for (std::size_t i = 0; i < bytes.size() / size_of(n.dtype); ++i)
+        got.push_back(load_element(n.dtype, bytes.data() + i * size_of(n.dtype)));
     }
     runs.push_back(std::move(run));
   }
@@ -316,29 +338,35 @@ std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const Ho
     const auto& n = g.node(o);
     int bad = 0;
     auto fail = [&](const char* what, std::size_t i, double have, const std::string& why) {
-      if (!why.empty() && bad++ < 3) failures.push_back(fmt::format("{} {} [{}]: got {}, {}", what, n.name, i, have, why));
+      if (!why.empty() && bad++ < 3)
+        failures.push_back(fmt::format("{} {} [{}]: got {}, {}", what, n.name, i, have, why));
     };
     auto edge = [&](const PlanRun& r, std::size_t i) {
       const double want = r.model[std::size_t(o)][i];
       for (const auto& j : r.jittered) {
         const double v = j[std::size_t(o)][i];
-        if (std::isnan(v) != std::isnan(want) || (!std::isnan(v) && std::isinf(v) != std::isinf(want))) return true;
+        if (std::isnan(v) != std::isnan(want) ||
+            (!std::isnan(v) && std::isinf(v) != std::isinf(want)))
+          return true;
       }
       return false;
     };
     for (std::size_t i = 0; i < runs[0].model[std::size_t(o)].size(); ++i) {
       const PlanRun& f = runs[0];
       const double fused = f.got.at(o)[i];
-      fail("fused", i, fused, verdict(n, fused, f.model[std::size_t(o)][i], 4 * f.sensitivity(o, i), edge(f, i)));
+      fail("fused", i, fused,
+           verdict(n, fused, f.model[std::size_t(o)][i], 4 * f.sensitivity(o, i), edge(f, i)));
       if (runs.size() < 2) continue;
       const PlanRun& u = runs[1];
       const double have = u.got.at(o)[i];
-      fail("unfused", i, have, verdict(n, have, u.model[std::size_t(o)][i], 4 * u.sensitivity(o, i), edge(u, i)));
+      fail("unfused", i, have,
+           verdict(n, have, u.model[std::size_t(o)][i], 4 * u.sensitivity(o, i), edge(u, i)));
       // Fused and unfused round in different places: their models differ by that much.
       const double apart = std::fabs(f.model[std::size_t(o)][i] - u.model[std::size_t(o)][i]);
       if (std::isfinite(fused) && std::isfinite(apart))
         fail("unfused vs fused", i, have,
-             verdict(n, have, fused, apart + 4 * (f.sensitivity(o, i) + u.sensitivity(o, i)), edge(f, i) || edge(u, i)));
+             verdict(n, have, fused, apart + 4 * (f.sensitivity(o, i) + u.sensitivity(o, i)),
+                     edge(f, i) || edge(u, i)));
     }
   }
   return failures;

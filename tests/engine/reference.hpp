@@ -1,12 +1,11 @@
 #pragma once
 // The fp64 reference of a whole graph, and the check of a GPU run against it.
 
+#include <kiln/graph.hpp>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <kiln/graph.hpp>
 
 namespace kiln::test {
 
@@ -29,9 +28,10 @@ std::vector<std::vector<double>> evaluate(const Graph& g, const HostInputs& inpu
 /// plus, for elementwise ops, of its largest operand's: in alternating directions along each
 /// row for 1, all up for 2, all down for 3, up only at even (4) or odd (5) node ids, random
 /// directions (seeded by `jitter`) otherwise. A row op's input row moves too, by 2^-22 of its
-/// element's magnitude plus the row's largest (its f32 sum, mean or max errs by that). With `only` >= 0, only that node moves.
-std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs& inputs,
-                                               bool fused, int jitter = 0, int only = -1);
+/// element's magnitude plus the row's largest (its f32 sum, mean or max errs by that). With `only`
+/// >= 0, only that node moves.
+std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs& inputs, bool fused,
+                                               int jitter = 0, int only = -1);
 
 /// A plan's model and its jittered variants: the eight patterns of evaluate_plan, and, at each
 /// f16/bf16 rounding whose direction some pattern changed, that node alone moved up and down
@@ -49,10 +49,13 @@ PlanModel model_plan(const Graph& g, const HostInputs& inputs, bool fused);
 /// and the unfused outputs with the fused ones. Tolerance per element: the output dtype's
 /// relative tolerance (softmax outputs relative to 1/C) plus 4x how far the element moves in
 /// model_plan's jittered models (its sensitivity to the GPU's f32 arithmetic, including a
-/// rounding that goes the other way). NaN and infinities where and only where the model has them (anything
-/// goes where a perturbation changes that). Returns the mismatches (a few per output and kind).
-std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng, bool unfused = false);
+/// rounding that goes the other way). NaN and infinities where and only where the model has them
+/// (anything goes where a perturbation changes that). Returns the mismatches (a few per output and
+/// kind).
+std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng,
+                                      bool unfused = false);
 /// The same on the inputs given (NaN and infinities included).
-std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const HostInputs& inputs, bool unfused = false);
+std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const HostInputs& inputs,
+                                             bool unfused = false);
 
 }  // namespace kiln::test

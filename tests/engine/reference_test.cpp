@@ -1,5 +1,7 @@
 // The fp64 reference itself (CPU): a plan's model rounds where the plan's kernels store and at
 // casts, and nowhere else.
+#include "tests/engine/reference.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 #include <cstring>
 #include <string>
 
-#include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
 
 using kiln::DType;
@@ -21,7 +22,7 @@ TEST_CASE("reference: a plan's model rounds what its kernels store, and casts; n
   to_f32.dtype = DType::f32;
   auto b = kiln::apply("cast", {x * 3.0}, to_bf16);  // id 2
   auto y = b * 1.1;                                  // id 3, bf16
-  auto w = kiln::apply("cast", {y}, to_f32);          // id 4
+  auto w = kiln::apply("cast", {y}, to_f32);         // id 4
   g.output(y);
   g.output(w);
   // x = f32(1.1); x * 3 = 3.30000007 lies between the bf16 values 3.296875 and 3.3125 (2^-6
@@ -66,7 +67,8 @@ TEST_CASE("reference: roundings the GPU took the other way are within the model'
       // layer_norm over 3 stored f16 values ~1 ulp apart: its f32 mean errs by ~1e-7, and
       // x - mean ~ 5e-4 turns that into an f16 ulp of the output (and 2^-22 of the row max
       // into ~7: such a row is as sensitive as that).
-      {"seed-5788-norm-of-a-stored-near-constant-row.json", 5788, 5245, 0.9249267578125, 0x1p-14, 32},
+      {"seed-5788-norm-of-a-stored-near-constant-row.json", 5788, 5245, 0.9249267578125, 0x1p-14,
+       32},
   };
   for (const Seen& s : seen) {
     CAPTURE(s.file);
@@ -75,7 +77,8 @@ TEST_CASE("reference: roundings the GPU took the other way are within the model'
     const auto model = kiln::test::model_plan(g, kiln::test::random_inputs(g, rng), false);
     const int o = g.outputs().front();
     const double want = model.model[std::size_t(o)][s.element];
-    const double limit = 2e-5 * std::max(1.0, std::fabs(want)) + 4 * model.sensitivity(o, s.element);
+    const double limit =
+        2e-5 * std::max(1.0, std::fabs(want)) + 4 * model.sensitivity(o, s.element);
     CHECK(std::fabs(s.gpu - want) == doctest::Approx(s.ulp));  // the GPU is one rounding away
     CHECK(std::fabs(s.gpu - want) <= limit);
     CHECK(limit < s.loosest * s.ulp);  // and not loose beyond a few such roundings

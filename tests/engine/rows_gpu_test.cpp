@@ -3,10 +3,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <kiln/graph.hpp>
 #include <regex>
 #include <tuple>
-
-#include <kiln/graph.hpp>
 
 #include "engine/rows.hpp"
 #include "ops/op.hpp"
@@ -17,13 +16,15 @@
 using kiln::DType;
 using kiln::Graph;
 
-TEST_CASE("gpu: every row op x dtype x pattern matches the fp64 reference" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: every row op x dtype x pattern matches the fp64 reference" *
+          doctest::skip(!kiln::test::has_gpu())) {
   kiln::test::TempDir tmp;
   kiln::EngineOptions o;
   o.cache_dir = tmp.path();
   kiln::Engine e(o);
   auto rng = kiln::test::make_rng(21);
-  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1, 1}, {3, 7}, {5, 1000}, {2, 4097}, {2, 65536}, {700, 33}, {64, 4096}};
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
+      {1, 1}, {3, 7}, {5, 1000}, {2, 4097}, {2, 65536}, {700, 33}, {64, 4096}};
   int graphs = 0;
   for (auto [R, C] : shapes)
     for (DType t : kiln::kFloatDTypes)
@@ -35,7 +36,8 @@ TEST_CASE("gpu: every row op x dtype x pattern matches the fp64 reference" * doc
   MESSAGE(fmt::format("{} row graphs, {} kernels compiled", graphs, e.counters().compiles));
 }
 
-TEST_CASE("gpu: long rows split between the blocks of a cluster match the fp64 reference" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: long rows split between the blocks of a cluster match the fp64 reference" *
+          doctest::skip(!kiln::test::has_gpu())) {
   kiln::test::TempDir tmp;
   kiln::EngineOptions o;
   o.cache_dir = tmp.path();
@@ -51,7 +53,11 @@ TEST_CASE("gpu: long rows split between the blocks of a cluster match the fp64 r
   // The merge now pushes each warp's statistic into every block (row_reduce.cuh): a block
   // leaves only once every push to it has landed, with no cluster barrier at its exit.
   const std::vector<std::tuple<DType, std::int64_t, std::int64_t>> shapes = {
-      {DType::f32, 3, 40000}, {DType::bf16, 2, 33333}, {DType::bf16, 3, 50000}, {DType::f16, 2, 131072}, {DType::bf16, 64, 65536}};
+      {DType::f32, 3, 40000},
+      {DType::bf16, 2, 33333},
+      {DType::bf16, 3, 50000},
+      {DType::f16, 2, 131072},
+      {DType::bf16, 64, 65536}};
   int graphs = 0;
   for (auto [t, R, C] : shapes)
     for (const Graph& g : kiln::test::row_graphs(t, R, C)) {
@@ -60,19 +66,24 @@ TEST_CASE("gpu: long rows split between the blocks of a cluster match the fp64 r
       ++graphs;
     }
   int split = 0;
-  for (const auto& k : e.kernels()) split += std::regex_search(k.name, std::regex("__r2v[148]s[48]$"));
-  MESSAGE(fmt::format("{} graphs, {} kernels, {} of them split (arch {})", graphs, e.kernels().size(), split, e.arch()));
-  if (kiln::has_clusters(e.arch())) CHECK(split >= 5 * 12);  // the ops that write the row, in each shape
+  for (const auto& k : e.kernels())
+    split += std::regex_search(k.name, std::regex("__r2v[148]s[48]$"));
+  MESSAGE(fmt::format("{} graphs, {} kernels, {} of them split (arch {})", graphs,
+                      e.kernels().size(), split, e.arch()));
+  if (kiln::has_clusters(e.arch()))
+    CHECK(split >= 5 * 12);  // the ops that write the row, in each shape
 }
 
-TEST_CASE("gpu: row ops along any axis and over all elements match the fp64 reference" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: row ops along any axis and over all elements match the fp64 reference" *
+          doctest::skip(!kiln::test::has_gpu())) {
   kiln::test::TempDir tmp;
   kiln::EngineOptions o;
   o.cache_dir = tmp.path();
   kiln::Engine e(o);
   auto rng = kiln::test::make_rng(22);
   // Every dtype on [3, 7]; the other shapes one dtype each, in turn (each shape compiles anew).
-  const std::vector<kiln::Shape> shapes = {{3, 7}, {3, 7}, {3, 7}, {1, 1}, {5, 1, 9}, {2, 4097}, {1000, 33}, {7, 300, 5}, {70000, 2}};
+  const std::vector<kiln::Shape> shapes = {{3, 7},    {3, 7},     {3, 7},      {1, 1},    {5, 1, 9},
+                                           {2, 4097}, {1000, 33}, {7, 300, 5}, {70000, 2}};
   int graphs = 0;
   for (std::size_t i = 0; i < shapes.size(); ++i)
     for (DType t : {kiln::kFloatDTypes[i % 3]})
@@ -84,7 +95,8 @@ TEST_CASE("gpu: row ops along any axis and over all elements match the fp64 refe
   MESSAGE(fmt::format("{} axis graphs, {} kernels compiled", graphs, e.counters().compiles));
 }
 
-TEST_CASE("gpu: eager row ops through kiln::call, and softmax with -inf masks" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: eager row ops through kiln::call, and softmax with -inf masks" *
+          doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e(kiln::test::on_gpu());
   std::vector<float> h(4 * 8);
   for (std::size_t i = 0; i < h.size(); ++i) h[i] = (i % 3 == 0) ? -INFINITY : float(i % 5) * 0.5f;
@@ -106,7 +118,8 @@ TEST_CASE("gpu: eager row ops through kiln::call, and softmax with -inf masks" *
   }
 }
 
-TEST_CASE("gpu: rows holding NaN or -inf give what PyTorch gives, in every strategy" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: rows holding NaN or -inf give what PyTorch gives, in every strategy" *
+          doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e(kiln::test::on_gpu());
   auto rng = kiln::test::make_rng(29);
   // Row 0 finite; row 1 one NaN; row 2 all -inf; row 3 every 7th value -inf. Rows of 4096 run
@@ -117,7 +130,9 @@ TEST_CASE("gpu: rows holding NaN or -inf give what PyTorch gives, in every strat
       CAPTURE(kiln::name_of(t));
       const std::size_t size = kiln::size_of(t);
       std::vector<unsigned char> h = kiln::test::random_bytes(t, std::size_t(4 * C), -3, 3, rng);
-      const auto put = [&](std::int64_t r, std::int64_t c, double v) { kiln::store_element(t, v, h.data() + std::size_t(r * C + c) * size); };
+      const auto put = [&](std::int64_t r, std::int64_t c, double v) {
+        kiln::store_element(t, v, h.data() + std::size_t(r * C + c) * size);
+      };
       put(1, C / 3, NAN);
       for (std::int64_t c = 0; c < C; ++c) put(2, c, -INFINITY);
       for (std::int64_t c = 0; c < C; c += 7) put(3, c, -INFINITY);
@@ -126,10 +141,13 @@ TEST_CASE("gpu: rows holding NaN or -inf give what PyTorch gives, in every strat
         CAPTURE(op);
         Graph g;
         auto in = g.input("x", {4, C}, t);
-        g.output(std::string(op).find("norm") != std::string::npos ? kiln::norm(op, in) : kiln::apply(op, {in}));
+        g.output(std::string(op).find("norm") != std::string::npos ? kiln::norm(op, in)
+                                                                   : kiln::apply(op, {in}));
         const auto outs = kiln::Plan(g).run(e, {{"x", x.view()}});
         const std::vector<unsigned char> y = kiln::test::bytes_of(outs.begin()->second);
-        const auto at = [&](std::int64_t r, std::int64_t c) { return kiln::load_element(t, y.data() + std::size_t(r * C + c) * size); };
+        const auto at = [&](std::int64_t r, std::int64_t c) {
+          return kiln::load_element(t, y.data() + std::size_t(r * C + c) * size);
+        };
         int wrong = 0;
         double sum0 = 0, sum3 = 0;
         for (std::int64_t c = 0; c < C; ++c) {

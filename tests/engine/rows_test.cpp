@@ -20,7 +20,8 @@ TEST_CASE("row ops: shapes, keepdim, and errors naming the operands") {
   CHECK(kiln::infer("sum", {desc({4, 5, 6}, DType::bf16)}).shape == kiln::Shape{4, 5});
   CHECK(kiln::infer("max", {desc({4, 5, 6}, DType::bf16)}, keep).shape == kiln::Shape{4, 5, 1});
   CHECK(kiln::infer("softmax", {desc({4, 6}, DType::f16)}).shape == kiln::Shape{4, 6});
-  CHECK(kiln::infer("layer_norm", {desc({4, 6}, DType::f32), desc({6}, DType::bf16)}).dtype == DType::f32);
+  CHECK(kiln::infer("layer_norm", {desc({4, 6}, DType::f32), desc({6}, DType::bf16)}).dtype ==
+        DType::f32);
   kiln::Attrs axis0, all, all_keep, axis3;
   axis0.axis = 0;
   all.all_axes = true;
@@ -33,15 +34,19 @@ TEST_CASE("row ops: shapes, keepdim, and errors naming the operands") {
   CHECK(kiln::infer("mean", {desc({4, 5, 6}, DType::f32)}, axis0).shape == kiln::Shape{1, 5, 6});
   CHECK(kiln::infer("max", {desc({4, 5, 6}, DType::f32)}, all).shape == kiln::Shape{});
   CHECK(kiln::infer("min", {desc({4, 5, 6}, DType::f32)}, all_keep).shape == kiln::Shape{1, 1, 1});
-  CHECK_THROWS_WITH_AS(kiln::infer("sum", {desc({4, 6}, DType::f32)}, axis3), doctest::Contains("axis 3 is out of range for rank 2"), kiln::ShapeError);
-  CHECK_THROWS_WITH_AS(kiln::infer("softmax", {desc({4, 6}, DType::f32)}, all), doctest::Contains("only reductions"), kiln::ArgumentError);
-  CHECK_THROWS_WITH_AS(kiln::infer("layer_norm", {desc({4, 6}, DType::f32)}, axis0), doctest::Contains("along the last axis"), kiln::ShapeError);
+  CHECK_THROWS_WITH_AS(kiln::infer("sum", {desc({4, 6}, DType::f32)}, axis3),
+                       doctest::Contains("axis 3 is out of range for rank 2"), kiln::ShapeError);
+  CHECK_THROWS_WITH_AS(kiln::infer("softmax", {desc({4, 6}, DType::f32)}, all),
+                       doctest::Contains("only reductions"), kiln::ArgumentError);
+  CHECK_THROWS_WITH_AS(kiln::infer("layer_norm", {desc({4, 6}, DType::f32)}, axis0),
+                       doctest::Contains("along the last axis"), kiln::ShapeError);
   CHECK_THROWS_WITH_AS(kiln::infer("layer_norm", {desc({4, 6}, DType::f32), desc({5}, DType::f32)}),
                        doctest::Contains("weight must be a tensor of shape [6]"), kiln::ShapeError);
   CHECK_THROWS_AS(kiln::infer("sum", {desc({}, DType::f32)}), kiln::ShapeError);
   CHECK_THROWS_AS(kiln::infer("sum", {desc({3, 0}, DType::f32)}), kiln::ShapeError);
   CHECK_THROWS_AS(kiln::infer("softmax", {desc({3}, DType::boolean)}), kiln::DtypeError);
-  CHECK_THROWS_WITH_AS(kiln::infer("rms_norm", {desc({3}, DType::f32), desc({3}, DType::f32), desc({3}, DType::f32), 1.0}),
+  CHECK_THROWS_WITH_AS(kiln::infer("rms_norm", {desc({3}, DType::f32), desc({3}, DType::f32),
+                                                desc({3}, DType::f32), 1.0}),
                        doctest::Contains("takes 1 to 3 operand(s)"), kiln::ArgumentError);
 }
 
@@ -64,13 +69,15 @@ TEST_CASE("fusion: 6 elementwise ops -> softmax -> 3 elementwise ops is exactly 
   auto x = g.input("x", {256, 4096}, DType::bf16);
   auto mask = g.input("mask", {4096}, DType::bf16);
   auto g1 = g.input("gain", {4096}, DType::f32);
-  kiln::Value v = kiln::tanh(kiln::silu(x * 0.125 + mask) - 1.0) * 3.0;  // mul add silu sub tanh mul
+  kiln::Value v =
+      kiln::tanh(kiln::silu(x * 0.125 + mask) - 1.0) * 3.0;  // mul add silu sub tanh mul
   auto p = kiln::softmax(kiln::apply("clamp", {v}, {-5.0, 5.0, std::nullopt}));  // 7th: clamp
-  g.output(kiln::relu(p * g1 + x));  // mul add relu
+  g.output(kiln::relu(p * g1 + x));                                              // mul add relu
   const auto k = kiln::Plan(g).kernels();
   REQUIRE(k.size() == 1);
   CHECK(k[0].ops.size() == 11);
-  CHECK(k[0].name == "mul_add_silu_4_more__softmax__mul_add_relu_bf16__r2v4");  // f32 gain: 16-byte packs of 4
+  CHECK(k[0].name ==
+        "mul_add_silu_4_more__softmax__mul_add_relu_bf16__r2v4");  // f32 gain: 16-byte packs of 4
   // Also a graph output: the softmax result is written by the same kernel.
   g.output(p);
   const auto both = kiln::Plan(g).kernels();
@@ -108,7 +115,9 @@ TEST_CASE("every row op x dtype x pattern NVRTC-compiles for sm_80 and sm_90a") 
   }
 }
 
-TEST_CASE("row ops along any axis: the column template, all-element reductions; they and the streaming row template NVRTC-compile for sm_80 and sm_90a") {
+TEST_CASE(
+    "row ops along any axis: the column template, all-element reductions; they and the streaming "
+    "row template NVRTC-compile for sm_80 and sm_90a") {
   Graph g;
   auto x = g.input("x", {32768, 4096}, DType::f32);
   g.output(kiln::reduce("sum", x, false, 0));
@@ -123,7 +132,7 @@ TEST_CASE("row ops along any axis: the column template, all-element reductions; 
   CHECK(k[0].name == "sum_f32__col2v4");
   CHECK(k[0].grid * k[0].block / 4 >= 4096);  // every column group has its threads
   CHECK(k[1].name.rfind("exp__max_f32__all", 0) == 0);
-  CHECK(k[1].grid == 8);  // one cluster of 8 blocks (sm_90a) ...
+  CHECK(k[1].grid == 8);                                  // one cluster of 8 blocks (sm_90a) ...
   CHECK(kiln::Plan(g).kernels("sm_80").at(1).grid == 1);  // ... one block before
   CHECK(k[2].name == "mul__softmax_f32__col2v4");  // the axis is never merged with the columns
   {  // ... else the vector width would take values of two rows: [7, 300, 5] is one dim of 10500
@@ -155,13 +164,15 @@ TEST_CASE("row ops along any axis: the column template, all-element reductions; 
   int split = 0;
   for (const Graph& a : kiln::test::row_graphs(DType::bf16, 2, 65536)) {
     CAPTURE(a.to_json());
-    const auto old = kiln::plan_specs(a, true, {}, nullptr, "sm_80"), hopper = kiln::plan_specs(a, true, {}, nullptr, "sm_90a");
+    const auto old = kiln::plan_specs(a, true, {}, nullptr, "sm_80"),
+               hopper = kiln::plan_specs(a, true, {}, nullptr, "sm_90a");
     CHECK(old.at(0).expression.find("kiln::rows<") == 0);
     CHECK(old.at(0).expression.find(", 1024, 0>") != std::string::npos);
     const bool splits = hopper.at(0).expression.find("kiln::rows_split<") == 0;
     split += splits;
     const std::string& h = hopper.at(0).expression;
-    CHECK((splits ? h.find(", 8, unsigned int, 256, 4, 8>") != std::string::npos || h.find(", 4, unsigned int, 512, 0, 4>") != std::string::npos
+    CHECK((splits ? h.find(", 8, unsigned int, 256, 4, 8>") != std::string::npos ||
+                        h.find(", 4, unsigned int, 512, 0, 4>") != std::string::npos
                   : h == old.at(0).expression));
     specs.insert(specs.end(), old.begin(), old.end());
     if (splits) specs.insert(specs.end(), hopper.begin(), hopper.end());

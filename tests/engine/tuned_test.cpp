@@ -6,11 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <kiln/graph.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
-
-#include <kiln/graph.hpp>
 
 #include "cache/tuning.hpp"
 #include "engine/compiler/compiler.hpp"
@@ -33,7 +32,8 @@ Graph softmax_graph(DType t, std::int64_t rows, std::int64_t cols) {
   return g;
 }
 
-TuningRecord record_for(const kiln::KernelSpec& spec, const std::string& gpu, kiln::Tunables winner) {
+TuningRecord record_for(const kiln::KernelSpec& spec, const std::string& gpu,
+                        kiln::Tunables winner) {
   return kiln::test::tuning_record(gpu, kiln::compiler::spec_id(spec), std::move(winner), 1);
 }
 
@@ -41,15 +41,19 @@ TuningRecord record_for(const kiln::KernelSpec& spec, const std::string& gpu, ki
 kiln::Tunables parse_candidate(const std::string& line) {
   kiln::Tunables t;
   std::istringstream in(line.substr(0, line.find(':')));
-  for (std::string kv; in >> kv;) t[kv.substr(0, kv.find('='))] = std::stoi(kv.substr(kv.find('=') + 1));
+  for (std::string kv; in >> kv;)
+    t[kv.substr(0, kv.find('='))] = std::stoi(kv.substr(kv.find('=') + 1));
   return t;
 }
 
-const std::regex tuned_name("_b[0-9]+[iu][0-9]+(s[0-9])?$");  // what specialization appends to a tuned kernel's name
+const std::regex tuned_name(
+    "_b[0-9]+[iu][0-9]+(s[0-9])?$");  // what specialization appends to a tuned kernel's name
 
 }  // namespace
 
-TEST_CASE("tuning records: this GPU's record picks the parameters; none, or a stale one, leaves the default") {
+TEST_CASE(
+    "tuning records: this GPU's record picks the parameters; none, or a stale one, leaves the "
+    "default") {
   const Graph g = softmax_graph(DType::f32, 64, 4096);  // 1024 groups of 4: default 256 threads x 4
   const kiln::KernelSpec base = kiln::plan_specs(g).at(0);
   CHECK(base.expression.find(", 256, 4>") != std::string::npos);
@@ -63,7 +67,8 @@ TEST_CASE("tuning records: this GPU's record picks the parameters; none, or a st
 
   // A record for another kernel (other shape) does not apply here.
   const kiln::KernelSpec other = kiln::plan_specs(softmax_graph(DType::f32, 64, 2048)).at(0);
-  CHECK(kiln::plan_specs(softmax_graph(DType::f32, 64, 2048), true, {}, &db).at(0).expression == other.expression);
+  CHECK(kiln::plan_specs(softmax_graph(DType::f32, 64, 2048), true, {}, &db).at(0).expression ==
+        other.expression);
 
   // A record whose parameters no longer fit the kernel (hand-edited, or another kiln's): default.
   db.put(record_for(base, "GPU A", {{"block", 32}, {"items", 1}}));  // does not cover a row
@@ -84,13 +89,17 @@ TEST_CASE("tunables by name: each template names its own, and refuses another's"
   CHECK(tuned.name == base.name + "_b128u4");
   db.put(record_for(base, "GPU A", {{"block", 128}, {"items", 4}}));  // a row tunable
   CHECK(kiln::plan_specs(g, true, {}, &db).at(0).expression == base.expression);
-  CHECK_THROWS_WITH_AS(kiln::row_tunables({{"unroll", 2}}, "softmax_f32"), doctest::Contains("'unroll' is not a tunable of the row templates"),
+  CHECK_THROWS_WITH_AS(kiln::row_tunables({{"unroll", 2}}, "softmax_f32"),
+                       doctest::Contains("'unroll' is not a tunable of the row templates"),
                        kiln::ArgumentError);
   CHECK_THROWS_WITH_AS(kiln::elementwise_tunables({{"items", 2}}, "add_f32"),
-                       doctest::Contains("'items' is not a tunable of the elementwise template"), kiln::ArgumentError);
+                       doctest::Contains("'items' is not a tunable of the elementwise template"),
+                       kiln::ArgumentError);
 }
 
-TEST_CASE("tuning records of the column template: block and cols; one that cannot run leaves the default") {
+TEST_CASE(
+    "tuning records of the column template: block and cols; one that cannot run leaves the "
+    "default") {
   Graph g;
   kiln::Attrs a;
   a.axis = 0;
@@ -103,29 +112,37 @@ TEST_CASE("tuning records of the column template: block and cols; one that canno
   const kiln::KernelSpec tuned = kiln::plan_specs(g, true, {}, &db).at(0);
   CHECK(tuned.expression.find(", 8, 32, 32768, 1024>") != std::string::npos);
   CHECK(tuned.name == base.name + "_b256c8");
-  for (kiln::Tunables bad : std::vector<kiln::Tunables>{{{"block", 256}, {"cols", 3}}, {{"block", 1024}, {"cols", 8}}, {{"block", 256}, {"items", 4}}}) {
+  for (kiln::Tunables bad : std::vector<kiln::Tunables>{{{"block", 256}, {"cols", 3}},
+                                                        {{"block", 1024}, {"cols", 8}},
+                                                        {{"block", 256}, {"items", 4}}}) {
     db.put(record_for(base, "GPU A", bad));
     CHECK(kiln::plan_specs(g, true, {}, &db).at(0).expression == base.expression);
   }
 }
 
-TEST_CASE("kiln cache explain: a graph's kernels with another GPU's tuning records say they are not applied") {
+TEST_CASE(
+    "kiln cache explain: a graph's kernels with another GPU's tuning records say they are not "
+    "applied") {
   kiln::test::TempDir dir;
   const Graph g = softmax_graph(DType::bf16, 128, 1000);
   g.save(dir / "g.json");
   TuningDb other("NVIDIA H200");
   other.put(record_for(kiln::plan_specs(g).at(0), "NVIDIA H200", {{"block", 64}, {"items", 4}}));
   other.save(dir / "cache");
-  const auto r = kiln::test::kiln_cli("cache explain " + (dir / "g.json") + " --arch sm_90a", "KILN_CACHE_DIR=" + (dir / "cache"));
+  const auto r = kiln::test::kiln_cli("cache explain " + (dir / "g.json") + " --arch sm_90a",
+                                      "KILN_CACHE_DIR=" + (dir / "cache"));
   CAPTURE(r.output);
   CHECK(r.status == 1);  // nothing compiled yet: a miss
   const std::string here = kiln::test::has_gpu() ? "this GPU is '" : "no GPU here";
-  CHECK(r.output.find("a tuning record of 'NVIDIA H200' is not applied: " + here) != std::string::npos);
+  CHECK(r.output.find("a tuning record of 'NVIDIA H200' is not applied: " + here) !=
+        std::string::npos);
   CHECK(TuningDb::load_all(dir / "cache").size() == 1);
 }
 
-TEST_CASE("gpu: tune_graph measures every candidate, keeps only those matching the default, and its records run right" *
-          doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE(
+    "gpu: tune_graph measures every candidate, keeps only those matching the default, and its "
+    "records run right" *
+    doctest::skip(!kiln::test::has_gpu())) {
   kiln::test::TempDir dir;
   kiln::EngineOptions o;
   o.cache_dir = dir.path();
@@ -135,7 +152,9 @@ TEST_CASE("gpu: tune_graph measures every candidate, keeps only those matching t
   {
     Graph g;
     auto x = g.input("x", {96, 4096}, DType::bf16);
-    g.output(kiln::apply("layer_norm", {x + 1.0, g.input("w", {4096}, DType::bf16), g.input("b", {4096}, DType::bf16)}) * 0.5);
+    g.output(kiln::apply("layer_norm", {x + 1.0, g.input("w", {4096}, DType::bf16),
+                                        g.input("b", {4096}, DType::bf16)}) *
+             0.5);
     graphs.push_back(g);
   }
   {
@@ -160,7 +179,8 @@ TEST_CASE("gpu: tune_graph measures every candidate, keeps only those matching t
     CHECK(t.candidates >= 2);
     CHECK(t.result.log.size() == std::size_t(t.candidates));  // one line per candidate
     CHECK(t.result.log.at(0).find("(default)") != std::string::npos);
-    for (std::size_t i = 1; i < t.result.log.size(); ++i) CHECK(t.result.log[i].find("output checked") != std::string::npos);
+    for (std::size_t i = 1; i < t.result.log.size(); ++i)
+      CHECK(t.result.log[i].find("output checked") != std::string::npos);
     CHECK(t.result.winner_us <= t.result.default_us);
     CHECK(t.record.gpu == e.device_name());
     CHECK(t.record.signature == kiln::compiler::spec_id(kiln::plan_specs(g).at(0)));
@@ -173,7 +193,8 @@ TEST_CASE("gpu: tune_graph measures every candidate, keeps only those matching t
   }
   CHECK(progress == measured);
   // The same graph again: nothing to do.
-  CHECK(kiln::autotune::tune_graph(e, graphs[0], to, done).at(0).skipped == "the same kernel was tuned above");
+  CHECK(kiln::autotune::tune_graph(e, graphs[0], to, done).at(0).skipped ==
+        "the same kernel was tuned above");
   db.save(dir.path());
 
   kiln::Engine tuned_engine(o);  // reads the records
@@ -181,7 +202,8 @@ TEST_CASE("gpu: tune_graph measures every candidate, keeps only those matching t
   for (const Graph& g : graphs)
     for (const auto& f : kiln::test::check_on_gpu(tuned_engine, g, rng)) FAIL_CHECK(f);
   int tuned_kernels = 0;
-  for (const auto& k : tuned_engine.kernels()) tuned_kernels += std::regex_search(k.name, tuned_name);
+  for (const auto& k : tuned_engine.kernels())
+    tuned_kernels += std::regex_search(k.name, tuned_name);
   CHECK(tuned_kernels == 3);
   o.tuning = false;
   kiln::Engine plain(o);
@@ -189,10 +211,13 @@ TEST_CASE("gpu: tune_graph measures every candidate, keeps only those matching t
   for (const auto& k : plain.kernels()) CHECK_FALSE(std::regex_search(k.name, tuned_name));
 }
 
-TEST_CASE("tuner helpers: random inputs in [-3, 3] from a seed; output differences relative, NaN on one side infinite") {
+TEST_CASE(
+    "tuner helpers: random inputs in [-3, 3] from a seed; output differences relative, NaN on one "
+    "side infinite") {
   using kiln::autotune::max_diff;
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
-    const auto a = kiln::autotune::random_host(t, 1000, 7), b = kiln::autotune::random_host(t, 1000, 7);
+    const auto a = kiln::autotune::random_host(t, 1000, 7),
+               b = kiln::autotune::random_host(t, 1000, 7);
     CHECK(a == b);
     CHECK(a != kiln::autotune::random_host(t, 1000, 8));
     double lo = 0, hi = 0;
@@ -208,14 +233,18 @@ TEST_CASE("tuner helpers: random inputs in [-3, 3] from a seed; output differenc
   }
   auto bytes = [](DType t, std::vector<double> v) {
     std::vector<unsigned char> h(v.size() * kiln::size_of(t));
-    for (std::size_t i = 0; i < v.size(); ++i) kiln::store_element(t, v[i], h.data() + i * kiln::size_of(t));
+    for (std::size_t i = 0; i < v.size(); ++i)
+      kiln::store_element(t, v[i], h.data() + i * kiln::size_of(t));
     return h;
   };
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
     CAPTURE(kiln::name_of(t));
-    CHECK(max_diff(bytes(t, {4, 0.5}), bytes(t, {5, 0.5}), t) == doctest::Approx(0.25));  // relative to |a|
-    CHECK(max_diff(bytes(t, {0.25}), bytes(t, {0.5}), t) == doctest::Approx(0.25));       // relative to 1 below it
-    CHECK(max_diff(bytes(t, {500, -500, 0.25}), bytes(t, {500, -500, 0.5}), t) == doctest::Approx(0.25 / 333.4).epsilon(0.01));  // to the mean |a|
+    CHECK(max_diff(bytes(t, {4, 0.5}), bytes(t, {5, 0.5}), t) ==
+          doctest::Approx(0.25));  // relative to |a|
+    CHECK(max_diff(bytes(t, {0.25}), bytes(t, {0.5}), t) ==
+          doctest::Approx(0.25));  // relative to 1 below it
+    CHECK(max_diff(bytes(t, {500, -500, 0.25}), bytes(t, {500, -500, 0.5}), t) ==
+          doctest::Approx(0.25 / 333.4).epsilon(0.01));  // to the mean |a|
     CHECK(max_diff(bytes(t, {NAN, 1}), bytes(t, {NAN, 1}), t) == 0);
     CHECK(std::isinf(max_diff(bytes(t, {NAN}), bytes(t, {1}), t)));
     CHECK(std::isinf(max_diff(bytes(t, {1}), bytes(t, {1, 1}), t)));
@@ -226,7 +255,8 @@ TEST_CASE("tuner helpers: random inputs in [-3, 3] from a seed; output differenc
     CAPTURE(kiln::name_of(t));
     const std::size_t n = 5'000'001, size = kiln::size_of(t);
     std::vector<unsigned char> a(n * size), b;
-    for (std::size_t i = 0; i < n; ++i) kiln::store_element(t, i < n / 2 ? 4.0 : 2.0, a.data() + i * size);
+    for (std::size_t i = 0; i < n; ++i)
+      kiln::store_element(t, i < n / 2 ? 4.0 : 2.0, a.data() + i * size);
     b = a;
     CHECK(max_diff(a, b, t) == 0);
     kiln::store_element(t, 3.0, b.data() + (n - 1) * size);  // the last chunk: |2 - 3| / the mean 3

@@ -2,20 +2,19 @@
 //   --compile-only: build, fuse, plan and NVRTC-compile every kernel (no GPU; CI runs this).
 //   otherwise: run on the GPU, compare fused and unfused outputs with the fp64 reference.
 // A failure prints its seed and graph, is shrunk, and is written to --regressions DIR.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <kiln/kiln.hpp>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <typeinfo>
-
-#include <kiln/kiln.hpp>
 
 #include "engine/engine_impl.hpp"
 #include "engine/fusion.hpp"
@@ -68,7 +67,8 @@ std::string check(kiln::Engine& e, const kiln::Graph& g, std::uint64_t seed, boo
   try {
     if (compile_only) {
       kiln::Plan(g).compile(e);
-      for (const auto& spec : kiln::plan_specs(g, true, random_views(g, seed))) e.impl().prepare(spec);
+      for (const auto& spec : kiln::plan_specs(g, true, random_views(g, seed)))
+        e.impl().prepare(spec);
       return "";
     }
     std::mt19937_64 rng(seed);
@@ -120,7 +120,9 @@ int main(int argc, char** argv) {
   std::atomic<int> failures{0};
   std::mutex print;
   const auto start = std::chrono::steady_clock::now();
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   auto say = [&](const std::string& text) {
     std::lock_guard<std::mutex> lock(print);
     std::fputs(text.c_str(), stdout);
@@ -142,13 +144,16 @@ int main(int argc, char** argv) {
       const kiln::Graph g = kiln::fuzz::random_graph(seed);
       const std::string why = check(e, g, seed, o.compile_only);
       if (const auto n = ++done; n % 250 == 0)
-        say(fmt::format("fuzz: {}/{} graphs, {} failures, {:.0f} s\n", n, last - first, failures.load(), seconds()));
+        say(fmt::format("fuzz: {}/{} graphs, {} failures, {:.0f} s\n", n, last - first,
+                        failures.load(), seconds()));
       if (why.empty()) continue;
       ++failures;
-      say(fmt::format("fuzz: seed {} FAILED: {}\n{}", seed, why.substr(0, why.find('\n')), g.to_json()));
+      say(fmt::format("fuzz: seed {} FAILED: {}\n{}", seed, why.substr(0, why.find('\n')),
+                      g.to_json()));
       if (!o.regressions.empty()) {
         std::ofstream(fmt::format("{}/seed-{}-full.json", o.regressions, seed)) << g.to_json();
-        if (!o.compile_only) say(save_inputs(g, seed, fmt::format("{}/seed-{}-full", o.regressions, seed)));
+        if (!o.compile_only)
+          say(save_inputs(g, seed, fmt::format("{}/seed-{}-full", o.regressions, seed)));
       }
       if (!o.shrink) continue;
       // A smaller graph counts only if it fails the same way (a wrong value, or a throw of the
@@ -160,15 +165,19 @@ int main(int argc, char** argv) {
       const auto fails = [&](const kiln::Graph& c) {
         if (g_stop || seconds() > deadline) return false;  // stopping: report what was found so far
         const std::string w = check(e, c, seed, o.compile_only);
-        const bool same = !w.empty() && (threw ? w.rfind(kind + ":", 0) == 0 : w.rfind("threw ", 0) != 0);
+        const bool same =
+            !w.empty() && (threw ? w.rfind(kind + ":", 0) == 0 : w.rfind("threw ", 0) != 0);
         if (same) last_why = w;
         return same;
       };
       const std::string small = kiln::fuzz::shrink(g.to_json(), fails);
-      say(fmt::format("fuzz: seed {} shrunk: {}\n{}", seed, last_why.substr(0, last_why.find('\n')), small));
+      say(fmt::format("fuzz: seed {} shrunk: {}\n{}", seed, last_why.substr(0, last_why.find('\n')),
+                      small));
       if (!o.regressions.empty()) {
         std::ofstream(fmt::format("{}/seed-{}.json", o.regressions, seed)) << small;
-        if (!o.compile_only) say(save_inputs(kiln::Graph::parse(small), seed, fmt::format("{}/seed-{}", o.regressions, seed)));
+        if (!o.compile_only)
+          say(save_inputs(kiln::Graph::parse(small), seed,
+                          fmt::format("{}/seed-{}", o.regressions, seed)));
       }
     }
   };
@@ -196,7 +205,8 @@ int main(int argc, char** argv) {
         const double age = seconds() - busy[i].since;
         if (seed < 0) continue;
         if ((g_stop && !stop_reported) || (age > 60 && warned[i] != seed)) {
-          say(fmt::format("fuzz: seed {} {} for {:.0f} s\n", seed, g_stop ? "under way when stopped, running" : "still running", age));
+          say(fmt::format("fuzz: seed {} {} for {:.0f} s\n", seed,
+                          g_stop ? "under way when stopped, running" : "still running", age));
           warned[i] = seed;
         }
       }
@@ -213,7 +223,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "kiln_fuzz: {}\n", fatal);
     return 2;
   }
-  if (done < last - first) fmt::print("fuzz: stopped early, after {} of {} graphs\n", done.load(), last - first);
+  if (done < last - first)
+    fmt::print("fuzz: stopped early, after {} of {} graphs\n", done.load(), last - first);
   fmt::print("fuzz: {} graphs in {:.0f} s\n", done.load(), seconds());
   fmt::print("fuzz: {} graphs, {} failures\n", done.load(), failures.load());
   return failures ? 1 : 0;

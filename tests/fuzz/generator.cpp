@@ -12,10 +12,12 @@ namespace {
 constexpr std::int64_t kExtents[] = {1, 2, 3, 5, 7, 13, 31, 64, 127, 256, 1000, 4097};
 
 // Ops whose results stay bounded for inputs in [-4, 4]: what the fuzzer chains freely.
-constexpr const char* kBounded[] = {"neg", "abs", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu"};
+constexpr const char* kBounded[] = {"neg",     "abs",  "sin",  "cos",       "tanh",
+                                    "sigmoid", "relu", "gelu", "gelu_tanh", "silu"};
 constexpr const char* kBinary[] = {"add", "sub", "mul", "maximum", "minimum"};
 constexpr const char* kCompare[] = {"eq", "ne", "lt", "le", "gt", "ge"};
-constexpr const char* kRows[] = {"sum", "mean", "max", "min", "softmax", "log_softmax", "layer_norm", "rms_norm"};
+constexpr const char* kRows[] = {"sum",     "mean",        "max",        "min",
+                                 "softmax", "log_softmax", "layer_norm", "rms_norm"};
 
 }  // namespace
 
@@ -65,7 +67,8 @@ Graph random_graph(std::uint64_t seed) {
   for (int n = 0; n < nodes; ++n) {
     for (int attempt = 0; attempt < 8; ++attempt) {
       // Mostly extend recent values (long chains), sometimes reach back (several consumers).
-      const std::size_t back = chance(70) ? std::min<std::size_t>(rng() % 3, values.size() - 1) : rng() % values.size();
+      const std::size_t back =
+          chance(70) ? std::min<std::size_t>(rng() % 3, values.size() - 1) : rng() % values.size();
       const Value a = values[values.size() - 1 - back], b = values[rng() % values.size()];
       try {
         const int kind = int(rng() % 100);
@@ -98,16 +101,21 @@ Graph random_graph(std::uint64_t seed) {
           const Shape s = g.node(a.id()).shape;  // a copy: adding inputs below moves the nodes
           if (def.operands.size() == 3 && chance(60) && !s.empty()) {
             args.push_back(g.input(fmt::format("w{}", n), {s.back()}, kFloatDTypes[rng() % 3]));
-            if (chance(50)) args.push_back(g.input(fmt::format("b{}", n), {s.back()}, kFloatDTypes[rng() % 3]));
+            if (chance(50))
+              args.push_back(g.input(fmt::format("b{}", n), {s.back()}, kFloatDTypes[rng() % 3]));
           }
           Attrs at;
           at.keepdim = chance(50);
-          if (args.size() == 1 && !s.empty() && chance(40)) {  // another axis (the column template), or all of them
-            if (def.reduces && chance(25)) at.all_axes = true;
-            else at.axis = std::int64_t(rng() % s.size());
+          if (args.size() == 1 && !s.empty() &&
+              chance(40)) {  // another axis (the column template), or all of them
+            if (def.reduces && chance(25))
+              at.all_axes = true;
+            else
+              at.axis = std::int64_t(rng() % s.size());
           }
           Value r = apply(op, args, at);
-          values.push_back(def.reduces ? r : apply("tanh", {r}));  // keep norms' outputs bounded downstream
+          values.push_back(
+              def.reduces ? r : apply("tanh", {r}));  // keep norms' outputs bounded downstream
         }
         break;
       } catch (const Error&) {
@@ -121,7 +129,8 @@ Graph random_graph(std::uint64_t seed) {
     if (g.node(v.id()).op != "input") candidates.push_back(v.id());
   if (candidates.empty()) candidates.push_back(apply("silu", {values[0]}).id());
   g.output(Value(&g, candidates.back()));
-  for (int k = 0; k < 2 && chance(50); ++k) g.output(Value(&g, candidates[rng() % candidates.size()]));
+  for (int k = 0; k < 2 && chance(50); ++k)
+    g.output(Value(&g, candidates[rng() % candidates.size()]));
   return g;
 }
 

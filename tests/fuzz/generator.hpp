@@ -4,7 +4,6 @@
 // between f32/f16/bf16, scalars, shapes from 1 to a few thousand, odd and prime extents.
 
 #include <cstdint>
-
 #include <kiln/graph.hpp>
 
 namespace kiln::fuzz {

@@ -1,10 +1,10 @@
 // The fuzz generator reaches the templates of row ops off the last axis: the column template
 // (another axis) and the row template over all elements.
+#include "tests/fuzz/generator.hpp"
+
 #include <doctest/doctest.h>
 
 #include <kiln/graph.hpp>
-
-#include "tests/fuzz/generator.hpp"
 
 TEST_CASE("fuzz generator: its graphs reach the column template and all-element reductions") {
   int other_axis = 0, all = 0, column_kernels = 0, all_kernels = 0;
@@ -12,7 +12,9 @@ TEST_CASE("fuzz generator: its graphs reach the column template and all-element 
     const kiln::Graph g = kiln::fuzz::random_graph(seed);
     for (const auto& n : g.nodes()) {
       if (n.attrs.all_axes) ++all;
-      if (n.attrs.axis && *n.attrs.axis != -1 && *n.attrs.axis + 1 != std::int64_t(g.node(std::get<int>(n.args[0])).shape.size())) ++other_axis;
+      if (n.attrs.axis && *n.attrs.axis != -1 &&
+          *n.attrs.axis + 1 != std::int64_t(g.node(std::get<int>(n.args[0])).shape.size()))
+        ++other_axis;
     }
     for (const auto& k : kiln::Plan(g).kernels()) {
       if (k.name.find("__col") != std::string::npos) ++column_kernels;

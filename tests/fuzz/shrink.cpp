@@ -65,7 +65,8 @@ std::string shrink(const std::string& text, const std::function<bool(const Graph
     std::vector<std::int64_t> extents;
     for (const auto& in : j["inputs"])
       for (const auto& d : in["shape"])
-        if (d.is_number_integer() && d.get<std::int64_t>() >= 2) extents.push_back(d.get<std::int64_t>());
+        if (d.is_number_integer() && d.get<std::int64_t>() >= 2)
+          extents.push_back(d.get<std::int64_t>());
     for (std::int64_t e : extents) {
       json t = j;
       halve(t, e);

@@ -3,9 +3,8 @@
 // as the graph still fails.
 
 #include <functional>
-#include <string>
-
 #include <kiln/graph.hpp>
+#include <string>
 
 namespace kiln::fuzz {
 

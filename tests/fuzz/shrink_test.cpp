@@ -1,10 +1,10 @@
 // The fuzz shrinker, driven by made-up failure predicates on a wide 36-node graph.
+#include "tests/fuzz/shrink.hpp"
+
 #include <doctest/doctest.h>
 
 #include <fstream>
 #include <sstream>
-
-#include "tests/fuzz/shrink.hpp"
 
 namespace {
 std::string wide_graph() {
@@ -33,10 +33,11 @@ TEST_CASE("fuzz shrinker: keeps only what the failure needs") {
   REQUIRE(big.nodes().size() > 30);
   REQUIRE(has_wide_layer_norm(big));
   int calls = 0;
-  const kiln::Graph small = kiln::Graph::parse(kiln::fuzz::shrink(wide_graph(), [&](const kiln::Graph& g) {
-    ++calls;
-    return has_wide_layer_norm(g);
-  }));
+  const kiln::Graph small =
+      kiln::Graph::parse(kiln::fuzz::shrink(wide_graph(), [&](const kiln::Graph& g) {
+        ++calls;
+        return has_wide_layer_norm(g);
+      }));
   CHECK(has_wide_layer_norm(small));
   int ops = 0;
   for (const auto& n : small.nodes()) {
@@ -58,6 +59,7 @@ TEST_CASE("fuzz shrinker: a predicate that throws or never fails leaves the grap
   const auto same = [&](const std::string& out) {
     return kiln::Graph::parse(out).to_json() == kiln::Graph::parse(text).to_json();
   };
-  CHECK(same(kiln::fuzz::shrink(text, [](const kiln::Graph&) -> bool { throw std::runtime_error("boom"); })));
+  CHECK(same(kiln::fuzz::shrink(
+      text, [](const kiln::Graph&) -> bool { throw std::runtime_error("boom"); })));
   CHECK(same(kiln::fuzz::shrink(text, [](const kiln::Graph&) { return false; })));
 }

@@ -19,7 +19,8 @@ const char* kTwo = R"({
 
 }  // namespace
 
-TEST_CASE("kiln bench without a GPU says so in one line; bad arguments too" * doctest::skip(kiln::test::has_gpu())) {
+TEST_CASE("kiln bench without a GPU says so in one line; bad arguments too" *
+          doctest::skip(kiln::test::has_gpu())) {
   kiln::test::TempDir tmp;
   kiln::test::write_file(tmp / "g.json", kTwo);
   auto r = kiln_cli("bench " + (tmp / "g.json"));
@@ -32,10 +33,12 @@ TEST_CASE("kiln bench without a GPU says so in one line; bad arguments too" * do
   CHECK(reps.output == "kiln: --reps 0: at least 1\n");
 }
 
-TEST_CASE("gpu: kiln bench times every kernel of the plan (bytes, GB/s) and the whole plan" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: kiln bench times every kernel of the plan (bytes, GB/s) and the whole plan" *
+          doctest::skip(!kiln::test::has_gpu())) {
   kiln::test::TempDir tmp;
   kiln::test::write_file(tmp / "g.json", kTwo);
-  auto r = kiln_cli("bench " + (tmp / "g.json") + " --json --reps 5", "KILN_CACHE_DIR=" + (tmp / "c"));
+  auto r =
+      kiln_cli("bench " + (tmp / "g.json") + " --json --reps 5", "KILN_CACHE_DIR=" + (tmp / "c"));
   CAPTURE(r.output);
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.output);

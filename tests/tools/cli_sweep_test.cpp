@@ -67,7 +67,8 @@ std::vector<Case> cases(const std::string& d) {
       {"run " + g + " --input z=" + d + "/x.npy", "", "no input 'z'"},
       {"run " + g + " --input x=" + d + "/x.npy --input x=" + d + "/x.npy", "", "given twice"},
       {"run " + g, "", "input 'x' was not given"},
-      {"run " + g + " --input x=" + d + "/wide.npy", "", "input 'x': got f32[4, 9], the graph wants [4, 8]"},
+      {"run " + g + " --input x=" + d + "/wide.npy", "",
+       "input 'x': got f32[4, 9], the graph wants [4, 8]"},
       {"run " + g + " --input x=" + d + "/huge.npy", "", "is not an integer from 0 to 2^63-1"},
       {"run " + g + " --input x=" + d + "/negative.npy", "", "extent '-4' is not an integer"},
       {"run " + g + " --input x=" + d + "/x.npy --output-dir " + d + "/f", "", "--output-dir"},
@@ -104,12 +105,16 @@ void make_files(const std::string& d) {
   std::filesystem::create_directory(d + "/dir.json");
   kiln::test::write_file(d + "/f", "junk\n");
   kiln::test::write_file(d + "/e", "");
-  kiln::tools::write_npy(d + "/x.npy", {{4, 8}, kiln::DType::f32, std::vector<unsigned char>(4 * 8 * 4)});
-  kiln::tools::write_npy(d + "/wide.npy", {{4, 9}, kiln::DType::f32, std::vector<unsigned char>(4 * 9 * 4)});
+  kiln::tools::write_npy(d + "/x.npy",
+                         {{4, 8}, kiln::DType::f32, std::vector<unsigned char>(4 * 8 * 4)});
+  kiln::tools::write_npy(d + "/wide.npy",
+                         {{4, 9}, kiln::DType::f32, std::vector<unsigned char>(4 * 9 * 4)});
   std::string header = kiln::test::read_file(d + "/x.npy");
   const std::string data = header.substr(header.size() - 128);
   header.resize(header.size() - 128);
-  for (const auto& [name, dims] : {std::pair<std::string, std::string>{"huge", "(4, 99999999999999999999)"}, {"negative", "(-4, 8)"}}) {
+  for (const auto& [name, dims] :
+       {std::pair<std::string, std::string>{"huge", "(4, 99999999999999999999)"},
+        {"negative", "(-4, 8)"}}) {
     std::string h = header;
     h.replace(h.find("(4, 8)"), 6, dims);
     h.resize(header.size(), ' ');
@@ -138,22 +143,29 @@ TEST_CASE("bad input anywhere in the CLI: exit 1, one line naming what to fix, n
   MESSAGE(all.size() << " bad command lines refused");
 }
 
-TEST_CASE("KILN_LOG_LEVEL takes any case and warns once on an unknown value; KILN_DISABLE_FUSION reaches the CLI") {
+TEST_CASE(
+    "KILN_LOG_LEVEL takes any case and warns once on an unknown value; KILN_DISABLE_FUSION reaches "
+    "the CLI") {
   kiln::test::TempDir tmp;
   make_files(tmp.path());
   const auto garbage = kiln_cli("plan " + (tmp / "g.json"), "KILN_LOG_LEVEL=garbage");
   CHECK(garbage.status == 0);
   CHECK(garbage.err.find("KILN_LOG_LEVEL='garbage' is not a level") != std::string::npos);
-  const auto upper = kiln_cli("plan --compile --arch sm_80 " + (tmp / "g.json") + " --cache-dir " + (tmp / "c"), "KILN_LOG_LEVEL=DEBUG");
+  const auto upper =
+      kiln_cli("plan --compile --arch sm_80 " + (tmp / "g.json") + " --cache-dir " + (tmp / "c"),
+               "KILN_LOG_LEVEL=DEBUG");
   CHECK(upper.status == 0);
   CHECK(upper.err.find("is not a level") == std::string::npos);
   CHECK(upper.err.find("[debug]") != std::string::npos);
 
-  kiln::test::write_file(tmp / "chain.json", R"({"inputs": [{"name": "x", "shape": [64], "dtype": "f32"}],
+  kiln::test::write_file(tmp / "chain.json",
+                         R"({"inputs": [{"name": "x", "shape": [64], "dtype": "f32"}],
     "nodes": [{"name": "a", "op": "exp", "args": ["x"]}, {"name": "b", "op": "neg", "args": ["a"]}], "outputs": ["b"]})");
-  CHECK(kiln_cli("plan " + (tmp / "chain.json")).out.find("1 kernels for 3 nodes") != std::string::npos);
+  CHECK(kiln_cli("plan " + (tmp / "chain.json")).out.find("1 kernels for 3 nodes") !=
+        std::string::npos);
   for (const char* flag : {"KILN_DISABLE_FUSION=1", ""}) {
-    const auto unfused = kiln_cli(std::string("plan ") + (*flag ? "" : "--no-fuse ") + (tmp / "chain.json"), flag);
+    const auto unfused =
+        kiln_cli(std::string("plan ") + (*flag ? "" : "--no-fuse ") + (tmp / "chain.json"), flag);
     CHECK(unfused.out.find("2 kernels for 3 nodes") != std::string::npos);
   }
 }

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 #include "cache/disk_cache.hpp"
@@ -78,14 +77,17 @@ TEST_CASE("record, precompile for two archs, pack, explain: the build-farm path 
     kiln::precompile(e, "add", {x, x});
   }
   const std::string cache = " --cache-dir " + (tmp / "cache");
-  auto pre = kiln_cli("precompile " + (tmp / "app.manifest") + " --arch sm_80,sm_90a -j 2 --json" + cache);
+  auto pre =
+      kiln_cli("precompile " + (tmp / "app.manifest") + " --arch sm_80,sm_90a -j 2 --json" + cache);
   CHECK(pre.status == 0);
-  CHECK(pre.output.find("precompile: [4/4]") != std::string::npos);  // plain progress lines off a terminal
+  CHECK(pre.output.find("precompile: [4/4]") !=
+        std::string::npos);                             // plain progress lines off a terminal
   const auto summary = nlohmann::json::parse(pre.out);  // stdout holds the JSON alone
   CHECK(summary.at("compiled") == 4);
   CHECK(summary.at("cached") == 0);
   CHECK(summary.at("failed") == 0);
-  auto again = kiln_cli("precompile " + (tmp / "app.manifest") + " --arch sm_80,sm_90a --json" + cache);
+  auto again =
+      kiln_cli("precompile " + (tmp / "app.manifest") + " --arch sm_80,sm_90a --json" + cache);
   CHECK(nlohmann::json::parse(again.out).at("cached") == 4);
   CHECK(nlohmann::json::parse(again.out).at("compiled") == 0);
 
@@ -93,7 +95,8 @@ TEST_CASE("record, precompile for two archs, pack, explain: the build-farm path 
   const auto stats = kiln_cli("cache" + dir + " stats");
   CHECK(stats.output.find("sm_90a        2 entries") != std::string::npos);
   // Kept across the two precompile processes: 4 compiled by the first, 4 found by the second.
-  CHECK(stats.output.find("4 hits (4 disk, 0 bundle), 4 misses (50.0 % hits), 4 compiles") != std::string::npos);
+  CHECK(stats.output.find("4 hits (4 disk, 0 bundle), 4 misses (50.0 % hits), 4 compiles") !=
+        std::string::npos);
   auto pack = kiln_cli("cache" + dir + " pack " + (tmp / "app.kbundle") + " --arch sm_90a");
   CHECK(pack.status == 0);
   CHECK(pack.output.find("with 2 kernels") != std::string::npos);
@@ -104,7 +107,8 @@ TEST_CASE("record, precompile for two archs, pack, explain: the build-farm path 
   CHECK(hit.output.find("hit (disk)") != std::string::npos);
 
   // With the bundle, precompile finds every sm_90a kernel there: nothing compiled, nothing written.
-  auto from_bundle = kiln_cli("precompile " + (tmp / "app.manifest") + " --arch sm_90a --json --cache-dir " + (tmp / "fresh"),
+  auto from_bundle = kiln_cli("precompile " + (tmp / "app.manifest") +
+                                  " --arch sm_90a --json --cache-dir " + (tmp / "fresh"),
                               "KILN_BUNDLE=" + (tmp / "app.kbundle"));
   CHECK(from_bundle.status == 0);
   CHECK(nlohmann::json::parse(from_bundle.out).at("cached") == 2);
@@ -124,7 +128,8 @@ TEST_CASE("record, precompile for two archs, pack, explain: the build-farm path 
   CHECK(bundled.status == 0);
   CHECK(bundled.output.find("hit (bundle") != std::string::npos);
 
-  auto merged = kiln_cli("cache pack --merge " + (tmp / "app.kbundle") + " " + (tmp / "app.kbundle") + " -o " + (tmp / "all.kbundle"));
+  auto merged = kiln_cli("cache pack --merge " + (tmp / "app.kbundle") + " " +
+                         (tmp / "app.kbundle") + " -o " + (tmp / "all.kbundle"));
   CHECK(merged.status == 0);
   CHECK(merged.output.find("with 2 kernels") != std::string::npos);
 }
@@ -137,15 +142,20 @@ TEST_CASE("kiln precompile: bad input is a one-line error") {
   CHECK(bad.output.find("bad.manifest:1: not a manifest line") != std::string::npos);
   CHECK(kiln_cli("precompile " + (tmp / "none") + " --cache-dir " + (tmp / "c")).status == 1);
   kiln::test::write_file(tmp / "empty.manifest", "");
-  CHECK(kiln_cli("precompile " + (tmp / "empty.manifest") + " --shard 5/2 --cache-dir " + (tmp / "c")).output.find("bad shard") != std::string::npos);
-  CHECK(kiln_cli("precompile " + (tmp / "empty.manifest") + " --arch sm_1 --cache-dir " + (tmp / "c")).status == 1);
+  CHECK(
+      kiln_cli("precompile " + (tmp / "empty.manifest") + " --shard 5/2 --cache-dir " + (tmp / "c"))
+          .output.find("bad shard") != std::string::npos);
+  CHECK(
+      kiln_cli("precompile " + (tmp / "empty.manifest") + " --arch sm_1 --cache-dir " + (tmp / "c"))
+          .status == 1);
   // A graph whose row length is dynamic cannot be compiled ahead: one line naming the kernel.
   kiln::Graph g;
   g.output(kiln::softmax(g.input("x", {4, -1}, kiln::DType::f32)));
   g.save(tmp / "rows.json");
   auto dyn = kiln_cli("precompile " + (tmp / "rows.json") + " --cache-dir " + (tmp / "c"));
   CHECK(dyn.status == 1);
-  CHECK(dyn.output.find("kernel softmax_f32__dynamic (fusing ") != std::string::npos);  // as `kiln plan` names it
+  CHECK(dyn.output.find("kernel softmax_f32__dynamic (fusing ") !=
+        std::string::npos);  // as `kiln plan` names it
   CHECK(dyn.output.find("depends on a dynamic dim") != std::string::npos);
   CHECK(dyn.output.find("KILN_RECORD") != std::string::npos);  // what to do instead
 }
@@ -158,15 +168,20 @@ TEST_CASE("kiln precompile takes several files; --cache-dir goes before or after
     g.output(kiln::exp(x), "y");
     g.save(tmp / (std::string(name) + ".json"));
   }
-  auto both = kiln_cli("--cache-dir " + (tmp / "c") + " precompile " + (tmp / "a.json") + " " + (tmp / "b.json") + " --arch sm_80 --json");
+  auto both = kiln_cli("--cache-dir " + (tmp / "c") + " precompile " + (tmp / "a.json") + " " +
+                       (tmp / "b.json") + " --arch sm_80 --json");
   CHECK(both.status == 0);
   CHECK(nlohmann::json::parse(both.out).at("compiled") == 2);
-  auto again = kiln_cli("precompile " + (tmp / "b.json") + " --json --arch sm_80 --cache-dir " + (tmp / "c"));
+  auto again = kiln_cli("precompile " + (tmp / "b.json") + " --json --arch sm_80 --cache-dir " +
+                        (tmp / "c"));
   CHECK(nlohmann::json::parse(again.out).at("cached") == 1);
-  CHECK(kiln_cli("cache ls --cache-dir " + (tmp / "c")).output.find("2 entries") != std::string::npos);
+  CHECK(kiln_cli("cache ls --cache-dir " + (tmp / "c")).output.find("2 entries") !=
+        std::string::npos);
 }
 
-TEST_CASE("kiln precompile: a graph with a dynamic batch compiles the kernels every batch of 2 or more runs") {
+TEST_CASE(
+    "kiln precompile: a graph with a dynamic batch compiles the kernels every batch of 2 or more "
+    "runs") {
   kiln::test::TempDir tmp;
   kiln::Graph g;
   auto x = g.input("x", {-1, 4096}, kiln::DType::bf16);

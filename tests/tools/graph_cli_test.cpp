@@ -21,7 +21,9 @@ const char* kChain = R"({
 
 }  // namespace
 
-TEST_CASE("kiln plan: a chain of 6 elementwise ops prints exactly one kernel; --compile works without a GPU") {
+TEST_CASE(
+    "kiln plan: a chain of 6 elementwise ops prints exactly one kernel; --compile works without a "
+    "GPU") {
   kiln::test::TempDir tmp;
   kiln::test::write_file(tmp / "g.json", kChain);
   auto plan = kiln_cli("plan " + (tmp / "g.json"));
@@ -30,26 +32,33 @@ TEST_CASE("kiln plan: a chain of 6 elementwise ops prints exactly one kernel; --
   CHECK(plan.output.find("fuses t u v w s y") != std::string::npos);
   auto json = kiln_cli("plan " + (tmp / "g.json") + " --json");
   CHECK(json.output.find(R"("ops":["t","u","v","w","s","y"])") != std::string::npos);
-  CHECK(kiln_cli("plan " + (tmp / "g.json") + " --no-fuse").output.find("6 kernels") != std::string::npos);
-  auto compiled = kiln_cli("plan " + (tmp / "g.json") + " --compile --arch sm_80,sm_90a", "KILN_CACHE_DIR=" + (tmp / "c"));
+  CHECK(kiln_cli("plan " + (tmp / "g.json") + " --no-fuse").output.find("6 kernels") !=
+        std::string::npos);
+  auto compiled = kiln_cli("plan " + (tmp / "g.json") + " --compile --arch sm_80,sm_90a",
+                           "KILN_CACHE_DIR=" + (tmp / "c"));
   CHECK(compiled.status == 0);
   CHECK(compiled.output.find("for sm_80: compiled") != std::string::npos);
   CHECK(compiled.output.find("for sm_90a: compiled") != std::string::npos);
-  CHECK(compiled.output.find(" registers, 0 bytes spilled)") != std::string::npos);  // ptxas's counts
+  CHECK(compiled.output.find(" registers, 0 bytes spilled)") !=
+        std::string::npos);  // ptxas's counts
 }
 
-TEST_CASE("kiln plan of a graph with dynamic dims: a batch's kernels by name, grids '?'; others '__dynamic'") {
+TEST_CASE(
+    "kiln plan of a graph with dynamic dims: a batch's kernels by name, grids '?'; others "
+    "'__dynamic'") {
   kiln::test::TempDir tmp;
   std::string batch = kChain;
   batch.replace(batch.find("[32, 256]"), 9, R"(["?", 256])");
   kiln::test::write_file(tmp / "b.json", batch);
   auto plan = kiln_cli("plan " + (tmp / "b.json"));
   CHECK(plan.status == 0);
-  CHECK(plan.output.find("mul_add_tanh_3_more_bf16__r2v8") != std::string::npos);  // as for [32, 256]
+  CHECK(plan.output.find("mul_add_tanh_3_more_bf16__r2v8") !=
+        std::string::npos);  // as for [32, 256]
   CHECK(plan.output.find("grid       ? block  256") != std::string::npos);
   // A dynamic row length is the kernel's (an elementwise chain over [32, ?] is not: it
   // coalesces into one dim, the launch's).
-  kiln::test::write_file(tmp / "r.json", R"({"inputs": [{"name": "x", "shape": [4, "?"], "dtype": "f32"}],
+  kiln::test::write_file(tmp / "r.json",
+                         R"({"inputs": [{"name": "x", "shape": [4, "?"], "dtype": "f32"}],
     "nodes": [{"name": "y", "op": "softmax", "args": ["x"]}], "outputs": ["y"]})");
   auto per_extent = kiln_cli("plan " + (tmp / "r.json"));
   CHECK(per_extent.status == 0);
@@ -72,13 +81,16 @@ TEST_CASE("kiln plan and run: a bad graph file is a one-line error naming the no
 TEST_CASE("kiln run without a GPU says so in one line" * doctest::skip(kiln::test::has_gpu())) {
   kiln::test::TempDir tmp;
   kiln::test::write_file(tmp / "g.json", kChain);
-  kiln::tools::write_npy(tmp / "x.npy", {{32, 256}, kiln::DType::bf16, std::vector<unsigned char>(32 * 256 * 2)});
-  kiln::tools::write_npy(tmp / "b.npy", {{256}, kiln::DType::bf16, std::vector<unsigned char>(256 * 2)});
-  auto r = kiln_cli("run " + (tmp / "g.json") + " --input x=" + (tmp / "x.npy") + " --input b=" + (tmp / "b.npy") +
-                    " --output-dir " + tmp.path());
+  kiln::tools::write_npy(tmp / "x.npy",
+                         {{32, 256}, kiln::DType::bf16, std::vector<unsigned char>(32 * 256 * 2)});
+  kiln::tools::write_npy(tmp / "b.npy",
+                         {{256}, kiln::DType::bf16, std::vector<unsigned char>(256 * 2)});
+  auto r = kiln_cli("run " + (tmp / "g.json") + " --input x=" + (tmp / "x.npy") +
+                    " --input b=" + (tmp / "b.npy") + " --output-dir " + tmp.path());
   CHECK(r.status == 1);
   CHECK(r.output.rfind("kiln: run: no GPU here", 0) == 0);
-  CHECK(r.output.find("kiln plan --compile") != std::string::npos);  // the CLI's way, not the C++ API's
+  CHECK(r.output.find("kiln plan --compile") !=
+        std::string::npos);  // the CLI's way, not the C++ API's
   CHECK(r.output.find("EngineOptions") == std::string::npos);
   CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
 }
@@ -91,23 +103,28 @@ TEST_CASE(".npy files: round trip, and a wrong dtype is refused") {
   const auto back = kiln::tools::read_npy(tmp / "a.npy", kiln::DType::bf16);
   CHECK(back.shape == a.shape);
   CHECK(back.bytes == a.bytes);
-  CHECK_THROWS_WITH_AS(kiln::tools::read_npy(tmp / "a.npy", kiln::DType::f32), doctest::Contains("dtype <u2 but the graph input is f32"),
+  CHECK_THROWS_WITH_AS(kiln::tools::read_npy(tmp / "a.npy", kiln::DType::f32),
+                       doctest::Contains("dtype <u2 but the graph input is f32"),
                        kiln::ArgumentError);
   kiln::test::write_file(tmp / "junk.npy", "junk");
   CHECK_THROWS_AS(kiln::tools::read_npy(tmp / "junk.npy", kiln::DType::f32), kiln::ArgumentError);
 }
 
-TEST_CASE("gpu: kiln run reads .npy inputs and writes .npy outputs" * doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE("gpu: kiln run reads .npy inputs and writes .npy outputs" *
+          doctest::skip(!kiln::test::has_gpu())) {
   kiln::test::TempDir tmp;
   kiln::test::write_file(tmp / "g.json", kChain);
   kiln::tools::NpyArray x{{32, 256}, kiln::DType::bf16, std::vector<unsigned char>(32 * 256 * 2)};
   kiln::tools::NpyArray b{{256}, kiln::DType::bf16, std::vector<unsigned char>(256 * 2)};
-  for (std::size_t i = 0; i < 32 * 256; ++i) kiln::store_element(kiln::DType::bf16, double(i % 17) * 0.1 - 0.8, x.bytes.data() + 2 * i);
-  for (std::size_t i = 0; i < 256; ++i) kiln::store_element(kiln::DType::bf16, double(i % 5) * 0.2, b.bytes.data() + 2 * i);
+  for (std::size_t i = 0; i < 32 * 256; ++i)
+    kiln::store_element(kiln::DType::bf16, double(i % 17) * 0.1 - 0.8, x.bytes.data() + 2 * i);
+  for (std::size_t i = 0; i < 256; ++i)
+    kiln::store_element(kiln::DType::bf16, double(i % 5) * 0.2, b.bytes.data() + 2 * i);
   kiln::tools::write_npy(tmp / "x.npy", x);
   kiln::tools::write_npy(tmp / "b.npy", b);
-  auto r = kiln_cli("run " + (tmp / "g.json") + " --input x=" + (tmp / "x.npy") + " --input b=" + (tmp / "b.npy") +
-                    " --output-dir " + (tmp / "out"), "KILN_CACHE_DIR=" + (tmp / "c"));
+  auto r = kiln_cli("run " + (tmp / "g.json") + " --input x=" + (tmp / "x.npy") +
+                        " --input b=" + (tmp / "b.npy") + " --output-dir " + (tmp / "out"),
+                    "KILN_CACHE_DIR=" + (tmp / "c"));
   CHECK(r.status == 0);
   const auto y = kiln::tools::read_npy(tmp / "out/y.npy", kiln::DType::bf16);
   REQUIRE(y.shape == kiln::Shape{32, 256});
@@ -116,6 +133,7 @@ TEST_CASE("gpu: kiln run reads .npy inputs and writes .npy outputs" * doctest::s
     const double bv = kiln::load_element(kiln::DType::bf16, b.bytes.data() + 2 * (i % 256));
     const double w = std::max(std::tanh(2 * xv + bv), -0.5);
     const double want = w / (1 + std::exp(-w)) - xv;
-    CHECK(kiln::load_element(kiln::DType::bf16, y.bytes.data() + 2 * i) == doctest::Approx(want).epsilon(0.02).scale(1.0));
+    CHECK(kiln::load_element(kiln::DType::bf16, y.bytes.data() + 2 * i) ==
+          doctest::Approx(want).epsilon(0.02).scale(1.0));
   }
 }

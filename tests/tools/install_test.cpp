@@ -1,8 +1,8 @@
 // Packaging: the installed CMake package used as an outside project would (a C++14 project
 // finds kiln and compiles its headers: the target asks for C++17 itself); and the suite's list
 // of the cases it skipped.
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "tests/support.hpp"
@@ -10,8 +10,11 @@
 TEST_CASE("cmake --install: a C++14 project finds kiln, includes its headers and links") {
   kiln::test::TempDir tmp;
   const std::string log = tmp / "log";
-  auto sh = [&](const std::string& cmd) { return std::system((cmd + " >>" + log + " 2>&1").c_str()); };
-  REQUIRE(sh("cmake --install " + std::string(KILN_BINARY_DIR) + " --prefix " + (tmp / "prefix")) == 0);
+  auto sh = [&](const std::string& cmd) {
+    return std::system((cmd + " >>" + log + " 2>&1").c_str());
+  };
+  REQUIRE(sh("cmake --install " + std::string(KILN_BINARY_DIR) + " --prefix " + (tmp / "prefix")) ==
+          0);
   std::filesystem::create_directories(tmp / "app");
   kiln::test::write_file(tmp / "app/CMakeLists.txt", R"(cmake_minimum_required(VERSION 3.16)
 project(consumer LANGUAGES CXX)
@@ -27,7 +30,8 @@ int main() {
   return kiln::Plan(g).kernels("sm_80").size() == 1 ? 0 : 1;
 }
 )");
-  const int configured = sh("cmake -S " + (tmp / "app") + " -B " + (tmp / "app/build") + " -G Ninja -DCMAKE_PREFIX_PATH=" + (tmp / "prefix"));
+  const int configured = sh("cmake -S " + (tmp / "app") + " -B " + (tmp / "app/build") +
+                            " -G Ninja -DCMAKE_PREFIX_PATH=" + (tmp / "prefix"));
   const int built = configured == 0 ? sh("cmake --build " + (tmp / "app/build")) : -1;
   const int ran = built == 0 ? sh(tmp / "app/build/consumer") : -1;
   INFO(kiln::test::read_file(log));
