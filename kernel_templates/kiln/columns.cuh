@@ -9,7 +9,8 @@
 //
 // Slots are those of rows.cuh with no Extra (norms work along the last axis only).
 
-#include <kiln/rows.cuh>
+#include <kiln/row_parts.cuh>
+#include <kiln/row_stats.cuh>
 
 namespace kiln {
 

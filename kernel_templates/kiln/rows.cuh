@@ -25,222 +25,46 @@
 // is the row, in groups of V elements.
 
 #include <kiln/elementwise.cuh>
+#include <kiln/row_parts.cuh>
 #include <kiln/row_reduce.cuh>
 #include <kiln/row_stats.cuh>
 
 namespace kiln {
 namespace row {
 
-/// The launch's dynamic shared memory, in bytes.
-__device__ __forceinline__ unsigned dynamic_smem_bytes() {
-  unsigned n;
-  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
-  return n;
-}
-
-/// The streaming path's stash: V planes of `capacity` floats (float4 planes when V is a
-/// multiple of 4), so that consecutive threads touch consecutive words.
-template <int V>
-struct Stash {
-  float* base;
-  unsigned capacity;  ///< groups it holds
-  __device__ __forceinline__ Stash() {
-    extern __shared__ float4 kiln_dynamic_smem[];
-    base = reinterpret_cast<float*>(kiln_dynamic_smem);
-    capacity = dynamic_smem_bytes() / (V * 4) / 4 * 4;
-  }
-  template <class Index>
-  __device__ __forceinline__ void put(Index j, const float (&x)[V]) const {
-    if constexpr (V % 4 == 0) {
-#pragma unroll
-      for (int q = 0; q < V / 4; ++q)
-        reinterpret_cast<float4*>(base)[q * capacity + j] =
-            make_float4(x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]);
-    } else {
-#pragma unroll
-      for (int i = 0; i < V; ++i) base[i * capacity + j] = x[i];
-    }
-  }
-  template <class Index>
-  __device__ __forceinline__ void get(Index j, float (&x)[V]) const {
-    if constexpr (V % 4 == 0) {
-#pragma unroll
-      for (int q = 0; q < V / 4; ++q) {
-        const float4 v = reinterpret_cast<const float4*>(base)[q * capacity + j];
-        x[4 * q] = v.x, x[4 * q + 1] = v.y, x[4 * q + 2] = v.z, x[4 * q + 3] = v.w;
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < V; ++i) x[i] = base[i * capacity + j];
-    }
-  }
-};
-
-/// The prologue (Body) of one group's V elements, its inputs already loaded.
-template <class Body, int V, class Ins>
-__device__ __forceinline__ void prologue(const Ins& raw, const float* scalars, float (&x)[V]) {
-#pragma unroll
-  for (int i = 0; i < V; ++i) {
-    float in[Body::Inputs::size > 0 ? Body::Inputs::size : 1], y[1];
-    raw.values(i, in);
-    Body::apply(in, scalars, y);
-    x[i] = y[0];
-  }
-}
-
-/// Group g of the iteration: its offsets into `off`, its inputs loaded and through the
-/// prologue into `x`. (A function, not a lambda in run(): NVRTC's front end parses a lambda
-/// of a template anew for each instantiation, ~7 ms of a row kernel's compile.)
-template <class Body, class L, int V, int NO, class A, class Index, int K>
-__device__ __forceinline__ void load_group(const A& args, Index g, Index (&off)[K], float (&x)[V]) {
-  L::offsets(g, off);
-  InputPacks<L, V, NO, typename Body::Inputs> raw;
-  raw.load(args.p, off);
-  prologue<Body>(raw, args.s, x);
-}
-
-// What pass 2 reads for one group besides the row's values: the weight and bias (Extra) and
-// the epilogue's inputs; store() computes the row op's value apply(i, x[i], weight[i],
-// bias[i]) and the epilogue, and stores the outputs. Loading apart from storing lets a thread
-// issue the loads of several groups before the first store.
-template <class Epi, class Extra, class L, int V, int NO, int NI>
-struct Tail {
-  InputPacks<L, V, NO + NI, Extra> extra;
-  InputPacks<L, V, NO + NI + Extra::size, typename Epi::Inputs> epi;
-
-  template <class Index, int K>
-  __device__ __forceinline__ void load(void* const* p, const Index (&off)[K]) {
-    extra.load(p, off);
-    epi.load(p, off);
-  }
-  template <class Index, int K, class Apply>
-  __device__ __forceinline__ void store(void* const* p, const Index (&off)[K], const float (&x)[V],
-                                        const Apply& apply, const float* epi_scalars) const {
-    constexpr int NP = Epi::Inputs::size;
-    float y[V][NO];
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      float wb[2] = {1.0f, 0.0f}, e[NP + 1];
-      extra.values(i, wb);
-      epi.values(i, e);
-      e[NP] = apply(i, x[i], wb[0], wb[1]);
-      Epi::apply(e, epi_scalars, y[i]);
-    }
-    StoreOutputs<0, typename Epi::Outputs, V>::run(p, off, y);
-  }
-};
-
-// Pass 2 for one group at offsets `off` whose row values are `x`.
-template <class Epi, class Extra, class L, int V, int NO, int NI, class Index, int K, class Apply>
-__device__ __forceinline__ void write_group(void* const* p, const Index (&off)[K],
-                                            const float (&x)[V], const Apply& apply,
-                                            const float* epi_scalars) {
-  Tail<Epi, Extra, L, V, NO, NI> tail;
-  tail.load(p, off);
-  tail.store(p, off, x, apply, epi_scalars);
-}
-
-// A split row's weight and bias (Extra, [C]) staged in shared memory: the block's slice of each,
-// its `count` groups from the block's first, copied in by the Tensor Memory Accelerator at the
-// start (plane e at e * kPlane), so that pass 2 reads them from shared memory instead of L2.
-// On for rows_split kernels with Items whose extra operands are 16-byte contiguous groups and
-// fit in 32 KiB.
-template <class Extra, class L, int V, int Slot, int Block, int Items, int Split>
-struct Staged {
-  template <int E>
-  using T = typename detail::TypeAt<E, Extra>::type;
-  static constexpr unsigned kGroupBytes = 16;
-  static constexpr unsigned kPlane = unsigned(Block) * unsigned(Items) * kGroupBytes;
-  static constexpr unsigned kBytes = kPlane * unsigned(Extra::size);
-  template <int E = 0>
-  __host__ __device__ static constexpr bool contiguous() {
-    if constexpr (E == Extra::size)
-      return true;
-    else
-      return sizeof(T<E>) * V == kGroupBytes && L::Inner::template stride<Slot + E>() == V &&
-             contiguous<E + 1>();
-  }
-  static constexpr bool kOn = Split > 1 && Items > 0 && Extra::size > 0 && kBytes <= 32768 &&
-                              contiguous();
-  // Staged, ptxas hoists every group's shared loads of pass 2 and grows from 48 registers to 64
-  // (4 blocks of 256 a multiprocessor instead of 5, and slower: bench/NOTES.md); the
-  // kernel asks for the blocks of the 40 warps that 48 registers hold (0: no minimum).
-  static constexpr int kMinBlocks = kOn ? 40 / (Block / 32) : 0;
-
-  /// The block's slices (its first group at offsets `off`) copied in, counted on mbarrier `bar`.
-  template <class Index, int K>
-  __device__ __forceinline__ static void copy(unsigned char* dst, void* const* p,
-                                              const Index (&off)[K], unsigned count, unsigned bar) {
-#pragma unroll
-    for (int e = 0; e < Extra::size; ++e)  // each element is kGroupBytes / V bytes (contiguous())
-      stage_copy(
-          dst + e * kPlane,
-          static_cast<const unsigned char*>(p[Slot + e]) + off[Slot + e] * Index(kGroupBytes / V),
-          count * kGroupBytes, bar);
-  }
-  /// Group j of the block's slice into `packs` (a Tail's extra).
-  template <class Packs, class Index>
-  __device__ __forceinline__ static void load(Packs& packs, const unsigned char* src, Index j) {
-    void* q[Slot + Extra::size] = {};
-    Index off[Slot + Extra::size] = {};
-#pragma unroll
-    for (int e = 0; e < Extra::size; ++e) {
-      q[Slot + e] = const_cast<unsigned char*>(src) + e * kPlane;
-      off[Slot + e] = j * Index(V);
-    }
-    packs.load(q, off);
-  }
-};
-
 // One block's share of a row: the whole row, or with Split > 1 its part of a row split
 // between the Split blocks of a cluster (each covers Block * Items groups in registers, or
 // streams a Split-th of the row), whose statistics merge through distributed shared memory.
+// Pass 1 and pass 2 each have a function per strategy: registers (Items > 0) and streaming.
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
           int Items, int Split, class A>
-__device__ __forceinline__ void run(const A& args, Index groups_per_row) {
+struct Share {
   static_assert(Block % 32 == 0 && Block <= 1024,
                 "a row block is whole warps, at most 1024 threads");
   static_assert(Items >= 0 && Items <= 16, "at most 16 groups per thread in registers");
   static_assert(Extra::size <= 2, "extra row inputs are weight and bias");
   static_assert(Split >= 1 && Split <= 8 && Split <= Block, "a row splits between 1 to 8 blocks");
-  constexpr int NO = Epi::Outputs::size;
-  constexpr int NI = Body::Inputs::size;
-  constexpr int K = NO + NI + Extra::size + Epi::Inputs::size;
+  // Enumerators, not static members: those would be emitted as globals of the module.
+  enum : int {
+    NO = Epi::Outputs::size,
+    NI = Body::Inputs::size,
+    K = NO + NI + Extra::size + Epi::Inputs::size
+  };
   using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
-  unsigned part = Split > 1 ? cluster_rank() : 0u;
-  const Index span = Split == 1  ? groups_per_row
-                     : Items > 0 ? Index(Block * Items)
-                                 : (groups_per_row + Split - 1) / Split;
-  const Index lo = Index(part) * span;
-  const Index count = lo >= groups_per_row         ? Index(0)
-                      : groups_per_row - lo < span ? groups_per_row - lo
-                                                   : span;
-  const Index first =
-      Index(blockIdx.x / Split) * groups_per_row + lo;  // this block's group j is `first + j`
-  const float eps = args.s[Body::scalars];
-  const float* epi_scalars = args.s + Body::scalars + 1;
-  const float n = float(groups_per_row) * float(V);
   using Stage = Staged<Extra, L, V, NO + NI, Block, Items, Split>;
-  __shared__ alignas(128) unsigned char staged[Stage::kOn ? Stage::kBytes : 1];
-  if constexpr (Split > 1) {
-    const unsigned staged_bytes =
-        Stage::kOn ? unsigned(count) * Stage::kGroupBytes * unsigned(Extra::size) : 0u;
-    cluster_start<Row, Block, Split>(staged_bytes);
-    if constexpr (Stage::kOn) {
-      if (threadIdx.x == 0 && count > 0) {
-        Index off[K];
-        L::offsets(first, off);
-        Stage::copy(staged, args.p, off, unsigned(count), cluster_bar<Row, Block, Split>());
-      }
-    }
-  }
-  // Pass 1: the statistic (and, with Items, the row's values in registers).
-  typename Row::Local local = Row::local_init();
-  float cached[Items > 0 ? Items : 1][V];
-  if constexpr (Items > 0) {
+  using Cached = float[Items > 0 ? Items : 1][V];
+
+  const A& args;
+  Index first;  ///< the block's group j is `first + j`
+  Index count;  ///< groups of the row in this block's share
+  const float* epi_scalars;
+
+  /// Pass 1 with Items: every load issued before the first is used; the prologue's values kept.
+  __device__ __forceinline__ typename Row::Local pass1_registers(Cached& cached) const {
+    typename Row::Local local = Row::local_init();
     Ins raw[Items];
 #pragma unroll
-    for (int it = 0; it < Items; ++it) {  // every load issued before the first is used
+    for (int it = 0; it < Items; ++it) {
       const Index j = Index(it) * Block + threadIdx.x;
       if (j < count) {
         Index off[K];
@@ -265,8 +89,13 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
           for (int i = 0; i < V; ++i) Row::local_add(local, cached[it][i]);
         }
     }
-  } else {
-    // Four groups loaded before the first is used; each one's values stashed if they fit.
+    return local;
+  }
+
+  /// Pass 1 streaming: four groups loaded before the first is used; each one's values stashed
+  /// if they fit.
+  __device__ __forceinline__ typename Row::Local pass1_stream() const {
+    typename Row::Local local = Row::local_init();
     const Stash<V> stash;
     constexpr int kBatch = 4;
     Index j = threadIdx.x;
@@ -285,8 +114,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
         if (Row::kWritesRow && j + Index(u) * Block < stash.capacity)
           stash.put(j + Index(u) * Block, x[u]);
       }
-      if constexpr (Row::kFoldsCached) {  // the batch folded at once (its values are not needed
-                                          // after)
+      if constexpr (Row::kFoldsCached) {  // folded at once: the values are not needed after
         local = Row::merge(local, Row::fold(x, kBatch));
       } else {
 #pragma unroll
@@ -303,7 +131,121 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
 #pragma unroll
       for (int i = 0; i < V; ++i) Row::local_add(local, x[i]);
     }
+    return local;
   }
+
+  /// Pass 2 with Items: the kept values through the row op and the epilogue, stored.
+  template <class Apply>
+  __device__ __forceinline__ void pass2_registers(const Cached& cached, const Apply& apply,
+                                                  const unsigned char* staged) const {
+#pragma unroll
+    for (int it = 0; it < Items; ++it) {
+      const Index j = Index(it) * Block + threadIdx.x;
+      if (j < count) {
+        Index off[K];
+        L::offsets(first + j, off);
+        if constexpr (Stage::kOn) {
+          Tail<Epi, Extra, L, V, NO, NI> tail;
+          Stage::load(tail.extra, staged, j);
+          tail.epi.load(args.p, off);
+          tail.store(args.p, off, cached[it], apply, epi_scalars);
+        } else {
+          write_group<Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], apply, epi_scalars);
+        }
+      }
+    }
+  }
+
+  /// Pass 2 streaming: the stash, then the prologue recomputed (the row is in L2 by now, if it
+  /// fits). Four groups' loads issued before the first store; two when a group carries 16
+  /// values or more (bf16 norms: x and weight, bias), which spilled at 1024 threads (64
+  /// registers).
+  template <class Apply>
+  __device__ __forceinline__ void pass2_stream(const Apply& apply) const {
+    const Stash<V> stash;
+    constexpr int kBatch = V * (1 + Extra::size) >= 16 ? 2 : 4;
+    Index j = threadIdx.x;
+    for (; j + Index(kBatch - 1) * Block < count; j += kBatch * Block) {
+      Index off[kBatch][K];
+      Ins raw[kBatch];
+      Tail<Epi, Extra, L, V, NO, NI> tail[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        L::offsets(first + j + Index(u) * Block, off[u]);
+        tail[u].load(args.p, off[u]);
+        if (j + Index(u) * Block >= stash.capacity) raw[u].load(args.p, off[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        float x[V];
+        if (j + Index(u) * Block < stash.capacity)
+          stash.get(j + Index(u) * Block, x);
+        else
+          prologue<Body>(raw[u], args.s, x);
+        tail[u].store(args.p, off[u], x, apply, epi_scalars);
+      }
+    }
+    for (; j < count; j += Block) {
+      Index off[K];
+      float x[V];
+      if (j < stash.capacity) {
+        L::offsets(first + j, off);
+        stash.get(j, x);
+      } else {
+        load_group<Body, L, V, NO>(args, first + j, off, x);
+      }
+      write_group<Epi, Extra, L, V, NO, NI>(args.p, off, x, apply, epi_scalars);
+    }
+  }
+
+  /// A reduction's one value of the row, through the epilogue, stored by one thread.
+  __device__ __forceinline__ void store_reduction(const typename Row::Stat& stat, float n) const {
+    static_assert(Epi::Inputs::size == 0, "a reduction's epilogue reads nothing but the row value");
+    Index off[K];
+    L::offsets(first, off);
+    float x[1] = {Row::finish(stat, n)}, y[1][NO];
+    Epi::apply(x, epi_scalars, y[0]);
+    StoreOutputs<0, typename Epi::Outputs, 1>::run(args.p, off, y);
+  }
+};
+
+template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
+          int Items, int Split, class A>
+__device__ __forceinline__ void run(const A& args, Index groups_per_row) {
+  using S = Share<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split, A>;
+  using Stage = typename S::Stage;
+  const unsigned part = Split > 1 ? cluster_rank() : 0u;
+  const Index span = Split == 1  ? groups_per_row
+                     : Items > 0 ? Index(Block * Items)
+                                 : (groups_per_row + Split - 1) / Split;
+  const Index lo = Index(part) * span;
+  const Index count = lo >= groups_per_row         ? Index(0)
+                      : groups_per_row - lo < span ? groups_per_row - lo
+                                                   : span;
+  const S share{args, Index(blockIdx.x / Split) * groups_per_row + lo, count,
+                args.s + Body::scalars + 1};
+  const float eps = args.s[Body::scalars];
+  const float n = float(groups_per_row) * float(V);
+  __shared__ alignas(128) unsigned char staged[Stage::kOn ? Stage::kBytes : 1];
+  if constexpr (Split > 1) {
+    const unsigned staged_bytes =
+        Stage::kOn ? unsigned(count) * Stage::kGroupBytes * unsigned(Extra::size) : 0u;
+    cluster_start<Row, Block, Split>(staged_bytes);
+    if constexpr (Stage::kOn) {
+      if (threadIdx.x == 0 && count > 0) {
+        Index off[S::K];
+        L::offsets(share.first, off);
+        Stage::copy(staged, args.p, off, unsigned(count), cluster_bar<Row, Block, Split>());
+      }
+    }
+  }
+  // Pass 1: the statistic (and, with Items, the row's values in registers).
+  typename S::Cached cached;
+  typename Row::Local local;
+  if constexpr (Items > 0)
+    local = share.pass1_registers(cached);
+  else
+    local = share.pass1_stream();
   typename Row::Stat stat;
   if constexpr (Split > 1)
     stat = cluster_reduce<Row, Block, Split>(Row::to_stat(local));
@@ -311,14 +253,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
     stat = block_reduce<Row, Block>(Row::to_stat(local));
 
   if constexpr (!Row::kWritesRow) {
-    static_assert(Epi::Inputs::size == 0, "a reduction's epilogue reads nothing but the row value");
-    if (threadIdx.x == 0 && part == 0) {
-      Index off[K];
-      L::offsets(first, off);
-      float x[1] = {Row::finish(stat, n)}, y[1][NO];
-      Epi::apply(x, epi_scalars, y[0]);
-      StoreOutputs<0, typename Epi::Outputs, 1>::run(args.p, off, y);
-    }
+    if (threadIdx.x == 0 && part == 0) share.store_reduction(stat, n);
   } else {
     const typename Row::Params params = Row::params(stat, n, eps);
     const auto apply = [&](int, float x, float w, float b) { return Row::apply(x, params, w, b); };
@@ -331,60 +266,9 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
         else
           return apply(i, x, w, b);
       };
-#pragma unroll
-      for (int it = 0; it < Items; ++it) {
-        const Index j = Index(it) * Block + threadIdx.x;
-        if (j < count) {
-          Index off[K];
-          L::offsets(first + j, off);
-          if constexpr (Stage::kOn) {
-            Tail<Epi, Extra, L, V, NO, NI> tail;
-            Stage::load(tail.extra, staged, j);
-            tail.epi.load(args.p, off);
-            tail.store(args.p, off, cached[it], apply_cached, epi_scalars);
-          } else {
-            write_group<Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], apply_cached,
-                                                  epi_scalars);
-          }
-        }
-      }
-    } else {  // the stash, then the prologue recomputed (the row is in L2 by now, if it fits)
-      const Stash<V> stash;
-      // Four groups' loads issued before the first store; two when a group carries 16 values or
-      // more (bf16 norms: x and weight, bias), which spilled at 1024 threads (64 registers).
-      constexpr int kBatch = V * (1 + Extra::size) >= 16 ? 2 : 4;
-      Index j = threadIdx.x;
-      for (; j + Index(kBatch - 1) * Block < count; j += kBatch * Block) {
-        Index off[kBatch][K];
-        Ins raw[kBatch];
-        Tail<Epi, Extra, L, V, NO, NI> tail[kBatch];
-#pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
-          L::offsets(first + j + Index(u) * Block, off[u]);
-          tail[u].load(args.p, off[u]);
-          if (j + Index(u) * Block >= stash.capacity) raw[u].load(args.p, off[u]);
-        }
-#pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
-          float x[V];
-          if (j + Index(u) * Block < stash.capacity)
-            stash.get(j + Index(u) * Block, x);
-          else
-            prologue<Body>(raw[u], args.s, x);
-          tail[u].store(args.p, off[u], x, apply, epi_scalars);
-        }
-      }
-      for (; j < count; j += Block) {
-        Index off[K];
-        float x[V];
-        if (j < stash.capacity) {
-          L::offsets(first + j, off);
-          stash.get(j, x);
-        } else {
-          load_group<Body, L, V, NO>(args, first + j, off, x);
-        }
-        write_group<Epi, Extra, L, V, NO, NI>(args.p, off, x, apply, epi_scalars);
-      }
+      share.pass2_registers(cached, apply_cached, staged);
+    } else {
+      share.pass2_stream(apply);
     }
   }
 }
