@@ -81,22 +81,25 @@ int ptxas_number(const std::string& log, const char* pattern) {
   return -1;
 }
 
+// (name, bytes) of the headers `names`, as the key hashes them.
 std::vector<std::pair<std::string_view, std::string_view>> included(
-    const KernelSpec& spec, const HeaderTable& headers, std::vector<std::string>& names) {
-  names = headers.closure(spec.source);
+    const std::vector<std::string>& names, const HeaderTable& headers) {
   std::vector<std::pair<std::string_view, std::string_view>> out;
   for (const std::string& name : names) out.emplace_back(name, headers.source(name));
   return out;
+}
+
+std::string headers_id_of(const std::vector<std::string>& closure, const HeaderTable& headers) {
+  return cache::compute_key({"", "", included(closure, headers), {}, "", ""}).hex();
 }
 
 }  // namespace
 
 cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch,
                        const HeaderTable& headers) {
-  std::vector<std::string> names;
-  const std::string nvrtc = nvrtc_version();
-  return cache::compute_key(
-      {spec.source, spec.expression, included(spec, headers, names), spec.options, arch, nvrtc});
+  const std::vector<std::string> closure = headers.closure(spec.source);
+  return cache::compute_key({spec.source, spec.expression, included(closure, headers),
+                             spec.options, arch, nvrtc_version()});
 }
 
 std::string spec_id(const KernelSpec& spec) {
@@ -104,8 +107,7 @@ std::string spec_id(const KernelSpec& spec) {
 }
 
 std::string headers_id(const KernelSpec& spec, const HeaderTable& headers) {
-  std::vector<std::string> names;
-  return cache::compute_key({"", "", included(spec, headers, names), {}, "", ""}).hex();
+  return headers_id_of(headers.closure(spec.source), headers);
 }
 
 std::string nvrtc_version() {
@@ -204,7 +206,7 @@ CompiledKernel compile(const KernelSpec& spec, const std::string& arch,
   if (out.spill_bytes < 0 && facts.stack_bytes == 0) out.spill_bytes = 0;
   out.log = log;
   out.spec_id = spec_id(spec);
-  out.headers_id = headers_id(spec, headers);
+  out.headers_id = headers_id_of(closure, headers);
   out.nvrtc_version = nvrtc_version();
   out.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
