@@ -58,7 +58,8 @@ int run() {
               L.spec.name += "_" + functor;
             }
             out.fill_bytes(0xff);
-            const double ms = e.time_median_ms([&] { e.impl().launch_kernel(L); }, 3, 20);
+            const double ms =
+                e.time_median_ms([&] { kiln::detail::impl_of(e).launch_kernel(L); }, 3, 20);
             std::size_t bytes =
                 out.bytes() * (1 + (op.operands.size() == 3 ? 2 : op.operands.size())) +
                 (op.operands.size() == 3 ? std::size_t(n) : 0);

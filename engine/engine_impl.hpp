@@ -93,4 +93,10 @@ class EngineImpl {
   runtime::StreamHandle stream_;
 };
 
+/// The engine behind an Engine (kiln's own code only: not in the public headers).
+struct EngineAccess {
+  static EngineImpl& impl(Engine& e) { return *e.impl_; }
+};
+inline EngineImpl& impl_of(Engine& e) { return EngineAccess::impl(e); }
+
 }  // namespace kiln::detail

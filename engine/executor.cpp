@@ -20,7 +20,7 @@ namespace detail {
 
 std::uint64_t PlanImpl::arena_for(Engine& engine, std::int64_t bytes) const {
   std::lock_guard<std::mutex> lock(arenas_mutex);
-  const std::uint64_t serial = engine.impl().serial;
+  const std::uint64_t serial = detail::impl_of(engine).serial;
   auto it =
       std::find_if(arenas.begin(), arenas.end(), [&](const auto& a) { return a.first == serial; });
   if (it == arenas.end()) it = arenas.insert(arenas.end(), {serial, Tensor()});
@@ -85,7 +85,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
                                    name_of(bound.node(id).dtype), to_string(bound.node(id).shape)));
     check_view(v, fmt::format("output '{}':", name));
   }
-  EngineImpl& e = engine.impl();
+  EngineImpl& e = detail::impl_of(engine);
   if (need_device) e.require_device("running a plan");
   auto call = std::make_shared<PreparedCall>();
   const ArenaPlan memory = p.arena ? *p.arena : plan_arena(bound, p.groups);
@@ -170,10 +170,10 @@ std::shared_ptr<PreparedCall> PlanImpl::prepared(Engine& engine,
                                                  const std::map<std::string, TensorView>& outputs,
                                                  bool need_device) const {
   Signature s;
-  if (!call_signature(*this, engine.impl(), inputs, outputs, s))
+  if (!call_signature(*this, detail::impl_of(engine), inputs, outputs, s))
     return prepare_call(*this, engine, inputs, outputs, need_device);
   if (auto hit = calls->find(s)) {
-    engine.impl().cache->count_memory_hit(
+    detail::impl_of(engine).cache->count_memory_hit(
         hit->launches.size());  // as a lookup of each kernel would
     return hit;
   }
@@ -191,11 +191,11 @@ std::map<std::string, Tensor> bind_and_launch(PlanImpl& p, Engine& engine,
                                               const std::map<std::string, TensorView>& outputs,
                                               const Launch& launch) {
   const std::shared_ptr<PreparedCall> call = p.prepared(engine, inputs, outputs);
-  engine.impl().require_device("running a plan");  // a hit prepared on an offline engine
+  detail::impl_of(engine).require_device("running a plan");  // a hit prepared on an offline engine
   std::lock_guard<std::mutex> lock(call->mutex);
   std::map<std::string, Tensor> made = bind_data(*call, p, engine, inputs, outputs);
   if (call->launches.empty()) return made;
-  runtime::ContextGuard guard(*engine.impl().context);
+  runtime::ContextGuard guard(*detail::impl_of(engine).context);
   launch(*call, static_cast<CUstream>(engine.stream()));
   return made;
 }

@@ -122,7 +122,7 @@ std::shared_ptr<detail::PreparedOp> prepare_op(Engine& engine, const ops::OpDef&
   }
   p->launch = specialize(op, out, args, attrs);
   if (p->launch.groups == 0 || p->launch.grid == 0) return p;
-  p->kernel = &engine.impl().prepare(p->launch.spec);
+  p->kernel = &detail::impl_of(engine).prepare(p->launch.spec);
   p->params = std::make_unique<LaunchParams>(p->launch);
   p->shared = p->kernel->shared_for(p->launch);
   return p;
@@ -144,7 +144,7 @@ void launch_op(Engine& engine, detail::PreparedOp& p, const ops::OpDef& op, cons
   }
   for (double s : ops::attr_scalars(op, attrs))
     p.params->set_scalar(pointers, scalar++, float(s));  // clamp's bounds
-  detail::EngineImpl& e = engine.impl();
+  detail::EngineImpl& e = detail::impl_of(engine);
   const runtime::NvtxRange range(op.name.data());  // catalog names are NUL-terminated literals
   runtime::ContextGuard guard(*e.context);
   p.kernel->module->launch(p.launch.grid, p.launch.block, p.shared, e.stream(),
@@ -157,7 +157,7 @@ void call_into(Engine& engine, std::string_view name, const TensorView& out,
                const std::vector<Operand>& args, const Attrs& attrs) {
   const ops::OpDef& op = ops::find_op(name);
   const detail::Signature s = op_signature(op, out, args, attrs);
-  std::shared_ptr<detail::PreparedOp> p = engine.impl().ops.find(s);
+  std::shared_ptr<detail::PreparedOp> p = detail::impl_of(engine).ops.find(s);
   // The first call of a signature checks every rule; a later one only what the signature does
   // not pin: the values of the attributes that become scalars (clamp's bounds, min <= max).
   if (!p || !ops::attr_scalars(op, attrs).empty()) {
@@ -171,11 +171,12 @@ void call_into(Engine& engine, std::string_view name, const TensorView& out,
   }
   check_operands(op, args, true);
   if (!view_ok(out)) check_view(out, fmt::format("{}: output", op.name));
-  if (!engine.has_device()) engine.impl().require_device(fmt::format("running {}", name).c_str());
+  if (!engine.has_device())
+    detail::impl_of(engine).require_device(fmt::format("running {}", name).c_str());
   if (!p)
-    p = engine.impl().ops.insert(s, prepare_op(engine, op, out, args, attrs));
+    p = detail::impl_of(engine).ops.insert(s, prepare_op(engine, op, out, args, attrs));
   else if (p->kernel)
-    engine.impl().cache->count_memory_hit();
+    detail::impl_of(engine).cache->count_memory_hit();
   if (p->plan) {
     std::map<std::string, TensorView> inputs;
     for (std::size_t i = 0; i < args.size(); ++i)
@@ -194,12 +195,12 @@ KernelRecord precompile(Engine& engine, std::string_view name, const std::vector
   if (op.fusion == ops::FusionClass::row) {
     std::string source;
     KernelRecord r =
-        engine.impl().records[engine.impl()
-                                  .prepare(plan_specs(row_graph(op, args, attrs, nullptr), true, {},
-                                                      nullptr, engine.arch())
-                                               .at(0),
-                                           &source)
-                                  .record];
+        detail::impl_of(engine).records[detail::impl_of(engine)
+                                            .prepare(plan_specs(row_graph(op, args, attrs, nullptr),
+                                                                true, {}, nullptr, engine.arch())
+                                                         .at(0),
+                                                     &source)
+                                            .record];
     r.source = source;
     return r;
   }
@@ -208,7 +209,8 @@ KernelRecord precompile(Engine& engine, std::string_view name, const std::vector
     throw ShapeError(fmt::format("{}: the result {} is empty; there is no kernel to compile", name,
                                  out.describe()));
   std::string source;
-  KernelRecord r = engine.impl().records[engine.impl().prepare(L.spec, &source).record];
+  KernelRecord r =
+      detail::impl_of(engine).records[detail::impl_of(engine).prepare(L.spec, &source).record];
   r.source = source;
   return r;
 }

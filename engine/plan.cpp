@@ -140,7 +140,7 @@ std::vector<KernelRecord> Plan::compile(Engine& engine) const {
       plan_specs(impl_->graph, impl_->fused, {}, nullptr, engine.arch());
   std::vector<const KernelSpec*> todo;
   for (const KernelSpec& s : specs) todo.push_back(&s);
-  detail::EngineImpl& e = engine.impl();
+  detail::EngineImpl& e = detail::impl_of(engine);
   const std::size_t before = e.records.size();  // records added now: kernels new to the engine
   std::set<std::size_t> listed;
   std::vector<KernelRecord> records;

@@ -204,7 +204,7 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
     params.push_back(std::make_unique<LaunchParams>(L));
     if (params.size() == 1) first = std::move(L);
   }
-  detail::EngineImpl& e = engine.impl();
+  detail::EngineImpl& e = detail::impl_of(engine);
   const detail::LoadedKernel& k = e.prepare(first.spec);
   for (Tensor& t : b.checked) t.fill_bytes(0xff);
   e.launch(k, first, params[0]->pointers());
@@ -225,13 +225,13 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
 
 std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const TuneOptions& o,
                                      std::set<std::string>& done) {
-  engine.impl().require_device("tuning");
+  detail::impl_of(engine).require_device("tuning");
   const detail::PlanImpl p(graph, fusion_enabled());
   if (p.dynamic())
     throw GraphError(
         "the graph has dynamic dims (\"?\"): tuning measures exact shapes; give it with the shapes "
         "to tune");
-  const runtime::DeviceInfo& dev = engine.impl().context->info();
+  const runtime::DeviceInfo& dev = detail::impl_of(engine).context->info();
   DeviceLimits limits;
   limits.max_threads_per_block = dev.max_threads_per_block;
   limits.max_registers_per_block = dev.max_registers_per_block;
@@ -270,7 +270,7 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
       specs.push_back(p.specialize(grp, descs, graph, engine.arch(), c).spec);
     PrecompileOptions po;
     po.archs = {engine.arch()};
-    precompile_specs(specs, po, *engine.impl().cache);
+    precompile_specs(specs, po, *detail::impl_of(engine).cache);
 
     Buffers buffers = make_buffers(engine, p, grp, dev.l2_bytes);
     int index = 0;
@@ -318,7 +318,7 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
 
 std::vector<KernelTiming> time_kernels(Engine& engine, const Graph& graph, bool fuse,
                                        const TuneOptions& o) {
-  engine.impl().require_device("timing kernels");
+  detail::impl_of(engine).require_device("timing kernels");
   const detail::PlanImpl p(graph, fuse);
   if (p.dynamic())
     throw GraphError(
@@ -329,10 +329,10 @@ std::vector<KernelTiming> time_kernels(Engine& engine, const Graph& graph, bool 
   std::vector<KernelTiming> out;
   for (const FusedGroup& grp : p.groups) {
     const KernelLaunch L =
-        p.specialize_tuned(grp, descs, graph, engine.arch(), engine.impl().tuning);
+        p.specialize_tuned(grp, descs, graph, engine.arch(), detail::impl_of(engine).tuning);
     KernelTiming t{L.spec.name, p.ops_of(grp), 0, 0};
     if (L.groups > 0) {
-      Buffers b = make_buffers(engine, p, grp, engine.impl().context->info().l2_bytes);
+      Buffers b = make_buffers(engine, p, grp, detail::impl_of(engine).context->info().l2_bytes);
       t.us = run_candidate(engine, p, grp, b, L.tunables, o).us;
       t.bytes = b.bytes;
     }

@@ -98,8 +98,8 @@ std::string headers_id_of(const std::vector<std::string>& closure, const HeaderT
 cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch,
                        const HeaderTable& headers) {
   const std::vector<std::string> closure = headers.closure(spec.source);
-  return cache::compute_key({spec.source, spec.expression, included(closure, headers),
-                             spec.options, arch, nvrtc_version()});
+  return cache::compute_key({spec.source, spec.expression, included(closure, headers), spec.options,
+                             arch, nvrtc_version()});
 }
 
 std::string spec_id(const KernelSpec& spec) {

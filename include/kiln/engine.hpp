@@ -58,7 +58,8 @@ struct KernelRecord {
 
 namespace detail {
 class EngineImpl;
-}
+struct EngineAccess;
+}  // namespace detail
 
 /// True when a CUDA driver loads and reports a device; `why` gets the reason if not.
 bool gpu_available(std::string* why = nullptr);
@@ -93,9 +94,8 @@ class Engine {
   /// Every kernel prepared so far, in order.
   const std::vector<KernelRecord>& kernels() const;
 
-  detail::EngineImpl& impl() { return *impl_; }
-
  private:
+  friend struct detail::EngineAccess;
   std::unique_ptr<detail::EngineImpl> impl_;
 };
 

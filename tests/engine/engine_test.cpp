@@ -140,12 +140,12 @@ TEST_CASE("a plan's kernels compile side by side: each once, in plan order, erro
       "bad", "extern \"C\" __global__ void k(float* p) { p[0] = nope; }\n", "k", {"-std=c++17"}};
   const kiln::KernelSpec good2{
       "good2", "extern \"C\" __global__ void k(float* p) { p[0] = 2; }\n", "k", {"-std=c++17"}};
-  CHECK_THROWS_WITH_AS(e.impl().prepare_all({&good1, &bad, &good2}),
+  CHECK_THROWS_WITH_AS(kiln::detail::impl_of(e).prepare_all({&good1, &bad, &good2}),
                        doctest::Contains("kernel bad"), kiln::CompileError);
   std::string source;
-  e.impl().prepare(good1, &source);
+  kiln::detail::impl_of(e).prepare(good1, &source);
   CHECK(source == "memory");
-  e.impl().prepare(good2, &source);
+  kiln::detail::impl_of(e).prepare(good2, &source);
   CHECK(source == "memory");
   CHECK(e.counters().compiles == 2);
 }

@@ -68,7 +68,7 @@ std::string check(kiln::Engine& e, const kiln::Graph& g, std::uint64_t seed, boo
     if (compile_only) {
       kiln::Plan(g).compile(e);
       for (const auto& spec : kiln::plan_specs(g, true, random_views(g, seed)))
-        e.impl().prepare(spec);
+        kiln::detail::impl_of(e).prepare(spec);
       return "";
     }
     std::mt19937_64 rng(seed);
