@@ -35,36 +35,52 @@ namespace row {
 // One block's share of a row: the whole row, or with Split > 1 its part of a row split
 // between the Split blocks of a cluster (each covers Block * Items groups in registers, or
 // streams a Split-th of the row), whose statistics merge through distributed shared memory.
-// Pass 1 and pass 2 each have a function per strategy: registers (Items > 0) and streaming.
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
           int Items, int Split, class A>
-struct Share {
+__device__ __forceinline__ void run(const A& args, Index groups_per_row) {
   static_assert(Block % 32 == 0 && Block <= 1024,
                 "a row block is whole warps, at most 1024 threads");
   static_assert(Items >= 0 && Items <= 16, "at most 16 groups per thread in registers");
   static_assert(Extra::size <= 2, "extra row inputs are weight and bias");
   static_assert(Split >= 1 && Split <= 8 && Split <= Block, "a row splits between 1 to 8 blocks");
-  // Enumerators, not static members: those would be emitted as globals of the module.
-  enum : int {
-    NO = Epi::Outputs::size,
-    NI = Body::Inputs::size,
-    K = NO + NI + Extra::size + Epi::Inputs::size
-  };
+  constexpr int NO = Epi::Outputs::size;
+  constexpr int NI = Body::Inputs::size;
+  constexpr int K = NO + NI + Extra::size + Epi::Inputs::size;
   using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
+  unsigned part = Split > 1 ? cluster_rank() : 0u;
+  const Index span = Split == 1  ? groups_per_row
+                     : Items > 0 ? Index(Block * Items)
+                                 : (groups_per_row + Split - 1) / Split;
+  const Index lo = Index(part) * span;
+  const Index count = lo >= groups_per_row         ? Index(0)
+                      : groups_per_row - lo < span ? groups_per_row - lo
+                                                   : span;
+  const Index first =
+      Index(blockIdx.x / Split) * groups_per_row + lo;  // this block's group j is `first + j`
+  const float eps = args.s[Body::scalars];
+  const float* epi_scalars = args.s + Body::scalars + 1;
+  const float n = float(groups_per_row) * float(V);
   using Stage = Staged<Extra, L, V, NO + NI, Block, Items, Split>;
-  using Cached = float[Items > 0 ? Items : 1][V];
-
-  const A& args;
-  Index first;  ///< the block's group j is `first + j`
-  Index count;  ///< groups of the row in this block's share
-  const float* epi_scalars;
-
-  /// Pass 1 with Items: every load issued before the first is used; the prologue's values kept.
-  __device__ __forceinline__ typename Row::Local pass1_registers(Cached& cached) const {
-    typename Row::Local local = Row::local_init();
+  __shared__ alignas(128) unsigned char staged[Stage::kOn ? Stage::kBytes : 1];
+  if constexpr (Split > 1) {
+    const unsigned staged_bytes =
+        Stage::kOn ? unsigned(count) * Stage::kGroupBytes * unsigned(Extra::size) : 0u;
+    cluster_start<Row, Block, Split>(staged_bytes);
+    if constexpr (Stage::kOn) {
+      if (threadIdx.x == 0 && count > 0) {
+        Index off[K];
+        L::offsets(first, off);
+        Stage::copy(staged, args.p, off, unsigned(count), cluster_bar<Row, Block, Split>());
+      }
+    }
+  }
+  // Pass 1: the statistic (and, with Items, the row's values in registers).
+  typename Row::Local local = Row::local_init();
+  float cached[Items > 0 ? Items : 1][V];
+  if constexpr (Items > 0) {
     Ins raw[Items];
 #pragma unroll
-    for (int it = 0; it < Items; ++it) {
+    for (int it = 0; it < Items; ++it) {  // every load issued before the first is used
       const Index j = Index(it) * Block + threadIdx.x;
       if (j < count) {
         Index off[K];
@@ -89,13 +105,8 @@ struct Share {
           for (int i = 0; i < V; ++i) Row::local_add(local, cached[it][i]);
         }
     }
-    return local;
-  }
-
-  /// Pass 1 streaming: four groups loaded before the first is used; each one's values stashed
-  /// if they fit.
-  __device__ __forceinline__ typename Row::Local pass1_stream() const {
-    typename Row::Local local = Row::local_init();
+  } else {
+    // Four groups loaded before the first is used; each one's values stashed if they fit.
     const Stash<V> stash;
     constexpr int kBatch = 4;
     Index j = threadIdx.x;
@@ -114,7 +125,8 @@ struct Share {
         if (Row::kWritesRow && j + Index(u) * Block < stash.capacity)
           stash.put(j + Index(u) * Block, x[u]);
       }
-      if constexpr (Row::kFoldsCached) {  // folded at once: the values are not needed after
+      if constexpr (Row::kFoldsCached) {  // the batch folded at once (its values are not needed
+                                          // after)
         local = Row::merge(local, Row::fold(x, kBatch));
       } else {
 #pragma unroll
@@ -131,121 +143,7 @@ struct Share {
 #pragma unroll
       for (int i = 0; i < V; ++i) Row::local_add(local, x[i]);
     }
-    return local;
   }
-
-  /// Pass 2 with Items: the kept values through the row op and the epilogue, stored.
-  template <class Apply>
-  __device__ __forceinline__ void pass2_registers(const Cached& cached, const Apply& apply,
-                                                  const unsigned char* staged) const {
-#pragma unroll
-    for (int it = 0; it < Items; ++it) {
-      const Index j = Index(it) * Block + threadIdx.x;
-      if (j < count) {
-        Index off[K];
-        L::offsets(first + j, off);
-        if constexpr (Stage::kOn) {
-          Tail<Epi, Extra, L, V, NO, NI> tail;
-          Stage::load(tail.extra, staged, j);
-          tail.epi.load(args.p, off);
-          tail.store(args.p, off, cached[it], apply, epi_scalars);
-        } else {
-          write_group<Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], apply, epi_scalars);
-        }
-      }
-    }
-  }
-
-  /// Pass 2 streaming: the stash, then the prologue recomputed (the row is in L2 by now, if it
-  /// fits). Four groups' loads issued before the first store; two when a group carries 16
-  /// values or more (bf16 norms: x and weight, bias), which spilled at 1024 threads (64
-  /// registers).
-  template <class Apply>
-  __device__ __forceinline__ void pass2_stream(const Apply& apply) const {
-    const Stash<V> stash;
-    constexpr int kBatch = V * (1 + Extra::size) >= 16 ? 2 : 4;
-    Index j = threadIdx.x;
-    for (; j + Index(kBatch - 1) * Block < count; j += kBatch * Block) {
-      Index off[kBatch][K];
-      Ins raw[kBatch];
-      Tail<Epi, Extra, L, V, NO, NI> tail[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        L::offsets(first + j + Index(u) * Block, off[u]);
-        tail[u].load(args.p, off[u]);
-        if (j + Index(u) * Block >= stash.capacity) raw[u].load(args.p, off[u]);
-      }
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        float x[V];
-        if (j + Index(u) * Block < stash.capacity)
-          stash.get(j + Index(u) * Block, x);
-        else
-          prologue<Body>(raw[u], args.s, x);
-        tail[u].store(args.p, off[u], x, apply, epi_scalars);
-      }
-    }
-    for (; j < count; j += Block) {
-      Index off[K];
-      float x[V];
-      if (j < stash.capacity) {
-        L::offsets(first + j, off);
-        stash.get(j, x);
-      } else {
-        load_group<Body, L, V, NO>(args, first + j, off, x);
-      }
-      write_group<Epi, Extra, L, V, NO, NI>(args.p, off, x, apply, epi_scalars);
-    }
-  }
-
-  /// A reduction's one value of the row, through the epilogue, stored by one thread.
-  __device__ __forceinline__ void store_reduction(const typename Row::Stat& stat, float n) const {
-    static_assert(Epi::Inputs::size == 0, "a reduction's epilogue reads nothing but the row value");
-    Index off[K];
-    L::offsets(first, off);
-    float x[1] = {Row::finish(stat, n)}, y[1][NO];
-    Epi::apply(x, epi_scalars, y[0]);
-    StoreOutputs<0, typename Epi::Outputs, 1>::run(args.p, off, y);
-  }
-};
-
-template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
-          int Items, int Split, class A>
-__device__ __forceinline__ void run(const A& args, Index groups_per_row) {
-  using S = Share<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split, A>;
-  using Stage = typename S::Stage;
-  const unsigned part = Split > 1 ? cluster_rank() : 0u;
-  const Index span = Split == 1  ? groups_per_row
-                     : Items > 0 ? Index(Block * Items)
-                                 : (groups_per_row + Split - 1) / Split;
-  const Index lo = Index(part) * span;
-  const Index count = lo >= groups_per_row         ? Index(0)
-                      : groups_per_row - lo < span ? groups_per_row - lo
-                                                   : span;
-  const S share{args, Index(blockIdx.x / Split) * groups_per_row + lo, count,
-                args.s + Body::scalars + 1};
-  const float eps = args.s[Body::scalars];
-  const float n = float(groups_per_row) * float(V);
-  __shared__ alignas(128) unsigned char staged[Stage::kOn ? Stage::kBytes : 1];
-  if constexpr (Split > 1) {
-    const unsigned staged_bytes =
-        Stage::kOn ? unsigned(count) * Stage::kGroupBytes * unsigned(Extra::size) : 0u;
-    cluster_start<Row, Block, Split>(staged_bytes);
-    if constexpr (Stage::kOn) {
-      if (threadIdx.x == 0 && count > 0) {
-        Index off[S::K];
-        L::offsets(share.first, off);
-        Stage::copy(staged, args.p, off, unsigned(count), cluster_bar<Row, Block, Split>());
-      }
-    }
-  }
-  // Pass 1: the statistic (and, with Items, the row's values in registers).
-  typename S::Cached cached;
-  typename Row::Local local;
-  if constexpr (Items > 0)
-    local = share.pass1_registers(cached);
-  else
-    local = share.pass1_stream();
   typename Row::Stat stat;
   if constexpr (Split > 1)
     stat = cluster_reduce<Row, Block, Split>(Row::to_stat(local));
@@ -253,7 +151,14 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
     stat = block_reduce<Row, Block>(Row::to_stat(local));
 
   if constexpr (!Row::kWritesRow) {
-    if (threadIdx.x == 0 && part == 0) share.store_reduction(stat, n);
+    static_assert(Epi::Inputs::size == 0, "a reduction's epilogue reads nothing but the row value");
+    if (threadIdx.x == 0 && part == 0) {
+      Index off[K];
+      L::offsets(first, off);
+      float x[1] = {Row::finish(stat, n)}, y[1][NO];
+      Epi::apply(x, epi_scalars, y[0]);
+      StoreOutputs<0, typename Epi::Outputs, 1>::run(args.p, off, y);
+    }
   } else {
     const typename Row::Params params = Row::params(stat, n, eps);
     const auto apply = [&](int, float x, float w, float b) { return Row::apply(x, params, w, b); };
@@ -266,9 +171,60 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
         else
           return apply(i, x, w, b);
       };
-      share.pass2_registers(cached, apply_cached, staged);
-    } else {
-      share.pass2_stream(apply);
+#pragma unroll
+      for (int it = 0; it < Items; ++it) {
+        const Index j = Index(it) * Block + threadIdx.x;
+        if (j < count) {
+          Index off[K];
+          L::offsets(first + j, off);
+          if constexpr (Stage::kOn) {
+            Tail<Epi, Extra, L, V, NO, NI> tail;
+            Stage::load(tail.extra, staged, j);
+            tail.epi.load(args.p, off);
+            tail.store(args.p, off, cached[it], apply_cached, epi_scalars);
+          } else {
+            write_group<Epi, Extra, L, V, NO, NI>(args.p, off, cached[it], apply_cached,
+                                                  epi_scalars);
+          }
+        }
+      }
+    } else {  // the stash, then the prologue recomputed (the row is in L2 by now, if it fits)
+      const Stash<V> stash;
+      // Four groups' loads issued before the first store; two when a group carries 16 values or
+      // more (bf16 norms: x and weight, bias), which spilled at 1024 threads (64 registers).
+      constexpr int kBatch = V * (1 + Extra::size) >= 16 ? 2 : 4;
+      Index j = threadIdx.x;
+      for (; j + Index(kBatch - 1) * Block < count; j += kBatch * Block) {
+        Index off[kBatch][K];
+        Ins raw[kBatch];
+        Tail<Epi, Extra, L, V, NO, NI> tail[kBatch];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          L::offsets(first + j + Index(u) * Block, off[u]);
+          tail[u].load(args.p, off[u]);
+          if (j + Index(u) * Block >= stash.capacity) raw[u].load(args.p, off[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          float x[V];
+          if (j + Index(u) * Block < stash.capacity)
+            stash.get(j + Index(u) * Block, x);
+          else
+            prologue<Body>(raw[u], args.s, x);
+          tail[u].store(args.p, off[u], x, apply, epi_scalars);
+        }
+      }
+      for (; j < count; j += Block) {
+        Index off[K];
+        float x[V];
+        if (j < stash.capacity) {
+          L::offsets(first + j, off);
+          stash.get(j, x);
+        } else {
+          load_group<Body, L, V, NO>(args, first + j, off, x);
+        }
+        write_group<Epi, Extra, L, V, NO, NI>(args.p, off, x, apply, epi_scalars);
+      }
     }
   }
 }
