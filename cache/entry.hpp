@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "cache/key.hpp"
-#include "engine/kernel.hpp"
+#include "stages/kernel.hpp"
 
 namespace kiln::cache {
 

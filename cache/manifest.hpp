@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/kernel.hpp"
+#include "stages/kernel.hpp"
 
 namespace kiln::cache {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/kernel.hpp"
+#include "stages/kernel.hpp"
 
 namespace kiln::autotune {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/codegen.hpp"
-#include "engine/kernel.hpp"
+#include "stages/kernel.hpp"
 #include "ops/op.hpp"
 
 namespace kiln {

@@ -15,7 +15,7 @@
 #include "cache/tuning.hpp"
 #include "engine/compiler/headers.hpp"
 #include "engine/elementwise.hpp"
-#include "engine/kernel.hpp"
+#include "stages/kernel.hpp"
 #include "engine/launch_cache.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/module.hpp"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cache/kernel_cache.hpp"
-#include "engine/kernel.hpp"
+#include "stages/kernel.hpp"
 
 namespace kiln {
 

@@ -6,7 +6,7 @@
 
 #include "cache/key.hpp"
 #include "engine/compiler/headers.hpp"
-#include "engine/kernel.hpp"
+#include "stages/kernel.hpp"
 
 namespace kiln::compiler {
 

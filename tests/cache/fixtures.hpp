@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cache/key.hpp"
-#include "engine/kernel.hpp"
+#include "stages/kernel.hpp"
 
 namespace kiln::test {
 

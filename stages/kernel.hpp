@@ -1,5 +1,6 @@
 #pragma once
-// The plain values that cross the stages of the pipeline:
+// The plain values that cross the stages of the pipeline (stages/: the types every stage and
+// cache/ share, depending on nothing of engine/):
 //   KernelSpec (source + instantiation) -> CompiledKernel (image + metadata) -> loaded module.
 
 #include <map>
