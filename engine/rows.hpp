@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "engine/codegen.hpp"
-#include "engine/elementwise.hpp"
+#include "engine/launch.hpp"
+#include "engine/layout.hpp"
 #include "ops/op.hpp"
 
 namespace kiln {

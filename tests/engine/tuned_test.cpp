@@ -13,6 +13,7 @@
 
 #include "cache/tuning.hpp"
 #include "engine/compiler/compiler.hpp"
+#include "engine/elementwise.hpp"
 #include "engine/fusion.hpp"
 #include "engine/rows.hpp"
 #include "engine/tuner.hpp"

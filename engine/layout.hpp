@@ -1,0 +1,39 @@
+#pragma once
+// The iteration layout every family plans for its operands: broadcast strides, unit dims
+// dropped, dims coalesced, the vector width from alignment and strides, the index width from
+// the largest offset.
+
+#include <cstdint>
+#include <kiln/tensor.hpp>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// The iteration layout of a kernel over `shape`: unit dims dropped, dims coalesced, a vector
+/// width and an index width chosen. Slots: `outputs` outputs first, then inputs.
+struct LayoutPlan {
+  struct Dim {
+    std::int64_t extent;
+    std::vector<std::int64_t> stride;  ///< per slot, in elements (times V for the last dim)
+  };
+  std::vector<Dim> dims;  ///< outermost first; the last is in groups of `vec` elements
+  int vec = 1;
+  bool index64 = false;
+  std::int64_t groups = 0;  ///< product of the extents
+  /// "kiln::Layout<kiln::Dim<...>, ...>", with 0 for the outermost extent: the templates never
+  /// read it (the launch's iteration count or grid bounds that dim), so one kernel serves every
+  /// extent of it. A dynamic batch dim is outermost, or coalesced into it: a new batch size
+  /// reuses the kernel.
+  std::string type() const;
+};
+
+/// Plans the layout of `views` (outputs first) over `shape`. Outputs may broadcast (step by 0:
+/// one value for the whole extent) along the dims flagged in `reduced` (empty: none); a reduced
+/// dim stays its own dim even when extent 1, unless all are reduced. With `rows`, the last dim
+/// of `shape` stays its own dim (a row) even when extent 1.
+LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t outputs,
+                       const Shape& shape, bool rows, std::int64_t slack,
+                       const std::vector<bool>& reduced = {});
+
+}  // namespace kiln
