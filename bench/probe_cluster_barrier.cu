@@ -4,8 +4,7 @@
 // cluster barrier of 2, 4 or 8 blocks, then storing it. Against a device-to-device memcpy of the
 // same bytes; CUDA events, median of 30 after 5 warm-ups. On the GPU machine:
 //   nvcc -O3 -arch=sm_90a -std=c++17 -o /tmp/probe bench/probe_cluster_barrier.cu && /tmp/probe
-// Session 9's figures (H100; the same operations, before they were tidied into this file):
-// bench/NOTES.md.
+// Its figures on an H100: bench/NOTES.md.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 

@@ -13,6 +13,7 @@
 #include "engine/compiler/compiler.hpp"
 #include "engine/engine_impl.hpp"
 #include "engine/logging.hpp"
+#include "engine/parallel.hpp"
 #include "engine/runtime/driver.hpp"
 #include "engine/runtime/memory.hpp"
 #include "engine/runtime/nvtx.hpp"
@@ -160,38 +161,29 @@ const LoadedKernel& EngineImpl::prepare(const KernelSpec& spec, std::string* sou
 
 std::vector<const LoadedKernel*> EngineImpl::prepare_all(
     const std::vector<const KernelSpec*>& specs) {
-  // The specs not loaded yet, each once, fetched by a few threads taking the next in turn.
-  std::vector<const KernelSpec*> todo;
-  std::set<std::string> seen;
+  // The specs not loaded yet, each once, fetched side by side, then loaded in plan order.
+  std::vector<std::pair<const KernelSpec*, std::string>> todo;  // with their memos
+  std::set<std::string> fresh;
   for (const KernelSpec* s : specs)
-    if (std::string memo = memo_of(*s); !loaded_.count(memo) && seen.insert(std::move(memo)).second)
-      todo.push_back(s);
+    if (std::string memo = memo_of(*s); !loaded_.count(memo) && fresh.insert(memo).second)
+      todo.emplace_back(s, std::move(memo));
   std::vector<std::optional<Fetched>> fetched(todo.size());
   std::vector<std::exception_ptr> errors(todo.size());
-  std::atomic<std::size_t> next{0};
-  const auto work = [&] {
-    for (std::size_t i; (i = next++) < todo.size();) {
-      try {
-        fetched[i] = fetch(*todo[i]);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
+  parallel_each(todo.size(), compile_threads_, [&](std::size_t i) {
+    try {
+      fetched[i] = fetch(*todo[i].first);
+    } catch (...) {
+      errors[i] = std::current_exception();
     }
-  };
-  const std::size_t helpers =
-      todo.size() < 2 ? 0 : std::min<std::size_t>(compile_threads_, todo.size()) - 1;
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < helpers; ++t) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
+  });
   for (std::size_t i = 0; i < todo.size(); ++i) {
     if (errors[i]) std::rethrow_exception(errors[i]);  // the first failing spec in plan order
-    load(*todo[i], memo_of(*todo[i]), *fetched[i], nullptr);
+    load(*todo[i].first, todo[i].second, *fetched[i], nullptr);
   }
   std::vector<const LoadedKernel*> out;
   for (const KernelSpec* s : specs) {  // a spec loaded just now is no memory hit the first time
     std::string memo = memo_of(*s);
-    out.push_back(seen.erase(memo) ? &loaded_.at(memo) : &prepare(*s));
+    out.push_back(fresh.erase(memo) ? &loaded_.at(memo) : &prepare(*s));
   }
   return out;
 }

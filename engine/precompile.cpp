@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <chrono>
 #include <kiln/error.hpp>
 #include <mutex>
 #include <thread>
 
 #include "engine/compiler/compiler.hpp"
+#include "engine/parallel.hpp"
 
 namespace kiln {
 
@@ -39,42 +39,36 @@ PrecompileSummary precompile_specs(
   PrecompileSummary summary;
   summary.total = int(work.size());
   const auto start = std::chrono::steady_clock::now();
-  std::atomic<std::size_t> next{0};
   std::mutex mutex;
   int done = 0;
-  auto worker = [&] {
-    for (std::size_t w; (w = next++) < work.size();) {
-      const KernelSpec& spec = *work[w].spec;
-      PrecompileItem item{spec.name, *work[w].arch, "", "", 0};
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        const auto key = compiler::key_of(spec, item.arch);
-        const auto got = cache.get(key, [&] { return compiler::compile(spec, item.arch); });
-        if (!got.saved && cache.wants_disk())
-          throw CacheError("compiled but not saved: the cache is " + cache.describe());
-        item.status = got.source == cache::KernelCache::Source::compiled ? "compiled" : "cached";
-      } catch (const std::exception& e) {
-        item.status = "failed";
-        const std::string what = e.what();
-        item.error = what.substr(0, what.find('\n'));
-      }
-      item.ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      std::lock_guard<std::mutex> lock(mutex);
-      (item.status == "compiled" ? summary.compiled
-       : item.status == "cached" ? summary.cached
-                                 : summary.failed)++;
-      if (item.status == "failed") summary.failures.push_back(item);
-      ++done;
-      if (progress) progress(done, summary.total, item);
+  const auto one = [&](std::size_t w) {
+    const KernelSpec& spec = *work[w].spec;
+    PrecompileItem item{spec.name, *work[w].arch, "", "", 0};
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      const auto key = compiler::key_of(spec, item.arch);
+      const auto got = cache.get(key, [&] { return compiler::compile(spec, item.arch); });
+      if (!got.saved && cache.wants_disk())
+        throw CacheError("compiled but not saved: the cache is " + cache.describe());
+      item.status = got.source == cache::KernelCache::Source::compiled ? "compiled" : "cached";
+    } catch (const std::exception& e) {
+      item.status = "failed";
+      const std::string what = e.what();
+      item.error = what.substr(0, what.find('\n'));
     }
+    item.ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::lock_guard<std::mutex> lock(mutex);
+    (item.status == "compiled" ? summary.compiled
+     : item.status == "cached" ? summary.cached
+                               : summary.failed)++;
+    if (item.status == "failed") summary.failures.push_back(item);
+    ++done;
+    if (progress) progress(done, summary.total, item);
   };
   const int jobs =
       options.jobs > 0 ? options.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (int j = 1; j < std::min<int>(jobs, int(work.size())); ++j) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  parallel_each(work.size(), std::size_t(jobs), one);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
 }
