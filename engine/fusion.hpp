@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "engine/codegen.hpp"
-#include "stages/kernel.hpp"
 #include "ops/op.hpp"
+#include "stages/kernel.hpp"
 
 namespace kiln {
 namespace cache {
@@ -57,12 +57,19 @@ std::vector<FusedGroup> fuse(const Graph& graph, bool fuse);
 /// compiles): inputs are contiguous and aligned unless `inputs` gives views (strides, a data
 /// address for the alignment) for some of them; kernels as `records` tuned them, if given;
 /// for `arch` (a long row splits between blocks on sm_90 and later). Dynamic dims: the kernels
-/// that serve every extent of 2 or more (a batch: the launch's, not the kernel's); GraphError
-/// naming the kernel if one depends on a dynamic dim (a row length, say).
+/// that serve every extent of 2 or more (a batch: the launch's, not the kernel's), and a row
+/// kernel of a dynamic length compiles for every bucket of lengths (engine/row_buckets.hpp);
+/// GraphError naming the kernel if one depends on any other dynamic dim (a reduced batch).
 std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true,
                                    const std::map<std::string, TensorView>& inputs = {},
                                    const cache::TuningDb* records = nullptr,
                                    const std::string& arch = "sm_90a");
+
+/// The kernel specs a run of `graph` (with dynamic dims) uses with every dynamic dim at
+/// `extent` and contiguous, aligned inputs, for `arch`: what a run compiles if nothing is
+/// cached.
+std::vector<KernelSpec> run_specs(const Graph& graph, std::int64_t extent, bool fuse = true,
+                                  const std::string& arch = "sm_90a");
 
 /// Specs from a file: a graph (*.json, for `arch`, tuned as `records` say, if given) or a
 /// manifest (anything else; its specs are already what ran).

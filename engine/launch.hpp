@@ -13,7 +13,8 @@
 namespace kiln {
 
 /// A specialized kernel (elementwise or row) and the arguments of its launch: the Args<P, S>
-/// block, then one Index (iterations for elementwise kernels, groups per row for row kernels).
+/// block, then one Index (iterations for elementwise kernels, groups per row for row kernels),
+/// then, for rows of a dynamic length, their geometry (rows.cuh's row::Geometry).
 struct KernelLaunch {
   KernelSpec spec;
   std::uint64_t groups = 0;     ///< iterations (V elements each); 0 = nothing to do
@@ -26,21 +27,24 @@ struct KernelLaunch {
                                   ///< the device may grant less
   std::vector<std::uint64_t> pointers;  ///< outputs, then inputs
   std::vector<float> scalars;
+  /// The row::Geometry parameter of a kernel for rows of a dynamic length (empty: none): it
+  /// serves a bucket of lengths, and this launch's rows are placed by these bytes.
+  std::vector<unsigned char> geometry;
   enum class Kind { elementwise, rows, columns } kind = Kind::elementwise;  ///< its template
   Tunables tunables;  ///< the template's parameters it was specialized with (defaults included)
   /// The bytes of the kernel's Args<P, S> parameter.
   std::vector<unsigned char> args() const;
 };
 
-/// A launch's two kernel parameters (the Args block, the Index) where cuLaunchKernel's (or a
-/// CUDA graph node's) pointers can point.
+/// A launch's kernel parameters (the Args block, the Index, the geometry if any) where
+/// cuLaunchKernel's (or a CUDA graph node's) pointers can point.
 class LaunchParams {
  public:
   explicit LaunchParams(const KernelLaunch& L);
   LaunchParams(const LaunchParams&) = delete;
   LaunchParams& operator=(const LaunchParams&) = delete;
   void** pointers() { return ptrs_; }
-  /// Both parameters' bytes, to tell whether two launches of one kernel differ.
+  /// Every parameter's bytes, to tell whether two launches of one kernel differ.
   std::vector<unsigned char> bytes() const;
   /// Writes pointer `i` (KernelLaunch::pointers' order) of the Args block.
   void set_pointer(std::size_t i, std::uint64_t p) { std::memcpy(args_.data() + 8 * i, &p, 8); }
@@ -61,7 +65,8 @@ class LaunchParams {
   std::vector<unsigned char> args_;
   unsigned int index32_ = 0;
   unsigned long long index64_ = 0;
-  void* ptrs_[2] = {nullptr, nullptr};
+  std::vector<unsigned long long> geometry_;  ///< 8-byte aligned, as row::Geometry is
+  void* ptrs_[3] = {nullptr, nullptr, nullptr};
 };
 
 }  // namespace kiln

@@ -14,6 +14,7 @@
 #include "engine/engine_impl.hpp"
 #include "engine/fusion.hpp"
 #include "engine/plan_impl.hpp"
+#include "engine/row_buckets.hpp"
 #include "engine/rows.hpp"
 
 namespace kiln {
@@ -66,54 +67,81 @@ namespace {
 struct Planned {
   KernelLaunch launch;
   bool per_extent = false;  ///< it changes with a dynamic dim's extent (a row length, say)
+  bool buckets = false;     ///< rows of a dynamic length: a kernel per bucket of lengths
 
-  /// The kernel's name in a plan: a per-extent kernel has none of its own.
+  /// The kernel's name in a plan: a per-extent or bucketed kernel has none of its own.
   std::string name(const FusedGroup& grp) const {
-    return per_extent ? grp.stem + "__dynamic" : launch.spec.name;
+    return per_extent ? grp.stem + "__dynamic"
+           : buckets  ? grp.stem + "__buckets"
+                      : launch.spec.name;
   }
 };
 
-// Each group of `p` over the graph's shapes (inputs as `inputs` gives views of them, tuned as
-// `records` says, if given). A graph with dynamic dims is specialized with them at 2 and at 3:
-// a kernel the same both times serves every extent of 2 or more (with 32-bit indices: the
-// dims are the launch's, as a batch is); one that differs is `per_extent`.
+// Each group of `p` over `graph`'s shapes (inputs as `views` gives views of them, tuned as
+// `records` says, if given).
+std::vector<KernelLaunch> specialize_groups(const detail::PlanImpl& p, const Graph& graph,
+                                            const std::map<std::string, TensorView>& views,
+                                            const cache::TuningDb* records,
+                                            const std::string& arch) {
+  std::vector<TensorView> values;
+  for (const auto& n : graph.nodes()) {
+    values.push_back(detail::PlanImpl::desc(n));
+    if (auto it = views.find(n.name); it != views.end() && n.op == "input") {
+      if (it->second.shape != n.shape || it->second.dtype != n.dtype)
+        throw ShapeError(fmt::format("input '{}': view {} does not match the graph's {}{}", n.name,
+                                     it->second.describe(), name_of(n.dtype), to_string(n.shape)));
+      values.back() = it->second;
+    }
+  }
+  std::vector<KernelLaunch> out;
+  for (const FusedGroup& grp : p.groups)
+    out.push_back(records ? p.specialize_tuned(grp, values, graph, arch, *records)
+                          : p.specialize(grp, values, graph, arch));
+  return out;
+}
+
+// Each group of `p` over the graph's shapes, as specialize_groups. A graph with dynamic dims
+// is specialized with them at 2 and at 3: a kernel the same both times serves every extent of
+// 2 or more (with 32-bit indices: the dims are the launch's, as a batch is); a row kernel of a
+// dynamic length is its bucket's (`buckets`); any other that differs is `per_extent`.
 std::vector<Planned> plan_groups(const detail::PlanImpl& p,
                                  const std::map<std::string, TensorView>& inputs,
                                  const cache::TuningDb* records, const std::string& arch) {
-  const auto over = [&](const Graph& graph, const std::map<std::string, TensorView>& views) {
-    std::vector<TensorView> values;
-    for (const auto& n : graph.nodes()) {
-      values.push_back(detail::PlanImpl::desc(n));
-      if (auto it = views.find(n.name); it != views.end() && n.op == "input") {
-        if (it->second.shape != n.shape || it->second.dtype != n.dtype)
-          throw ShapeError(fmt::format("input '{}': view {} does not match the graph's {}{}",
-                                       n.name, it->second.describe(), name_of(n.dtype),
-                                       to_string(n.shape)));
-        values.back() = it->second;
-      }
-    }
-    std::vector<KernelLaunch> out;
-    for (const FusedGroup& grp : p.groups)
-      out.push_back(records ? p.specialize_tuned(grp, values, graph, arch, *records)
-                            : p.specialize(grp, values, graph, arch));
-    return out;
-  };
   std::vector<Planned> planned;
   if (!p.dynamic()) {
-    for (KernelLaunch& L : over(p.graph, inputs)) planned.push_back({std::move(L), false});
+    for (KernelLaunch& L : specialize_groups(p, p.graph, inputs, records, arch))
+      planned.push_back({std::move(L), false});
     return planned;
   }
   if (!inputs.empty())
     throw ArgumentError(
         "input views are for a graph with static shapes; this one has dynamic dims (\"?\")");
   Graph two, three;
-  std::vector<KernelLaunch> at2 = over(p.bound_at(2, two), {}),
-                            at3 = over(p.bound_at(3, three), {});
+  std::vector<KernelLaunch> at2 = specialize_groups(p, p.bound_at(2, two), {}, records, arch),
+                            at3 = specialize_groups(p, p.bound_at(3, three), {}, records, arch);
   for (std::size_t i = 0; i < at2.size(); ++i) {
+    const bool buckets = !at2[i].geometry.empty() && !at3[i].geometry.empty();
     const bool differs = compiler::spec_id(at2[i].spec) != compiler::spec_id(at3[i].spec);
-    planned.push_back({std::move(at2[i]), differs});
+    planned.push_back({std::move(at2[i]), differs && !buckets, buckets});
   }
   return planned;
+}
+
+// The bucket kernels of `planned`'s bucketed groups: specialized at every probe length
+// (row_bucket_probes), each distinct one once.
+std::vector<KernelSpec> bucket_specs(const detail::PlanImpl& p, const std::vector<Planned>& planned,
+                                     const cache::TuningDb* records, const std::string& arch) {
+  std::vector<KernelSpec> specs;
+  std::set<std::string> seen;
+  for (std::int64_t length : row_bucket_probes()) {
+    Graph scratch;
+    const std::vector<KernelLaunch> at =
+        specialize_groups(p, p.bound_at(length, scratch), {}, records, arch);
+    for (std::size_t i = 0; i < at.size(); ++i)
+      if (planned[i].buckets && at[i].groups && seen.insert(compiler::spec_id(at[i].spec)).second)
+        specs.push_back(at[i].spec);
+  }
+  return specs;
 }
 
 }  // namespace
@@ -129,7 +157,7 @@ std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
     k.ops = impl_->ops_of(grp);
     k.name = planned[i].name(grp);
     k.grid = dynamic ? 0 : L.grid;  // with dynamic dims, the launch's
-    k.block = planned[i].per_extent ? 0 : L.block;
+    k.block = planned[i].per_extent || planned[i].buckets ? 0 : L.block;
     out.push_back(std::move(k));
   }
   return out;
@@ -166,8 +194,19 @@ std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops,
                       "per extent: give the graph static shapes, or precompile a manifest recorded "
                       "with KILN_RECORD",
                       k.name(p.groups[i]), fmt::join(p.ops_of(p.groups[i]), ", ")));
-    if (k.launch.groups) specs.push_back(k.launch.spec);
+    if (k.launch.groups && !k.buckets) specs.push_back(k.launch.spec);
   }
+  for (KernelSpec& s : bucket_specs(p, planned, records, arch)) specs.push_back(std::move(s));
+  return specs;
+}
+
+std::vector<KernelSpec> run_specs(const Graph& graph, std::int64_t extent, bool fuse_ops,
+                                  const std::string& arch) {
+  const detail::PlanImpl p(graph, fuse_ops);
+  Graph scratch;
+  std::vector<KernelSpec> specs;
+  for (KernelLaunch& L : specialize_groups(p, p.bound_at(extent, scratch), {}, nullptr, arch))
+    if (L.groups) specs.push_back(std::move(L.spec));
   return specs;
 }
 

@@ -172,7 +172,25 @@ class PlanImpl {
     k.axis = attrs.axis.value_or(-1);
     k.all_axes = attrs.all_axes;
     k.clusters = has_clusters(arch);
+    mark_dynamic_row(grp, k);
     return specialize_rows(k, grp.stem, g.node(grp.x).shape, row_tunables(tunables, grp.stem));
+  }
+
+  // Whether `grp`'s row length is a dynamic dim of the graph, and if so which of its kernel's
+  // slots run along the row (RowKernel::dynamic_row, along_row).
+  void mark_dynamic_row(const FusedGroup& grp, RowKernel& k) const {
+    const Shape& x = graph.node(grp.x).shape;
+    const std::int64_t rank = std::int64_t(x.size());
+    const std::int64_t axis = k.axis < 0 ? k.axis + rank : k.axis;
+    if (k.all_axes || axis < 0 || axis >= rank || x[std::size_t(axis)] >= 0) return;
+    k.dynamic_row = true;
+    for (int id : pointer_nodes(grp)) {
+      const Shape& s = graph.node(id).shape;
+      const std::int64_t d = axis - (rank - std::int64_t(s.size()));
+      const bool output = k.along_row.size() < grp.outputs.size();
+      k.along_row.push_back(
+          output ? !k.op->reduces : d >= 0 && d < std::int64_t(s.size()) && s[std::size_t(d)] != 1);
+    }
   }
 
   // The kernel as `records` (one GPU's) tuned it: the record whose signature is the default

@@ -6,6 +6,7 @@
 #include <kiln/error.hpp>
 
 #include "engine/compiler/compiler.hpp"
+#include "engine/row_buckets.hpp"
 
 namespace kiln {
 
@@ -132,6 +133,16 @@ std::pair<int, int> column_block(std::int64_t outer, std::int64_t r, std::int64_
   return {bx, by};
 }
 
+// The row's strides per slot, as a kernel for rows of a dynamic length has them: rows of 1
+// element broadcast every slot along the row, but take the strides of longer rows (`along_row`)
+// and so their kernel.
+std::vector<std::int64_t> row_strides(const RowKernel& k, const LayoutPlan& lp) {
+  std::vector<std::int64_t> strides = lp.dims.back().stride;
+  if (lp.dims.back().extent == 1 && lp.vec == 1 && k.along_row.size() == strides.size())
+    for (std::size_t s = 0; s < strides.size(); ++s) strides[s] = k.along_row[s] ? 1 : 0;
+  return strides;
+}
+
 }  // namespace
 
 KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& x_shape,
@@ -235,17 +246,22 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
     L.kind = KernelLaunch::Kind::columns;
   } else {
     const std::int64_t per_row = k.all_axes ? lp.groups : lp.dims.back().extent;
-    RowTunables fallback = default_row_tunables(per_row, lp.vec);
+    const bool at = k.dynamic_row && !k.all_axes;  // rows placed at run time: a bucket's kernel
+    RowTunables fallback = at ? bucket_row_tunables(per_row, lp.vec, k.clusters, !k.op->reduces)
+                              : default_row_tunables(per_row, lp.vec);
     // Where clusters run, a row too long for one block's registers is split between blocks;
     // a reduction over every element streams on 8 blocks rather than one.
-    if (k.clusters && fallback.items == 0) {
+    if (!at && k.clusters && fallback.items == 0) {
       if (!k.op->reduces) {
         if (const RowTunables s = split_row_tunables(per_row, lp.vec); s.block) fallback = s;
       } else if (k.all_axes && per_row >= 8 * 1024) {
         fallback.split = 8;
       }
     }
-    if (t.block == 0) {
+    if (at && t.block != 0) {
+      throw ArgumentError(fmt::format(
+          "{}: tunables are for one row length; a dynamic one takes its bucket's kernel", stem));
+    } else if (t.block == 0) {
       t = fallback;
     } else if (std::string why = reject_row_tunables(t, per_row, lp.vec, k.clusters);
                !why.empty()) {
@@ -254,12 +270,17 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
     std::vector<std::string_view> extra_types;
     for (const TensorView& v : k.extras) extra_types.push_back(device_type_of(v.dtype));
     expression = fmt::format(
-        "kiln::rows{}<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}, {}{}>",
-        t.split > 1 ? "_split" : "", k.op->functor, fmt::join(extra_types, ", "), lp.type(), lp.vec,
-        index, t.block, t.items, t.split > 1 ? fmt::format(", {}", t.split) : "");
+        "kiln::rows{}{}<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}, {}{}>",
+        t.split > 1 ? "_split" : "", at ? "_at" : "", k.op->functor, fmt::join(extra_types, ", "),
+        at ? rows_at_type(lp, row_strides(k, lp)) : lp.type(), lp.vec, index, t.block, t.items,
+        t.split > 1 ? fmt::format(", {}", t.split) : "");
     const bool tuned =
         t.block != fallback.block || t.items != fallback.items || t.split != fallback.split;
-    name = fmt::format("{}__{}{}v{}{}{}{}", stem, k.all_axes ? "all" : "r", lp.dims.size(), lp.vec,
+    name = fmt::format("{}__{}{}v{}{}{}{}{}", stem,
+                       at           ? "at"
+                       : k.all_axes ? "all"
+                                    : "r",
+                       lp.dims.size(), lp.vec, at && t.items ? fmt::format("i{}", t.items) : "",
                        fallback.split > 1 ? fmt::format("s{}", fallback.split) : "",
                        lp.index64 ? "_i64" : "",
                        tuned ? fmt::format("_b{}i{}{}", t.block, t.items,
@@ -269,8 +290,9 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
     L.kind = KernelLaunch::Kind::rows;
     L.tunables = {{"block", t.block}, {"items", t.items}, {"split", t.split}};
     L.index_arg = std::uint64_t(per_row);
-    L.block = unsigned(t.block);
+    L.block = unsigned(at ? bucket_block(t, per_row) : t.block);
     L.grid = per_row ? unsigned(lp.groups / per_row * t.split) : 0;
+    if (at) L.geometry = rows_at_geometry(lp);
     // Streaming ops that write the row keep what they can of it in shared memory for pass 2.
     if (t.items == 0 && !k.op->reduces)
       L.stash_bytes = std::uint64_t(ceil_div(per_row, t.split)) * std::uint64_t(lp.vec) * 4;

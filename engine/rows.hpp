@@ -29,6 +29,13 @@ struct RowKernel {
   bool all_axes = false;   ///< a reduction over every element
   bool clusters = false;   ///< the target runs thread-block clusters (sm_90 and later): long rows
                            ///< split between blocks
+  /// The row's length is a dynamic dim: the kernel of its bucket (engine/row_buckets.hpp), which
+  /// serves every length of it, rather than one for this length.
+  bool dynamic_row = false;
+  /// With dynamic_row, per slot (outputs, inputs, extras, epilogue inputs): whether it runs
+  /// along the row (else it is broadcast along it), as rows of 2 or more show it. Rows of 1
+  /// take it from here, so that they share those rows' kernel. Empty: from the views.
+  std::vector<bool> along_row;
 };
 
 /// Whether `arch` ("sm_90a") runs thread-block clusters (sm_90 and later).

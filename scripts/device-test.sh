@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # On the GPU machine: build there, run the whole suite, the GPU cases under compute-sanitizer
 # (memcheck), the hello app twice, and the benchmark. Logs go to $OUT.
-# Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|all (default
+# Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|dynamic|all (default
 #   all, which takes longer than one 600 s device call: split it). On an H100, after a ~100 s
 #   build: tests (the suite: slices of its GPU cases and the others, side by side) ~250 s;
 #   sanity (racecheck of the row cases and of tests/sanitize/*.json, their memcheck, hello,
 #   bundle) ~50 s; memcheck (every GPU case) > 300 s; fuzz: the GPU regressions, the fuzz run
 #   and its memcheck sample; tune: `kiln tune` over the benchmark's row grid (the bench after
-#   it then runs with those records and also untuned); bench ~150 s.
+#   it then runs with those records and also untuned); bench ~150 s; dynamic: kiln_bench_dynamic
+#   (softmax and layer_norm over 200 dynamic row lengths, bucket kernels against per-length ones).
 # Env: FUZZ_SEEDS=A:B FUZZ_TIMEOUT=s FUZZ_SANITIZE=A:B (see below).
 # The image lacks xxhash.h: carry it in .deps/include (see README, "GPU machine").
 set -uo pipefail
@@ -36,7 +37,7 @@ $bin/kiln info | tee "$OUT/info.log"
 if want tests; then
 step "test suite: the GPU cases in four processes (each compiles its kernels on one core) beside the rest"
 # NVRTC dominates: one process took ~430 s; its slices side by side take the longest slice's time.
-slices=("gpu: every op x dtype x layout*" "gpu: every row op x dtype*" "gpu: long rows*,gpu: row ops along*,gpu: tune_graph*")
+slices=("gpu: every op x dtype x layout*" "gpu: every row op x dtype*" "gpu: long rows*,gpu: row ops along*,gpu: tune_graph*,gpu: *dynamic*")
 pids=()
 for i in "${!slices[@]}"; do
   timeout 460 stdbuf -oL $bin/kiln_tests -tc="${slices[$i]}" >"$OUT/tests-gpu$i.log" 2>&1 & pids+=($!)
@@ -160,6 +161,12 @@ if want bench; then
 step "benchmark (elementwise and row ops)"
 PYTHONUNBUFFERED=1 timeout 480 python3 bench/run.py --bin $bin "${untuned[@]}" \
   --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" || status=1
+fi
+
+if want dynamic; then
+step "rows of a dynamic length: bucket kernels against kernels per length (kiln_bench_dynamic)"
+timeout 300 $bin/kiln_bench_dynamic >"$OUT/bench-dynamic.log" 2>&1 || status=1
+tail -n 3 "$OUT/bench-dynamic.log"
 fi
 
 echo; echo "device-test: $([ $status -eq 0 ] && echo PASS || echo FAIL)"

@@ -38,12 +38,13 @@ __global__ void __launch_bounds__(BX* BY)
   typename Row::Local local[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) local[i] = Row::local_init();
+  const row::RowCursor<L, Index, K> whole(Index(0), Index(0), Index(0), row::NoGeometry{});
   if (active) {
 #pragma unroll 4
     for (Index r = Index(ty); r < Index(R); r += BY) {
       Index off[K];
       float x[V];
-      row::load_group<Body, L, V, NO>(args, (outer * Index(R) + r) * Index(IG) + ig, off, x);
+      row::load_group<Body, L, V, NO>(args, whole, (outer * Index(R) + r) * Index(IG) + ig, off, x);
 #pragma unroll
       for (int i = 0; i < V; ++i) Row::local_add(local[i], x[i]);
     }
@@ -87,7 +88,7 @@ __global__ void __launch_bounds__(BX* BY)
     for (Index r = Index(ty); r < Index(R); r += BY) {
       Index off[K];
       float x[V];
-      row::load_group<Body, L, V, NO>(args, (outer * Index(R) + r) * Index(IG) + ig, off, x);
+      row::load_group<Body, L, V, NO>(args, whole, (outer * Index(R) + r) * Index(IG) + ig, off, x);
       row::write_group<Epi, Types<>, L, V, NO, NI>(args.p, off, x, apply, epi_scalars);
     }
   }

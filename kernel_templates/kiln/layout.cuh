@@ -15,6 +15,10 @@ struct Dim {
     constexpr long long s[] = {Strides...};
     return s[K];
   }
+  __host__ __device__ static constexpr long long stride_of(int k) {
+    constexpr long long s[] = {Strides...};
+    return s[k];
+  }
 };
 
 namespace detail {
@@ -65,6 +69,17 @@ struct Layout {
     for (int k = 0; k < K; ++k) off[k] = 0;
     detail::Unravel<Index, true, Dims...>::run(g, off);
   }
+};
+
+/// The layout of rows whose length is known only at run time (a dynamic dim): Inner is the
+/// row's Dim (its extent unused, its strides static: they say which operands run along the
+/// row and which are broadcast), and the D dims outside it have their extents and strides in
+/// a kernel parameter (row::Geometry), so one kernel serves every row length.
+template <class InnerDim, int D>
+struct RowsAt {
+  static_assert(D >= 1, "rows have at least one dim outside the row");
+  using Inner = InnerDim;
+  static constexpr int dims = D;
 };
 
 }  // namespace kiln

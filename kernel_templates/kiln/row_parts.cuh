@@ -1,6 +1,7 @@
 #pragma once
 // The row template's parts (rows.cuh): the streaming path's stash in dynamic shared memory,
-// the prologue of one group, what pass 2 reads and stores for a group (Tail), and a split
+// where a block's groups are (RowCursor: a static layout, or rows placed at run time), the
+// prologue of one group, what pass 2 reads and stores for a group (Tail), and a split
 // row's weight and bias staged in shared memory. Slots are rows.cuh's.
 
 #include <kiln/elementwise.cuh>
@@ -54,6 +55,62 @@ struct Stash {
   }
 };
 
+/// The kernel parameter of a static layout's rows: none.
+struct NoGeometry {};
+
+/// The kernel parameter of a RowsAt layout: the extents of its D dims outside the row (the
+/// outermost unused: the grid bounds it) and each slot's element stride along them.
+template <int D, int K>
+struct Geometry {
+  long long extent[D];
+  long long stride[D][K];
+};
+
+/// Where a block's groups of its row are: group j at `offsets(j)`. A static layout unravels
+/// the group's index in the whole iteration; its row's first group is row * groups_per_row + lo.
+template <class L, class Index, int K>
+struct RowCursor {
+  Index first;
+  __device__ __forceinline__ RowCursor(Index row, Index groups_per_row, Index lo, NoGeometry)
+      : first(row * groups_per_row + lo) {}
+  __device__ __forceinline__ void offsets(Index j, Index (&off)[K]) const {
+    L::offsets(first + j, off);
+  }
+  /// Group j + step (a batch's: first + j + step, as the static layout's unrolled loads
+  /// are ordered).
+  __device__ __forceinline__ void offsets(Index j, Index step, Index (&off)[K]) const {
+    L::offsets(first + j + step, off);
+  }
+};
+
+/// A RowsAt layout: the row's base offsets from the geometry, once; then group j is j inner
+/// strides on.
+template <class InnerDim, int D, class Index, int K>
+struct RowCursor<RowsAt<InnerDim, D>, Index, K> {
+  Index base[K];
+  __device__ __forceinline__ RowCursor(Index row, Index, Index lo, const Geometry<D, K>& g) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) base[k] = lo * Index(InnerDim::stride_of(k));
+#pragma unroll
+    for (int d = D - 1; d >= 0; --d) {
+      Index c = row;
+      if (d > 0) {
+        c = row % Index(g.extent[d]);
+        row /= Index(g.extent[d]);
+      }
+#pragma unroll
+      for (int k = 0; k < K; ++k) base[k] += c * Index(g.stride[d][k]);
+    }
+  }
+  __device__ __forceinline__ void offsets(Index j, Index (&off)[K]) const {
+#pragma unroll
+    for (int k = 0; k < K; ++k) off[k] = base[k] + j * Index(InnerDim::stride_of(k));
+  }
+  __device__ __forceinline__ void offsets(Index j, Index step, Index (&off)[K]) const {
+    offsets(j + step, off);
+  }
+};
+
 /// The prologue (Body) of one group's V elements, its inputs already loaded.
 template <class Body, int V, class Ins>
 __device__ __forceinline__ void prologue(const Ins& raw, const float* scalars, float (&x)[V]) {
@@ -66,12 +123,13 @@ __device__ __forceinline__ void prologue(const Ins& raw, const float* scalars, f
   }
 }
 
-/// Group g of the iteration: its offsets into `off`, its inputs loaded and through the
-/// prologue into `x`. (A function, not a lambda in run(): NVRTC's front end parses a lambda
-/// of a template anew for each instantiation, ~7 ms of a row kernel's compile.)
-template <class Body, class L, int V, int NO, class A, class Index, int K>
-__device__ __forceinline__ void load_group(const A& args, Index g, Index (&off)[K], float (&x)[V]) {
-  L::offsets(g, off);
+/// Group j of the block's share of the row (`at`): its offsets into `off`, its inputs loaded
+/// and through the prologue into `x`. (A function, not a lambda in run(): NVRTC's front end
+/// parses a lambda of a template anew for each instantiation, ~7 ms of a row kernel's compile.)
+template <class Body, class L, int V, int NO, class A, class At, class Index, int K>
+__device__ __forceinline__ void load_group(const A& args, const At& at, Index j, Index (&off)[K],
+                                           float (&x)[V]) {
+  at.offsets(j, off);
   InputPacks<L, V, NO, typename Body::Inputs> raw;
   raw.load(args.p, off);
   prologue<Body>(raw, args.s, x);

@@ -34,11 +34,12 @@ __host__ __device__ constexpr int pow2_at_least(int n) {
   return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2);
 }
 
-/// The statistic of the whole block, in every thread. Each warp merges its lanes, then every
-/// warp merges the warps' statistics itself (the same bits in each): one __syncthreads, and no
-/// warp waits for another to merge. Once per kernel (`partial` is not reused).
+/// The statistic of the whole block of `warps` warps (at most Block / 32), in every thread.
+/// Each warp merges its lanes, then every warp merges the warps' statistics itself (the same
+/// bits in each): one __syncthreads, and no warp waits for another to merge. Once per kernel
+/// (`partial` is not reused).
 template <class Row, int Block>
-__device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v) {
+__device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v, unsigned warps) {
   using Stat = typename Row::Stat;
   constexpr int kWarps = Block / 32;
   __shared__ Stat partial[kWarps];
@@ -46,7 +47,7 @@ __device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v)
   const int lane = threadIdx.x % 32;
   if (lane == 0) partial[threadIdx.x / 32] = v;
   __syncthreads();
-  return warp_reduce<Row, pow2_at_least(kWarps)>(lane < kWarps ? partial[lane] : Row::init());
+  return warp_reduce<Row, pow2_at_least(kWarps)>(lane < int(warps) ? partial[lane] : Row::init());
 }
 
 // Clusters (sm_90 and later): used only by kernels compiled for those (rows_split in rows.cuh).
@@ -84,14 +85,14 @@ __device__ __forceinline__ unsigned cluster_bar() {
   return unsigned(__cvta_generic_to_shared(&cluster_parts<Row, Block, Split>().bar));
 }
 
-/// At the kernel's start: the mbarrier set to expect every warp's statistic from every block of
-/// the cluster (and `staged_bytes` more, that the caller then copies in with stage_copy()), and
-/// made visible to them (they push only after the cluster_wait() in
+/// At the kernel's start: the mbarrier set to expect every warp's statistic (`warps` a block)
+/// from every block of the cluster (and `staged_bytes` more, that the caller then copies in with
+/// stage_copy()), and made visible to them (they push only after the cluster_wait() in
 /// cluster_reduce, which pairs with this arrive). The __syncthreads between the init and the
 /// first arrive: without it, compute-sanitizer racecheck reports the two as a hazard (8 per
 /// block, the mbarrier's bytes; ptxas issues the init on the warp-uniform datapath).
 template <class Row, int Block, int Split>
-__device__ __forceinline__ void cluster_start(unsigned staged_bytes) {
+__device__ __forceinline__ void cluster_start(unsigned staged_bytes, unsigned warps) {
   const unsigned bar = cluster_bar<Row, Block, Split>();
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
@@ -99,7 +100,8 @@ __device__ __forceinline__ void cluster_start(unsigned staged_bytes) {
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    const unsigned bytes = unsigned(sizeof(ClusterParts<Row, Block, Split>::part)) + staged_bytes;
+    const unsigned bytes =
+        unsigned(Split) * warps * unsigned(sizeof(typename Row::Stat)) + staged_bytes;
     unsigned long long state;
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;"
                  : "=l"(state)
@@ -121,14 +123,15 @@ __device__ __forceinline__ void stage_copy(void* dst, const void* src, unsigned 
       : "memory");
 }
 
-/// The statistic of the whole cluster, in every thread of every block with the same bits. Each
+/// The statistic of the whole cluster of blocks of `warps` warps (at most Block / 32; a warp's
+/// part at [rank][warp] of Block / 32), in every thread of every block with the same bits. Each
 /// warp merges its lanes and pushes the result into every block's ClusterParts (st.async, which
 /// counts its bytes on that block's mbarrier); a block waits on its own mbarrier alone, then
 /// every warp merges the Split x warps statistics in one fixed order. No __syncthreads and no
 /// cluster barrier on the way, and none at the end: a block leaves only after every push to it
 /// has landed, and pushes nothing after that.
 template <class Row, int Block, int Split>
-__device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat v) {
+__device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat v, unsigned warps) {
   using Stat = typename Row::Stat;
   constexpr int kWarps = Block / 32, kParts = Split * kWarps, kFloats = sizeof(Stat) / 4;
   auto& parts = cluster_parts<Row, Block, Split>();
@@ -159,10 +162,11 @@ __device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat 
         : "=r"(done)
         : "r"(bar)
         : "memory");
-  Stat acc = lane < unsigned(kParts) ? parts.part[lane] : Row::init();
+  Stat acc = lane < unsigned(kParts) && lane % kWarps < warps ? parts.part[lane] : Row::init();
 #pragma unroll
   for (int k = 32; k < kParts; k += 32)
-    if (k + lane < unsigned(kParts)) acc = Row::merge(acc, parts.part[k + lane]);
+    if (k + lane < unsigned(kParts) && (k + lane) % kWarps < warps)
+      acc = Row::merge(acc, parts.part[k + lane]);
   return warp_reduce<Row, pow2_at_least(kParts < 32 ? kParts : 32)>(acc);
 }
 

@@ -35,9 +35,11 @@ namespace row {
 // One block's share of a row: the whole row, or with Split > 1 its part of a row split
 // between the Split blocks of a cluster (each covers Block * Items groups in registers, or
 // streams a Split-th of the row), whose statistics merge through distributed shared memory.
+// With RuntimeBlock the block is launched with up to Block threads (the kernel serves rows of
+// every length of a bucket), else with Block. G: the layout's kernel parameter (RowCursor).
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
-          int Items, int Split, class A>
-__device__ __forceinline__ void run(const A& args, Index groups_per_row) {
+          int Items, int Split, bool RuntimeBlock, class A, class G>
+__device__ __forceinline__ void run(const A& args, Index groups_per_row, const G& geometry) {
   static_assert(Block % 32 == 0 && Block <= 1024,
                 "a row block is whole warps, at most 1024 threads");
   static_assert(Items >= 0 && Items <= 16, "at most 16 groups per thread in registers");
@@ -47,16 +49,16 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
   constexpr int NI = Body::Inputs::size;
   constexpr int K = NO + NI + Extra::size + Epi::Inputs::size;
   using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
+  const unsigned block = RuntimeBlock ? blockDim.x : unsigned(Block), warps = block / 32;
   unsigned part = Split > 1 ? cluster_rank() : 0u;
   const Index span = Split == 1  ? groups_per_row
-                     : Items > 0 ? Index(Block * Items)
+                     : Items > 0 ? Index(block) * Index(Items)
                                  : (groups_per_row + Split - 1) / Split;
   const Index lo = Index(part) * span;
   const Index count = lo >= groups_per_row         ? Index(0)
                       : groups_per_row - lo < span ? groups_per_row - lo
                                                    : span;
-  const Index first =
-      Index(blockIdx.x / Split) * groups_per_row + lo;  // this block's group j is `first + j`
+  const RowCursor<L, Index, K> at(Index(blockIdx.x / Split), groups_per_row, lo, geometry);
   const float eps = args.s[Body::scalars];
   const float* epi_scalars = args.s + Body::scalars + 1;
   const float n = float(groups_per_row) * float(V);
@@ -65,11 +67,11 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
   if constexpr (Split > 1) {
     const unsigned staged_bytes =
         Stage::kOn ? unsigned(count) * Stage::kGroupBytes * unsigned(Extra::size) : 0u;
-    cluster_start<Row, Block, Split>(staged_bytes);
+    cluster_start<Row, Block, Split>(staged_bytes, warps);
     if constexpr (Stage::kOn) {
       if (threadIdx.x == 0 && count > 0) {
         Index off[K];
-        L::offsets(first, off);
+        at.offsets(Index(0), off);
         Stage::copy(staged, args.p, off, unsigned(count), cluster_bar<Row, Block, Split>());
       }
     }
@@ -81,17 +83,17 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
     Ins raw[Items];
 #pragma unroll
     for (int it = 0; it < Items; ++it) {  // every load issued before the first is used
-      const Index j = Index(it) * Block + threadIdx.x;
+      const Index j = Index(it) * Index(block) + threadIdx.x;
       if (j < count) {
         Index off[K];
-        L::offsets(first + j, off);
+        at.offsets(j, off);
         raw[it].load(args.p, off);
       }
     }
     int loaded = 0;  // the thread's groups in this row: a prefix of `cached`
 #pragma unroll
     for (int it = 0; it < Items; ++it)
-      if (Index(it) * Block + threadIdx.x < count) {
+      if (Index(it) * Index(block) + threadIdx.x < count) {
         prologue<Body>(raw[it], args.s, cached[it]);
         loaded = it + 1;
       }
@@ -110,20 +112,20 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
     const Stash<V> stash;
     constexpr int kBatch = 4;
     Index j = threadIdx.x;
-    for (; j + Index(kBatch - 1) * Block < count; j += kBatch * Block) {
+    for (; j + Index(kBatch - 1) * Index(block) < count; j += Index(kBatch) * Index(block)) {
       Ins raw[kBatch];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         Index off[K];
-        L::offsets(first + j + Index(u) * Block, off);
+        at.offsets(j, Index(u) * Index(block), off);
         raw[u].load(args.p, off);
       }
       float x[kBatch][V];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         prologue<Body>(raw[u], args.s, x[u]);
-        if (Row::kWritesRow && j + Index(u) * Block < stash.capacity)
-          stash.put(j + Index(u) * Block, x[u]);
+        if (Row::kWritesRow && j + Index(u) * Index(block) < stash.capacity)
+          stash.put(j + Index(u) * Index(block), x[u]);
       }
       if constexpr (Row::kFoldsCached) {  // the batch folded at once (its values are not needed
                                           // after)
@@ -135,10 +137,10 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
           for (int i = 0; i < V; ++i) Row::local_add(local, x[u][i]);
       }
     }
-    for (; j < count; j += Block) {
+    for (; j < count; j += Index(block)) {
       Index off[K];
       float x[V];
-      load_group<Body, L, V, NO>(args, first + j, off, x);
+      load_group<Body, L, V, NO>(args, at, j, off, x);
       if (Row::kWritesRow && j < stash.capacity) stash.put(j, x);
 #pragma unroll
       for (int i = 0; i < V; ++i) Row::local_add(local, x[i]);
@@ -146,15 +148,15 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
   }
   typename Row::Stat stat;
   if constexpr (Split > 1)
-    stat = cluster_reduce<Row, Block, Split>(Row::to_stat(local));
+    stat = cluster_reduce<Row, Block, Split>(Row::to_stat(local), warps);
   else
-    stat = block_reduce<Row, Block>(Row::to_stat(local));
+    stat = block_reduce<Row, Block>(Row::to_stat(local), warps);
 
   if constexpr (!Row::kWritesRow) {
     static_assert(Epi::Inputs::size == 0, "a reduction's epilogue reads nothing but the row value");
     if (threadIdx.x == 0 && part == 0) {
       Index off[K];
-      L::offsets(first, off);
+      at.offsets(Index(0), off);
       float x[1] = {Row::finish(stat, n)}, y[1][NO];
       Epi::apply(x, epi_scalars, y[0]);
       StoreOutputs<0, typename Epi::Outputs, 1>::run(args.p, off, y);
@@ -173,10 +175,10 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
       };
 #pragma unroll
       for (int it = 0; it < Items; ++it) {
-        const Index j = Index(it) * Block + threadIdx.x;
+        const Index j = Index(it) * Index(block) + threadIdx.x;
         if (j < count) {
           Index off[K];
-          L::offsets(first + j, off);
+          at.offsets(j, off);
           if constexpr (Stage::kOn) {
             Tail<Epi, Extra, L, V, NO, NI> tail;
             Stage::load(tail.extra, staged, j);
@@ -194,34 +196,34 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
       // more (bf16 norms: x and weight, bias), which spilled at 1024 threads (64 registers).
       constexpr int kBatch = V * (1 + Extra::size) >= 16 ? 2 : 4;
       Index j = threadIdx.x;
-      for (; j + Index(kBatch - 1) * Block < count; j += kBatch * Block) {
+      for (; j + Index(kBatch - 1) * Index(block) < count; j += Index(kBatch) * Index(block)) {
         Index off[kBatch][K];
         Ins raw[kBatch];
         Tail<Epi, Extra, L, V, NO, NI> tail[kBatch];
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) {
-          L::offsets(first + j + Index(u) * Block, off[u]);
+          at.offsets(j, Index(u) * Index(block), off[u]);
           tail[u].load(args.p, off[u]);
-          if (j + Index(u) * Block >= stash.capacity) raw[u].load(args.p, off[u]);
+          if (j + Index(u) * Index(block) >= stash.capacity) raw[u].load(args.p, off[u]);
         }
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) {
           float x[V];
-          if (j + Index(u) * Block < stash.capacity)
-            stash.get(j + Index(u) * Block, x);
+          if (j + Index(u) * Index(block) < stash.capacity)
+            stash.get(j + Index(u) * Index(block), x);
           else
             prologue<Body>(raw[u], args.s, x);
           tail[u].store(args.p, off[u], x, apply, epi_scalars);
         }
       }
-      for (; j < count; j += Block) {
+      for (; j < count; j += Index(block)) {
         Index off[K];
         float x[V];
         if (j < stash.capacity) {
-          L::offsets(first + j, off);
+          at.offsets(j, off);
           stash.get(j, x);
         } else {
-          load_group<Body, L, V, NO>(args, first + j, off, x);
+          load_group<Body, L, V, NO>(args, at, j, off, x);
         }
         write_group<Epi, Extra, L, V, NO, NI>(args.p, off, x, apply, epi_scalars);
       }
@@ -230,8 +232,11 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row) {
 }
 
 template <class Body, class Epi, class Extra>
-using RowArgs = Args<Epi::Outputs::size + Body::Inputs::size + Extra::size + Epi::Inputs::size,
-                     Body::scalars + 1 + Epi::scalars>;
+constexpr int kSlots = Epi::Outputs::size + Body::Inputs::size + Extra::size + Epi::Inputs::size;
+template <class Body, class Epi, class Extra>
+using RowArgs = Args<kSlots<Body, Epi, Extra>, Body::scalars + 1 + Epi::scalars>;
+template <class Body, class Epi, class Extra, class L>
+using RowGeometry = Geometry<L::dims, kSlots<Body, Epi, Extra>>;
 
 }  // namespace row
 
@@ -240,7 +245,8 @@ template <class Body, class Row, class Epi, class Extra, class L, int V, class I
           int Items>
 __global__ void __launch_bounds__(Block)
     rows(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
-  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1>(args, groups_per_row);
+  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1, false>(args, groups_per_row,
+                                                                       row::NoGeometry{});
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -259,7 +265,36 @@ __global__ void __launch_bounds__(Block,
     KILN_CLUSTER_DIMS(Split)
         rows_split(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split>(args, groups_per_row);
+  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split, false>(args, groups_per_row,
+                                                                           row::NoGeometry{});
+#else
+  __trap();
+#endif
+}
+
+/// Rows of a length known at run time (L is a RowsAt layout), one block per row, of up to Block
+/// threads with Items > 0 (as many as the launch gives) or of Block threads streaming.
+template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
+          int Items>
+__global__ void __launch_bounds__(Block)
+    rows_at(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row,
+            const row::RowGeometry<Body, Epi, Extra, L> geometry) {
+  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1, (Items > 0)>(args, groups_per_row,
+                                                                             geometry);
+}
+
+/// rows_at split between the Split blocks of a cluster (sm_90 and later), as rows_split.
+template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
+          int Items, int Split>
+__global__ void __launch_bounds__(Block,
+                                  (row::Staged<Extra, L, V, Epi::Outputs::size + Body::Inputs::size,
+                                               Block, Items, Split>::kMinBlocks))
+    KILN_CLUSTER_DIMS(Split)
+        rows_split_at(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row,
+                      const row::RowGeometry<Body, Epi, Extra, L> geometry) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split, (Items > 0)>(
+      args, groups_per_row, geometry);
 #else
   __trap();
 #endif

@@ -296,13 +296,13 @@ HostInputs random_inputs(const Graph& g, std::mt19937_64& rng) {
   return host;
 }
 
-std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng,
-                                      bool unfused) {
-  return check_inputs_on_gpu(e, g, random_inputs(g, rng), unfused);
+std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng, bool unfused,
+                                      const Plan* plan) {
+  return check_inputs_on_gpu(e, g, random_inputs(g, rng), unfused, plan);
 }
 
 std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const HostInputs& host,
-                                             bool unfused) {
+                                             bool unfused, const Plan* plan) {
   std::map<std::string, Tensor> dev;
   std::map<std::string, TensorView> views;
   for (const auto& n : g.nodes())
@@ -322,7 +322,10 @@ std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const Ho
       outs[n.name].fill_bytes(0xff);  // NaN in every float dtype: a skipped element shows
       out_views[n.name] = outs[n.name].view();
     }
-    Plan(g, fuse).run(e, views, out_views);
+    if (plan && fuse)
+      plan->run(e, views, out_views);
+    else
+      Plan(g, fuse).run(e, views, out_views);
     for (int o : g.outputs()) {
       const auto& n = g.node(o);
       std::vector<unsigned char> bytes(outs[n.name].bytes());

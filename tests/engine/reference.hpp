@@ -52,10 +52,12 @@ PlanModel model_plan(const Graph& g, const HostInputs& inputs, bool fused);
 /// rounding that goes the other way). NaN and infinities where and only where the model has them
 /// (anything goes where a perturbation changes that). Returns the mismatches (a few per output and
 /// kind).
+/// With `plan`, the fused run is that plan's (one of a graph with dynamic dims, `g` its
+/// binding), not one of `g`.
 std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng,
-                                      bool unfused = false);
+                                      bool unfused = false, const Plan* plan = nullptr);
 /// The same on the inputs given (NaN and infinities included).
 std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const HostInputs& inputs,
-                                             bool unfused = false);
+                                             bool unfused = false, const Plan* plan = nullptr);
 
 }  // namespace kiln::test

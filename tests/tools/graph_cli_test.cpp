@@ -45,7 +45,7 @@ TEST_CASE(
 
 TEST_CASE(
     "kiln plan of a graph with dynamic dims: a batch's kernels by name, grids '?'; others "
-    "'__dynamic'") {
+    "'__buckets' or '__dynamic'") {
   kiln::test::TempDir tmp;
   std::string batch = kChain;
   batch.replace(batch.find("[32, 256]"), 9, R"(["?", 256])");
@@ -55,15 +55,21 @@ TEST_CASE(
   CHECK(plan.output.find("mul_add_tanh_3_more_bf16__r2v8") !=
         std::string::npos);  // as for [32, 256]
   CHECK(plan.output.find("grid       ? block  256") != std::string::npos);
-  // A dynamic row length is the kernel's (an elementwise chain over [32, ?] is not: it
-  // coalesces into one dim, the launch's).
+  // A dynamic row length takes a kernel per bucket of lengths, its block the launch's.
   kiln::test::write_file(tmp / "r.json",
                          R"({"inputs": [{"name": "x", "shape": [4, "?"], "dtype": "f32"}],
     "nodes": [{"name": "y", "op": "softmax", "args": ["x"]}], "outputs": ["y"]})");
-  auto per_extent = kiln_cli("plan " + (tmp / "r.json"));
+  auto buckets = kiln_cli("plan " + (tmp / "r.json"));
+  CHECK(buckets.status == 0);
+  CHECK(buckets.output.find("softmax_f32__buckets") != std::string::npos);
+  CHECK(buckets.output.find("grid       ? block    ?") != std::string::npos);
+  // A dynamic reduced batch is the kernel's: a kernel per extent.
+  kiln::test::write_file(tmp / "c.json",
+                         R"({"inputs": [{"name": "x", "shape": ["?", 64], "dtype": "f32"}],
+    "nodes": [{"name": "y", "op": "sum", "args": ["x"], "attrs": {"axis": 0}}], "outputs": ["y"]})");
+  auto per_extent = kiln_cli("plan " + (tmp / "c.json"));
   CHECK(per_extent.status == 0);
-  CHECK(per_extent.output.find("softmax_f32__dynamic") != std::string::npos);
-  CHECK(per_extent.output.find("grid       ? block    ?") != std::string::npos);
+  CHECK(per_extent.output.find("sum_f32__dynamic") != std::string::npos);
 }
 
 TEST_CASE("kiln plan and run: a bad graph file is a one-line error naming the node") {

@@ -1,0 +1,95 @@
+#include "engine/row_buckets.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+namespace kiln {
+namespace {
+
+constexpr std::int64_t kStashBytes = 64 * 1024;  // a stash block's most, as split rows keep
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+int most_items(int vec) { return std::min(16, std::max(1, 32 / vec)); }
+
+// Groups a thread keeps in registers: default_row_tunables' first choice (16 f32 or 32 bf16
+// values), not the most it may take, which for 1-to-4-value packs ran out of registers under
+// 1024 threads' launch bounds (spills, and 0.77 x the kernel specialized for the length:
+// bench/NOTES.md).
+int bucket_items(int vec) {
+  return std::min(most_items(vec), vec >= 8 ? 4 : std::max(1, 16 / vec));
+}
+
+// The buckets of `vec`, shortest first: each one's longest row in groups (the last: none).
+struct Bucket {
+  RowTunables t;
+  std::int64_t longest;  ///< groups; 0: any length
+};
+
+std::vector<Bucket> buckets(int vec, bool clusters, bool writes_row) {
+  std::vector<Bucket> out;
+  const int items = bucket_items(vec);
+  out.push_back({{1024, items, 0, 1}, 1024 * std::int64_t(items)});
+  if (clusters && writes_row) {
+    if (vec >= 8) out.push_back({{256, items, 0, 8}, 8 * 256 * std::int64_t(items)});
+    for (int split : {4, 8}) {
+      const std::int64_t longest = split * (kStashBytes / (std::int64_t(vec) * 4));
+      if (longest > out.back().longest) out.push_back({{512, 0, 0, split}, longest});
+    }
+  }
+  out.push_back({{1024, 0, 0, 1}, 0});
+  return out;
+}
+
+}  // namespace
+
+RowTunables bucket_row_tunables(std::int64_t row_groups, int vec, bool clusters, bool writes_row) {
+  for (const Bucket& b : buckets(vec, clusters, writes_row))
+    if (b.longest == 0 || row_groups <= b.longest) return b.t;
+  return {1024, 0, 0, 1};
+}
+
+int bucket_block(const RowTunables& t, std::int64_t row_groups) {
+  if (t.items == 0) return t.block;
+  const std::int64_t per_block = ceil_div(row_groups, std::int64_t(t.items) * t.split);
+  return int(std::clamp<std::int64_t>(ceil_div(per_block, 32) * 32, 32, t.block));
+}
+
+std::vector<std::int64_t> row_bucket_probes() {
+  std::set<std::int64_t> lengths = {1};
+  for (int vec : {1, 2, 4, 8, 16})
+    for (bool clusters : {false, true})
+      for (bool writes_row : {false, true}) {
+        std::int64_t shortest = 1;
+        for (const Bucket& b : buckets(vec, clusters, writes_row)) {
+          // Odd group counts: a length of exactly this vector width.
+          const std::int64_t longest = b.longest ? b.longest : 2 * shortest;
+          for (std::int64_t g : {shortest | 1, (shortest + 2) | 1, longest - 1 + (longest & 1)})
+            if (g >= shortest && g <= longest) lengths.insert(g * vec);
+          shortest = longest + 1;
+        }
+      }
+  return {lengths.begin(), lengths.end()};
+}
+
+std::string rows_at_type(const LayoutPlan& lp, const std::vector<std::int64_t>& inner) {
+  return fmt::format("kiln::RowsAt<kiln::Dim<0, {}>, {}>", fmt::join(inner, ", "),
+                     std::max<std::size_t>(1, lp.dims.size() - 1));
+}
+
+std::vector<unsigned char> rows_at_geometry(const LayoutPlan& lp) {
+  const std::size_t K = lp.dims.back().stride.size();
+  std::vector<LayoutPlan::Dim> outer(lp.dims.begin(), lp.dims.end() - 1);
+  if (outer.empty()) outer.push_back({1, std::vector<std::int64_t>(K, 0)});
+  std::vector<long long> values;
+  for (const auto& d : outer) values.push_back(d.extent);
+  for (const auto& d : outer) values.insert(values.end(), d.stride.begin(), d.stride.end());
+  std::vector<unsigned char> bytes(values.size() * sizeof(long long));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+}  // namespace kiln

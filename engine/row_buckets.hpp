@@ -1,0 +1,41 @@
+#pragma once
+// Rows whose length is a dynamic dim ("?"): instead of a kernel per length, a kernel per bucket
+// of lengths. A bucket fixes the row template's strategy (groups per thread, blocks per row)
+// and the vector width; the length, the block's threads and where each row starts are the
+// launch's (rows.cuh's rows_at and rows_split_at, a RowsAt layout and its row::Geometry).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/layout.hpp"
+#include "engine/rows.hpp"
+
+namespace kiln {
+
+/// The strategy of the bucket that rows of `row_groups` groups of `vec` fall in (`clusters`:
+/// the target splits rows between blocks; `writes_row`: the op writes the row, as softmax and
+/// the norms do, rather than reducing it). `block` is the most threads a block of it runs.
+///   - Registers, one block: up to 1024 threads x 16 f32 or 32 bf16 values each.
+///   - Registers, 8 blocks (packs of 8 values or more): 256 threads x that many groups each.
+///   - A stash in shared memory, 4 or 8 blocks of 512 threads, 64 KiB each at most.
+///   - Longer: 1024 threads stream the row.
+RowTunables bucket_row_tunables(std::int64_t row_groups, int vec, bool clusters, bool writes_row);
+
+/// The threads a block of bucket `t` runs for rows of `row_groups` groups: the fewest whole
+/// warps whose groups in registers cover the row (t.block when it streams).
+int bucket_block(const RowTunables& t, std::int64_t row_groups);
+
+/// Row lengths, in elements, at which a graph meets every bucket kernel it can: each bucket of
+/// each vector width, at a length of exactly that width (and at 1). What `kiln precompile`
+/// specializes a graph with a dynamic row length at.
+std::vector<std::int64_t> row_bucket_probes();
+
+/// The RowsAt layout type of `lp` (its last dim the row; the dims outside it, at least one,
+/// placed by the geometry), with `inner` as the row's strides per slot.
+std::string rows_at_type(const LayoutPlan& lp, const std::vector<std::int64_t>& inner);
+
+/// The row::Geometry<D, K> bytes of `lp`'s dims outside the row (one of extent 1 if none).
+std::vector<unsigned char> rows_at_geometry(const LayoutPlan& lp);
+
+}  // namespace kiln

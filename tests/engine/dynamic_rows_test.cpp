@@ -1,0 +1,164 @@
+// Rows of a dynamic length ("?"): a kernel per bucket of lengths, not per length. The buckets
+// cover every length; 200 lengths of softmax and layer_norm compile at most 16 kernels; `kiln
+// precompile` of such a graph compiles every kernel a run of any length uses; and on the GPU
+// every length matches the fp64 reference.
+#include <fmt/format.h>
+
+#include <kiln/graph.hpp>
+#include <set>
+
+#include "bench/lengths.hpp"
+#include "engine/compiler/compiler.hpp"
+#include "engine/fusion.hpp"
+#include "engine/row_buckets.hpp"
+#include "tests/engine/reference.hpp"
+#include "tests/support.hpp"
+
+using kiln::DType;
+using kiln::Graph;
+
+namespace {
+
+// softmax or layer_norm (weight and bias of the row's length) over x [rows, ?].
+Graph dynamic_row_graph(const std::string& op, std::int64_t rows, DType t) {
+  Graph g;
+  auto x = g.input("x", {rows, -1}, t);
+  if (op == "layer_norm")
+    g.output(kiln::apply(op, {x, g.input("w", {-1}, t), g.input("b", {-1}, t)}));
+  else
+    g.output(kiln::apply(op, {x}));
+  return g;
+}
+
+// `g` with every dynamic dim at `length`, the first one at `batch` if given.
+Graph bound(const Graph& g, std::int64_t length, std::int64_t batch = 0) {
+  std::string json = g.to_json();
+  for (std::size_t at; (at = json.find("\"?\"")) != std::string::npos; batch = 0)
+    json.replace(at, 3, std::to_string(batch ? batch : length));
+  return Graph::parse(json);
+}
+
+std::set<std::string> ids(const std::vector<kiln::KernelSpec>& specs) {
+  std::set<std::string> out;
+  for (const auto& s : specs) out.insert(kiln::compiler::spec_id(s));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("row buckets cover every length with whole warps, within the template's limits") {
+  for (int vec : {1, 2, 4, 8, 16})
+    for (bool clusters : {false, true})
+      for (bool writes : {false, true})
+        for (std::int64_t g = 1; g <= 300000; g += 1 + g / 64) {
+          CAPTURE(vec);
+          CAPTURE(g);
+          const kiln::RowTunables t = kiln::bucket_row_tunables(g, vec, clusters, writes);
+          const int block = kiln::bucket_block(t, g);
+          REQUIRE(block % 32 == 0);
+          REQUIRE(block >= 32);
+          REQUIRE(block <= t.block);
+          REQUIRE(t.items * vec <= 32);
+          if (t.split > 1) REQUIRE(clusters);
+          if (t.items > 0) REQUIRE(std::int64_t(block) * t.items * t.split >= g);
+          if (t.items == 0 && t.split > 1) REQUIRE((g + t.split - 1) / t.split * vec * 4 <= 65536);
+        }
+}
+
+TEST_CASE("a dynamic row length: at most 16 kernels for 200 lengths; precompile lists them all") {
+  const std::vector<std::int64_t> lengths = kiln::bench::dynamic_row_lengths();
+  REQUIRE(lengths.size() == 200);
+  REQUIRE(lengths.front() == 1);
+  REQUIRE(lengths.back() == 65536);
+  std::set<std::string> used;
+  for (const char* op : {"softmax", "layer_norm"}) {
+    const Graph g = dynamic_row_graph(op, 4096, DType::bf16);
+    const std::set<std::string> precompiled = ids(kiln::plan_specs(g));
+    std::set<std::string> names;
+    for (std::int64_t length : lengths) {
+      CAPTURE(length);
+      const auto specs = kiln::run_specs(g, length);
+      REQUIRE(specs.size() == 1);
+      used.insert(kiln::compiler::spec_id(specs[0]));
+      names.insert(specs[0].name);
+      CHECK(precompiled.count(kiln::compiler::spec_id(specs[0])) == 1);
+      CHECK(specs[0].expression.find("kiln::RowsAt<") != std::string::npos);
+    }
+    MESSAGE(fmt::format("{}: {} kernels for {} lengths: {}", op, names.size(), lengths.size(),
+                        fmt::join(names, " ")));
+  }
+  CHECK(used.size() <= 16);
+  // A static graph of one of those lengths keeps its specialized kernel.
+  const auto fixed = kiln::plan_specs(bound(dynamic_row_graph("softmax", 4096, DType::bf16), 1000));
+  REQUIRE(fixed.size() == 1);
+  CHECK(fixed[0].expression.find("kiln::Layout<") != std::string::npos);
+}
+
+TEST_CASE("gpu: rows of a dynamic length match the fp64 reference at 200 lengths, in 16 kernels" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  auto rng = kiln::test::make_rng(31);
+  const std::vector<std::int64_t> lengths = kiln::bench::dynamic_row_lengths();
+  for (const char* op : {"softmax", "layer_norm"}) {
+    const Graph g = dynamic_row_graph(op, 3, DType::bf16);
+    const kiln::Plan plan(g);  // one plan for every length, as an app keeps it
+    for (std::int64_t length : lengths) {
+      CAPTURE(op);
+      CAPTURE(length);
+      for (const auto& f : kiln::test::check_on_gpu(e, bound(g, length), rng, false, &plan))
+        FAIL_CHECK(f);
+    }
+  }
+  const std::int64_t compiled = e.counters().compiles;
+  CHECK(compiled <= 16);
+  // Precompiled: a run of any length compiles nothing more.
+  kiln::Engine f(kiln::test::on_gpu());
+  std::vector<std::pair<Graph, kiln::Plan>> plans;
+  for (const char* op : {"softmax", "layer_norm"}) {
+    const Graph g = dynamic_row_graph(op, 3, DType::bf16);
+    plans.emplace_back(g, kiln::Plan(g));
+    plans.back().second.compile(f);
+  }
+  const std::int64_t precompiled = f.counters().compiles;
+  for (std::size_t i = 0; i < lengths.size(); i += 7)
+    for (const auto& [g, p] : plans) {
+      const Graph b = bound(g, lengths[i]);
+      for (const auto& fail : kiln::test::check_on_gpu(f, b, rng, false, &p)) FAIL_CHECK(fail);
+    }
+  CHECK(f.counters().compiles == precompiled);
+  MESSAGE(fmt::format("200 lengths of softmax and layer_norm: {} kernels; precompiled: {}",
+                      compiled, precompiled));
+}
+
+TEST_CASE(
+    "gpu: dynamic row lengths with a fused prologue and epilogue, reductions, f32, and a "
+    "dynamic batch match the fp64 reference" *
+    doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  auto rng = kiln::test::make_rng(37);
+  std::vector<Graph> graphs;
+  for (DType t : {DType::f32, DType::f16}) {
+    Graph g;  // silu(softmax(x * 0.5 + b) * 2 + x) over [?, 5, ?], b broadcast over rows
+    auto x = g.input("x", {-1, 5, -1}, t);
+    auto y = kiln::apply("softmax", {x * 0.5 + g.input("b", {-1}, t)});
+    g.output(kiln::apply("silu", {y * 2.0 + x}));
+    graphs.push_back(g);
+    Graph r;  // a reduction along a dynamic row, and rms_norm with a weight
+    auto rx = r.input("x", {7, -1}, t);
+    kiln::Attrs last;
+    last.axis = -1;
+    r.output(kiln::apply("max", {rx}, last));
+    r.output(kiln::apply("rms_norm", {rx, r.input("w", {-1}, t)}));
+    graphs.push_back(r);
+  }
+  const std::vector<std::int64_t> lengths = {1,  2,    3,    5,     8,     31,
+                                             33, 1000, 4097, 16385, 40001, 65536};
+  for (const Graph& g : graphs) {
+    const kiln::Plan plan(g);
+    for (std::int64_t length : lengths) {
+      const Graph b = bound(g, length, g.node(0).shape.size() == 3 ? 2 : 0);
+      CAPTURE(b.to_json());
+      for (const auto& f : kiln::test::check_on_gpu(e, b, rng, false, &plan)) FAIL_CHECK(f);
+    }
+  }
+}
