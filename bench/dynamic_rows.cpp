@@ -4,10 +4,12 @@
 // lengths); the graph of each length runs its own kernel. Every output element of the first is
 // compared with the second's, every 64th row of both with the fp64 reference; at lengths of
 // 1024 or more both are timed, interleaved (fixed, bucket, fixed, bucket; each the faster of
-// its two). One JSON object a line, then a summary line.
+// its two). One JSON object a line, then a summary line. Lengths given as arguments replace the
+// 200.
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <kiln/kiln.hpp>
@@ -118,9 +120,16 @@ std::int64_t count_differ(const std::string& op, const Host& h, const std::vecto
 
 }  // namespace
 
-int run() {
+int run(int argc, char** argv) {
   kiln::Engine e;
-  const std::vector<std::int64_t> lengths = kiln::bench::dynamic_row_lengths();
+  std::vector<std::int64_t> lengths = kiln::bench::dynamic_row_lengths();
+  if (argc > 1) lengths.clear();  // kiln_bench_dynamic [LENGTH...]: those alone
+  for (int i = 1; i < argc; ++i) {
+    const std::int64_t L = std::atoll(argv[i]);
+    if (L < 1 || L > kLongest)
+      throw kiln::ArgumentError(fmt::format("length '{}': expected 1 to {}", argv[i], kLongest));
+    lengths.push_back(L);
+  }
   Host h{kiln::bench::random_host(kType, kRows * kLongest, 1),
          kiln::bench::random_host(kType, kLongest, 2),
          kiln::bench::random_host(kType, kLongest, 3)};
@@ -193,6 +202,6 @@ int run() {
   return mismatched == 0 && worst_err <= 2e-2 ? 0 : 1;
 }
 
-int main(int, char** argv) {
-  return kiln::bench::guarded(argv[0], [&] { return run(); });
+int main(int argc, char** argv) {
+  return kiln::bench::guarded(argv[0], [&] { return run(argc, argv); });
 }

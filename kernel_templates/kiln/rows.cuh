@@ -20,6 +20,11 @@
 // their statistics merge through distributed shared memory (row_reduce.cuh). Each block's slice
 // of a norm's weight and bias is copied into its shared memory while pass 1 runs (Staged).
 //
+// rows_at and rows_split_at serve rows whose length is known only at run time (a dynamic dim):
+// their layout is a RowsAt (where each row starts comes in a row::Geometry parameter), and with
+// Items > 0 a block runs as many threads as the launch gives, up to Block, so that one kernel
+// serves a bucket of lengths (engine/row_buckets.hpp).
+//
 // Slots of the layout and of Args::p: Epi's outputs, Body's inputs, Extra (the norms' weight
 // and bias, [C]), then Epi's inputs. Scalars: Body's, eps, then Epi's. The layout's last Dim
 // is the row, in groups of V elements.
