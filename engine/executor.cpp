@@ -133,8 +133,8 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
 }
 
 runtime::GraphLaunch graph_launch(PreparedCall::Launch& l) {
-  return {l.kernel->module->function(), l.launch.grid, l.launch.block, l.shared,
-          l.params->pointers()};
+  return {l.kernel->module->function(), l.launch.grid,   l.launch.block, l.shared,
+          l.params->pointers(),         l.launch.cluster};
 }
 
 }  // namespace
@@ -212,7 +212,7 @@ std::map<std::string, Tensor> Plan::run(Engine& engine,
         for (detail::PreparedCall::Launch& l : call.launches) {
           const runtime::NvtxRange launch(l.label.c_str());
           l.kernel->module->launch(l.launch.grid, l.launch.block, l.shared, stream,
-                                   l.params->pointers());
+                                   l.params->pointers(), l.launch.cluster);
         }
       });
 }

@@ -23,6 +23,7 @@ struct KernelLaunch {
   int vec = 1;
   unsigned grid = 0;
   unsigned block = 0;
+  unsigned cluster = 1;           ///< blocks per thread-block cluster given at launch (1: none)
   std::uint64_t stash_bytes = 0;  ///< dynamic shared memory it can use (the row template's stash);
                                   ///< the device may grant less
   std::vector<std::uint64_t> pointers;  ///< outputs, then inputs

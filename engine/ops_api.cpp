@@ -148,7 +148,7 @@ void launch_op(Engine& engine, detail::PreparedOp& p, const ops::OpDef& op, cons
   const runtime::NvtxRange range(op.name.data());  // catalog names are NUL-terminated literals
   runtime::ContextGuard guard(*e.context);
   p.kernel->module->launch(p.launch.grid, p.launch.block, p.shared, e.stream(),
-                           p.params->pointers());
+                           p.params->pointers(), p.launch.cluster);
 }
 
 }  // namespace

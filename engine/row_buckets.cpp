@@ -10,6 +10,7 @@ namespace kiln {
 namespace {
 
 constexpr std::int64_t kStashBytes = 64 * 1024;  // a stash block's most, as split rows keep
+constexpr int kMostSplit = 8;                    // blocks a cluster splits a row between
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -29,16 +30,20 @@ struct Bucket {
   std::int64_t longest;  ///< groups; 0: any length
 };
 
+// Where clusters run, longer rows that an op writes are split between the blocks of a cluster,
+// as many as the launch gives (as default_row_tunables and split_row_tunables choose for one
+// length): packs of 8 values in registers, 256 threads a block; others stashed. Keeping every
+// row in registers instead, split between blocks of at most 512 threads, ran at 0.4-0.6 x the
+// per-length kernels for odd lengths over 16384 (bench/NOTES.md).
 std::vector<Bucket> buckets(int vec, bool clusters, bool writes_row) {
   std::vector<Bucket> out;
   const int items = bucket_items(vec);
   out.push_back({{1024, items, 0, 1}, 1024 * std::int64_t(items)});
   if (clusters && writes_row) {
-    if (vec >= 8) out.push_back({{256, items, 0, 8}, 8 * 256 * std::int64_t(items)});
-    for (int split : {4, 8}) {
-      const std::int64_t longest = split * (kStashBytes / (std::int64_t(vec) * 4));
-      if (longest > out.back().longest) out.push_back({{512, 0, 0, split}, longest});
-    }
+    if (vec >= 8)
+      out.push_back({{256, items, 0, kMostSplit}, kMostSplit * 256 * std::int64_t(items)});
+    const std::int64_t stashed = kMostSplit * (kStashBytes / (std::int64_t(vec) * 4));
+    if (stashed > out.back().longest) out.push_back({{512, 0, 0, kMostSplit}, stashed});
   }
   out.push_back({{1024, 0, 0, 1}, 0});
   return out;
@@ -52,10 +57,14 @@ RowTunables bucket_row_tunables(std::int64_t row_groups, int vec, bool clusters,
   return {1024, 0, 0, 1};
 }
 
-int bucket_block(const RowTunables& t, std::int64_t row_groups) {
-  if (t.items == 0) return t.block;
-  const std::int64_t per_block = ceil_div(row_groups, std::int64_t(t.items) * t.split);
-  return int(std::clamp<std::int64_t>(ceil_div(per_block, 32) * 32, 32, t.block));
+BucketLaunch bucket_launch(const RowTunables& t, std::int64_t row_groups, int vec) {
+  int split = 1;  // the fewest blocks that hold the row: in registers, or stashed
+  while (split < t.split && (t.items > 0 ? std::int64_t(split) * t.block * t.items < row_groups
+                                         : ceil_div(row_groups, split) * vec * 4 > kStashBytes))
+    split *= 2;
+  if (t.items == 0) return {t.block, split};
+  const std::int64_t per_block = ceil_div(row_groups, std::int64_t(t.items) * split);
+  return {int(std::clamp<std::int64_t>(ceil_div(per_block, 32) * 32, 32, t.block)), split};
 }
 
 std::vector<std::int64_t> row_bucket_probes() {

@@ -14,17 +14,24 @@
 namespace kiln {
 
 /// The strategy of the bucket that rows of `row_groups` groups of `vec` fall in (`clusters`:
-/// the target splits rows between blocks; `writes_row`: the op writes the row, as softmax and
-/// the norms do, rather than reducing it). `block` is the most threads a block of it runs.
+/// the target splits rows between the blocks of a cluster; `writes_row`: the op writes the row,
+/// as softmax and the norms do, rather than reducing it). `block` is the most threads a block
+/// of it runs, `split` the most blocks a row splits between (the launch picks how many).
 ///   - Registers, one block: up to 1024 threads x 16 f32 or 32 bf16 values each.
-///   - Registers, 8 blocks (packs of 8 values or more): 256 threads x that many groups each.
-///   - A stash in shared memory, 4 or 8 blocks of 512 threads, 64 KiB each at most.
+///   - With clusters, packs of 8 values or more in registers: 2 to 8 blocks of up to 256
+///     threads.
+///   - With clusters, a stash in shared memory: 2 to 8 blocks of 512 threads, 64 KiB each.
 ///   - Longer: 1024 threads stream the row.
 RowTunables bucket_row_tunables(std::int64_t row_groups, int vec, bool clusters, bool writes_row);
 
-/// The threads a block of bucket `t` runs for rows of `row_groups` groups: the fewest whole
-/// warps whose groups in registers cover the row (t.block when it streams).
-int bucket_block(const RowTunables& t, std::int64_t row_groups);
+/// How a launch of bucket `t` runs rows of `row_groups` groups of `vec`: blocks per row (the
+/// fewest that hold it, up to t.split) and threads per block (the fewest whole warps whose
+/// groups in registers cover their share; t.block when it stashes or streams).
+struct BucketLaunch {
+  int block;
+  int split;
+};
+BucketLaunch bucket_launch(const RowTunables& t, std::int64_t row_groups, int vec);
 
 /// Row lengths, in elements, at which a graph meets every bucket kernel it can: each bucket of
 /// each vector width, at a length of exactly that width (and at 1). What `kiln precompile`

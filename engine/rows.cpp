@@ -290,12 +290,16 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
     L.kind = KernelLaunch::Kind::rows;
     L.tunables = {{"block", t.block}, {"items", t.items}, {"split", t.split}};
     L.index_arg = std::uint64_t(per_row);
-    L.block = unsigned(at ? bucket_block(t, per_row) : t.block);
-    L.grid = per_row ? unsigned(lp.groups / per_row * t.split) : 0;
+    // A bucket's kernel takes its block and its blocks per row (a cluster) from the launch.
+    const BucketLaunch run =
+        at ? bucket_launch(t, per_row, lp.vec) : BucketLaunch{t.block, t.split};
+    L.block = unsigned(run.block);
+    L.cluster = at ? unsigned(run.split) : 1u;
+    L.grid = per_row ? unsigned(lp.groups / per_row * run.split) : 0;
     if (at) L.geometry = rows_at_geometry(lp);
     // Streaming ops that write the row keep what they can of it in shared memory for pass 2.
     if (t.items == 0 && !k.op->reduces)
-      L.stash_bytes = std::uint64_t(ceil_div(per_row, t.split)) * std::uint64_t(lp.vec) * 4;
+      L.stash_bytes = std::uint64_t(ceil_div(per_row, run.split)) * std::uint64_t(lp.vec) * 4;
   }
   L.spec.source += codegen::render_body(k.prologue) + "\n" + epilogue;
   L.spec.expression = expression;

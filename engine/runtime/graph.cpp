@@ -35,6 +35,14 @@ KernelGraph::KernelGraph(const std::vector<GraphLaunch>& launches) {
     KILN_CU_CHECK(d.cuGraphAddKernelNode(&node, g, nodes_.empty() ? nullptr : &nodes_.back(),
                                          nodes_.empty() ? 0 : 1, &p),
                   fmt::format("kernel {} of a plan's CUDA graph", i));
+    if (launches[i].cluster > 1) {
+      CUlaunchAttributeValue dims{};
+      dims.clusterDim.x = launches[i].cluster;
+      dims.clusterDim.y = dims.clusterDim.z = 1;
+      KILN_CU_CHECK(
+          d.cuGraphKernelNodeSetAttribute(node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &dims),
+          fmt::format("kernel {} of a plan's CUDA graph", i));
+    }
     nodes_.push_back(node);
   }
   CUgraphExec exec = nullptr;

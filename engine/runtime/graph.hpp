@@ -24,6 +24,8 @@ struct GraphLaunch {
   unsigned block = 0;
   unsigned shared = 0;  ///< dynamic shared memory, bytes
   void** params = nullptr;
+  unsigned cluster =
+      1;  ///< blocks per thread-block cluster (a node attribute; it stays on updates)
 };
 
 class KernelGraph {

@@ -40,11 +40,28 @@ unsigned Module::allow_dynamic_shared(int optin) {
   return unsigned(dynamic);
 }
 
-void Module::launch(unsigned grid, unsigned block, unsigned shared, CUstream stream,
-                    void** args) const {
-  KILN_CU_CHECK(
-      driver().cuLaunchKernel(function_, grid, 1, 1, block, 1, 1, shared, stream, args, nullptr),
-      "kernel " + kernel_);
+void Module::launch(unsigned grid, unsigned block, unsigned shared, CUstream stream, void** args,
+                    unsigned cluster) const {
+  if (cluster <= 1) {
+    KILN_CU_CHECK(
+        driver().cuLaunchKernel(function_, grid, 1, 1, block, 1, 1, shared, stream, args, nullptr),
+        "kernel " + kernel_);
+    return;
+  }
+  CUlaunchAttribute dims{};
+  dims.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  dims.value.clusterDim.x = cluster;
+  dims.value.clusterDim.y = dims.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = grid;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = block;
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = shared;
+  config.hStream = stream;
+  config.attrs = &dims;
+  config.numAttrs = 1;
+  KILN_CU_CHECK(driver().cuLaunchKernelEx(&config, function_, args, nullptr), "kernel " + kernel_);
 }
 
 }  // namespace kiln::runtime

@@ -24,9 +24,11 @@ class Module {
   /// Lets launches use up to `optin` bytes of shared memory per block (the device's opt-in
   /// limit) less the kernel's static shared memory; returns that dynamic allowance.
   unsigned allow_dynamic_shared(int optin);
-  /// Launches on `stream` with `shared` bytes of dynamic shared memory; `args` as
-  /// cuLaunchKernel wants them.
-  void launch(unsigned grid, unsigned block, unsigned shared, CUstream stream, void** args) const;
+  /// Launches on `stream` with `shared` bytes of dynamic shared memory, in thread-block clusters
+  /// of `cluster` blocks if more than 1 (sm_90 and later; a kernel without compiled cluster
+  /// dims); `args` as cuLaunchKernel wants them.
+  void launch(unsigned grid, unsigned block, unsigned shared, CUstream stream, void** args,
+              unsigned cluster = 1) const;
 
  private:
   ModuleHandle module_;

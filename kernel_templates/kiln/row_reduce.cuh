@@ -58,6 +58,12 @@ __device__ __forceinline__ unsigned cluster_rank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
 }
+/// The blocks of this block's cluster.
+__device__ __forceinline__ unsigned cluster_blocks() {
+  unsigned n;
+  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return n;
+}
 /// This thread arrives at the cluster barrier, releasing nothing (pair with cluster_wait()).
 __device__ __forceinline__ void cluster_arrive() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
@@ -86,13 +92,14 @@ __device__ __forceinline__ unsigned cluster_bar() {
 }
 
 /// At the kernel's start: the mbarrier set to expect every warp's statistic (`warps` a block)
-/// from every block of the cluster (and `staged_bytes` more, that the caller then copies in with
-/// stage_copy()), and made visible to them (they push only after the cluster_wait() in
-/// cluster_reduce, which pairs with this arrive). The __syncthreads between the init and the
-/// first arrive: without it, compute-sanitizer racecheck reports the two as a hazard (8 per
-/// block, the mbarrier's bytes; ptxas issues the init on the warp-uniform datapath).
+/// from every block of the cluster (`split` blocks, at most Split) (and `staged_bytes` more, that
+/// the caller then copies in with stage_copy()), and made visible to them (they push only after the
+/// cluster_wait() in cluster_reduce, which pairs with this arrive). The __syncthreads between the
+/// init and the first arrive: without it, compute-sanitizer racecheck reports the two as a hazard
+/// (8 per block, the mbarrier's bytes; ptxas issues the init on the warp-uniform datapath).
 template <class Row, int Block, int Split>
-__device__ __forceinline__ void cluster_start(unsigned staged_bytes, unsigned warps) {
+__device__ __forceinline__ void cluster_start(unsigned staged_bytes, unsigned warps,
+                                              unsigned split) {
   const unsigned bar = cluster_bar<Row, Block, Split>();
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
@@ -100,8 +107,7 @@ __device__ __forceinline__ void cluster_start(unsigned staged_bytes, unsigned wa
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    const unsigned bytes =
-        unsigned(Split) * warps * unsigned(sizeof(typename Row::Stat)) + staged_bytes;
+    const unsigned bytes = split * warps * unsigned(sizeof(typename Row::Stat)) + staged_bytes;
     unsigned long long state;
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;"
                  : "=l"(state)
@@ -123,15 +129,16 @@ __device__ __forceinline__ void stage_copy(void* dst, const void* src, unsigned 
       : "memory");
 }
 
-/// The statistic of the whole cluster of blocks of `warps` warps (at most Block / 32; a warp's
-/// part at [rank][warp] of Block / 32), in every thread of every block with the same bits. Each
-/// warp merges its lanes and pushes the result into every block's ClusterParts (st.async, which
-/// counts its bytes on that block's mbarrier); a block waits on its own mbarrier alone, then
-/// every warp merges the Split x warps statistics in one fixed order. No __syncthreads and no
-/// cluster barrier on the way, and none at the end: a block leaves only after every push to it
-/// has landed, and pushes nothing after that.
+/// The statistic of the whole cluster of `split` blocks (at most Split) of `warps` warps (at
+/// most Block / 32; a warp's part at [rank][warp] of Block / 32), in every thread of every block
+/// with the same bits. Each warp merges its lanes and pushes the result into every block's
+/// ClusterParts (st.async, which counts its bytes on that block's mbarrier); a block waits on its
+/// own mbarrier alone, then every warp merges the Split x warps statistics in one fixed order. No
+/// __syncthreads and no cluster barrier on the way, and none at the end: a block leaves only after
+/// every push to it has landed, and pushes nothing after that.
 template <class Row, int Block, int Split>
-__device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat v, unsigned warps) {
+__device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat v, unsigned warps,
+                                                             unsigned split) {
   using Stat = typename Row::Stat;
   constexpr int kWarps = Block / 32, kParts = Split * kWarps, kFloats = sizeof(Stat) / 4;
   auto& parts = cluster_parts<Row, Block, Split>();
@@ -139,7 +146,7 @@ __device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat 
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const unsigned bar = cluster_bar<Row, Block, Split>();
   cluster_wait();  // every block's mbarrier is initialized
-  if (lane < unsigned(Split)) {
+  if (lane < split) {
     const unsigned slot =
         unsigned(__cvta_generic_to_shared(&parts.part[cluster_rank() * kWarps + warp]));
     unsigned rslot, rbar;
@@ -162,10 +169,11 @@ __device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat 
         : "=r"(done)
         : "r"(bar)
         : "memory");
-  Stat acc = lane < unsigned(kParts) && lane % kWarps < warps ? parts.part[lane] : Row::init();
+  const unsigned present = unsigned(kWarps) * split;  // parts [0, present): ranks < split
+  Stat acc = lane < present && lane % kWarps < warps ? parts.part[lane] : Row::init();
 #pragma unroll
   for (int k = 32; k < kParts; k += 32)
-    if (k + lane < unsigned(kParts) && (k + lane) % kWarps < warps)
+    if (k + lane < present && (k + lane) % kWarps < warps)
       acc = Row::merge(acc, parts.part[k + lane]);
   return warp_reduce<Row, pow2_at_least(kParts < 32 ? kParts : 32)>(acc);
 }

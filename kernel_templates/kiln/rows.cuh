@@ -41,9 +41,10 @@ namespace row {
 // between the Split blocks of a cluster (each covers Block * Items groups in registers, or
 // streams a Split-th of the row), whose statistics merge through distributed shared memory.
 // With RuntimeBlock the block is launched with up to Block threads (the kernel serves rows of
-// every length of a bucket), else with Block. G: the layout's kernel parameter (RowCursor).
+// every length of a bucket), else with Block; with RuntimeSplit the launch's clusters are of 1
+// to Split blocks, else of Split. G: the layout's kernel parameter (RowCursor).
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
-          int Items, int Split, bool RuntimeBlock, class A, class G>
+          int Items, int Split, bool RuntimeBlock, bool RuntimeSplit, class A, class G>
 __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G& geometry) {
   static_assert(Block % 32 == 0 && Block <= 1024,
                 "a row block is whole warps, at most 1024 threads");
@@ -55,24 +56,26 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
   constexpr int K = NO + NI + Extra::size + Epi::Inputs::size;
   using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
   const unsigned block = RuntimeBlock ? blockDim.x : unsigned(Block), warps = block / 32;
+  const unsigned split = RuntimeSplit ? cluster_blocks() : unsigned(Split);
+  const bool clustered = !RuntimeSplit || split > 1;  // with Split > 1
   unsigned part = Split > 1 ? cluster_rank() : 0u;
   const Index span = Split == 1  ? groups_per_row
                      : Items > 0 ? Index(block) * Index(Items)
-                                 : (groups_per_row + Split - 1) / Split;
+                                 : (groups_per_row + split - 1) / split;
   const Index lo = Index(part) * span;
   const Index count = lo >= groups_per_row         ? Index(0)
                       : groups_per_row - lo < span ? groups_per_row - lo
                                                    : span;
-  const RowCursor<L, Index, K> at(Index(blockIdx.x / Split), groups_per_row, lo, geometry);
+  const RowCursor<L, Index, K> at(Index(blockIdx.x / split), groups_per_row, lo, geometry);
   const float eps = args.s[Body::scalars];
   const float* epi_scalars = args.s + Body::scalars + 1;
   const float n = float(groups_per_row) * float(V);
-  using Stage = Staged<Extra, L, V, NO + NI, Block, Items, Split>;
+  using Stage = Staged<Extra, L, V, NO + NI, Block, Items, RuntimeSplit ? 1 : Split>;
   __shared__ alignas(128) unsigned char staged[Stage::kOn ? Stage::kBytes : 1];
   if constexpr (Split > 1) {
     const unsigned staged_bytes =
         Stage::kOn ? unsigned(count) * Stage::kGroupBytes * unsigned(Extra::size) : 0u;
-    cluster_start<Row, Block, Split>(staged_bytes, warps);
+    if (clustered) cluster_start<Row, Block, Split>(staged_bytes, warps, split);
     if constexpr (Stage::kOn) {
       if (threadIdx.x == 0 && count > 0) {
         Index off[K];
@@ -153,7 +156,8 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
   }
   typename Row::Stat stat;
   if constexpr (Split > 1)
-    stat = cluster_reduce<Row, Block, Split>(Row::to_stat(local), warps);
+    stat = clustered ? cluster_reduce<Row, Block, Split>(Row::to_stat(local), warps, split)
+                     : block_reduce<Row, Block>(Row::to_stat(local), warps);
   else
     stat = block_reduce<Row, Block>(Row::to_stat(local), warps);
 
@@ -250,8 +254,8 @@ template <class Body, class Row, class Epi, class Extra, class L, int V, class I
           int Items>
 __global__ void __launch_bounds__(Block)
     rows(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
-  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1, false>(args, groups_per_row,
-                                                                       row::NoGeometry{});
+  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1, false, false>(args, groups_per_row,
+                                                                              row::NoGeometry{});
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -270,8 +274,8 @@ __global__ void __launch_bounds__(Block,
     KILN_CLUSTER_DIMS(Split)
         rows_split(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split, false>(args, groups_per_row,
-                                                                           row::NoGeometry{});
+  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split, false, false>(
+      args, groups_per_row, row::NoGeometry{});
 #else
   __trap();
 #endif
@@ -284,21 +288,20 @@ template <class Body, class Row, class Epi, class Extra, class L, int V, class I
 __global__ void __launch_bounds__(Block)
     rows_at(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row,
             const row::RowGeometry<Body, Epi, Extra, L> geometry) {
-  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1, (Items > 0)>(args, groups_per_row,
-                                                                             geometry);
+  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1, (Items > 0), false>(
+      args, groups_per_row, geometry);
 }
 
-/// rows_at split between the Split blocks of a cluster (sm_90 and later), as rows_split.
+/// rows_at split between the blocks of a cluster (sm_90 and later) as rows_split, in clusters
+/// of as many blocks as the launch gives, up to Split (a launch attribute: no compiled cluster
+/// dims).
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
           int Items, int Split>
-__global__ void __launch_bounds__(Block,
-                                  (row::Staged<Extra, L, V, Epi::Outputs::size + Body::Inputs::size,
-                                               Block, Items, Split>::kMinBlocks))
-    KILN_CLUSTER_DIMS(Split)
-        rows_split_at(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row,
-                      const row::RowGeometry<Body, Epi, Extra, L> geometry) {
+__global__ void __launch_bounds__(Block)
+    rows_split_at(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row,
+                  const row::RowGeometry<Body, Epi, Extra, L> geometry) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split, (Items > 0)>(
+  row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split, (Items > 0), true>(
       args, groups_per_row, geometry);
 #else
   __trap();

@@ -54,14 +54,17 @@ TEST_CASE("row buckets cover every length with whole warps, within the template'
           CAPTURE(vec);
           CAPTURE(g);
           const kiln::RowTunables t = kiln::bucket_row_tunables(g, vec, clusters, writes);
-          const int block = kiln::bucket_block(t, g);
+          const auto [block, split] = kiln::bucket_launch(t, g, vec);
           REQUIRE(block % 32 == 0);
           REQUIRE(block >= 32);
           REQUIRE(block <= t.block);
           REQUIRE(t.items * vec <= 32);
+          REQUIRE((split == 1 || split == 2 || split == 4 || split == 8));
+          REQUIRE(split <= t.split);
           if (t.split > 1) REQUIRE(clusters);
-          if (t.items > 0) REQUIRE(std::int64_t(block) * t.items * t.split >= g);
-          if (t.items == 0 && t.split > 1) REQUIRE((g + t.split - 1) / t.split * vec * 4 <= 65536);
+          if (t.items > 0) REQUIRE(std::int64_t(block) * t.items * split >= g);
+          if (t.items == 0 && t.split > 1) REQUIRE((g + split - 1) / split * vec * 4 <= 65536);
+          if (split > 1 && t.items > 0) REQUIRE(std::int64_t(t.block) * t.items * split / 2 < g);
         }
 }
 
