@@ -24,21 +24,36 @@ std::string ref(const Ref& r, const Body& b, std::size_t step) {
   throw ArgumentError(fmt::format("codegen: a reference of step {} points outside the body", step));
 }
 
-std::string type_list(const std::vector<DType>& ts) {
+}  // namespace
+
+std::string render_types(const std::vector<DType>& dtypes) {
   std::vector<std::string_view> names;
-  for (DType t : ts) names.push_back(device_type_of(t));
+  for (DType t : dtypes) names.push_back(device_type_of(t));
   return fmt::format("kiln::Types<{}>", fmt::join(names, ", "));
 }
 
-}  // namespace
+std::string render_instance(std::string_view name, const std::vector<std::string>& args) {
+  return fmt::format("{}<{}>", name, fmt::join(args, ", "));
+}
 
-std::string render_body(const Body& b) {
+std::string render_dim(std::int64_t extent, const std::vector<std::int64_t>& strides) {
+  return fmt::format("kiln::Dim<{}, {}>", extent, fmt::join(strides, ", "));
+}
+
+std::string render_source(std::string_view header,
+                          const std::vector<std::pair<std::string_view, const Body*>>& bodies) {
+  std::vector<std::string> structs;
+  for (const auto& [name, body] : bodies) structs.push_back(render_body(*body, name));
+  return fmt::format("#include <kiln/{}>\n\n{}", header, fmt::join(structs, "\n"));
+}
+
+std::string render_body(const Body& b, std::string_view name) {
   if (b.results.size() != b.outputs.size())
     throw ArgumentError(
         fmt::format("codegen: {} results for {} outputs", b.results.size(), b.outputs.size()));
-  std::string out = "struct kiln_body {\n";
-  out += fmt::format("  using Inputs = {};\n", type_list(b.inputs));
-  out += fmt::format("  using Outputs = {};\n", type_list(b.outputs));
+  std::string out = fmt::format("struct {} {{\n", name);
+  out += fmt::format("  using Inputs = {};\n", render_types(b.inputs));
+  out += fmt::format("  using Outputs = {};\n", render_types(b.outputs));
   out += fmt::format("  static constexpr int scalars = {};\n", b.scalars);
   out +=
       "  __device__ __forceinline__ static void apply(const float* x, const float* s, float* y) "

@@ -1,9 +1,13 @@
 #pragma once
 // Codegen: the only place kiln writes CUDA text. A fused elementwise body (one op, or a chain
-// of them) is rendered as the functor struct the elementwise template takes as `Body`.
+// of them) is rendered as the functor struct the templates take as `Body`; a kernel's source
+// is a template header's include and its bodies; its name expression an instance of a template.
 
+#include <cstdint>
 #include <kiln/dtype.hpp>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kiln::codegen {
@@ -32,8 +36,23 @@ struct Body {
   std::vector<Ref> results;  ///< one per output
 };
 
-/// The struct `kiln_body` implementing `body` for kernel_templates/kiln/elementwise.cuh.
-std::string render_body(const Body& body);
+/// The struct `name` implementing `body` for the templates (kernel_templates/kiln/*.cuh).
+std::string render_body(const Body& body, std::string_view name = "kiln_body");
+
+/// A kernel's translation unit: the include of kiln's template header `header`
+/// ("rows.cuh"), then each body as the struct of its name.
+std::string render_source(std::string_view header,
+                          const std::vector<std::pair<std::string_view, const Body*>>& bodies);
+
+/// `name<args...>`: an instance of a template (a kernel's name expression, a layout type).
+std::string render_instance(std::string_view name, const std::vector<std::string>& args);
+
+/// `kiln::Types<...>` of the device types of `dtypes`.
+std::string render_types(const std::vector<DType>& dtypes);
+
+/// `kiln::Dim<extent, strides...>`: one dim of an iteration layout
+/// (kernel_templates/kiln/layout.cuh).
+std::string render_dim(std::int64_t extent, const std::vector<std::int64_t>& strides);
 
 /// NVRTC options of kiln's own templates. `--minimal` leaves out of NVRTC's built-in header
 /// what they never use (textures, surfaces, device-runtime calls): about 12 ms a compile.

@@ -63,10 +63,11 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
   L.index64 = lp.index64;
   const int vec = lp.vec;
   const std::int64_t groups = lp.groups;
-  L.spec.source = "#include <kiln/elementwise.cuh>\n\n" + codegen::render_body(body);
-  L.spec.expression =
-      fmt::format("kiln::elementwise<kiln_body, {}, {}, {}, {}, {}>", lp.type(), vec,
-                  L.index64 ? "unsigned long long" : "unsigned int", block, unroll);
+  L.spec.source = codegen::render_source("elementwise.cuh", {{"kiln_body", &body}});
+  L.spec.expression = codegen::render_instance("kiln::elementwise",
+                                               {"kiln_body", lp.type(), std::to_string(vec),
+                                                L.index64 ? "unsigned long long" : "unsigned int",
+                                                std::to_string(block), std::to_string(unroll)});
   L.spec.options = codegen::builtin_options();
   const bool tuned = block != kDefaultBlock || unroll != kDefaultUnroll;
   L.spec.name = fmt::format("{}__r{}v{}{}{}", stem, lp.dims.size(), vec, L.index64 ? "_i64" : "",

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <kiln/error.hpp>
 
+#include "engine/codegen.hpp"
+
 namespace kiln {
 namespace {
 
@@ -38,9 +40,8 @@ std::vector<std::int64_t> broadcast_strides(const TensorView& v, const Shape& sh
 std::string LayoutPlan::type() const {
   std::vector<std::string> parts;
   for (const Dim& d : dims)  // the outermost extent is the launch's, not the kernel's: 0
-    parts.push_back(
-        fmt::format("kiln::Dim<{}, {}>", parts.empty() ? 0 : d.extent, fmt::join(d.stride, ", ")));
-  return fmt::format("kiln::Layout<{}>", fmt::join(parts, ", "));
+    parts.push_back(codegen::render_dim(parts.empty() ? 0 : d.extent, d.stride));
+  return codegen::render_instance("kiln::Layout", parts);
 }
 
 namespace {

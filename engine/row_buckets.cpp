@@ -6,6 +6,8 @@
 #include <cstring>
 #include <set>
 
+#include "engine/codegen.hpp"
+
 namespace kiln {
 namespace {
 
@@ -85,8 +87,9 @@ std::vector<std::int64_t> row_bucket_probes() {
 }
 
 std::string rows_at_type(const LayoutPlan& lp, const std::vector<std::int64_t>& inner) {
-  return fmt::format("kiln::RowsAt<kiln::Dim<0, {}>, {}>", fmt::join(inner, ", "),
-                     std::max<std::size_t>(1, lp.dims.size() - 1));
+  return codegen::render_instance("kiln::RowsAt",
+                                  {codegen::render_dim(0, inner),
+                                   std::to_string(std::max<std::size_t>(1, lp.dims.size() - 1))});
 }
 
 std::vector<unsigned char> rows_at_geometry(const LayoutPlan& lp) {

@@ -206,14 +206,13 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
   const bool columns = !k.all_axes && axis + 1 < shape.size();
   const LayoutPlan lp = plan_layout(views, outs.size(), shape, !k.all_axes && !columns, 0, reduced);
 
-  std::string epilogue = codegen::render_body(k.epilogue);
-  epilogue.replace(epilogue.find("struct kiln_body"), 16, "struct kiln_epilogue");
   const char* index = lp.index64 ? "unsigned long long" : "unsigned int";
   KernelLaunch L;
   L.index64 = lp.index64;
   L.vec = lp.vec;
   L.groups = std::uint64_t(lp.groups);
   std::string expression, name;
+  std::string_view header;  // the template's, under kernel_templates/kiln
   if (columns) {
     const std::int64_t outer = product(shape, 0, axis), r = shape[axis],
                        ig = product(shape, axis + 1, shape.size()) / lp.vec;
@@ -233,13 +232,14 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
       by = t.block / t.cols;
     }
     L.tunables = {{"block", bx * by}, {"cols", bx}};
-    expression =
-        fmt::format("kiln::columns<kiln_body, {}, kiln_epilogue, {}, {}, {}, {}, {}, {}, {}>",
-                    k.op->functor, lp.type(), lp.vec, index, bx, by, r, ig);
+    expression = codegen::render_instance(
+        "kiln::columns", {"kiln_body", std::string(k.op->functor), "kiln_epilogue", lp.type(),
+                          std::to_string(lp.vec), index, std::to_string(bx), std::to_string(by),
+                          std::to_string(r), std::to_string(ig)});
     const bool tuned = bx != fallback.first || by != fallback.second;
     name = fmt::format("{}__col{}v{}{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
                        tuned ? fmt::format("_b{}c{}", bx * by, bx) : "");
-    L.spec.source = "#include <kiln/columns.cuh>\n\n";
+    header = "columns.cuh";
     L.index_arg = L.groups;
     L.block = unsigned(bx * by);
     L.grid = lp.groups ? unsigned(outer * ceil_div(ig, bx)) : 0;
@@ -267,13 +267,20 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
                !why.empty()) {
       throw ArgumentError(fmt::format("{}: {}", stem, why));
     }
-    std::vector<std::string_view> extra_types;
-    for (const TensorView& v : k.extras) extra_types.push_back(device_type_of(v.dtype));
-    expression = fmt::format(
-        "kiln::rows{}{}<kiln_body, {}, kiln_epilogue, kiln::Types<{}>, {}, {}, {}, {}, {}{}>",
-        t.split > 1 ? "_split" : "", at ? "_at" : "", k.op->functor, fmt::join(extra_types, ", "),
-        at ? rows_at_type(lp, row_strides(k, lp)) : lp.type(), lp.vec, index, t.block, t.items,
-        t.split > 1 ? fmt::format(", {}", t.split) : "");
+    std::vector<DType> extra_types;
+    for (const TensorView& v : k.extras) extra_types.push_back(v.dtype);
+    std::vector<std::string> args = {"kiln_body",
+                                     std::string(k.op->functor),
+                                     "kiln_epilogue",
+                                     codegen::render_types(extra_types),
+                                     at ? rows_at_type(lp, row_strides(k, lp)) : lp.type(),
+                                     std::to_string(lp.vec),
+                                     index,
+                                     std::to_string(t.block),
+                                     std::to_string(t.items)};
+    if (t.split > 1) args.push_back(std::to_string(t.split));
+    expression = codegen::render_instance(
+        fmt::format("kiln::rows{}{}", t.split > 1 ? "_split" : "", at ? "_at" : ""), args);
     const bool tuned =
         t.block != fallback.block || t.items != fallback.items || t.split != fallback.split;
     name = fmt::format("{}__{}{}v{}{}{}{}{}", stem,
@@ -286,7 +293,7 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
                        tuned ? fmt::format("_b{}i{}{}", t.block, t.items,
                                            t.split > 1 ? fmt::format("s{}", t.split) : "")
                              : "");
-    L.spec.source = "#include <kiln/rows.cuh>\n\n";
+    header = "rows.cuh";
     L.kind = KernelLaunch::Kind::rows;
     L.tunables = {{"block", t.block}, {"items", t.items}, {"split", t.split}};
     L.index_arg = std::uint64_t(per_row);
@@ -301,7 +308,8 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
     if (t.items == 0 && !k.op->reduces)
       L.stash_bytes = std::uint64_t(ceil_div(per_row, run.split)) * std::uint64_t(lp.vec) * 4;
   }
-  L.spec.source += codegen::render_body(k.prologue) + "\n" + epilogue;
+  L.spec.source =
+      codegen::render_source(header, {{"kiln_body", &k.prologue}, {"kiln_epilogue", &k.epilogue}});
   L.spec.expression = expression;
   L.spec.options = codegen::builtin_options();
   L.spec.name = name;
