@@ -4,6 +4,8 @@
 // every length matches the fp64 reference.
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
 #include <kiln/graph.hpp>
 #include <set>
 
@@ -162,6 +164,58 @@ TEST_CASE(
       const Graph b = bound(g, length, g.node(0).shape.size() == 3 ? 2 : 0);
       CAPTURE(b.to_json());
       for (const auto& f : kiln::test::check_on_gpu(e, b, rng, false, &plan)) FAIL_CHECK(f);
+    }
+  }
+}
+
+TEST_CASE(
+    "gpu: dynamic row lengths on padded, misaligned and strided views match the fp64 "
+    "reference" *
+    doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  auto rng = kiln::test::make_rng(41);
+  for (DType t : {DType::f32, DType::bf16}) {
+    Graph g;  // layer_norm over x [5, ?], weight and bias [?]
+    g.output(kiln::apply("layer_norm",
+                         {g.input("x", {5, -1}, t), g.input("w", {-1}, t), g.input("b", {-1}, t)}));
+    const kiln::Plan plan(g);
+    for (std::int64_t L : {1, 2, 7, 1000, 4097, 40001}) {
+      CAPTURE(t);
+      CAPTURE(L);
+      const Graph b = bound(g, L);
+      const kiln::test::HostInputs host = kiln::test::random_inputs(b, rng);
+      const std::vector<double> want = kiln::test::evaluate(b, host).at(b.outputs().at(0));
+      const std::size_t es = kiln::size_of(t);
+      // x: rows L + 3 apart, one element past an aligned start (no vector width fits); w: every
+      // second element of a buffer; b: contiguous, one element in.
+      const std::int64_t pitch = L + 3;
+      std::vector<unsigned char> xs(std::size_t(5 * pitch + 1) * es, 0),
+          ws(std::size_t(2 * L) * es, 0), bs(std::size_t(L + 1) * es, 0);
+      for (std::int64_t r = 0; r < 5; ++r)
+        std::memcpy(&xs[std::size_t(r * pitch + 1) * es], &host.at("x")[std::size_t(r * L) * es],
+                    std::size_t(L) * es);
+      for (std::int64_t c = 0; c < L; ++c)
+        std::memcpy(&ws[std::size_t(2 * c) * es], &host.at("w")[std::size_t(c) * es], es);
+      std::memcpy(&bs[es], host.at("b").data(), std::size_t(L) * es);
+      const kiln::Tensor xd = e.from_host({std::int64_t(xs.size() / es)}, t, xs.data()),
+                         wd = e.from_host({std::int64_t(ws.size() / es)}, t, ws.data()),
+                         bd = e.from_host({std::int64_t(bs.size() / es)}, t, bs.data());
+      kiln::TensorView xv = xd.view(), wv = wd.view(), bv = bd.view();
+      xv.data += es, xv.capacity -= es, xv.shape = {5, L}, xv.strides = {pitch, 1};
+      wv.shape = {L}, wv.strides = {2};
+      bv.data += es, bv.capacity -= es, bv.shape = {L}, bv.strides = {1};
+      kiln::Tensor y = e.empty({5, L}, t);
+      y.fill_bytes(0xff);
+      plan.run(e, {{"x", xv}, {"w", wv}, {"b", bv}}, {{b.node(b.outputs().at(0)).name, y.view()}});
+      std::vector<unsigned char> got(y.bytes());
+      y.copy_to_host(got.data());
+      const double tol = t == DType::f32 ? 1e-4 : 2e-2;
+      int bad = 0;
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        const double have = kiln::load_element(t, got.data() + i * es);
+        if (!(std::fabs(have - want[i]) <= tol * std::max(1.0, std::fabs(want[i]))) && ++bad <= 3)
+          FAIL_CHECK(fmt::format("element {}: {} against {}", i, have, want[i]));
+      }
     }
   }
 }
