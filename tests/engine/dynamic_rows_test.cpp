@@ -230,7 +230,7 @@ TEST_CASE(
     const Graph g = dynamic_row_graph(op, 3, DType::bf16);
     const kiln::Plan plan(g);
     const std::string y = g.node(g.outputs().at(0)).name;
-    // In registers; split 2 and 8 ways in registers (width 8); stashed 4 and 8 ways (width 1).
+    // In registers in one block; split 8 ways in registers (width 8); stashed 4 ways (width 1).
     for (std::int64_t L : {1000, 8000, 60000, 40001, 65535}) {
       CAPTURE(op);
       CAPTURE(L);
