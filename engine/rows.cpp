@@ -143,10 +143,9 @@ std::vector<std::int64_t> row_strides(const RowKernel& k, const LayoutPlan& lp) 
   return strides;
 }
 
-}  // namespace
-
-KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& x_shape,
-                             RowTunables t) {
+// The axis `k` works along, from 0; ArgumentError when its bodies do not match its operands or
+// the axis does not fit x.
+std::size_t checked_axis(const RowKernel& k, const std::string& stem, const Shape& x_shape) {
   if (x_shape.empty()) throw ShapeError(fmt::format("{}: a row op needs at least one axis", stem));
   if (k.prologue.results.size() != 1 || k.prologue.inputs.size() != k.inputs.size() ||
       int(k.scalars.size()) != k.prologue.scalars ||
@@ -160,159 +159,204 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
       (k.all_axes && !k.op->reduces))
     throw ArgumentError(fmt::format("{}: axis {} does not fit x of rank {}", stem,
                                     k.all_axes ? "all" : std::to_string(k.axis), rank));
-  std::size_t axis = std::size_t(k.axis < 0 ? k.axis + std::int64_t(rank) : k.axis);
-  // Every view at full rank; a reduction's output seen with the reduced dims kept (extent 1:
-  // it steps by 0 along them).
-  Shape shape = x_shape;
-  std::vector<TensorView> outs;
-  for (TensorView o : k.outputs) {
-    if (k.op->reduces) {
-      Shape want = shape, strides = o.resolved_strides();
-      for (std::size_t d = 0; d < rank; ++d)
-        if (k.all_axes || d == axis) want[d] = 1;
-      if (o.shape.size() < rank) {  // keepdim false: put the reduced dims back
-        for (std::size_t d = 0; d < rank; ++d)
-          if ((k.all_axes || d == axis) && o.shape.size() < rank) {
-            o.shape.insert(o.shape.begin() + std::ptrdiff_t(d), 1);
-            strides.insert(strides.begin() + std::ptrdiff_t(d), 0);
-          }
-      }
-      if (o.shape != want)
-        throw ShapeError(fmt::format("{}: output {} does not fit x of shape {}", stem, o.describe(),
-                                     to_string(x_shape)));
-      o.strides = strides;
-    } else if (o.shape != shape) {
+  return std::size_t(k.axis < 0 ? k.axis + std::int64_t(rank) : k.axis);
+}
+
+// `o`, an output of `k` over x of `x_shape`, at x's rank: a reduction's seen with the reduced
+// dims kept (extent 1: it steps by 0 along them). ShapeError if it does not fit.
+TensorView output_view(const RowKernel& k, const std::string& stem, TensorView o,
+                       const Shape& x_shape, std::size_t axis) {
+  const std::size_t rank = x_shape.size();
+  if (!k.op->reduces) {
+    if (o.shape != x_shape)
       throw ShapeError(
-          fmt::format("{}: output {} is not of shape {}", stem, o.describe(), to_string(shape)));
-    }
-    outs.push_back(full_rank(o, shape));
+          fmt::format("{}: output {} is not of shape {}", stem, o.describe(), to_string(x_shape)));
+    return full_rank(o, x_shape);
   }
+  Shape want = x_shape, strides = o.resolved_strides();
+  for (std::size_t d = 0; d < rank; ++d)
+    if (k.all_axes || d == axis) want[d] = 1;
+  if (o.shape.size() < rank) {  // keepdim false: put the reduced dims back
+    for (std::size_t d = 0; d < rank; ++d)
+      if ((k.all_axes || d == axis) && o.shape.size() < rank) {
+        o.shape.insert(o.shape.begin() + std::ptrdiff_t(d), 1);
+        strides.insert(strides.begin() + std::ptrdiff_t(d), 0);
+      }
+  }
+  if (o.shape != want)
+    throw ShapeError(fmt::format("{}: output {} does not fit x of shape {}", stem, o.describe(),
+                                 to_string(x_shape)));
+  o.strides = strides;
+  return full_rank(o, x_shape);
+}
+
+// Every operand of `k` at x's rank (the slots' order: outputs, inputs, extras, epilogue inputs),
+// with the unit dims after the axis dropped, from them and from `shape` (x's): the axis is then
+// last (the row template) or followed by a dim of 2 or more (the column template).
+std::vector<TensorView> slot_views(const RowKernel& k, const std::string& stem, Shape& shape,
+                                   std::size_t axis) {
   std::vector<TensorView> all;
-  for (const std::vector<TensorView>* group : {static_cast<const std::vector<TensorView>*>(&outs),
-                                               &k.inputs, &k.extras, &k.epilogue_inputs})
+  for (const TensorView& o : k.outputs) all.push_back(output_view(k, stem, o, shape, axis));
+  for (const std::vector<TensorView>* group : {&k.inputs, &k.extras, &k.epilogue_inputs})
     for (const TensorView& v : *group) all.push_back(full_rank(v, shape));
-  // Unit dims after the axis dropped: the axis is then last (the row template) or followed by
-  // a dim of 2 or more (the column template).
   if (!k.all_axes)
     for (std::size_t d = shape.size(); d-- > axis + 1;)
       if (shape[d] == 1) {
         shape.erase(shape.begin() + std::ptrdiff_t(d));
         for (TensorView& v : all) erase_dim(v, d);
       }
+  return all;
+}
+
+// What a template's specialization gives besides the launch shape.
+struct Instance {
+  std::string expression, name;
+  std::string_view header;  ///< the template's, under kernel_templates/kiln
+};
+
+const char* index_type(const LayoutPlan& lp) {
+  return lp.index64 ? "unsigned long long" : "unsigned int";
+}
+
+// The column template along `axis` of `shape` (tunables block, cols), into L's launch shape.
+Instance specialize_columns(const RowKernel& k, const std::string& stem, const LayoutPlan& lp,
+                            const Shape& shape, std::size_t axis, int group_bytes, RowTunables t,
+                            KernelLaunch& L) {
+  const std::int64_t outer = product(shape, 0, axis), r = shape[axis],
+                     ig = product(shape, axis + 1, shape.size()) / lp.vec;
+  const auto fallback = column_block(outer, r, ig, group_bytes);
+  auto [bx, by] = fallback;
+  if (t.block != 0) {
+    const auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+    if (t.items != 0 || !pow2(t.cols) || t.cols > 32 || !pow2(t.block) || t.block < 32 ||
+        t.block > 512 || t.block < t.cols)
+      throw ArgumentError(fmt::format(
+          "{}: block {} cols {}: the column template takes block 32 to 512 threads and cols "
+          "1 to 32 column groups, powers of two, cols <= block",
+          stem, t.block, t.cols));
+    bx = t.cols;
+    by = t.block / t.cols;
+  }
+  L.tunables = {{"block", bx * by}, {"cols", bx}};
+  L.index_arg = L.groups;
+  L.block = unsigned(bx * by);
+  L.grid = lp.groups ? unsigned(outer * ceil_div(ig, bx)) : 0;
+  L.kind = KernelLaunch::Kind::columns;
+  const bool tuned = bx != fallback.first || by != fallback.second;
+  return {codegen::render_instance(
+              "kiln::columns", {"kiln_body", std::string(k.op->functor), "kiln_epilogue", lp.type(),
+                                std::to_string(lp.vec), index_type(lp), std::to_string(bx),
+                                std::to_string(by), std::to_string(r), std::to_string(ig)}),
+          fmt::format("{}__col{}v{}{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
+                      tuned ? fmt::format("_b{}c{}", bx * by, bx) : ""),
+          "columns.cuh"};
+}
+
+// The row template's default for rows of `per_row` groups: the heuristic's, or, for rows of a
+// dynamic length (`at`), their bucket's.
+RowTunables row_default(const RowKernel& k, std::int64_t per_row, int vec, bool at) {
+  if (at) return bucket_row_tunables(per_row, vec, k.clusters, !k.op->reduces);
+  RowTunables fallback = default_row_tunables(per_row, vec);
+  // Where clusters run, a row too long for one block's registers is split between blocks;
+  // a reduction over every element streams on 8 blocks rather than one.
+  if (k.clusters && fallback.items == 0) {
+    if (!k.op->reduces) {
+      if (const RowTunables s = split_row_tunables(per_row, vec); s.block) fallback = s;
+    } else if (k.all_axes && per_row >= 8 * 1024) {
+      fallback.split = 8;
+    }
+  }
+  return fallback;
+}
+
+// The row template over the last axis or every element (tunables block, items, split), into
+// L's launch shape.
+Instance specialize_row_template(const RowKernel& k, const std::string& stem, const LayoutPlan& lp,
+                                 RowTunables t, KernelLaunch& L) {
+  const std::int64_t per_row = k.all_axes ? lp.groups : lp.dims.back().extent;
+  const bool at = k.dynamic_row && !k.all_axes;  // rows placed at run time: a bucket's kernel
+  const RowTunables fallback = row_default(k, per_row, lp.vec, at);
+  if (at && t.block != 0) {
+    throw ArgumentError(fmt::format(
+        "{}: tunables are for one row length; a dynamic one takes its bucket's kernel", stem));
+  } else if (t.block == 0) {
+    t = fallback;
+  } else if (std::string why = reject_row_tunables(t, per_row, lp.vec, k.clusters); !why.empty()) {
+    throw ArgumentError(fmt::format("{}: {}", stem, why));
+  }
+  L.kind = KernelLaunch::Kind::rows;
+  L.tunables = {{"block", t.block}, {"items", t.items}, {"split", t.split}};
+  L.index_arg = std::uint64_t(per_row);
+  // A bucket's kernel takes its block and its blocks per row (a cluster) from the launch.
+  const BucketLaunch run = at ? bucket_launch(t, per_row, lp.vec) : BucketLaunch{t.block, t.split};
+  L.block = unsigned(run.block);
+  L.cluster = at ? unsigned(run.split) : 1u;
+  L.grid = per_row ? unsigned(lp.groups / per_row * run.split) : 0;
+  if (at) L.geometry = rows_at_geometry(lp);
+  // Streaming ops that write the row keep what they can of it in shared memory for pass 2.
+  if (t.items == 0 && !k.op->reduces)
+    L.stash_bytes = std::uint64_t(ceil_div(per_row, run.split)) * std::uint64_t(lp.vec) * 4;
+
+  std::vector<DType> extra_types;
+  for (const TensorView& v : k.extras) extra_types.push_back(v.dtype);
+  std::vector<std::string> args = {"kiln_body",
+                                   std::string(k.op->functor),
+                                   "kiln_epilogue",
+                                   codegen::render_types(extra_types),
+                                   at ? rows_at_type(lp, row_strides(k, lp)) : lp.type(),
+                                   std::to_string(lp.vec),
+                                   index_type(lp),
+                                   std::to_string(t.block),
+                                   std::to_string(t.items)};
+  if (t.split > 1) args.push_back(std::to_string(t.split));
+  const bool tuned =
+      t.block != fallback.block || t.items != fallback.items || t.split != fallback.split;
+  return {codegen::render_instance(
+              fmt::format("kiln::rows{}{}", t.split > 1 ? "_split" : "", at ? "_at" : ""), args),
+          fmt::format("{}__{}{}v{}{}{}{}{}", stem,
+                      at           ? "at"
+                      : k.all_axes ? "all"
+                                   : "r",
+                      lp.dims.size(), lp.vec, at && t.items ? fmt::format("i{}", t.items) : "",
+                      fallback.split > 1 ? fmt::format("s{}", fallback.split) : "",
+                      lp.index64 ? "_i64" : "",
+                      tuned ? fmt::format("_b{}i{}{}", t.block, t.items,
+                                          t.split > 1 ? fmt::format("s{}", t.split) : "")
+                            : ""),
+          "rows.cuh"};
+}
+
+}  // namespace
+
+KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& x_shape,
+                             RowTunables t) {
+  const std::size_t axis = checked_axis(k, stem, x_shape);
+  Shape shape = x_shape;
+  const std::vector<TensorView> all = slot_views(k, stem, shape, axis);
   std::vector<const TensorView*> views;
-  for (const TensorView& v : all) views.push_back(&v);
+  std::size_t widest = 1;
+  for (const TensorView& v : all) {
+    views.push_back(&v);
+    widest = std::max(widest, size_of(v.dtype));
+  }
   std::vector<bool> reduced(shape.size(), k.all_axes);
   if (!k.all_axes) reduced[axis] = true;
   const bool columns = !k.all_axes && axis + 1 < shape.size();
-  const LayoutPlan lp = plan_layout(views, outs.size(), shape, !k.all_axes && !columns, 0, reduced);
+  const LayoutPlan lp =
+      plan_layout(views, k.outputs.size(), shape, !k.all_axes && !columns, 0, reduced);
 
-  const char* index = lp.index64 ? "unsigned long long" : "unsigned int";
   KernelLaunch L;
   L.index64 = lp.index64;
   L.vec = lp.vec;
   L.groups = std::uint64_t(lp.groups);
-  std::string expression, name;
-  std::string_view header;  // the template's, under kernel_templates/kiln
-  if (columns) {
-    const std::int64_t outer = product(shape, 0, axis), r = shape[axis],
-                       ig = product(shape, axis + 1, shape.size()) / lp.vec;
-    std::size_t widest = 1;
-    for (const TensorView* v : views) widest = std::max(widest, size_of(v->dtype));
-    const auto fallback = column_block(outer, r, ig, lp.vec * int(widest));
-    auto [bx, by] = fallback;
-    if (t.block != 0) {
-      const auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
-      if (t.items != 0 || !pow2(t.cols) || t.cols > 32 || !pow2(t.block) || t.block < 32 ||
-          t.block > 512 || t.block < t.cols)
-        throw ArgumentError(fmt::format(
-            "{}: block {} cols {}: the column template takes block 32 to 512 threads and cols "
-            "1 to 32 column groups, powers of two, cols <= block",
-            stem, t.block, t.cols));
-      bx = t.cols;
-      by = t.block / t.cols;
-    }
-    L.tunables = {{"block", bx * by}, {"cols", bx}};
-    expression = codegen::render_instance(
-        "kiln::columns", {"kiln_body", std::string(k.op->functor), "kiln_epilogue", lp.type(),
-                          std::to_string(lp.vec), index, std::to_string(bx), std::to_string(by),
-                          std::to_string(r), std::to_string(ig)});
-    const bool tuned = bx != fallback.first || by != fallback.second;
-    name = fmt::format("{}__col{}v{}{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
-                       tuned ? fmt::format("_b{}c{}", bx * by, bx) : "");
-    header = "columns.cuh";
-    L.index_arg = L.groups;
-    L.block = unsigned(bx * by);
-    L.grid = lp.groups ? unsigned(outer * ceil_div(ig, bx)) : 0;
-    L.kind = KernelLaunch::Kind::columns;
-  } else {
-    const std::int64_t per_row = k.all_axes ? lp.groups : lp.dims.back().extent;
-    const bool at = k.dynamic_row && !k.all_axes;  // rows placed at run time: a bucket's kernel
-    RowTunables fallback = at ? bucket_row_tunables(per_row, lp.vec, k.clusters, !k.op->reduces)
-                              : default_row_tunables(per_row, lp.vec);
-    // Where clusters run, a row too long for one block's registers is split between blocks;
-    // a reduction over every element streams on 8 blocks rather than one.
-    if (!at && k.clusters && fallback.items == 0) {
-      if (!k.op->reduces) {
-        if (const RowTunables s = split_row_tunables(per_row, lp.vec); s.block) fallback = s;
-      } else if (k.all_axes && per_row >= 8 * 1024) {
-        fallback.split = 8;
-      }
-    }
-    if (at && t.block != 0) {
-      throw ArgumentError(fmt::format(
-          "{}: tunables are for one row length; a dynamic one takes its bucket's kernel", stem));
-    } else if (t.block == 0) {
-      t = fallback;
-    } else if (std::string why = reject_row_tunables(t, per_row, lp.vec, k.clusters);
-               !why.empty()) {
-      throw ArgumentError(fmt::format("{}: {}", stem, why));
-    }
-    std::vector<DType> extra_types;
-    for (const TensorView& v : k.extras) extra_types.push_back(v.dtype);
-    std::vector<std::string> args = {"kiln_body",
-                                     std::string(k.op->functor),
-                                     "kiln_epilogue",
-                                     codegen::render_types(extra_types),
-                                     at ? rows_at_type(lp, row_strides(k, lp)) : lp.type(),
-                                     std::to_string(lp.vec),
-                                     index,
-                                     std::to_string(t.block),
-                                     std::to_string(t.items)};
-    if (t.split > 1) args.push_back(std::to_string(t.split));
-    expression = codegen::render_instance(
-        fmt::format("kiln::rows{}{}", t.split > 1 ? "_split" : "", at ? "_at" : ""), args);
-    const bool tuned =
-        t.block != fallback.block || t.items != fallback.items || t.split != fallback.split;
-    name = fmt::format("{}__{}{}v{}{}{}{}{}", stem,
-                       at           ? "at"
-                       : k.all_axes ? "all"
-                                    : "r",
-                       lp.dims.size(), lp.vec, at && t.items ? fmt::format("i{}", t.items) : "",
-                       fallback.split > 1 ? fmt::format("s{}", fallback.split) : "",
-                       lp.index64 ? "_i64" : "",
-                       tuned ? fmt::format("_b{}i{}{}", t.block, t.items,
-                                           t.split > 1 ? fmt::format("s{}", t.split) : "")
-                             : "");
-    header = "rows.cuh";
-    L.kind = KernelLaunch::Kind::rows;
-    L.tunables = {{"block", t.block}, {"items", t.items}, {"split", t.split}};
-    L.index_arg = std::uint64_t(per_row);
-    // A bucket's kernel takes its block and its blocks per row (a cluster) from the launch.
-    const BucketLaunch run =
-        at ? bucket_launch(t, per_row, lp.vec) : BucketLaunch{t.block, t.split};
-    L.block = unsigned(run.block);
-    L.cluster = at ? unsigned(run.split) : 1u;
-    L.grid = per_row ? unsigned(lp.groups / per_row * run.split) : 0;
-    if (at) L.geometry = rows_at_geometry(lp);
-    // Streaming ops that write the row keep what they can of it in shared memory for pass 2.
-    if (t.items == 0 && !k.op->reduces)
-      L.stash_bytes = std::uint64_t(ceil_div(per_row, run.split)) * std::uint64_t(lp.vec) * 4;
-  }
-  L.spec.source =
-      codegen::render_source(header, {{"kiln_body", &k.prologue}, {"kiln_epilogue", &k.epilogue}});
-  L.spec.expression = expression;
+  const Instance instance =
+      columns ? specialize_columns(k, stem, lp, shape, axis, lp.vec * int(widest), t, L)
+              : specialize_row_template(k, stem, lp, t, L);
+  L.spec.source = codegen::render_source(
+      instance.header, {{"kiln_body", &k.prologue}, {"kiln_epilogue", &k.epilogue}});
+  L.spec.expression = instance.expression;
   L.spec.options = codegen::builtin_options();
-  L.spec.name = name;
+  L.spec.name = instance.name;
   for (const TensorView* v : views) L.pointers.push_back(v->data);
   L.scalars = k.scalars;
   L.scalars.push_back(float(k.eps));
