@@ -73,6 +73,56 @@ std::string render_body(const Body& b, std::string_view name) {
   return out;
 }
 
+namespace {
+
+// An f32 literal for `v`: C++ text that reads back as the same float.
+std::string float_literal(double v) {
+  std::string s = fmt::format("{:.9g}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+std::string render_node(const ops::ExprNode& n) {
+  using Kind = ops::ExprNode::Kind;
+  const auto arg = [&](std::size_t i) { return render_node(*n.args.at(i)); };
+  switch (n.kind) {
+    case Kind::literal:
+      return float_literal(n.value);
+    case Kind::operand:
+      return fmt::format("x{}", n.operand);
+    case Kind::negate:
+      return fmt::format("(-{})", arg(0));
+    case Kind::logical_not:
+      return fmt::format("({} == 0.0f ? 1.0f : 0.0f)", arg(0));
+    case Kind::conditional:
+      return fmt::format("({} != 0.0f ? {} : {})", arg(0), arg(1), arg(2));
+    case Kind::call: {
+      std::vector<std::string> args;
+      for (std::size_t i = 0; i < n.args.size(); ++i) args.push_back(arg(i));
+      return fmt::format("{}({})", n.symbol, fmt::join(args, ", "));
+    }
+    case Kind::binary:
+      if (n.symbol == "&&" || n.symbol == "||")
+        return fmt::format("(({} != 0.0f) {} ({} != 0.0f) ? 1.0f : 0.0f)", arg(0), n.symbol,
+                           arg(1));
+      if (n.symbol == "+" || n.symbol == "-" || n.symbol == "*" || n.symbol == "/")
+        return fmt::format("({} {} {})", arg(0), n.symbol, arg(1));
+      return fmt::format("({} {} {} ? 1.0f : 0.0f)", arg(0), n.symbol, arg(1));
+  }
+  throw ArgumentError("codegen: an expression node outside the grammar");
+}
+
+}  // namespace
+
+std::string render_functor(std::string_view name, const ops::Expr& expr) {
+  std::vector<std::string> params;
+  for (std::size_t i = 0; i < expr.operands(); ++i) params.push_back(fmt::format("float x{}", i));
+  return fmt::format(
+      "struct {} {{\n  static constexpr int arity = {};\n"
+      "  __device__ __forceinline__ static float apply({}) {{ return {}; }}\n}};\n",
+      name, expr.operands(), fmt::join(params, ", "), render_node(expr.root()));
+}
+
 std::vector<std::string> builtin_options() { return {"-std=c++17", "--minimal"}; }
 
 }  // namespace kiln::codegen

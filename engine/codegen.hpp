@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "ops/expr.hpp"
+
 namespace kiln::codegen {
 
 /// A value inside a body: an input element x[i], a scalar s[i], step i's result t[i], or (in
@@ -53,6 +55,11 @@ std::string render_types(const std::vector<DType>& dtypes);
 /// `kiln::Dim<extent, strides...>`: one dim of an iteration layout
 /// (kernel_templates/kiln/layout.cuh).
 std::string render_dim(std::int64_t extent, const std::vector<std::int64_t>& strides);
+
+/// A custom op's functor struct `name` (as kernel_templates/kiln/ops.cuh's): `arity` and
+/// `apply` on f32 values x0, x1, ... computing `expr` (ops/expr.hpp: parsed, so nothing but
+/// the expression grammar reaches the text).
+std::string render_functor(std::string_view name, const ops::Expr& expr);
 
 /// NVRTC options of kiln's own templates. `--minimal` leaves out of NVRTC's built-in header
 /// what they never use (textures, surfaces, device-runtime calls): about 12 ms a compile.

@@ -236,13 +236,8 @@ TEST_CASE(
       CAPTURE(L);
       const Graph b = bound(g, L);
       const kiln::test::HostInputs host = kiln::test::random_inputs(b, rng);
-      std::map<std::string, kiln::Tensor> in;
-      std::map<std::string, kiln::TensorView> views;
-      for (const auto& n : b.nodes())
-        if (n.op == "input") {
-          in[n.name] = e.from_host(n.shape, n.dtype, host.at(n.name).data());
-          views[n.name] = in[n.name].view();
-        }
+      const kiln::test::DeviceInputs in = kiln::test::upload(e, b, host);
+      const std::map<std::string, kiln::TensorView>& views = in.views;
       const auto fetch = [](const kiln::Tensor& t) {
         std::vector<unsigned char> h(t.bytes());
         t.copy_to_host(h.data());

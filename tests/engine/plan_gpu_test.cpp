@@ -103,13 +103,8 @@ TEST_CASE(
     const Graph g = build(batch);
     auto same = rng;  // check_on_gpu draws these inputs from the same state
     const kiln::test::HostInputs host = kiln::test::random_inputs(g, same);
-    std::map<std::string, kiln::Tensor> in;
-    std::map<std::string, kiln::TensorView> views;
-    for (const auto& n : g.nodes())
-      if (n.op == "input") {
-        in[n.name] = e.from_host(n.shape, n.dtype, host.at(n.name).data());
-        views[n.name] = in[n.name].view();
-      }
+    const kiln::test::DeviceInputs in = kiln::test::upload(e, g, host);
+    const std::map<std::string, kiln::TensorView>& views = in.views;
     const std::uint64_t before = found();
     const auto got = plan.run(e, views);
     const std::uint64_t now = found() - before;

@@ -301,15 +301,20 @@ std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64
   return check_inputs_on_gpu(e, g, random_inputs(g, rng), unfused, plan);
 }
 
-std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const HostInputs& host,
-                                             bool unfused, const Plan* plan) {
-  std::map<std::string, Tensor> dev;
-  std::map<std::string, TensorView> views;
+DeviceInputs upload(Engine& e, const Graph& g, const HostInputs& host) {
+  DeviceInputs d;
   for (const auto& n : g.nodes())
     if (n.op == "input") {
-      dev[n.name] = e.from_host(n.shape, n.dtype, host.at(n.name).data());
-      views[n.name] = dev[n.name].view();
+      d.tensors[n.name] = e.from_host(n.shape, n.dtype, host.at(n.name).data());
+      d.views[n.name] = d.tensors[n.name].view();
     }
+  return d;
+}
+
+std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const HostInputs& host,
+                                             bool unfused, const Plan* plan) {
+  const DeviceInputs dev = upload(e, g, host);
+  const std::map<std::string, TensorView>& views = dev.views;
   std::vector<PlanRun> runs;
   for (bool fuse : {true, false}) {
     if (!fuse && !unfused) break;

@@ -16,6 +16,13 @@ using HostInputs = std::map<std::string, std::vector<unsigned char>>;
 /// check_on_gpu uses: the same rng state gives the same inputs).
 HostInputs random_inputs(const Graph& g, std::mt19937_64& rng);
 
+/// `g`'s inputs on the device, from `host`: the tensors, and views of them by name.
+struct DeviceInputs {
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, TensorView> views;
+};
+DeviceInputs upload(Engine& e, const Graph& g, const HostInputs& host);
+
 /// Values of every node, row-major over its shape: every node evaluated on the CPU in fp64
 /// from the inputs' (already rounded) values, with no rounding in between.
 std::vector<std::vector<double>> evaluate(const Graph& g, const HostInputs& inputs);
