@@ -1,7 +1,5 @@
 #include "engine/row_buckets.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cstring>
 #include <set>
