@@ -99,6 +99,39 @@ TEST_CASE("a dynamic row length: at most 16 kernels for 200 lengths; precompile 
   CHECK(fixed[0].expression.find("kiln::Layout<") != std::string::npos);
 }
 
+TEST_CASE("kiln precompile of a dynamic row length lists the kernel of every length") {
+  // Every length to 2048, then each power of two and its neighbours, to 2^18: a run at any of
+  // them uses a kernel that plan_specs (kiln precompile, Plan::compile) listed.
+  std::vector<std::int64_t> lengths;
+  for (std::int64_t L = 1; L <= 2048; ++L) lengths.push_back(L);
+  for (std::int64_t p = 4096; p <= (1 << 18); p *= 2)
+    for (std::int64_t d = -9; d <= 9; ++d) lengths.push_back(p + d);
+  for (const char* op : {"softmax", "layer_norm", "rms_norm", "sum"})
+    for (DType t : {DType::f32, DType::bf16})
+      for (const char* arch : {"sm_80", "sm_90a"}) {
+        Graph g;
+        auto x = g.input("x", {64, -1}, t);
+        if (std::string(op) == "layer_norm" || std::string(op) == "rms_norm")
+          g.output(kiln::apply(op, {x, g.input("w", {-1}, t)}));
+        else
+          g.output(kiln::apply(op, {x}));
+        const std::set<std::string> listed = ids(kiln::plan_specs(g, true, {}, nullptr, arch));
+        int missing = 0;
+        std::set<std::string> used;
+        for (std::int64_t L : lengths) {
+          const auto specs = kiln::run_specs(g, L, true, arch);
+          if (!specs.empty()) used.insert(specs[0].name);
+          if (!specs.empty() && !listed.count(kiln::compiler::spec_id(specs[0])) && ++missing <= 3)
+            FAIL_CHECK(fmt::format("{} {} {}: length {} runs {}, not listed", op, name_of(t), arch,
+                                   L, specs[0].name));
+        }
+        CHECK(used.size() <= listed.size());
+        CHECK(listed.size() <= 16);
+        MESSAGE(fmt::format("{} {} {}: {} lengths on {} of the {} listed kernels", op, name_of(t),
+                            arch, lengths.size(), used.size(), listed.size()));
+      }
+}
+
 TEST_CASE("gpu: rows of a dynamic length match the fp64 reference at 200 lengths, in 16 kernels" *
           doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e(kiln::test::on_gpu());
