@@ -32,6 +32,8 @@ std::string render_types(const std::vector<DType>& dtypes) {
   return fmt::format("kiln::Types<{}>", fmt::join(names, ", "));
 }
 
+std::string render_index(bool index64) { return index64 ? "unsigned long long" : "unsigned int"; }
+
 std::string render_instance(std::string_view name, const std::vector<std::string>& args) {
   return fmt::format("{}<{}>", name, fmt::join(args, ", "));
 }

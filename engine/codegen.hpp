@@ -49,6 +49,9 @@ std::string render_source(std::string_view header,
 /// `name<args...>`: an instance of a template (a kernel's name expression, a layout type).
 std::string render_instance(std::string_view name, const std::vector<std::string>& args);
 
+/// The templates' Index type: 64-bit unsigned when offsets reach 2^31, else 32-bit.
+std::string render_index(bool index64);
+
 /// `kiln::Types<...>` of the device types of `dtypes`.
 std::string render_types(const std::vector<DType>& dtypes);
 

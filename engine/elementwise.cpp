@@ -64,10 +64,10 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
   const int vec = lp.vec;
   const std::int64_t groups = lp.groups;
   L.spec.source = codegen::render_source("elementwise.cuh", {{"kiln_body", &body}});
-  L.spec.expression = codegen::render_instance("kiln::elementwise",
-                                               {"kiln_body", lp.type(), std::to_string(vec),
-                                                L.index64 ? "unsigned long long" : "unsigned int",
-                                                std::to_string(block), std::to_string(unroll)});
+  L.spec.expression = codegen::render_instance(
+      "kiln::elementwise",
+      {"kiln_body", lp.type(), std::to_string(vec), codegen::render_index(L.index64),
+       std::to_string(block), std::to_string(unroll)});
   L.spec.options = codegen::builtin_options();
   const bool tuned = block != kDefaultBlock || unroll != kDefaultUnroll;
   L.spec.name = fmt::format("{}__r{}v{}{}{}", stem, lp.dims.size(), vec, L.index64 ? "_i64" : "",

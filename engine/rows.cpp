@@ -214,10 +214,6 @@ struct Instance {
   std::string_view header;  ///< the template's, under kernel_templates/kiln
 };
 
-const char* index_type(const LayoutPlan& lp) {
-  return lp.index64 ? "unsigned long long" : "unsigned int";
-}
-
 // The column template along `axis` of `shape` (tunables block, cols), into L's launch shape.
 Instance specialize_columns(const RowKernel& k, const std::string& stem, const LayoutPlan& lp,
                             const Shape& shape, std::size_t axis, int group_bytes, RowTunables t,
@@ -244,9 +240,10 @@ Instance specialize_columns(const RowKernel& k, const std::string& stem, const L
   L.kind = KernelLaunch::Kind::columns;
   const bool tuned = bx != fallback.first || by != fallback.second;
   return {codegen::render_instance(
-              "kiln::columns", {"kiln_body", std::string(k.op->functor), "kiln_epilogue", lp.type(),
-                                std::to_string(lp.vec), index_type(lp), std::to_string(bx),
-                                std::to_string(by), std::to_string(r), std::to_string(ig)}),
+              "kiln::columns",
+              {"kiln_body", std::string(k.op->functor), "kiln_epilogue", lp.type(),
+               std::to_string(lp.vec), codegen::render_index(lp.index64), std::to_string(bx),
+               std::to_string(by), std::to_string(r), std::to_string(ig)}),
           fmt::format("{}__col{}v{}{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
                       tuned ? fmt::format("_b{}c{}", bx * by, bx) : ""),
           "columns.cuh"};
@@ -305,7 +302,7 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
                                    codegen::render_types(extra_types),
                                    at ? rows_at_type(lp, row_strides(k, lp)) : lp.type(),
                                    std::to_string(lp.vec),
-                                   index_type(lp),
+                                   codegen::render_index(lp.index64),
                                    std::to_string(t.block),
                                    std::to_string(t.items)};
   if (t.split > 1) args.push_back(std::to_string(t.split));
