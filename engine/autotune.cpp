@@ -5,9 +5,6 @@
 #include <algorithm>
 #include <exception>
 
-#include "engine/elementwise.hpp"
-#include "engine/rows.hpp"
-
 namespace kiln::autotune {
 
 std::string describe(const Candidate& c) {
@@ -34,56 +31,6 @@ std::vector<Candidate> Space::candidates(const DeviceLimits& limits) const {
   auto it = std::find(out.begin(), out.end(), fallback);
   if (it != out.end()) std::rotate(out.begin(), it, it + 1);
   return out;
-}
-
-Space elementwise_space() {
-  Space s;
-  s.tunables = {{"block", {64, 128, 256, 512, 1024}}, {"unroll", {1, 2, 4, 8}}};
-  s.fallback = {{"block", ElementwiseTunables::kDefaultBlock},
-                {"unroll", ElementwiseTunables::kDefaultUnroll}};
-  s.reject = [](const Candidate& c, const DeviceLimits& d) -> std::string {
-    if (c.at("block") > d.max_threads_per_block)
-      return fmt::format("{} threads per block, the device allows {}", c.at("block"),
-                         d.max_threads_per_block);
-    return "";
-  };
-  return s;
-}
-
-Space rows_space(long long row_groups, int vec, const Candidate& fallback, bool clusters) {
-  Space s;
-  s.tunables = {{"block", {32, 64, 128, 256, 512, 1024}}, {"items", {0, 1, 2, 4, 8, 16}}};
-  if (clusters) s.tunables.push_back({"split", {1, 2, 4, 8}});
-  s.fallback = fallback;
-  if (!clusters) s.fallback.erase("split");
-  s.reject = [row_groups, vec, clusters](const Candidate& c,
-                                         const DeviceLimits& limits) -> std::string {
-    const int block = c.at("block");
-    if (block > limits.max_threads_per_block)
-      return fmt::format("{} threads per block, the device allows {}", block,
-                         limits.max_threads_per_block);
-    const auto split = c.find("split");
-    return reject_row_tunables({block, c.at("items"), 0, split == c.end() ? 1 : split->second},
-                               row_groups, vec, clusters);
-  };
-  return s;
-}
-
-Space columns_space(const Candidate& fallback) {
-  Space s;
-  s.tunables = {{"block", {64, 128, 256, 512}}, {"cols", {1, 2, 4, 8, 16, 32}}};
-  s.fallback = fallback;
-  s.reject = [](const Candidate& c, const DeviceLimits& limits) -> std::string {
-    const int block = c.at("block"), cols = c.at("cols");
-    if (block > limits.max_threads_per_block)
-      return fmt::format("{} threads per block, the device allows {}", block,
-                         limits.max_threads_per_block);
-    return cols > block / 2
-               ? fmt::format("{} column groups for {} threads: fewer than 2 threads per column",
-                             cols, block)
-               : "";
-  };
-  return s;
 }
 
 Result tune(const std::vector<Candidate>& candidates, const Candidate& fallback,

@@ -36,17 +36,6 @@ struct Space {
   std::vector<Candidate> candidates(const DeviceLimits& limits) const;
 };
 
-/// The elementwise template: threads per block x groups per thread.
-Space elementwise_space();
-/// The row template for rows of `row_groups` groups of `vec` elements: threads per block,
-/// groups per thread in registers (0: streaming) and, where `clusters` run (sm_90 and later),
-/// blocks per row; candidates that do not cover a row, or would leave half their threads
-/// idle, are rejected. `fallback` is the heuristic default the specializer chose.
-Space rows_space(long long row_groups, int vec, const Candidate& fallback, bool clusters);
-/// The column template: threads per block and column groups per block (powers of two);
-/// `fallback` is the heuristic default the specializer chose.
-Space columns_space(const Candidate& fallback);
-
 /// One candidate's run: its output bytes on fixed inputs, and its median time.
 struct Measurement {
   std::vector<unsigned char> output;

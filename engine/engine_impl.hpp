@@ -14,7 +14,7 @@
 #include "cache/manifest.hpp"
 #include "cache/tuning.hpp"
 #include "engine/compiler/headers.hpp"
-#include "engine/elementwise.hpp"
+#include "engine/families/elementwise.hpp"
 #include "stages/kernel.hpp"
 #include "engine/launch_cache.hpp"
 #include "engine/runtime/context.hpp"

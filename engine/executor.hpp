@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/elementwise.hpp"
+#include "engine/families/elementwise.hpp"
 #include "engine/engine_impl.hpp"
 #include "engine/plan_impl.hpp"
 #include "engine/runtime/graph.hpp"

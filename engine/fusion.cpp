@@ -89,19 +89,19 @@ void build_body(const Graph& g, FusedGroup& grp) {
   std::map<int, Ref> refs;
   grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
   const std::string dtype(name_of(g.node(grp.outputs[0]).dtype));
-  if (grp.row) {
+  if (grp.anchor) {
     grp.body.outputs = {DType::f32};
     grp.body.results = {refs.at(grp.x)};
     std::map<int, Ref> erefs;
-    grp.epilogue = make_body(g, grp.epilogue_steps, grp.epilogue_inputs, grp.row_node,
+    grp.epilogue = make_body(g, grp.epilogue_steps, grp.epilogue_inputs, grp.anchor_node,
                              grp.epilogue_scalars, erefs);
     for (int id : grp.outputs) {
       grp.epilogue.outputs.push_back(g.node(id).dtype);
       grp.epilogue.results.push_back(erefs.at(id));
     }
     const std::string pro = op_names(g, grp.steps), epi = op_names(g, grp.epilogue_steps);
-    grp.stem = fmt::format("{}{}{}{}{}_{}", pro, pro.empty() ? "" : "__", grp.row->name,
-                           epi.empty() ? "" : "__", epi, name_of(g.node(grp.row_node).dtype));
+    grp.stem = fmt::format("{}{}{}{}{}_{}", pro, pro.empty() ? "" : "__", grp.anchor->name,
+                           epi.empty() ? "" : "__", epi, name_of(g.node(grp.anchor_node).dtype));
     return;
   }
   for (int id : grp.outputs) {
@@ -113,8 +113,8 @@ void build_body(const Graph& g, FusedGroup& grp) {
 
 FusedGroup row_group(const Graph& g, int id, const std::set<int>& stop) {
   FusedGroup grp;
-  grp.row = &ops::find_op(g.node(id).op);
-  grp.row_node = id;
+  grp.anchor = &ops::find_op(g.node(id).op);
+  grp.anchor_node = id;
   grp.outputs = {id};
   const std::vector<int> args = tensor_args(g, id);
   grp.x = args[0];
@@ -130,7 +130,7 @@ void check_order(const Graph& g, const std::vector<FusedGroup>& groups) {
   for (const FusedGroup& grp : groups) {
     for (const auto* list : {&grp.inputs, &grp.extras, &grp.epilogue_inputs})
       for (int id : *list)
-        if (g.node(id).op != "input" && !written.count(id) && id != grp.row_node)
+        if (g.node(id).op != "input" && !written.count(id) && id != grp.anchor_node)
           throw Error(fmt::format(
               "internal error in the fusion pass: kernel {} reads '{}' before any kernel writes it "
               "(set KILN_DISABLE_FUSION=1 to work around it, and please report the graph)",
@@ -181,7 +181,7 @@ const std::string& render(const Graph& g, int id, const std::set<int>& computed,
 std::string describe_group(const Graph& g, const FusedGroup& grp) {
   std::set<int> computed(grp.steps.begin(), grp.steps.end());
   computed.insert(grp.epilogue_steps.begin(), grp.epilogue_steps.end());
-  if (grp.row) computed.insert(grp.row_node);
+  if (grp.anchor) computed.insert(grp.anchor_node);
   std::map<int, std::string> memo;
   std::vector<std::string> outs;
   for (int o : grp.outputs) outs.push_back(render(g, o, computed, memo));
@@ -294,14 +294,14 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
   }
   // A row result with an epilogue is written only if a graph output or another kernel reads it.
   for (FusedGroup& grp : groups) {
-    if (!grp.row || (grp.outputs.size() == 1 && grp.outputs[0] == grp.row_node)) continue;
+    if (!grp.anchor || (grp.outputs.size() == 1 && grp.outputs[0] == grp.anchor_node)) continue;
     bool read =
-        std::find(g.outputs().begin(), g.outputs().end(), grp.row_node) != g.outputs().end();
+        std::find(g.outputs().begin(), g.outputs().end(), grp.anchor_node) != g.outputs().end();
     for (const FusedGroup& other : groups)
       for (const auto* list : {&other.inputs, &other.extras, &other.epilogue_inputs})
         read = read || (&other != &grp &&
-                        std::find(list->begin(), list->end(), grp.row_node) != list->end());
-    if (read) grp.outputs.insert(grp.outputs.begin(), grp.row_node);
+                        std::find(list->begin(), list->end(), grp.anchor_node) != list->end());
+    if (read) grp.outputs.insert(grp.outputs.begin(), grp.anchor_node);
   }
   for (FusedGroup& grp : groups) build_body(g, grp);
   check_order(g, groups);

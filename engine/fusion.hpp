@@ -31,12 +31,12 @@ struct FusedGroup {
   std::string stem;            ///< kernel name stem: the ops it fused
   codegen::Body body;          ///< the elementwise body, or a row op's prologue
   std::vector<float> scalars;  ///< runtime scalars of the body, in order
-  // Row groups only:
-  const ops::OpDef* row = nullptr;
-  int row_node = -1;
-  std::vector<int> extras;           ///< weight, bias node ids
+  // Groups anchored on an op that is not elementwise (a row op) only:
+  const ops::OpDef* anchor = nullptr;
+  int anchor_node = -1;
+  std::vector<int> extras;           ///< the anchor's other operands (weight, bias node ids)
   int x = -1;                        ///< the node whose value the prologue computes
-  std::vector<int> epilogue_steps;   ///< elementwise nodes computed after the row op
+  std::vector<int> epilogue_steps;   ///< elementwise nodes computed after the anchor
   std::vector<int> epilogue_inputs;  ///< node ids the epilogue reads from memory
   codegen::Body epilogue;
   std::vector<float> epilogue_scalars;
@@ -58,8 +58,9 @@ std::vector<FusedGroup> fuse(const Graph& graph, bool fuse);
 /// address for the alignment) for some of them; kernels as `records` tuned them, if given;
 /// for `arch` (a long row splits between blocks on sm_90 and later). Dynamic dims: the kernels
 /// that serve every extent of 2 or more (a batch: the launch's, not the kernel's), and a row
-/// kernel of a dynamic length compiles for every bucket of lengths (engine/row_buckets.hpp);
-/// GraphError naming the kernel if one depends on any other dynamic dim (a reduced batch).
+/// kernel of a dynamic length compiles for every bucket of lengths
+/// (engine/families/row_buckets.hpp); GraphError naming the kernel if one depends on any other
+/// dynamic dim (a reduced batch).
 std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true,
                                    const std::map<std::string, TensorView>& inputs = {},
                                    const cache::TuningDb* records = nullptr,

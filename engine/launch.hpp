@@ -12,7 +12,9 @@
 
 namespace kiln {
 
-/// A specialized kernel (elementwise or row) and the arguments of its launch: the Args<P, S>
+class Family;
+
+/// A specialized kernel (of any family) and the arguments of its launch: the Args<P, S>
 /// block, then one Index (iterations for elementwise kernels, groups per row for row kernels),
 /// then, for rows of a dynamic length, their geometry (rows.cuh's row::Geometry).
 struct KernelLaunch {
@@ -31,7 +33,7 @@ struct KernelLaunch {
   /// The row::Geometry parameter of a kernel for rows of a dynamic length (empty: none): it
   /// serves a bucket of lengths, and this launch's rows are placed by these bytes.
   std::vector<unsigned char> geometry;
-  enum class Kind { elementwise, rows, columns } kind = Kind::elementwise;  ///< its template
+  const Family* family = nullptr;  ///< the family that specialized it (engine/families)
   Tunables tunables;  ///< the template's parameters it was specialized with (defaults included)
   /// The bytes of the kernel's Args<P, S> parameter.
   std::vector<unsigned char> args() const;

@@ -9,7 +9,7 @@
 #include <memory>
 #include <mutex>
 
-#include "engine/elementwise.hpp"
+#include "engine/families/elementwise.hpp"
 #include "engine/engine_impl.hpp"
 #include "engine/fusion.hpp"
 #include "engine/runtime/context.hpp"

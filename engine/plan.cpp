@@ -10,12 +10,10 @@
 
 #include "cache/manifest.hpp"
 #include "engine/compiler/compiler.hpp"
-#include "engine/elementwise.hpp"
 #include "engine/engine_impl.hpp"
+#include "engine/families/family.hpp"
 #include "engine/fusion.hpp"
 #include "engine/plan_impl.hpp"
-#include "engine/row_buckets.hpp"
-#include "engine/rows.hpp"
 
 namespace kiln {
 
@@ -127,13 +125,17 @@ std::vector<Planned> plan_groups(const detail::PlanImpl& p,
   return planned;
 }
 
-// The bucket kernels of `planned`'s bucketed groups: specialized at every probe length
-// (row_bucket_probes), each distinct one once.
+// The bucket kernels of `planned`'s bucketed groups: specialized at every extent their
+// families probe (Family::extent_probes), each distinct one once.
 std::vector<KernelSpec> bucket_specs(const detail::PlanImpl& p, const std::vector<Planned>& planned,
                                      const cache::TuningDb* records, const std::string& arch) {
+  std::set<std::int64_t> probes;
+  for (const Planned& k : planned)
+    if (k.buckets)
+      for (std::int64_t e : k.launch.family->extent_probes()) probes.insert(e);
   std::vector<KernelSpec> specs;
   std::set<std::string> seen;
-  for (std::int64_t length : row_bucket_probes()) {
+  for (std::int64_t length : probes) {
     Graph scratch;
     const std::vector<KernelLaunch> at =
         specialize_groups(p, p.bound_at(length, scratch), {}, records, arch);

@@ -12,11 +12,10 @@
 #include <vector>
 
 #include "cache/tuning.hpp"
-#include "engine/elementwise.hpp"
+#include "engine/families/family.hpp"
 #include "engine/fusion.hpp"
 #include "engine/launch_cache.hpp"
 #include "engine/planner.hpp"
-#include "engine/rows.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/graph.hpp"
 
@@ -110,7 +109,7 @@ class PlanImpl {
   std::vector<std::string> ops_of(const FusedGroup& grp) const {
     std::vector<std::string> ops;
     for (int id : grp.steps) ops.push_back(graph.node(id).name);
-    if (grp.row) ops.push_back(graph.node(grp.row_node).name);
+    if (grp.anchor) ops.push_back(graph.node(grp.anchor_node).name);
     for (int id : grp.epilogue_steps) ops.push_back(graph.node(id).name);
     return ops;
   }
@@ -144,53 +143,13 @@ class PlanImpl {
     return v;
   }
 
-  // `g` gives the shapes (the bound graph when running, the graph itself when static); `arch`
-  // the target ("sm_90a"). `tunables`: the template's parameters (missing ones: the default).
+  // `grp`'s kernel by its family (engine/families): `g` gives the shapes (the bound graph when
+  // running, the graph itself when static); `arch` the target ("sm_90a"). `tunables`: the
+  // template's parameters (missing ones: the default).
   KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values,
                           const Graph& g, const std::string& arch,
                           const Tunables& tunables = {}) const {
-    auto views = [&](const std::vector<int>& ids) {
-      std::vector<TensorView> out;
-      for (int id : ids) out.push_back(values[std::size_t(id)]);
-      return out;
-    };
-    if (!grp.row)
-      return specialize_elementwise(grp.body, grp.stem, views(grp.outputs), views(grp.inputs),
-                                    grp.scalars, elementwise_tunables(tunables, grp.stem));
-    RowKernel k;
-    k.op = grp.row;
-    k.prologue = grp.body;
-    k.epilogue = grp.epilogue;
-    k.outputs = views(grp.outputs);
-    k.inputs = views(grp.inputs);
-    k.extras = views(grp.extras);
-    k.epilogue_inputs = views(grp.epilogue_inputs);
-    k.scalars = grp.scalars;
-    k.epilogue_scalars = grp.epilogue_scalars;
-    const Attrs& attrs = g.node(grp.row_node).attrs;
-    k.eps = ops::eps_of(attrs);
-    k.axis = attrs.axis.value_or(-1);
-    k.all_axes = attrs.all_axes;
-    k.clusters = has_clusters(arch);
-    mark_dynamic_row(grp, k);
-    return specialize_rows(k, grp.stem, g.node(grp.x).shape, row_tunables(tunables, grp.stem));
-  }
-
-  // Whether `grp`'s row length is a dynamic dim of the graph, and if so which of its kernel's
-  // slots run along the row (RowKernel::dynamic_row, along_row).
-  void mark_dynamic_row(const FusedGroup& grp, RowKernel& k) const {
-    const Shape& x = graph.node(grp.x).shape;
-    const std::int64_t rank = std::int64_t(x.size());
-    const std::int64_t axis = k.axis < 0 ? k.axis + rank : k.axis;
-    if (k.all_axes || axis < 0 || axis >= rank || x[std::size_t(axis)] >= 0) return;
-    k.dynamic_row = true;
-    for (int id : pointer_nodes(grp)) {
-      const Shape& s = graph.node(id).shape;
-      const std::int64_t d = axis - (rank - std::int64_t(s.size()));
-      const bool output = k.along_row.size() < grp.outputs.size();
-      k.along_row.push_back(
-          output ? !k.op->reduces : d >= 0 && d < std::int64_t(s.size()) && s[std::size_t(d)] != 1);
-    }
+    return specialize_group({grp, values, g, graph, arch}, tunables);
   }
 
   // The kernel as `records` (one GPU's) tuned it: the record whose signature is the default

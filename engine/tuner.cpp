@@ -244,11 +244,7 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
     const KernelLaunch base = p.specialize(grp, descs, graph, engine.arch());
     t.kernel = base.spec.name;
     const std::string signature = compiler::spec_id(base.spec);
-    const Space space = base.kind == KernelLaunch::Kind::rows
-                            ? rows_space(std::int64_t(base.index_arg), base.vec, base.tunables,
-                                         has_clusters(engine.arch()))
-                        : base.kind == KernelLaunch::Kind::columns ? columns_space(base.tunables)
-                                                                   : elementwise_space();
+    const Space space = base.family->space(base, engine.arch());
     const std::vector<Candidate> candidates = space.candidates(limits);
     t.candidates = int(candidates.size());
     if (base.groups == 0)
@@ -297,7 +293,7 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
       return true;
     };
     t.result = tune(candidates, space.fallback, measure, agree);
-    const auto& shaped = graph.node(grp.row ? grp.x : grp.outputs.at(0));
+    const auto& shaped = graph.node(grp.anchor ? grp.x : grp.outputs.at(0));
     cache::TuningRecord& r = t.record;
     r.signature = signature;
     r.kernel = t.kernel;

@@ -8,7 +8,8 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/rows.hpp"
+#include "engine/families/elementwise.hpp"
+#include "engine/families/rows.hpp"
 
 using kiln::autotune::Candidate;
 

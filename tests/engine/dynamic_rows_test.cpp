@@ -12,7 +12,7 @@
 #include "bench/lengths.hpp"
 #include "engine/compiler/compiler.hpp"
 #include "engine/fusion.hpp"
-#include "engine/row_buckets.hpp"
+#include "engine/families/row_buckets.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
 

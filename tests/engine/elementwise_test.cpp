@@ -1,5 +1,5 @@
 // Specialization decisions, checked on the CPU: coalescing, vector width, index width.
-#include "engine/elementwise.hpp"
+#include "engine/families/elementwise.hpp"
 
 #include <kiln/graph.hpp>
 

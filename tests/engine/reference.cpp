@@ -199,7 +199,7 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
       local[id] = std::move(v);
     };
     for (int id : grp.steps) step(id);
-    if (grp.row) step(grp.row_node);
+    if (grp.anchor) step(grp.anchor_node);
     for (int id : grp.epilogue_steps) step(id);
     for (int id : grp.outputs) {
       stored[std::size_t(id)] = arg(id);

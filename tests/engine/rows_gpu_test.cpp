@@ -7,7 +7,7 @@
 #include <regex>
 #include <tuple>
 
-#include "engine/rows.hpp"
+#include "engine/families/rows.hpp"
 #include "ops/op.hpp"
 #include "tests/engine/cases.hpp"
 #include "tests/engine/reference.hpp"

@@ -13,9 +13,9 @@
 
 #include "cache/tuning.hpp"
 #include "engine/compiler/compiler.hpp"
-#include "engine/elementwise.hpp"
+#include "engine/families/elementwise.hpp"
 #include "engine/fusion.hpp"
-#include "engine/rows.hpp"
+#include "engine/families/rows.hpp"
 #include "engine/tuner.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"

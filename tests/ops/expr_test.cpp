@@ -12,7 +12,7 @@
 
 #include "engine/codegen.hpp"
 #include "engine/compiler/compiler.hpp"
-#include "engine/elementwise.hpp"
+#include "engine/families/elementwise.hpp"
 #include "tests/support.hpp"
 
 using kiln::ops::Expr;

@@ -1,4 +1,4 @@
-#include "engine/row_buckets.hpp"
+#include "engine/families/row_buckets.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/autotune.hpp"
 #include "engine/codegen.hpp"
 #include "engine/launch.hpp"
 #include "engine/layout.hpp"
@@ -44,5 +45,10 @@ codegen::Body op_body(const ops::OpDef& op, DType out, const std::vector<Operand
 /// Specializes one op writing `out`.
 KernelLaunch specialize_op(const ops::OpDef& op, const TensorView& out,
                            const std::vector<Operand>& operands, ElementwiseTunables tunables = {});
+
+namespace autotune {
+/// The elementwise template's tunables: threads per block x groups per thread.
+Space elementwise_space();
+}  // namespace autotune
 
 }  // namespace kiln

@@ -1,4 +1,4 @@
-#include "engine/elementwise.hpp"
+#include "engine/families/elementwise.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "engine/rows.hpp"
+#include "engine/families/rows.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <kiln/error.hpp>
 
 #include "engine/compiler/compiler.hpp"
-#include "engine/row_buckets.hpp"
+#include "engine/families/row_buckets.hpp"
 
 namespace kiln {
 
@@ -92,6 +92,14 @@ std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, i
     return fmt::format("{} threads x {} groups x {} blocks for rows of {} groups: half would idle",
                        t.block, std::max(t.items, 1), t.split, row_groups);
   return "";
+}
+
+bool along_columns(std::int64_t axis, bool all_axes, const Shape& x) {
+  const std::int64_t rank = std::int64_t(x.size());
+  if (all_axes || axis < -rank || axis >= rank) return false;
+  for (std::int64_t d = (axis < 0 ? axis + rank : axis) + 1; d < rank; ++d)
+    if (x[std::size_t(d)] != 1) return true;
+  return false;
 }
 
 namespace {
@@ -237,7 +245,6 @@ Instance specialize_columns(const RowKernel& k, const std::string& stem, const L
   L.index_arg = L.groups;
   L.block = unsigned(bx * by);
   L.grid = lp.groups ? unsigned(outer * ceil_div(ig, bx)) : 0;
-  L.kind = KernelLaunch::Kind::columns;
   const bool tuned = bx != fallback.first || by != fallback.second;
   return {codegen::render_instance(
               "kiln::columns",
@@ -281,7 +288,6 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
   } else if (std::string why = reject_row_tunables(t, per_row, lp.vec, k.clusters); !why.empty()) {
     throw ArgumentError(fmt::format("{}: {}", stem, why));
   }
-  L.kind = KernelLaunch::Kind::rows;
   L.tunables = {{"block", t.block}, {"items", t.items}, {"split", t.split}};
   L.index_arg = std::uint64_t(per_row);
   // A bucket's kernel takes its block and its blocks per row (a cluster) from the launch.
@@ -338,7 +344,7 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
   }
   std::vector<bool> reduced(shape.size(), k.all_axes);
   if (!k.all_axes) reduced[axis] = true;
-  const bool columns = !k.all_axes && axis + 1 < shape.size();
+  const bool columns = along_columns(k.axis, k.all_axes, x_shape);
   const LayoutPlan lp =
       plan_layout(views, k.outputs.size(), shape, !k.all_axes && !columns, 0, reduced);
 

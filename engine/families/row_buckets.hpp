@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/families/rows.hpp"
 #include "engine/layout.hpp"
-#include "engine/rows.hpp"
 
 namespace kiln {
 

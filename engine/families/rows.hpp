@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/autotune.hpp"
 #include "engine/codegen.hpp"
 #include "engine/launch.hpp"
 #include "engine/layout.hpp"
@@ -29,8 +30,8 @@ struct RowKernel {
   bool all_axes = false;   ///< a reduction over every element
   bool clusters = false;   ///< the target runs thread-block clusters (sm_90 and later): long rows
                            ///< split between blocks
-  /// The row's length is a dynamic dim: the kernel of its bucket (engine/row_buckets.hpp), which
-  /// serves every length of it, rather than one for this length.
+  /// The row's length is a dynamic dim: the kernel of its bucket (engine/families/row_buckets.hpp),
+  /// which serves every length of it, rather than one for this length.
   bool dynamic_row = false;
   /// With dynamic_row, per slot (outputs, inputs, extras, epilogue inputs): whether it runs
   /// along the row (else it is broadcast along it), as rows of 2 or more show it. Rows of 1
@@ -77,11 +78,26 @@ RowTunables split_row_tunables(std::int64_t row_groups, int vec);
 std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec,
                                 bool clusters);
 
+/// Whether a row op along `axis` (negative: from the end) of x of shape `x` runs the column
+/// template: a dim other than 1 follows the axis (else the row template, as for `all_axes`).
+bool along_columns(std::int64_t axis, bool all_axes, const Shape& x);
+
 /// Specializes `k` over `shape` (the prologue's result shape): the row template along the last
 /// axis or every element (tunables block, items), the column template
 /// (kernel_templates/kiln/columns.cuh; tunables block, cols) along another axis. Throws
 /// ShapeError for outputs that do not fit, ArgumentError for tunables that cannot run this row.
 KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape,
                              RowTunables tunables = {});
+
+namespace autotune {
+/// The row template for rows of `row_groups` groups of `vec` elements: threads per block,
+/// groups per thread in registers (0: streaming) and, where `clusters` run (sm_90 and later),
+/// blocks per row; candidates that do not cover a row, or would leave half their threads
+/// idle, are rejected. `fallback` is the heuristic default the specializer chose.
+Space rows_space(long long row_groups, int vec, const Candidate& fallback, bool clusters);
+/// The column template: threads per block and column groups per block (powers of two);
+/// `fallback` is the heuristic default the specializer chose.
+Space columns_space(const Candidate& fallback);
+}  // namespace autotune
 
 }  // namespace kiln

@@ -1,0 +1,71 @@
+#pragma once
+// Kernel families: what turns one fused group of a plan into a specialized kernel. A family
+// (elementwise, rows, columns; GEMM and users' templates next) claims the groups it computes,
+// specializes one for its operands' views, the target arch and a tuning record into a
+// KernelLaunch (the spec, its launch configuration and arguments), declares the tunables
+// `kiln tune` searches, and names its template headers. The registry (registry.cpp) asks the
+// families in order; nothing outside a family's own files branches on which family it is.
+// Adding a family: its files, and one line in registry.cpp.
+
+#include <cstdint>
+#include <kiln/graph.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/autotune.hpp"
+#include "engine/fusion.hpp"
+#include "engine/launch.hpp"
+
+namespace kiln {
+
+/// What a family specializes: one fused group over the views of every node's value (by node
+/// id). `shapes` is the graph whose shapes the views have (bound: no dynamic dims); `planned`
+/// the graph as planned (a dynamic dim negative), so a family can tell what a run may change.
+struct GroupWork {
+  const FusedGroup& group;
+  const std::vector<TensorView>& values;
+  const Graph& shapes;
+  const Graph& planned;
+  const std::string& arch;  ///< "sm_90a"
+
+  /// The views of `ids`' values, in order.
+  std::vector<TensorView> views(const std::vector<int>& ids) const;
+};
+
+class Family {
+ public:
+  virtual ~Family() = default;
+  /// "elementwise", "rows", "columns": in messages and `kiln plan`'s notes.
+  virtual std::string_view name() const = 0;
+  /// Whether this family computes `grp` (whose values have `shapes`' shapes).
+  virtual bool claims(const FusedGroup& grp, const Graph& shapes) const = 0;
+  /// The kernel of `work`, with `tunables` (a missing one takes the family's default);
+  /// ArgumentError for a tunable it does not have or a value it cannot run.
+  virtual KernelLaunch specialize(const GroupWork& work, const Tunables& tunables) const = 0;
+  /// What `kiln tune` searches for `base`, a kernel this family specialized with its defaults,
+  /// on `arch`.
+  virtual autotune::Space space(const KernelLaunch& base, const std::string& arch) const = 0;
+  /// The headers under kernel_templates/kiln its kernels include.
+  virtual std::vector<std::string_view> headers() const = 0;
+  /// Extents of a dynamic dim at which this family's kernels that serve a range of extents
+  /// (KernelLaunch::geometry) differ: `kiln precompile` specializes a plan at each. None by
+  /// default: a family's kernels serve every extent, or are one per extent.
+  virtual std::vector<std::int64_t> extent_probes() const { return {}; }
+};
+
+/// The registered families, in the order they are asked.
+const std::vector<const Family*>& families();
+
+/// The family that computes `grp`: the first that claims it (an internal error if none does).
+const Family& family_of(const FusedGroup& grp, const Graph& shapes);
+
+/// `work`'s kernel by its family, with `tunables`; the launch names its family.
+KernelLaunch specialize_group(const GroupWork& work, const Tunables& tunables = {});
+
+// The built-in families (each in its own files; registered in registry.cpp).
+const Family& elementwise_family();
+const Family& rows_family();
+const Family& columns_family();
+
+}  // namespace kiln

@@ -1,0 +1,39 @@
+// The family registry: every family kiln knows, asked in order.
+#include <fmt/format.h>
+
+#include <kiln/error.hpp>
+
+#include "engine/families/family.hpp"
+
+namespace kiln {
+
+const std::vector<const Family*>& families() {
+  static const std::vector<const Family*> all = {
+      &elementwise_family(),
+      &rows_family(),
+      &columns_family(),
+  };
+  return all;
+}
+
+std::vector<TensorView> GroupWork::views(const std::vector<int>& ids) const {
+  std::vector<TensorView> out;
+  for (int id : ids) out.push_back(values.at(std::size_t(id)));
+  return out;
+}
+
+const Family& family_of(const FusedGroup& grp, const Graph& shapes) {
+  for (const Family* f : families())
+    if (f->claims(grp, shapes)) return *f;
+  throw Error(fmt::format("internal error: no kernel family computes {} (please report the graph)",
+                          grp.stem));
+}
+
+KernelLaunch specialize_group(const GroupWork& work, const Tunables& tunables) {
+  const Family& f = family_of(work.group, work.shapes);
+  KernelLaunch L = f.specialize(work, tunables);
+  L.family = &f;
+  return L;
+}
+
+}  // namespace kiln
