@@ -10,6 +10,7 @@
 
 #include "bench/common.hpp"
 #include "engine/engine_impl.hpp"
+#include "engine/op_call.hpp"
 #include "ops/op.hpp"
 
 namespace {
@@ -50,7 +51,8 @@ int run() {
       for (const auto& functor : functors)
         for (int block : {128, 256, 512})
           for (int unroll : {1, 2, 4, 8}) {
-            kiln::KernelLaunch L = kiln::specialize_op(op, out, args, {block, unroll});
+            kiln::KernelLaunch L = kiln::specialize_call(kiln::op_call(op, out, args, {}), e.arch(),
+                                                         {{"block", block}, {"unroll", unroll}});
             if (functor != op.functor) {
               const std::size_t at = L.spec.source.find(op.functor);
               L.spec.source.replace(at, op.functor.size(), functor);

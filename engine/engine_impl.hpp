@@ -14,11 +14,11 @@
 #include "cache/manifest.hpp"
 #include "cache/tuning.hpp"
 #include "engine/compiler/headers.hpp"
-#include "engine/families/elementwise.hpp"
-#include "stages/kernel.hpp"
+#include "engine/launch.hpp"
 #include "engine/launch_cache.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/module.hpp"
+#include "stages/kernel.hpp"
 
 namespace kiln::detail {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/families/elementwise.hpp"
 #include "engine/engine_impl.hpp"
+#include "engine/launch.hpp"
 #include "engine/plan_impl.hpp"
 #include "engine/runtime/graph.hpp"
 

@@ -9,9 +9,8 @@
 #include <memory>
 #include <mutex>
 
-#include "engine/families/elementwise.hpp"
 #include "engine/engine_impl.hpp"
-#include "engine/fusion.hpp"
+#include "engine/op_call.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/nvtx.hpp"
 #include "ops/op.hpp"
@@ -23,11 +22,6 @@ void check_operands(const ops::OpDef& op, const std::vector<Operand>& args, bool
   for (std::size_t i = 0; i < args.size() && i < op.operands.size(); ++i)
     if (auto* v = std::get_if<TensorView>(&args[i]); v && !view_ok(*v, need_data))
       check_view(*v, fmt::format("{}: {}", op.name, op.operands[i]), need_data);
-}
-
-KernelLaunch specialize(const ops::OpDef& op, const TensorView& out,
-                        const std::vector<Operand>& args, const Attrs& attrs) {
-  return specialize_op(op, out, ops::kernel_operands(op, args, attrs));
 }
 
 }  // namespace
@@ -46,38 +40,15 @@ Tensor call(Engine& engine, std::string_view name, const std::vector<Operand>& a
   return out;
 }
 
-namespace {
-
-// A row op as a one-node graph, so eager calls and plans share one path.
-Graph row_graph(const ops::OpDef& op, const std::vector<Operand>& args, const Attrs& attrs,
-                std::map<std::string, TensorView>* inputs) {
-  Graph g;
-  std::vector<GraphArg> gargs;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto* v = std::get_if<TensorView>(&args[i]);
-    if (!v)
-      throw ArgumentError(fmt::format("{}: operand {} must be a tensor", op.name, op.operands[i]));
-    const std::string name(op.operands[i]);
-    gargs.push_back(g.input(name, v->shape, v->dtype));
-    if (inputs) (*inputs)[name] = *v;
-  }
-  g.output(g.add(op.name, gargs, attrs, "out"));
-  return g;
-}
-
-}  // namespace
-
 namespace detail {
 
-/// What an eager op call signature prepared: its kernel and parameter block (an elementwise
-/// op), or its one-node plan (a row op, whose own calls cache the rest).
+/// What an eager op call signature prepared: its kernel and parameter block.
 struct PreparedOp {
   std::mutex mutex;  ///< one call at a time writes the block
   KernelLaunch launch;
   const LoadedKernel* kernel = nullptr;
   std::unique_ptr<LaunchParams> params;
   unsigned shared = 0;
-  std::unique_ptr<Plan> plan;
 };
 
 }  // namespace detail
@@ -116,11 +87,7 @@ std::shared_ptr<detail::PreparedOp> prepare_op(Engine& engine, const ops::OpDef&
                                                const std::vector<Operand>& args,
                                                const Attrs& attrs) {
   auto p = std::make_shared<detail::PreparedOp>();
-  if (op.fusion == ops::FusionClass::row) {
-    p->plan = std::make_unique<Plan>(row_graph(op, args, attrs, nullptr), true);
-    return p;
-  }
-  p->launch = specialize(op, out, args, attrs);
+  p->launch = specialize_call(op_call(op, out, args, attrs), engine.arch());
   if (p->launch.groups == 0 || p->launch.grid == 0) return p;
   p->kernel = &detail::impl_of(engine).prepare(p->launch.spec);
   p->params = std::make_unique<LaunchParams>(p->launch);
@@ -177,13 +144,6 @@ void call_into(Engine& engine, std::string_view name, const TensorView& out,
     p = detail::impl_of(engine).ops.insert(s, prepare_op(engine, op, out, args, attrs));
   else if (p->kernel)
     detail::impl_of(engine).cache->count_memory_hit();
-  if (p->plan) {
-    std::map<std::string, TensorView> inputs;
-    for (std::size_t i = 0; i < args.size(); ++i)
-      inputs[std::string(op.operands[i])] = std::get<TensorView>(args[i]);
-    p->plan->run(engine, inputs, {{"out", out}});
-    return;
-  }
   if (p->kernel) launch_op(engine, *p, op, out, args, attrs);
 }
 
@@ -192,19 +152,7 @@ KernelRecord precompile(Engine& engine, std::string_view name, const std::vector
   const ops::OpDef& op = ops::find_op(name);
   const TensorView out = ops::infer_result(op, args, attrs);
   check_operands(op, args, false);
-  if (op.fusion == ops::FusionClass::row) {
-    std::string source;
-    KernelRecord r =
-        detail::impl_of(engine).records[detail::impl_of(engine)
-                                            .prepare(plan_specs(row_graph(op, args, attrs, nullptr),
-                                                                true, {}, nullptr, engine.arch())
-                                                         .at(0),
-                                                     &source)
-                                            .record];
-    r.source = source;
-    return r;
-  }
-  const KernelLaunch L = specialize(op, out, args, attrs);
+  const KernelLaunch L = specialize_call(op_call(op, out, args, attrs), engine.arch());
   if (L.groups == 0)
     throw ShapeError(fmt::format("{}: the result {} is empty; there is no kernel to compile", name,
                                  out.describe()));

@@ -12,12 +12,6 @@ namespace {
 constexpr int kDefaultBlock = ElementwiseTunables::kDefaultBlock;
 constexpr int kDefaultUnroll = ElementwiseTunables::kDefaultUnroll;
 
-std::string dtype_list(const std::vector<TensorView>& views) {
-  std::vector<std::string_view> names;
-  for (const TensorView& v : views) names.push_back(name_of(v.dtype));
-  return fmt::format("{}", fmt::join(names, "_"));
-}
-
 }  // namespace
 
 ElementwiseTunables elementwise_tunables(const Tunables& t, const std::string& stem) {
@@ -82,41 +76,6 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
   for (const TensorView* v : views) L.pointers.push_back(v->data);
   L.scalars = std::move(scalars);
   return L;
-}
-
-codegen::Body op_body(const ops::OpDef& op, DType out, const std::vector<Operand>& operands) {
-  codegen::Body b;
-  b.outputs = {out};
-  codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, out};
-  for (const Operand& a : operands) {
-    if (auto* v = std::get_if<TensorView>(&a)) {
-      step.args.push_back({codegen::Ref::Kind::input, int(b.inputs.size())});
-      b.inputs.push_back(v->dtype);
-    } else {
-      step.args.push_back({codegen::Ref::Kind::scalar, b.scalars++});
-    }
-  }
-  step.round = false;  // the store rounds the one output anyway
-  b.steps.push_back(step);
-  b.results = {{codegen::Ref::Kind::step, 0}};
-  return b;
-}
-
-KernelLaunch specialize_op(const ops::OpDef& op, const TensorView& out,
-                           const std::vector<Operand>& operands, ElementwiseTunables tunables) {
-  std::vector<TensorView> inputs;
-  std::vector<float> scalars;
-  for (const Operand& a : operands) {
-    if (auto* v = std::get_if<TensorView>(&a))
-      inputs.push_back(*v);
-    else
-      scalars.push_back(float(std::get<double>(a)));
-  }
-  const bool same = inputs.empty() || inputs.front().dtype == out.dtype;
-  const std::string stem = fmt::format("{}_{}{}", op.name, dtype_list(inputs),
-                                       same ? "" : fmt::format("_to_{}", name_of(out.dtype)));
-  return specialize_elementwise(op_body(op, out.dtype, operands), stem, {out}, inputs,
-                                std::move(scalars), tunables);
 }
 
 }  // namespace kiln

@@ -38,14 +38,6 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
                                     const std::vector<TensorView>& inputs,
                                     std::vector<float> scalars, ElementwiseTunables tunables = {});
 
-/// The body of one op on `operands` (kernel slots, see ops::kernel_operands): tensor operands
-/// become inputs in order, scalar operands runtime scalars.
-codegen::Body op_body(const ops::OpDef& op, DType out, const std::vector<Operand>& operands);
-
-/// Specializes one op writing `out`.
-KernelLaunch specialize_op(const ops::OpDef& op, const TensorView& out,
-                           const std::vector<Operand>& operands, ElementwiseTunables tunables = {});
-
 namespace autotune {
 /// The elementwise template's tunables: threads per block x groups per thread.
 Space elementwise_space();

@@ -5,7 +5,8 @@
 // KernelLaunch (the spec, its launch configuration and arguments), declares the tunables
 // `kiln tune` searches, and names its template headers. The registry (registry.cpp) asks the
 // families in order; nothing outside a family's own files branches on which family it is.
-// Adding a family: its files, and one line in registry.cpp.
+// Adding a family: its files (with a function returning it), their line in
+// engine/CMakeLists.txt, and two lines in registry.cpp.
 
 #include <cstdint>
 #include <kiln/graph.hpp>
@@ -62,10 +63,5 @@ const Family& family_of(const FusedGroup& grp, const Graph& shapes);
 
 /// `work`'s kernel by its family, with `tunables`; the launch names its family.
 KernelLaunch specialize_group(const GroupWork& work, const Tunables& tunables = {});
-
-// The built-in families (each in its own files; registered in registry.cpp).
-const Family& elementwise_family();
-const Family& rows_family();
-const Family& columns_family();
 
 }  // namespace kiln

@@ -7,6 +7,11 @@
 
 namespace kiln {
 
+// Each family's files define its function.
+const Family& elementwise_family();
+const Family& rows_family();
+const Family& columns_family();
+
 const std::vector<const Family*>& families() {
   static const std::vector<const Family*> all = {
       &elementwise_family(),

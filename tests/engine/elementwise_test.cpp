@@ -5,6 +5,7 @@
 
 #include "engine/compiler/compiler.hpp"
 #include "engine/fusion.hpp"
+#include "engine/op_call.hpp"
 #include "ops/op.hpp"
 #include "tests/support.hpp"
 
@@ -25,7 +26,7 @@ TensorView view(kiln::Shape shape, DType t, std::uint64_t data = 0x10000,
 }
 
 kiln::KernelLaunch spec(const char* op, const TensorView& out, std::vector<kiln::Operand> in) {
-  return kiln::specialize_op(kiln::ops::find_op(op), out, in);
+  return kiln::specialize_call(kiln::op_call(kiln::ops::find_op(op), out, in, {}), "sm_90a");
 }
 
 }  // namespace
@@ -33,7 +34,7 @@ kiln::KernelLaunch spec(const char* op, const TensorView& out, std::vector<kiln:
 TEST_CASE("contiguous operands coalesce to one dim with 16-byte packs") {
   auto f32 = spec("add", view({64, 1024}, DType::f32),
                   {view({64, 1024}, DType::f32), view({64, 1024}, DType::f32)});
-  CHECK(f32.spec.name == "add_f32_f32__r1v4");
+  CHECK(f32.spec.name == "add_f32__r1v4");
   CHECK(f32.spec.expression.find("kiln::Layout<kiln::Dim<0, 4, 4, 4>>") != std::string::npos);
   CHECK(f32.spec.source.find("kiln::op::Add::apply(x[0], x[1])") != std::string::npos);
   CHECK(f32.groups == 16384);
@@ -113,7 +114,7 @@ TEST_CASE("alignment is part of the specialization") {
 TEST_CASE("broadcast keeps stride 0 and still vectorizes the inner dim") {
   auto L = spec("add", view({32, 4096}, DType::bf16),
                 {view({32, 4096}, DType::bf16), view({4096}, DType::bf16)});
-  CHECK(L.spec.name == "add_bf16_bf16__r2v8");
+  CHECK(L.spec.name == "add_bf16__r2v8");
   CHECK(L.spec.expression.find("kiln::Dim<0, 4096, 4096, 0>, kiln::Dim<512, 8, 8, 8>") !=
         std::string::npos);
   // A column broadcast ([R, 1]) has inner stride 0: one load per pack.

@@ -1,0 +1,104 @@
+// The family registry: every fused group is claimed by exactly one family, the one whose
+// template computes it; launches name their family; each family's headers are kiln's; eager
+// calls take their kernels from the families as plans do.
+#include <doctest/doctest.h>
+
+#include <kiln/graph.hpp>
+#include <set>
+#include <string>
+
+#include "engine/compiler/headers.hpp"
+#include "engine/families/family.hpp"
+#include "engine/fusion.hpp"
+#include "engine/op_call.hpp"
+#include "tests/support.hpp"
+
+using kiln::DType;
+using kiln::Graph;
+
+namespace {
+
+kiln::Attrs axis(std::int64_t a) {
+  kiln::Attrs at;
+  at.axis = a;
+  return at;
+}
+
+// The families claiming each group of `g`'s plan, by name, and the launches' families.
+std::vector<std::string> claimed(const Graph& g) {
+  std::vector<kiln::TensorView> values;
+  for (const auto& n : g.nodes()) values.push_back(kiln::test::desc(n.shape, n.dtype));
+  std::vector<std::string> out;
+  for (const kiln::FusedGroup& grp : kiln::fuse(g, true)) {
+    std::vector<std::string> by;
+    for (const kiln::Family* f : kiln::families())
+      if (f->claims(grp, g)) by.emplace_back(f->name());
+    REQUIRE(by.size() == 1);
+    const std::string arch = "sm_90a";
+    const kiln::KernelLaunch L = kiln::specialize_group({grp, values, g, g, arch});
+    REQUIRE(L.family != nullptr);
+    CHECK(L.family->name() == by[0]);
+    out.push_back(by[0]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "families: elementwise, rows and columns are registered, named once, with kiln's headers") {
+  std::set<std::string> names;
+  for (const kiln::Family* f : kiln::families()) {
+    CHECK(names.insert(std::string(f->name())).second);
+    CHECK(!f->headers().empty());
+    for (std::string_view h : f->headers())
+      CHECK(kiln::compiler::HeaderTable::embedded().contains("kiln/" + std::string(h)));
+  }
+  CHECK(names == std::set<std::string>{"elementwise", "rows", "columns"});
+}
+
+TEST_CASE("families: each group is claimed by the one family whose template computes it") {
+  Graph g;
+  auto x = g.input("x", {64, 48}, DType::f32);
+  auto w = g.input("w", {48}, DType::f32);
+  auto y = kiln::apply("silu", {x * 2.0});
+  (void)w;
+  g.output(kiln::apply("softmax", {y}));       // rows: the last axis
+  g.output(kiln::apply("sum", {y}, axis(0)));  // columns: a dim follows it
+  kiln::Attrs all;
+  all.all_axes = true;
+  g.output(kiln::apply("sum", {y}, all));  // rows: every element
+  g.output(y + w);                         // elementwise
+  const std::vector<std::string> got = claimed(g);
+  CHECK(std::multiset<std::string>(got.begin(), got.end()) ==
+        std::multiset<std::string>{"rows", "columns", "rows", "elementwise"});
+
+  // A dim of 1 after the axis is no column: [64, 48, 1] along axis 1 is a row.
+  Graph r;
+  auto z = r.input("z", {64, 48, 1}, DType::bf16);
+  r.output(kiln::apply("sum", {z}, axis(1)));
+  CHECK(claimed(r) == std::vector<std::string>{"rows"});
+}
+
+TEST_CASE("families: an eager call's kernel is the one its one-node plan runs") {
+  const auto& softmax = kiln::ops::find_op("softmax");
+  const kiln::TensorView x = kiln::test::desc({8, 1000}, DType::bf16);
+  const kiln::OpCall call = kiln::op_call(softmax, x, {x}, {});
+  const kiln::KernelLaunch eager = kiln::specialize_call(call, "sm_90a");
+  Graph g;
+  g.output(kiln::apply("softmax", {g.input("x", {8, 1000}, DType::bf16)}));
+  const std::vector<kiln::KernelSpec> planned = kiln::plan_specs(g, true, {}, nullptr, "sm_90a");
+  REQUIRE(planned.size() == 1);
+  CHECK(eager.spec.source == planned[0].source);
+  CHECK(eager.spec.expression == planned[0].expression);
+  CHECK(eager.family->name() == "rows");
+  // Its slots: the output, then each tensor operand; its scalars the call's, then eps.
+  const auto& clamp = kiln::ops::find_op("clamp");
+  const kiln::TensorView v = kiln::test::desc({100}, DType::f32);
+  kiln::Attrs bounds;
+  bounds.min = -1;
+  bounds.max = 2;
+  const kiln::KernelLaunch c = kiln::specialize_call(kiln::op_call(clamp, v, {v}, bounds), "sm_80");
+  CHECK(c.pointers.size() == 2);
+  CHECK(c.scalars == std::vector<float>{-1.f, 2.f});
+}
