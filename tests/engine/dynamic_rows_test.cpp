@@ -11,8 +11,8 @@
 
 #include "bench/lengths.hpp"
 #include "engine/compiler/compiler.hpp"
-#include "engine/fusion.hpp"
 #include "engine/families/row_buckets.hpp"
+#include "engine/fusion.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
 
@@ -44,6 +44,28 @@ std::set<std::string> ids(const std::vector<kiln::KernelSpec>& specs) {
   std::set<std::string> out;
   for (const auto& s : specs) out.insert(kiln::compiler::spec_id(s));
   return out;
+}
+
+// How replay's bf16 output `got` differs from run's `want`: how many elements, the first, and
+// each side's worst distance from the fp64 reference `ref`.
+std::string replay_differs(const std::vector<unsigned char>& got,
+                           const std::vector<unsigned char>& want, const std::vector<double>& ref,
+                           std::int64_t L) {
+  std::size_t n = 0, first = 0;
+  double got_off = 0, want_off = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double a = kiln::load_element(DType::bf16, got.data() + 2 * i),
+                 w = kiln::load_element(DType::bf16, want.data() + 2 * i);
+    got_off = std::max(got_off, std::fabs(a - ref[i]));
+    want_off = std::max(want_off, std::fabs(w - ref[i]));
+    if (std::memcmp(got.data() + 2 * i, want.data() + 2 * i, 2) != 0 && n++ == 0) first = i;
+  }
+  return fmt::format(
+      "replay differs from run in {} of {} elements, first at row {} column {}: {} against {}; "
+      "worst distance from the fp64 reference: replay {}, run {}",
+      n, ref.size(), first / std::size_t(L), first % std::size_t(L),
+      kiln::load_element(DType::bf16, got.data() + 2 * first),
+      kiln::load_element(DType::bf16, want.data() + 2 * first), got_off, want_off);
 }
 
 }  // namespace
@@ -259,7 +281,7 @@ TEST_CASE(
     doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e(kiln::test::on_gpu());
   auto rng = kiln::test::make_rng(43);
-  for (const char* op : {"softmax", "layer_norm"}) {
+  for (const std::string op : {"softmax", "layer_norm"}) {
     const Graph g = dynamic_row_graph(op, 3, DType::bf16);
     const kiln::Plan plan(g);
     const std::string y = g.node(g.outputs().at(0)).name;
@@ -278,10 +300,14 @@ TEST_CASE(
       };
       const std::vector<unsigned char> want = fetch(plan.run(e, views).at(y));
       for (int round = 0; round < 3; ++round) {  // the graph built, replayed, then new buffers
+        CAPTURE(round);
         kiln::Tensor out = e.empty({3, L}, DType::bf16);
         out.fill_bytes(0xff);
         plan.replay(e, views, {{y, out.view()}});
-        CHECK(fetch(out) == want);
+        const std::vector<unsigned char> got = fetch(out);
+        if (got != want)
+          FAIL_CHECK(
+              replay_differs(got, want, kiln::test::evaluate(b, host).at(g.outputs().at(0)), L));
       }
     }
   }
