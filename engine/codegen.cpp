@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <kiln/error.hpp>
+#include <set>
 
 namespace kiln::codegen {
 namespace {
@@ -45,6 +46,11 @@ std::string render_dim(std::int64_t extent, const std::vector<std::int64_t>& str
 std::string render_source(std::string_view header,
                           const std::vector<std::pair<std::string_view, const Body*>>& bodies) {
   std::vector<std::string> structs;
+  std::set<std::string_view> functors;  // custom ops', each defined once
+  for (const auto& [name, body] : bodies)
+    for (const Step& st : body->steps)
+      if (st.expr && functors.insert(st.functor).second)
+        structs.push_back(render_functor(st.functor, *st.expr));
   for (const auto& [name, body] : bodies) structs.push_back(render_body(*body, name));
   return fmt::format("#include <kiln/{}>\n\n{}", header, fmt::join(structs, "\n"));
 }

@@ -27,6 +27,8 @@ struct Step {
   std::vector<Ref> args;
   bool round = false;  ///< round the result to `dtype` (cast semantics)
   DType dtype = DType::f32;
+  /// A custom op's expression: the source defines `functor` from it (render_functor).
+  const ops::Expr* expr = nullptr;
 };
 
 /// A straight-line body in SSA form. Intermediates stay f32; outputs round on store.
@@ -42,7 +44,8 @@ struct Body {
 std::string render_body(const Body& body, std::string_view name = "kiln_body");
 
 /// A kernel's translation unit: the include of kiln's template header `header`
-/// ("rows.cuh"), then each body as the struct of its name.
+/// ("rows.cuh"), the functor of each custom op a body applies, then each body as the struct of
+/// its name.
 std::string render_source(std::string_view header,
                           const std::vector<std::pair<std::string_view, const Body*>>& bodies);
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cache/atomic_file.hpp"
+#include "engine/graph_ops.hpp"
 #include "ops/op.hpp"
 
 namespace kiln {
@@ -98,7 +99,7 @@ Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, co
   if (find(name) >= 0) throw GraphError(fmt::format("node '{}': the name is already used", name));
   const ops::OpDef* op = nullptr;
   try {
-    op = &ops::find_op(op_name);
+    op = &op_def(op_name);
   } catch (const Error& e) {
     throw GraphError(fmt::format("node '{}': field op: {}", name, e.what()));
   }
@@ -168,10 +169,11 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
     throw GraphError(
         fmt::format("{}: the top level must be an object with inputs, nodes, outputs", origin));
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.key() != "inputs" && it.key() != "nodes" && it.key() != "outputs")
+    if (it.key() != "inputs" && it.key() != "nodes" && it.key() != "outputs" && it.key() != "ops")
       throw GraphError(
           fmt::format("{}: unknown top-level field '{}'", origin, printable_name(it.key())));
   Graph g;
+  if (j.contains("ops")) parse_custom_ops(j.at("ops"), g, origin);
   const auto& inputs = field(j, "inputs", "graph");
   if (!inputs.is_array())
     throw GraphError(fmt::format("{}: field inputs must be an array", origin));
@@ -334,8 +336,9 @@ std::string Graph::to_json() const {
   }
   for (int o : outputs_) outputs.push_back(nlohmann::json(nodes_[std::size_t(o)].name).dump());
   return fmt::format(
-      "{{\n  \"inputs\": [\n{}\n  ],\n  \"nodes\": [\n{}\n  ],\n  \"outputs\": [{}]\n}}\n",
-      fmt::join(inputs, ",\n"), fmt::join(nodes, ",\n"), fmt::join(outputs, ", "));
+      "{{\n{}  \"inputs\": [\n{}\n  ],\n  \"nodes\": [\n{}\n  ],\n  \"outputs\": [{}]\n}}\n",
+      custom_ops_json(*this), fmt::join(inputs, ",\n"), fmt::join(nodes, ",\n"),
+      fmt::join(outputs, ", "));
 }
 
 void Graph::save(const std::string& path) const {

@@ -75,6 +75,7 @@ class PlanImpl {
     check_inputs(inputs);
     if (dynamic()) {
       scratch = Graph();
+      for (const CustomOp& op : graph.custom_ops()) scratch.define_op(op);
       for (const auto& n : graph.nodes()) {
         std::vector<GraphArg> args;
         for (const auto& a : n.args)

@@ -8,6 +8,8 @@
 
 namespace kiln::ops {
 
+class Expr;
+
 /// How an op fuses (docs/ops.md): elementwise ops fuse into chains and into
 /// the prologue of row ops; row ops (reductions, softmax, norms over the last axis) anchor a
 /// kernel of their own and materialize their result.
@@ -44,6 +46,9 @@ struct OpDef {
   RowReference row_reference = nullptr;  ///< row ops
   bool reduces = false;                  ///< writes one value per row
   std::size_t min_operands = 0;          ///< when some operands are optional (norms); 0 = all
+  /// A custom op's expression (ops/custom.hpp): codegen renders its functor from it, references
+  /// evaluate it; null for kiln's own ops.
+  const Expr* expr = nullptr;
 };
 
 /// The op called `name`; ArgumentError listing the known ops otherwise.

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cache/key.hpp"
+#include "ops/expr.hpp"
 #include "ops/op.hpp"
 #include "tests/support.hpp"
 
@@ -100,6 +101,24 @@ TEST_CASE(
     CAPTURE(op.name);
     CHECK(documented.count(std::string(op.name)) == 1);
   }
+}
+
+TEST_CASE("docs/ops.md: a custom op's functions are the parser's, every one") {
+  const std::string text = source("docs/ops.md");
+  const std::size_t from = text.find("## Custom ops");
+  REQUIRE(from != std::string::npos);
+  const std::string section = text.substr(from, text.find("\n## ", from + 1) - from);
+  std::set<std::string> documented;
+  for (std::size_t at = 0; (at = section.find('`', at)) != std::string::npos;) {
+    const std::size_t end = section.find('`', at + 1);
+    const std::string word = section.substr(at + 1, end - at - 1);
+    if (!word.empty() && word.back() == 'f' && word.find_first_of(" ({") == std::string::npos)
+      documented.insert(word);
+    at = end + 1;
+  }
+  std::set<std::string> parsed;
+  for (const auto& f : kiln::ops::expr_functions()) parsed.insert(std::string(f.name));
+  CHECK(documented == parsed);
 }
 
 TEST_CASE("docs/graph-format.md: its examples are graphs kiln loads") {

@@ -31,6 +31,19 @@ class Value {
 
 using GraphArg = std::variant<Value, double>;
 
+namespace ops {
+struct OpDef;
+}
+
+/// A custom elementwise op a graph declares (docs/ops.md, "Custom ops"): `expr` is one
+/// expression over `operands` (`x * tanhf(log1pf(expf(x)))`), parsed, never pasted as code.
+/// Nodes use it by `name`; it fuses like kiln's own elementwise ops.
+struct CustomOp {
+  std::string name;
+  std::vector<std::string> operands;
+  std::string expr;
+};
+
 class Graph {
  public:
   /// One node: an input (op "input") or an op applied to earlier nodes and scalars.
@@ -49,6 +62,14 @@ class Graph {
   /// node). An empty name gets "t<N>".
   Value add(std::string_view op, const std::vector<GraphArg>& args, const Attrs& attrs = {},
             std::string name = "");
+  /// Declares custom op `op` for this graph's nodes (before the nodes that use it). GraphError
+  /// naming it for a name taken (by kiln's ops or an earlier custom op) or not an identifier,
+  /// bad operands, or an expression outside the grammar of docs/ops.md.
+  void define_op(const CustomOp& op);
+  const std::vector<CustomOp>& custom_ops() const { return custom_ops_; }
+  /// Op `name` as this graph knows it: its custom ops, then kiln's catalog (kiln-internal).
+  const ops::OpDef& op_def(std::string_view name) const;
+
   /// Marks `v` as an output; a non-empty `name` renames its node (the name outputs go by in
   /// Plan::run and `kiln run`). GraphError if the name is taken or invalid.
   void output(Value v, const std::string& name = "");
@@ -72,6 +93,8 @@ class Graph {
  private:
   std::vector<Node> nodes_;
   std::vector<int> outputs_;
+  std::vector<CustomOp> custom_ops_;
+  std::vector<std::shared_ptr<const ops::OpDef>> custom_defs_;  ///< custom_ops_' entries
 };
 
 /// `name` as messages and tables print it: quotes, backslashes, control and non-ASCII bytes
@@ -94,21 +117,38 @@ Value apply(std::string_view op, const std::vector<GraphArg>& args, const Attrs&
   inline Value op(Value x) { return apply(#op, {x}); }
 #define KILN_GRAPH_BINARY(op) \
   inline Value op(GraphArg a, GraphArg b) { return apply(#op, {a, b}); }
+// clang-format off
 KILN_GRAPH_UNARY(exp)
-KILN_GRAPH_UNARY(log) KILN_GRAPH_UNARY(sqrt) KILN_GRAPH_UNARY(rsqrt) KILN_GRAPH_UNARY(sin)
-    KILN_GRAPH_UNARY(cos) KILN_GRAPH_UNARY(gelu_tanh) KILN_GRAPH_UNARY(tanh)
-        KILN_GRAPH_UNARY(sigmoid) KILN_GRAPH_UNARY(relu) KILN_GRAPH_UNARY(gelu)
-            KILN_GRAPH_UNARY(silu) KILN_GRAPH_UNARY(softplus) KILN_GRAPH_UNARY(abs)
-                KILN_GRAPH_UNARY(neg) KILN_GRAPH_UNARY(softmax) KILN_GRAPH_UNARY(log_softmax)
-                    KILN_GRAPH_BINARY(pow) KILN_GRAPH_BINARY(maximum) KILN_GRAPH_BINARY(minimum)
-                        KILN_GRAPH_BINARY(eq) KILN_GRAPH_BINARY(ne) KILN_GRAPH_BINARY(lt)
-                            KILN_GRAPH_BINARY(le) KILN_GRAPH_BINARY(gt) KILN_GRAPH_BINARY(ge)
+KILN_GRAPH_UNARY(log)
+KILN_GRAPH_UNARY(sqrt)
+KILN_GRAPH_UNARY(rsqrt)
+KILN_GRAPH_UNARY(sin)
+KILN_GRAPH_UNARY(cos)
+KILN_GRAPH_UNARY(gelu_tanh)
+KILN_GRAPH_UNARY(tanh)
+KILN_GRAPH_UNARY(sigmoid)
+KILN_GRAPH_UNARY(relu)
+KILN_GRAPH_UNARY(gelu)
+KILN_GRAPH_UNARY(silu)
+KILN_GRAPH_UNARY(softplus)
+KILN_GRAPH_UNARY(abs)
+KILN_GRAPH_UNARY(neg)
+KILN_GRAPH_UNARY(softmax)
+KILN_GRAPH_UNARY(log_softmax)
+KILN_GRAPH_BINARY(pow)
+KILN_GRAPH_BINARY(maximum)
+KILN_GRAPH_BINARY(minimum)
+KILN_GRAPH_BINARY(eq)
+KILN_GRAPH_BINARY(ne)
+KILN_GRAPH_BINARY(lt)
+KILN_GRAPH_BINARY(le)
+KILN_GRAPH_BINARY(gt)
+KILN_GRAPH_BINARY(ge)
+// clang-format on
 #undef KILN_GRAPH_UNARY
 #undef KILN_GRAPH_BINARY
-    /// cond ? a : b, elementwise (cond a bool mask, or true where nonzero).
-    inline Value where(GraphArg cond, GraphArg a, GraphArg b) {
-  return apply("where", {cond, a, b});
-}
+/// cond ? a : b, elementwise (cond a bool mask, or true where nonzero).
+inline Value where(GraphArg cond, GraphArg a, GraphArg b) { return apply("where", {cond, a, b}); }
 /// x limited to [min, max]; either bound may be left out.
 inline Value clamp(Value x, std::optional<double> min, std::optional<double> max) {
   Attrs a;

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "engine/fusion.hpp"
+#include "ops/expr.hpp"
 #include "ops/op.hpp"
 #include "tests/support.hpp"
 
@@ -59,7 +60,7 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
                             std::vector<double>* mag = nullptr) {
   const auto& n = g.node(id);
   std::vector<double> out(std::size_t(numel_of(n.shape)));
-  const auto& op = ops::find_op(n.op);
+  const auto& op = g.op_def(n.op);
   if (op.fusion == ops::FusionClass::row) {
     const int x = std::get<int>(n.args[0]);
     const auto& xv = arg(x);
@@ -90,7 +91,7 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
     if (std::holds_alternative<int>(a)) tensors.push_back(&arg(std::get<int>(a)));
   const std::vector<double> attrs = ops::attr_scalars(op, n.attrs);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    double a[3] = {0, 0, 0};
+    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // a custom op takes up to 8
     std::size_t k = 0, t = 0;
     for (const auto& x : n.args) {
       if (std::holds_alternative<double>(x))
@@ -100,7 +101,7 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
             broadcast_offset(std::int64_t(i), n.shape, g.node(std::get<int>(x)).shape))];
     }
     for (double v : attrs) a[k++] = v;
-    out[i] = op.reference(a[0], a[1], a[2]);
+    out[i] = op.expr ? op.expr->evaluate(a) : op.reference(a[0], a[1], a[2]);
     if (mag) {  // an unset clamp bound is infinite: not an operand's magnitude
       double m = 0;
       for (double x : a) m = std::isfinite(x) ? std::max(m, std::fabs(x)) : m;
@@ -172,7 +173,7 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
     auto step = [&](int id) {
       std::vector<double> mag;
       std::vector<double> v;
-      const auto& op = ops::find_op(g.node(id).op);
+      const auto& op = g.op_def(g.node(id).op);
       if (op.fusion == ops::FusionClass::row && jitter != 0) {
         // A row op's own f32 arithmetic (its sum, mean, max) errs by a few ulps of the row's
         // largest element; x - mean amplifies that by 1/std when a row is nearly constant.
