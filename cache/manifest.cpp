@@ -16,11 +16,12 @@
 namespace kiln::cache {
 
 std::string manifest_line(const KernelSpec& spec) {
-  return nlohmann::json{{"name", spec.name},
-                        {"source", spec.source},
-                        {"expression", spec.expression},
-                        {"options", spec.options}}
-      .dump();
+  nlohmann::json j{{"name", spec.name},
+                   {"source", spec.source},
+                   {"expression", spec.expression},
+                   {"options", spec.options}};
+  if (!spec.headers.empty()) j["headers"] = spec.headers;  // a user template's own
+  return j.dump();
 }
 
 std::vector<KernelSpec> read_manifest(const std::string& path) {
@@ -40,10 +41,12 @@ std::vector<KernelSpec> read_manifest(const std::string& path) {
       s.source = j.at("source").get<std::string>();
       s.expression = j.at("expression").get<std::string>();
       s.options = j.at("options").get<std::vector<std::string>>();
+      if (j.contains("headers"))
+        s.headers = j.at("headers").get<std::map<std::string, std::string>>();
     } catch (const std::exception& e) {
       throw ArgumentError(
           fmt::format("{}:{}: not a manifest line ({}); expected a JSON object with name, source, "
-                      "expression, options",
+                      "expression, options (and headers)",
                       path, n, e.what()));
     }
     if (s.name.empty() || s.expression.empty())

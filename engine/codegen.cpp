@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <kiln/error.hpp>
 #include <set>
 
@@ -132,5 +134,55 @@ std::string render_functor(std::string_view name, const ops::Expr& expr) {
 }
 
 std::vector<std::string> builtin_options() { return {"-std=c++17", "--minimal"}; }
+
+std::string render_include(std::string_view name) { return fmt::format("#include \"{}\"\n", name); }
+
+std::string_view render_user_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return "float";
+    case DType::f16:
+      return "__half";
+    case DType::bf16:
+      return "__nv_bfloat16";
+    case DType::boolean:
+      return "bool";
+  }
+  return "float";
+}
+
+std::string render_user_instance(std::string_view instance,
+                                 const std::vector<std::pair<std::string, std::string>>& values) {
+  std::string out;
+  for (std::size_t i = 0; i < instance.size(); ++i) {
+    if (instance[i] == '{') {
+      const std::size_t close = instance.find('}', i);
+      if (close == std::string_view::npos)
+        throw ArgumentError(fmt::format("instance '{}': a '{{' without its '}}'", instance));
+      const std::string_view name = instance.substr(i + 1, close - i - 1);
+      const auto it = std::find_if(values.begin(), values.end(),
+                                   [&](const auto& v) { return v.first == name; });
+      if (it == values.end())
+        throw ArgumentError(fmt::format(
+            "instance '{}': {{{}}} is neither a tensor parameter nor a tunable", instance, name));
+      out += it->second;
+      i = close;
+      continue;
+    }
+    const char c = instance[i];
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) ||
+                    std::string_view("_:<>, ").find(c) != std::string_view::npos;
+    if (!ok)
+      throw ArgumentError(fmt::format(
+          "instance '{}': '{}' has no place in a name expression (letters, digits, _ : < > , "
+          "and spaces)",
+          instance, c));
+    out += c;
+  }
+  if (out.empty()) throw ArgumentError("a template's instance is empty");
+  return out;
+}
+
+std::vector<std::string> user_options() { return {"-std=c++17"}; }
 
 }  // namespace kiln::codegen

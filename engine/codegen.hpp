@@ -67,6 +67,22 @@ std::string render_dim(std::int64_t extent, const std::vector<std::int64_t>& str
 /// the expression grammar reaches the text).
 std::string render_functor(std::string_view name, const ops::Expr& expr);
 
+/// A user template's kernel source: the include of its header `name` (a KernelSpec header).
+std::string render_include(std::string_view name);
+
+/// The CUDA type a user template sees for `dtype`: the toolkit's (`float`, `__half`,
+/// `__nv_bfloat16`, `bool`).
+std::string_view render_user_type(DType dtype);
+
+/// `instance` with each `{name}` replaced by `values`' text for it: ArgumentError for a name
+/// it does not hold, an unpaired brace, or a result that is not a name expression (letters,
+/// digits, `_`, `:`, `<`, `>`, `,`, spaces).
+std::string render_user_instance(std::string_view instance,
+                                 const std::vector<std::pair<std::string, std::string>>& values);
+
+/// NVRTC options of users' templates: C++17, the full built-in header.
+std::vector<std::string> user_options();
+
 /// NVRTC options of kiln's own templates. `--minimal` leaves out of NVRTC's built-in header
 /// what they never use (textures, surfaces, device-runtime calls): about 12 ms a compile.
 std::vector<std::string> builtin_options();

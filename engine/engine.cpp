@@ -109,7 +109,13 @@ void EngineImpl::require_device(const char* what) const {
 
 namespace {
 
-std::string memo_of(const KernelSpec& spec) { return spec.source + '\n' + spec.expression; }
+// What tells loaded kernels apart: their source, instantiation and own headers.
+std::string memo_of(const KernelSpec& spec) {
+  std::string memo = spec.source + '\n' + spec.expression;
+  for (const auto& [name, text] : spec.headers)
+    memo += '\n' + std::to_string(name.size()) + name + std::to_string(text.size()) + text;
+  return memo;
+}
 
 }  // namespace
 

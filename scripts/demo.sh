@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Setup, build, then kiln's main job. With a GPU: the hello app twice (the second run compiles
-# nothing). Without: hello's kernels compiled for sm_90a into the cache, and the cache listed.
+# nothing) and a user's own kernel template (examples/custom_kernel). Without: the same kernels
+# compiled for sm_90a into the cache, and the cache listed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -9,10 +10,13 @@ build/bin/kiln info
 if build/bin/kiln info | grep -q '^device 0'; then
   echo "== first run"; build/bin/hello
   echo "== second run (a new process: kernels come from the disk cache)"; build/bin/hello
+  echo "== a user's kernel template (examples/custom_kernel)"; build/bin/custom_kernel
 else
   echo "== no GPU: precompiling hello's kernels for sm_90a (f32 and bf16)"
   build/bin/hello --offline --arch sm_90a
   build/bin/hello --offline --arch sm_90a --dtype bf16
+  echo "== a user's kernel template (examples/custom_kernel), compiled for sm_90a"
+  build/bin/custom_kernel --offline --arch sm_90a
   echo "== the cache"
   build/bin/kiln cache ls
 fi

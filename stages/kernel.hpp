@@ -20,6 +20,10 @@ struct KernelSpec {
   std::string source;      ///< main translation unit
   std::string expression;  ///< NVRTC name expression of the __global__ instantiation
   std::vector<std::string> options;
+  /// Headers of the spec's own (a user template's and its include files), by the name the
+  /// source includes them as; kiln's own templates have none. Keyed by their bytes like the
+  /// source.
+  std::map<std::string, std::string> headers;
 };
 
 /// What NVRTC produced for one spec and one arch.

@@ -95,18 +95,21 @@ std::string headers_id_of(const std::vector<std::string>& closure, const HeaderT
 
 }  // namespace
 
-cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch,
-                       const HeaderTable& headers) {
+cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch, const HeaderTable& base) {
+  const HeaderTable headers(base, spec.headers);
   const std::vector<std::string> closure = headers.closure(spec.source);
   return cache::compute_key({spec.source, spec.expression, included(closure, headers), spec.options,
                              arch, nvrtc_version()});
 }
 
 std::string spec_id(const KernelSpec& spec) {
-  return cache::compute_key({spec.source, spec.expression, {}, spec.options, "", ""}).hex();
+  std::vector<std::pair<std::string_view, std::string_view>> own(spec.headers.begin(),
+                                                                 spec.headers.end());
+  return cache::compute_key({spec.source, spec.expression, own, spec.options, "", ""}).hex();
 }
 
-std::string headers_id(const KernelSpec& spec, const HeaderTable& headers) {
+std::string headers_id(const KernelSpec& spec, const HeaderTable& base) {
+  const HeaderTable headers(base, spec.headers);
   return headers_id_of(headers.closure(spec.source), headers);
 }
 
@@ -137,8 +140,8 @@ std::vector<std::string> target_options(const std::string& arch) {
   return {fmt::format("--gpu-architecture=compute_{}", best)};
 }
 
-CompiledKernel compile(const KernelSpec& spec, const std::string& arch,
-                       const HeaderTable& headers) {
+CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const HeaderTable& base) {
+  const HeaderTable headers(base, spec.headers);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> options = spec.options;
   const std::vector<std::string> target = target_options(arch);

@@ -21,10 +21,11 @@ int arch_number(const std::string& arch);
 /// arch or one older than NVRTC supports.
 std::vector<std::string> target_options(const std::string& arch);
 
-/// The cache key of spec compiled for arch by this NVRTC with these headers.
+/// The cache key of spec compiled for arch by this NVRTC with these headers (and the spec's own,
+/// KernelSpec::headers, over them).
 cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch,
                        const HeaderTable& headers = HeaderTable::embedded());
-/// Arch-free identity of a spec (source, expression, options), hex.
+/// Arch-free identity of a spec (source, expression, options, its own headers), hex.
 std::string spec_id(const KernelSpec& spec);
 /// Identity of the header bytes spec includes, hex.
 std::string headers_id(const KernelSpec& spec,

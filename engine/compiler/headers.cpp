@@ -44,17 +44,26 @@ const HeaderTable& HeaderTable::embedded() {
   return table;
 }
 
+HeaderTable::HeaderTable(const HeaderTable& base, const std::map<std::string, std::string>& extra)
+    : headers_(extra.begin(), extra.end()), base_(&base) {}
+
 void HeaderTable::add(std::string name, std::string source) {
   headers_[std::move(name)] = std::move(source);
 }
 
-bool HeaderTable::contains(std::string_view name) const { return headers_.count(name) != 0; }
+bool HeaderTable::contains(std::string_view name) const {
+  return headers_.count(name) != 0 || (base_ && base_->contains(name));
+}
+
+const std::string* HeaderTable::find(std::string_view name) const {
+  auto it = headers_.find(name);
+  if (it != headers_.end()) return &it->second;
+  return base_ ? base_->find(name) : nullptr;
+}
 
 const std::string& HeaderTable::source(std::string_view name) const {
-  auto it = headers_.find(name);
-  if (it == headers_.end())
-    throw ArgumentError("no header '" + std::string(name) + "' in kiln's header table");
-  return it->second;
+  if (const std::string* s = find(name)) return *s;
+  throw ArgumentError("no header '" + std::string(name) + "' in kiln's header table");
 }
 
 std::vector<std::string> HeaderTable::closure(std::string_view source) const {
@@ -63,9 +72,9 @@ std::vector<std::string> HeaderTable::closure(std::string_view source) const {
   while (!todo.empty()) {
     std::string name = std::move(todo.back());
     todo.pop_back();
-    auto it = headers_.find(name);
-    if (it == headers_.end() || !seen.insert(name).second) continue;
-    for (auto& inc : includes_of(it->second)) todo.push_back(std::move(inc));
+    const std::string* text = find(name);
+    if (!text || !seen.insert(name).second) continue;
+    for (auto& inc : includes_of(*text)) todo.push_back(std::move(inc));
   }
   return {seen.begin(), seen.end()};
 }

@@ -11,6 +11,10 @@ namespace kiln::compiler {
 
 class HeaderTable {
  public:
+  HeaderTable() = default;
+  /// `base` (which must outlive this table) with `extra` added over it: a spec's own headers.
+  HeaderTable(const HeaderTable& base, const std::map<std::string, std::string>& extra);
+
   /// The table of embedded headers, built once.
   static const HeaderTable& embedded();
 
@@ -18,6 +22,9 @@ class HeaderTable {
   void add(std::string name, std::string source);
   bool contains(std::string_view name) const;
   const std::string& source(std::string_view name) const;
+  /// The bytes of header `name`, or null.
+  const std::string* find(std::string_view name) const;
+  /// The table's own headers (not its base's).
   const std::map<std::string, std::string, std::less<>>& all() const { return headers_; }
 
   /// Names of the headers `source` includes, directly or not, that this table holds; sorted.
@@ -25,6 +32,7 @@ class HeaderTable {
 
  private:
   std::map<std::string, std::string, std::less<>> headers_;
+  const HeaderTable* base_ = nullptr;  ///< looked in after headers_
 };
 
 }  // namespace kiln::compiler

@@ -40,12 +40,12 @@ unsigned Module::allow_dynamic_shared(int optin) {
   return unsigned(dynamic);
 }
 
-void Module::launch(unsigned grid, unsigned block, unsigned shared, CUstream stream, void** args,
-                    unsigned cluster) const {
+void Module::launch(const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
+                    unsigned shared, CUstream stream, void** args, unsigned cluster) const {
   if (cluster <= 1) {
-    KILN_CU_CHECK(
-        driver().cuLaunchKernel(function_, grid, 1, 1, block, 1, 1, shared, stream, args, nullptr),
-        "kernel " + kernel_);
+    KILN_CU_CHECK(driver().cuLaunchKernel(function_, grid[0], grid[1], grid[2], block[0], block[1],
+                                          block[2], shared, stream, args, nullptr),
+                  "kernel " + kernel_);
     return;
   }
   CUlaunchAttribute dims{};
@@ -53,10 +53,12 @@ void Module::launch(unsigned grid, unsigned block, unsigned shared, CUstream str
   dims.value.clusterDim.x = cluster;
   dims.value.clusterDim.y = dims.value.clusterDim.z = 1;
   CUlaunchConfig config{};
-  config.gridDimX = grid;
-  config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = block;
-  config.blockDimY = config.blockDimZ = 1;
+  config.gridDimX = grid[0];
+  config.gridDimY = grid[1];
+  config.gridDimZ = grid[2];
+  config.blockDimX = block[0];
+  config.blockDimY = block[1];
+  config.blockDimZ = block[2];
   config.sharedMemBytes = shared;
   config.hStream = stream;
   config.attrs = &dims;

@@ -3,6 +3,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -28,7 +29,12 @@ class Module {
   /// of `cluster` blocks if more than 1 (sm_90 and later; a kernel without compiled cluster
   /// dims); `args` as cuLaunchKernel wants them.
   void launch(unsigned grid, unsigned block, unsigned shared, CUstream stream, void** args,
-              unsigned cluster = 1) const;
+              unsigned cluster = 1) const {
+    launch({grid, 1, 1}, {block, 1, 1}, shared, stream, args, cluster);
+  }
+  /// The same with 3-D grid and block dims (x, y, z); clusters of `cluster` blocks along x.
+  void launch(const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
+              unsigned shared, CUstream stream, void** args, unsigned cluster = 1) const;
 
  private:
   ModuleHandle module_;

@@ -7,4 +7,5 @@
 #include <kiln/error.hpp>
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
+#include <kiln/template.hpp>
 #include <kiln/tensor.hpp>

@@ -1,0 +1,227 @@
+#include "engine/families/user_template.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <kiln/error.hpp>
+#include <kiln/graph.hpp>
+#include <set>
+
+#include "engine/codegen.hpp"
+#include "engine/compiler/headers.hpp"
+#include "ops/expr.hpp"
+
+namespace kiln {
+namespace {
+
+using Kind = TemplateParam::Kind;
+
+bool identifier(std::string_view s) {
+  if (s.empty() || s.size() > 64 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+// A header name a kernel includes as "name": letters, digits, '_', '-', '.', '/', no "..".
+bool header_name(std::string_view s) {
+  if (s.empty() || s.size() > 200 || s.find("..") != std::string_view::npos || s[0] == '/')
+    return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        std::string_view("_-./").find(c) == std::string_view::npos)
+      return false;
+  return true;
+}
+
+// The launch rule's variables: integer parameters, each tensor's numel and dims, the tunables.
+struct Variables {
+  std::vector<std::string> names;
+  std::vector<double> values;
+  void add(std::string name, double v) {
+    names.push_back(std::move(name));
+    values.push_back(v);
+  }
+};
+
+Variables variables(const Template& t, const std::vector<Operand>& args, const Tunables& tun) {
+  Variables vars;
+  for (std::size_t i = 0; i < t.param_list().size(); ++i) {
+    const TemplateParam& p = t.param_list()[i];
+    if (p.kind == Kind::tensor) {
+      const TensorView& v = std::get<TensorView>(args[i]);
+      vars.add(p.name + "_numel", double(v.numel()));
+      for (std::size_t d = 0; d < v.shape.size(); ++d)
+        vars.add(fmt::format("{}_dim{}", p.name, d), double(v.shape[d]));
+    } else if (p.kind == Kind::i32 || p.kind == Kind::i64) {
+      vars.add(p.name, std::get<double>(args[i]));
+    }
+  }
+  for (const auto& [name, value] : tun) vars.add(name, value);
+  return vars;
+}
+
+// `text` of the rule, evaluated: a whole number from 0 to `most`.
+unsigned rule_value(const Template& t, const std::string& what, const std::string& text,
+                    const Variables& vars, double most) {
+  const ops::Expr e = [&] {
+    try {
+      return ops::Expr::parse(t.name(), text, vars.names);
+    } catch (const Error& err) {
+      throw ArgumentError(fmt::format("template {}: {}: {}", t.name(), what, err.what()));
+    }
+  }();
+  const double v = e.evaluate(vars.values.data());
+  if (!(v >= 0) || v != std::floor(v) || v > most)
+    throw ArgumentError(
+        fmt::format("template {}: {} '{}' is {}: a launch takes a whole number from 0 to {:.0f}",
+                    t.name(), what, text, v, most));
+  return unsigned(v);
+}
+
+// The kernel's parameter bytes from `args`, each naturally aligned.
+void pack(const Template& t, const std::vector<Operand>& args, UserLaunch& L) {
+  const auto put = [&](const void* p, std::size_t n) {
+    const std::size_t at = (L.bytes.size() + n - 1) / n * n;
+    L.bytes.resize(at + n);
+    std::memcpy(L.bytes.data() + at, p, n);
+    L.offsets.push_back(at);
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const TemplateParam& p = t.param_list()[i];
+    if (p.kind == Kind::tensor) {
+      const std::uint64_t data = std::get<TensorView>(args[i]).data;
+      put(&data, 8);
+      continue;
+    }
+    const double v = std::get<double>(args[i]);
+    if (p.kind == Kind::i32) {
+      const std::int32_t x = std::int32_t(v);
+      put(&x, 4);
+    } else if (p.kind == Kind::i64) {
+      const std::int64_t x = std::int64_t(v);
+      put(&x, 8);
+    } else if (p.kind == Kind::f32) {
+      const float x = float(v);
+      put(&x, 4);
+    } else {
+      put(&v, 8);
+    }
+  }
+}
+
+void check_args(const Template& t, const std::vector<Operand>& args, bool need_data) {
+  const auto& params = t.param_list();
+  if (args.size() != params.size())
+    throw ArgumentError(fmt::format("template {}: {} arguments for its {} parameters", t.name(),
+                                    args.size(), params.size()));
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const TemplateParam& p = params[i];
+    const std::string who = fmt::format("template {}: parameter {}", t.name(), p.name);
+    const TensorView* v = std::get_if<TensorView>(&args[i]);
+    if ((p.kind == Kind::tensor) != (v != nullptr))
+      throw ArgumentError(
+          fmt::format("{}: takes {}", who, p.kind == Kind::tensor ? "a tensor" : "a number"));
+    if (v) {
+      check_view(*v, who, need_data);
+      if (!v->is_contiguous())
+        throw ArgumentError(fmt::format("{}: {} is not contiguous", who, v->describe()));
+      continue;
+    }
+    const double x = std::get<double>(args[i]);
+    const double most = p.kind == Kind::i32 ? 2147483647.0 : 9007199254740992.0;
+    if ((p.kind == Kind::i32 || p.kind == Kind::i64) && (x != std::floor(x) || std::fabs(x) > most))
+      throw ArgumentError(fmt::format("{}: {} is not an integer of its type", who, x));
+  }
+}
+
+Tunables chosen(const Template& t, const Tunables& given) {
+  Tunables out;
+  for (const auto& [name, candidates] : t.tunables()) out[name] = candidates.front();
+  for (const auto& [name, value] : given) {
+    if (!out.count(name))
+      throw ArgumentError(fmt::format("template {}: '{}' is not one of its tunables", t.name(),
+                                      printable_name(name)));
+    out[name] = value;
+  }
+  return out;
+}
+
+}  // namespace
+
+void check_header(const std::string& tmpl, const std::string& name) {
+  if (!header_name(name) || compiler::HeaderTable::embedded().contains(name) || name == tmpl)
+    throw ArgumentError(fmt::format(
+        "template {}: header '{}': a file name (letters, digits, _ - . /) that is not the "
+        "template's or one of kiln's",
+        printable_name(tmpl), printable_name(name)));
+}
+
+void check_template(const Template& t) {
+  if (!header_name(t.name()))
+    throw ArgumentError(
+        fmt::format("template '{}': its name is a file name (letters, digits, "
+                    "_ - . /)",
+                    printable_name(t.name())));
+  for (const auto& [name, text] : t.headers()) check_header(t.name(), name);
+  std::set<std::string> names;
+  for (const TemplateParam& p : t.param_list())
+    if (!identifier(p.name) || !names.insert(p.name).second)
+      throw ArgumentError(fmt::format("template {}: parameter '{}' is not a distinct identifier",
+                                      t.name(), printable_name(p.name)));
+  for (const auto& [name, candidates] : t.tunables())
+    if (!identifier(name) || !names.insert(name).second || candidates.empty())
+      throw ArgumentError(
+          fmt::format("template {}: tunable '{}' is not a distinct identifier with candidates",
+                      t.name(), printable_name(name)));
+  if (t.instance_text().empty())
+    throw ArgumentError(fmt::format("template {}: no instance (Template::instance)", t.name()));
+  if (t.grid().empty() || t.grid().size() > 3 || t.block().empty() || t.block().size() > 3)
+    throw ArgumentError(
+        fmt::format("template {}: a launch rule has 1 to 3 grid and block dims", t.name()));
+}
+
+UserLaunch specialize_template(const Template& t, const std::vector<Operand>& args,
+                               const Tunables& tunables, bool need_data) {
+  check_template(t);
+  check_args(t, args, need_data);
+  UserLaunch L;
+  L.tunables = chosen(t, tunables);
+  std::vector<std::pair<std::string, std::string>> subs;
+  std::vector<std::string> dtypes;
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (const TensorView* v = std::get_if<TensorView>(&args[i])) {
+      subs.emplace_back(t.param_list()[i].name, std::string(codegen::render_user_type(v->dtype)));
+      dtypes.emplace_back(name_of(v->dtype));
+    }
+  std::string tuned;
+  for (const auto& [name, value] : L.tunables) {
+    subs.emplace_back(name, std::to_string(value));
+    tuned += fmt::format("_{}{}", name, value);
+  }
+  L.spec.expression = codegen::render_user_instance(t.instance_text(), subs);
+  L.spec.source = codegen::render_include(t.name());
+  L.spec.options = codegen::user_options();
+  L.spec.headers = t.headers();
+  L.spec.headers[t.name()] = t.source();
+  const std::string stem = L.spec.expression.substr(0, L.spec.expression.find('<'));
+  L.spec.name = fmt::format("{}_{}{}", stem, fmt::join(dtypes, "_"), tuned);
+
+  const Variables vars = variables(t, args, L.tunables);
+  for (std::size_t d = 0; d < t.grid().size(); ++d)
+    L.grid[d] = rule_value(t, fmt::format("grid dim {}", d), t.grid()[d], vars,
+                           d == 0 ? 2147483647.0 : 65535.0);
+  for (std::size_t d = 0; d < t.block().size(); ++d)
+    L.block[d] =
+        rule_value(t, fmt::format("block dim {}", d), t.block()[d], vars, d == 2 ? 64.0 : 1024.0);
+  if (std::uint64_t(L.block[0]) * L.block[1] * L.block[2] > 1024 ||
+      !(L.block[0] && L.block[1] && L.block[2]))
+    throw ArgumentError(fmt::format("template {}: a block of {} x {} x {} threads: 1 to 1024",
+                                    t.name(), L.block[0], L.block[1], L.block[2]));
+  L.shared = rule_value(t, "shared bytes", t.shared(), vars, 227.0 * 1024);
+  pack(t, args, L);
+  return L;
+}
+
+}  // namespace kiln

@@ -1,0 +1,42 @@
+#pragma once
+// Users' templates (include/kiln/template.hpp): a call's arguments and tunables turned into the
+// kernel's spec (the template and its headers as the spec's own, keyed by their bytes), its
+// launch dims from the template's rule, and its parameter bytes.
+
+#include <array>
+#include <kiln/template.hpp>
+#include <string>
+#include <vector>
+
+#include "stages/kernel.hpp"
+
+namespace kiln {
+
+struct UserLaunch {
+  KernelSpec spec;
+  std::array<unsigned, 3> grid = {0, 1, 1};  ///< a 0: nothing to launch (an empty tensor)
+  std::array<unsigned, 3> block = {1, 1, 1};
+  unsigned shared = 0;
+  Tunables tunables;  ///< every tunable's value, defaults included
+  /// The parameters' bytes, each at its offset (cuLaunchKernel takes a pointer to each).
+  std::vector<unsigned char> bytes;
+  std::vector<std::size_t> offsets;
+};
+
+/// `t` called on `args` with `tunables` (`need_data`: the views must point at memory).
+/// ArgumentError naming the template and the parameter
+/// for arguments that do not match its parameters (count, tensor or number, a fractional or out
+/// of range integer, a view that is not contiguous), an unknown tunable, an instance that does
+/// not render, or launch dims that are not whole numbers or exceed the CUDA limits.
+UserLaunch specialize_template(const Template& t, const std::vector<Operand>& args,
+                               const Tunables& tunables, bool need_data);
+
+/// Checks a header name of template `tmpl`: a relative file name, not kiln's own header's nor
+/// the template's; ArgumentError otherwise.
+void check_header(const std::string& tmpl, const std::string& name);
+
+/// Checks the template's own declarations (names, parameters, tunables, rule syntax);
+/// ArgumentError naming what is wrong.
+void check_template(const Template& t);
+
+}  // namespace kiln

@@ -1,0 +1,219 @@
+// Users' templates (include/kiln/template.hpp), on examples/custom_kernel's window.cuh: NVRTC
+// compiles them for sm_80 and sm_90a with no GPU; every byte of the template and its headers is
+// in the key; KILN_RECORD, `kiln precompile` in another process and a bundle serve them with no
+// compile; a bad template is a typed error and leaves nothing in the cache; on a GPU the kernel
+// matches its CPU reference for every candidate of its tunables.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <kiln/kiln.hpp>
+
+#include "tests/support.hpp"
+
+using kiln::DType;
+using Kind = kiln::TemplateParam::Kind;
+
+namespace {
+
+const std::string kDir = std::string(KILN_SOURCE_DIR) + "/examples/custom_kernel";
+
+kiln::Template window() {
+  kiln::Template t = kiln::Template::from_file(kDir + "/window.cuh");
+  t.header_file("window_math.cuh", kDir + "/window_math.cuh")
+      .params({{"x", Kind::tensor},
+               {"y", Kind::tensor},
+               {"n", Kind::i64},
+               {"alpha", Kind::f32},
+               {"beta", Kind::f32}})
+      .instance("gauss_window<{x}, {BLOCK}, {ITEMS}>")
+      .tunable("BLOCK", {256, 128, 512})
+      .tunable("ITEMS", {4, 1, 2})
+      .launch({"ceilf(n / (BLOCK * ITEMS))"}, {"BLOCK"});
+  return t;
+}
+
+std::vector<kiln::Operand> window_args(std::int64_t n, DType t) {
+  const kiln::TensorView v = kiln::test::desc({n}, t);
+  return {v, v, double(n), 0.5, 0.25};
+}
+
+// Files of the cache directory `dir` other than its bookkeeping (lock files, stats).
+int entries(const std::string& dir) {
+  int n = 0;
+  if (!std::filesystem::exists(dir)) return 0;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir))
+    n += f.is_regular_file() && f.path().extension() == ".kiln";
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("templates: a user's template compiles for sm_80 and sm_90a, once") {
+  kiln::test::TempDir tmp;
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    CAPTURE(arch);
+    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+      kiln::Engine e(kiln::test::offline(arch, tmp / "cache"));
+      const kiln::KernelRecord r = kiln::precompile(e, window(), window_args(1000, t));
+      CHECK(r.source == "compiled");
+      CHECK(r.name == fmt::format("gauss_window_{0}_{0}_BLOCK256_ITEMS4", kiln::name_of(t)));
+      kiln::Engine again(kiln::test::offline(arch, tmp / "cache"));
+      CHECK(kiln::precompile(again, window(), window_args(77, t)).source == "disk");
+      CHECK(again.counters().compiles == 0);
+    }
+  }
+}
+
+TEST_CASE("templates: every byte of the template and its headers is in the key") {
+  kiln::Engine e(kiln::test::offline("sm_90a"));
+  const auto key = [&](const kiln::Template& t, const std::map<std::string, int>& tun) {
+    return kiln::precompile(e, t, window_args(1000, DType::f32), tun).key;
+  };
+  const std::string base = key(window(), {});
+  kiln::Template edited = window();
+  edited.header("window_math.cuh", edited.headers().at("window_math.cuh") + " ");
+  CHECK(key(edited, {}) != base);
+  kiln::Template renamed(window().name(), window().source() + "\n");
+  renamed.header("window_math.cuh", window().headers().at("window_math.cuh"))
+      .params(window().param_list())
+      .instance(window().instance_text())
+      .tunable("BLOCK", {256})
+      .tunable("ITEMS", {4})
+      .launch(window().grid(), window().block());
+  CHECK(key(renamed, {}) != base);
+  CHECK(key(window(), {{"BLOCK", 128}}) != base);
+  CHECK(key(window(), {{"BLOCK", 256}, {"ITEMS", 4}}) == base);
+}
+
+TEST_CASE("templates: KILN_RECORD, kiln precompile in another process and a bundle serve it") {
+  kiln::test::TempDir tmp;
+  {
+    kiln::Engine rec(kiln::test::offline("sm_90a", tmp / "a", tmp / "manifest.txt"));
+    kiln::precompile(rec, window(), window_args(4096, DType::bf16));
+  }
+  const auto pre = kiln::test::kiln_cli("precompile " + (tmp / "manifest.txt") + " --arch sm_90a",
+                                        "KILN_CACHE_DIR=" + (tmp / "b"));
+  CHECK(pre.status == 0);
+  CHECK(pre.output.find("1 compiled") != std::string::npos);
+  const auto pack =
+      kiln::test::kiln_cli("cache pack " + (tmp / "t.bundle"), "KILN_CACHE_DIR=" + (tmp / "b"));
+  REQUIRE(pack.status == 0);
+  kiln::EngineOptions o = kiln::test::offline("sm_90a", tmp / "c");
+  o.bundles = {tmp / "t.bundle"};
+  kiln::Engine served(o);
+  CHECK(kiln::precompile(served, window(), window_args(4096, DType::bf16)).source == "bundle");
+  CHECK(served.counters().compiles == 0);
+  const auto explain =
+      kiln::test::kiln_cli("cache explain " + (tmp / "manifest.txt") + " --arch sm_90a",
+                           "KILN_CACHE_DIR=" + (tmp / "b"));
+  CHECK(explain.output.find("hit") != std::string::npos);
+}
+
+TEST_CASE("templates: a bad template is a typed error and writes nothing to the cache") {
+  kiln::test::TempDir tmp;
+  kiln::Engine e(kiln::test::offline("sm_90a", tmp / "cache"));
+  const auto args = window_args(1000, DType::f32);
+  SUBCASE("a syntax error quotes the numbered source") {
+    kiln::Template t = window();
+    kiln::Template bad(t.name(), t.source() + "\nint broken(;\n");
+    bad.header("window_math.cuh", t.headers().at("window_math.cuh"))
+        .params(t.param_list())
+        .instance(t.instance_text())
+        .tunable("BLOCK", {256})
+        .tunable("ITEMS", {4})
+        .launch(t.grid(), t.block());
+    try {
+      kiln::precompile(e, bad, args);
+      FAIL("compiled");
+    } catch (const kiln::CompileError& err) {
+      CHECK(std::string(err.what()).find("window.cuh around line") != std::string::npos);
+      CHECK(std::string(err.what()).find("int broken(;") != std::string::npos);
+    }
+  }
+  SUBCASE("an instance naming no template, or a name it does not hold") {
+    CHECK_THROWS_AS(kiln::precompile(e, window().instance("no_such_kernel<{x}>"), args),
+                    kiln::CompileError);
+    CHECK_THROWS_AS(kiln::precompile(e, window().instance("gauss_window<{Q}, 1, 1>"), args),
+                    kiln::ArgumentError);
+    CHECK_THROWS_AS(
+        kiln::precompile(e, window().instance("gauss_window<{x}, 1, 1>(); int z"), args),
+        kiln::ArgumentError);
+  }
+  SUBCASE("arguments of the wrong count or type") {
+    std::vector<kiln::Operand> few(args.begin(), args.begin() + 3);
+    CHECK_THROWS_AS(kiln::precompile(e, window(), few), kiln::ArgumentError);
+    std::vector<kiln::Operand> swapped = args;
+    swapped[2] = kiln::test::desc({4}, DType::f32);
+    CHECK_THROWS_AS(kiln::precompile(e, window(), swapped), kiln::ArgumentError);
+    std::vector<kiln::Operand> fractional = args;
+    fractional[2] = 10.5;
+    CHECK_THROWS_AS(kiln::precompile(e, window(), fractional), kiln::ArgumentError);
+    CHECK_THROWS_AS(kiln::precompile(e, window(), args, {{"WARPS", 2}}), kiln::ArgumentError);
+  }
+  SUBCASE("a launch rule that overflows the grid or the block") {
+    CHECK_THROWS_AS(kiln::precompile(e, window().launch({"n * 1e9"}, {"BLOCK"}), args),
+                    kiln::ArgumentError);
+    CHECK_THROWS_AS(kiln::precompile(e, window().launch({"1"}, {"BLOCK * 8"}), args),
+                    kiln::ArgumentError);
+    CHECK_THROWS_AS(kiln::precompile(e, window().launch({"n / 3"}, {"BLOCK"}), args),
+                    kiln::ArgumentError);
+    CHECK_THROWS_AS(kiln::precompile(e, window().launch({"system(1)"}, {"BLOCK"}), args),
+                    kiln::ArgumentError);
+  }
+  SUBCASE("an include that is missing") {
+    kiln::Template t = window();
+    kiln::Template lost(t.name(), t.source());
+    lost.params(t.param_list())
+        .instance(t.instance_text())
+        .tunable("BLOCK", {256})
+        .tunable("ITEMS", {4})
+        .launch(t.grid(), t.block());
+    CHECK_THROWS_AS(kiln::precompile(e, lost, args), kiln::CompileError);
+    CHECK_THROWS_AS(kiln::Template::from_file(tmp / "absent.cuh"), kiln::ArgumentError);
+    CHECK_THROWS_AS(window().header("kiln/rows.cuh", "x"), kiln::ArgumentError);
+  }
+  CHECK(entries(tmp / "cache") == 0);
+  CHECK(e.counters().compiles == 0);
+}
+
+TEST_CASE("gpu: a user's template matches its CPU reference for every candidate" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  auto rng = kiln::test::make_rng(71);
+  for (DType t : {DType::f32, DType::bf16}) {
+    for (std::int64_t n : {1, 7, 1000, (1 << 20) + 3}) {
+      CAPTURE(t);
+      CAPTURE(n);
+      const std::vector<unsigned char> host =
+          kiln::test::random_bytes(t, std::size_t(n), -3, 3, rng);
+      const kiln::Tensor x = e.from_host({n}, t, host.data());
+      for (int block : {256, 128, 512})
+        for (int items : {4, 1, 2}) {
+          kiln::Tensor y = e.empty({n}, t);
+          y.fill_bytes(0xff);
+          kiln::launch(e, window(), {x.view(), y.view(), double(n), 0.5, 0.25},
+                       {{"BLOCK", block}, {"ITEMS", items}});
+          const std::vector<unsigned char> out = kiln::test::bytes_of(y);
+          const std::size_t es = kiln::size_of(t);
+          int bad = 0;
+          for (std::int64_t i = 0; i < n; ++i) {
+            const double v = kiln::load_element(t, &host[std::size_t(i) * es]);
+            const double want = v * std::exp(-0.5 * v * v) + 0.25;
+            const double got = kiln::load_element(t, &out[std::size_t(i) * es]);
+            const double tol = t == DType::f32 ? 1e-5 : 1e-2;
+            if (!(std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want))) && ++bad <= 3)
+              FAIL_CHECK(fmt::format("block {} items {}: element {}: {} against {}", block, items,
+                                     i, got, want));
+          }
+        }
+    }
+  }
+  kiln::Tensor v = e.empty({8}, DType::f32);
+  kiln::TensorView strided = v.view();
+  strided.shape = {4};
+  strided.strides = {2};
+  CHECK_THROWS_AS(kiln::launch(e, window(), {strided, v.view(), 4.0, 0.5, 0.25}),
+                  kiln::ArgumentError);
+}
