@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "engine/graph_ops.hpp"
+
 namespace kiln {
 namespace {
 
@@ -13,10 +15,10 @@ using codegen::Ref;
 
 bool is_row(const Graph& g, int id) {
   const auto& n = g.node(id);
-  return n.op != "input" && g.op_def(n.op).fusion == ops::FusionClass::row;
+  return n.op != "input" && op_def(g, n.op).fusion == ops::FusionClass::row;
 }
 
-bool reduces(const Graph& g, int id) { return is_row(g, id) && g.op_def(g.node(id).op).reduces; }
+bool reduces(const Graph& g, int id) { return is_row(g, id) && op_def(g, g.node(id).op).reduces; }
 
 std::vector<int> tensor_args(const Graph& g, int id) {
   std::vector<int> out;
@@ -62,7 +64,7 @@ codegen::Body make_body(const Graph& g, const std::vector<int>& steps,
   };
   for (int id : steps) {
     const Graph::Node& n = g.node(id);
-    const ops::OpDef& op = g.op_def(n.op);
+    const ops::OpDef& op = op_def(g, n.op);
     codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, n.dtype, op.expr};
     for (const auto& a : n.args)
       step.args.push_back(std::holds_alternative<int>(a) ? refs.at(std::get<int>(a))
@@ -111,7 +113,7 @@ void build_body(const Graph& g, FusedGroup& grp) {
 
 FusedGroup row_group(const Graph& g, int id, const std::set<int>& stop) {
   FusedGroup grp;
-  grp.anchor = &g.op_def(g.node(id).op);
+  grp.anchor = &op_def(g, g.node(id).op);
   grp.anchor_node = id;
   grp.outputs = {id};
   const std::vector<int> args = tensor_args(g, id);

@@ -99,7 +99,7 @@ Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, co
   if (find(name) >= 0) throw GraphError(fmt::format("node '{}': the name is already used", name));
   const ops::OpDef* op = nullptr;
   try {
-    op = &op_def(op_name);
+    op = &kiln::op_def(*this, op_name);
   } catch (const Error& e) {
     throw GraphError(fmt::format("node '{}': field op: {}", name, e.what()));
   }

@@ -15,8 +15,8 @@ void Graph::define_op(const CustomOp& op) {
   custom_defs_.push_back(std::move(def));
 }
 
-const ops::OpDef& Graph::op_def(std::string_view name) const {
-  for (const auto& def : custom_defs_)
+const ops::OpDef& detail::GraphAccess::op_def(const Graph& g, std::string_view name) {
+  for (const auto& def : g.custom_defs_)
     if (def->name == name) return *def;
   return ops::find_op(name);
 }

@@ -4,8 +4,24 @@
 #include <kiln/graph.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+
+#include "ops/op.hpp"
 
 namespace kiln {
+
+namespace detail {
+/// What kiln's own code reads of a Graph beyond its public API.
+struct GraphAccess {
+  /// Op `name` as `g` knows it: its custom ops, then kiln's catalog (ArgumentError if neither).
+  static const ops::OpDef& op_def(const Graph& g, std::string_view name);
+};
+}  // namespace detail
+
+/// Op `name` as `g` knows it (detail::GraphAccess::op_def).
+inline const ops::OpDef& op_def(const Graph& g, std::string_view name) {
+  return detail::GraphAccess::op_def(g, name);
+}
 
 /// Declares in `g` every custom op of `ops` (graph JSON's "ops" array); GraphError naming
 /// `origin`, the op and the field for anything malformed.

@@ -34,6 +34,9 @@ using GraphArg = std::variant<Value, double>;
 namespace ops {
 struct OpDef;
 }
+namespace detail {
+struct GraphAccess;
+}
 
 /// A custom elementwise op a graph declares (docs/ops.md, "Custom ops"): `expr` is one
 /// expression over `operands` (`x * tanhf(log1pf(expf(x)))`), parsed, never pasted as code.
@@ -67,8 +70,6 @@ class Graph {
   /// bad operands, or an expression outside the grammar of docs/ops.md.
   void define_op(const CustomOp& op);
   const std::vector<CustomOp>& custom_ops() const { return custom_ops_; }
-  /// Op `name` as this graph knows it: its custom ops, then kiln's catalog (kiln-internal).
-  const ops::OpDef& op_def(std::string_view name) const;
 
   /// Marks `v` as an output; a non-empty `name` renames its node (the name outputs go by in
   /// Plan::run and `kiln run`). GraphError if the name is taken or invalid.
@@ -91,6 +92,7 @@ class Graph {
   void save(const std::string& path) const;
 
  private:
+  friend struct detail::GraphAccess;
   std::vector<Node> nodes_;
   std::vector<int> outputs_;
   std::vector<CustomOp> custom_ops_;

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "engine/fusion.hpp"
+#include "engine/graph_ops.hpp"
 #include "ops/expr.hpp"
 #include "ops/op.hpp"
 #include "tests/support.hpp"
@@ -60,7 +61,7 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
                             std::vector<double>* mag = nullptr) {
   const auto& n = g.node(id);
   std::vector<double> out(std::size_t(numel_of(n.shape)));
-  const auto& op = g.op_def(n.op);
+  const auto& op = op_def(g, n.op);
   if (op.fusion == ops::FusionClass::row) {
     const int x = std::get<int>(n.args[0]);
     const auto& xv = arg(x);
@@ -173,7 +174,7 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
     auto step = [&](int id) {
       std::vector<double> mag;
       std::vector<double> v;
-      const auto& op = g.op_def(g.node(id).op);
+      const auto& op = op_def(g, g.node(id).op);
       if (op.fusion == ops::FusionClass::row && jitter != 0) {
         // A row op's own f32 arithmetic (its sum, mean, max) errs by a few ulps of the row's
         // largest element; x - mean amplifies that by 1/std when a row is nearly constant.
