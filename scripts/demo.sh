@@ -11,12 +11,15 @@ if build/bin/kiln info | grep -q '^device 0'; then
   echo "== first run"; build/bin/hello
   echo "== second run (a new process: kernels come from the disk cache)"; build/bin/hello
   echo "== a user's kernel template (examples/custom_kernel)"; build/bin/custom_kernel
+  echo "== seed 004's diffusion step and 50-step loop (examples/diffusion_step)"; build/bin/diffusion_step
 else
   echo "== no GPU: precompiling hello's kernels for sm_90a (f32 and bf16)"
   build/bin/hello --offline --arch sm_90a
   build/bin/hello --offline --arch sm_90a --dtype bf16
   echo "== a user's kernel template (examples/custom_kernel), compiled for sm_90a"
   build/bin/custom_kernel --offline --arch sm_90a
+  echo "== seed 004's diffusion step and 50-step loop (examples/diffusion_step), compiled for sm_90a"
+  build/bin/diffusion_step --offline --arch sm_90a
   echo "== the cache"
   build/bin/kiln cache ls
 fi

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Seed 004's diffusion step on kiln (build/bin/diffusion_step) beside PyTorch in one device run:
+one step (eager, torch.compile, a CUDA graph) at each shape over back-to-back calls, and the
+50-step loop (eager, a CUDA graph of the 50 steps). Prints the kiln app's JSON lines and one
+table row per shape."""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import median_us  # noqa: E402
+
+STEPS = 50
+
+
+def abar(k):
+    t = 1.0 - k / STEPS
+    f = math.cos((t + 0.008) / 1.008 * math.pi / 2)
+    return min(max(f * f, 1e-4), 0.9999)
+
+
+def step(x, eps, prev, a, b, w):
+    """The step as the seed writes it: f16 tensors, Python float coefficients."""
+    x0 = (x - a * eps) * b
+    return torch.clamp(w * x0 + (1 - w) * prev, -1, 1)
+
+
+def loop(x, epss, w):
+    s = x
+    for k, eps in enumerate(epss):
+        ab = abar(k)
+        x0 = (s - math.sqrt(1 - ab) * eps) * (1 / math.sqrt(ab))
+        s = torch.clamp(w * x0 + (1 - w) * s, -1, 1)
+    return s
+
+
+def graphed(fn):
+    """fn captured as a CUDA graph (after a warm-up on a side stream), replayed per call."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g.replay
+
+
+def peers(shape):
+    dev, h = "cuda", torch.float16
+    x, eps, prev = (torch.randn(*shape, device=dev, dtype=h) for _ in range(3))
+    ab = abar(30)
+    a, b, w = math.sqrt(1 - ab), 1 / math.sqrt(ab), 0.7
+    one = lambda: step(x, eps, prev, a, b, w)
+    compiled = torch.compile(step)
+    out = {"eager_us": median_us(one, inner=10),
+           "compile_us": median_us(lambda: compiled(x, eps, prev, a, b, w), inner=10),
+           "graph_us": median_us(graphed(one), inner=10)}
+    epss = [torch.randn(*shape, device=dev, dtype=h) for _ in range(STEPS)]
+    out["loop50_eager_us"] = median_us(lambda: loop(x, epss, 0.7), reps=10)
+    out["loop50_graph_us"] = median_us(graphed(lambda: loop(x, epss, 0.7)), reps=10)
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--bin", default="build/bin")
+    args = p.parse_args()
+    run = subprocess.run([os.path.join(args.bin, "diffusion_step")], capture_output=True, text=True)
+    print(run.stdout, end="")
+    if run.returncode != 0:
+        print(run.stderr, file=sys.stderr)
+        return 1
+    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    print(f"| shape | kiln step µs (run / replay) | eager | torch.compile | CUDA graph | kiln / compile "
+          f"| 50 steps: kiln replay ({'kernels'}) | eager | CUDA graph | check |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        t = peers([int(v) for v in r["shape"].split("x")])
+        print(f"| {r['shape']} | {r['step_us']:.1f} / {r['step_replay_us']:.1f} | {t['eager_us']:.1f} "
+              f"| {t['compile_us']:.1f} | {t['graph_us']:.1f} | {r['step_us'] / t['compile_us']:.2f} "
+              f"| {r['loop50_replay_us']:.1f} ({r['loop_kernels']}) | {t['loop50_eager_us']:.1f} "
+              f"| {t['loop50_graph_us']:.1f} | {r['check']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
