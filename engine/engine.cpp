@@ -197,7 +197,7 @@ std::vector<const LoadedKernel*> EngineImpl::prepare_all(
 void EngineImpl::launch(const LoadedKernel& k, const KernelLaunch& L, void** args) {
   require_device("launching a kernel");
   runtime::ContextGuard guard(*context);
-  k.module->launch(L.grid, L.block, k.shared_for(L), stream(), args, L.cluster);
+  k.module->launch(L.grid3(), L.block3(), k.shared_for(L), stream(), args, L.cluster);
 }
 
 void EngineImpl::launch_kernel(const KernelLaunch& L) {

@@ -133,7 +133,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
 }
 
 runtime::GraphLaunch graph_launch(PreparedCall::Launch& l) {
-  return {l.kernel->module->function(), l.launch.grid,   l.launch.block, l.shared,
+  return {l.kernel->module->function(), l.launch.grid3(), l.launch.block3(), l.shared,
           l.params->pointers(),         l.launch.cluster};
 }
 
@@ -211,7 +211,7 @@ std::map<std::string, Tensor> Plan::run(Engine& engine,
       *impl_, engine, inputs, outputs, [](detail::PreparedCall& call, CUstream stream) {
         for (detail::PreparedCall::Launch& l : call.launches) {
           const runtime::NvtxRange launch(l.label.c_str());
-          l.kernel->module->launch(l.launch.grid, l.launch.block, l.shared, stream,
+          l.kernel->module->launch(l.launch.grid3(), l.launch.block3(), l.shared, stream,
                                    l.params->pointers(), l.launch.cluster);
         }
       });

@@ -13,24 +13,51 @@ std::vector<unsigned char> KernelLaunch::args() const {
   return bytes;
 }
 
-LaunchParams::LaunchParams(const KernelLaunch& L)
-    : args_(L.args()), index32_(unsigned(L.index_arg)), index64_(L.index_arg) {
-  ptrs_[0] = args_.data();
-  ptrs_[1] = L.index64 ? static_cast<void*>(&index64_) : &index32_;
-  if (!L.geometry.empty()) {
-    geometry_.resize((L.geometry.size() + 7) / 8);
-    std::memcpy(geometry_.data(), L.geometry.data(), L.geometry.size());
-    ptrs_[2] = geometry_.data();
+LaunchParams::LaunchParams(const KernelLaunch& L) {
+  std::vector<std::vector<unsigned char>> blobs = L.own_params;
+  at_ = L.pointer_at;
+  if (blobs.empty()) {  // kiln's layout
+    blobs.push_back(L.args());
+    std::vector<unsigned char> index(L.index64 ? 8 : 4);
+    if (L.index64)
+      std::memcpy(index.data(), &L.index_arg, 8);
+    else {
+      const unsigned int i32 = unsigned(L.index_arg);
+      std::memcpy(index.data(), &i32, 4);
+    }
+    blobs.push_back(std::move(index));
+    if (!L.geometry.empty()) blobs.push_back(L.geometry);
+    at_.clear();
+    for (std::uint32_t i = 0; i < L.pointers.size(); ++i) at_.emplace_back(0, 8 * i);
   }
+  for (const auto& b : blobs) {
+    params_.emplace_back((b.size() + 7) / 8);
+    std::memcpy(params_.back().data(), b.data(), b.size());
+    sizes_.push_back(b.size());
+  }
+  for (auto& p : params_) ptrs_.push_back(p.data());
 }
 
 std::vector<unsigned char> LaunchParams::bytes() const {
-  std::vector<unsigned char> b = args_;
-  const auto* index = static_cast<const unsigned char*>(ptrs_[1]);
-  b.insert(b.end(), index, index + (ptrs_[1] == &index64_ ? sizeof index64_ : sizeof index32_));
-  const auto* geometry = reinterpret_cast<const unsigned char*>(geometry_.data());
-  b.insert(b.end(), geometry, geometry + 8 * geometry_.size());
+  std::vector<unsigned char> b;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const auto* p = reinterpret_cast<const unsigned char*>(params_[i].data());
+    b.insert(b.end(), p, p + sizes_[i]);
+  }
   return b;
+}
+
+std::vector<unsigned char> LaunchParams::pointer_bytes(std::size_t n) const {
+  std::vector<unsigned char> b(8 * n);
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(b.data() + 8 * i, pointer(i), 8);
+  return b;
+}
+
+bool LaunchParams::pointers_equal(const std::vector<unsigned char>& bytes) const {
+  if (bytes.size() > 8 * at_.size()) return false;
+  for (std::size_t i = 0; 8 * i < bytes.size(); ++i)
+    if (std::memcmp(bytes.data() + 8 * i, pointer(i), 8) != 0) return false;
+  return true;
 }
 
 }  // namespace kiln

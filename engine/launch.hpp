@@ -3,6 +3,7 @@
 // parameters) and the parameter block cuLaunchKernel or a CUDA graph node points at: shared by
 // every family.
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -23,8 +24,10 @@ struct KernelLaunch {
   std::uint64_t index_arg = 0;  ///< the kernel's Index parameter
   bool index64 = false;
   int vec = 1;
-  unsigned grid = 0;
-  unsigned block = 0;
+  unsigned grid = 0;                          ///< blocks along x
+  unsigned block = 0;                         ///< threads along x
+  std::array<unsigned, 2> grid_yz = {1, 1};   ///< blocks along y and z
+  std::array<unsigned, 2> block_yz = {1, 1};  ///< threads along y and z
   unsigned cluster = 1;           ///< blocks per thread-block cluster given at launch (1: none)
   std::uint64_t stash_bytes = 0;  ///< dynamic shared memory it can use (the row template's stash);
                                   ///< the device may grant less
@@ -34,42 +37,52 @@ struct KernelLaunch {
   /// serves a bucket of lengths, and this launch's rows are placed by these bytes.
   std::vector<unsigned char> geometry;
   const Family* family = nullptr;  ///< the family that specialized it (engine/families)
+  /// The kernel's parameters where a family lays them out itself (a user template's: one per
+  /// parameter, in order), with where each of `pointers` sits in them (parameter, byte offset).
+  /// Empty: kiln's layout, the Args block, the Index and the geometry.
+  std::vector<std::vector<unsigned char>> own_params;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pointer_at;
   Tunables tunables;  ///< the template's parameters it was specialized with (defaults included)
+  /// The launch's dims: {grid, grid_yz...} and {block, block_yz...}.
+  std::array<unsigned, 3> grid3() const { return {grid, grid_yz[0], grid_yz[1]}; }
+  std::array<unsigned, 3> block3() const { return {block, block_yz[0], block_yz[1]}; }
   /// The bytes of the kernel's Args<P, S> parameter.
   std::vector<unsigned char> args() const;
 };
 
-/// A launch's kernel parameters (the Args block, the Index, the geometry if any) where
-/// cuLaunchKernel's (or a CUDA graph node's) pointers can point.
+/// A launch's kernel parameters (kiln's layout: the Args block, the Index, the geometry if any;
+/// or a family's own) where cuLaunchKernel's (or a CUDA graph node's) pointers can point.
 class LaunchParams {
  public:
   explicit LaunchParams(const KernelLaunch& L);
   LaunchParams(const LaunchParams&) = delete;
   LaunchParams& operator=(const LaunchParams&) = delete;
-  void** pointers() { return ptrs_; }
+  void** pointers() { return ptrs_.data(); }
   /// Every parameter's bytes, to tell whether two launches of one kernel differ.
   std::vector<unsigned char> bytes() const;
-  /// Writes pointer `i` (KernelLaunch::pointers' order) of the Args block.
-  void set_pointer(std::size_t i, std::uint64_t p) { std::memcpy(args_.data() + 8 * i, &p, 8); }
-  /// Writes scalar `i` of the Args block (after the pointers: `pointers` of them).
+  /// Writes pointer `i` (KernelLaunch::pointers' order).
+  void set_pointer(std::size_t i, std::uint64_t p) { std::memcpy(pointer(i), &p, 8); }
+  /// Writes scalar `i` of kiln's Args block (after the pointers: `pointers` of them).
   void set_scalar(std::size_t pointers, std::size_t i, float v) {
-    std::memcpy(args_.data() + 8 * pointers + 4 * i, &v, 4);
+    std::memcpy(data(0) + 8 * pointers + 4 * i, &v, 4);
   }
-  /// The pointers' bytes (the first `n` of the Args block), and whether they equal `bytes`.
-  std::vector<unsigned char> pointer_bytes(std::size_t n) const {
-    return {args_.begin(), args_.begin() + std::ptrdiff_t(8 * n)};
-  }
-  bool pointers_equal(const std::vector<unsigned char>& bytes) const {
-    return bytes.size() <= args_.size() &&
-           std::memcmp(bytes.data(), args_.data(), bytes.size()) == 0;
-  }
+  /// The first `n` pointers' bytes, and whether they equal `bytes`.
+  std::vector<unsigned char> pointer_bytes(std::size_t n) const;
+  bool pointers_equal(const std::vector<unsigned char>& bytes) const;
 
  private:
-  std::vector<unsigned char> args_;
-  unsigned int index32_ = 0;
-  unsigned long long index64_ = 0;
-  std::vector<unsigned long long> geometry_;  ///< 8-byte aligned, as row::Geometry is
-  void* ptrs_[3] = {nullptr, nullptr, nullptr};
+  unsigned char* data(std::size_t param) {
+    return reinterpret_cast<unsigned char*>(params_[param].data());
+  }
+  const unsigned char* pointer(std::size_t i) const {
+    return reinterpret_cast<const unsigned char*>(params_[at_[i].first].data()) + at_[i].second;
+  }
+  unsigned char* pointer(std::size_t i) { return data(at_[i].first) + at_[i].second; }
+
+  std::vector<std::vector<unsigned long long>> params_;  ///< each 8-byte aligned
+  std::vector<std::size_t> sizes_;                       ///< each parameter's bytes
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> at_;
+  std::vector<void*> ptrs_;
 };
 
 }  // namespace kiln

@@ -114,7 +114,7 @@ void launch_op(Engine& engine, detail::PreparedOp& p, const ops::OpDef& op, cons
   detail::EngineImpl& e = detail::impl_of(engine);
   const runtime::NvtxRange range(op.name.data());  // catalog names are NUL-terminated literals
   runtime::ContextGuard guard(*e.context);
-  p.kernel->module->launch(p.launch.grid, p.launch.block, p.shared, e.stream(),
+  p.kernel->module->launch(p.launch.grid3(), p.launch.block3(), p.shared, e.stream(),
                            p.params->pointers(), p.launch.cluster);
 }
 

@@ -10,10 +10,12 @@ namespace {
 CUDA_KERNEL_NODE_PARAMS node_params(const GraphLaunch& l) {
   CUDA_KERNEL_NODE_PARAMS p{};
   p.func = l.function;
-  p.gridDimX = l.grid;
-  p.gridDimY = p.gridDimZ = 1;
-  p.blockDimX = l.block;
-  p.blockDimY = p.blockDimZ = 1;
+  p.gridDimX = l.grid[0];
+  p.gridDimY = l.grid[1];
+  p.gridDimZ = l.grid[2];
+  p.blockDimX = l.block[0];
+  p.blockDimY = l.block[1];
+  p.blockDimZ = l.block[2];
   p.sharedMemBytes = l.shared;
   p.kernelParams = l.params;
   return p;

@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -20,8 +21,8 @@ struct GraphExecDeleter {
 /// them (copied into the graph when the node is made or updated).
 struct GraphLaunch {
   CUfunction function = nullptr;
-  unsigned grid = 0;
-  unsigned block = 0;
+  std::array<unsigned, 3> grid = {0, 1, 1};
+  std::array<unsigned, 3> block = {0, 1, 1};
   unsigned shared = 0;  ///< dynamic shared memory, bytes
   void** params = nullptr;
   unsigned cluster =
