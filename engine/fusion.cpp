@@ -18,6 +18,15 @@ bool is_row(const Graph& g, int id) {
   return n.op != "input" && op_def(g, n.op).fusion == ops::FusionClass::row;
 }
 
+// A user template's node: a kernel of its own, reading and writing memory only.
+bool is_kernel(const Graph& g, int id) {
+  const auto& n = g.node(id);
+  return n.op != "input" && op_def(g, n.op).fusion == ops::FusionClass::kernel;
+}
+
+// A node that anchors a kernel of its own: a row op or a user template's.
+bool is_anchor(const Graph& g, int id) { return is_row(g, id) || is_kernel(g, id); }
+
 bool reduces(const Graph& g, int id) { return is_row(g, id) && op_def(g, g.node(id).op).reduces; }
 
 std::vector<int> tensor_args(const Graph& g, int id) {
@@ -37,7 +46,7 @@ void collect(const Graph& g, const std::vector<int>& roots, const std::set<int>&
     const int id = todo.back();
     todo.pop_back();
     if (steps.count(id) || inputs.count(id)) continue;
-    if (g.node(id).op == "input" || is_row(g, id) || stop.count(id)) {
+    if (g.node(id).op == "input" || is_anchor(g, id) || stop.count(id)) {
       inputs.insert(id);
       continue;
     }
@@ -86,6 +95,10 @@ std::string op_names(const Graph& g, const std::vector<int>& steps) {
 
 // Fills the bodies of a collected group.
 void build_body(const Graph& g, FusedGroup& grp) {
+  if (grp.anchor && grp.anchor->tmpl) {  // a user template's: no bodies
+    grp.stem = fmt::format("{}_{}", grp.anchor->name, name_of(g.node(grp.anchor_node).dtype));
+    return;
+  }
   std::map<int, Ref> refs;
   grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
   const std::string dtype(name_of(g.node(grp.outputs[0]).dtype));
@@ -120,6 +133,17 @@ FusedGroup row_group(const Graph& g, int id, const std::set<int>& stop) {
   grp.x = args[0];
   grp.extras.assign(args.begin() + 1, args.end());
   collect(g, {grp.x}, stop, grp);
+  return grp;
+}
+
+// A user template's node as its own kernel: it reads its tensor arguments (in order, each
+// materialized) and writes its result.
+FusedGroup kernel_group(const Graph& g, int id) {
+  FusedGroup grp;
+  grp.anchor = &op_def(g, g.node(id).op);
+  grp.anchor_node = id;
+  grp.outputs = {id};
+  grp.inputs = tensor_args(g, id);
   return grp;
 }
 
@@ -204,6 +228,8 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
       if (g.node(id).op == "input") continue;
       if (is_row(g, id)) {
         groups.push_back(row_group(g, id, all));
+      } else if (is_kernel(g, id)) {
+        groups.push_back(kernel_group(g, id));
       } else {
         FusedGroup grp;
         grp.outputs = {id};
@@ -222,10 +248,11 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
   for (int id : needed) {    // ids ascend: arguments come first
     int d = 0;
     for (int a : tensor_args(g, id)) d = std::max(d, depth[a]);
-    depth[id] = d + (is_row(g, id) ? 1 : 0);
-    if (is_row(g, id))
-      for (std::size_t i = 1; i < tensor_args(g, id).size(); ++i)
-        materialized.insert(tensor_args(g, id)[i]);
+    depth[id] = d + (is_anchor(g, id) ? 1 : 0);
+    const std::vector<int> args = tensor_args(g, id);
+    if (is_anchor(g, id))  // what a row op reads past x, and all a template's node reads
+      for (std::size_t i = is_row(g, id) ? 1 : 0; i < args.size(); ++i)
+        materialized.insert(args[i]);
   }
   const int max_depth =
       depth.empty() ? 0 : std::max_element(depth.begin(), depth.end(), [](auto& a, auto& b) {
@@ -237,7 +264,7 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
   std::map<int, std::vector<int>> epilogue_of;  // row node -> absorbed elementwise outputs
   std::set<int> absorbed;
   for (int id : materialized) {
-    if (g.node(id).op == "input" || is_row(g, id)) continue;
+    if (g.node(id).op == "input" || is_anchor(g, id)) continue;
     FusedGroup probe;
     collect(g, {id}, {}, probe);
     int host = -1, last_row = -1;
@@ -260,6 +287,8 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
       if (is_row(g, id) && depth[id] == level && reduces(g, id)) rows.push_back(id);
     for (int id : needed)
       if (is_row(g, id) && depth[id] == level && !reduces(g, id)) rows.push_back(id);
+    for (int id : needed)
+      if (is_kernel(g, id) && depth[id] == level) groups.push_back(kernel_group(g, id));
     for (int id : rows) {
       FusedGroup grp = row_group(g, id, {});
       if (auto it = epilogue_of.find(id); it != epilogue_of.end()) {
@@ -276,7 +305,7 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
     std::vector<Shape> shapes;
     std::vector<FusedGroup> level_groups;
     for (int id : materialized) {
-      if (g.node(id).op == "input" || is_row(g, id) || depth[id] != level || absorbed.count(id))
+      if (g.node(id).op == "input" || is_anchor(g, id) || depth[id] != level || absorbed.count(id))
         continue;
       const Shape& s = g.node(id).shape;
       auto it = std::find(shapes.begin(), shapes.end(), s);

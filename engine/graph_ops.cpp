@@ -9,10 +9,19 @@ namespace kiln {
 
 void Graph::define_op(const CustomOp& op) {
   std::shared_ptr<const ops::OpDef> def = ops::make_custom_op(op);
-  for (const CustomOp& c : custom_ops_)
-    if (c.name == op.name) throw GraphError(fmt::format("custom op '{}': declared twice", op.name));
+  for (const auto& d : custom_defs_)
+    if (d->name == op.name) throw GraphError(fmt::format("custom op '{}': declared twice", op.name));
   custom_ops_.push_back(op);
   custom_defs_.push_back(std::move(def));
+}
+
+void Graph::define_template(const std::string& name, const Template& t) {
+  for (const auto& def : custom_defs_)
+    if (def->name == name)
+      throw GraphError(fmt::format("template op '{}': the name is taken", name));
+  auto kept = std::make_shared<const Template>(t);
+  custom_defs_.push_back(ops::make_template_op(name, kept));
+  templates_.emplace_back(name, std::move(kept));
 }
 
 const ops::OpDef& detail::GraphAccess::op_def(const Graph& g, std::string_view name) {

@@ -76,6 +76,7 @@ class PlanImpl {
     if (dynamic()) {
       scratch = Graph();
       for (const CustomOp& op : graph.custom_ops()) scratch.define_op(op);
+      for (const auto& [name, t] : graph.templates()) scratch.define_template(name, *t);
       for (const auto& n : graph.nodes()) {
         std::vector<GraphArg> args;
         for (const auto& a : n.args)

@@ -70,6 +70,12 @@ Template& Template::shared_bytes(std::string bytes) {
   return *this;
 }
 
+Template& Template::output(std::string param, std::string like) {
+  output_ = std::move(param);
+  like_ = std::move(like);
+  return *this;
+}
+
 void launch(Engine& engine, const Template& t, const std::vector<Operand>& args,
             const std::map<std::string, int>& tunables) {
   detail::EngineImpl& e = detail::impl_of(engine);
@@ -81,7 +87,7 @@ void launch(Engine& engine, const Template& t, const std::vector<Operand>& args,
     throw ArgumentError(fmt::format("template {}: {} bytes of shared memory; the device allows {}",
                                     t.name(), L.shared, k.max_dynamic_shared));
   std::vector<void*> params;
-  for (std::size_t at : L.offsets) params.push_back(L.bytes.data() + at);
+  for (auto& p : L.params) params.push_back(p.data());
   const runtime::NvtxRange range(L.spec.name.c_str());
   runtime::ContextGuard guard(*e.context);
   k.module->launch({L.grid[0], L.grid[1], L.grid[2]}, {L.block[0], L.block[1], L.block[2]},

@@ -244,7 +244,7 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
     const KernelLaunch base = p.specialize(grp, descs, graph, engine.arch());
     t.kernel = base.spec.name;
     const std::string signature = compiler::spec_id(base.spec);
-    const Space space = base.family->space(base, engine.arch());
+    const Space space = base.family->space(grp, base, engine.arch());
     const std::vector<Candidate> candidates = space.candidates(limits);
     t.candidates = int(candidates.size());
     if (base.groups == 0)

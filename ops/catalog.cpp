@@ -7,6 +7,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "ops/custom.hpp"
 #include "ops/op.hpp"
 
 namespace kiln::ops {
@@ -116,6 +117,7 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
 }  // namespace
 
 TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+  if (op.tmpl) return infer_template(op, args);
   const std::size_t least = op.min_operands ? op.min_operands : op.operands.size();
   if (args.size() < least || args.size() > op.operands.size())
     throw ArgumentError(fmt::format("{} takes {}{} operand(s) ({}), got {}: {}", op.name,

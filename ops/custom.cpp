@@ -28,25 +28,31 @@ struct CustomOpDef : OpDef {
   std::string name_text, functor_text;
   std::vector<std::string> operand_text;
   std::unique_ptr<Expr> parsed;
+  std::shared_ptr<const Template> kept;
 };
 
-}  // namespace
-
-std::shared_ptr<const OpDef> make_custom_op(const CustomOp& op) {
-  const std::string who = fmt::format("custom op '{}'", printable_name(op.name));
-  if (!identifier(op.name))
+// GraphError unless `name` may name an op of a graph: an identifier, not kiln's own op's.
+void check_op_name(const std::string& name, const std::string& who) {
+  if (!identifier(name))
     throw GraphError(fmt::format(
         "{}: a custom op's name is an identifier of 1 to {} letters, digits and underscores, not "
         "starting with a digit",
         who, kMaxCustomOpName));
   bool builtin = true;
   try {
-    find_op(op.name);
+    find_op(name);
   } catch (const ArgumentError&) {
     builtin = false;
   }
-  if (builtin || op.name == "input")
+  if (builtin || name == "input")
     throw GraphError(fmt::format("{}: the name is kiln's own op's; choose another", who));
+}
+
+}  // namespace
+
+std::shared_ptr<const OpDef> make_custom_op(const CustomOp& op) {
+  const std::string who = fmt::format("custom op '{}'", printable_name(op.name));
+  check_op_name(op.name, who);
   if (op.operands.empty() || op.operands.size() > kMaxOperands)
     throw GraphError(fmt::format("{}: it takes 1 to {} operands, not {}", who, kMaxOperands,
                                  op.operands.size()));
@@ -66,6 +72,53 @@ std::shared_ptr<const OpDef> make_custom_op(const CustomOp& op) {
   def->rule = Rule::arithmetic;
   def->expr = def->parsed.get();
   return def;
+}
+
+std::shared_ptr<const OpDef> make_template_op(const std::string& name,
+                                              std::shared_ptr<const Template> t) {
+  const std::string who = fmt::format("template op '{}'", printable_name(name));
+  check_op_name(name, who);
+  const auto tensor = [&](const std::string& p) {
+    for (const TemplateParam& q : t->param_list())
+      if (q.name == p) return q.kind == TemplateParam::Kind::tensor;
+    return false;
+  };
+  if (!tensor(t->output_param()) || !tensor(t->output_like()) ||
+      t->output_param() == t->output_like())
+    throw GraphError(fmt::format(
+        "{}: its output '{}' (like '{}') is not one of its tensor parameters (Template::output)",
+        who, printable_name(t->output_param()), printable_name(t->output_like())));
+  auto def = std::make_shared<CustomOpDef>();
+  def->name_text = name;
+  for (const TemplateParam& q : t->param_list())
+    if (q.name != t->output_param()) def->operand_text.push_back(q.name);
+  def->name = def->name_text;
+  for (const std::string& o : def->operand_text) def->operands.push_back(o);
+  def->fusion = FusionClass::kernel;
+  def->kept = std::move(t);
+  def->tmpl = def->kept.get();
+  return def;
+}
+
+TensorView infer_template(const OpDef& op, const std::vector<Operand>& args) {
+  const Template& t = *op.tmpl;
+  if (args.size() != op.operands.size())
+    throw ArgumentError(fmt::format("{} takes {} operand(s) ({}), got {}", op.name,
+                                    op.operands.size(), fmt::join(op.operands, ", "), args.size()));
+  TensorView out;
+  std::size_t i = 0;
+  for (const TemplateParam& p : t.param_list()) {
+    if (p.name == t.output_param()) continue;
+    const TensorView* v = std::get_if<TensorView>(&args[i++]);
+    if ((p.kind == TemplateParam::Kind::tensor) != (v != nullptr))
+      throw ArgumentError(
+          fmt::format("{}: operand {} takes {}", op.name, p.name, v ? "a number" : "a tensor"));
+    if (v && p.name == t.output_like()) {
+      out.shape = v->shape;
+      out.dtype = v->dtype;
+    }
+  }
+  return out;
 }
 
 }  // namespace kiln::ops

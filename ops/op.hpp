@@ -6,14 +6,19 @@
 #include <string_view>
 #include <vector>
 
+namespace kiln {
+class Template;
+}
+
 namespace kiln::ops {
 
 class Expr;
 
 /// How an op fuses (docs/ops.md): elementwise ops fuse into chains and into
 /// the prologue of row ops; row ops (reductions, softmax, norms over the last axis) anchor a
-/// kernel of their own and materialize their result.
-enum class FusionClass { elementwise, row };
+/// kernel of their own and materialize their result; a user template's node (`kernel`) is a
+/// kernel of its own that reads and writes memory only.
+enum class FusionClass { elementwise, row, kernel };
 
 /// fp64 reference of a row op on one row of n values: writes n values (1 for a reduction).
 /// `w` and `b` are the norms' weight and bias (null when absent).
@@ -49,6 +54,8 @@ struct OpDef {
   /// A custom op's expression (ops/custom.hpp): codegen renders its functor from it, references
   /// evaluate it; null for kiln's own ops.
   const Expr* expr = nullptr;
+  /// A user template's node (FusionClass::kernel): the template; null otherwise.
+  const Template* tmpl = nullptr;
 };
 
 /// The op called `name`; ArgumentError listing the known ops otherwise.

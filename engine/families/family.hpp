@@ -44,10 +44,12 @@ class Family {
   /// The kernel of `work`, with `tunables` (a missing one takes the family's default);
   /// ArgumentError for a tunable it does not have or a value it cannot run.
   virtual KernelLaunch specialize(const GroupWork& work, const Tunables& tunables) const = 0;
-  /// What `kiln tune` searches for `base`, a kernel this family specialized with its defaults,
-  /// on `arch`.
-  virtual autotune::Space space(const KernelLaunch& base, const std::string& arch) const = 0;
-  /// The headers under kernel_templates/kiln its kernels include.
+  /// What `kiln tune` searches for `base`, the kernel this family specialized for `grp` with
+  /// its defaults, on `arch`.
+  virtual autotune::Space space(const FusedGroup& grp, const KernelLaunch& base,
+                                const std::string& arch) const = 0;
+  /// The headers under kernel_templates/kiln its kernels include (none: a user's template
+  /// brings its own).
   virtual std::vector<std::string_view> headers() const = 0;
   /// Extents of a dynamic dim at which this family's kernels that serve a range of extents
   /// (KernelLaunch::geometry) differ: `kiln precompile` specializes a plan at each. None by

@@ -11,12 +11,14 @@ namespace kiln {
 const Family& elementwise_family();
 const Family& rows_family();
 const Family& columns_family();
+const Family& user_family();
 
 const std::vector<const Family*>& families() {
   static const std::vector<const Family*> all = {
       &elementwise_family(),
       &rows_family(),
       &columns_family(),
+      &user_family(),
   };
   return all;
 }

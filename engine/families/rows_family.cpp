@@ -111,7 +111,8 @@ class RowsFamily final : public Family {
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
     return specialize_row_group(w, t);
   }
-  autotune::Space space(const KernelLaunch& base, const std::string& arch) const override {
+  autotune::Space space(const FusedGroup&, const KernelLaunch& base,
+                        const std::string& arch) const override {
     return autotune::rows_space(std::int64_t(base.index_arg), base.vec, base.tunables,
                                 has_clusters(arch));
   }
@@ -128,7 +129,8 @@ class ColumnsFamily final : public Family {
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
     return specialize_row_group(w, t);
   }
-  autotune::Space space(const KernelLaunch& base, const std::string&) const override {
+  autotune::Space space(const FusedGroup&, const KernelLaunch& base,
+                        const std::string&) const override {
     return autotune::columns_space(base.tunables);
   }
   std::vector<std::string_view> headers() const override { return {"columns.cuh"}; }

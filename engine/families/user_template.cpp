@@ -80,13 +80,11 @@ unsigned rule_value(const Template& t, const std::string& what, const std::strin
   return unsigned(v);
 }
 
-// The kernel's parameter bytes from `args`, each naturally aligned.
+// The kernel's parameters' bytes from `args`.
 void pack(const Template& t, const std::vector<Operand>& args, UserLaunch& L) {
   const auto put = [&](const void* p, std::size_t n) {
-    const std::size_t at = (L.bytes.size() + n - 1) / n * n;
-    L.bytes.resize(at + n);
-    std::memcpy(L.bytes.data() + at, p, n);
-    L.offsets.push_back(at);
+    const auto* b = static_cast<const unsigned char*>(p);
+    L.params.emplace_back(b, b + n);
   };
   for (std::size_t i = 0; i < args.size(); ++i) {
     const TemplateParam& p = t.param_list()[i];

@@ -18,9 +18,8 @@ struct UserLaunch {
   std::array<unsigned, 3> block = {1, 1, 1};
   unsigned shared = 0;
   Tunables tunables;  ///< every tunable's value, defaults included
-  /// The parameters' bytes, each at its offset (cuLaunchKernel takes a pointer to each).
-  std::vector<unsigned char> bytes;
-  std::vector<std::size_t> offsets;
+  /// Each parameter's bytes, in order (cuLaunchKernel takes a pointer to each).
+  std::vector<std::vector<unsigned char>> params;
 };
 
 /// `t` called on `args` with `tunables` (`need_data`: the views must point at memory).

@@ -5,6 +5,7 @@
 
 #include <kiln/error.hpp>
 #include <kiln/ops.hpp>
+#include <kiln/template.hpp>
 #include <map>
 #include <memory>
 #include <string>
@@ -70,6 +71,15 @@ class Graph {
   /// bad operands, or an expression outside the grammar of docs/ops.md.
   void define_op(const CustomOp& op);
   const std::vector<CustomOp>& custom_ops() const { return custom_ops_; }
+  /// Declares user template `t` (docs/templates.md; it names its output with
+  /// Template::output) as op `name` of this graph: a node of it is a kernel of its own, its
+  /// arguments the template's other parameters in order. GraphError for a name taken or not an
+  /// identifier, or a template whose output is not one of its tensor parameters.
+  void define_template(const std::string& name, const Template& t);
+  /// The templates declared, by op name.
+  const std::vector<std::pair<std::string, std::shared_ptr<const Template>>>& templates() const {
+    return templates_;
+  }
 
   /// Marks `v` as an output; a non-empty `name` renames its node (the name outputs go by in
   /// Plan::run and `kiln run`). GraphError if the name is taken or invalid.
@@ -96,6 +106,7 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<int> outputs_;
   std::vector<CustomOp> custom_ops_;
+  std::vector<std::pair<std::string, std::shared_ptr<const Template>>> templates_;
   std::vector<std::shared_ptr<const ops::OpDef>> custom_defs_;  ///< custom_ops_' entries
 };
 

@@ -60,6 +60,10 @@ class Template {
   Template& launch(std::vector<std::string> grid, std::vector<std::string> block);
   /// Dynamic shared memory per block, an expression as launch()'s (default "0").
   Template& shared_bytes(std::string bytes);
+  /// As a node of a Graph (Graph::define_template): the tensor parameter the node's result is
+  /// written through, of the shape and dtype of tensor parameter `like`. The node's arguments
+  /// are the other parameters, in order.
+  Template& output(std::string param, std::string like);
 
   const std::string& name() const { return name_; }
   const std::string& source() const { return source_; }
@@ -72,9 +76,11 @@ class Template {
   const std::vector<std::string>& grid() const { return grid_; }
   const std::vector<std::string>& block() const { return block_; }
   const std::string& shared() const { return shared_; }
+  const std::string& output_param() const { return output_; }
+  const std::string& output_like() const { return like_; }
 
  private:
-  std::string name_, source_, instance_, shared_ = "0";
+  std::string name_, source_, instance_, shared_ = "0", output_, like_;
   std::map<std::string, std::string> headers_;
   std::vector<TemplateParam> params_;
   std::vector<std::pair<std::string, std::vector<int>>> tunables_;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <kiln/kiln.hpp>
 
+#include "engine/tuner.hpp"
 #include "tests/support.hpp"
 
 using kiln::DType;
@@ -216,4 +217,113 @@ TEST_CASE("gpu: a user's template matches its CPU reference for every candidate"
   strided.strides = {2};
   CHECK_THROWS_AS(kiln::launch(e, window(), {strided, v.view(), 4.0, 0.5, 0.25}),
                   kiln::ArgumentError);
+}
+
+namespace {
+
+// softmax(window(silu(x) * 2)) over x [rows, cols]: an elementwise kernel, the template's node,
+// then a row op reading its result.
+kiln::Graph window_graph(std::int64_t rows, std::int64_t cols, DType t) {
+  kiln::Graph g;
+  g.define_template("window", window().output("y", "x"));
+  auto x = g.input("x", {rows, cols}, t);
+  auto y = g.add("window", {kiln::silu(x) * 2.0, double(rows * cols), 0.5, 0.25});
+  g.output(kiln::apply("softmax", {y}), "out");
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("templates in plans: a node of its own between fused kernels, compiled offline") {
+  const kiln::Graph g = window_graph(64, 1000, DType::bf16);
+  const kiln::Plan plan(g);
+  const std::vector<kiln::PlanKernel> k = plan.kernels("sm_90a");
+  REQUIRE(k.size() == 3);
+  CHECK(k[1].name == "gauss_window_bf16_bf16_BLOCK256_ITEMS4");
+  CHECK(k[1].ops == std::vector<std::string>{g.node(g.find("t3")).name});
+  CHECK(k[1].grid == 63);  // ceil(64000 / 1024)
+  CHECK(k[1].block == 256);
+  kiln::test::TempDir tmp;
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    kiln::Engine e(kiln::test::offline(arch, tmp / "cache"));
+    CHECK(plan.compile(e).size() == 3);
+  }
+  // Its arguments are checked as the template's parameters.
+  kiln::Graph bad;
+  bad.define_template("window", window().output("y", "x"));
+  auto x = bad.input("x", {8}, DType::f32);
+  CHECK_THROWS_AS(bad.add("window", {x, x, 0.5, 0.25}), kiln::GraphError);
+  CHECK_THROWS_AS(bad.add("window", {x, 8.0, 0.5}), kiln::GraphError);
+  CHECK_THROWS_AS(bad.define_template("softmax", window().output("y", "x")), kiln::GraphError);
+  CHECK_THROWS_AS(bad.define_template("w2", window().output("n", "x")), kiln::GraphError);
+  CHECK_THROWS_AS(bad.define_template("w3", window()), kiln::GraphError);
+}
+
+TEST_CASE("gpu: a template's node runs in a plan, run and replayed, against the reference" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  auto rng = kiln::test::make_rng(73);
+  for (DType t : {DType::f32, DType::bf16}) {
+    CAPTURE(t);
+    const std::int64_t rows = 33, cols = 1000;
+    const kiln::Graph g = window_graph(rows, cols, t);
+    const kiln::Plan plan(g);
+    const std::vector<unsigned char> host =
+        kiln::test::random_bytes(t, std::size_t(rows * cols), -3, 3, rng);
+    const kiln::Tensor x = e.from_host({rows, cols}, t, host.data());
+    const std::size_t es = kiln::size_of(t);
+    for (int round = 0; round < 2; ++round) {
+      kiln::Tensor out = e.empty({rows, cols}, t);
+      out.fill_bytes(0xff);
+      if (round == 0)
+        plan.run(e, {{"x", x.view()}}, {{"out", out.view()}});
+      else
+        plan.replay(e, {{"x", x.view()}}, {{"out", out.view()}});
+      const std::vector<unsigned char> got = kiln::test::bytes_of(out);
+      int bad = 0;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        // The row in fp64 from the rounded intermediates the plan stores.
+        std::vector<double> y(static_cast<std::size_t>(cols));
+        double mx = -INFINITY, sum = 0;
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const double v = kiln::load_element(t, &host[std::size_t(r * cols + c) * es]);
+          unsigned char b[4];
+          kiln::store_element(t, 2 * v / (1 + std::exp(-v)), b);
+          const double s = kiln::load_element(t, b);
+          kiln::store_element(t, s * std::exp(-0.5 * s * s) + 0.25, b);
+          y[std::size_t(c)] = kiln::load_element(t, b);
+          mx = std::max(mx, y[std::size_t(c)]);
+        }
+        for (double v : y) sum += std::exp(v - mx);
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const double want = std::exp(y[std::size_t(c)] - mx) / sum;
+          const double have = kiln::load_element(t, &got[std::size_t(r * cols + c) * es]);
+          const double tol = t == DType::f32 ? 1e-5 : 2e-2;
+          if (!(std::fabs(have - want) <= tol * std::max(want, 1.0 / cols)) && ++bad <= 3)
+            FAIL_CHECK(
+                fmt::format("round {} row {} col {}: {} against {}", round, r, c, have, want));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu: kiln's tuner picks one of a template node's candidates, each checked" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  const kiln::Graph g = window_graph(256, 4096, DType::f32);
+  std::set<std::string> done;
+  kiln::autotune::TuneOptions o;
+  o.reps = 5;
+  const std::vector<kiln::autotune::KernelTuning> tuned = kiln::autotune::tune_graph(e, g, o, done);
+  REQUIRE(tuned.size() == 3);
+  const kiln::autotune::KernelTuning& t = tuned[1];
+  CHECK(t.kernel == "gauss_window_f32_f32_BLOCK256_ITEMS4");
+  CHECK(t.candidates == 9);
+  CHECK(t.skipped.empty());
+  CHECK(t.result.log.size() == 9);
+  const int block = t.result.winner.at("BLOCK"), items = t.result.winner.at("ITEMS");
+  CHECK((block == 128 || block == 256 || block == 512));
+  CHECK((items == 1 || items == 2 || items == 4));
+  for (const std::string& line : t.result.log) CHECK(line.find("discarded") == std::string::npos);
 }
