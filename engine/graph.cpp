@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <kiln/graph.hpp>
@@ -169,11 +170,15 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
     throw GraphError(
         fmt::format("{}: the top level must be an object with inputs, nodes, outputs", origin));
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.key() != "inputs" && it.key() != "nodes" && it.key() != "outputs" && it.key() != "ops")
+    if (it.key() != "inputs" && it.key() != "nodes" && it.key() != "outputs" && it.key() != "ops" &&
+        it.key() != "templates")
       throw GraphError(
           fmt::format("{}: unknown top-level field '{}'", origin, printable_name(it.key())));
   Graph g;
   if (j.contains("ops")) parse_custom_ops(j.at("ops"), g, origin);
+  if (j.contains("templates"))
+    parse_templates(j.at("templates"), g, std::filesystem::path(origin).parent_path().string(),
+                    origin);
   const auto& inputs = field(j, "inputs", "graph");
   if (!inputs.is_array())
     throw GraphError(fmt::format("{}: field inputs must be an array", origin));
@@ -337,8 +342,8 @@ std::string Graph::to_json() const {
   for (int o : outputs_) outputs.push_back(nlohmann::json(nodes_[std::size_t(o)].name).dump());
   return fmt::format(
       "{{\n{}  \"inputs\": [\n{}\n  ],\n  \"nodes\": [\n{}\n  ],\n  \"outputs\": [{}]\n}}\n",
-      custom_ops_json(*this), fmt::join(inputs, ",\n"), fmt::join(nodes, ",\n"),
-      fmt::join(outputs, ", "));
+      custom_ops_json(*this) + templates_json(*this), fmt::join(inputs, ",\n"),
+      fmt::join(nodes, ",\n"), fmt::join(outputs, ", "));
 }
 
 void Graph::save(const std::string& path) const {

@@ -30,4 +30,13 @@ void parse_custom_ops(const nlohmann::json& ops, Graph& g, const std::string& or
 /// `g`'s custom ops as graph JSON's "ops" array ("" when it has none), indented for to_json.
 std::string custom_ops_json(const Graph& g);
 
+/// Declares in `g` every template of `templates` (graph JSON's "templates" array), their files
+/// read from `dir` (the graph file's folder; relative paths without ".." only); GraphError
+/// naming `origin`, the template and the field for anything malformed or unreadable.
+void parse_templates(const nlohmann::json& templates, Graph& g, const std::string& dir,
+                     const std::string& origin);
+
+/// `g`'s templates as graph JSON's "templates" array, sources inline ("" when it has none).
+std::string templates_json(const Graph& g);
+
 }  // namespace kiln

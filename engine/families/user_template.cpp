@@ -175,6 +175,16 @@ void check_template(const Template& t) {
                       t.name(), printable_name(name)));
   if (t.instance_text().empty())
     throw ArgumentError(fmt::format("template {}: no instance (Template::instance)", t.name()));
+  std::vector<std::pair<std::string, std::string>> sample;  // any dtype, any tunable value
+  for (const TemplateParam& p : t.param_list())
+    if (p.kind == Kind::tensor) sample.emplace_back(p.name, "float");
+  for (const auto& [name, candidates] : t.tunables())
+    sample.emplace_back(name, std::to_string(candidates.front()));
+  try {
+    codegen::render_user_instance(t.instance_text(), sample);
+  } catch (const ArgumentError& e) {
+    throw ArgumentError(fmt::format("template {}: {}", t.name(), e.what()));
+  }
   if (t.grid().empty() || t.grid().size() > 3 || t.block().empty() || t.block().size() > 3)
     throw ArgumentError(
         fmt::format("template {}: a launch rule has 1 to 3 grid and block dims", t.name()));

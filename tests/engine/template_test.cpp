@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <kiln/kiln.hpp>
 
+#include "engine/compiler/compiler.hpp"
+#include "engine/fusion.hpp"
 #include "engine/tuner.hpp"
 #include "tests/support.hpp"
 
@@ -326,4 +328,42 @@ TEST_CASE("gpu: kiln's tuner picks one of a template node's candidates, each che
   CHECK((block == 128 || block == 256 || block == 512));
   CHECK((items == 1 || items == 2 || items == 4));
   for (const std::string& line : t.result.log) CHECK(line.find("discarded") == std::string::npos);
+}
+
+TEST_CASE("templates in graph JSON: files beside the graph, written back inline, refused typed") {
+  const kiln::Graph g = kiln::Graph::load(kDir + "/window.json");
+  REQUIRE(g.templates().size() == 1);
+  const std::vector<kiln::KernelSpec> specs = kiln::plan_specs(g, true, {}, nullptr, "sm_90a");
+  REQUIRE(specs.size() == 3);
+  CHECK(specs[1].name == "gauss_window_f32_f32_BLOCK256_ITEMS4");
+  CHECK(specs[1].headers.at("window_math.cuh") == window().headers().at("window_math.cuh"));
+  const kiln::Graph back = kiln::Graph::parse(g.to_json(), "elsewhere/g.json");
+  const std::vector<kiln::KernelSpec> again = kiln::plan_specs(back, true, {}, nullptr, "sm_90a");
+  REQUIRE(again.size() == 3);
+  CHECK(kiln::compiler::spec_id(again[1]) == kiln::compiler::spec_id(specs[1]));
+
+  const std::string text = kiln::test::read_file(kDir + "/window.json");
+  const auto refused = [&](const std::string& from, const std::string& to, const std::string& why) {
+    CAPTURE(to);
+    std::string edited = text;
+    const std::size_t at = edited.find(from);
+    REQUIRE(at != std::string::npos);
+    edited.replace(at, from.size(), to);
+    try {
+      kiln::Graph::parse(edited, kDir + "/edited.json");
+      FAIL("parsed");
+    } catch (const kiln::GraphError& e) {
+      CHECK(std::string(e.what()).find(why) != std::string::npos);
+    }
+  };
+  refused("\"file\": \"window.cuh\"", "\"file\": \"../custom_kernel/window.cuh\"", "without '..'");
+  refused("\"file\": \"window.cuh\"", "\"file\": \"/etc/hostname\"", "without '..'");
+  refused("\"file\": \"window.cuh\"", "\"file\": \"absent.cuh\"", "cannot read");
+  refused("\"file\": \"window.cuh\"", "\"file\": \"window.cuh\", \"source\": \"x\"", "one of them");
+  refused("\"kind\": \"i64\"", "\"kind\": \"size_t\"", "kind tensor");
+  refused("\"grid\":", "\"code\": 1, \"grid\":", "unknown field 'code'");
+  refused("\"output\": {\"param\": \"y\", \"like\": \"x\"}",
+          "\"output\": {\"param\": \"n\", \"like\": \"x\"}", "not one of its tensor parameters");
+  refused("\"instance\": \"gauss_window<{x}, {BLOCK}, {ITEMS}>\"",
+          "\"instance\": \"gauss_window<{x}, {BLOCK}, {ITEMS}>; int\"", "no place in a name");
 }
