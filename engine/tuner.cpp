@@ -293,7 +293,7 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
       return true;
     };
     t.result = tune(candidates, space.fallback, measure, agree);
-    const auto& shaped = graph.node(grp.anchor ? grp.x : grp.outputs.at(0));
+    const auto& shaped = graph.node(grp.x >= 0 ? grp.x : grp.outputs.at(0));  // a row op's x
     cache::TuningRecord& r = t.record;
     r.signature = signature;
     r.kernel = t.kernel;

@@ -10,25 +10,53 @@ namespace kiln::runtime {
 
 // Every driver entry point kiln uses. cuda.h maps some names to versioned symbols
 // (cuMemAlloc -> cuMemAlloc_v2); the table and dlsym see the mapped names.
-#define KILN_DRIVER_FUNCTIONS(X)                                                                 \
-  X(cuInit)                                                                                      \
-  X(cuDriverGetVersion)                                                                          \
-  X(cuDeviceGet)                                                                                 \
-  X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)             \
-      X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent)               \
-          X(cuCtxPopCurrent) X(cuCtxSynchronize) X(cuStreamCreate) X(cuStreamDestroy)            \
-              X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)         \
-                  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuModuleLoadData)                \
-                      X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)             \
-                          X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree)     \
-                              X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD8) \
-                                  X(cuMemsetD8Async) X(cuGetErrorName) X(cuGetErrorString)       \
-                                      X(cuGraphCreate) X(cuGraphAddKernelNode)                   \
-                                          X(cuGraphInstantiate) X(cuGraphLaunch)                 \
-                                              X(cuGraphExecKernelNodeSetParams)                  \
-                                                  X(cuGraphExecDestroy) X(cuGraphDestroy)        \
-                                                      X(cuLaunchKernelEx)                        \
-                                                          X(cuGraphKernelNodeSetAttribute)
+// clang-format off
+#define KILN_DRIVER_FUNCTIONS(X) \
+  X(cuInit) \
+  X(cuDriverGetVersion) \
+  X(cuDeviceGet) \
+  X(cuDeviceGetCount) \
+  X(cuDeviceGetName) \
+  X(cuDeviceGetAttribute) \
+  X(cuDeviceTotalMem) \
+  X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxPushCurrent) \
+  X(cuCtxPopCurrent) \
+  X(cuCtxSynchronize) \
+  X(cuStreamCreate) \
+  X(cuStreamDestroy) \
+  X(cuStreamSynchronize) \
+  X(cuEventCreate) \
+  X(cuEventDestroy) \
+  X(cuEventRecord) \
+  X(cuEventSynchronize) \
+  X(cuEventElapsedTime) \
+  X(cuModuleLoadData) \
+  X(cuModuleUnload) \
+  X(cuModuleGetFunction) \
+  X(cuFuncGetAttribute) \
+  X(cuFuncSetAttribute) \
+  X(cuLaunchKernel) \
+  X(cuMemAlloc) \
+  X(cuMemFree) \
+  X(cuMemcpyHtoD) \
+  X(cuMemcpyDtoH) \
+  X(cuMemcpyDtoDAsync) \
+  X(cuMemsetD8) \
+  X(cuMemsetD8Async) \
+  X(cuGetErrorName) \
+  X(cuGetErrorString) \
+  X(cuGraphCreate) \
+  X(cuGraphAddKernelNode) \
+  X(cuGraphInstantiate) \
+  X(cuGraphLaunch) \
+  X(cuGraphExecKernelNodeSetParams) \
+  X(cuGraphExecDestroy) \
+  X(cuGraphDestroy) \
+  X(cuLaunchKernelEx) \
+  X(cuGraphKernelNodeSetAttribute)
+// clang-format on
 
 struct Driver {
 #define KILN_DRIVER_MEMBER(fn) decltype(&::fn) fn = nullptr;

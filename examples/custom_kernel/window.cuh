@@ -8,8 +8,8 @@
 #include "window_math.cuh"
 
 template <class T, int BLOCK, int ITEMS>
-__global__ void __launch_bounds__(BLOCK) gauss_window(const T* x, T* y, long long n, float alpha,
-                                                      float beta) {
+__global__ void __launch_bounds__(BLOCK)
+    gauss_window(const T* x, T* y, long long n, float alpha, float beta) {
   const long long base = (long long)blockIdx.x * BLOCK * ITEMS + threadIdx.x;
 #pragma unroll
   for (int k = 0; k < ITEMS; ++k) {

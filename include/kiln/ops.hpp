@@ -46,18 +46,39 @@ TensorView infer(std::string_view name, const std::vector<Operand>& args, const 
 #define KILN_BINARY_OP(op) \
   inline Tensor op(Engine& e, const Operand& a, const Operand& b) { return call(e, #op, {a, b}); }
 KILN_UNARY_OP(neg)
-KILN_UNARY_OP(abs) KILN_UNARY_OP(exp) KILN_UNARY_OP(log) KILN_UNARY_OP(sqrt) KILN_UNARY_OP(rsqrt)
-    KILN_UNARY_OP(sin) KILN_UNARY_OP(cos) KILN_UNARY_OP(tanh) KILN_UNARY_OP(sigmoid)
-        KILN_UNARY_OP(relu) KILN_UNARY_OP(gelu) KILN_UNARY_OP(gelu_tanh) KILN_UNARY_OP(silu)
-            KILN_UNARY_OP(softplus) KILN_BINARY_OP(add) KILN_BINARY_OP(sub) KILN_BINARY_OP(mul)
-                KILN_BINARY_OP(div) KILN_BINARY_OP(pow) KILN_BINARY_OP(maximum)
-                    KILN_BINARY_OP(minimum) KILN_BINARY_OP(eq) KILN_BINARY_OP(ne) KILN_BINARY_OP(lt)
-                        KILN_BINARY_OP(le) KILN_BINARY_OP(gt) KILN_BINARY_OP(ge)
+// clang-format off
+KILN_UNARY_OP(abs)
+KILN_UNARY_OP(exp)
+KILN_UNARY_OP(log)
+KILN_UNARY_OP(sqrt)
+KILN_UNARY_OP(rsqrt)
+KILN_UNARY_OP(sin)
+KILN_UNARY_OP(cos)
+KILN_UNARY_OP(tanh)
+KILN_UNARY_OP(sigmoid)
+KILN_UNARY_OP(relu)
+KILN_UNARY_OP(gelu)
+KILN_UNARY_OP(gelu_tanh)
+KILN_UNARY_OP(silu)
+KILN_UNARY_OP(softplus)
+KILN_BINARY_OP(add)
+KILN_BINARY_OP(sub)
+KILN_BINARY_OP(mul)
+KILN_BINARY_OP(div)
+KILN_BINARY_OP(pow)
+KILN_BINARY_OP(maximum)
+KILN_BINARY_OP(minimum)
+KILN_BINARY_OP(eq)
+KILN_BINARY_OP(ne)
+KILN_BINARY_OP(lt)
+KILN_BINARY_OP(le)
+KILN_BINARY_OP(gt)
+KILN_BINARY_OP(ge)
+// clang-format on
 #undef KILN_UNARY_OP
 #undef KILN_BINARY_OP
 
-                            inline Tensor
-    where(Engine& e, const Operand& cond, const Operand& a, const Operand& b) {
+inline Tensor where(Engine& e, const Operand& cond, const Operand& a, const Operand& b) {
   return call(e, "where", {cond, a, b});
 }
 inline Tensor clamp(Engine& e, const Operand& x, std::optional<double> min,
