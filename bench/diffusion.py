@@ -13,7 +13,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import median_us  # noqa: E402
+from run import graphed, median_us  # noqa: E402
 
 STEPS = 50
 
@@ -39,20 +39,6 @@ def loop(x, epss, w):
     return s
 
 
-def graphed(fn):
-    """fn captured as a CUDA graph (after a warm-up on a side stream), replayed per call."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g.replay
-
-
 def peers(shape):
     dev, h = "cuda", torch.float16
     x, eps, prev = (torch.randn(*shape, device=dev, dtype=h) for _ in range(3))
@@ -62,10 +48,10 @@ def peers(shape):
     compiled = torch.compile(step)
     out = {"eager_us": median_us(one, inner=10),
            "compile_us": median_us(lambda: compiled(x, eps, prev, a, b, w), inner=10),
-           "graph_us": median_us(graphed(one), inner=10)}
+           "graph_us": median_us(graphed(one)[0], inner=10)}
     epss = [torch.randn(*shape, device=dev, dtype=h) for _ in range(STEPS)]
     out["loop50_eager_us"] = median_us(lambda: loop(x, epss, 0.7), reps=10)
-    out["loop50_graph_us"] = median_us(graphed(lambda: loop(x, epss, 0.7)), reps=10)
+    out["loop50_graph_us"] = median_us(graphed(lambda: loop(x, epss, 0.7))[0], reps=10)
     return out
 
 

@@ -82,6 +82,21 @@ def peer(r, with_compile):
     return eager_us, ok, compile_us
 
 
+def graphed(fn):
+    """fn captured as a CUDA graph (after a warm-up on a side stream): its replay, and what the
+    captured call returned."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return graph.replay, out
+
+
 def torch_launch(n):
     """PyTorch's cost per op of n dependent tiny adds: eager, and replayed as a CUDA graph."""
     x = torch.full((1,), 0.5, device="cuda")
@@ -93,16 +108,8 @@ def torch_launch(n):
         return t
 
     eager = median_us(chain) / n
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            chain()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        y = chain()
-    replay = median_us(graph.replay) / n
+    replayed, y = graphed(chain)
+    replay = median_us(replayed) / n
     return eager, replay, y.item() == 1000.5
 
 
