@@ -120,12 +120,12 @@ std::string memo_of(const KernelSpec& spec) {
 }  // namespace
 
 EngineImpl::Fetched EngineImpl::fetch(const KernelSpec& spec) const {
-  const compiler::HeaderTable& headers = compiler::HeaderTable::embedded();
-  Fetched f{compiler::key_of(spec, arch, headers), {}};
+  const compiler::SourceUnit unit(spec);
+  Fetched f{compiler::key_of(spec, arch, unit), {}};
   if (recorder) recorder->record(spec);
   f.got = cache->get(f.key, [&] {
     const runtime::NvtxRange range(("kiln compile " + spec.name).c_str());
-    return compiler::compile(spec, arch, headers);
+    return compiler::compile(spec, arch, unit);
   });
   return f;
 }

@@ -46,8 +46,9 @@ PrecompileSummary precompile_specs(
     PrecompileItem item{spec.name, *work[w].arch, "", "", 0};
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      const auto key = compiler::key_of(spec, item.arch);
-      const auto got = cache.get(key, [&] { return compiler::compile(spec, item.arch); });
+      const compiler::SourceUnit unit(spec);
+      const auto key = compiler::key_of(spec, item.arch, unit);
+      const auto got = cache.get(key, [&] { return compiler::compile(spec, item.arch, unit); });
       if (!got.saved && cache.wants_disk())
         throw CacheError("compiled but not saved: the cache is " + cache.describe());
       item.status = got.source == cache::KernelCache::Source::compiled ? "compiled" : "cached";

@@ -95,11 +95,16 @@ std::string headers_id_of(const std::vector<std::string>& closure, const HeaderT
 
 }  // namespace
 
+SourceUnit::SourceUnit(const KernelSpec& spec, const HeaderTable& base)
+    : headers_(base, spec.headers), closure_(headers_.closure(spec.source)) {}
+
+cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch, const SourceUnit& unit) {
+  return cache::compute_key({spec.source, spec.expression, included(unit.closure(), unit.headers()),
+                             spec.options, arch, nvrtc_version()});
+}
+
 cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch, const HeaderTable& base) {
-  const HeaderTable headers(base, spec.headers);
-  const std::vector<std::string> closure = headers.closure(spec.source);
-  return cache::compute_key({spec.source, spec.expression, included(closure, headers), spec.options,
-                             arch, nvrtc_version()});
+  return key_of(spec, arch, SourceUnit(spec, base));
 }
 
 std::string spec_id(const KernelSpec& spec) {
@@ -141,7 +146,11 @@ std::vector<std::string> target_options(const std::string& arch) {
 }
 
 CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const HeaderTable& base) {
-  const HeaderTable headers(base, spec.headers);
+  return compile(spec, arch, SourceUnit(spec, base));
+}
+
+CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const SourceUnit& unit) {
+  const HeaderTable& headers = unit.headers();
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> options = spec.options;
   const std::vector<std::string> target = target_options(arch);
@@ -149,7 +158,7 @@ CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const He
   options.insert(options.end(), target.begin(), target.end());
   options.push_back("-Xptxas=-v");  // register and spill counts, into the log
 
-  const std::vector<std::string> closure = headers.closure(spec.source);
+  const std::vector<std::string>& closure = unit.closure();
   std::vector<const char*> names, sources;
   for (auto& name : closure) {
     names.push_back(name.c_str());

@@ -21,6 +21,24 @@ int arch_number(const std::string& arch);
 /// arch or one older than NVRTC supports.
 std::vector<std::string> target_options(const std::string& arch);
 
+/// What a spec's source sees: the header table with the spec's own headers over it, and the
+/// names of the headers it includes (directly or not), found once for its key and its compile.
+class SourceUnit {
+ public:
+  explicit SourceUnit(const KernelSpec& spec, const HeaderTable& base = HeaderTable::embedded());
+  const HeaderTable& headers() const { return headers_; }
+  const std::vector<std::string>& closure() const { return closure_; }
+
+ private:
+  HeaderTable headers_;
+  std::vector<std::string> closure_;
+};
+
+/// The cache key of `spec` for `arch`, from its unit.
+cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch, const SourceUnit& unit);
+/// Compiles `spec` for `arch` against its unit (as compile() below).
+CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const SourceUnit& unit);
+
 /// The cache key of spec compiled for arch by this NVRTC with these headers (and the spec's own,
 /// KernelSpec::headers, over them).
 cache::CacheKey key_of(const KernelSpec& spec, const std::string& arch,
