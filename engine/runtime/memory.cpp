@@ -36,9 +36,13 @@ Tensor::Tensor(std::shared_ptr<detail::Allocation> memory, TensorView view)
 void Tensor::copy_from_host(const void* src) {
   if (!memory_) throw ArgumentError("copy_from_host on an empty Tensor");
   runtime::ContextGuard guard(memory_->context());
-  // Note: kiln's streams do not synchronize with the legacy stream these copies use.
+  // kiln's streams do not synchronize with the legacy stream this copy uses, and from pageable
+  // memory it returns once the bytes are staged, before the DMA lands (the driver API's "API
+  // synchronization behavior"): without the second synchronize, a kernel launched next on
+  // kiln's stream could read the tensor half written.
   KILN_CU_CHECK(runtime::driver().cuCtxSynchronize(), view_.describe());
   KILN_CU_CHECK(runtime::driver().cuMemcpyHtoD(memory_->ptr(), src, bytes()), view_.describe());
+  KILN_CU_CHECK(runtime::driver().cuCtxSynchronize(), view_.describe());
 }
 
 void Tensor::copy_to_host(void* dst) const {
