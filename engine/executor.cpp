@@ -118,7 +118,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
     KernelLaunch& L = work[i].second;
     PreparedCall::Launch launch;
     launch.kernel = kernels[i];
-    launch.nodes = PlanImpl::pointer_nodes(grp);
+    launch.nodes = grp.pointer_nodes();
     if (launch.nodes.size() != L.pointers.size())
       throw Error(fmt::format("internal error: kernel {} takes {} pointers for {} values",
                               L.spec.name, L.pointers.size(), launch.nodes.size()));

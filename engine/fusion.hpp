@@ -40,6 +40,15 @@ struct FusedGroup {
   std::vector<int> epilogue_inputs;  ///< node ids the epilogue reads from memory
   codegen::Body epilogue;
   std::vector<float> epilogue_scalars;
+
+  /// The node whose data each pointer of the group's kernel takes, in the kernel's order
+  /// (KernelLaunch::pointers): outputs, then inputs, then extras and epilogue inputs.
+  std::vector<int> pointer_nodes() const {
+    std::vector<int> nodes = outputs;
+    for (const auto* list : {&inputs, &extras, &epilogue_inputs})
+      nodes.insert(nodes.end(), list->begin(), list->end());
+    return nodes;
+  }
 };
 
 /// What `grp`'s kernel computes, as an expression over the values it reads (graph names):

@@ -34,6 +34,12 @@ void Graph::define_template(const std::string& name, const Template& t) {
   templates_.emplace_back(name, std::move(kept));
 }
 
+void detail::GraphAccess::copy_declarations(const Graph& from, Graph& to) {
+  to.custom_ops_ = from.custom_ops_;
+  to.templates_ = from.templates_;
+  to.custom_defs_ = from.custom_defs_;
+}
+
 const ops::OpDef& detail::GraphAccess::op_def(const Graph& g, std::string_view name) {
   for (const auto& def : g.custom_defs_)
     if (def->name == name) return *def;

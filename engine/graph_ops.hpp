@@ -15,6 +15,8 @@ namespace detail {
 struct GraphAccess {
   /// Op `name` as `g` knows it: its custom ops, then kiln's catalog (ArgumentError if neither).
   static const ops::OpDef& op_def(const Graph& g, std::string_view name);
+  /// `to`, an empty graph, with `from`'s custom ops and templates, already checked and parsed.
+  static void copy_declarations(const Graph& from, Graph& to);
 };
 }  // namespace detail
 

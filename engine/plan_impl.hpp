@@ -14,6 +14,7 @@
 #include "cache/tuning.hpp"
 #include "engine/families/family.hpp"
 #include "engine/fusion.hpp"
+#include "engine/graph_ops.hpp"
 #include "engine/launch_cache.hpp"
 #include "engine/planner.hpp"
 #include "engine/runtime/context.hpp"
@@ -75,8 +76,7 @@ class PlanImpl {
     check_inputs(inputs);
     if (dynamic()) {
       scratch = Graph();
-      for (const CustomOp& op : graph.custom_ops()) scratch.define_op(op);
-      for (const auto& [name, t] : graph.templates()) scratch.define_template(name, *t);
+      detail::GraphAccess::copy_declarations(graph, scratch);  // parsed once, shared
       for (const auto& n : graph.nodes()) {
         std::vector<GraphArg> args;
         for (const auto& a : n.args)
@@ -127,15 +127,6 @@ class PlanImpl {
   // The arena `engine`'s calls keep their intermediates in, at least `bytes` long: one per
   // engine, shared by every signature, grown (after a synchronize) when a call needs more.
   std::uint64_t arena_for(Engine& engine, std::int64_t bytes) const;
-
-  // The node whose data each pointer of `grp`'s kernel takes, in the kernel's order
-  // (KernelLaunch::pointers): outputs, then inputs, then a row op's extras and epilogue inputs.
-  static std::vector<int> pointer_nodes(const FusedGroup& grp) {
-    std::vector<int> nodes = grp.outputs;
-    for (const auto* list : {&grp.inputs, &grp.extras, &grp.epilogue_inputs})
-      nodes.insert(nodes.end(), list->begin(), list->end());
-    return nodes;
-  }
 
   // Views of contiguous, aligned stand-ins (data 0) for specializing without memory.
   static TensorView desc(const Graph::Node& n) {

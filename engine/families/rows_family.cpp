@@ -69,10 +69,7 @@ void mark_dynamic_row(const GroupWork& w, RowKernel& k) {
   const std::int64_t axis = k.axis < 0 ? k.axis + rank : k.axis;
   if (k.all_axes || axis < 0 || axis >= rank || x[std::size_t(axis)] >= 0) return;
   k.dynamic_row = true;
-  std::vector<int> slots = grp.outputs;  // KernelLaunch::pointers' order
-  for (const auto* list : {&grp.inputs, &grp.extras, &grp.epilogue_inputs})
-    slots.insert(slots.end(), list->begin(), list->end());
-  for (int id : slots) {
+  for (int id : grp.pointer_nodes()) {
     const Shape& s = w.planned.node(id).shape;
     const std::int64_t d = axis - (rank - std::int64_t(s.size()));
     const bool output = k.along_row.size() < grp.outputs.size();
