@@ -197,11 +197,11 @@ std::vector<const LoadedKernel*> EngineImpl::prepare_all(
 void EngineImpl::launch(const LoadedKernel& k, const KernelLaunch& L, void** args) {
   require_device("launching a kernel");
   runtime::ContextGuard guard(*context);
-  k.module->launch(L.grid3(), L.block3(), k.shared_for(L), stream(), args, L.cluster);
+  k.module->launch(k.config_for(L), stream(), args);
 }
 
 void EngineImpl::launch_kernel(const KernelLaunch& L) {
-  if (L.groups == 0 || L.grid == 0) return;
+  if (L.groups == 0 || L.config.empty()) return;
   const LoadedKernel& k = prepare(L.spec);
   LaunchParams params(L);
   launch(k, L, params.pointers());

@@ -31,10 +31,12 @@ struct LoadedKernel {
   std::size_t record = 0;                   ///< index into EngineImpl::records
   unsigned max_dynamic_shared = 0;          ///< what a launch of it may use on this device
 
-  /// The dynamic shared memory a launch of `L` gets: what it asks for (KernelLaunch::stash_bytes)
-  /// up to what the device allows, in 16-byte units.
-  unsigned shared_for(const KernelLaunch& L) const {
-    return unsigned(std::min<std::uint64_t>(L.stash_bytes, max_dynamic_shared)) / 16 * 16;
+  /// The configuration a launch of `L` gets: its own, with the dynamic shared memory it asks
+  /// for up to what the device allows, in 16-byte units.
+  LaunchConfig config_for(const KernelLaunch& L) const {
+    LaunchConfig c = L.config;
+    c.shared = std::min(c.shared, max_dynamic_shared) / 16 * 16;
+    return c;
   }
 };
 

@@ -109,7 +109,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
   std::vector<const KernelSpec*> specs;
   for (const FusedGroup& grp : p.groups) {
     KernelLaunch L = p.specialize_tuned(grp, values, bound, e.arch, e.tuning);
-    if (L.groups != 0 && L.grid != 0) work.emplace_back(&grp, std::move(L));
+    if (L.groups != 0 && !L.config.empty()) work.emplace_back(&grp, std::move(L));
   }
   for (const auto& w : work) specs.push_back(&w.second.spec);
   const std::vector<const LoadedKernel*> kernels = e.prepare_all(specs);  // compiled side by side
@@ -122,7 +122,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
     if (launch.nodes.size() != L.pointers.size())
       throw Error(fmt::format("internal error: kernel {} takes {} pointers for {} values",
                               L.spec.name, L.pointers.size(), launch.nodes.size()));
-    launch.shared = launch.kernel->shared_for(L);
+    launch.config = launch.kernel->config_for(L);
     launch.label = describe_group(bound, grp);
     launch.params = std::make_unique<LaunchParams>(L);
     launch.launch = std::move(L);
@@ -133,8 +133,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
 }
 
 runtime::GraphLaunch graph_launch(PreparedCall::Launch& l) {
-  return {l.kernel->module->function(), l.launch.grid3(), l.launch.block3(), l.shared,
-          l.params->pointers(),         l.launch.cluster};
+  return {l.kernel->module->function(), l.config, l.params->pointers()};
 }
 
 }  // namespace
@@ -211,8 +210,7 @@ std::map<std::string, Tensor> Plan::run(Engine& engine,
       *impl_, engine, inputs, outputs, [](detail::PreparedCall& call, CUstream stream) {
         for (detail::PreparedCall::Launch& l : call.launches) {
           const runtime::NvtxRange launch(l.label.c_str());
-          l.kernel->module->launch(l.launch.grid3(), l.launch.block3(), l.shared, stream,
-                                   l.params->pointers(), l.launch.cluster);
+          l.kernel->module->launch(l.config, stream, l.params->pointers());
         }
       });
 }

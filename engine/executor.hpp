@@ -24,7 +24,7 @@ struct PreparedCall {
     const LoadedKernel* kernel = nullptr;  ///< owned by the engine, which outlives its calls
     std::vector<int> nodes;
     std::unique_ptr<LaunchParams> params;
-    unsigned shared = 0;
+    LaunchConfig config;  ///< the launch's, with the shared memory the device grants
     std::vector<unsigned char> in_graph;  ///< the pointers replay's graph node holds
     std::string label;                    ///< what it computes (describe_group), for NVTX
   };

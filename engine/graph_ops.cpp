@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -91,11 +92,10 @@ std::string custom_ops_json(const Graph& g) {
 
 namespace {
 
-const std::map<std::string, TemplateParam::Kind> kKinds = {{"tensor", TemplateParam::Kind::tensor},
-                                                           {"i32", TemplateParam::Kind::i32},
-                                                           {"i64", TemplateParam::Kind::i64},
-                                                           {"f32", TemplateParam::Kind::f32},
-                                                           {"f64", TemplateParam::Kind::f64}};
+const std::map<std::string, TemplateParam::Kind> kKinds = {
+    {"tensor", TemplateParam::Kind::tensor}, {"i32", TemplateParam::Kind::i32},
+    {"i64", TemplateParam::Kind::i64},       {"f32", TemplateParam::Kind::f32},
+    {"f64", TemplateParam::Kind::f64},       {"tensor_map", TemplateParam::Kind::tensor_map}};
 
 // The text of `key` in template object `o` ("" if absent and not `required`).
 std::string text_of(const nlohmann::json& o, const char* key, const std::string& where,
@@ -135,6 +135,25 @@ std::string file_under(const std::string& dir, const std::string& path, const st
   }
 }
 
+// One of a template's params: {"name", "kind"}, and for a tensor_map its "box" and "swizzle".
+TemplateParam param_of(const nlohmann::json& p, const std::string& where) {
+  const std::string kind = p.is_object() ? text_of(p, "kind", where) : "";
+  if (!kKinds.count(kind))
+    throw GraphError(fmt::format(
+        "{}: each of params is {{\"name\", \"kind\"}}, kind tensor, tensor_map, i32, i64, f32 "
+        "or f64",
+        where));
+  TemplateParam out{text_of(p, "name", where), kKinds.at(kind)};
+  if (out.kind != TemplateParam::Kind::tensor_map) return out;
+  out.box = strings_of(p, "box", where);
+  if (p.contains("swizzle")) {
+    if (!p.at("swizzle").is_number_integer())
+      throw GraphError(fmt::format("{}: a tensor_map's swizzle is 0, 32, 64 or 128", where));
+    out.swizzle = int(std::clamp<std::int64_t>(p.at("swizzle").get<std::int64_t>(), -1, 1 << 20));
+  }
+  return out;
+}
+
 Template template_of(const nlohmann::json& o, const std::string& dir, const std::string& where) {
   static const std::set<std::string> fields = {"name",   "file",     "source",   "headers",
                                                "params", "instance", "tunables", "grid",
@@ -166,14 +185,7 @@ Template template_of(const nlohmann::json& o, const std::string& dir, const std:
   std::vector<TemplateParam> params;
   if (!o.contains("params") || !o.at("params").is_array())
     throw GraphError(fmt::format("{}: field params must be an array", where));
-  for (const auto& p : o.at("params")) {
-    const std::string kind = p.is_object() ? text_of(p, "kind", where) : "";
-    if (!kKinds.count(kind))
-      throw GraphError(fmt::format(
-          "{}: each of params is {{\"name\", \"kind\"}}, kind tensor, i32, i64, f32 or f64",
-          where));
-    params.push_back({text_of(p, "name", where), kKinds.at(kind)});
-  }
+  for (const auto& p : o.at("params")) params.push_back(param_of(p, where));
   t.params(std::move(params)).instance(text_of(o, "instance", where));
   if (o.contains("tunables")) {
     if (!o.at("tunables").is_array())
@@ -233,8 +245,15 @@ std::string templates_json(const Graph& g) {
     j["headers"] = headers;
     nlohmann::json params = nlohmann::json::array();
     for (const TemplateParam& p : t->param_list())
-      for (const auto& [kind, k] : kKinds)
-        if (k == p.kind) params.push_back({{"name", p.name}, {"kind", kind}});
+      for (const auto& [kind, k] : kKinds) {
+        if (k != p.kind) continue;
+        nlohmann::json q = {{"name", p.name}, {"kind", kind}};
+        if (k == TemplateParam::Kind::tensor_map) {
+          q["box"] = p.box;
+          q["swizzle"] = p.swizzle;
+        }
+        params.push_back(std::move(q));
+      }
     j["params"] = params;
     j["instance"] = t->instance_text();
     nlohmann::json tunables = nlohmann::json::array();

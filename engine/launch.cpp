@@ -1,6 +1,10 @@
 #include "engine/launch.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+
+#include "engine/runtime/tensor_map.hpp"
 
 namespace kiln {
 
@@ -36,6 +40,20 @@ LaunchParams::LaunchParams(const KernelLaunch& L) {
     sizes_.push_back(b.size());
   }
   for (auto& p : params_) ptrs_.push_back(p.data());
+  if (L.maps.empty()) return;
+  map_of_.assign(L.pointers.size(), -1);
+  for (const TensorMapArg& m : L.maps) {
+    map_of_.at(m.pointer) = int(maps_.size());
+    maps_.emplace_back(m, 0);
+    if (L.pointers[m.pointer]) set_map(m.pointer, L.pointers[m.pointer]);
+  }
+}
+
+void LaunchParams::set_map(std::size_t i, std::uint64_t p) {
+  auto& [map, address] = maps_[std::size_t(map_of_[i])];
+  runtime::encode_tensor_map(map.desc, p, data(map.param),
+                             fmt::format("the tensor map of parameter {}", map.param));
+  address = p;
 }
 
 std::vector<unsigned char> LaunchParams::bytes() const {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "stages/kernel.hpp"
+#include "stages/launch.hpp"
 
 namespace kiln {
 
@@ -24,13 +25,9 @@ struct KernelLaunch {
   std::uint64_t index_arg = 0;  ///< the kernel's Index parameter
   bool index64 = false;
   int vec = 1;
-  unsigned grid = 0;                          ///< blocks along x
-  unsigned block = 0;                         ///< threads along x
-  std::array<unsigned, 2> grid_yz = {1, 1};   ///< blocks along y and z
-  std::array<unsigned, 2> block_yz = {1, 1};  ///< threads along y and z
-  unsigned cluster = 1;           ///< blocks per thread-block cluster given at launch (1: none)
-  std::uint64_t stash_bytes = 0;  ///< dynamic shared memory it can use (the row template's stash);
-                                  ///< the device may grant less
+  /// Grid, block, clusters, and the dynamic shared memory the kernel can use (the row
+  /// template's stash; the device may grant less).
+  LaunchConfig config;
   std::vector<std::uint64_t> pointers;  ///< outputs, then inputs
   std::vector<float> scalars;
   /// The row::Geometry parameter of a kernel for rows of a dynamic length (empty: none): it
@@ -42,10 +39,10 @@ struct KernelLaunch {
   /// Empty: kiln's layout, the Args block, the Index and the geometry.
   std::vector<std::vector<unsigned char>> own_params;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pointer_at;
+  /// Parameters that are TMA tensor maps of one of `pointers` (encoded where LaunchParams
+  /// writes that pointer; their `pointer_at` offset is unused).
+  std::vector<TensorMapArg> maps;
   Tunables tunables;  ///< the template's parameters it was specialized with (defaults included)
-  /// The launch's dims: {grid, grid_yz...} and {block, block_yz...}.
-  std::array<unsigned, 3> grid3() const { return {grid, grid_yz[0], grid_yz[1]}; }
-  std::array<unsigned, 3> block3() const { return {block, block_yz[0], block_yz[1]}; }
   /// The bytes of the kernel's Args<P, S> parameter.
   std::vector<unsigned char> args() const;
 };
@@ -60,8 +57,13 @@ class LaunchParams {
   void** pointers() { return ptrs_.data(); }
   /// Every parameter's bytes, to tell whether two launches of one kernel differ.
   std::vector<unsigned char> bytes() const;
-  /// Writes pointer `i` (KernelLaunch::pointers' order).
-  void set_pointer(std::size_t i, std::uint64_t p) { std::memcpy(pointer(i), &p, 8); }
+  /// Writes pointer `i` (KernelLaunch::pointers' order); a tensor map of it is encoded again.
+  void set_pointer(std::size_t i, std::uint64_t p) {
+    if (i < map_of_.size() && map_of_[i] >= 0)
+      set_map(i, p);
+    else
+      std::memcpy(pointer(i), &p, 8);
+  }
   /// Writes scalar `i` of kiln's Args block (after the pointers: `pointers` of them).
   void set_scalar(std::size_t pointers, std::size_t i, float v) {
     std::memcpy(data(0) + 8 * pointers + 4 * i, &v, 4);
@@ -71,10 +73,14 @@ class LaunchParams {
   bool pointers_equal(const std::vector<unsigned char>& bytes) const;
 
  private:
+  void set_map(std::size_t i, std::uint64_t p);
   unsigned char* data(std::size_t param) {
     return reinterpret_cast<unsigned char*>(params_[param].data());
   }
+  // Where pointer i's bytes are: in its parameter, or (a tensor map's) in map_address_.
   const unsigned char* pointer(std::size_t i) const {
+    if (i < map_of_.size() && map_of_[i] >= 0)
+      return reinterpret_cast<const unsigned char*>(&maps_[std::size_t(map_of_[i])].second);
     return reinterpret_cast<const unsigned char*>(params_[at_[i].first].data()) + at_[i].second;
   }
   unsigned char* pointer(std::size_t i) { return data(at_[i].first) + at_[i].second; }
@@ -83,6 +89,8 @@ class LaunchParams {
   std::vector<std::size_t> sizes_;                       ///< each parameter's bytes
   std::vector<std::pair<std::uint32_t, std::uint32_t>> at_;
   std::vector<void*> ptrs_;
+  std::vector<int> map_of_;  ///< per pointer: its index in maps_, or -1
+  std::vector<std::pair<TensorMapArg, std::uint64_t>> maps_;  ///< each map and its address
 };
 
 }  // namespace kiln

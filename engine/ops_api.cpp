@@ -48,7 +48,7 @@ struct PreparedOp {
   KernelLaunch launch;
   const LoadedKernel* kernel = nullptr;
   std::unique_ptr<LaunchParams> params;
-  unsigned shared = 0;
+  LaunchConfig config;  ///< the launch's, with the shared memory the device grants
 };
 
 }  // namespace detail
@@ -88,10 +88,10 @@ std::shared_ptr<detail::PreparedOp> prepare_op(Engine& engine, const ops::OpDef&
                                                const Attrs& attrs) {
   auto p = std::make_shared<detail::PreparedOp>();
   p->launch = specialize_call(op_call(op, out, args, attrs), engine.arch());
-  if (p->launch.groups == 0 || p->launch.grid == 0) return p;
+  if (p->launch.groups == 0 || p->launch.config.empty()) return p;
   p->kernel = &detail::impl_of(engine).prepare(p->launch.spec);
   p->params = std::make_unique<LaunchParams>(p->launch);
-  p->shared = p->kernel->shared_for(p->launch);
+  p->config = p->kernel->config_for(p->launch);
   return p;
 }
 
@@ -114,8 +114,7 @@ void launch_op(Engine& engine, detail::PreparedOp& p, const ops::OpDef& op, cons
   detail::EngineImpl& e = detail::impl_of(engine);
   const runtime::NvtxRange range(op.name.data());  // catalog names are NUL-terminated literals
   runtime::ContextGuard guard(*e.context);
-  p.kernel->module->launch(p.launch.grid3(), p.launch.block3(), p.shared, e.stream(),
-                           p.params->pointers(), p.launch.cluster);
+  p.kernel->module->launch(p.config, e.stream(), p.params->pointers());
 }
 
 }  // namespace

@@ -158,8 +158,8 @@ std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
     PlanKernel k;
     k.ops = impl_->ops_of(grp);
     k.name = planned[i].name(grp);
-    k.grid = dynamic ? 0 : L.grid;  // with dynamic dims, the launch's
-    k.block = planned[i].per_extent || planned[i].buckets ? 0 : L.block;
+    k.grid = dynamic ? 0 : L.config.grid[0];  // with dynamic dims, the launch's
+    k.block = planned[i].per_extent || planned[i].buckets ? 0 : L.config.block[0];
     out.push_back(std::move(k));
   }
   return out;

@@ -10,6 +10,7 @@
 #include "engine/families/user_template.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/nvtx.hpp"
+#include "engine/runtime/tensor_map.hpp"
 
 namespace kiln {
 namespace {
@@ -82,16 +83,19 @@ void launch(Engine& engine, const Template& t, const std::vector<Operand>& args,
   e.require_device(fmt::format("launching template {}", t.name()).c_str());
   UserLaunch L = specialize_template(t, args, tunables, true);
   const detail::LoadedKernel& k = e.prepare(L.spec);
-  if (!L.grid[0] || !L.grid[1] || !L.grid[2]) return;  // nothing to do
-  if (L.shared > k.max_dynamic_shared)
+  if (L.config.empty()) return;  // nothing to do
+  if (L.config.shared > k.max_dynamic_shared)
     throw ArgumentError(fmt::format("template {}: {} bytes of shared memory; the device allows {}",
-                                    t.name(), L.shared, k.max_dynamic_shared));
+                                    t.name(), L.config.shared, k.max_dynamic_shared));
+  for (const TensorMapArg& m : L.maps)
+    runtime::encode_tensor_map(
+        m.desc, std::get<TensorView>(args[m.param]).data, L.params[m.param].data(),
+        fmt::format("template {}: tensor map {}", t.name(), t.param_list()[m.param].name));
   std::vector<void*> params;
   for (auto& p : L.params) params.push_back(p.data());
   const runtime::NvtxRange range(L.spec.name.c_str());
   runtime::ContextGuard guard(*e.context);
-  k.module->launch({L.grid[0], L.grid[1], L.grid[2]}, {L.block[0], L.block[1], L.block[2]},
-                   L.shared, e.stream(), params.data());
+  k.module->launch(L.config, e.stream(), params.data());
 }
 
 KernelRecord precompile(Engine& engine, const Template& t, const std::vector<Operand>& args,

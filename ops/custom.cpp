@@ -78,12 +78,14 @@ std::shared_ptr<const OpDef> make_template_op(const std::string& name,
                                               std::shared_ptr<const Template> t) {
   const std::string who = fmt::format("template op '{}'", printable_name(name));
   check_op_name(name, who);
-  const auto tensor = [&](const std::string& p) {
+  const auto kind = [&](const std::string& p) {
     for (const TemplateParam& q : t->param_list())
-      if (q.name == p) return q.kind == TemplateParam::Kind::tensor;
-    return false;
+      if (q.name == p) return int(q.kind);
+    return -1;
   };
-  if (!tensor(t->output_param()) || !tensor(t->output_like()) ||
+  const int like = kind(t->output_like());
+  if (kind(t->output_param()) != int(TemplateParam::Kind::tensor) ||
+      (like != int(TemplateParam::Kind::tensor) && like != int(TemplateParam::Kind::tensor_map)) ||
       t->output_param() == t->output_like())
     throw GraphError(fmt::format(
         "{}: its output '{}' (like '{}') is not one of its tensor parameters (Template::output)",
@@ -110,7 +112,9 @@ TensorView infer_template(const OpDef& op, const std::vector<Operand>& args) {
   for (const TemplateParam& p : t.param_list()) {
     if (p.name == t.output_param()) continue;
     const TensorView* v = std::get_if<TensorView>(&args[i++]);
-    if ((p.kind == TemplateParam::Kind::tensor) != (v != nullptr))
+    const bool tensor =
+        p.kind == TemplateParam::Kind::tensor || p.kind == TemplateParam::Kind::tensor_map;
+    if (tensor != (v != nullptr))
       throw ArgumentError(
           fmt::format("{}: operand {} takes {}", op.name, p.name, v ? "a number" : "a tensor"));
     if (v && p.name == t.output_like()) {

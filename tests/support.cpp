@@ -21,6 +21,21 @@ bool has_gpu() {
   return present;
 }
 
+bool has_arch(int major) {
+  static const int found = [] {
+    if (!has_gpu()) return 0;
+    const runtime::Driver& d = runtime::driver();
+    CUdevice dev = 0;
+    int cc = 0;
+    if (d.cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        d.cuDeviceGetAttribute(&cc, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) !=
+            CUDA_SUCCESS)
+      return 0;
+    return cc;
+  }();
+  return found >= major;
+}
+
 EngineOptions offline(const std::string& arch, const std::string& cache_dir,
                       const std::string& record) {
   EngineOptions o;

@@ -16,6 +16,8 @@ namespace kiln::test {
 /// True when a CUDA driver and a device are present. GPU test cases carry
 /// `* doctest::skip(!kiln::test::has_gpu())` so a CPU run lists them as skipped.
 bool has_gpu();
+/// True when device 0's compute capability is at least `major`.0 (false without a GPU).
+bool has_arch(int major);
 
 /// Options of an engine that compiles for `arch` without a GPU; no disk cache unless `cache_dir`
 /// is given; records specializations into `record` when not empty.

@@ -69,10 +69,10 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
   L.vec = vec;
   L.groups = std::uint64_t(groups);
   L.index_arg = L.groups;
-  L.block = unsigned(block);
+  L.config.block[0] = unsigned(block);
   L.tunables = {{"block", block}, {"unroll", unroll}};
   const std::uint64_t per_block = std::uint64_t(block) * unroll;
-  L.grid = unsigned((std::uint64_t(groups) + per_block - 1) / per_block);
+  L.config.grid[0] = unsigned((std::uint64_t(groups) + per_block - 1) / per_block);
   for (const TensorView* v : views) L.pointers.push_back(v->data);
   L.scalars = std::move(scalars);
   return L;

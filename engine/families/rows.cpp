@@ -243,8 +243,8 @@ Instance specialize_columns(const RowKernel& k, const std::string& stem, const L
   }
   L.tunables = {{"block", bx * by}, {"cols", bx}};
   L.index_arg = L.groups;
-  L.block = unsigned(bx * by);
-  L.grid = lp.groups ? unsigned(outer * ceil_div(ig, bx)) : 0;
+  L.config.block[0] = unsigned(bx * by);
+  L.config.grid[0] = lp.groups ? unsigned(outer * ceil_div(ig, bx)) : 0;
   const bool tuned = bx != fallback.first || by != fallback.second;
   return {codegen::render_instance(
               "kiln::columns",
@@ -292,13 +292,14 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
   L.index_arg = std::uint64_t(per_row);
   // A bucket's kernel takes its block and its blocks per row (a cluster) from the launch.
   const BucketLaunch run = at ? bucket_launch(t, per_row, lp.vec) : BucketLaunch{t.block, t.split};
-  L.block = unsigned(run.block);
-  L.cluster = at ? unsigned(run.split) : 1u;
-  L.grid = per_row ? unsigned(lp.groups / per_row * run.split) : 0;
+  L.config.block[0] = unsigned(run.block);
+  L.config.cluster[0] = at ? unsigned(run.split) : 1u;
+  L.config.grid[0] = per_row ? unsigned(lp.groups / per_row * run.split) : 0;
   if (at) L.geometry = rows_at_geometry(lp);
   // Streaming ops that write the row keep what they can of it in shared memory for pass 2.
   if (t.items == 0 && !k.op->reduces)
-    L.stash_bytes = std::uint64_t(ceil_div(per_row, run.split)) * std::uint64_t(lp.vec) * 4;
+    L.config.shared = unsigned(std::min<std::uint64_t>(
+        std::uint64_t(ceil_div(per_row, run.split)) * std::uint64_t(lp.vec) * 4, UINT32_MAX));
 
   std::vector<DType> extra_types;
   for (const TensorView& v : k.extras) extra_types.push_back(v.dtype);

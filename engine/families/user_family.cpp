@@ -41,23 +41,24 @@ class UserFamily final : public Family {
     UserLaunch U = specialize_template(t, args, tunables, false);
     KernelLaunch L;
     L.spec = std::move(U.spec);
-    L.grid = U.grid[0];
-    L.grid_yz = {U.grid[1], U.grid[2]};
-    L.block = U.block[0];
-    L.block_yz = {U.block[1], U.block[2]};
-    L.stash_bytes = U.shared;
+    L.config = U.config;
     L.tunables = U.tunables;
-    L.groups = U.grid[0] && U.grid[1] && U.grid[2] ? 1 : 0;
+    L.groups = U.config.empty() ? 0 : 1;
     L.own_params = std::move(U.params);
     // Pointers in the plan's order (KernelLaunch::pointers): the output, then the inputs.
     std::vector<std::uint32_t> output, inputs;
     for (std::uint32_t i = 0; i < t.param_list().size(); ++i)
-      if (t.param_list()[i].kind == TemplateParam::Kind::tensor)
+      if (std::holds_alternative<TensorView>(args[i]))
         (t.param_list()[i].name == t.output_param() ? output : inputs).push_back(i);
     for (std::uint32_t i : output) L.pointer_at.emplace_back(i, 0);
     for (std::uint32_t i : inputs) L.pointer_at.emplace_back(i, 0);
     for (const auto& [param, offset] : L.pointer_at)
       L.pointers.push_back(std::get<TensorView>(args[param]).data);
+    for (TensorMapArg m : U.maps) {  // its pointer: where its parameter is among the pointers
+      for (std::uint32_t k = 0; k < L.pointer_at.size(); ++k)
+        if (L.pointer_at[k].first == m.param) m.pointer = k;
+      L.maps.push_back(m);
+    }
     return L;
   }
   autotune::Space space(const FusedGroup& grp, const KernelLaunch& base,

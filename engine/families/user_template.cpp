@@ -10,12 +10,17 @@
 
 #include "engine/codegen.hpp"
 #include "engine/compiler/headers.hpp"
+#include "engine/runtime/tensor_map.hpp"
 #include "ops/expr.hpp"
 
 namespace kiln {
 namespace {
 
 using Kind = TemplateParam::Kind;
+
+bool takes_tensor(const TemplateParam& p) {
+  return p.kind == Kind::tensor || p.kind == Kind::tensor_map;
+}
 
 bool identifier(std::string_view s) {
   if (s.empty() || s.size() > 64 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
@@ -49,7 +54,7 @@ Variables variables(const Template& t, const std::vector<Operand>& args, const T
   Variables vars;
   for (std::size_t i = 0; i < t.param_list().size(); ++i) {
     const TemplateParam& p = t.param_list()[i];
-    if (p.kind == Kind::tensor) {
+    if (takes_tensor(p)) {
       const TensorView& v = std::get<TensorView>(args[i]);
       vars.add(p.name + "_numel", double(v.numel()));
       for (std::size_t d = 0; d < v.shape.size(); ++d)
@@ -80,7 +85,22 @@ unsigned rule_value(const Template& t, const std::string& what, const std::strin
   return unsigned(v);
 }
 
-// The kernel's parameters' bytes from `args`.
+// Each tensor map's description from its view and box (the box's expressions over `vars`).
+void describe_maps(const Template& t, const std::vector<Operand>& args, const Variables& vars,
+                   UserLaunch& L) {
+  for (std::uint32_t i = 0; i < args.size(); ++i) {
+    const TemplateParam& p = t.param_list()[i];
+    if (p.kind != Kind::tensor_map) continue;
+    const std::string who = fmt::format("template {}: parameter {}", t.name(), p.name);
+    std::vector<std::uint32_t> box;
+    for (std::size_t d = 0; d < p.box.size(); ++d)
+      box.push_back(rule_value(t, fmt::format("{} box dim {}", p.name, d), p.box[d], vars, 256));
+    L.maps.push_back(
+        {i, i, runtime::describe_tensor_map(std::get<TensorView>(args[i]), box, p.swizzle, who)});
+  }
+}
+
+// The kernel's parameters' bytes from `args` (a tensor map's left zero: launches encode it).
 void pack(const Template& t, const std::vector<Operand>& args, UserLaunch& L) {
   const auto put = [&](const void* p, std::size_t n) {
     const auto* b = static_cast<const unsigned char*>(p);
@@ -88,6 +108,10 @@ void pack(const Template& t, const std::vector<Operand>& args, UserLaunch& L) {
   };
   for (std::size_t i = 0; i < args.size(); ++i) {
     const TemplateParam& p = t.param_list()[i];
+    if (p.kind == Kind::tensor_map) {
+      L.params.emplace_back(runtime::kTensorMapBytes, 0);
+      continue;
+    }
     if (p.kind == Kind::tensor) {
       const std::uint64_t data = std::get<TensorView>(args[i]).data;
       put(&data, 8);
@@ -118,12 +142,12 @@ void check_args(const Template& t, const std::vector<Operand>& args, bool need_d
     const TemplateParam& p = params[i];
     const std::string who = fmt::format("template {}: parameter {}", t.name(), p.name);
     const TensorView* v = std::get_if<TensorView>(&args[i]);
-    if ((p.kind == Kind::tensor) != (v != nullptr))
+    if (takes_tensor(p) != (v != nullptr))
       throw ArgumentError(
-          fmt::format("{}: takes {}", who, p.kind == Kind::tensor ? "a tensor" : "a number"));
+          fmt::format("{}: takes {}", who, takes_tensor(p) ? "a tensor" : "a number"));
     if (v) {
       check_view(*v, who, need_data);
-      if (!v->is_contiguous())
+      if (p.kind == Kind::tensor && !v->is_contiguous())
         throw ArgumentError(fmt::format("{}: {} is not contiguous", who, v->describe()));
       continue;
     }
@@ -164,10 +188,15 @@ void check_template(const Template& t) {
                     printable_name(t.name())));
   for (const auto& [name, text] : t.headers()) check_header(t.name(), name);
   std::set<std::string> names;
-  for (const TemplateParam& p : t.param_list())
+  for (const TemplateParam& p : t.param_list()) {
     if (!identifier(p.name) || !names.insert(p.name).second)
       throw ArgumentError(fmt::format("template {}: parameter '{}' is not a distinct identifier",
                                       t.name(), printable_name(p.name)));
+    if ((p.kind == Kind::tensor_map) == p.box.empty())
+      throw ArgumentError(
+          fmt::format("template {}: parameter {}: a tensor_map parameter has a box, and only it",
+                      t.name(), p.name));
+  }
   for (const auto& [name, candidates] : t.tunables())
     if (!identifier(name) || !names.insert(name).second || candidates.empty())
       throw ArgumentError(
@@ -177,7 +206,7 @@ void check_template(const Template& t) {
     throw ArgumentError(fmt::format("template {}: no instance (Template::instance)", t.name()));
   std::vector<std::pair<std::string, std::string>> sample;  // any dtype, any tunable value
   for (const TemplateParam& p : t.param_list())
-    if (p.kind == Kind::tensor) sample.emplace_back(p.name, "float");
+    if (takes_tensor(p)) sample.emplace_back(p.name, "float");
   for (const auto& [name, candidates] : t.tunables())
     sample.emplace_back(name, std::to_string(candidates.front()));
   try {
@@ -218,16 +247,17 @@ UserLaunch specialize_template(const Template& t, const std::vector<Operand>& ar
 
   const Variables vars = variables(t, args, L.tunables);
   for (std::size_t d = 0; d < t.grid().size(); ++d)
-    L.grid[d] = rule_value(t, fmt::format("grid dim {}", d), t.grid()[d], vars,
-                           d == 0 ? 2147483647.0 : 65535.0);
+    L.config.grid[d] = rule_value(t, fmt::format("grid dim {}", d), t.grid()[d], vars,
+                                  d == 0 ? 2147483647.0 : 65535.0);
   for (std::size_t d = 0; d < t.block().size(); ++d)
-    L.block[d] =
+    L.config.block[d] =
         rule_value(t, fmt::format("block dim {}", d), t.block()[d], vars, d == 2 ? 64.0 : 1024.0);
-  if (std::uint64_t(L.block[0]) * L.block[1] * L.block[2] > 1024 ||
-      !(L.block[0] && L.block[1] && L.block[2]))
+  const std::array<unsigned, 3>& b = L.config.block;
+  if (std::uint64_t(b[0]) * b[1] * b[2] > 1024 || !(b[0] && b[1] && b[2]))
     throw ArgumentError(fmt::format("template {}: a block of {} x {} x {} threads: 1 to 1024",
-                                    t.name(), L.block[0], L.block[1], L.block[2]));
-  L.shared = rule_value(t, "shared bytes", t.shared(), vars, 227.0 * 1024);
+                                    t.name(), b[0], b[1], b[2]));
+  L.config.shared = rule_value(t, "shared bytes", t.shared(), vars, 227.0 * 1024);
+  describe_maps(t, args, vars, L);
   pack(t, args, L);
   return L;
 }

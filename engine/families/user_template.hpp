@@ -9,17 +9,19 @@
 #include <vector>
 
 #include "stages/kernel.hpp"
+#include "stages/launch.hpp"
 
 namespace kiln {
 
 struct UserLaunch {
   KernelSpec spec;
-  std::array<unsigned, 3> grid = {0, 1, 1};  ///< a 0: nothing to launch (an empty tensor)
-  std::array<unsigned, 3> block = {1, 1, 1};
-  unsigned shared = 0;
-  Tunables tunables;  ///< every tunable's value, defaults included
+  LaunchConfig config;  ///< grid (a 0: nothing to launch, an empty tensor), block, shared bytes
+  Tunables tunables;    ///< every tunable's value, defaults included
   /// Each parameter's bytes, in order (cuLaunchKernel takes a pointer to each).
   std::vector<std::vector<unsigned char>> params;
+  /// The tensor map parameters (TensorMapArg::pointer: the parameter's index too), their bytes
+  /// in `params` zero until a launch encodes them at their tensor's address.
+  std::vector<TensorMapArg> maps;
 };
 
 /// `t` called on `args` with `tunables` (`need_data`: the views must point at memory).

@@ -55,7 +55,8 @@ namespace kiln::runtime {
   X(cuGraphExecDestroy) \
   X(cuGraphDestroy) \
   X(cuLaunchKernelEx) \
-  X(cuGraphKernelNodeSetAttribute)
+  X(cuGraphKernelNodeSetAttribute) \
+  X(cuTensorMapEncodeTiled)
 // clang-format on
 
 struct Driver {

@@ -10,13 +10,13 @@ namespace {
 CUDA_KERNEL_NODE_PARAMS node_params(const GraphLaunch& l) {
   CUDA_KERNEL_NODE_PARAMS p{};
   p.func = l.function;
-  p.gridDimX = l.grid[0];
-  p.gridDimY = l.grid[1];
-  p.gridDimZ = l.grid[2];
-  p.blockDimX = l.block[0];
-  p.blockDimY = l.block[1];
-  p.blockDimZ = l.block[2];
-  p.sharedMemBytes = l.shared;
+  p.gridDimX = l.config.grid[0];
+  p.gridDimY = l.config.grid[1];
+  p.gridDimZ = l.config.grid[2];
+  p.blockDimX = l.config.block[0];
+  p.blockDimY = l.config.block[1];
+  p.blockDimZ = l.config.block[2];
+  p.sharedMemBytes = l.config.shared;
   p.kernelParams = l.params;
   return p;
 }
@@ -37,10 +37,11 @@ KernelGraph::KernelGraph(const std::vector<GraphLaunch>& launches) {
     KILN_CU_CHECK(d.cuGraphAddKernelNode(&node, g, nodes_.empty() ? nullptr : &nodes_.back(),
                                          nodes_.empty() ? 0 : 1, &p),
                   fmt::format("kernel {} of a plan's CUDA graph", i));
-    if (launches[i].cluster > 1) {
+    if (const LaunchConfig& c = launches[i].config; c.clustered()) {
       CUlaunchAttributeValue dims{};
-      dims.clusterDim.x = launches[i].cluster;
-      dims.clusterDim.y = dims.clusterDim.z = 1;
+      dims.clusterDim.x = c.cluster[0];
+      dims.clusterDim.y = c.cluster[1];
+      dims.clusterDim.z = c.cluster[2];
       KILN_CU_CHECK(
           d.cuGraphKernelNodeSetAttribute(node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &dims),
           fmt::format("kernel {} of a plan's CUDA graph", i));

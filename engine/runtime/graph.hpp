@@ -4,9 +4,10 @@
 
 #include <cuda.h>
 
-#include <array>
 #include <memory>
 #include <vector>
+
+#include "stages/launch.hpp"
 
 namespace kiln::runtime {
 
@@ -17,16 +18,13 @@ struct GraphExecDeleter {
   void operator()(CUgraphExec g) const;
 };
 
-/// One launch of the chain: the kernel, its shape, and its parameters as cuLaunchKernel wants
-/// them (copied into the graph when the node is made or updated).
+/// One launch of the chain: the kernel, its configuration (clusters become a node attribute,
+/// which stays on updates), and its parameters as cuLaunchKernel wants them (copied into the
+/// graph when the node is made or updated).
 struct GraphLaunch {
   CUfunction function = nullptr;
-  std::array<unsigned, 3> grid = {0, 1, 1};
-  std::array<unsigned, 3> block = {0, 1, 1};
-  unsigned shared = 0;  ///< dynamic shared memory, bytes
+  LaunchConfig config;
   void** params = nullptr;
-  unsigned cluster =
-      1;  ///< blocks per thread-block cluster (a node attribute; it stays on updates)
 };
 
 class KernelGraph {

@@ -40,29 +40,23 @@ unsigned Module::allow_dynamic_shared(int optin) {
   return unsigned(dynamic);
 }
 
-void Module::launch(const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
-                    unsigned shared, CUstream stream, void** args, unsigned cluster) const {
-  if (cluster <= 1) {
-    KILN_CU_CHECK(driver().cuLaunchKernel(function_, grid[0], grid[1], grid[2], block[0], block[1],
-                                          block[2], shared, stream, args, nullptr),
-                  "kernel " + kernel_);
-    return;
-  }
-  CUlaunchAttribute dims{};
-  dims.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  dims.value.clusterDim.x = cluster;
-  dims.value.clusterDim.y = dims.value.clusterDim.z = 1;
+void Module::launch(const LaunchConfig& c, CUstream stream, void** args) const {
+  CUlaunchAttribute cluster{};
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = c.cluster[0];
+  cluster.value.clusterDim.y = c.cluster[1];
+  cluster.value.clusterDim.z = c.cluster[2];
   CUlaunchConfig config{};
-  config.gridDimX = grid[0];
-  config.gridDimY = grid[1];
-  config.gridDimZ = grid[2];
-  config.blockDimX = block[0];
-  config.blockDimY = block[1];
-  config.blockDimZ = block[2];
-  config.sharedMemBytes = shared;
+  config.gridDimX = c.grid[0];
+  config.gridDimY = c.grid[1];
+  config.gridDimZ = c.grid[2];
+  config.blockDimX = c.block[0];
+  config.blockDimY = c.block[1];
+  config.blockDimZ = c.block[2];
+  config.sharedMemBytes = c.shared;
   config.hStream = stream;
-  config.attrs = &dims;
-  config.numAttrs = 1;
+  config.attrs = c.clustered() ? &cluster : nullptr;
+  config.numAttrs = c.clustered() ? 1 : 0;
   KILN_CU_CHECK(driver().cuLaunchKernelEx(&config, function_, args, nullptr), "kernel " + kernel_);
 }
 

@@ -3,9 +3,10 @@
 
 #include <cuda.h>
 
-#include <array>
 #include <memory>
 #include <string>
+
+#include "stages/launch.hpp"
 
 namespace kiln::runtime {
 
@@ -25,16 +26,9 @@ class Module {
   /// Lets launches use up to `optin` bytes of shared memory per block (the device's opt-in
   /// limit) less the kernel's static shared memory; returns that dynamic allowance.
   unsigned allow_dynamic_shared(int optin);
-  /// Launches on `stream` with `shared` bytes of dynamic shared memory, in thread-block clusters
-  /// of `cluster` blocks if more than 1 (sm_90 and later; a kernel without compiled cluster
-  /// dims); `args` as cuLaunchKernel wants them.
-  void launch(unsigned grid, unsigned block, unsigned shared, CUstream stream, void** args,
-              unsigned cluster = 1) const {
-    launch({grid, 1, 1}, {block, 1, 1}, shared, stream, args, cluster);
-  }
-  /// The same with 3-D grid and block dims (x, y, z); clusters of `cluster` blocks along x.
-  void launch(const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
-              unsigned shared, CUstream stream, void** args, unsigned cluster = 1) const;
+  /// Launches on `stream` through cuLaunchKernelEx (clusters are a launch attribute there);
+  /// `args` as cuLaunchKernel wants them: a pointer to each parameter's bytes.
+  void launch(const LaunchConfig& config, CUstream stream, void** args) const;
 
  private:
   ModuleHandle module_;

@@ -22,9 +22,20 @@ struct TemplateParam {
     i64,     ///< `long long`
     f32,     ///< `float`
     f64,     ///< `double`
+    /// `const __grid_constant__ kiln::TensorMap` (kiln/tma.cuh; a CUtensorMap): a TMA map of
+    /// the tensor passed for it (its innermost stride 1, other strides and its address
+    /// multiples of 16 bytes), in tiles of `box`. sm_90 and later.
+    tensor_map,
   };
   std::string name;  ///< an identifier: `x`, `n`
   Kind kind = Kind::tensor;
+  /// tensor_map: the tile each TMA copy moves, one extent (1 to 256) per dim of the tensor,
+  /// outermost first; each an expression as Template::launch's, over the tunables and integer
+  /// parameters: {"BM", "BK"}.
+  std::vector<std::string> box = {};
+  /// tensor_map: the shared-memory swizzle, bytes (0, 32, 64, 128); the box's innermost row must
+  /// not be longer.
+  int swizzle = 0;
 };
 
 class Template {

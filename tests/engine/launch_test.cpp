@@ -74,5 +74,21 @@ TEST_CASE("launch params: a family's own layout, pointers by (parameter, offset)
   CHECK(read64(slots.data()) == 0x30);
   CHECK(read64(slots.data() + 8) == 0x10);
   CHECK(p.pointers_equal(slots));
-  CHECK(L.grid3() == std::array<unsigned, 3>{0, 1, 1});
+  CHECK(L.config.empty());  // no grid given: nothing to launch
+}
+
+TEST_CASE("LaunchConfig: empty grids, clusters and what it prints") {
+  kiln::LaunchConfig c;
+  CHECK(c.empty());
+  c.grid = {128, 2, 1};
+  c.block = {256, 1, 1};
+  CHECK(!c.empty());
+  CHECK(!c.clustered());
+  CHECK(c.describe() == "grid 128x2x1 block 256x1x1");
+  c.cluster = {1, 2, 1};
+  c.shared = 4096;
+  CHECK(c.clustered());
+  CHECK(c.describe() == "grid 128x2x1 block 256x1x1 cluster 1x2x1 shared 4096");
+  c.grid[2] = 0;
+  CHECK(c.empty());
 }

@@ -1,0 +1,71 @@
+#pragma once
+// TMA and mbarrier for templates on sm_90 and later: the kernel parameter type of a tensor map
+// (a template's tensor_map parameter, passed as `const __grid_constant__ kiln::TensorMap`), a
+// shared-memory barrier that counts the bytes asynchronous copies land, and tiled TMA loads.
+// Each copy moves the map's whole box; parts outside the tensor arrive as zeros and still count.
+
+namespace kiln {
+
+/// The bytes of a CUtensorMap, as the kernel receives them.
+struct alignas(64) TensorMap {
+  unsigned long long opaque[16];
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+namespace tma {
+
+__device__ inline unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// Makes `bar` (in shared memory) a barrier of `arrivals` arrivals, visible to the copy engine.
+/// One thread calls it, then the block synchronizes.
+__device__ inline void barrier_init(unsigned long long* bar, unsigned arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(arrivals));
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+/// Arrives on `bar` and tells it `bytes` more are on their way (the copies issued next).
+__device__ inline void arrive_expect_bytes(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+/// Waits until the barrier's phase `parity` (0 for its first use, then 1, 0, ...) completes.
+__device__ inline void barrier_wait(unsigned long long* bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(shared_address(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+/// Copies the box of `map` at element coordinates (c0 innermost, c1) into `dst` (shared memory,
+/// 128-byte aligned), completing its bytes on `bar`.
+__device__ inline void load_2d(void* dst, const TensorMap* map, int c0, int c1,
+                               unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];" ::"r"(shared_address(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(shared_address(bar))
+      : "memory");
+}
+
+/// The same for a map of one dim.
+__device__ inline void load_1d(void* dst, const TensorMap* map, int c0, unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2}], [%3];" ::"r"(shared_address(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(shared_address(bar))
+      : "memory");
+}
+
+}  // namespace tma
+#endif
+
+}  // namespace kiln

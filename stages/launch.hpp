@@ -1,0 +1,58 @@
+#pragma once
+// How one kernel is launched, apart from its arguments: a plain value every family fills and
+// the runtime hands to cuLaunchKernelEx or a CUDA graph node (stages/: depends on nothing of
+// engine/).
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+
+/// Grid and block dims (x, y, z), thread-block cluster dims, and dynamic shared memory.
+struct LaunchConfig {
+  std::array<unsigned, 3> grid = {0, 1, 1};  ///< blocks; a 0 anywhere: nothing to launch
+  std::array<unsigned, 3> block = {0, 1, 1};
+  /// Blocks per thread-block cluster (sm_90 and later; a launch attribute, so a kernel compiled
+  /// without cluster dims can run in clusters of any size). {1, 1, 1}: no clusters.
+  std::array<unsigned, 3> cluster = {1, 1, 1};
+  /// Dynamic shared memory per block, bytes. A family states what the kernel can use; the
+  /// launch gets that much, up to what the device grants.
+  unsigned shared = 0;
+
+  bool empty() const { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
+  bool clustered() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
+  /// "grid 128x1x1 block 256x1x1 cluster 2x1x1 shared 4096" (cluster and shared when set).
+  std::string describe() const {
+    auto dims = [](const std::array<unsigned, 3>& d) {
+      return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+    };
+    std::string s = "grid " + dims(grid) + " block " + dims(block);
+    if (clustered()) s += " cluster " + dims(cluster);
+    if (shared) s += " shared " + std::to_string(shared);
+    return s;
+  }
+};
+
+/// A TMA tensor map (CUtensorMap) a kernel takes by value (`const __grid_constant__`),
+/// described apart from its global address, so that a launch on another tensor of the same
+/// shape encodes it again (cuTensorMapEncodeTiled).
+struct TensorMapDesc {
+  int data_type = 0;                    ///< a CUtensorMapDataType
+  unsigned rank = 0;                    ///< 1 to 5
+  std::array<std::uint64_t, 5> dims{};  ///< elements, innermost first
+  std::array<std::uint64_t, 4>
+      strides{};                       ///< bytes between steps of dims 1.., each a multiple of 16
+  std::array<std::uint32_t, 5> box{};  ///< the tile one copy moves, innermost first
+  int swizzle = 0;                     ///< a CUtensorMapSwizzle
+};
+
+/// A tensor map among a kernel's parameters: parameter `param` (128 bytes) maps the tensor
+/// whose address is pointer `pointer` of the launch.
+struct TensorMapArg {
+  std::uint32_t param = 0;
+  std::uint32_t pointer = 0;
+  TensorMapDesc desc;
+};
+
+}  // namespace kiln
