@@ -158,6 +158,12 @@ void check_args(const Template& t, const std::vector<Operand>& args, bool need_d
   }
 }
 
+// Whether the instance names integer parameter `p` ({n}): each value is a kernel of its own.
+bool in_instance(const Template& t, const TemplateParam& p) {
+  return (p.kind == Kind::i32 || p.kind == Kind::i64) &&
+         t.instance_text().find("{" + p.name + "}") != std::string::npos;
+}
+
 Tunables chosen(const Template& t, const Tunables& given) {
   Tunables out;
   for (const auto& [name, candidates] : t.tunables()) out[name] = candidates.front();
@@ -207,6 +213,8 @@ void check_template(const Template& t) {
   std::vector<std::pair<std::string, std::string>> sample;  // any dtype, any tunable value
   for (const TemplateParam& p : t.param_list())
     if (takes_tensor(p)) sample.emplace_back(p.name, "float");
+  for (const TemplateParam& p : t.param_list())
+    if (in_instance(t, p)) sample.emplace_back(p.name, "1");
   for (const auto& [name, candidates] : t.tunables())
     sample.emplace_back(name, std::to_string(candidates.front()));
   try {
@@ -227,12 +235,18 @@ UserLaunch specialize_template(const Template& t, const std::vector<Operand>& ar
   L.tunables = chosen(t, tunables);
   std::vector<std::pair<std::string, std::string>> subs;
   std::vector<std::string> dtypes;
-  for (std::size_t i = 0; i < args.size(); ++i)
-    if (const TensorView* v = std::get_if<TensorView>(&args[i])) {
-      subs.emplace_back(t.param_list()[i].name, std::string(codegen::render_user_type(v->dtype)));
-      dtypes.emplace_back(name_of(v->dtype));
-    }
   std::string tuned;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const TemplateParam& p = t.param_list()[i];
+    if (const TensorView* v = std::get_if<TensorView>(&args[i])) {
+      subs.emplace_back(p.name, std::string(codegen::render_user_type(v->dtype)));
+      dtypes.emplace_back(name_of(v->dtype));
+    } else if (in_instance(t, p)) {  // an integer the kernel is specialized for
+      const std::string value = fmt::format("{}", std::int64_t(std::get<double>(args[i])));
+      subs.emplace_back(p.name, value);
+      tuned += fmt::format("_{}{}", p.name, value);
+    }
+  }
   for (const auto& [name, value] : L.tunables) {
     subs.emplace_back(name, std::to_string(value));
     tuned += fmt::format("_{}{}", name, value);

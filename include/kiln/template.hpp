@@ -55,8 +55,9 @@ class Template {
   Template& params(std::vector<TemplateParam> params);
 
   /// The `__global__` instance to compile: `instance` with `{x}` replaced by the device type of
-  /// tensor parameter x's dtype (`float`, `__half`, `__nv_bfloat16`, `bool`) and `{NAME}` by
-  /// tunable NAME's value: `"gauss_fwd<{x}, {BLOCK}>"`.
+  /// tensor parameter x's dtype (`float`, `__half`, `__nv_bfloat16`, `bool`), `{NAME}` by
+  /// tunable NAME's value and `{n}` by integer parameter n's value (each value then compiles a
+  /// kernel of its own): `"gauss_fwd<{x}, {BLOCK}>"`, `"step<{x}, {d}, {r}>"`.
   Template& instance(std::string instance);
 
   /// A tunable integer of the instance: its candidates (`kiln tune` tries each; a candidate is

@@ -356,3 +356,21 @@ TEST_CASE("templates in graph JSON: files beside the graph, written back inline,
   refused("\"instance\": \"gauss_window<{x}, {BLOCK}, {ITEMS}>\"",
           "\"instance\": \"gauss_window<{x}, {BLOCK}, {ITEMS}>; int\"", "no place in a name");
 }
+
+TEST_CASE("templates: an integer parameter in the instance makes a kernel per value") {
+  using K = kiln::TemplateParam::Kind;
+  kiln::Template t("rows_of.cuh", R"(
+template <class T, int N> __global__ void rows_of(T* y, int n) {
+  if (threadIdx.x < N) y[threadIdx.x] = T(N);
+})");
+  t.params({{"y", K::tensor}, {"n", K::i32}}).instance("rows_of<{y}, {n}>").launch({"1"}, {"n"});
+  kiln::Engine e(kiln::test::offline("sm_80"));
+  const kiln::TensorView y = kiln::test::desc({64}, DType::f32);
+  const kiln::KernelRecord a = kiln::precompile(e, t, {y, 16.0}),
+                           b = kiln::precompile(e, t, {y, 32.0});
+  CHECK(a.name == "rows_of_f32_n16");
+  CHECK(b.name == "rows_of_f32_n32");
+  CHECK(a.key != b.key);
+  CHECK(kiln::precompile(e, t, {y, 16.0}).source == "memory");
+  CHECK_THROWS_AS(kiln::precompile(e, t, {y, 2.5}), kiln::ArgumentError);  // not an integer
+}

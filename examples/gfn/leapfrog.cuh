@@ -1,0 +1,119 @@
+// One leapfrog step of seed 001's geodesic flow (GFN) as a kiln template. The state s is [2, B, D]
+// (positions x = s[0], velocities v = s[1]), the force f [B, D]; the Christoffel term is Gamma(v) =
+// (v U)^2 W^T with U, W of shape [D, R]:
+//   vh = v + dt/2 (f - Gamma(v));  x' = x + dt vh;  v' = vh + dt/2 (f - Gamma(vh)).
+// T is the storage type (float, __half, __nv_bfloat16); the math is f32. U and W are staged in
+// shared memory as f32 (W transposed), once per block; each warp then steps two tokens at a time,
+// each lane holding D/32 of their elements in registers.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace gfn {
+
+// h = (v U)^2 for the warp's two tokens, from their v in `vs` ([2][D]); lanes j < R of the
+// first group hold h[t][j]: the other lane groups sum other parts of the D axis.
+template <int D, int R>
+__device__ inline float2 hidden_sq(const float* Us, const float* vs, int lane) {
+  constexpr int kGroups = 32 / R, kSpan = D / kGroups;
+  const int j = lane % R, first = (lane / R) * kSpan;
+  float h0 = 0.f, h1 = 0.f;
+#pragma unroll 4
+  for (int i = first; i < first + kSpan; i += 4) {
+    const float4 a = *reinterpret_cast<const float4*>(vs + i);
+    const float4 b = *reinterpret_cast<const float4*>(vs + D + i);
+    const float u0 = Us[(i + 0) * R + j], u1 = Us[(i + 1) * R + j];
+    const float u2 = Us[(i + 2) * R + j], u3 = Us[(i + 3) * R + j];
+    h0 = fmaf(a.x, u0, fmaf(a.y, u1, fmaf(a.z, u2, fmaf(a.w, u3, h0))));
+    h1 = fmaf(b.x, u0, fmaf(b.y, u1, fmaf(b.z, u2, fmaf(b.w, u3, h1))));
+  }
+#pragma unroll
+  for (int o = R; o < 32; o <<= 1) {
+    h0 += __shfl_xor_sync(0xffffffffu, h0, o);
+    h1 += __shfl_xor_sync(0xffffffffu, h1, o);
+  }
+  return make_float2(h0 * h0, h1 * h1);
+}
+
+// g = Gamma(v) for the warp's two tokens: v in registers (element lane + 32 c of each token),
+// `vs` and `hs` the warp's scratch ([2][D] and [R] float2).
+template <int D, int R>
+__device__ inline void christoffel(const float* Us, const float* Wt, float* vs, float2* hs,
+                                   const float (&v)[2][D / 32], float (&g)[2][D / 32], int lane) {
+#pragma unroll
+  for (int c = 0; c < D / 32; ++c) {
+    vs[c * 32 + lane] = v[0][c];
+    vs[D + c * 32 + lane] = v[1][c];
+  }
+  __syncwarp();
+  const float2 h = hidden_sq<D, R>(Us, vs, lane);
+  if (lane < R) hs[lane] = h;
+  __syncwarp();
+#pragma unroll
+  for (int c = 0; c < D / 32; ++c) g[0][c] = g[1][c] = 0.f;
+  for (int j = 0; j < R; ++j) {
+    const float2 hj = hs[j];
+#pragma unroll
+    for (int c = 0; c < D / 32; ++c) {
+      const float w = Wt[j * D + c * 32 + lane];
+      g[0][c] = fmaf(hj.x, w, g[0][c]);
+      g[1][c] = fmaf(hj.y, w, g[1][c]);
+    }
+  }
+  __syncwarp();  // vs and hs are written again by the next call
+}
+
+}  // namespace gfn
+
+template <class T, int D, int R, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32)
+    gfn_leapfrog(const T* s, const T* f, const T* U, const T* W, T* s_out, int B, int d, int r,
+                 float dt) {
+  static_assert(D % 128 == 0 && R >= 1 && R <= 32 && 32 % R == 0 && (D / (32 / R)) % 4 == 0,
+                "D a multiple of 128, R a divisor of 32");
+  extern __shared__ float4 smem4[];
+  float* Us = reinterpret_cast<float*>(smem4);  // [D][R]
+  float* Wt = Us + D * R;                       // [R][D]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float* vs = Wt + R * D + warp * 2 * D;  // this warp's [2][D]
+  float2* hs = reinterpret_cast<float2*>(Wt + R * D + WARPS * 2 * D) + warp * R;
+  for (int k = threadIdx.x; k < D * R; k += blockDim.x) {
+    Us[k] = float(U[k]);
+    Wt[(k % R) * D + k / R] = float(W[k]);
+  }
+  __syncthreads();
+  const T *x = s, *v = s + (long long)B * D;
+  T *x_out = s_out, *v_out = s_out + (long long)B * D;
+  const float half_dt = 0.5f * dt;
+  for (long long pair = (long long)blockIdx.x * WARPS + warp; 2 * pair < B;
+       pair += (long long)gridDim.x * WARPS) {
+    const long long t0 = 2 * pair;
+    const bool second = t0 + 1 < B;
+    const long long row[2] = {t0 * D, (second ? t0 + 1 : t0) * D};
+    float vv[2][D / 32], ff[2][D / 32], g[2][D / 32];
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int c = 0; c < D / 32; ++c) {
+        vv[t][c] = float(v[row[t] + c * 32 + lane]);
+        ff[t][c] = float(f[row[t] + c * 32 + lane]);
+      }
+    gfn::christoffel<D, R>(Us, Wt, vs, hs, vv, g, lane);
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int c = 0; c < D / 32; ++c) {
+        vv[t][c] = fmaf(half_dt, ff[t][c] - g[t][c], vv[t][c]);  // vh
+        if (t == 0 || second) {
+          const long long i = row[t] + c * 32 + lane;
+          x_out[i] = T(fmaf(dt, vv[t][c], float(x[i])));
+        }
+      }
+    gfn::christoffel<D, R>(Us, Wt, vs, hs, vv, g, lane);
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+      if (t == 0 || second)
+#pragma unroll
+        for (int c = 0; c < D / 32; ++c)
+          v_out[row[t] + c * 32 + lane] = T(fmaf(half_dt, ff[t][c] - g[t][c], vv[t][c]));
+  }
+}

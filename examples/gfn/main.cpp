@@ -1,0 +1,224 @@
+// gfn: seed 001's geodesic flow integrator on kiln. Its leapfrog step (leapfrog.cuh, a user's
+// template: the Christoffel term Gamma(v) = (v U)^2 W^T twice, U and W staged in shared memory)
+// is one kernel; 8 steps are a plan of 8 template nodes, replayed as one CUDA graph. Each shape
+// and storage dtype is checked against an fp64 reference (the state rounded to the storage type
+// after each step, as the kernel stores it); timings print as JSON lines (bench/gfn.py puts
+// PyTorch beside them). With --offline (or no GPU) it compiles the kernels for --arch instead.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <kiln/kiln.hpp>
+#include <random>
+
+namespace {
+
+using kiln::DType;
+
+constexpr int kSteps = 8;
+constexpr double kDt = 0.1;
+
+struct Case {
+  std::int64_t B, d, r;
+};
+const std::vector<Case> kCases = {{8192, 512, 32}, {64, 256, 16}};
+
+kiln::Template leapfrog(const std::string& dir) {
+  using K = kiln::TemplateParam::Kind;
+  kiln::Template t = kiln::Template::from_file(dir + "/leapfrog.cuh");
+  t.params({{"s", K::tensor},
+            {"f", K::tensor},
+            {"U", K::tensor},
+            {"W", K::tensor},
+            {"s_out", K::tensor},
+            {"B", K::i32},
+            {"d", K::i32},
+            {"r", K::i32},
+            {"dt", K::f32}})
+      .instance("gfn_leapfrog<{s}, {d}, {r}, {WARPS}>")
+      .tunable("WARPS", {8, 4, 16})
+      .tunable("PAIRS", {4, 1, 2, 8})
+      .launch({"ceilf(B / (2 * WARPS * PAIRS))"}, {"WARPS * 32"})
+      .shared_bytes("(2 * d * r + WARPS * 2 * d) * 4 + WARPS * r * 8")
+      .output("s_out", "s");
+  return t;
+}
+
+// kSteps leapfrog steps of the state s [2, B, d] under force f, one template node each.
+kiln::Graph steps_graph(const kiln::Template& t, const Case& c, DType dt) {
+  kiln::Graph g;
+  g.define_template("leapfrog", t);
+  kiln::Value s = g.input("s", {2, c.B, c.d}, dt);
+  auto f = g.input("f", {c.B, c.d}, dt), U = g.input("U", {c.d, c.r}, dt),
+       W = g.input("W", {c.d, c.r}, dt);
+  for (int k = 0; k < kSteps; ++k)
+    s = g.add("leapfrog", {s, f, U, W, double(c.B), double(c.d), double(c.r), kDt});
+  g.output(s, "out");
+  return g;
+}
+
+std::vector<unsigned char> random_of(DType t, std::int64_t n, double scale, std::mt19937_64& rng) {
+  std::normal_distribution<double> dist(0, scale);
+  std::vector<unsigned char> h(std::size_t(n) * kiln::size_of(t));
+  for (std::int64_t i = 0; i < n; ++i)
+    kiln::store_element(t, dist(rng), &h[std::size_t(i) * kiln::size_of(t)]);
+  return h;
+}
+
+std::vector<double> values_of(DType t, const std::vector<unsigned char>& h) {
+  std::vector<double> v(h.size() / kiln::size_of(t));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = kiln::load_element(t, &h[i * kiln::size_of(t)]);
+  return v;
+}
+
+std::vector<unsigned char> bytes_of(const kiln::Tensor& t) {
+  std::vector<unsigned char> h(std::size_t(t.numel()) * kiln::size_of(t.dtype()));
+  t.copy_to_host(h.data());
+  return h;
+}
+
+// Gamma(v) for one token in fp64.
+void christoffel(const double* v, const std::vector<double>& U, const std::vector<double>& W,
+                 const Case& c, double* g) {
+  std::vector<double> h(std::size_t(c.r), 0.0);
+  for (std::int64_t i = 0; i < c.d; ++i)
+    for (std::int64_t j = 0; j < c.r; ++j) h[std::size_t(j)] += v[i] * U[std::size_t(i * c.r + j)];
+  for (std::int64_t i = 0; i < c.d; ++i) {
+    g[i] = 0;
+    for (std::int64_t j = 0; j < c.r; ++j)
+      g[i] += h[std::size_t(j)] * h[std::size_t(j)] * W[std::size_t(i * c.r + j)];
+  }
+}
+
+// `steps` leapfrog steps of state `s` in fp64, rounded to `t` after each (as the kernel stores).
+std::vector<double> reference(std::vector<double> s, const std::vector<double>& f,
+                              const std::vector<double>& U, const std::vector<double>& W,
+                              const Case& c, DType t, int steps) {
+  const std::size_t n = std::size_t(c.B * c.d);
+  std::vector<double> g(std::size_t(c.d)), vh(std::size_t(c.d));
+  const auto round = [&](double v) {
+    unsigned char b[4];
+    kiln::store_element(t, v, b);
+    return kiln::load_element(t, b);
+  };
+  for (int k = 0; k < steps; ++k)
+    for (std::int64_t b = 0; b < c.B; ++b) {
+      double* x = &s[std::size_t(b * c.d)];
+      double* v = &s[n + std::size_t(b * c.d)];
+      const double* fb = &f[std::size_t(b * c.d)];
+      christoffel(v, U, W, c, g.data());
+      for (std::int64_t i = 0; i < c.d; ++i) {
+        vh[std::size_t(i)] = v[i] + 0.5 * kDt * (fb[i] - g[std::size_t(i)]);
+        x[i] = round(x[i] + kDt * vh[std::size_t(i)]);
+      }
+      christoffel(vh.data(), U, W, c, g.data());
+      for (std::int64_t i = 0; i < c.d; ++i)
+        v[i] = round(vh[std::size_t(i)] + 0.5 * kDt * (fb[i] - g[std::size_t(i)]));
+    }
+  return s;
+}
+
+// Microseconds per call: the median over 20 events of 10 back-to-back calls.
+double per_call_us(kiln::Engine& e, const std::function<void()>& fn) {
+  return 1e3 *
+         e.time_median_ms(
+             [&] {
+               for (int i = 0; i < 10; ++i) fn();
+             },
+             2, 20) /
+         10;
+}
+
+// The worst error of `got` against `want`, relative to max(1, |want|).
+double worst_error(const std::vector<double>& got, const std::vector<double>& want) {
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double e = std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i]));
+    worst = std::max(worst, std::isnan(e) ? INFINITY : e);
+  }
+  return worst;
+}
+
+int run_case(kiln::Engine& e, const kiln::Template& t, const Case& c, DType dt) {
+  std::mt19937_64 rng(1);
+  const std::int64_t n = c.B * c.d;
+  const auto hs = random_of(dt, 2 * n, 1.0, rng), hf = random_of(dt, n, 1.0, rng),
+             hU = random_of(dt, c.d * c.r, 1 / std::sqrt(double(c.d)), rng),
+             hW = random_of(dt, c.d * c.r, 1 / std::sqrt(double(c.r)), rng);
+  const kiln::Tensor s = e.from_host({2, c.B, c.d}, dt, hs.data()),
+                     f = e.from_host({c.B, c.d}, dt, hf.data()),
+                     U = e.from_host({c.d, c.r}, dt, hU.data()),
+                     W = e.from_host({c.d, c.r}, dt, hW.data());
+  kiln::Tensor out = e.empty({2, c.B, c.d}, dt);
+  out.fill_bytes(0xff);
+  const std::vector<kiln::Operand> args = {s.view(),    f.view(),    U.view(),
+                                           W.view(),    out.view(),  double(c.B),
+                                           double(c.d), double(c.r), kDt};
+  kiln::launch(e, t, args);
+  const std::vector<double> vs = values_of(dt, hs), vf = values_of(dt, hf), vU = values_of(dt, hU),
+                            vW = values_of(dt, hW);
+  const std::vector<double> want1 = reference(vs, vf, vU, vW, c, dt, 1);
+  const double err1 = worst_error(values_of(dt, bytes_of(out)), want1);
+  const double step_us = per_call_us(e, [&] { kiln::launch(e, t, args); });
+
+  const kiln::Plan plan(steps_graph(t, c, dt));
+  const std::map<std::string, kiln::TensorView> in = {
+      {"s", s.view()}, {"f", f.view()}, {"U", U.view()}, {"W", W.view()}};
+  out.fill_bytes(0xff);
+  plan.replay(e, in, {{"out", out.view()}});
+  const std::vector<double> want8 = reference(vs, vf, vU, vW, c, dt, kSteps);
+  const double err8 = worst_error(values_of(dt, bytes_of(out)), want8);
+  const double steps_us = per_call_us(e, [&] { plan.replay(e, in, {{"out", out.view()}}); });
+  // f32: sums of 512 products in another order. bf16: a rounding of the state that goes the other
+  // way is an ulp (2^-8 relative), and 8 steps carry it on.
+  const double tol1 = dt == DType::f32 ? 1e-4 : 1e-2, tol8 = dt == DType::f32 ? 1e-3 : 5e-2;
+  const bool ok = err1 <= tol1 && err8 <= tol8;
+  fmt::print(
+      "{{\"B\": {}, \"d\": {}, \"r\": {}, \"dtype\": \"{}\", \"step_us\": {:.2f}, "
+      "\"steps{}_replay_us\": {:.2f}, \"step_err\": {:.2e}, \"steps_err\": {:.2e}, \"check\": "
+      "\"{}\"}}\n",
+      c.B, c.d, c.r, kiln::name_of(dt), step_us, kSteps, steps_us, err1, err8, ok ? "ok" : "FAIL");
+  return ok ? 0 : 1;
+}
+
+int precompile(const kiln::Template& t, const std::string& arch) {
+  kiln::EngineOptions o;
+  o.offline = true;
+  o.arch = arch;
+  kiln::Engine e(o);
+  for (const Case& c : kCases)
+    for (DType dt : {DType::f32, DType::bf16}) kiln::Plan(steps_graph(t, c, dt)).compile(e);
+  for (const kiln::KernelRecord& k : e.kernels())
+    fmt::print("{:<48} {:<9} {:>7.1f} ms\n", k.name, k.source, k.compile_ms);
+  fmt::print("compiles: {}\n", e.counters().compiles);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gfn: seed 001's leapfrog integrator (a user's template) on kiln"};
+  std::string arch = "sm_90a", dir = KILN_EXAMPLE_DIR;
+  bool offline = false;
+  app.add_option("--arch", arch, "Target arch when compiling offline");
+  app.add_option("--dir", dir, "Where leapfrog.cuh is");
+  app.add_flag("--offline", offline, "Only compile (for --arch) into the cache; no GPU needed");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const kiln::Template t = leapfrog(dir);
+    std::string why;
+    if (!offline && !kiln::gpu_available(&why)) {
+      fmt::print("no GPU here ({}); compiling the kernels for {} instead\n", why, arch);
+      offline = true;
+    }
+    if (offline) return precompile(t, arch);
+    kiln::Engine e;
+    int status = 0;
+    for (const Case& c : kCases)
+      for (DType dt : {DType::f32, DType::bf16}) status |= run_case(e, t, c, dt);
+    return status;
+  } catch (const kiln::Error& e) {
+    fmt::print(stderr, "gfn: {}\n", e.what());
+    return 1;
+  }
+}
