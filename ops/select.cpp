@@ -18,6 +18,9 @@ std::vector<OpDef> select_ops() {
        Rule::arithmetic,
        any,
        [](double x, double lo, double hi) { return x < lo ? lo : (x > hi ? hi : x); }},
+      {"copy", {"x"}, "kiln::op::Identity", Rule::arithmetic, any, [](double x, double, double) {
+         return x;
+       }},
       {"cast",
        {"x"},
        "kiln::op::Identity",

@@ -13,6 +13,7 @@ if build/bin/kiln info | grep -q '^device 0'; then
   echo "== a user's kernel template (examples/custom_kernel)"; build/bin/custom_kernel
   echo "== seed 004's diffusion step and 50-step loop (examples/diffusion_step)"; build/bin/diffusion_step
   echo "== seed 001's GFN leapfrog step and 8 steps (examples/gfn, a user's template)"; build/bin/gfn
+  echo "== seed 003's backend ops, op by op and replayed (examples/rusty_ops)"; build/bin/rusty_ops
 else
   echo "== no GPU: precompiling hello's kernels for sm_90a (f32 and bf16)"
   build/bin/hello --offline --arch sm_90a
@@ -23,6 +24,8 @@ else
   build/bin/diffusion_step --offline --arch sm_90a
   echo "== seed 001's GFN leapfrog step (examples/gfn), compiled for sm_90a"
   build/bin/gfn --offline --arch sm_90a
+  echo "== seed 003's backend ops (examples/rusty_ops), compiled for sm_90a"
+  build/bin/rusty_ops --offline --arch sm_90a | tail -n 1
   echo "== the cache"
   build/bin/kiln cache ls
 fi

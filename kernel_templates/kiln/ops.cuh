@@ -46,6 +46,7 @@ KILN_BINARY(Lt, a < b ? 1.0f : 0.0f)
 KILN_BINARY(Le, a <= b ? 1.0f : 0.0f)
 KILN_BINARY(Gt, a > b ? 1.0f : 0.0f)
 KILN_BINARY(Ge, a >= b ? 1.0f : 0.0f)
+KILN_BINARY(Fill, b)  // a's value is never read, so its load compiles away: a pure store
 
 #undef KILN_UNARY
 #undef KILN_BINARY
