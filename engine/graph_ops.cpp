@@ -207,8 +207,11 @@ Template template_of(const nlohmann::json& o, const std::string& dir, const std:
   t.launch(strings_of(o, "grid", where), strings_of(o, "block", where));
   if (o.contains("shared")) t.shared_bytes(text_of(o, "shared", where));
   if (!o.contains("output") || !o.at("output").is_object())
-    throw GraphError(fmt::format("{}: field output must be {{\"param\", \"like\"}}", where));
-  t.output(text_of(o.at("output"), "param", where), text_of(o.at("output"), "like", where));
+    throw GraphError(
+        fmt::format("{}: field output must be {{\"param\", \"like\"[, \"shape\"]}}", where));
+  const nlohmann::json& out = o.at("output");
+  t.output(text_of(out, "param", where), text_of(out, "like", where),
+           out.contains("shape") ? strings_of(out, "shape", where) : std::vector<std::string>{});
   return t;
 }
 
@@ -264,6 +267,7 @@ std::string templates_json(const Graph& g) {
     j["block"] = t->block();
     j["shared"] = t->shared();
     j["output"] = {{"param", t->output_param()}, {"like", t->output_like()}};
+    if (!t->output_shape().empty()) j["output"]["shape"] = t->output_shape();
     out.push_back("    " + j.dump());
   }
   return out.empty() ? "" : fmt::format("  \"templates\": [\n{}\n  ],\n", fmt::join(out, ",\n"));

@@ -71,9 +71,10 @@ Template& Template::shared_bytes(std::string bytes) {
   return *this;
 }
 
-Template& Template::output(std::string param, std::string like) {
+Template& Template::output(std::string param, std::string like, std::vector<std::string> shape) {
   output_ = std::move(param);
   like_ = std::move(like);
+  shape_ = std::move(shape);
   return *this;
 }
 

@@ -31,7 +31,8 @@ std::vector<OpDef> binary_ops() {
       {"le", {"a", "b"}, "kiln::op::Le", Rule::compare, any, KILN_REF(a <= b)},
       {"gt", {"a", "b"}, "kiln::op::Gt", Rule::compare, any, KILN_REF(a > b)},
       {"ge", {"a", "b"}, "kiln::op::Ge", Rule::compare, any, KILN_REF(a >= b)},
-      {"fill", {"x", "value"}, "kiln::op::Fill", Rule::arithmetic, any, KILN_REF(b)},
+      {"fill", {"x", "value"}, "kiln::op::Fill", Rule::arithmetic, any,
+       [](double, double b, double) { return b; }},
   };
 }
 

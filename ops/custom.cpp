@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <set>
 
 #include "ops/expr.hpp"
@@ -102,12 +103,34 @@ std::shared_ptr<const OpDef> make_template_op(const std::string& name,
   return def;
 }
 
+// The result's shape from the template's rule (Template::output's `shape`).
+Shape shape_rule(const OpDef& op, const std::vector<std::string>& dims,
+                 const std::vector<std::string>& names, const std::vector<double>& values) {
+  Shape shape;
+  for (const std::string& text : dims) {
+    const double v = [&] {
+      try {
+        return Expr::parse(op.name, text, names).evaluate(values.data());
+      } catch (const Error& e) {
+        throw ArgumentError(fmt::format("{}: output dim '{}': {}", op.name, text, e.what()));
+      }
+    }();
+    if (!(v >= 0) || v != std::floor(v) || v > 1e15)
+      throw ArgumentError(
+          fmt::format("{}: output dim '{}' is {}, not a whole number of elements", op.name, text, v));
+    shape.push_back(std::int64_t(v));
+  }
+  return shape;
+}
+
 TensorView infer_template(const OpDef& op, const std::vector<Operand>& args) {
   const Template& t = *op.tmpl;
   if (args.size() != op.operands.size())
     throw ArgumentError(fmt::format("{} takes {} operand(s) ({}), got {}", op.name,
                                     op.operands.size(), fmt::join(op.operands, ", "), args.size()));
   TensorView out;
+  std::vector<std::string> names;  // the shape rule's variables
+  std::vector<double> values;
   std::size_t i = 0;
   for (const TemplateParam& p : t.param_list()) {
     if (p.name == t.output_param()) continue;
@@ -121,7 +144,19 @@ TensorView infer_template(const OpDef& op, const std::vector<Operand>& args) {
       out.shape = v->shape;
       out.dtype = v->dtype;
     }
+    if (v) {
+      names.push_back(p.name + "_numel");
+      values.push_back(double(v->numel()));
+      for (std::size_t d = 0; d < v->shape.size(); ++d) {
+        names.push_back(fmt::format("{}_dim{}", p.name, d));
+        values.push_back(double(v->shape[d]));
+      }
+    } else if (p.kind == TemplateParam::Kind::i32 || p.kind == TemplateParam::Kind::i64) {
+      names.push_back(p.name);
+      values.push_back(std::get<double>(args[i - 1]));
+    }
   }
+  if (!t.output_shape().empty()) out.shape = shape_rule(op, t.output_shape(), names, values);
   return out;
 }
 

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # On the GPU machine: build there, run the whole suite, the GPU cases under compute-sanitizer
 # (memcheck), the hello app twice, and the benchmark. Logs go to $OUT.
-# Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|dynamic|all (default
+# Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|dynamic|APP|all (default
 #   all, which takes longer than one 600 s device call: split it). On an H100, after a ~100 s
 #   build: tests (the suite: slices of its GPU cases and the others, side by side) ~250 s;
 #   sanity (racecheck of the row cases and of tests/sanitize/*.json, their memcheck, hello,
 #   bundle) ~50 s; memcheck (every GPU case) > 300 s; fuzz: the GPU regressions, the fuzz run
 #   and its memcheck sample; tune: `kiln tune` over the benchmark's row grid (the bench after
 #   it then runs with those records and also untuned); bench ~150 s; dynamic: kiln_bench_dynamic
-#   (softmax and layer_norm over 200 dynamic row lengths, bucket kernels against per-length ones).
+#   (softmax and layer_norm over 200 dynamic row lengths, bucket kernels against per-length ones);
+#   APP one of diffusion|gfn|rusty_ops|gaussian_field: the seed app beside PyTorch (bench/APP.py;
+#   not part of all).
 # Env: FUZZ_SEEDS=A:B FUZZ_TIMEOUT=s FUZZ_SANITIZE=A:B (see below).
 # The image lacks xxhash.h: carry it in .deps/include (see README, "GPU machine").
 set -uo pipefail
@@ -168,6 +170,13 @@ step "rows of a dynamic length: bucket kernels against kernels per length (kiln_
 timeout 300 $bin/kiln_bench_dynamic >"$OUT/bench-dynamic.log" 2>&1 || status=1
 tail -n 3 "$OUT/bench-dynamic.log"
 fi
+
+for app in diffusion gfn rusty_ops gaussian_field; do
+  [[ "$modes" == *" $app "* ]] || continue
+  step "seed app $app beside PyTorch (bench/$app.py)"
+  PYTHONUNBUFFERED=1 timeout 400 python3 bench/$app.py --bin $bin >"$OUT/app-$app.log" 2>&1 || status=1
+  grep -v '^{' "$OUT/app-$app.log" | tail -n 80
+done
 
 echo; echo "device-test: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

@@ -73,9 +73,11 @@ class Template {
   /// Dynamic shared memory per block, an expression as launch()'s (default "0").
   Template& shared_bytes(std::string bytes);
   /// As a node of a Graph (Graph::define_template): the tensor parameter the node's result is
-  /// written through, of the shape and dtype of tensor parameter `like`. The node's arguments
-  /// are the other parameters, in order.
-  Template& output(std::string param, std::string like);
+  /// written through, of the dtype of tensor parameter `like` and its shape, or `shape` when
+  /// given: one expression per dim (launch()'s grammar) over the other parameters, integer ones
+  /// by name and tensors' `x_dim0`, ..., `x_numel`: {"S", "x_dim0"}. The node's arguments are
+  /// the other parameters, in order.
+  Template& output(std::string param, std::string like, std::vector<std::string> shape = {});
 
   const std::string& name() const { return name_; }
   const std::string& source() const { return source_; }
@@ -90,13 +92,14 @@ class Template {
   const std::string& shared() const { return shared_; }
   const std::string& output_param() const { return output_; }
   const std::string& output_like() const { return like_; }
+  const std::vector<std::string>& output_shape() const { return shape_; }
 
  private:
   std::string name_, source_, instance_, shared_ = "0", output_, like_;
   std::map<std::string, std::string> headers_;
   std::vector<TemplateParam> params_;
   std::vector<std::pair<std::string, std::vector<int>>> tunables_;
-  std::vector<std::string> grid_ = {"1"}, block_ = {"1"};
+  std::vector<std::string> grid_ = {"1"}, block_ = {"1"}, shape_;
 };
 
 /// Launches `t` on `args` (a TensorView per tensor parameter, a number per scalar one, in the

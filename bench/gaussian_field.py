@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Seed 000's Gaussian field on kiln (build/bin/gaussian_field) beside PyTorch in one device run:
+the forward and forward + backward at each bench size (eager by substitution, eager with
+torch.linalg.solve_triangular where it fits, torch.compile), and the same Adam training from the
+data the app dumps, its final loss against kiln's. Prints the app's JSON lines and tables."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import median_us  # noqa: E402
+
+LR, ITERATIONS, POINTS = 0.02, 500, 1000
+
+
+def unpack(P, logdiag):
+    """mu [N,3], L [N,3,3] (lower), w [N] from P [N,10]."""
+    diag = (lambda v: torch.exp(v)) if logdiag else (lambda v: v)
+    z = torch.zeros_like(P[:, 0])
+    L = torch.stack([torch.stack([diag(P[:, 3]), z, z], -1),
+                     torch.stack([P[:, 4], diag(P[:, 5]), z], -1),
+                     torch.stack([P[:, 6], P[:, 7], diag(P[:, 8])], -1)], -2)
+    return P[:, :3], L, P[:, 9]
+
+
+def field(x, mu, L, w):
+    """Forward substitution, elementwise over [B, N]."""
+    d = x[:, None, :] - mu[None]
+    z0 = d[..., 0] / L[:, 0, 0]
+    z1 = (d[..., 1] - L[:, 1, 0] * z0) / L[:, 1, 1]
+    z2 = (d[..., 2] - L[:, 2, 0] * z0 - L[:, 2, 1] * z1) / L[:, 2, 2]
+    return (w * torch.exp(-0.5 * (z0 * z0 + z1 * z1 + z2 * z2))).sum(-1)
+
+
+def field_solve(x, mu, L, w):
+    """The seed's form: torch.linalg.solve_triangular per pair."""
+    d = (x[:, None, :] - mu[None])[..., None]
+    z = torch.linalg.solve_triangular(L[None].expand(x.shape[0], -1, -1, -1), d, upper=False)
+    return (w * torch.exp(-0.5 * (z * z).sum((-1, -2)))).sum(-1)
+
+
+def timings(N, B):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = (torch.rand(B, 3, device="cuda", generator=g) * 4 - 2).requires_grad_()
+    P = torch.rand(N, 10, device="cuda", generator=g)
+    P[:, [3, 5, 8]] += 0.5
+    mu, L, w = (t.detach().clone().requires_grad_() for t in unpack(P, False))
+    gf = torch.rand(B, device="cuda", generator=g) * 2 - 1
+    compiled = torch.compile(field)
+    out = {}
+    forms = [("eager", field), ("compile", compiled)]
+    if N * B <= 10 ** 6:
+        forms.append(("solve_triangular", field_solve))
+    for name, fn in forms:
+        with torch.no_grad():
+            out[f"{name}_forward_us"] = median_us(lambda: fn(x, mu, L, w), reps=10)
+        out[f"{name}_both_us"] = median_us(
+            lambda: torch.autograd.grad(fn(x, mu, L, w), [x, mu, L, w], gf), reps=10)
+    return out
+
+
+def train(N, dump):
+    read = lambda k, shape: torch.from_numpy(
+        np.fromfile(os.path.join(dump, f"train{N}_{k}.f32"), dtype=np.float32).reshape(shape)).cuda()
+    x, t, P = read("x", (POINTS, 3)), read("t", (POINTS,)), read("P", (N, 10)).requires_grad_()
+    opt = torch.optim.Adam([P], lr=LR, eps=1e-8)
+    losses = []
+    for _ in range(ITERATIONS):
+        opt.zero_grad()
+        loss = torch.mean((field(x, *unpack(P, True)) - t) ** 2)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--bin", default="build/bin")
+    args = p.parse_args()
+    dump = tempfile.mkdtemp()
+    run = subprocess.run([os.path.join(args.bin, "gaussian_field"), "--dump", dump],
+                         capture_output=True, text=True)
+    print(run.stdout, end="")
+    if run.returncode != 0:
+        print(run.stderr, file=sys.stderr)
+    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    print("| N, B | kiln fwd µs | eager | compile | solve_triangular | kiln / compile | kiln fwd+bwd "
+          "| eager | compile | solve_triangular | kiln / compile | check |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        if "forward_us" not in r:
+            continue
+        t = timings(r["N"], r["B"])
+        st = lambda k: f"{t[k]:.1f}" if k in t else "-"
+        print(f"| {r['N']}, {r['B']} | {r['forward_us']:.1f} | {st('eager_forward_us')} "
+              f"| {st('compile_forward_us')} | {st('solve_triangular_forward_us')} "
+              f"| {r['forward_us'] / t['compile_forward_us']:.2f} | {r['forward_backward_us']:.1f} "
+              f"| {st('eager_both_us')} | {st('compile_both_us')} | {st('solve_triangular_both_us')} "
+              f"| {r['forward_backward_us'] / t['compile_both_us']:.2f} | {r['check']} |")
+    print("| N | kiln loss first | kiln loss last | fell | PyTorch loss first | PyTorch loss last "
+          "| kiln / PyTorch last |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        if "train_N" not in r:
+            continue
+        losses = train(r["train_N"], dump)
+        print(f"| {r['train_N']} | {r['loss_first']:.4e} | {r['loss_last']:.4e} | {r['fell']:.1f} "
+              f"| {losses[0]:.4e} | {losses[-1]:.4e} | {r['loss_last'] / losses[-1]:.4f} |")
+    return run.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
