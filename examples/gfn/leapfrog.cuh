@@ -16,22 +16,26 @@ template <int D, int R>
 __device__ inline float2 hidden_sq(const float* Us, const float* vs, int lane) {
   constexpr int kGroups = 32 / R, kSpan = D / kGroups;
   const int j = lane % R, first = (lane / R) * kSpan;
-  float h0 = 0.f, h1 = 0.f;
+  // Four partial sums per token: independent chains, so the FMA latency overlaps.
+  float4 h0 = make_float4(0.f, 0.f, 0.f, 0.f), h1 = h0;
 #pragma unroll 4
   for (int i = first; i < first + kSpan; i += 4) {
     const float4 a = *reinterpret_cast<const float4*>(vs + i);
     const float4 b = *reinterpret_cast<const float4*>(vs + D + i);
     const float u0 = Us[(i + 0) * R + j], u1 = Us[(i + 1) * R + j];
     const float u2 = Us[(i + 2) * R + j], u3 = Us[(i + 3) * R + j];
-    h0 = fmaf(a.x, u0, fmaf(a.y, u1, fmaf(a.z, u2, fmaf(a.w, u3, h0))));
-    h1 = fmaf(b.x, u0, fmaf(b.y, u1, fmaf(b.z, u2, fmaf(b.w, u3, h1))));
+    h0 = make_float4(fmaf(a.x, u0, h0.x), fmaf(a.y, u1, h0.y), fmaf(a.z, u2, h0.z),
+                     fmaf(a.w, u3, h0.w));
+    h1 = make_float4(fmaf(b.x, u0, h1.x), fmaf(b.y, u1, h1.y), fmaf(b.z, u2, h1.z),
+                     fmaf(b.w, u3, h1.w));
   }
+  float s0 = (h0.x + h0.y) + (h0.z + h0.w), s1 = (h1.x + h1.y) + (h1.z + h1.w);
 #pragma unroll
   for (int o = R; o < 32; o <<= 1) {
-    h0 += __shfl_xor_sync(0xffffffffu, h0, o);
-    h1 += __shfl_xor_sync(0xffffffffu, h1, o);
+    s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+    s1 += __shfl_xor_sync(0xffffffffu, s1, o);
   }
-  return make_float2(h0 * h0, h1 * h1);
+  return make_float2(s0 * s0, s1 * s1);
 }
 
 // g = Gamma(v) for the warp's two tokens: v in registers (element lane + 32 c of each token),
@@ -76,6 +80,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* vs = Wt + R * D + warp * 2 * D;  // this warp's [2][D]
   float2* hs = reinterpret_cast<float2*>(Wt + R * D + WARPS * 2 * D) + warp * R;
+#pragma unroll 8  // loads in flight together: U and W are read once per block
   for (int k = threadIdx.x; k < D * R; k += blockDim.x) {
     Us[k] = float(U[k]);
     Wt[(k % R) * D + k / R] = float(W[k]);

@@ -182,6 +182,7 @@ TEST_CASE("gpu: a TMA tile copy matches the reference on padded views, eager and
       const kiln::Tensor x = e.from_host({rows, ld}, t, host.data());
       kiln::TensorView src = x.view();
       src.shape = {rows, cols};
+      src.strides = {ld, 1};
       for (int br : {16, 32})
         for (int bc : {32, 64}) {
           kiln::Tensor y = e.empty({rows, cols}, t);
