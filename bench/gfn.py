@@ -36,8 +36,8 @@ def steps(x, v, f, U, W):
 def peers(B, d, r, dtype):
     dev, t = "cuda", {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
     x, v, f = (torch.randn(B, d, device=dev, dtype=t) for _ in range(3))
-    U = (torch.randn(d, r, device=dev) / d ** 0.5).to(t)
-    W = (torch.randn(d, r, device=dev) / r ** 0.5).to(t)
+    U = (torch.randn(d, r, device=dev) * 0.5 / d ** 0.5).to(t)
+    W = (torch.randn(d, r, device=dev) * 0.5 / r ** 0.5).to(t)
     one = lambda: step(x, v, f, U, W)
     eight = lambda: steps(x, v, f, U, W)
     c1, c8 = torch.compile(step), torch.compile(steps)
