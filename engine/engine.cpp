@@ -194,17 +194,17 @@ std::vector<const LoadedKernel*> EngineImpl::prepare_all(
   return out;
 }
 
-void EngineImpl::launch(const LoadedKernel& k, const KernelLaunch& L, void** args) {
+void EngineImpl::launch(const LoadedKernel& k, const KernelLaunch& L, LaunchParams& params) {
   require_device("launching a kernel");
   runtime::ContextGuard guard(*context);
-  k.module->launch(k.config_for(L), stream(), args);
+  k.module->launch(k.config_for(L), stream(), params.pointers());
 }
 
 void EngineImpl::launch_kernel(const KernelLaunch& L) {
   if (L.groups == 0 || L.config.empty()) return;
   const LoadedKernel& k = prepare(L.spec);
   LaunchParams params(L);
-  launch(k, L, params.pointers());
+  launch(k, L, params);
 }
 
 }  // namespace detail

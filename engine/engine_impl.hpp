@@ -52,8 +52,9 @@ class EngineImpl {
   /// prepare() of each spec, the ones not yet loaded fetched or compiled side by side (at most
   /// KILN_COMPILE_THREADS at once, default: the cores, up to 8), then loaded in order.
   std::vector<const LoadedKernel*> prepare_all(const std::vector<const KernelSpec*>& specs);
-  /// Launches `k` with the shape and shared memory of `L` and the parameters `args`.
-  void launch(const LoadedKernel& k, const KernelLaunch& L, void** args);
+  /// Launches `k` with the shape and shared memory of `L` and the parameters `params` (taken
+  /// with the context current: tensor maps encode then).
+  void launch(const LoadedKernel& k, const KernelLaunch& L, LaunchParams& params);
   /// Prepares and launches a specialized kernel (nothing when it has no work).
   void launch_kernel(const KernelLaunch& L);
 

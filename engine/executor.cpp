@@ -194,7 +194,7 @@ std::map<std::string, Tensor> bind_and_launch(PlanImpl& p, Engine& engine,
   std::lock_guard<std::mutex> lock(call->mutex);
   std::map<std::string, Tensor> made = bind_data(*call, p, engine, inputs, outputs);
   if (call->launches.empty()) return made;
-  runtime::ContextGuard guard(*detail::impl_of(engine).context);
+  runtime::ContextGuard guard(*detail::impl_of(engine).context);  // LaunchParams::pointers()
   launch(*call, static_cast<CUstream>(engine.stream()));
   return made;
 }

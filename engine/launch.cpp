@@ -44,16 +44,16 @@ LaunchParams::LaunchParams(const KernelLaunch& L) {
   map_of_.assign(L.pointers.size(), -1);
   for (const TensorMapArg& m : L.maps) {
     map_of_.at(m.pointer) = int(maps_.size());
-    maps_.emplace_back(m, 0);
-    if (L.pointers[m.pointer]) set_map(m.pointer, L.pointers[m.pointer]);
+    maps_.emplace_back(m, L.pointers[m.pointer]);
   }
+  stale_ = true;
 }
 
-void LaunchParams::set_map(std::size_t i, std::uint64_t p) {
-  auto& [map, address] = maps_[std::size_t(map_of_[i])];
-  runtime::encode_tensor_map(map.desc, p, data(map.param),
-                             fmt::format("the tensor map of parameter {}", map.param));
-  address = p;
+void LaunchParams::encode_maps() {
+  for (auto& [map, address] : maps_)
+    runtime::encode_tensor_map(map.desc, address, data(map.param),
+                               fmt::format("the tensor map of parameter {}", map.param));
+  stale_ = false;
 }
 
 std::vector<unsigned char> LaunchParams::bytes() const {

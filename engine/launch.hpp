@@ -54,15 +54,23 @@ class LaunchParams {
   explicit LaunchParams(const KernelLaunch& L);
   LaunchParams(const LaunchParams&) = delete;
   LaunchParams& operator=(const LaunchParams&) = delete;
-  void** pointers() { return ptrs_.data(); }
+  /// What cuLaunchKernel takes: a pointer to each parameter's bytes. Tensor maps whose tensor
+  /// moved are encoded here, so call it with the engine's context current.
+  void** pointers() {
+    if (stale_) encode_maps();
+    return ptrs_.data();
+  }
   /// Every parameter's bytes, to tell whether two launches of one kernel differ.
   std::vector<unsigned char> bytes() const;
-  /// Writes pointer `i` (KernelLaunch::pointers' order); a tensor map of it is encoded again.
+  /// Writes pointer `i` (KernelLaunch::pointers' order); a tensor map of it is encoded again
+  /// by the next pointers().
   void set_pointer(std::size_t i, std::uint64_t p) {
-    if (i < map_of_.size() && map_of_[i] >= 0)
-      set_map(i, p);
-    else
+    if (i < map_of_.size() && map_of_[i] >= 0) {
+      stale_ = stale_ || maps_[std::size_t(map_of_[i])].second != p;
+      maps_[std::size_t(map_of_[i])].second = p;
+    } else {
       std::memcpy(pointer(i), &p, 8);
+    }
   }
   /// Writes scalar `i` of kiln's Args block (after the pointers: `pointers` of them).
   void set_scalar(std::size_t pointers, std::size_t i, float v) {
@@ -73,7 +81,7 @@ class LaunchParams {
   bool pointers_equal(const std::vector<unsigned char>& bytes) const;
 
  private:
-  void set_map(std::size_t i, std::uint64_t p);
+  void encode_maps();
   unsigned char* data(std::size_t param) {
     return reinterpret_cast<unsigned char*>(params_[param].data());
   }
@@ -91,6 +99,7 @@ class LaunchParams {
   std::vector<void*> ptrs_;
   std::vector<int> map_of_;  ///< per pointer: its index in maps_, or -1
   std::vector<std::pair<TensorMapArg, std::uint64_t>> maps_;  ///< each map and its address
+  bool stale_ = false;  ///< a map's address changed since it was encoded
 };
 
 }  // namespace kiln

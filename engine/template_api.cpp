@@ -88,14 +88,14 @@ void launch(Engine& engine, const Template& t, const std::vector<Operand>& args,
   if (L.config.shared > k.max_dynamic_shared)
     throw ArgumentError(fmt::format("template {}: {} bytes of shared memory; the device allows {}",
                                     t.name(), L.config.shared, k.max_dynamic_shared));
+  std::vector<void*> params;
+  for (auto& p : L.params) params.push_back(p.data());
+  const runtime::NvtxRange range(L.spec.name.c_str());
+  runtime::ContextGuard guard(*e.context);  // the driver encodes tensor maps in a context
   for (const TensorMapArg& m : L.maps)
     runtime::encode_tensor_map(
         m.desc, std::get<TensorView>(args[m.param]).data, L.params[m.param].data(),
         fmt::format("template {}: tensor map {}", t.name(), t.param_list()[m.param].name));
-  std::vector<void*> params;
-  for (auto& p : L.params) params.push_back(p.data());
-  const runtime::NvtxRange range(L.spec.name.c_str());
-  runtime::ContextGuard guard(*e.context);
   k.module->launch(L.config, e.stream(), params.data());
 }
 

@@ -207,7 +207,7 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
   detail::EngineImpl& e = detail::impl_of(engine);
   const detail::LoadedKernel& k = e.prepare(first.spec);
   for (Tensor& t : b.checked) t.fill_bytes(0xff);
-  e.launch(k, first, params[0]->pointers());
+  e.launch(k, first, *params[0]);
   Measurement m;
   for (const Tensor& t : b.checked) {
     std::vector<unsigned char> h(t.bytes());
@@ -216,7 +216,7 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
   }
   std::size_t next = 0;
   m.us = 1e3 * engine.time_median_ms(
-                   [&] { e.launch(k, first, params[next++ % params.size()]->pointers()); },
+                   [&] { e.launch(k, first, *params[next++ % params.size()]); },
                    o.warmup, o.reps);
   return m;
 }

@@ -10,12 +10,24 @@
 
 namespace gfn {
 
+// Where U[i][j] sits in shared memory: rows of R, each lane group's span of rows (hidden_sq)
+// R words further on, so that the groups read different banks at once.
+template <int D, int R>
+__device__ inline int u_at(int i, int j) {
+  return i * R + j + (i / (D / (32 / R))) * R;
+}
+template <int D, int R>
+__host__ __device__ constexpr int u_words() {
+  return D * R + 32;
+}
+
 // h = (v U)^2 for the warp's two tokens, from their v in `vs` ([2][D]); lanes j < R of the
 // first group hold h[t][j]: the other lane groups sum other parts of the D axis.
 template <int D, int R>
 __device__ inline float2 hidden_sq(const float* Us, const float* vs, int lane) {
   constexpr int kGroups = 32 / R, kSpan = D / kGroups;
   const int j = lane % R, first = (lane / R) * kSpan;
+  Us += (lane / R) * R;  // u_at's shift of this group's rows
   // Four partial sums per token: independent chains, so the FMA latency overlaps.
   float4 h0 = make_float4(0.f, 0.f, 0.f, 0.f), h1 = h0;
 #pragma unroll 4
@@ -75,14 +87,14 @@ __global__ void __launch_bounds__(WARPS * 32)
   static_assert(D % 128 == 0 && R >= 1 && R <= 32 && 32 % R == 0 && (D / (32 / R)) % 4 == 0,
                 "D a multiple of 128, R a divisor of 32");
   extern __shared__ float4 smem4[];
-  float* Us = reinterpret_cast<float*>(smem4);  // [D][R]
-  float* Wt = Us + D * R;                       // [R][D]
+  float* Us = reinterpret_cast<float*>(smem4);  // [D][R], laid out by u_at
+  float* Wt = Us + gfn::u_words<D, R>();        // [R][D]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* vs = Wt + R * D + warp * 2 * D;  // this warp's [2][D]
   float2* hs = reinterpret_cast<float2*>(Wt + R * D + WARPS * 2 * D) + warp * R;
 #pragma unroll 8  // loads in flight together: U and W are read once per block
   for (int k = threadIdx.x; k < D * R; k += blockDim.x) {
-    Us[k] = float(U[k]);
+    Us[gfn::u_at<D, R>(k / R, k % R)] = float(U[k]);
     Wt[(k % R) * D + k / R] = float(W[k]);
   }
   __syncthreads();

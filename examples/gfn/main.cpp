@@ -38,9 +38,9 @@ kiln::Template leapfrog(const std::string& dir) {
             {"dt", K::f32}})
       .instance("gfn_leapfrog<{s}, {d}, {r}, {WARPS}>")
       .tunable("WARPS", {16, 8, 4})
-      .tunable("PAIRS", {2, 1, 4})
+      .tunable("PAIRS", {1, 2, 4})
       .launch({"ceilf(B / (2 * WARPS * PAIRS))"}, {"WARPS * 32"})
-      .shared_bytes("(2 * d * r + WARPS * 2 * d) * 4 + WARPS * r * 8")
+      .shared_bytes("(2 * d * r + 32 + WARPS * 2 * d) * 4 + WARPS * r * 8")
       .output("s_out", "s");
   return t;
 }
