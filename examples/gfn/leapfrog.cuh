@@ -2,9 +2,9 @@
 // (positions x = s[0], velocities v = s[1]), the force f [B, D]; the Christoffel term is Gamma(v) =
 // (v U)^2 W^T with U, W of shape [D, R]:
 //   vh = v + dt/2 (f - Gamma(v));  x' = x + dt vh;  v' = vh + dt/2 (f - Gamma(vh)).
-// T is the storage type (float, __half, __nv_bfloat16); the math is f32. U and W are staged in
-// shared memory as f32 (W transposed), once per block; each warp then steps two tokens at a time,
-// each lane holding D/32 of their elements in registers.
+// T is the storage type (float, __half, __nv_bfloat16); the math is f32. A warp steps two tokens
+// at a time, each lane holding D/32 of their elements in registers; gfn_leapfrog stages U and W
+// in shared memory for its warps, gfn_leapfrog_small (few tokens) reads them through L1.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -21,21 +21,19 @@ __host__ __device__ constexpr int u_words() {
   return D * R + 32;
 }
 
-// h = (v U)^2 for the warp's two tokens, from their v in `vs` ([2][D]); lanes j < R of the
-// first group hold h[t][j]: the other lane groups sum other parts of the D axis.
-template <int D, int R>
-__device__ inline float2 hidden_sq(const float* Us, const float* vs, int lane) {
+// h = (v U)^2 for the warp's two tokens, from their v in `vs` ([2][D]), U[i][j] as u(i, j);
+// lanes j < R of the first group hold h[t][j]: the other lane groups sum other parts of D.
+template <int D, int R, class UAt>
+__device__ inline float2 hidden_sq(const UAt& u, const float* vs, int lane) {
   constexpr int kGroups = 32 / R, kSpan = D / kGroups;
   const int j = lane % R, first = (lane / R) * kSpan;
-  Us += (lane / R) * R;  // u_at's shift of this group's rows
   // Four partial sums per token: independent chains, so the FMA latency overlaps.
   float4 h0 = make_float4(0.f, 0.f, 0.f, 0.f), h1 = h0;
 #pragma unroll 4
   for (int i = first; i < first + kSpan; i += 4) {
     const float4 a = *reinterpret_cast<const float4*>(vs + i);
     const float4 b = *reinterpret_cast<const float4*>(vs + D + i);
-    const float u0 = Us[(i + 0) * R + j], u1 = Us[(i + 1) * R + j];
-    const float u2 = Us[(i + 2) * R + j], u3 = Us[(i + 3) * R + j];
+    const float u0 = u(i, j), u1 = u(i + 1, j), u2 = u(i + 2, j), u3 = u(i + 3, j);
     h0 = make_float4(fmaf(a.x, u0, h0.x), fmaf(a.y, u1, h0.y), fmaf(a.z, u2, h0.z),
                      fmaf(a.w, u3, h0.w));
     h1 = make_float4(fmaf(b.x, u0, h1.x), fmaf(b.y, u1, h1.y), fmaf(b.z, u2, h1.z),
@@ -51,9 +49,9 @@ __device__ inline float2 hidden_sq(const float* Us, const float* vs, int lane) {
 }
 
 // g = Gamma(v) for the warp's two tokens: v in registers (element lane + 32 c of each token),
-// `vs` and `hs` the warp's scratch ([2][D] and [R] float2).
-template <int D, int R>
-__device__ inline void christoffel(const float* Us, const float* Wt, float* vs, float2* hs,
+// `vs` and `hs` the warp's scratch ([2][D] and [R] float2), U[i][j] and W[i][j] as u and w.
+template <int D, int R, class UAt, class WAt>
+__device__ inline void christoffel(const UAt& u, const WAt& w, float* vs, float2* hs,
                                    const float (&v)[2][D / 32], float (&g)[2][D / 32], int lane) {
 #pragma unroll
   for (int c = 0; c < D / 32; ++c) {
@@ -61,7 +59,7 @@ __device__ inline void christoffel(const float* Us, const float* Wt, float* vs, 
     vs[D + c * 32 + lane] = v[1][c];
   }
   __syncwarp();
-  const float2 h = hidden_sq<D, R>(Us, vs, lane);
+  const float2 h = hidden_sq<D, R>(u, vs, lane);
   if (lane < R) hs[lane] = h;
   __syncwarp();
 #pragma unroll
@@ -70,22 +68,65 @@ __device__ inline void christoffel(const float* Us, const float* Wt, float* vs, 
     const float2 hj = hs[j];
 #pragma unroll
     for (int c = 0; c < D / 32; ++c) {
-      const float w = Wt[j * D + c * 32 + lane];
-      g[0][c] = fmaf(hj.x, w, g[0][c]);
-      g[1][c] = fmaf(hj.y, w, g[1][c]);
+      const float wv = w(c * 32 + lane, j);
+      g[0][c] = fmaf(hj.x, wv, g[0][c]);
+      g[1][c] = fmaf(hj.y, wv, g[1][c]);
     }
   }
   __syncwarp();  // vs and hs are written again by the next call
 }
 
+// One leapfrog step of tokens 2 pair and 2 pair + 1 (if < B) by one warp.
+template <class T, int D, int R, class UAt, class WAt>
+__device__ inline void step_pair(const UAt& u, const WAt& w, float* vs, float2* hs, const T* s,
+                                 const T* f, T* s_out, int B, long long pair, float dt, int lane) {
+  const T *x = s, *v = s + (long long)B * D;
+  T *x_out = s_out, *v_out = s_out + (long long)B * D;
+  const float half_dt = 0.5f * dt;
+  const long long t0 = 2 * pair;
+  const bool second = t0 + 1 < B;
+  const long long row[2] = {t0 * D, (second ? t0 + 1 : t0) * D};
+  float vv[2][D / 32], ff[2][D / 32], g[2][D / 32];
+#pragma unroll
+  for (int t = 0; t < 2; ++t)
+#pragma unroll
+    for (int c = 0; c < D / 32; ++c) {
+      vv[t][c] = float(v[row[t] + c * 32 + lane]);
+      ff[t][c] = float(f[row[t] + c * 32 + lane]);
+    }
+  christoffel<D, R>(u, w, vs, hs, vv, g, lane);
+#pragma unroll
+  for (int t = 0; t < 2; ++t)
+#pragma unroll
+    for (int c = 0; c < D / 32; ++c) {
+      vv[t][c] = fmaf(half_dt, ff[t][c] - g[t][c], vv[t][c]);  // vh
+      if (t == 0 || second) {
+        const long long i = row[t] + c * 32 + lane;
+        x_out[i] = T(fmaf(dt, vv[t][c], float(x[i])));
+      }
+    }
+  christoffel<D, R>(u, w, vs, hs, vv, g, lane);
+#pragma unroll
+  for (int t = 0; t < 2; ++t)
+    if (t == 0 || second)
+#pragma unroll
+      for (int c = 0; c < D / 32; ++c)
+        v_out[row[t] + c * 32 + lane] = T(fmaf(half_dt, ff[t][c] - g[t][c], vv[t][c]));
+}
+
 }  // namespace gfn
 
+#define GFN_SHAPE_CHECK                                                                      \
+  static_assert(D % 128 == 0 && R >= 1 && R <= 32 && 32 % R == 0 && (D / (32 / R)) % 4 == 0, \
+                "D a multiple of 128, R a divisor of 32")
+
+// Many tokens: WARPS warps a block, U and W staged in shared memory as f32 (W transposed) once
+// per block, then each warp steps pairs of tokens.
 template <class T, int D, int R, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
     gfn_leapfrog(const T* s, const T* f, const T* U, const T* W, T* s_out, int B, int d, int r,
                  float dt) {
-  static_assert(D % 128 == 0 && R >= 1 && R <= 32 && 32 % R == 0 && (D / (32 / R)) % 4 == 0,
-                "D a multiple of 128, R a divisor of 32");
+  GFN_SHAPE_CHECK;
   extern __shared__ float4 smem4[];
   float* Us = reinterpret_cast<float*>(smem4);  // [D][R], laid out by u_at
   float* Wt = Us + gfn::u_words<D, R>();        // [R][D]
@@ -98,39 +139,23 @@ __global__ void __launch_bounds__(WARPS * 32)
     Wt[(k % R) * D + k / R] = float(W[k]);
   }
   __syncthreads();
-  const T *x = s, *v = s + (long long)B * D;
-  T *x_out = s_out, *v_out = s_out + (long long)B * D;
-  const float half_dt = 0.5f * dt;
+  const auto u = [&](int i, int j) { return Us[gfn::u_at<D, R>(i, j)]; };
+  const auto w = [&](int i, int j) { return Wt[j * D + i]; };
   for (long long pair = (long long)blockIdx.x * WARPS + warp; 2 * pair < B;
-       pair += (long long)gridDim.x * WARPS) {
-    const long long t0 = 2 * pair;
-    const bool second = t0 + 1 < B;
-    const long long row[2] = {t0 * D, (second ? t0 + 1 : t0) * D};
-    float vv[2][D / 32], ff[2][D / 32], g[2][D / 32];
-#pragma unroll
-    for (int t = 0; t < 2; ++t)
-#pragma unroll
-      for (int c = 0; c < D / 32; ++c) {
-        vv[t][c] = float(v[row[t] + c * 32 + lane]);
-        ff[t][c] = float(f[row[t] + c * 32 + lane]);
-      }
-    gfn::christoffel<D, R>(Us, Wt, vs, hs, vv, g, lane);
-#pragma unroll
-    for (int t = 0; t < 2; ++t)
-#pragma unroll
-      for (int c = 0; c < D / 32; ++c) {
-        vv[t][c] = fmaf(half_dt, ff[t][c] - g[t][c], vv[t][c]);  // vh
-        if (t == 0 || second) {
-          const long long i = row[t] + c * 32 + lane;
-          x_out[i] = T(fmaf(dt, vv[t][c], float(x[i])));
-        }
-      }
-    gfn::christoffel<D, R>(Us, Wt, vs, hs, vv, g, lane);
-#pragma unroll
-    for (int t = 0; t < 2; ++t)
-      if (t == 0 || second)
-#pragma unroll
-        for (int c = 0; c < D / 32; ++c)
-          v_out[row[t] + c * 32 + lane] = T(fmaf(half_dt, ff[t][c] - g[t][c], vv[t][c]));
-  }
+       pair += (long long)gridDim.x * WARPS)
+    gfn::step_pair<T, D, R>(u, w, vs, hs, s, f, s_out, B, pair, dt, lane);
+}
+
+// Few tokens: a block of one warp per pair, U and W read where they are (L1 keeps them), so
+// that no block waits for a copy of them.
+template <class T, int D, int R>
+__global__ void __launch_bounds__(32)
+    gfn_leapfrog_small(const T* s, const T* f, const T* U, const T* W, T* s_out, int B, int d,
+                       int r, float dt) {
+  GFN_SHAPE_CHECK;
+  __shared__ alignas(16) float vs[2 * D];
+  __shared__ float2 hs[R];
+  const auto u = [&](int i, int j) { return float(__ldg(U + i * R + j)); };
+  const auto w = [&](int i, int j) { return float(__ldg(W + i * R + j)); };
+  gfn::step_pair<T, D, R>(u, w, vs, hs, s, f, s_out, B, blockIdx.x, dt, threadIdx.x);
 }
