@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
     kiln::Engine e;
     int status = 0;
     for (const Shape& s : kShapes) status |= run_shape(e, s);
+    fmt::print("compiles: {}\n", e.counters().compiles);
     return status;
   } catch (const kiln::Error& e) {
     fmt::print(stderr, "diffusion_step: {}\n", e.what());

@@ -209,6 +209,7 @@ int run_all(const std::string& dir, const std::string& dump) {
     status |= err <= 1e-4 ? 0 : 1;
   }
   for (std::int64_t N : {20, 1000}) status |= train::run(e, dir, N, dump);
+  fmt::print("compiles: {}\n", e.counters().compiles);
   return status;
 }
 

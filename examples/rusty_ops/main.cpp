@@ -251,6 +251,7 @@ int main(int argc, char** argv) {
       if (only.empty() || op.name == only)
         for (DType t : kDTypes)
           for (std::int64_t n : kSizes) status |= run_op(e, op, n, t, rng);
+    fmt::print("compiles: {}\n", e.counters().compiles);
     return status;
   } catch (const kiln::Error& e) {
     fmt::print(stderr, "rusty_ops: {}\n", e.what());
