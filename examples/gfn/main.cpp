@@ -45,7 +45,7 @@ kiln::Template leapfrog(const std::string& dir, std::int64_t B) {
     return t.instance("gfn_leapfrog_small<{s}, {d}, {r}>").launch({"ceilf(B / 2)"}, {"32"});
   return t.instance("gfn_leapfrog<{s}, {d}, {r}, {WARPS}>")
       .tunable("WARPS", {16, 8, 4})
-      .tunable("PAIRS", {1, 2, 4})
+      .tunable("PAIRS", {2, 1, 4})
       .launch({"ceilf(B / (2 * WARPS * PAIRS))"}, {"WARPS * 32"})
       .shared_bytes("(2 * d * r + 32 + WARPS * 2 * d) * 4 + WARPS * r * 8");
 }
