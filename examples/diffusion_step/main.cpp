@@ -7,16 +7,18 @@
 // them). With --offline (or no GPU) it compiles the kernels for --arch instead.
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <cmath>
 #include <kiln/kiln.hpp>
 #include <random>
+
+#include "../common/seed_app.hpp"
 
 namespace {
 
 using kiln::DType;
 using kiln::Graph;
 using kiln::Shape;
+using seed_app::per_call_us;
 
 constexpr int kSteps = 50;
 
@@ -75,17 +77,6 @@ double round_f16(double v) {
   unsigned char b[2];
   kiln::store_element(DType::f16, v, b);
   return kiln::load_element(DType::f16, b);
-}
-
-// Microseconds per call: the median over 20 events of 10 back-to-back calls.
-double per_call_us(kiln::Engine& e, const std::function<void()>& fn) {
-  return 1e3 *
-         e.time_median_ms(
-             [&] {
-               for (int i = 0; i < 10; ++i) fn();
-             },
-             2, 20) /
-         10;
 }
 
 int run_shape(kiln::Engine& e, const Shape& shape) {
@@ -159,44 +150,24 @@ int run_shape(kiln::Engine& e, const Shape& shape) {
 
 const std::vector<Shape> kShapes = {{2, 4, 64, 64}, {16, 4, 128, 128}};
 
-int precompile(const std::string& arch) {
-  kiln::EngineOptions o;
-  o.offline = true;
-  o.arch = arch;
-  kiln::Engine e(o);
-  for (const Shape& s : kShapes) {
-    kiln::Plan(step_graph(s)).compile(e);
-    kiln::Plan(loop_graph(s, 0.7)).compile(e);
-  }
-  for (const kiln::KernelRecord& k : e.kernels())
-    fmt::print("{:<40} {:<9} {:>7.1f} ms\n", k.name, k.source, k.compile_ms);
-  fmt::print("compiles: {}\n", e.counters().compiles);
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"diffusion_step: seed 004's denoising step and a 50-step loop on kiln"};
-  std::string arch = "sm_90a";
-  bool offline = false;
-  app.add_option("--arch", arch, "Target arch when compiling offline");
-  app.add_flag("--offline", offline, "Only compile (for --arch) into the cache; no GPU needed");
-  CLI11_PARSE(app, argc, argv);
-  try {
-    std::string why;
-    if (!offline && !kiln::gpu_available(&why)) {
-      fmt::print("no GPU here ({}); compiling the kernels for {} instead\n", why, arch);
-      offline = true;
-    }
-    if (offline) return precompile(arch);
-    kiln::Engine e;
-    int status = 0;
-    for (const Shape& s : kShapes) status |= run_shape(e, s);
-    fmt::print("compiles: {}\n", e.counters().compiles);
-    return status;
-  } catch (const kiln::Error& e) {
-    fmt::print(stderr, "diffusion_step: {}\n", e.what());
-    return 1;
-  }
+  CLI::App app{"diffusion_step: seed 004's denoising step and a 50-step loop on kiln",
+               "diffusion_step"};
+  return seed_app::run_main(
+      app, argc, argv,
+      [](const std::string& arch) {
+        kiln::Engine e = seed_app::offline_engine(arch);
+        for (const Shape& s : kShapes) {
+          kiln::Plan(step_graph(s)).compile(e);
+          kiln::Plan(loop_graph(s, 0.7)).compile(e);
+        }
+        return seed_app::print_kernels(e);
+      },
+      [](kiln::Engine& e) {
+        int status = 0;
+        for (const Shape& s : kShapes) status |= run_shape(e, s);
+        return status;
+      });
 }

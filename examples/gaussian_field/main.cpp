@@ -8,16 +8,17 @@
 // the data --dump writes. With --offline (or no GPU) it compiles the kernels for --arch instead.
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <random>
 
+#include "../common/seed_app.hpp"
 #include "field.hpp"
 
 namespace {
 
 using kiln::DType;
 using Host = std::vector<float>;
+using seed_app::per_call_us;
 
 struct Field {
   std::int64_t N, B;
@@ -69,10 +70,6 @@ struct Run {
   Host f, dx, dP;
   double forward_us = 0, both_us = 0;
 };
-
-double per_call_us(kiln::Engine& e, const std::function<void()>& fn) {
-  return 1e3 * e.time_median_ms([&] { fn(); }, 2, 20);
-}
 
 Run run_field(kiln::Engine& e, const std::string& dir, const Field& F, bool time) {
   const kiln::Tensor x = e.from_host({F.B, 3}, DType::f32, F.x.data()),
@@ -173,21 +170,7 @@ namespace {
 
 const std::vector<std::pair<std::int64_t, std::int64_t>> kBench = {{1000, 500}, {10000, 20000}};
 
-int precompile(const std::string& dir, const std::string& arch) {
-  kiln::EngineOptions o;
-  o.offline = true;
-  o.arch = arch;
-  kiln::Engine e(o);
-  for (const auto& [N, B] : kBench) kiln::Plan(field_graph(dir, N, B, true)).compile(e);
-  for (std::int64_t N : {20, 1000}) kiln::Plan(train::step_graph(dir, N)).compile(e);
-  for (const kiln::KernelRecord& k : e.kernels())
-    fmt::print("{:<44} {:<9} {:>7.1f} ms\n", k.name, k.source, k.compile_ms);
-  fmt::print("compiles: {}\n", e.counters().compiles);
-  return 0;
-}
-
-int run_all(const std::string& dir, const std::string& dump) {
-  kiln::Engine e;
+int run_all(kiln::Engine& e, const std::string& dir, const std::string& dump) {
   int status = 0;
   const Field small = random_field(20, 50, 7);
   const Run r = run_field(e, dir, small, false);
@@ -209,30 +192,24 @@ int run_all(const std::string& dir, const std::string& dump) {
     status |= err <= 1e-4 ? 0 : 1;
   }
   for (std::int64_t N : {20, 1000}) status |= train::run(e, dir, N, dump);
-  fmt::print("compiles: {}\n", e.counters().compiles);
   return status;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"gaussian_field: seed 000's Gaussian field, forward, backward and training"};
-  std::string arch = "sm_90a", dir = KILN_EXAMPLE_DIR, dump;
-  bool offline = false;
-  app.add_option("--arch", arch, "Target arch when compiling offline");
+  CLI::App app{"gaussian_field: seed 000's Gaussian field, forward, backward and training",
+               "gaussian_field"};
+  std::string dir = KILN_EXAMPLE_DIR, dump;
   app.add_option("--dir", dir, "Where gauss.cuh is");
   app.add_option("--dump", dump, "Write the training data and initial fields here (for PyTorch)");
-  app.add_flag("--offline", offline, "Only compile (for --arch) into the cache; no GPU needed");
-  CLI11_PARSE(app, argc, argv);
-  try {
-    std::string why;
-    if (!offline && !kiln::gpu_available(&why)) {
-      fmt::print("no GPU here ({}); compiling the kernels for {} instead\n", why, arch);
-      offline = true;
-    }
-    return offline ? precompile(dir, arch) : run_all(dir, dump);
-  } catch (const kiln::Error& e) {
-    fmt::print(stderr, "gaussian_field: {}\n", e.what());
-    return 1;
-  }
+  return seed_app::run_main(
+      app, argc, argv,
+      [&](const std::string& arch) {
+        kiln::Engine e = seed_app::offline_engine(arch);
+        for (const auto& [N, B] : kBench) kiln::Plan(field_graph(dir, N, B, true)).compile(e);
+        for (std::int64_t N : {20, 1000}) kiln::Plan(train::step_graph(dir, N)).compile(e);
+        return seed_app::print_kernels(e);
+      },
+      [&](kiln::Engine& e) { return run_all(e, dir, dump); });
 }

@@ -7,14 +7,18 @@
 // kernels for --arch instead.
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <cmath>
 #include <kiln/kiln.hpp>
 #include <random>
 
+#include "../common/seed_app.hpp"
+
 namespace {
 
 using kiln::DType;
+using seed_app::bytes_of;
+using seed_app::per_call_us;
+using seed_app::values_of;
 
 constexpr int kSteps = 8;
 constexpr double kDt = 0.1;
@@ -71,18 +75,6 @@ std::vector<unsigned char> random_of(DType t, std::int64_t n, double scale, std:
   return h;
 }
 
-std::vector<double> values_of(DType t, const std::vector<unsigned char>& h) {
-  std::vector<double> v(h.size() / kiln::size_of(t));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = kiln::load_element(t, &h[i * kiln::size_of(t)]);
-  return v;
-}
-
-std::vector<unsigned char> bytes_of(const kiln::Tensor& t) {
-  std::vector<unsigned char> h(std::size_t(t.numel()) * kiln::size_of(t.dtype()));
-  t.copy_to_host(h.data());
-  return h;
-}
-
 // Gamma(v) for one token in fp64.
 void christoffel(const double* v, const std::vector<double>& U, const std::vector<double>& W,
                  const Case& c, double* g) {
@@ -124,18 +116,6 @@ std::vector<double> reference(std::vector<double> s, const std::vector<double>& 
   return s;
 }
 
-// Microseconds per call: the median over 20 events of 10 back-to-back calls.
-double per_call_us(kiln::Engine& e, const std::function<void()>& fn) {
-  return 1e3 *
-         e.time_median_ms(
-             [&] {
-               for (int i = 0; i < 10; ++i) fn();
-             },
-             2, 20) /
-         10;
-}
-
-// The worst error of `got` against `want`, relative to max(1, |want|).
 // The largest difference of `got` from `want` relative to the largest |want| (at least 1): Gamma
 // is a sum of terms of both signs, so an element's own size does not bound its rounding.
 double worst_error(const std::vector<double>& got, const std::vector<double>& want) {
@@ -204,45 +184,26 @@ int run_case(kiln::Engine& e, const kiln::Template& t, const Case& c, DType dt) 
   return ok ? 0 : 1;
 }
 
-int precompile(const std::string& dir, const std::string& arch) {
-  kiln::EngineOptions o;
-  o.offline = true;
-  o.arch = arch;
-  kiln::Engine e(o);
-  for (const Case& c : kCases)
-    for (DType dt : {DType::f32, DType::bf16})
-      kiln::Plan(steps_graph(leapfrog(dir, c.B), c, dt)).compile(e);
-  for (const kiln::KernelRecord& k : e.kernels())
-    fmt::print("{:<48} {:<9} {:>7.1f} ms\n", k.name, k.source, k.compile_ms);
-  fmt::print("compiles: {}\n", e.counters().compiles);
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"gfn: seed 001's leapfrog integrator (a user's template) on kiln"};
-  std::string arch = "sm_90a", dir = KILN_EXAMPLE_DIR;
-  bool offline = false;
-  app.add_option("--arch", arch, "Target arch when compiling offline");
+  CLI::App app{"gfn: seed 001's leapfrog integrator (a user's template) on kiln", "gfn"};
+  std::string dir = KILN_EXAMPLE_DIR;
   app.add_option("--dir", dir, "Where leapfrog.cuh is");
-  app.add_flag("--offline", offline, "Only compile (for --arch) into the cache; no GPU needed");
-  CLI11_PARSE(app, argc, argv);
-  try {
-    std::string why;
-    if (!offline && !kiln::gpu_available(&why)) {
-      fmt::print("no GPU here ({}); compiling the kernels for {} instead\n", why, arch);
-      offline = true;
-    }
-    if (offline) return precompile(dir, arch);
-    kiln::Engine e;
-    int status = 0;
-    for (const Case& c : kCases)
-      for (DType dt : {DType::f32, DType::bf16}) status |= run_case(e, leapfrog(dir, c.B), c, dt);
-    fmt::print("compiles: {}\n", e.counters().compiles);
-    return status;
-  } catch (const kiln::Error& e) {
-    fmt::print(stderr, "gfn: {}\n", e.what());
-    return 1;
-  }
+  return seed_app::run_main(
+      app, argc, argv,
+      [&](const std::string& arch) {
+        kiln::Engine e = seed_app::offline_engine(arch);
+        for (const Case& c : kCases)
+          for (DType dt : {DType::f32, DType::bf16})
+            kiln::Plan(steps_graph(leapfrog(dir, c.B), c, dt)).compile(e);
+        return seed_app::print_kernels(e);
+      },
+      [&](kiln::Engine& e) {
+        int status = 0;
+        for (const Case& c : kCases)
+          for (DType dt : {DType::f32, DType::bf16})
+            status |= run_case(e, leapfrog(dir, c.B), c, dt);
+        return status;
+      });
 }

@@ -7,7 +7,6 @@
 // the kernels for --arch instead.
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -15,10 +14,14 @@
 #include <numeric>
 #include <random>
 
+#include "../common/seed_app.hpp"
+
 namespace {
 
 using kiln::DType;
 using Values = std::vector<double>;
+using seed_app::per_call_us;
+using seed_app::values_of;
 
 constexpr std::int64_t kCols = 1024;
 const std::vector<std::int64_t> kSizes = {1 << 10, 1 << 14, 1 << 18, 1 << 20};
@@ -133,23 +136,6 @@ std::vector<unsigned char> random_of(DType t, std::int64_t n, double lo, double 
   return h;
 }
 
-Values values_of(DType t, const std::vector<unsigned char>& h) {
-  Values v(h.size() / kiln::size_of(t));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = kiln::load_element(t, &h[i * kiln::size_of(t)]);
-  return v;
-}
-
-// Microseconds per call: the median over 20 events of 10 back-to-back calls.
-double per_call_us(kiln::Engine& e, const std::function<void()>& fn) {
-  return 1e3 *
-         e.time_median_ms(
-             [&] {
-               for (int i = 0; i < 10; ++i) fn();
-             },
-             2, 20) /
-         10;
-}
-
 // The worst error of `got` against `want`, each relative to max(|want|, `floor`).
 double worst_error(const Values& got, const Values& want, double floor) {
   double worst = got.size() == want.size() ? 0 : INFINITY;
@@ -213,48 +199,28 @@ int run_op(kiln::Engine& e, const Op& op, std::int64_t n, DType t, std::mt19937_
   return ok ? 0 : 1;
 }
 
-int precompile(const std::string& arch) {
-  kiln::EngineOptions o;
-  o.offline = true;
-  o.arch = arch;
-  kiln::Engine e(o);
-  for (const Op& op : op_set())
-    for (DType t : kDTypes)
-      for (std::int64_t n : kSizes) kiln::Plan(graph_of(op, n, t)).compile(e);
-  for (const kiln::KernelRecord& k : e.kernels())
-    fmt::print("{:<40} {:<9} {:>7.1f} ms\n", k.name, k.source, k.compile_ms);
-  fmt::print("compiles: {}\n", e.counters().compiles);
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"rusty_ops: seed 003's backend op set on kiln, op by op and replayed"};
-  std::string arch = "sm_90a", only;
-  bool offline = false;
-  app.add_option("--arch", arch, "Target arch when compiling offline");
+  CLI::App app{"rusty_ops: seed 003's backend op set on kiln, op by op and replayed", "rusty_ops"};
+  std::string only;
   app.add_option("--op", only, "Run only this op");
-  app.add_flag("--offline", offline, "Only compile (for --arch) into the cache; no GPU needed");
-  CLI11_PARSE(app, argc, argv);
-  try {
-    std::string why;
-    if (!offline && !kiln::gpu_available(&why)) {
-      fmt::print("no GPU here ({}); compiling the kernels for {} instead\n", why, arch);
-      offline = true;
-    }
-    if (offline) return precompile(arch);
-    kiln::Engine e;
-    std::mt19937_64 rng(3);
-    int status = 0;
-    for (const Op& op : op_set())
-      if (only.empty() || op.name == only)
-        for (DType t : kDTypes)
-          for (std::int64_t n : kSizes) status |= run_op(e, op, n, t, rng);
-    fmt::print("compiles: {}\n", e.counters().compiles);
-    return status;
-  } catch (const kiln::Error& e) {
-    fmt::print(stderr, "rusty_ops: {}\n", e.what());
-    return 1;
-  }
+  return seed_app::run_main(
+      app, argc, argv,
+      [](const std::string& arch) {
+        kiln::Engine e = seed_app::offline_engine(arch);
+        for (const Op& op : op_set())
+          for (DType t : kDTypes)
+            for (std::int64_t n : kSizes) kiln::Plan(graph_of(op, n, t)).compile(e);
+        return seed_app::print_kernels(e);
+      },
+      [&](kiln::Engine& e) {
+        std::mt19937_64 rng(3);
+        int status = 0;
+        for (const Op& op : op_set())
+          if (only.empty() || op.name == only)
+            for (DType t : kDTypes)
+              for (std::int64_t n : kSizes) status |= run_op(e, op, n, t, rng);
+        return status;
+      });
 }
