@@ -2,9 +2,10 @@
 // (positions x = s[0], velocities v = s[1]), the force f [B, D]; the Christoffel term is Gamma(v) =
 // (v U)^2 W^T with U, W of shape [D, R]:
 //   vh = v + dt/2 (f - Gamma(v));  x' = x + dt vh;  v' = vh + dt/2 (f - Gamma(vh)).
-// T is the storage type (float, __half, __nv_bfloat16); the math is f32. A warp steps two tokens
-// at a time, each lane holding D/32 of their elements in registers; gfn_leapfrog stages U and W
-// in shared memory for its warps, gfn_leapfrog_small (few tokens) reads them through L1.
+// T is the storage type (float, __half, __nv_bfloat16); the math is f32. gfn_leapfrog: a warp
+// steps two tokens at a time, each lane holding D/32 of their elements, U and W staged in shared
+// memory for the block's warps; gfn_leapfrog_small (few tokens): four warps step two tokens, U
+// and W read through L1.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -146,16 +147,89 @@ __global__ void __launch_bounds__(WARPS * 32)
     gfn::step_pair<T, D, R>(u, w, vs, hs, s, f, s_out, B, pair, dt, lane);
 }
 
-// Few tokens: a block of one warp per pair, U and W read where they are (L1 keeps them), so
-// that no block waits for a copy of them.
+// Few tokens: a block of four warps per pair of tokens, each thread D/128 elements of each; the
+// sums over D split between the warps (so each thread's chains are short), U and W read where
+// they are (L1 keeps them), so that no block waits for a staged copy.
 template <class T, int D, int R>
-__global__ void __launch_bounds__(32)
+__global__ void __launch_bounds__(128)
     gfn_leapfrog_small(const T* s, const T* f, const T* U, const T* W, T* s_out, int B, int d,
                        int r, float dt) {
   GFN_SHAPE_CHECK;
+  constexpr int E = D / 128, kSpan = D / 4 / (32 / R);
   __shared__ alignas(16) float vs[2 * D];
+  __shared__ float2 part[4][R];
   __shared__ float2 hs[R];
-  const auto u = [&](int i, int j) { return float(__ldg(U + i * R + j)); };
-  const auto w = [&](int i, int j) { return float(__ldg(W + i * R + j)); };
-  gfn::step_pair<T, D, R>(u, w, vs, hs, s, f, s_out, B, blockIdx.x, dt, threadIdx.x);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const long long t0 = 2ll * blockIdx.x;
+  const bool second = t0 + 1 < B;
+  const long long row[2] = {t0 * D, (second ? t0 + 1 : t0) * D};
+  const T *x = s, *v = s + (long long)B * D;
+  T *x_out = s_out, *v_out = s_out + (long long)B * D;
+  float vv[2][E], ff[2][E], g[2][E];
+#pragma unroll
+  for (int t = 0; t < 2; ++t)
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      vv[t][e] = float(v[row[t] + e * 128 + tid]);
+      ff[t][e] = float(f[row[t] + e * 128 + tid]);
+    }
+  const auto gamma = [&] {  // g = Gamma(vv)
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int e = 0; e < E; ++e) vs[t * D + e * 128 + tid] = vv[t][e];
+    __syncthreads();
+    const int j = lane % R, first = warp * (D / 4) + (lane / R) * kSpan;
+    float2 h = make_float2(0.f, 0.f), k = h;  // two chains per token
+#pragma unroll
+    for (int i = first; i < first + kSpan; i += 2) {
+      const float u0 = float(__ldg(U + i * R + j)), u1 = float(__ldg(U + (i + 1) * R + j));
+      h = make_float2(fmaf(vs[i], u0, h.x), fmaf(vs[D + i], u0, h.y));
+      k = make_float2(fmaf(vs[i + 1], u1, k.x), fmaf(vs[D + i + 1], u1, k.y));
+    }
+    h = make_float2(h.x + k.x, h.y + k.y);
+#pragma unroll
+    for (int o = R; o < 32; o <<= 1)
+      h = make_float2(h.x + __shfl_xor_sync(0xffffffffu, h.x, o),
+                      h.y + __shfl_xor_sync(0xffffffffu, h.y, o));
+    if (lane < R) part[warp][lane] = h;
+    __syncthreads();
+    if (tid < R) {
+      float2 a = part[0][tid];
+#pragma unroll
+      for (int w = 1; w < 4; ++w) a = make_float2(a.x + part[w][tid].x, a.y + part[w][tid].y);
+      hs[tid] = make_float2(a.x * a.x, a.y * a.y);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const T* wrow = W + (e * 128 + tid) * R;
+      float a0 = 0.f, a1 = 0.f;
+#pragma unroll
+      for (int q = 0; q < R; ++q) {
+        const float w = float(__ldg(wrow + q));
+        a0 = fmaf(hs[q].x, w, a0);
+        a1 = fmaf(hs[q].y, w, a1);
+      }
+      g[0][e] = a0;
+      g[1][e] = a1;
+    }
+  };
+  const float half_dt = 0.5f * dt;
+  gamma();
+#pragma unroll
+  for (int t = 0; t < 2; ++t)
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      vv[t][e] = fmaf(half_dt, ff[t][e] - g[t][e], vv[t][e]);  // vh
+      const long long i = row[t] + e * 128 + tid;
+      if (t == 0 || second) x_out[i] = T(fmaf(dt, vv[t][e], float(x[i])));
+    }
+  gamma();
+#pragma unroll
+  for (int t = 0; t < 2; ++t)
+    if (t == 0 || second)
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        v_out[row[t] + e * 128 + tid] = T(fmaf(half_dt, ff[t][e] - g[t][e], vv[t][e]));
 }
