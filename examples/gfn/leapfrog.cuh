@@ -4,8 +4,8 @@
 //   vh = v + dt/2 (f - Gamma(v));  x' = x + dt vh;  v' = vh + dt/2 (f - Gamma(vh)).
 // T is the storage type (float, __half, __nv_bfloat16); the math is f32. gfn_leapfrog: a warp
 // steps two tokens at a time, each lane holding D/32 of their elements, U and W staged in shared
-// memory for the block's warps; gfn_leapfrog_small (few tokens): four warps step two tokens, U
-// and W read through L1.
+// memory for the block's warps; gfn_leapfrog_small (few tokens): the warps of a block step two
+// tokens, U and W read through L1.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -147,17 +147,18 @@ __global__ void __launch_bounds__(WARPS * 32)
     gfn::step_pair<T, D, R>(u, w, vs, hs, s, f, s_out, B, pair, dt, lane);
 }
 
-// Few tokens: a block of four warps per pair of tokens, each thread D/128 elements of each; the
-// sums over D split between the warps (so each thread's chains are short), U and W read where
-// they are (L1 keeps them), so that no block waits for a staged copy.
-template <class T, int D, int R>
-__global__ void __launch_bounds__(128)
+// Few tokens: a block of WARPS warps per pair of tokens, each thread D/(32 WARPS) elements of
+// each; the sums over D split between the warps (so each thread's chains are short), U and W
+// read where they are (L1 keeps them), so that no block waits for a staged copy.
+template <class T, int D, int R, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32)
     gfn_leapfrog_small(const T* s, const T* f, const T* U, const T* W, T* s_out, int B, int d,
                        int r, float dt) {
   GFN_SHAPE_CHECK;
-  constexpr int E = D / 128, kSpan = D / 4 / (32 / R);
+  constexpr int N = WARPS * 32, E = D / N, kSpan = D / WARPS / (32 / R);
+  static_assert(D % N == 0 && kSpan % 2 == 0, "D a multiple of the block's threads");
   __shared__ alignas(16) float vs[2 * D];
-  __shared__ float2 part[4][R];
+  __shared__ float2 part[WARPS][R];
   __shared__ float2 hs[R];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const long long t0 = 2ll * blockIdx.x;
@@ -170,16 +171,16 @@ __global__ void __launch_bounds__(128)
   for (int t = 0; t < 2; ++t)
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-      vv[t][e] = float(v[row[t] + e * 128 + tid]);
-      ff[t][e] = float(f[row[t] + e * 128 + tid]);
+      vv[t][e] = float(v[row[t] + e * N + tid]);
+      ff[t][e] = float(f[row[t] + e * N + tid]);
     }
   const auto gamma = [&] {  // g = Gamma(vv)
 #pragma unroll
     for (int t = 0; t < 2; ++t)
 #pragma unroll
-      for (int e = 0; e < E; ++e) vs[t * D + e * 128 + tid] = vv[t][e];
+      for (int e = 0; e < E; ++e) vs[t * D + e * N + tid] = vv[t][e];
     __syncthreads();
-    const int j = lane % R, first = warp * (D / 4) + (lane / R) * kSpan;
+    const int j = lane % R, first = warp * (D / WARPS) + (lane / R) * kSpan;
     float2 h = make_float2(0.f, 0.f), k = h;  // two chains per token
 #pragma unroll
     for (int i = first; i < first + kSpan; i += 2) {
@@ -197,13 +198,13 @@ __global__ void __launch_bounds__(128)
     if (tid < R) {
       float2 a = part[0][tid];
 #pragma unroll
-      for (int w = 1; w < 4; ++w) a = make_float2(a.x + part[w][tid].x, a.y + part[w][tid].y);
+      for (int w = 1; w < WARPS; ++w) a = make_float2(a.x + part[w][tid].x, a.y + part[w][tid].y);
       hs[tid] = make_float2(a.x * a.x, a.y * a.y);
     }
     __syncthreads();
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-      const T* wrow = W + (e * 128 + tid) * R;
+      const T* wrow = W + (e * N + tid) * R;
       float a0 = 0.f, a1 = 0.f;
 #pragma unroll
       for (int q = 0; q < R; ++q) {
@@ -222,7 +223,7 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       vv[t][e] = fmaf(half_dt, ff[t][e] - g[t][e], vv[t][e]);  // vh
-      const long long i = row[t] + e * 128 + tid;
+      const long long i = row[t] + e * N + tid;
       if (t == 0 || second) x_out[i] = T(fmaf(dt, vv[t][e], float(x[i])));
     }
   gamma();
@@ -231,5 +232,5 @@ __global__ void __launch_bounds__(128)
     if (t == 0 || second)
 #pragma unroll
       for (int e = 0; e < E; ++e)
-        v_out[row[t] + e * 128 + tid] = T(fmaf(half_dt, ff[t][e] - g[t][e], vv[t][e]));
+        v_out[row[t] + e * N + tid] = T(fmaf(half_dt, ff[t][e] - g[t][e], vv[t][e]));
 }

@@ -28,7 +28,7 @@ struct Case {
 };
 const std::vector<Case> kCases = {{8192, 512, 32}, {64, 256, 16}};
 
-// Up to this many tokens, a step runs a block of four warps per pair of tokens
+// Up to this many tokens, a step runs a block of several warps per pair of tokens
 // (gfn_leapfrog_small): blocks that stage U and W would each wait for their copy.
 constexpr std::int64_t kSmallBatch = 1024;
 
@@ -46,7 +46,9 @@ kiln::Template leapfrog(const std::string& dir, std::int64_t B) {
             {"dt", K::f32}})
       .output("s_out", "s");
   if (B <= kSmallBatch)
-    return t.instance("gfn_leapfrog_small<{s}, {d}, {r}>").launch({"ceilf(B / 2)"}, {"128"});
+    return t.instance("gfn_leapfrog_small<{s}, {d}, {r}, {WARPS}>")
+        .tunable("WARPS", {8, 4})
+        .launch({"ceilf(B / 2)"}, {"WARPS * 32"});
   return t.instance("gfn_leapfrog<{s}, {d}, {r}, {WARPS}>")
       .tunable("WARPS", {16, 8, 4})
       .tunable("PAIRS", {2, 1, 4})
