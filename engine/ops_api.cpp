@@ -162,4 +162,10 @@ KernelRecord precompile(Engine& engine, std::string_view name, const std::vector
   return r;
 }
 
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (const ops::OpDef& op : ops::all_ops()) names.emplace_back(op.name);
+  return names;
+}
+
 }  // namespace kiln

@@ -29,6 +29,7 @@ step() { echo; echo "=== $1"; }
 step "build"
 extra=()
 [ -f /usr/include/xxhash.h ] || extra+=("-DKILN_XXHASH_INCLUDE_DIR=$PWD/.deps/include")
+extra+=("-DPython3_EXECUTABLE=$(command -v python3)")  # the one with torch and pybind11
 if ! { cmake -S . -B build-device -G Ninja "${extra[@]}" && cmake --build build-device; } >"$OUT/build.log" 2>&1; then
   tail -n 40 "$OUT/build.log"; echo "device-test: build failed"; exit 1
 fi

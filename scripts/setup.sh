@@ -3,7 +3,8 @@
 # The CUDA toolkit (NVRTC, headers) is expected in /usr/local/cuda or $CUDA_HOME.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ libspdlog-dev libfmt-dev doctest-dev nlohmann-json3-dev libxxhash-dev libcli11-dev)
+packages=(cmake ninja-build g++ libspdlog-dev libfmt-dev doctest-dev nlohmann-json3-dev libxxhash-dev libcli11-dev
+          pybind11-dev python3-dev python3-pytest)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -15,6 +15,15 @@ log=$(mktemp)
 set +e
 build/bin/kiln_tests "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+# The Python module's suite (python/tests), with the interpreter the module was built for.
+if [ -f build/python/interpreter ]; then
+  PYTHONPATH=build/python "$(cat build/python/interpreter)" -m pytest -q python/tests
+  rc=$?
+  [ $rc -eq 0 ] || [ $rc -eq 5 ] || status=1  # 5: no tests collected
+else
+  echo "test.sh: no Python module was built (pybind11-dev missing?)" >&2
+  status=1
+fi
 # 500 random fused graphs, planned and NVRTC-compiled (no GPU needed); failures are shrunk.
 build/bin/kiln_fuzz --compile-only --seeds 0:500 -j 2 || status=1
 set -e

@@ -37,6 +37,9 @@ void call_into(Engine& engine, std::string_view name, const TensorView& out,
 KernelRecord precompile(Engine& engine, std::string_view name, const std::vector<Operand>& args,
                         const Attrs& attrs = {});
 
+/// The names of kiln's ops (docs/ops.md), in catalog order.
+std::vector<std::string> op_names();
+
 /// The result shape and dtype of an op, without an engine (NumPy broadcasting, promotion).
 TensorView infer(std::string_view name, const std::vector<Operand>& args, const Attrs& attrs = {});
 

@@ -1,0 +1,102 @@
+"""kiln's Python module without a GPU: graphs, ops and operators, JSON, plans, offline compiles
+into a temporary cache, and kiln's error classes with their messages."""
+import json
+
+import pytest
+
+import kiln
+
+
+def softmax_graph():
+    g = kiln.Graph()
+    x = g.input("x", [64, 1000], "bf16")
+    mask = g.input("mask", [1000], kiln.DType.bf16)
+    g.output(kiln.softmax(x * 0.125 + mask) * 2.0, "y")
+    return g
+
+
+def test_every_catalog_op_is_a_function():
+    names = kiln.op_names()
+    assert {"add", "softmax", "layer_norm", "fill", "copy", "sum"} <= set(names)
+    for name in names:
+        assert callable(getattr(kiln, name))
+
+
+def test_values_carry_shapes_and_dtypes():
+    g = kiln.Graph()
+    x = g.input("x", [4, 8], "f32")
+    b = g.input("b", [8], "f32")
+    y = 2.0 - (x + b) / 3.0
+    assert y.shape == [4, 8] and y.dtype == kiln.DType.f32
+    s = kiln.sum(x, axis="all")
+    assert s.shape == []
+    r = kiln.sum(x, axis=0, keepdim=True)
+    assert r.shape == [1, 8]
+    c = kiln.cast(-x, dtype="bf16")
+    assert c.dtype == kiln.DType.bf16
+    n = kiln.layer_norm(x, None, None, eps=1e-5)  # weight and bias optional
+    assert n.shape == [4, 8]
+    d = g.input("d", ["?", 8], "f32")  # a dynamic dim
+    assert d.shape == [-1, 8]
+
+
+def test_plan_fuses_and_json_round_trips(tmp_path):
+    g = softmax_graph()
+    kernels = kiln.Plan(g).kernels("sm_90a")
+    assert len(kernels) == 1  # prologue, softmax and epilogue in one
+    assert kernels[0]["name"] == "mul_add__softmax__mul_bf16__r2v8"
+    assert len(kiln.Plan(g, fuse=False).kernels()) == 4
+    back = kiln.Graph.parse(g.to_json())
+    assert json.loads(back.to_json()) == json.loads(g.to_json())
+    g.save(str(tmp_path / "g.json"))
+    assert kiln.Graph.load(str(tmp_path / "g.json")).outputs == ["y"]
+
+
+def test_custom_op_fuses():
+    g = kiln.Graph()
+    g.define_op("mish", ["x"], "x * tanhf(log1pf(expf(x)))")
+    x = g.input("x", [32, 256], "f32")
+    g.output(kiln.softmax(kiln._apply("mish", x)), "y")
+    assert len(kiln.Plan(g).kernels()) == 1
+
+
+def test_offline_compile_into_a_cache_then_from_it(tmp_path):
+    g = softmax_graph()
+    e = kiln.Engine(arch="sm_90a", offline=True, cache_dir=str(tmp_path))
+    assert not e.has_device and e.arch == "sm_90a"
+    first = kiln.Plan(g).compile(e)
+    assert [r["source"] for r in first] == ["compiled"]
+    assert first[0]["spill_bytes"] == 0
+    again = kiln.Engine(arch="sm_90a", offline=True, cache_dir=str(tmp_path))
+    assert [r["source"] for r in kiln.Plan(g).compile(again)] == ["disk"]
+    assert again.counters()["compiles"] == 0
+
+
+def test_errors_are_kiln_classes_with_their_messages():
+    g = kiln.Graph()
+    x = g.input("x", [4, 8], "f32")
+    with pytest.raises(kiln.ShapeError, match="add"):
+        x + g.input("z", [3], "f32")
+    with pytest.raises(kiln.DtypeError):
+        kiln.softmax(g.input("m", [4], "bool"))
+    with pytest.raises(kiln.DtypeError):
+        g.input("w", [4], "f64")
+    with pytest.raises(kiln.GraphError, match="unknown op 'nope'"):
+        kiln._apply("nope", x)
+    with pytest.raises(kiln.ArgumentError, match="attribute"):
+        kiln.sum(x, colour=1)
+    with pytest.raises(kiln.GraphError):
+        kiln.Graph.parse("{")
+    with pytest.raises(kiln.GraphError):
+        g.define_op("evil", ["x"], "x; system(1)")
+    other = kiln.Graph().input("y", [4, 8], "f32")
+    with pytest.raises(kiln.GraphError, match="one graph"):
+        x + other
+    assert issubclass(kiln.CompileError, kiln.Error) and issubclass(kiln.CudaError, kiln.Error)
+
+
+def test_an_online_engine_without_a_gpu_says_how_to_compile_offline():
+    if kiln.gpu_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(kiln.CudaError, match="offline"):
+        kiln.Engine()
