@@ -17,7 +17,7 @@ build/bin/kiln_tests "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 # The Python module's suite (python/tests), with the interpreter the module was built for.
 if [ -f build/python/interpreter ]; then
-  PYTHONPATH=build/python "$(cat build/python/interpreter)" -m pytest -q python/tests
+  PYTHONPATH=build/python "$(cat build/python/interpreter)" -m pytest -q -p no:cacheprovider python/tests
   rc=$?
   [ $rc -eq 0 ] || [ $rc -eq 5 ] || status=1  # 5: no tests collected
 else
