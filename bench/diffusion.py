@@ -3,17 +3,14 @@
 one step (eager, torch.compile, a CUDA graph) at each shape over back-to-back calls, and the
 50-step loop (eager, a CUDA graph of the 50 steps). Prints the kiln app's JSON lines and one
 table row per shape."""
-import argparse
-import json
 import math
 import os
-import subprocess
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import graphed, median_us  # noqa: E402
+from run import graphed, median_us, run_app  # noqa: E402
 
 STEPS = 50
 
@@ -56,15 +53,7 @@ def peers(shape):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--bin", default="build/bin")
-    args = p.parse_args()
-    run = subprocess.run([os.path.join(args.bin, "diffusion_step")], capture_output=True, text=True)
-    print(run.stdout, end="")
-    if run.returncode != 0:
-        print(run.stderr, file=sys.stderr)
-        return 1
-    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    rows, status = run_app(__doc__, "diffusion_step")
     print(f"| shape | kiln step µs (run / replay) | eager | torch.compile | CUDA graph | kiln / compile "
           f"| 50 steps: kiln replay ({'kernels'}) | eager | CUDA graph | check |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -74,7 +63,7 @@ def main():
               f"| {t['compile_us']:.1f} | {t['graph_us']:.1f} | {r['step_us'] / t['compile_us']:.2f} "
               f"| {r['loop50_replay_us']:.1f} ({r['loop_kernels']}) | {t['loop50_eager_us']:.1f} "
               f"| {t['loop50_graph_us']:.1f} | {r['check']} |")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -3,10 +3,7 @@
 the forward and forward + backward at each bench size (eager by substitution, eager with
 torch.linalg.solve_triangular where it fits, torch.compile), and the same Adam training from the
 data the app dumps, its final loss against kiln's. Prints the app's JSON lines and tables."""
-import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -14,7 +11,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import median_us  # noqa: E402
+from run import median_us, run_app  # noqa: E402
 
 LR, ITERATIONS, POINTS = 0.02, 500, 1000
 
@@ -91,16 +88,8 @@ def train(N, dump):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--bin", default="build/bin")
-    args = p.parse_args()
     dump = tempfile.mkdtemp()
-    run = subprocess.run([os.path.join(args.bin, "gaussian_field"), "--dump", dump],
-                         capture_output=True, text=True)
-    print(run.stdout, end="")
-    if run.returncode != 0:
-        print(run.stderr, file=sys.stderr)
-    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    rows, status = run_app(__doc__, "gaussian_field", "--dump", dump)
     print("| N, B | kiln fwd µs | eager | compile | compile (L^-1) | solve_triangular "
           "| kiln / best compile | kiln fwd+bwd | eager | compile | compile (L^-1) | solve_triangular "
           "| kiln / best compile | check |")
@@ -126,7 +115,7 @@ def main():
         losses = train(r["train_N"], dump)
         print(f"| {r['train_N']} | {r['loss_first']:.4e} | {r['loss_last']:.4e} | {r['fell']:.1f} "
               f"| {losses[0]:.4e} | {losses[-1]:.4e} | {r['loss_last'] / losses[-1]:.4f} |")
-    return run.returncode
+    return status
 
 
 if __name__ == "__main__":

@@ -3,16 +3,13 @@
 (eager, torch.compile, a CUDA graph) over back-to-back calls, and 8 steps (eager, torch.compile,
 a CUDA graph of the 8 steps), at each shape and storage dtype the app runs. PyTorch computes in
 the storage dtype (its matmuls accumulate in f32). Prints the app's JSON lines and a table."""
-import argparse
-import json
 import os
-import subprocess
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import graphed, median_us  # noqa: E402
+from run import graphed, median_us, run_app  # noqa: E402
 
 STEPS, DT = 8, 0.1
 
@@ -50,15 +47,7 @@ def peers(B, d, r, dtype):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--bin", default="build/bin")
-    args = p.parse_args()
-    run = subprocess.run([os.path.join(args.bin, "gfn")], capture_output=True, text=True)
-    print(run.stdout, end="")
-    if run.returncode != 0:
-        print(run.stderr, file=sys.stderr)
-        return 1
-    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    rows, status = run_app(__doc__, "gfn")
     print(f"| B, d, r | dtype | kiln step µs | eager | torch.compile | CUDA graph | kiln / compile "
           f"| kiln / eager | {STEPS} steps: kiln replay | eager | compile | CUDA graph | check |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -69,7 +58,7 @@ def main():
               f"| {r['step_us'] / t['eager_us']:.2f} | {r[f'steps{STEPS}_replay_us']:.1f} "
               f"| {t['steps_eager_us']:.1f} | {t['steps_compile_us']:.1f} | {t['steps_graph_us']:.1f} "
               f"| {r['check']} |")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -13,6 +13,20 @@ import torch.nn.functional as F
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 
 
+
+def run_app(description, name, *extra):
+    """A seed app's bench (bench/diffusion.py, gfn.py, ...): parses --bin, runs the app NAME with
+    `extra` arguments and prints its output; returns its JSON lines (one per measured case) and
+    its exit code."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--bin", default="build/bin")
+    args = p.parse_args()
+    run = subprocess.run([os.path.join(args.bin, name), *extra], capture_output=True, text=True)
+    print(run.stdout, end="")
+    if run.returncode != 0:
+        print(run.stderr, file=sys.stderr)
+    return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")], run.returncode
+
 def median_us(fn, reps=20, warmup=3, inner=1):
     """Median over `reps` events of `inner` back-to-back calls, per call (inner > 1 hides the
     host's per-call cost when it is longer than the kernel's)."""

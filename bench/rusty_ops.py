@@ -4,17 +4,14 @@ device run: per op, dtype and size, kiln's eager call against PyTorch eager, kil
 one-op plan against the op in a CUDA graph, and at 1M elements torch.compile too. Times are
 per call over back-to-back calls. Prints the app's JSON lines, a table, and how many rows meet
 each of the issue's targets."""
-import argparse
-import json
 import os
-import subprocess
 import sys
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import graphed, median_us  # noqa: E402
+from run import graphed, median_us, run_app  # noqa: E402
 
 COLS = 1024
 OPS = {
@@ -57,14 +54,7 @@ def peers(op, dtype, n):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--bin", default="build/bin")
-    args = p.parse_args()
-    run = subprocess.run([os.path.join(args.bin, "rusty_ops")], capture_output=True, text=True)
-    print(run.stdout, end="")
-    if run.returncode != 0:
-        print(run.stderr, file=sys.stderr)
-    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    rows, status = run_app(__doc__, "rusty_ops")
     print("| op | dtype | n | kiln eager µs | torch eager | ratio | kiln replay | CUDA graph | ratio "
           "| torch.compile (1M) | kiln eager / torch best (1M) | check |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -86,7 +76,7 @@ def main():
     print(f"rows: {len(rows)}; eager <= 1.05x torch eager: {met['eager']}; replay <= 1.05x CUDA graph: "
           f"{met['replay']}; at 1M within 10% of torch's best: {met['1M']} of {big}; "
           f"checks failed: {sum(r['check'] != 'ok' for r in rows)}")
-    return run.returncode
+    return status
 
 
 if __name__ == "__main__":
