@@ -79,14 +79,13 @@ std::shared_ptr<const OpDef> make_template_op(const std::string& name,
                                               std::shared_ptr<const Template> t) {
   const std::string who = fmt::format("template op '{}'", printable_name(name));
   check_op_name(name, who);
-  const auto kind = [&](const std::string& p) {
+  const auto param = [&](const std::string& name) -> const TemplateParam* {
     for (const TemplateParam& q : t->param_list())
-      if (q.name == p) return int(q.kind);
-    return -1;
+      if (q.name == name) return &q;
+    return nullptr;
   };
-  const int like = kind(t->output_like());
-  if (kind(t->output_param()) != int(TemplateParam::Kind::tensor) ||
-      (like != int(TemplateParam::Kind::tensor) && like != int(TemplateParam::Kind::tensor_map)) ||
+  const TemplateParam *out = param(t->output_param()), *like = param(t->output_like());
+  if (!out || out->kind != TemplateParam::Kind::tensor || !like || !like->takes_tensor() ||
       t->output_param() == t->output_like())
     throw GraphError(fmt::format(
         "{}: its output '{}' (like '{}') is not one of its tensor parameters (Template::output)",
@@ -103,21 +102,31 @@ std::shared_ptr<const OpDef> make_template_op(const std::string& name,
   return def;
 }
 
+void RuleVariables::add(const TemplateParam& p, const Operand& arg) {
+  if (p.takes_tensor()) {
+    const TensorView& v = std::get<TensorView>(arg);
+    add(p.name + "_numel", double(v.numel()));
+    for (std::size_t d = 0; d < v.shape.size(); ++d)
+      add(fmt::format("{}_dim{}", p.name, d), double(v.shape[d]));
+  } else if (p.is_integer()) {
+    add(p.name, std::get<double>(arg));
+  }
+}
+
 // The result's shape from the template's rule (Template::output's `shape`).
-Shape shape_rule(const OpDef& op, const std::vector<std::string>& dims,
-                 const std::vector<std::string>& names, const std::vector<double>& values) {
+Shape shape_rule(const OpDef& op, const std::vector<std::string>& dims, const RuleVariables& vars) {
   Shape shape;
   for (const std::string& text : dims) {
     const double v = [&] {
       try {
-        return Expr::parse(op.name, text, names).evaluate(values.data());
+        return Expr::parse(op.name, text, vars.names).evaluate(vars.values.data());
       } catch (const Error& e) {
         throw ArgumentError(fmt::format("{}: output dim '{}': {}", op.name, text, e.what()));
       }
     }();
     if (!(v >= 0) || v != std::floor(v) || v > 1e15)
-      throw ArgumentError(
-          fmt::format("{}: output dim '{}' is {}, not a whole number of elements", op.name, text, v));
+      throw ArgumentError(fmt::format("{}: output dim '{}' is {}, not a whole number of elements",
+                                      op.name, text, v));
     shape.push_back(std::int64_t(v));
   }
   return shape;
@@ -129,34 +138,22 @@ TensorView infer_template(const OpDef& op, const std::vector<Operand>& args) {
     throw ArgumentError(fmt::format("{} takes {} operand(s) ({}), got {}", op.name,
                                     op.operands.size(), fmt::join(op.operands, ", "), args.size()));
   TensorView out;
-  std::vector<std::string> names;  // the shape rule's variables
-  std::vector<double> values;
+  RuleVariables vars;  // the shape rule's
   std::size_t i = 0;
   for (const TemplateParam& p : t.param_list()) {
     if (p.name == t.output_param()) continue;
-    const TensorView* v = std::get_if<TensorView>(&args[i++]);
-    const bool tensor =
-        p.kind == TemplateParam::Kind::tensor || p.kind == TemplateParam::Kind::tensor_map;
-    if (tensor != (v != nullptr))
+    const Operand& arg = args[i++];
+    const TensorView* v = std::get_if<TensorView>(&arg);
+    if (p.takes_tensor() != (v != nullptr))
       throw ArgumentError(
           fmt::format("{}: operand {} takes {}", op.name, p.name, v ? "a number" : "a tensor"));
     if (v && p.name == t.output_like()) {
       out.shape = v->shape;
       out.dtype = v->dtype;
     }
-    if (v) {
-      names.push_back(p.name + "_numel");
-      values.push_back(double(v->numel()));
-      for (std::size_t d = 0; d < v->shape.size(); ++d) {
-        names.push_back(fmt::format("{}_dim{}", p.name, d));
-        values.push_back(double(v->shape[d]));
-      }
-    } else if (p.kind == TemplateParam::Kind::i32 || p.kind == TemplateParam::Kind::i64) {
-      names.push_back(p.name);
-      values.push_back(std::get<double>(args[i - 1]));
-    }
+    vars.add(p, arg);
   }
-  if (!t.output_shape().empty()) out.shape = shape_rule(op, t.output_shape(), names, values);
+  if (!t.output_shape().empty()) out.shape = shape_rule(op, t.output_shape(), vars);
   return out;
 }
 

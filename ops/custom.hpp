@@ -4,7 +4,10 @@
 // (ops/expr.hpp) before anything else: a graph file carries an expression, never code.
 
 #include <kiln/graph.hpp>
+#include <kiln/template.hpp>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "ops/op.hpp"
 
@@ -29,5 +32,18 @@ std::shared_ptr<const OpDef> make_template_op(const std::string& name,
 /// The result of template op `op` on `args` (its `like` parameter's shape and dtype), after
 /// checking each argument is what its parameter takes: ArgumentError naming the op otherwise.
 TensorView infer_template(const OpDef& op, const std::vector<Operand>& args);
+
+/// The variables a template's rules (launch dims, boxes, an output's shape) see: an integer
+/// parameter's value by its name, a tensor's `x_numel` and `x_dim0`, `x_dim1`, ...
+struct RuleVariables {
+  std::vector<std::string> names;
+  std::vector<double> values;
+  void add(std::string name, double v) {
+    names.push_back(std::move(name));
+    values.push_back(v);
+  }
+  /// Those of parameter `p` called with `arg` (nothing for a float parameter).
+  void add(const TemplateParam& p, const Operand& arg);
+};
 
 }  // namespace kiln::ops

@@ -11,16 +11,13 @@
 #include "engine/codegen.hpp"
 #include "engine/compiler/headers.hpp"
 #include "engine/runtime/tensor_map.hpp"
+#include "ops/custom.hpp"
 #include "ops/expr.hpp"
 
 namespace kiln {
 namespace {
 
 using Kind = TemplateParam::Kind;
-
-bool takes_tensor(const TemplateParam& p) {
-  return p.kind == Kind::tensor || p.kind == Kind::tensor_map;
-}
 
 bool identifier(std::string_view s) {
   if (s.empty() || s.size() > 64 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
@@ -40,29 +37,12 @@ bool header_name(std::string_view s) {
   return true;
 }
 
-// The launch rule's variables: integer parameters, each tensor's numel and dims, the tunables.
-struct Variables {
-  std::vector<std::string> names;
-  std::vector<double> values;
-  void add(std::string name, double v) {
-    names.push_back(std::move(name));
-    values.push_back(v);
-  }
-};
+using Variables = ops::RuleVariables;
 
+// The launch rule's variables: the parameters' (ops::RuleVariables), then the tunables.
 Variables variables(const Template& t, const std::vector<Operand>& args, const Tunables& tun) {
   Variables vars;
-  for (std::size_t i = 0; i < t.param_list().size(); ++i) {
-    const TemplateParam& p = t.param_list()[i];
-    if (takes_tensor(p)) {
-      const TensorView& v = std::get<TensorView>(args[i]);
-      vars.add(p.name + "_numel", double(v.numel()));
-      for (std::size_t d = 0; d < v.shape.size(); ++d)
-        vars.add(fmt::format("{}_dim{}", p.name, d), double(v.shape[d]));
-    } else if (p.kind == Kind::i32 || p.kind == Kind::i64) {
-      vars.add(p.name, std::get<double>(args[i]));
-    }
-  }
+  for (std::size_t i = 0; i < t.param_list().size(); ++i) vars.add(t.param_list()[i], args[i]);
   for (const auto& [name, value] : tun) vars.add(name, value);
   return vars;
 }
@@ -142,9 +122,9 @@ void check_args(const Template& t, const std::vector<Operand>& args, bool need_d
     const TemplateParam& p = params[i];
     const std::string who = fmt::format("template {}: parameter {}", t.name(), p.name);
     const TensorView* v = std::get_if<TensorView>(&args[i]);
-    if (takes_tensor(p) != (v != nullptr))
+    if (p.takes_tensor() != (v != nullptr))
       throw ArgumentError(
-          fmt::format("{}: takes {}", who, takes_tensor(p) ? "a tensor" : "a number"));
+          fmt::format("{}: takes {}", who, p.takes_tensor() ? "a tensor" : "a number"));
     if (v) {
       check_view(*v, who, need_data);
       if (p.kind == Kind::tensor && !v->is_contiguous())
@@ -153,15 +133,14 @@ void check_args(const Template& t, const std::vector<Operand>& args, bool need_d
     }
     const double x = std::get<double>(args[i]);
     const double most = p.kind == Kind::i32 ? 2147483647.0 : 9007199254740992.0;
-    if ((p.kind == Kind::i32 || p.kind == Kind::i64) && (x != std::floor(x) || std::fabs(x) > most))
+    if (p.is_integer() && (x != std::floor(x) || std::fabs(x) > most))
       throw ArgumentError(fmt::format("{}: {} is not an integer of its type", who, x));
   }
 }
 
 // Whether the instance names integer parameter `p` ({n}): each value is a kernel of its own.
 bool in_instance(const Template& t, const TemplateParam& p) {
-  return (p.kind == Kind::i32 || p.kind == Kind::i64) &&
-         t.instance_text().find("{" + p.name + "}") != std::string::npos;
+  return p.is_integer() && t.instance_text().find("{" + p.name + "}") != std::string::npos;
 }
 
 Tunables chosen(const Template& t, const Tunables& given) {
@@ -212,7 +191,7 @@ void check_template(const Template& t) {
     throw ArgumentError(fmt::format("template {}: no instance (Template::instance)", t.name()));
   std::vector<std::pair<std::string, std::string>> sample;  // any dtype, any tunable value
   for (const TemplateParam& p : t.param_list())
-    if (takes_tensor(p)) sample.emplace_back(p.name, "float");
+    if (p.takes_tensor()) sample.emplace_back(p.name, "float");
   for (const TemplateParam& p : t.param_list())
     if (in_instance(t, p)) sample.emplace_back(p.name, "1");
   for (const auto& [name, candidates] : t.tunables())

@@ -36,6 +36,10 @@ struct TemplateParam {
   /// tensor_map: the shared-memory swizzle, bytes (0, 32, 64, 128); the box's innermost row must
   /// not be longer.
   int swizzle = 0;
+
+  /// Whether a call passes a tensor for it (tensor or tensor_map), or an integer (i32, i64).
+  bool takes_tensor() const { return kind == Kind::tensor || kind == Kind::tensor_map; }
+  bool is_integer() const { return kind == Kind::i32 || kind == Kind::i64; }
 };
 
 class Template {
