@@ -24,10 +24,23 @@ bool is_kernel(const Graph& g, int id) {
   return n.op != "input" && op_def(g, n.op).fusion == ops::FusionClass::kernel;
 }
 
-// A node that anchors a kernel of its own: a row op or a user template's.
-bool is_anchor(const Graph& g, int id) { return is_row(g, id) || is_kernel(g, id); }
+// A matrix product: a kernel of its own that reads its operands from memory.
+bool is_gemm(const Graph& g, int id) {
+  const auto& n = g.node(id);
+  return n.op != "input" && op_def(g, n.op).fusion == ops::FusionClass::gemm;
+}
+
+// A node that anchors a kernel of its own: a row op, a matrix product or a user template's.
+bool is_anchor(const Graph& g, int id) {
+  return is_row(g, id) || is_kernel(g, id) || is_gemm(g, id);
+}
 
 bool reduces(const Graph& g, int id) { return is_row(g, id) && op_def(g, g.node(id).op).reduces; }
+
+// An anchor whose elementwise consumers of its shape fuse as its epilogue.
+bool hosts_epilogue(const Graph& g, int id) {
+  return (is_row(g, id) && !reduces(g, id)) || is_gemm(g, id);
+}
 
 std::vector<int> tensor_args(const Graph& g, int id) {
   std::vector<int> out;
@@ -103,8 +116,10 @@ void build_body(const Graph& g, FusedGroup& grp) {
   grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
   const std::string dtype(name_of(g.node(grp.outputs[0]).dtype));
   if (grp.anchor) {
-    grp.body.outputs = {DType::f32};
-    grp.body.results = {refs.at(grp.x)};
+    if (grp.x >= 0) {  // a row op's prologue; a matrix product reads its operands as they are
+      grp.body.outputs = {DType::f32};
+      grp.body.results = {refs.at(grp.x)};
+    }
     std::map<int, Ref> erefs;
     grp.epilogue = make_body(g, grp.epilogue_steps, grp.epilogue_inputs, grp.anchor_node,
                              grp.epilogue_scalars, erefs);
@@ -133,6 +148,19 @@ FusedGroup row_group(const Graph& g, int id, const std::set<int>& stop) {
   grp.x = args[0];
   grp.extras.assign(args.begin() + 1, args.end());
   collect(g, {grp.x}, stop, grp);
+  return grp;
+}
+
+// A matrix product as its own kernel: it reads its operands (a, b; linear's x, w) and bias
+// from memory.
+FusedGroup gemm_group(const Graph& g, int id) {
+  FusedGroup grp;
+  grp.anchor = &op_def(g, g.node(id).op);
+  grp.anchor_node = id;
+  grp.outputs = {id};
+  const std::vector<int> args = tensor_args(g, id);
+  grp.inputs.assign(args.begin(), args.begin() + 2);
+  grp.extras.assign(args.begin() + 2, args.end());
   return grp;
 }
 
@@ -228,6 +256,8 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
       if (g.node(id).op == "input") continue;
       if (is_row(g, id)) {
         groups.push_back(row_group(g, id, all));
+      } else if (is_gemm(g, id)) {
+        groups.push_back(gemm_group(g, id));
       } else if (is_kernel(g, id)) {
         groups.push_back(kernel_group(g, id));
       } else {
@@ -250,7 +280,7 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
     for (int a : tensor_args(g, id)) d = std::max(d, depth[a]);
     depth[id] = d + (is_anchor(g, id) ? 1 : 0);
     const std::vector<int> args = tensor_args(g, id);
-    if (is_anchor(g, id))  // what a row op reads past x, and all a template's node reads
+    if (is_anchor(g, id))  // what a row op reads past x, all a template's or product's node reads
       for (std::size_t i = is_row(g, id) ? 1 : 0; i < args.size(); ++i)
         materialized.insert(args[i]);
   }
@@ -269,7 +299,7 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
     collect(g, {id}, {}, probe);
     int host = -1, last_row = -1;
     for (int in : probe.inputs) {
-      if (!is_row(g, in) || depth[in] != depth[id] || reduces(g, in)) continue;
+      if (!hosts_epilogue(g, in) || depth[in] != depth[id]) continue;
       last_row = std::max(last_row, in);
       if (g.node(in).shape == g.node(id).shape) host = std::max(host, in);
     }
@@ -286,11 +316,11 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
     for (int id : needed)
       if (is_row(g, id) && depth[id] == level && reduces(g, id)) rows.push_back(id);
     for (int id : needed)
-      if (is_row(g, id) && depth[id] == level && !reduces(g, id)) rows.push_back(id);
+      if (hosts_epilogue(g, id) && depth[id] == level) rows.push_back(id);
     for (int id : needed)
       if (is_kernel(g, id) && depth[id] == level) groups.push_back(kernel_group(g, id));
     for (int id : rows) {
-      FusedGroup grp = row_group(g, id, {});
+      FusedGroup grp = is_gemm(g, id) ? gemm_group(g, id) : row_group(g, id, {});
       if (auto it = epilogue_of.find(id); it != epilogue_of.end()) {
         FusedGroup epi;
         collect(g, it->second, {}, epi);

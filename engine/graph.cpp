@@ -271,6 +271,8 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
           attrs.all_axes = true;
         else if (k == "keepdim" && it->is_boolean())
           attrs.keepdim = it->get<bool>();
+        else if (k == "tf32" && it->is_boolean())
+          attrs.tf32 = it->get<bool>();
         else if (k == "dtype" && it->is_string()) {
           try {
             attrs.dtype = parse_dtype(it->get<std::string>());
@@ -335,6 +337,7 @@ std::string Graph::to_json() const {
     if (n.attrs.axis) attrs["axis"] = *n.attrs.axis;
     if (n.attrs.all_axes) attrs["axis"] = "all";
     if (n.attrs.keepdim) attrs["keepdim"] = true;
+    if (n.attrs.tf32) attrs["tf32"] = true;
     nodes.push_back(fmt::format(R"(    {{"name": {}, "op": "{}", "args": [{}]{}}})",
                                 nlohmann::json(n.name).dump(), n.op, fmt::join(args, ", "),
                                 attrs.empty() ? "" : ", \"attrs\": " + attrs.dump()));

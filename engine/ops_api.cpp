@@ -64,7 +64,7 @@ detail::Signature op_signature(const ops::OpDef& op, const TensorView& out,
   // Each optional attribute as a presence word and its value (no value stands for "absent").
   s.add(attrs.axis.has_value());
   s.add(attrs.axis.value_or(0));
-  s.add(attrs.all_axes * 2 + attrs.keepdim);
+  s.add(attrs.all_axes * 2 + attrs.keepdim + 4 * attrs.tf32);
   s.add(attrs.dtype.has_value());
   s.add(attrs.dtype ? std::int64_t(*attrs.dtype) : 0);
   const double eps = attrs.eps.value_or(0);

@@ -11,7 +11,6 @@
 #include "ops/op.hpp"
 
 namespace kiln::ops {
-namespace {
 
 std::string describe_args(const OpDef& op, const std::vector<Operand>& args) {
   std::vector<std::string> parts;
@@ -26,6 +25,8 @@ std::string describe_args(const OpDef& op, const std::vector<Operand>& args) {
   return fmt::format("{}({})", op.name, fmt::join(parts, ", "));
 }
 
+namespace {
+
 DType promote(DType a, DType b) {
   if (a == b) return a;
   if (a == DType::boolean) return b;
@@ -38,7 +39,7 @@ DType promote(DType a, DType b) {
 const std::vector<OpDef>& all_ops() {
   static const std::vector<OpDef> ops = [] {
     std::vector<OpDef> all;
-    for (auto family : {unary_ops, binary_ops, select_ops, row_ops})
+    for (auto family : {unary_ops, binary_ops, select_ops, row_ops, gemm_ops})
       for (auto& op : family()) all.push_back(op);
     return all;
   }();
@@ -125,6 +126,7 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
                                     op.operands.size(), fmt::join(op.operands, ", "), args.size(),
                                     describe_args(op, args)));
   if (op.fusion == FusionClass::row) return infer_row(op, args, attrs);
+  if (op.fusion == FusionClass::gemm) return infer_gemm(op, args, attrs);
   if (args.size() != op.operands.size())
     throw ArgumentError(fmt::format("{} takes {} operand(s) ({}), got {}: {}", op.name,
                                     op.operands.size(), fmt::join(op.operands, ", "), args.size(),

@@ -17,8 +17,9 @@ class Expr;
 /// How an op fuses (docs/ops.md): elementwise ops fuse into chains and into
 /// the prologue of row ops; row ops (reductions, softmax, norms over the last axis) anchor a
 /// kernel of their own and materialize their result; a user template's node (`kernel`) is a
-/// kernel of its own that reads and writes memory only.
-enum class FusionClass { elementwise, row, kernel };
+/// kernel of its own that reads and writes memory only; a matrix product (`gemm`) anchors a
+/// kernel whose elementwise consumers fuse as its epilogue.
+enum class FusionClass { elementwise, row, kernel, gemm };
 
 /// fp64 reference of a row op on one row of n values: writes n values (1 for a reduction).
 /// `w` and `b` are the norms' weight and bias (null when absent).
@@ -68,6 +69,13 @@ std::vector<OpDef> unary_ops();
 std::vector<OpDef> binary_ops();
 std::vector<OpDef> select_ops();
 std::vector<OpDef> row_ops();
+std::vector<OpDef> gemm_ops();
+
+/// "matmul(a: f32[64,128], b: f32[256,32])": an op call in messages.
+std::string describe_args(const OpDef& op, const std::vector<Operand>& args);
+
+/// The result of a matrix product (matmul, linear): ShapeError/DtypeError naming every operand.
+TensorView infer_gemm(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);
 
 /// The result shape and dtype of `op` on `args` (data is 0, strides empty). Throws
 /// ShapeError/DtypeError/ArgumentError naming the op and every operand.

@@ -40,6 +40,7 @@ std::vector<std::string> cells(const std::string& row) {
 
 const char* rule_name(const kiln::ops::OpDef& op) {
   if (op.fusion == kiln::ops::FusionClass::row) return "row";
+  if (op.fusion == kiln::ops::FusionClass::gemm) return "matmul";
   switch (op.rule) {
     case kiln::ops::Rule::arithmetic:
       return "arithmetic";
@@ -95,7 +96,9 @@ TEST_CASE(
         shown.end());
     CHECK(shown == operands);
     CHECK(c[3] == rule_name(*op));
-    CHECK(c[4] == (op->fusion == kiln::ops::FusionClass::row ? "row" : "elementwise"));
+    CHECK(c[4] == (op->fusion == kiln::ops::FusionClass::row    ? "row"
+                   : op->fusion == kiln::ops::FusionClass::gemm ? "gemm"
+                                                                : "elementwise"));
   }
   for (const auto& op : kiln::ops::all_ops()) {
     CAPTURE(op.name);

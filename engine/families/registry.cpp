@@ -11,6 +11,7 @@ namespace kiln {
 const Family& elementwise_family();
 const Family& rows_family();
 const Family& columns_family();
+const Family& gemm_family();
 const Family& user_family();
 
 const std::vector<const Family*>& families() {
@@ -18,6 +19,7 @@ const std::vector<const Family*>& families() {
       &elementwise_family(),
       &rows_family(),
       &columns_family(),
+      &gemm_family(),
       &user_family(),
   };
   return all;

@@ -15,7 +15,7 @@ namespace kiln {
 using Operand = std::variant<TensorView, double>;
 
 /// Op attributes: `min`/`max` for clamp, `dtype` for cast, `axis`/`keepdim` for reductions
-/// and softmax, `eps` for norms.
+/// and softmax, `eps` for norms, `tf32` for matrix products.
 struct Attrs {
   std::optional<double> min;
   std::optional<double> max;
@@ -24,6 +24,9 @@ struct Attrs {
   bool all_axes = false;             ///< reductions over every element (JSON: "axis": "all")
   bool keepdim = false;
   std::optional<double> eps;  ///< default 1e-5
+  /// matmul/linear of f32 operands on TF32 tensor cores (about 1e-3 relative) rather than to
+  /// within 1e-5 of the exact product (three TF32 products per term).
+  bool tf32 = false;
 };
 
 /// Runs op `name` (docs/ops.md) and returns a new contiguous tensor.

@@ -62,6 +62,7 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
   const auto& n = g.node(id);
   std::vector<double> out(std::size_t(numel_of(n.shape)));
   const auto& op = op_def(g, n.op);
+  if (op.fusion == ops::FusionClass::gemm) return gemm_reference(g, id, arg, mag);
   if (op.fusion == ops::FusionClass::row) {
     const int x = std::get<int>(n.args[0]);
     const auto& xv = arg(x);

@@ -1,6 +1,7 @@
 #pragma once
 // The fp64 reference of a whole graph, and the check of a GPU run against it.
 
+#include <functional>
 #include <kiln/graph.hpp>
 #include <map>
 #include <random>
@@ -8,6 +9,14 @@
 #include <vector>
 
 namespace kiln::test {
+
+/// A node's fp64 values (row-major over its shape) by node id.
+using ValueLookup = std::function<const std::vector<double>&(int)>;
+
+/// Node `id` of `g`, a matrix product (matmul, linear), in fp64 from its operands' values;
+/// `mag` (if given) gets, per element, the sum of the magnitudes of its products (and bias).
+std::vector<double> gemm_reference(const Graph& g, int id, const ValueLookup& arg,
+                                   std::vector<double>* mag);
 
 /// Host bytes of a graph's inputs, by name.
 using HostInputs = std::map<std::string, std::vector<unsigned char>>;

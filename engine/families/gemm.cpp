@@ -1,0 +1,163 @@
+#include "engine/families/gemm.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <kiln/error.hpp>
+
+#include "engine/families/gemm_problem.hpp"
+
+namespace kiln {
+namespace {
+
+// K per stage: 64 two-byte or 32 four-byte elements, a 128-byte swizzled row (gemm.cuh).
+int stage_k(DType dtype) { return size_of(dtype) == 4 ? 32 : 64; }
+
+// Shared memory per block: the ring (every dtype's stage holds bm + bn rows of 128 bytes), which
+// then holds the accumulator tile (gemm_kernel.cuh's kLd).
+int shared_bytes(const GemmTunables& t) {
+  return std::max(t.stages * (t.bm + t.bn) * 128, t.bm * (t.bn + 8) * 4);
+}
+
+char layout_letter(GemmLayout l) {
+  switch (l) {
+    case GemmLayout::k_contiguous:
+      return 'k';
+    case GemmLayout::mn_contiguous:
+      return 't';
+    case GemmLayout::strided:
+      break;
+  }
+  return 's';
+}
+
+GemmTunables resolved(GemmTunables t, std::int64_t m, std::int64_t n) {
+  const GemmTunables d = default_gemm_tunables(m, n);
+  if (!t.bm) t.bm = d.bm;
+  if (!t.bn) t.bn = d.bn;
+  if (!t.warps_m) t.warps_m = t.bm / 64;
+  if (!t.warps_n) t.warps_n = t.bn / 32;
+  if (!t.stages) t.stages = d.stages;
+  return t;
+}
+
+}  // namespace
+
+GemmTunables gemm_tunables(const Tunables& t, const std::string& stem) {
+  GemmTunables g;
+  for (const auto& [name, value] : t) {
+    if (name == "bm")
+      g.bm = value;
+    else if (name == "bn")
+      g.bn = value;
+    else if (name == "warps_m")
+      g.warps_m = value;
+    else if (name == "warps_n")
+      g.warps_n = value;
+    else if (name == "stages")
+      g.stages = value;
+    else
+      throw ArgumentError(fmt::format(
+          "{}: '{}' is not a tunable of the GEMM template (bm, bn, warps_m, warps_n, stages)", stem,
+          name));
+  }
+  return g;
+}
+
+GemmTunables default_gemm_tunables(std::int64_t m, std::int64_t n) {
+  GemmTunables t;
+  t.bm = m <= 64 ? 64 : 128;
+  t.bn = n <= 64 ? 64 : 128;
+  t.warps_m = t.bm / 64;
+  t.warps_n = t.bn / 32;
+  t.stages = 3;
+  return t;
+}
+
+std::string reject_gemm_tunables(const GemmTunables& t, int max_shared) {
+  for (int tile : {t.bm, t.bn})
+    if (tile != 64 && tile != 128 && tile != 256)
+      return fmt::format("a tile of {}x{}: each side 64, 128 or 256", t.bm, t.bn);
+  if (t.warps_m < 1 || t.warps_n < 1 || t.bm % (16 * t.warps_m) || t.bn % (16 * t.warps_n))
+    return fmt::format("{}x{} warps on a {}x{} tile: each warp's share a multiple of 16", t.warps_m,
+                       t.warps_n, t.bm, t.bn);
+  if (t.warps_m * t.warps_n > 16)
+    return fmt::format("{} warps: at most 16 per block", t.warps_m * t.warps_n);
+  const int accumulators = t.bm / t.warps_m * (t.bn / t.warps_n) / 32;
+  if (accumulators > 128)
+    return fmt::format("{} accumulators per thread: at most 128 (more warps or a smaller tile)",
+                       accumulators);
+  if (t.stages < 2 || t.stages > 8) return fmt::format("{} stages: 2 to 8", t.stages);
+  const int shared = shared_bytes(t);
+  if (shared > max_shared)
+    return fmt::format("{} bytes of shared memory per block, the device allows {}", shared,
+                       max_shared);
+  return "";
+}
+
+KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t) {
+  const GemmProblem p = gemm_problem(k, stem);
+  t = resolved(t, p.m, p.n);
+  const DType dtype = k.a.dtype;
+  // The most any arch from sm_80 grants; the device's own limit is the tuner's to apply.
+  if (std::string why = reject_gemm_tunables(t, 227 * 1024); !why.empty())
+    throw ArgumentError(fmt::format("{}: bad GEMM tunables: {}", stem, why));
+  const std::int64_t tiles = (p.m + t.bm - 1) / t.bm * ((p.n + t.bn - 1) / t.bn);
+  if (tiles > std::numeric_limits<int>::max())
+    throw ShapeError(
+        fmt::format("{}: {} tiles of {}x{}: too many for one launch", stem, tiles, t.bm, t.bn));
+  const bool exact = dtype == DType::f32 && !k.tf32;
+  KernelLaunch L;
+  L.spec.source = codegen::render_source("gemm.cuh", {{"kiln_epilogue", &k.epilogue}});
+  L.spec.expression = codegen::render_instance(
+      "kiln::gemm::gemm",
+      {std::string(device_type_of(dtype)), "kiln_epilogue", k.bias ? "true" : "false",
+       std::to_string(t.bm), std::to_string(t.bn), std::to_string(stage_k(dtype)),
+       std::to_string(t.warps_m), std::to_string(t.warps_n), std::to_string(t.stages),
+       std::to_string(int(p.a_layout)), std::to_string(int(p.b_layout)), exact ? "true" : "false"});
+  L.spec.options = codegen::builtin_options();
+  L.spec.name = fmt::format("{}__{}x{}w{}x{}s{}_{}{}{}", stem, t.bm, t.bn, t.warps_m, t.warps_n,
+                            t.stages, layout_letter(p.a_layout), layout_letter(p.b_layout),
+                            dtype == DType::f32 && k.tf32 ? "_tf32" : "");
+  L.config.grid = {unsigned(p.m && p.n && p.batches ? tiles : 0),
+                   unsigned(std::min<std::int64_t>(p.batches, 65535)), 1};
+  L.config.block = {unsigned(32 * t.warps_m * t.warps_n), 1, 1};
+  L.config.shared = unsigned(shared_bytes(t));
+  L.groups = L.config.empty() ? 0 : 1;
+  L.own_params = {gemm_args(p, k.epilogue_scalars)};
+  for (std::uint32_t i = 0; i < p.slots.size(); ++i) {
+    L.pointer_at.emplace_back(0, 8 * i);
+    L.pointers.push_back(p.slots[i].data);
+  }
+  L.scalars = k.epilogue_scalars;
+  L.tunables = {{"bm", t.bm},
+                {"bn", t.bn},
+                {"warps_m", t.warps_m},
+                {"warps_n", t.warps_n},
+                {"stages", t.stages}};
+  return L;
+}
+
+namespace autotune {
+
+Space gemm_space(const Candidate& fallback) {
+  Space s;
+  s.tunables = {{"bm", {64, 128, 256}},
+                {"bn", {64, 128, 256}},
+                {"warps_m", {1, 2, 4}},
+                {"warps_n", {1, 2, 4}},
+                {"stages", {2, 3, 4, 5}}};
+  s.fallback = fallback;
+  s.reject = [](const Candidate& c, const DeviceLimits& limits) -> std::string {
+    GemmTunables t{c.at("bm"), c.at("bn"), c.at("warps_m"), c.at("warps_n"), c.at("stages")};
+    if (32 * t.warps_m * t.warps_n > limits.max_threads_per_block)
+      return fmt::format("{} threads per block, the device allows {}", 32 * t.warps_m * t.warps_n,
+                         limits.max_threads_per_block);
+    return reject_gemm_tunables(t, limits.max_shared_bytes_per_block);
+  };
+  return s;
+}
+
+}  // namespace autotune
+
+}  // namespace kiln

@@ -1,0 +1,58 @@
+#pragma once
+// Specialization of the GEMM template (kernel_templates/kiln/gemm.cuh): a matrix product
+// (matmul, linear) of any views, with its elementwise consumers fused as an epilogue. M, N, K,
+// strides and batch dims are the kernel's arguments; what picks the kernel is the dtype, each
+// operand's layout class, the epilogue, and the tile (tunables).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/autotune.hpp"
+#include "engine/codegen.hpp"
+#include "engine/launch.hpp"
+#include "ops/op.hpp"
+
+namespace kiln {
+
+/// The operands and bodies of one GEMM kernel.
+struct GemmKernel {
+  const ops::OpDef* op = nullptr;  ///< matmul or linear
+  bool tf32 = false;               ///< f32 on plain TF32 (else three TF32 products per term)
+  codegen::Body epilogue;          ///< reads the product (+ bias) as Ref::Kind::row
+  std::vector<TensorView> outputs;
+  TensorView a, b;  ///< matmul's a and b; linear's x and w
+  std::optional<TensorView> bias;
+  std::vector<TensorView> epilogue_inputs;
+  std::vector<float> epilogue_scalars;
+};
+
+/// The template's tunables: the block's tile of C (bm x bn), its warps (warps_m x warps_n) and
+/// the stages of the shared-memory ring along K. 0: the heuristic default.
+struct GemmTunables {
+  int bm = 0;
+  int bn = 0;
+  int warps_m = 0;
+  int warps_n = 0;
+  int stages = 0;
+};
+
+/// `t`'s tunables by name; ArgumentError naming `stem` for any other name.
+GemmTunables gemm_tunables(const Tunables& t, const std::string& stem);
+
+/// The default tile for an M x N product.
+GemmTunables default_gemm_tunables(std::int64_t m, std::int64_t n);
+
+/// Why `t` cannot run with `max_shared` bytes of shared memory per block ("" if it can).
+std::string reject_gemm_tunables(const GemmTunables& t, int max_shared);
+
+/// The kernel of `k` (ShapeError for views it cannot take, ArgumentError for tunables that
+/// cannot run).
+KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t = {});
+
+namespace autotune {
+/// The GEMM template's tile, warps and stages; `fallback` the default the specializer chose.
+Space gemm_space(const Candidate& fallback);
+}  // namespace autotune
+
+}  // namespace kiln

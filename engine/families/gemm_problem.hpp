@@ -1,0 +1,45 @@
+#pragma once
+// A matrix product's geometry as the GEMM template takes it: M, N, K, up to four batch dims,
+// and per slot (outputs, a, b, bias, epilogue inputs) its address and strides along each.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/families/gemm.hpp"
+
+namespace kiln {
+
+constexpr std::size_t kGemmBatchDims = 4;  ///< gemm.cuh's kBatchDims
+
+/// One pointer of the kernel and its strides in elements.
+struct GemmSlot {
+  std::uint64_t data = 0;
+  std::size_t element = 1;  ///< bytes per element
+  std::int64_t row = 0;     ///< along M (b: along K)
+  std::int64_t col = 0;     ///< along N (a: along K)
+  std::array<std::int64_t, kGemmBatchDims> batch{};
+};
+
+/// How the template reads an operand (gemm.cuh's layout classes).
+enum class GemmLayout { k_contiguous = 0, mn_contiguous = 1, strided = 2 };
+
+struct GemmProblem {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::array<std::int64_t, kGemmBatchDims> batch_ext{1, 1, 1, 1};
+  std::int64_t batches = 1;
+  std::vector<GemmSlot> slots;  ///< outputs, a, b, the bias if any, epilogue inputs
+  GemmLayout a_layout = GemmLayout::strided, b_layout = GemmLayout::strided;
+  std::size_t outputs = 0;
+};
+
+/// `k`'s geometry: batch dims merged where every slot allows it (into M first), each operand's
+/// layout class. ShapeError naming `stem` when more than four batch dims remain or M, N or K
+/// reach 2^31.
+GemmProblem gemm_problem(const GemmKernel& k, const std::string& stem);
+
+/// The kernel's parameter (gemm.cuh's Args<P, S>) for `p` with `scalars`.
+std::vector<unsigned char> gemm_args(const GemmProblem& p, const std::vector<float>& scalars);
+
+}  // namespace kiln

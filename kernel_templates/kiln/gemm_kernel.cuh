@@ -1,0 +1,114 @@
+#pragma once
+// The GEMM kernel of gemm.cuh (included from there): the block's tile, the cp.async ring along
+// K, and the epilogue from the accumulators.
+
+namespace kiln::gemm {
+
+/// Which tile of C block `pid` computes: groups of 8 rows of tiles walk along N together, so
+/// that blocks running at once share A's rows and B's columns in L2.
+__device__ __forceinline__ void tile_of(int pid, int tiles_m, int tiles_n, int& tm, int& tn) {
+  constexpr int kGroup = 8;
+  const int per_group = kGroup * tiles_n;
+  const int first = pid / per_group * kGroup;
+  const int rows = tiles_m - first < kGroup ? tiles_m - first : kGroup;
+  tm = first + pid % per_group % rows;
+  tn = pid % per_group / rows;
+}
+
+template <class T, class Epi, bool Bias, int BM, int BN, int BK, int WM, int WN, int Stages,
+          int ALayout, int BLayout, bool Exact>
+__global__ void __launch_bounds__(WM* WN * 32)
+    gemm(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args) {
+  constexpr int NO = Epi::Outputs::size, NE = Epi::Inputs::size;
+  constexpr int kThreads = WM * WN * 32;
+  constexpr int WTM = BM / WM, WTN = BN / WN;
+  constexpr int MI = WTM / 16, NI = WTN / 8;
+  static_assert(WTM % 16 == 0 && WTN % 16 == 0, "warp tiles are multiples of 16");
+  static_assert(BK % 16 == 0 && Stages >= 2, "BK a multiple of 16, two stages or more");
+  using OpA = OperandTile<T, BM, BK, ALayout>;
+  using OpB = OperandTile<T, BN, BK, BLayout>;
+  constexpr int kStage = OpA::bytes + OpB::bytes;
+  constexpr int kLd = BN + 8;  // the accumulator tile's row, in floats (padded: no bank conflicts)
+  constexpr int kA = NO, kB = NO + 1, kBias = NO + 2, kIn = NO + 2 + (Bias ? 1 : 0);
+  extern __shared__ __align__(128) char smem[];
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm0 = warp / WN * WTM, wn0 = warp % WN * WTN;
+  const int M = args.m, N = args.n, K = args.k;
+  int tm, tn;
+  tile_of(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, tm, tn);
+  const int m0 = tm * BM, n0 = tn * BN;
+  const int ktiles = (K + BK - 1) / BK;
+
+  for (long long b = blockIdx.y; b < args.batches; b += gridDim.y) {
+    long long bi[kBatchDims];
+    long long rest = b;
+#pragma unroll
+    for (int d = kBatchDims - 1; d >= 0; --d) {
+      bi[d] = rest % args.batch_ext[d];
+      rest /= args.batch_ext[d];
+    }
+    const T* A = static_cast<const T*>(args.p[kA]) + batch_offset(args, kA, bi);
+    const T* B = static_cast<const T*>(args.p[kB]) + batch_offset(args, kB, bi);
+    auto load = [&](int kt) {
+      char* st = smem + kt % Stages * kStage;
+      OpA::template load<kThreads>(st, A, args.row[kA], args.col[kA], m0, kt * BK, M, K, tid);
+      OpB::template load<kThreads>(st + OpA::bytes, B, args.col[kB], args.row[kB], n0, kt * BK, N,
+                                   K, tid);
+    };
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[mi][ni][q] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < Stages - 1; ++s) {
+      if (s < ktiles) load(s);
+      mma::cp_async_commit();
+    }
+    for (int kt = 0; kt < ktiles; ++kt) {
+      mma::cp_async_wait<Stages - 2>();
+      __syncthreads();  // stage kt landed for every thread; stage kt - 1 is free again
+      if (kt + Stages - 1 < ktiles) load(kt + Stages - 1);
+      mma::cp_async_commit();
+      const char* st = smem + kt % Stages * kStage;
+      stage_products<T, OpA, OpB, ALayout, BLayout, BK, MI, NI, Exact>(acc, st, st + OpA::bytes,
+                                                                       wm0, wn0, lane);
+    }
+    mma::cp_async_wait<0>();
+    __syncthreads();  // the ring is free: the accumulators pass through it
+    float* tile = reinterpret_cast<float*>(smem);
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          *reinterpret_cast<float2*>(tile + (wm0 + mi * 16 + g + h * 8) * kLd + wn0 + ni * 8 +
+                                     2 * t) =
+              make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+    __syncthreads();
+    // The epilogue, a thread per column of a row at a time: loads and stores along rows coalesce.
+    const int rows = M - m0 < BM ? M - m0 : BM, cols = N - n0 < BN ? N - n0 : BN;
+#pragma unroll 1
+    for (int e = tid; e < BM * BN; e += kThreads) {
+      const int r = e / BN, c = e % BN;
+      if (r >= rows || c >= cols) continue;
+      float x[NE + 1], y[NO];
+      read_inputs<typename Epi::Inputs, 0>(x, args, kIn, bi, m0 + r, n0 + c);
+      float v = tile[r * kLd + c];
+      if constexpr (Bias)
+        v += to_float(static_cast<const T*>(args.p[kBias])[(n0 + c) * args.col[kBias]]);
+      x[NE] = v;
+      Epi::apply(x, args.s, y);
+      write_outputs<typename Epi::Outputs, 0>(y, args, bi, m0 + r, n0 + c);
+    }
+    __syncthreads();  // the tile is read before the next batch's loads overwrite it
+  }
+}
+
+}  // namespace kiln::gemm

@@ -1,0 +1,208 @@
+// The GEMM family on the GPU against fp64: every dtype, odd and edge shapes (M = 1, N = 7,
+// K = 4095 and K = 0), batched with broadcast, transposed and misaligned views, and every
+// epilogue pattern fused against the unfused plan; outputs poisoned first.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <kiln/graph.hpp>
+#include <kiln/ops.hpp>
+
+#include "tests/engine/reference.hpp"
+#include "tests/support.hpp"
+
+using kiln::DType;
+using kiln::Graph;
+using kiln::Shape;
+
+namespace {
+
+// A matrix placed in device memory at `strides` (elements) from `offset` elements into a
+// buffer of random bytes: its logical values (row-major, rounded to the dtype) and its view.
+struct Placed {
+  std::vector<double> values;
+  kiln::Tensor memory;
+  kiln::TensorView view;
+};
+
+Placed place(kiln::Engine& e, Shape shape, Shape strides, std::int64_t offset, DType t,
+             std::mt19937_64& rng) {
+  Placed p;
+  const std::int64_t n = kiln::numel_of(shape);
+  std::int64_t reach = offset;
+  for (std::size_t d = 0; d < shape.size(); ++d) reach += (shape[d] - 1) * strides[d];
+  std::vector<unsigned char> bytes =
+      kiln::test::random_bytes(t, std::size_t(reach + 1), -1, 1, rng);
+  p.values.resize(std::size_t(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t at = offset, rest = i;
+    for (std::size_t d = shape.size(); d-- > 0;) {
+      at += rest % shape[d] * strides[d];
+      rest /= shape[d];
+    }
+    p.values[std::size_t(i)] = kiln::load_element(t, bytes.data() + at * kiln::size_of(t));
+  }
+  p.memory = e.from_host({reach + 1}, t, bytes.data());
+  p.view = p.memory.view();
+  p.view.data += std::uint64_t(offset) * kiln::size_of(t);
+  p.view.shape = std::move(shape);
+  p.view.strides = std::move(strides);
+  p.view.capacity = 0;
+  return p;
+}
+
+// Checks C = A (M x K) * B (K x N), batch 1, against fp64: per element within `out_tol` of
+// |ref| plus `acc_tol` of the sum of the products' magnitudes.
+void check_product(const kiln::Tensor& c, const Placed& a, const Placed& b, std::int64_t M,
+                   std::int64_t N, std::int64_t K, double out_tol, double acc_tol) {
+  const std::vector<unsigned char> got = kiln::test::bytes_of(c);
+  const std::size_t es = kiln::size_of(c.dtype());
+  int bad = 0;
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t n = 0; n < N; ++n) {
+      double ref = 0, mag = 0;
+      for (std::int64_t k = 0; k < K; ++k) {
+        const double p = a.values[std::size_t(m * K + k)] * b.values[std::size_t(k * N + n)];
+        ref += p, mag += std::fabs(p);
+      }
+      const double v = kiln::load_element(c.dtype(), got.data() + std::size_t(m * N + n) * es);
+      if (!(std::fabs(v - ref) <= out_tol * std::fabs(ref) + acc_tol * mag + 1e-30) && bad++ < 5)
+        FAIL_CHECK(
+            fmt::format("C[{}, {}] = {} against {} (sum of |products| {})", m, n, v, ref, mag));
+    }
+  CHECK(bad == 0);
+}
+
+double out_tol(DType t) { return t == DType::bf16 ? 0x1p-8 : t == DType::f16 ? 0x1p-11 : 0; }
+
+}  // namespace
+
+TEST_CASE("gpu: matmul of every dtype on odd, edge, transposed and misaligned views" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  auto rng = kiln::test::make_rng(61);
+  struct Shape3 {
+    std::int64_t m, n, k;
+  };
+  const std::vector<Shape3> shapes = {{1, 7, 4095},   {128, 128, 128}, {33, 65, 100},
+                                      {256, 192, 64}, {1, 1, 1},       {200, 300, 17}};
+  for (DType t : kiln::kFloatDTypes)
+    for (bool tf32 : {false, true}) {
+      if (tf32 && t != DType::f32) continue;
+      const double acc = t == DType::f32 ? (tf32 ? 2e-3 : 1e-5) : 1e-6;
+      for (const Shape3& s : shapes)
+        for (int view = 0; view < 4; ++view) {
+          CAPTURE(kiln::name_of(t));
+          CAPTURE(tf32);
+          CAPTURE(fmt::format("{}x{}x{} view {}", s.m, s.n, s.k, view));
+          // 0 contiguous; 1 a and b transposed; 2 a misaligned by one element, b padded rows;
+          // 3 neither dim contiguous (every other element).
+          const bool tr = view == 1;
+          const Placed a = place(e, {s.m, s.k},
+                                 tr          ? Shape{1, s.m}
+                                 : view == 3 ? Shape{2 * s.k, 2}
+                                             : Shape{s.k, 1},
+                                 view == 2 ? 1 : 0, t, rng);
+          const Placed b = place(e, {s.k, s.n},
+                                 tr          ? Shape{1, s.k}
+                                 : view == 2 ? Shape{s.n + 8, 1}
+                                 : view == 3 ? Shape{2 * s.n, 2}
+                                             : Shape{s.n, 1},
+                                 0, t, rng);
+          kiln::Attrs at;
+          at.tf32 = tf32;
+          const kiln::Tensor c = kiln::call(e, "matmul", {a.view, b.view}, at);
+          check_product(c, a, b, s.m, s.n, s.k, out_tol(t), acc);
+        }
+    }
+  MESSAGE(fmt::format("{} GEMM kernels compiled", e.counters().compiles));
+}
+
+TEST_CASE(
+    "gpu: batched, broadcast, 1-D and linear products match the fp64 reference, fused "
+    "and unfused" *
+    doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  auto rng = kiln::test::make_rng(62);
+  std::vector<Graph> graphs;
+  for (DType t : kiln::kFloatDTypes) {
+    auto product = [&](Shape as, Shape bs) {
+      Graph g;
+      g.output(kiln::apply("matmul", {g.input("a", as, t), g.input("b", bs, t)}), "c");
+      graphs.push_back(g);
+    };
+    product({3, 1, 20, 48}, {2, 48, 72});  // two batch dims, each broadcast by one operand
+    product({4, 33, 40}, {4, 40, 9});      // a batch of both
+    product({5, 17, 64}, {64, 30});        // b shared by the batch: folds into M
+    product({64}, {2, 64, 24});            // 1-D a
+    product({2, 24, 64}, {64});            // 1-D b
+    Graph lin;
+    const auto x = lin.input("x", {3, 50, 96}, t);
+    lin.output(kiln::apply("linear", {x, lin.input("w", {40, 96}, t), lin.input("bias", {40}, t)}),
+               "y");
+    graphs.push_back(lin);
+  }
+  for (const Graph& g : graphs) {
+    CAPTURE(g.to_json());
+    for (const auto& f : kiln::test::check_on_gpu(e, g, rng, true)) FAIL_CHECK(f);
+  }
+}
+
+TEST_CASE("gpu: every epilogue pattern fused into a product matches the unfused plan and fp64" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  auto rng = kiln::test::make_rng(63);
+  const std::int64_t M = 96, N = 80, K = 72;
+  for (DType t : kiln::kFloatDTypes)
+    for (int pattern = 0; pattern < 8; ++pattern) {
+      Graph g;
+      const auto x = g.input("x", {M, K}, t);
+      const auto w = g.input("w", {N, K}, t);
+      const auto h = kiln::apply("linear", {x, w});
+      switch (pattern) {
+        case 0:  // bias (a per-column vector), activation, residual add
+          g.output(kiln::gelu(h + g.input("b", {N}, t)) + g.input("r", {M, N}, t), "y");
+          break;
+        case 1:  // scale, then clamp
+          g.output(kiln::clamp(h * 0.25, -1.0, 1.5), "y");
+          break;
+        case 2:  // cast to another dtype
+          g.output(kiln::cast(kiln::silu(h), t == DType::f32 ? DType::bf16 : DType::f32), "y");
+          break;
+        case 3:  // a per-row vector and a scalar tensor
+          g.output(h * g.input("s", {M, 1}, t) - g.input("z", {}, t), "y");
+          break;
+        case 4:  // the product itself and two outputs from it
+          g.output(h, "h");
+          g.output(kiln::relu(h), "y");
+          g.output(kiln::sigmoid(h) * 2.0, "z");
+          break;
+        case 5:  // linear's own bias, then tanh
+          g.output(kiln::tanh(kiln::apply("linear", {x, w, g.input("b", {N}, t)})), "y");
+          break;
+        case 6:  // two products of one shape added (the second's epilogue reads the first)
+          g.output(kiln::relu(h + kiln::apply("linear", {x, g.input("w2", {N, K}, t)})), "y");
+          break;
+        default:  // an elementwise producer of an operand: its own kernel first
+          g.output(kiln::apply("linear", {kiln::exp(x * 0.1), w}), "y");
+          break;
+      }
+      CAPTURE(g.to_json());
+      for (const auto& f : kiln::test::check_on_gpu(e, g, rng, true)) FAIL_CHECK(f);
+    }
+}
+
+TEST_CASE("gpu: K = 0 gives the bias, M = 0 launches nothing" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  const std::vector<float> bias = {1.5f, -2.0f, 0.25f};
+  const kiln::Tensor x = e.empty({4, 0}, DType::f32), w = e.empty({3, 0}, DType::f32);
+  const kiln::Tensor b = e.from_host({3}, DType::f32, bias.data());
+  const kiln::Tensor y = kiln::call(e, "linear", {x.view(), w.view(), b.view()});
+  std::vector<float> got(12);
+  y.copy_to_host(got.data());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == bias[i % 3]);
+  const kiln::Tensor none = kiln::call(
+      e, "matmul", {e.empty({0, 8}, DType::bf16).view(), e.empty({8, 5}, DType::bf16).view()});
+  CHECK(none.shape() == Shape{0, 5});
+}
