@@ -56,10 +56,13 @@ GemmTunables gemm_tunables(const Tunables& t, const std::string& stem) {
       g.warps_n = value;
     else if (name == "stages")
       g.stages = value;
+    else if (name == "wgmma")
+      g.wgmma = value;
     else
-      throw ArgumentError(fmt::format(
-          "{}: '{}' is not a tunable of the GEMM template (bm, bn, warps_m, warps_n, stages)", stem,
-          name));
+      throw ArgumentError(
+          fmt::format("{}: '{}' is not a tunable of the GEMM template (bm, bn, "
+                      "warps_m, warps_n, stages, wgmma)",
+                      stem, name));
   }
   return g;
 }
@@ -97,6 +100,12 @@ std::string reject_gemm_tunables(const GemmTunables& t, int max_shared) {
 
 KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t) {
   const GemmProblem p = gemm_problem(k, stem);
+  if (t.wgmma != 0 && wgmma_fits(k, p)) return specialize_wgmma(k, p, stem, t);
+  if (t.wgmma == 1)
+    throw ArgumentError(fmt::format(
+        "{}: the wgmma path takes sm_90a, f16 or bf16, a contiguous along K and b along K or N "
+        "(16-byte aligned), no batch dims and no empty dim; this product runs on mma.sync",
+        stem));
   t = resolved(t, p.m, p.n);
   const DType dtype = k.a.dtype;
   // The most any arch from sm_80 grants; the device's own limit is the tuner's to apply.
@@ -142,6 +151,16 @@ namespace autotune {
 
 Space gemm_space(const Candidate& fallback) {
   Space s;
+  if (auto w = fallback.find("wgmma"); w != fallback.end() && w->second == 1) {
+    s.tunables = {{"bn", {128, 256}}, {"stages", {3, 4, 5, 6}}, {"wgmma", {1}}};
+    s.fallback = fallback;
+    s.reject = [](const Candidate& c, const DeviceLimits& limits) {
+      GemmTunables t;
+      t.bn = c.at("bn"), t.stages = c.at("stages"), t.wgmma = 1;
+      return reject_wgmma_tunables(t, limits.max_shared_bytes_per_block);
+    };
+    return s;
+  }
   s.tunables = {{"bm", {64, 128, 256}},
                 {"bn", {64, 128, 256}},
                 {"warps_m", {1, 2, 4}},
@@ -149,7 +168,7 @@ Space gemm_space(const Candidate& fallback) {
                 {"stages", {2, 3, 4, 5}}};
   s.fallback = fallback;
   s.reject = [](const Candidate& c, const DeviceLimits& limits) -> std::string {
-    GemmTunables t{c.at("bm"), c.at("bn"), c.at("warps_m"), c.at("warps_n"), c.at("stages")};
+    GemmTunables t{c.at("bm"), c.at("bn"), c.at("warps_m"), c.at("warps_n"), c.at("stages"), 0};
     if (32 * t.warps_m * t.warps_n > limits.max_threads_per_block)
       return fmt::format("{} threads per block, the device allows {}", 32 * t.warps_m * t.warps_n,
                          limits.max_threads_per_block);

@@ -25,16 +25,20 @@ struct GemmKernel {
   std::optional<TensorView> bias;
   std::vector<TensorView> epilogue_inputs;
   std::vector<float> epilogue_scalars;
+  std::string arch = "sm_80";  ///< the target: sm_90a takes the wgmma path where it fits
 };
 
 /// The template's tunables: the block's tile of C (bm x bn), its warps (warps_m x warps_n) and
-/// the stages of the shared-memory ring along K. 0: the heuristic default.
+/// the stages of the shared-memory ring along K. 0: the heuristic default. `wgmma`: 1 the
+/// sm_90a path (gemm_sm90.cuh: bn and stages only, its tile 128 rows), 0 the mma.sync path,
+/// -1 the first where it fits.
 struct GemmTunables {
   int bm = 0;
   int bn = 0;
   int warps_m = 0;
   int warps_n = 0;
   int stages = 0;
+  int wgmma = -1;
 };
 
 /// `t`'s tunables by name; ArgumentError naming `stem` for any other name.
@@ -51,7 +55,8 @@ std::string reject_gemm_tunables(const GemmTunables& t, int max_shared);
 KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t = {});
 
 namespace autotune {
-/// The GEMM template's tile, warps and stages; `fallback` the default the specializer chose.
+/// The GEMM template's tile, warps and stages (the wgmma path's bn and stages, when `fallback`,
+/// the default the specializer chose, took it).
 Space gemm_space(const Candidate& fallback);
 }  // namespace autotune
 

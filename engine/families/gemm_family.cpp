@@ -25,13 +25,14 @@ class GemmFamily final : public Family {
     if (!grp.extras.empty()) k.bias = w.values.at(std::size_t(grp.extras[0]));
     k.epilogue_inputs = w.views(grp.epilogue_inputs);
     k.epilogue_scalars = grp.epilogue_scalars;
+    k.arch = w.arch;
     return specialize_gemm(k, grp.stem, gemm_tunables(t, grp.stem));
   }
   autotune::Space space(const FusedGroup&, const KernelLaunch& base,
                         const std::string&) const override {
     return autotune::gemm_space(base.tunables);
   }
-  std::vector<std::string_view> headers() const override { return {"gemm.cuh"}; }
+  std::vector<std::string_view> headers() const override { return {"gemm.cuh", "gemm_sm90.cuh"}; }
 };
 
 }  // namespace

@@ -42,4 +42,13 @@ GemmProblem gemm_problem(const GemmKernel& k, const std::string& stem);
 /// The kernel's parameter (gemm.cuh's Args<P, S>) for `p` with `scalars`.
 std::vector<unsigned char> gemm_args(const GemmProblem& p, const std::vector<float>& scalars);
 
+/// Whether the sm_90a path (gemm_sm90.cuh) computes `p` of `k`: sm_90a, f16 or bf16, A
+/// contiguous along K and B along K or N (16-byte aligned), no batch, nothing empty.
+bool wgmma_fits(const GemmKernel& k, const GemmProblem& p);
+/// Why `t` cannot run on the sm_90a path with `max_shared` bytes per block ("" if it can).
+std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared);
+/// The kernel of the sm_90a path, its tunables resolved (bn, stages).
+KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
+                              GemmTunables t);
+
 }  // namespace kiln

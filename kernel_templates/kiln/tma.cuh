@@ -32,6 +32,11 @@ __device__ inline void arrive_expect_bytes(unsigned long long* bar, unsigned byt
                : "memory");
 }
 
+/// Arrives on `bar` (one of its arrivals).
+__device__ inline void arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
+}
+
 /// Waits until the barrier's phase `parity` (0 for its first use, then 1, 0, ...) completes.
 __device__ inline void barrier_wait(unsigned long long* bar, unsigned parity) {
   unsigned done = 0;

@@ -45,7 +45,8 @@ std::vector<std::string> claimed(const Graph& g) {
 
 }  // namespace
 
-TEST_CASE("families: elementwise, rows, columns and template are registered, each named once") {
+TEST_CASE(
+    "families: elementwise, rows, columns, gemm and template are registered, each named once") {
   std::set<std::string> names;
   for (const kiln::Family* f : kiln::families()) {
     CHECK(names.insert(std::string(f->name())).second);
@@ -53,7 +54,7 @@ TEST_CASE("families: elementwise, rows, columns and template are registered, eac
     for (std::string_view h : f->headers())
       CHECK(kiln::compiler::HeaderTable::embedded().contains("kiln/" + std::string(h)));
   }
-  CHECK(names == std::set<std::string>{"elementwise", "rows", "columns", "template"});
+  CHECK(names == std::set<std::string>{"elementwise", "rows", "columns", "gemm", "template"});
 }
 
 TEST_CASE("families: each group is claimed by the one family whose template computes it") {
@@ -66,11 +67,12 @@ TEST_CASE("families: each group is claimed by the one family whose template comp
   g.output(kiln::apply("sum", {y}, axis(0)));  // columns: a dim follows it
   kiln::Attrs all;
   all.all_axes = true;
-  g.output(kiln::apply("sum", {y}, all));  // rows: every element
-  g.output(y + w);                         // elementwise
+  g.output(kiln::apply("sum", {y}, all));                                   // rows: every element
+  g.output(y + w);                                                          // elementwise
+  g.output(kiln::apply("matmul", {y, g.input("b", {48, 8}, DType::f32)}));  // gemm
   const std::vector<std::string> got = claimed(g);
   CHECK(std::multiset<std::string>(got.begin(), got.end()) ==
-        std::multiset<std::string>{"rows", "columns", "rows", "elementwise"});
+        std::multiset<std::string>{"rows", "columns", "rows", "elementwise", "gemm"});
 
   // A dim of 1 after the axis is no column: [64, 48, 1] along axis 1 is a row.
   Graph r;

@@ -193,15 +193,17 @@ TEST_CASE("GEMM kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled"
 namespace {
 
 // Compiles the bf16 product's kernel for `arch` with every `step`-th candidate of the tuning
-// space; returns the candidates that spilled or failed.
-std::vector<std::string> compile_space(std::size_t step, const std::string& arch) {
+// space of the wgmma path or the mma.sync one; returns the candidates that spilled or failed.
+std::vector<std::string> compile_space(std::size_t step, const std::string& arch, bool wgmma) {
   kiln::GemmKernel k;
+  k.arch = wgmma ? "sm_90a" : "sm_80";
   k.op = &kiln::ops::find_op("matmul");
   k.a = strided({512, 512}, {512, 1}, DType::bf16);
   k.b = strided({512, 512}, {512, 1}, DType::bf16);
   k.outputs = {strided({512, 512}, {512, 1}, DType::bf16)};
   k.epilogue = kiln::identity_epilogue(DType::bf16);
   const kiln::KernelLaunch base = kiln::specialize_gemm(k, "matmul_bf16");
+  CHECK(base.tunables.count("wgmma") == wgmma);
   kiln::autotune::DeviceLimits limits;
   limits.max_shared_bytes_per_block = 227 * 1024;
   const auto candidates = kiln::autotune::gemm_space(base.tunables).candidates(limits);
@@ -217,15 +219,17 @@ std::vector<std::string> compile_space(std::size_t step, const std::string& arch
       bad.push_back(fmt::format("{}: {}", L.spec.name, e.what()));
     }
   }
-  MESSAGE(fmt::format("{} of {} candidates compiled for {}", (candidates.size() + step - 1) / step,
-                      candidates.size(), arch));
+  MESSAGE(fmt::format("{} of {} candidates of the {} path compiled for {}",
+                      (candidates.size() + step - 1) / step, candidates.size(),
+                      wgmma ? "wgmma" : "mma.sync", arch));
   return bad;
 }
 
 }  // namespace
 
 TEST_CASE("a sample of the GEMM tuning space compiles for sm_90a with nothing spilled") {
-  for (const std::string& b : compile_space(16, "sm_90a")) FAIL_CHECK(b);
+  for (const std::string& b : compile_space(16, "sm_90a", false)) FAIL_CHECK(b);
+  for (const std::string& b : compile_space(1, "sm_90a", true)) FAIL_CHECK(b);
 }
 
 TEST_CASE(
@@ -233,5 +237,6 @@ TEST_CASE(
     "run with --no-skip)" *
     doctest::skip(true)) {
   for (const char* arch : {"sm_80", "sm_90a"})
-    for (const std::string& b : compile_space(1, arch)) FAIL_CHECK(b);
+    for (const std::string& b : compile_space(1, arch, false)) FAIL_CHECK(b);
+  for (const std::string& b : compile_space(1, "sm_90a", true)) FAIL_CHECK(b);
 }

@@ -1,0 +1,100 @@
+// The GEMM family's sm_90a path (kernel_templates/kiln/gemm_sm90.cuh): TMA maps of A and B,
+// wgmma, a producer and two consumer warpgroups.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <kiln/error.hpp>
+
+#include "engine/families/gemm_problem.hpp"
+#include "engine/runtime/tensor_map.hpp"
+
+namespace kiln {
+namespace {
+
+constexpr int kRows = 128, kDepth = 64, kThreads = 384;
+
+int shared_bytes(const GemmTunables& t) {
+  const int ring = t.stages * (kRows + t.bn) * kDepth * 2 + 16 * t.stages;
+  return std::max(ring, kRows * (t.bn + 8) * 4) + 1024;  // + the 1024-byte alignment
+}
+
+// A view of the operand at `data`: `outer` rows of `inner` contiguous elements `stride` apart
+// (a stride of 0, one row, replaced by any multiple of 16 bytes the map accepts).
+TensorView rows_view(std::uint64_t data, std::int64_t outer, std::int64_t inner,
+                     std::int64_t stride, DType t) {
+  TensorView v;
+  v.data = data;
+  v.dtype = t;
+  v.shape = {outer, inner};
+  const std::int64_t e = std::int64_t(size_of(t));
+  v.strides = {stride ? stride : (inner * e + 15) / 16 * 16 / e, 1};
+  return v;
+}
+
+}  // namespace
+
+bool wgmma_fits(const GemmKernel& k, const GemmProblem& p) {
+  const DType t = k.a.dtype;
+  return k.arch == "sm_90a" && (t == DType::f16 || t == DType::bf16) &&
+         p.a_layout == GemmLayout::k_contiguous && p.b_layout != GemmLayout::strided &&
+         p.batches == 1 && p.m > 0 && p.n > 0 && p.k > 0;
+}
+
+std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared) {
+  if (t.bn != 128 && t.bn != 256)
+    return fmt::format("bn {}: the wgmma path takes 128 or 256", t.bn);
+  if (t.bm || t.warps_m || t.warps_n)
+    return "bm, warps_m and warps_n are the mma.sync path's (the wgmma path's tile has 128 rows)";
+  if (t.stages < 2 || t.stages > 8) return fmt::format("{} stages: 2 to 8", t.stages);
+  if (shared_bytes(t) > max_shared)
+    return fmt::format("{} bytes of shared memory per block, the device allows {}", shared_bytes(t),
+                       max_shared);
+  return "";
+}
+
+KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
+                              GemmTunables t) {
+  if (!t.bn) t.bn = p.n >= 256 && p.m >= 256 ? 256 : 128;
+  if (!t.stages) t.stages = 4;
+  t.wgmma = 1;
+  if (std::string why = reject_wgmma_tunables(t, 227 * 1024); !why.empty())
+    throw ArgumentError(fmt::format("{}: bad GEMM tunables: {}", stem, why));
+  const DType dtype = k.a.dtype;
+  const bool trans = p.b_layout == GemmLayout::mn_contiguous;
+  const GemmSlot& a = p.slots[p.outputs];
+  const GemmSlot& b = p.slots[p.outputs + 1];
+  KernelLaunch L;
+  L.spec.source = codegen::render_source("gemm_sm90.cuh", {{"kiln_epilogue", &k.epilogue}});
+  L.spec.expression = codegen::render_instance(
+      "kiln::gemm::gemm_sm90",
+      {std::string(device_type_of(dtype)), "kiln_epilogue", k.bias ? "true" : "false",
+       std::to_string(t.bn), std::to_string(t.stages), trans ? "1" : "0"});
+  L.spec.options = codegen::builtin_options();
+  L.spec.name = fmt::format("{}__wg{}x{}s{}_k{}", stem, kRows, t.bn, t.stages, trans ? 't' : 'k');
+  const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + t.bn - 1) / t.bn);
+  L.config.grid = {unsigned(tiles), 1, 1};
+  L.config.block = {kThreads, 1, 1};
+  L.config.shared = unsigned(shared_bytes(t));
+  L.groups = 1;
+  L.own_params = {gemm_args(p, k.epilogue_scalars), std::vector<unsigned char>(128, 0),
+                  std::vector<unsigned char>(128, 0)};
+  for (std::uint32_t i = 0; i < p.slots.size(); ++i) {
+    L.pointer_at.emplace_back(0, 8 * i);
+    L.pointers.push_back(p.slots[i].data);
+  }
+  const TensorView va = rows_view(a.data, p.m, p.k, a.row, dtype);
+  const TensorView vb =
+      trans ? rows_view(b.data, p.k, p.n, b.row, dtype) : rows_view(b.data, p.n, p.k, b.col, dtype);
+  const std::vector<std::uint32_t> box_b = trans
+                                               ? std::vector<std::uint32_t>{kDepth, 64}
+                                               : std::vector<std::uint32_t>{unsigned(t.bn), kDepth};
+  L.maps.push_back({1, std::uint32_t(p.outputs),
+                    runtime::describe_tensor_map(va, {kRows, kDepth}, 128, stem + ": a's map")});
+  L.maps.push_back({2, std::uint32_t(p.outputs + 1),
+                    runtime::describe_tensor_map(vb, box_b, 128, stem + ": b's map")});
+  L.scalars = k.epilogue_scalars;
+  L.tunables = {{"bn", t.bn}, {"stages", t.stages}, {"wgmma", 1}};
+  return L;
+}
+
+}  // namespace kiln

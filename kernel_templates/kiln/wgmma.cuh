@@ -1,0 +1,121 @@
+#pragma once
+// Warpgroup matrix multiply-add (wgmma, sm_90a): shared-memory matrix descriptors and
+// D (64 x N, f32) += A (64 x 16, K-major) * B (16 x N, K- or N-major) for f16 and bf16 with
+// both operands in shared memory, 128-byte swizzled as TMA writes them. Issued by a whole
+// warpgroup (128 threads); asynchronous between fence and wait. Accumulator fragments are
+// mma.sync's m16n8 ones, warp w of the group holding rows 16w..16w+15.
+
+#include <kiln/dtype.cuh>
+
+namespace kiln::wgmma {
+
+/// The descriptor of a 128-byte swizzled operand tile at `tile` (shared memory, 1024-byte
+/// aligned atoms): `leading` and `stride` byte offsets as PTX defines them (K-major: leading
+/// unused, stride between groups of 8 rows; MN-major: leading between 64-element atoms along
+/// M or N, stride between groups of 8 rows along K).
+__device__ __forceinline__ unsigned long long descriptor(const void* tile, unsigned leading,
+                                                         unsigned stride) {
+  const unsigned long long address = static_cast<unsigned>(__cvta_generic_to_shared(tile));
+  return ((address & 0x3FFFF) >> 4) | (static_cast<unsigned long long>(leading >> 4) << 16) |
+         (static_cast<unsigned long long>(stride >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+/// Waits until at most `Pending` committed groups are in flight.
+template <int Pending>
+__device__ __forceinline__ void wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(Pending) : "memory");
+}
+template <class T, int N>
+struct Wgmma;
+
+#define KILN_WGMMA_D8(i)                                                                      \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+#define KILN_WGMMA_D64(i)                                                               \
+  KILN_WGMMA_D8(i), KILN_WGMMA_D8(i + 8), KILN_WGMMA_D8(i + 16), KILN_WGMMA_D8(i + 24), \
+      KILN_WGMMA_D8(i + 32), KILN_WGMMA_D8(i + 40), KILN_WGMMA_D8(i + 48), KILN_WGMMA_D8(i + 56)
+
+template <>
+struct Wgmma<half, 128> {
+  template <int TransB>
+  __device__ __forceinline__ static void run(float (&d)[64], unsigned long long a,
+                                             unsigned long long b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
+        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
+        "46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+        "%64, %65, p, 1, 1, 0, %67;\n}\n"
+        : KILN_WGMMA_D64(0)
+        : "l"(a), "l"(b), "r"(accumulate), "n"(TransB));
+  }
+};
+
+template <>
+struct Wgmma<bf16, 128> {
+  template <int TransB>
+  __device__ __forceinline__ static void run(float (&d)[64], unsigned long long a,
+                                             unsigned long long b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
+        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
+        "46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+        "%64, %65, p, 1, 1, 0, %67;\n}\n"
+        : KILN_WGMMA_D64(0)
+        : "l"(a), "l"(b), "r"(accumulate), "n"(TransB));
+  }
+};
+
+template <>
+struct Wgmma<half, 256> {
+  template <int TransB>
+  __device__ __forceinline__ static void run(float (&d)[128], unsigned long long a,
+                                             unsigned long long b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
+        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
+        "46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%"
+        "68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%"
+        "90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%"
+        "110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127},"
+        " "
+        "%128, %129, p, 1, 1, 0, %131;\n}\n"
+        : KILN_WGMMA_D64(0), KILN_WGMMA_D64(64)
+        : "l"(a), "l"(b), "r"(accumulate), "n"(TransB));
+  }
+};
+
+template <>
+struct Wgmma<bf16, 256> {
+  template <int TransB>
+  __device__ __forceinline__ static void run(float (&d)[128], unsigned long long a,
+                                             unsigned long long b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
+        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
+        "46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%"
+        "68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%"
+        "90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%"
+        "110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127},"
+        " "
+        "%128, %129, p, 1, 1, 0, %131;\n}\n"
+        : KILN_WGMMA_D64(0), KILN_WGMMA_D64(64)
+        : "l"(a), "l"(b), "r"(accumulate), "n"(TransB));
+  }
+};
+
+#undef KILN_WGMMA_D64
+#undef KILN_WGMMA_D8
+
+}  // namespace kiln::wgmma
