@@ -91,6 +91,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
   const ArenaPlan memory = p.arena ? *p.arena : plan_arena(bound, p.groups);
   call->arena_bytes = memory.bytes;
   call->arena_offset = memory.offset;
+  call->aliases = view_aliases(bound, p.groups);
   std::vector<TensorView> values(bound.nodes().size());
   for (std::size_t id = 0; id < bound.nodes().size(); ++id) {
     const Graph::Node& n = bound.nodes()[id];
@@ -158,6 +159,8 @@ std::map<std::string, Tensor> bind_data(PreparedCall& call, const PlanImpl& plan
   const std::uint64_t arena = call.arena_bytes > 0 ? plan.arena_for(engine, call.arena_bytes) : 0;
   for (std::size_t id = 0; id < call.arena_offset.size(); ++id)
     if (call.arena_offset[id] >= 0) call.data[id] = arena + std::uint64_t(call.arena_offset[id]);
+  for (const auto& [view, src] : call.aliases)  // in node order: a view of a view follows
+    call.data[std::size_t(view)] = call.data[std::size_t(src)];
   for (PreparedCall::Launch& l : call.launches)
     for (std::size_t i = 0; i < l.nodes.size(); ++i)
       l.params->set_pointer(i, call.data[std::size_t(l.nodes[i])]);

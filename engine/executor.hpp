@@ -39,6 +39,7 @@ struct PreparedCall {
   std::vector<Launch> launches;
   std::vector<Made> made;
   std::vector<std::int64_t> arena_offset;       ///< per node: its offset in the arena, or -1
+  std::vector<std::pair<int, int>> aliases;     ///< views sharing their operand's memory
   std::int64_t arena_bytes = 0;                 ///< what its intermediates take of the plan's arena
   std::vector<std::uint64_t> data;              ///< per node: its data pointer in the current call
   std::unique_ptr<runtime::KernelGraph> graph;  ///< replay's, built at its first replay

@@ -30,9 +30,27 @@ bool is_gemm(const Graph& g, int id) {
   return n.op != "input" && op_def(g, n.op).fusion == ops::FusionClass::gemm;
 }
 
-// A node that anchors a kernel of its own: a row op, a matrix product or a user template's.
+// A view (reshape): its operand's memory under another shape, or a copy of it.
+bool is_view(const Graph& g, int id) {
+  const auto& n = g.node(id);
+  return n.op != "input" && op_def(g, n.op).fusion == ops::FusionClass::view;
+}
+
+// A node read from memory by what uses it: a row op, a matrix product, a user template's node
+// (each a kernel of its own) or a view.
 bool is_anchor(const Graph& g, int id) {
-  return is_row(g, id) || is_kernel(g, id) || is_gemm(g, id);
+  return is_row(g, id) || is_kernel(g, id) || is_gemm(g, id) || is_view(g, id);
+}
+
+bool is_output(const Graph& g, int id) {
+  return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
+}
+
+// Whether view `id` needs a kernel copying its operand: the operand is a graph input or output
+// (memory the caller owns and the view cannot share), or the view is an output itself.
+bool view_copies(const Graph& g, int id) {
+  const int src = std::get<int>(g.node(id).args[0]);
+  return g.node(src).op == "input" || is_output(g, src) || is_output(g, id);
 }
 
 bool reduces(const Graph& g, int id) { return is_row(g, id) && op_def(g, g.node(id).op).reduces; }
@@ -108,7 +126,8 @@ std::string op_names(const Graph& g, const std::vector<int>& steps) {
 
 // Fills the bodies of a collected group.
 void build_body(const Graph& g, FusedGroup& grp) {
-  if (grp.anchor && grp.anchor->tmpl) {  // a user template's: no bodies
+  if (grp.anchor && (grp.anchor->tmpl || grp.anchor->fusion == ops::FusionClass::view)) {
+    // a user template's or a view's copy: no bodies
     grp.stem = fmt::format("{}_{}", grp.anchor->name, name_of(g.node(grp.anchor_node).dtype));
     return;
   }
@@ -164,6 +183,16 @@ FusedGroup gemm_group(const Graph& g, int id) {
   return grp;
 }
 
+// A view's copy: a kernel reading its operand and writing the view's value.
+FusedGroup view_group(const Graph& g, int id) {
+  FusedGroup grp;
+  grp.anchor = &op_def(g, g.node(id).op);
+  grp.anchor_node = id;
+  grp.outputs = {id};
+  grp.inputs = tensor_args(g, id);
+  return grp;
+}
+
 // A user template's node as its own kernel: it reads its tensor arguments (in order, each
 // materialized) and writes its result.
 FusedGroup kernel_group(const Graph& g, int id) {
@@ -176,13 +205,21 @@ FusedGroup kernel_group(const Graph& g, int id) {
 }
 
 // Every value a kernel reads is a graph input or written by an earlier kernel (a fusion bug
-// otherwise: the kernel would read memory nothing wrote yet).
+// otherwise: the kernel would read memory nothing wrote yet); a view no kernel copies is its
+// operand's memory.
 void check_order(const Graph& g, const std::vector<FusedGroup>& groups) {
   std::set<int> written;
+  std::map<int, int> source;
+  for (const auto& [view, src] : view_aliases(g, groups)) source[view] = src;
+  auto resolved = [&source](int id) {
+    for (auto it = source.find(id); it != source.end(); it = source.find(id)) id = it->second;
+    return id;
+  };
   for (const FusedGroup& grp : groups) {
     for (const auto* list : {&grp.inputs, &grp.extras, &grp.epilogue_inputs})
-      for (int id : *list)
-        if (g.node(id).op != "input" && !written.count(id) && id != grp.anchor_node)
+      for (int read : *list)
+        if (const int id = resolved(read);
+            g.node(id).op != "input" && !written.count(id) && id != grp.anchor_node)
           throw Error(fmt::format(
               "internal error in the fusion pass: kernel {} reads '{}' before any kernel writes it "
               "(set KILN_DISABLE_FUSION=1 to work around it, and please report the graph)",
@@ -191,53 +228,17 @@ void check_order(const Graph& g, const std::vector<FusedGroup>& groups) {
   }
 }
 
-constexpr std::size_t kLabelBytes = 200;
-
-std::string cut(std::string s) {
-  if (s.size() > kLabelBytes) s = s.substr(0, kLabelBytes - 3) + "...";
-  return s;
-}
-
-bool infix(const Graph::Node& n) { return (n.op == "add" || n.op == "sub") && n.args.size() == 2; }
-
-// Node `id` as computed by a kernel that computes `computed` (memoized: a value several nodes
-// use is rendered once, whatever the graph's shape).
-const std::string& render(const Graph& g, int id, const std::set<int>& computed,
-                          std::map<int, std::string>& memo) {
-  if (auto it = memo.find(id); it != memo.end()) return it->second;
-  const Graph::Node& n = g.node(id);
-  std::string out;
-  if (!computed.count(id)) {
-    out = n.name;  // read from memory
-  } else {
-    std::vector<std::string> args;
-    for (const auto& a : n.args) {
-      if (!std::holds_alternative<int>(a)) {
-        args.push_back(fmt::format("{:g}", std::get<double>(a)));
-        continue;
-      }
-      const int arg = std::get<int>(a);
-      const std::string& text = render(g, arg, computed, memo);
-      const bool wrap =
-          infix(n) && !args.empty() && computed.count(arg) && infix(g.node(arg));  // a-(b+c)
-      args.push_back(wrap ? "(" + text + ")" : text);
-    }
-    out = infix(n) ? args[0] + (n.op == "add" ? "+" : "-") + args[1]
-                   : fmt::format("{}({})", n.op, fmt::join(args, ","));
-  }
-  return memo[id] = cut(std::move(out));
-}
-
 }  // namespace
 
-std::string describe_group(const Graph& g, const FusedGroup& grp) {
-  std::set<int> computed(grp.steps.begin(), grp.steps.end());
-  computed.insert(grp.epilogue_steps.begin(), grp.epilogue_steps.end());
-  if (grp.anchor) computed.insert(grp.anchor_node);
-  std::map<int, std::string> memo;
-  std::vector<std::string> outs;
-  for (int o : grp.outputs) outs.push_back(render(g, o, computed, memo));
-  return cut(fmt::format("{}", fmt::join(outs, "; ")));
+std::vector<std::pair<int, int>> view_aliases(const Graph& g,
+                                              const std::vector<FusedGroup>& groups) {
+  std::set<int> written;
+  for (const FusedGroup& grp : groups) written.insert(grp.outputs.begin(), grp.outputs.end());
+  std::vector<std::pair<int, int>> out;
+  for (std::size_t id = 0; id < g.nodes().size(); ++id)
+    if (is_view(g, int(id)) && !written.count(int(id)))
+      out.emplace_back(int(id), std::get<int>(g.nodes()[id].args[0]));
+  return out;
 }
 
 std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
@@ -258,6 +259,8 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
         groups.push_back(row_group(g, id, all));
       } else if (is_gemm(g, id)) {
         groups.push_back(gemm_group(g, id));
+      } else if (is_view(g, id)) {
+        if (view_copies(g, id)) groups.push_back(view_group(g, id));
       } else if (is_kernel(g, id)) {
         groups.push_back(kernel_group(g, id));
       } else {
@@ -319,6 +322,9 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
       if (hosts_epilogue(g, id) && depth[id] == level) rows.push_back(id);
     for (int id : needed)
       if (is_kernel(g, id) && depth[id] == level) groups.push_back(kernel_group(g, id));
+    for (int id : needed)
+      if (is_view(g, id) && depth[id] == level && view_copies(g, id))
+        groups.push_back(view_group(g, id));
     for (int id : rows) {
       FusedGroup grp = is_gemm(g, id) ? gemm_group(g, id) : row_group(g, id, {});
       if (auto it = epilogue_of.find(id); it != epilogue_of.end()) {
@@ -354,8 +360,9 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
   // A row result with an epilogue is written only if a graph output or another kernel reads it.
   for (FusedGroup& grp : groups) {
     if (!grp.anchor || (grp.outputs.size() == 1 && grp.outputs[0] == grp.anchor_node)) continue;
-    bool read =
-        std::find(g.outputs().begin(), g.outputs().end(), grp.anchor_node) != g.outputs().end();
+    bool read = is_output(g, grp.anchor_node);
+    for (int id : needed)  // a view that shares its memory reads it too
+      read = read || (is_view(g, id) && std::get<int>(g.node(id).args[0]) == grp.anchor_node);
     for (const FusedGroup& other : groups)
       for (const auto* list : {&other.inputs, &other.extras, &other.epilogue_inputs})
         read = read || (&other != &grp &&

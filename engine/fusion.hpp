@@ -8,6 +8,9 @@
 // outside its kernel reads it.
 // Groups run in order of depth (the number of row ops on the longest path from the inputs).
 // With fusion off, each op is its own kernel and every intermediate is materialized.
+// A view (reshape) is its operand's memory under another shape where that operand is a value a
+// kernel of the plan writes to its arena; a kernel copies it where the operand is memory the
+// caller owns (a graph input or output) or the view is an output itself.
 
 #include <kiln/graph.hpp>
 #include <map>
@@ -50,6 +53,12 @@ struct FusedGroup {
     return nodes;
   }
 };
+
+/// The views (reshapes) of `graph` that no kernel of `groups` copies, each with the node whose
+/// memory it is (view, operand), in node order: the operand is materialized in the arena, and
+/// the view reads it there.
+std::vector<std::pair<int, int>> view_aliases(const Graph& graph,
+                                              const std::vector<FusedGroup>& groups);
 
 /// What `grp`'s kernel computes, as an expression over the values it reads (graph names):
 /// "softmax(mul(x,2)+b)", its outputs joined by "; ", each cut at 200 bytes. NVTX names its

@@ -273,6 +273,10 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
           attrs.keepdim = it->get<bool>();
         else if (k == "tf32" && it->is_boolean())
           attrs.tf32 = it->get<bool>();
+        else if (k == "shape" && it->is_array() &&
+                 std::all_of(it->begin(), it->end(),
+                             [](const auto& d) { return d.is_number_integer(); }))
+          attrs.shape = it->get<std::vector<std::int64_t>>();
         else if (k == "dtype" && it->is_string()) {
           try {
             attrs.dtype = parse_dtype(it->get<std::string>());
@@ -338,6 +342,7 @@ std::string Graph::to_json() const {
     if (n.attrs.all_axes) attrs["axis"] = "all";
     if (n.attrs.keepdim) attrs["keepdim"] = true;
     if (n.attrs.tf32) attrs["tf32"] = true;
+    if (n.attrs.shape) attrs["shape"] = *n.attrs.shape;
     nodes.push_back(fmt::format(R"(    {{"name": {}, "op": "{}", "args": [{}]{}}})",
                                 nlohmann::json(n.name).dump(), n.op, fmt::join(args, ", "),
                                 attrs.empty() ? "" : ", \"attrs\": " + attrs.dump()));

@@ -65,6 +65,9 @@ detail::Signature op_signature(const ops::OpDef& op, const TensorView& out,
   s.add(attrs.axis.has_value());
   s.add(attrs.axis.value_or(0));
   s.add(attrs.all_axes * 2 + attrs.keepdim + 4 * attrs.tf32);
+  s.add(attrs.shape ? std::int64_t(attrs.shape->size()) : -1);
+  if (attrs.shape)
+    for (std::int64_t d : *attrs.shape) s.add(d);
   s.add(attrs.dtype.has_value());
   s.add(attrs.dtype ? std::int64_t(*attrs.dtype) : 0);
   const double eps = attrs.eps.value_or(0);

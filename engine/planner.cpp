@@ -14,12 +14,16 @@ ArenaPlan plan_arena(const Graph& g, const std::vector<FusedGroup>& groups) {
   p.last.assign(n, -1);
   std::vector<bool> output(n, false);
   for (int o : g.outputs()) output[std::size_t(o)] = true;
+  std::vector<int> memory_of(n);  // a view that shares its operand's memory reads the operand's
+  for (std::size_t id = 0; id < n; ++id) memory_of[id] = int(id);
+  for (const auto& [view, src] : view_aliases(g, groups))
+    memory_of[std::size_t(view)] = memory_of[std::size_t(src)];
   for (std::size_t k = 0; k < groups.size(); ++k) {
     for (int id : groups[k].outputs)
       if (!output[std::size_t(id)]) p.first[std::size_t(id)] = int(k);
     for (const auto* list : {&groups[k].inputs, &groups[k].extras, &groups[k].epilogue_inputs})
-      for (int id : *list)
-        if (p.first[std::size_t(id)] >= 0)
+      for (int read : *list)
+        if (const int id = memory_of[std::size_t(read)]; p.first[std::size_t(id)] >= 0)
           p.last[std::size_t(id)] = std::max(p.last[std::size_t(id)], int(k));
   }
   std::vector<int> values;  // written and read later, largest first (best packing of a greedy fit)

@@ -1,7 +1,8 @@
 #pragma once
 // The memory planner: the values one kernel of a plan writes and a later one reads (not graph
 // outputs) get offsets in one arena, by liveness: a value lives from the kernel that writes it
-// to the last kernel that reads it, and values whose lives overlap never share bytes.
+// to the last kernel that reads it (or reads a view of it), and values whose lives overlap never
+// share bytes. A view that shares its operand's memory (view_aliases) has no bytes of its own.
 
 #include <cstdint>
 #include <kiln/graph.hpp>

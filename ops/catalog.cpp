@@ -39,7 +39,7 @@ DType promote(DType a, DType b) {
 const std::vector<OpDef>& all_ops() {
   static const std::vector<OpDef> ops = [] {
     std::vector<OpDef> all;
-    for (auto family : {unary_ops, binary_ops, select_ops, row_ops, gemm_ops})
+    for (auto family : {unary_ops, binary_ops, select_ops, row_ops, gemm_ops, view_ops})
       for (auto& op : family()) all.push_back(op);
     return all;
   }();
@@ -127,6 +127,7 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
                                     describe_args(op, args)));
   if (op.fusion == FusionClass::row) return infer_row(op, args, attrs);
   if (op.fusion == FusionClass::gemm) return infer_gemm(op, args, attrs);
+  if (op.fusion == FusionClass::view) return infer_view(op, args, attrs);
   if (args.size() != op.operands.size())
     throw ArgumentError(fmt::format("{} takes {} operand(s) ({}), got {}: {}", op.name,
                                     op.operands.size(), fmt::join(op.operands, ", "), args.size(),

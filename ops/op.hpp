@@ -18,8 +18,9 @@ class Expr;
 /// the prologue of row ops; row ops (reductions, softmax, norms over the last axis) anchor a
 /// kernel of their own and materialize their result; a user template's node (`kernel`) is a
 /// kernel of its own that reads and writes memory only; a matrix product (`gemm`) anchors a
-/// kernel whose elementwise consumers fuse as its epilogue.
-enum class FusionClass { elementwise, row, kernel, gemm };
+/// kernel whose elementwise consumers fuse as its epilogue; a `view` (reshape) is its operand's
+/// memory read with another shape, a copy only where it cannot be (engine/fusion.hpp).
+enum class FusionClass { elementwise, row, kernel, gemm, view };
 
 /// fp64 reference of a row op on one row of n values: writes n values (1 for a reduction).
 /// `w` and `b` are the norms' weight and bias (null when absent).
@@ -70,12 +71,16 @@ std::vector<OpDef> binary_ops();
 std::vector<OpDef> select_ops();
 std::vector<OpDef> row_ops();
 std::vector<OpDef> gemm_ops();
+std::vector<OpDef> view_ops();
 
 /// "matmul(a: f32[64,128], b: f32[256,32])": an op call in messages.
 std::string describe_args(const OpDef& op, const std::vector<Operand>& args);
 
 /// The result of a matrix product (matmul, linear): ShapeError/DtypeError naming every operand.
 TensorView infer_gemm(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);
+
+/// The result of a view op (reshape): ShapeError when the element counts differ.
+TensorView infer_view(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);
 
 /// The result shape and dtype of `op` on `args` (data is 0, strides empty). Throws
 /// ShapeError/DtypeError/ArgumentError naming the op and every operand.

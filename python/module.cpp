@@ -74,9 +74,13 @@ kiln::Attrs attrs_of(const py::kwargs& kw) {
       a.keepdim = value.cast<bool>();
     else if (k == "eps")
       a.eps = value.cast<double>();
+    else if (k == "tf32")
+      a.tf32 = value.cast<bool>();
+    else if (k == "shape")
+      a.shape = value.cast<std::vector<std::int64_t>>();
     else
       throw kiln::ArgumentError("unknown attribute '" + k +
-                                "' (min, max, dtype, axis, keepdim, eps)");
+                                "' (min, max, dtype, axis, keepdim, eps, tf32, shape)");
   }
   return a;
 }

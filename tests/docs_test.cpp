@@ -41,6 +41,7 @@ std::vector<std::string> cells(const std::string& row) {
 const char* rule_name(const kiln::ops::OpDef& op) {
   if (op.fusion == kiln::ops::FusionClass::row) return "row";
   if (op.fusion == kiln::ops::FusionClass::gemm) return "matmul";
+  if (op.fusion == kiln::ops::FusionClass::view) return "view";
   switch (op.rule) {
     case kiln::ops::Rule::arithmetic:
       return "arithmetic";
@@ -98,6 +99,7 @@ TEST_CASE(
     CHECK(c[3] == rule_name(*op));
     CHECK(c[4] == (op->fusion == kiln::ops::FusionClass::row    ? "row"
                    : op->fusion == kiln::ops::FusionClass::gemm ? "gemm"
+                   : op->fusion == kiln::ops::FusionClass::view ? "view"
                                                                 : "elementwise"));
   }
   for (const auto& op : kiln::ops::all_ops()) {

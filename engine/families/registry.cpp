@@ -12,6 +12,7 @@ const Family& elementwise_family();
 const Family& rows_family();
 const Family& columns_family();
 const Family& gemm_family();
+const Family& view_family();
 const Family& user_family();
 
 const std::vector<const Family*>& families() {
@@ -20,6 +21,7 @@ const std::vector<const Family*>& families() {
       &rows_family(),
       &columns_family(),
       &gemm_family(),
+      &view_family(),
       &user_family(),
   };
   return all;

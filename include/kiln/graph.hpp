@@ -175,6 +175,27 @@ inline Value cast(Value x, DType to) {
   a.dtype = to;
   return apply("cast", {x}, a);
 }
+/// x's elements, row-major, in `shape` (one extent may be -1): x's memory where the plan
+/// allows, else a copy.
+inline Value reshape(Value x, std::vector<std::int64_t> shape) {
+  Attrs a;
+  a.shape = std::move(shape);
+  return apply("reshape", {x}, a);
+}
+/// a[..., M, K] @ b[..., K, N] (batch dims broadcast; `tf32` for f32 on plain TF32).
+inline Value matmul(Value a, Value b, bool tf32 = false) {
+  Attrs at;
+  at.tf32 = tf32;
+  return apply("matmul", {a, b}, at);
+}
+/// x[..., K] @ w[N, K]ᵀ (+ bias[N]), as torch.nn.functional.linear.
+inline Value linear(Value x, Value w, std::optional<Value> bias = std::nullopt, bool tf32 = false) {
+  Attrs at;
+  at.tf32 = tf32;
+  std::vector<GraphArg> args = {x, w};
+  if (bias) args.push_back(*bias);
+  return apply("linear", args, at);
+}
 /// Reductions "sum", "mean", "max", "min" over `axis` (default: the last).
 inline Value reduce(std::string_view op, Value x, bool keepdim = false, std::int64_t axis = -1) {
   Attrs a;

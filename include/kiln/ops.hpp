@@ -15,7 +15,7 @@ namespace kiln {
 using Operand = std::variant<TensorView, double>;
 
 /// Op attributes: `min`/`max` for clamp, `dtype` for cast, `axis`/`keepdim` for reductions
-/// and softmax, `eps` for norms, `tf32` for matrix products.
+/// and softmax, `eps` for norms, `tf32` for matrix products, `shape` for reshape.
 struct Attrs {
   std::optional<double> min;
   std::optional<double> max;
@@ -27,6 +27,8 @@ struct Attrs {
   /// matmul/linear of f32 operands on TF32 tensor cores (about 1e-3 relative) rather than to
   /// within 1e-5 of the exact product (three TF32 products per term).
   bool tf32 = false;
+  /// reshape's result shape (one extent may be -1: what the element count leaves).
+  std::optional<std::vector<std::int64_t>> shape;
 };
 
 /// Runs op `name` (docs/ops.md) and returns a new contiguous tensor.

@@ -63,6 +63,11 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
   std::vector<double> out(std::size_t(numel_of(n.shape)));
   const auto& op = op_def(g, n.op);
   if (op.fusion == ops::FusionClass::gemm) return gemm_reference(g, id, arg, mag);
+  if (op.fusion == ops::FusionClass::view) {  // the same elements in row-major order
+    const int x = std::get<int>(n.args[0]);
+    if (mag) *mag = std::vector<double>(out.size(), 0.0);
+    return arg(x);
+  }
   if (op.fusion == ops::FusionClass::row) {
     const int x = std::get<int>(n.args[0]);
     const auto& xv = arg(x);
@@ -166,7 +171,11 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
       stored[id] = load(g.nodes()[id], inputs);
       perturb(int(id), stored[id], {});
     }
-  for (const FusedGroup& grp : fuse(g, fused)) {
+  const std::vector<FusedGroup> groups = fuse(g, fused);
+  const auto aliases = view_aliases(g, groups);
+  for (const FusedGroup& grp : groups) {
+    for (const auto& [view, src] : aliases)  // a view sharing memory reads what is stored there
+      if (stored[std::size_t(view)].empty()) stored[std::size_t(view)] = stored[std::size_t(src)];
     std::map<int, std::vector<double>> local;  // values inside the kernel: f32, not rounded
     const Lookup arg = [&](int id) -> const std::vector<double>& {
       auto it = local.find(id);
@@ -209,6 +218,8 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
       round_to(g.node(id).dtype, stored[std::size_t(id)]);
     }
   }
+  for (const auto& [view, src] : aliases)
+    if (stored[std::size_t(view)].empty()) stored[std::size_t(view)] = stored[std::size_t(src)];
   return stored;
 }
 
