@@ -125,9 +125,9 @@ KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmT
        std::to_string(t.warps_m), std::to_string(t.warps_n), std::to_string(t.stages),
        std::to_string(int(p.a_layout)), std::to_string(int(p.b_layout)), exact ? "true" : "false"});
   L.spec.options = codegen::builtin_options();
-  L.spec.name = fmt::format("{}__{}x{}w{}x{}s{}_{}{}{}", stem, t.bm, t.bn, t.warps_m, t.warps_n,
+  L.spec.name = fmt::format("{}__{}x{}w{}x{}s{}_{}{}{}{}", stem, t.bm, t.bn, t.warps_m, t.warps_n,
                             t.stages, layout_letter(p.a_layout), layout_letter(p.b_layout),
-                            dtype == DType::f32 && k.tf32 ? "_tf32" : "");
+                            k.bias ? "_bias" : "", dtype == DType::f32 && k.tf32 ? "_tf32" : "");
   L.config.grid = {unsigned(p.m && p.n && p.batches ? tiles : 0),
                    unsigned(std::min<std::int64_t>(p.batches, 65535)), 1};
   L.config.block = {unsigned(32 * t.warps_m * t.warps_n), 1, 1};

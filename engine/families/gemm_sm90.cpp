@@ -70,7 +70,8 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const s
       {std::string(device_type_of(dtype)), "kiln_epilogue", k.bias ? "true" : "false",
        std::to_string(t.bn), std::to_string(t.stages), trans ? "1" : "0"});
   L.spec.options = codegen::builtin_options();
-  L.spec.name = fmt::format("{}__wg{}x{}s{}_k{}", stem, kRows, t.bn, t.stages, trans ? 't' : 'k');
+  L.spec.name = fmt::format("{}__wg{}x{}s{}_k{}{}", stem, kRows, t.bn, t.stages, trans ? 't' : 'k',
+                            k.bias ? "_bias" : "");
   const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + t.bn - 1) / t.bn);
   L.config.grid = {unsigned(tiles), 1, 1};
   L.config.block = {kThreads, 1, 1};
