@@ -6,6 +6,7 @@
 #include <kiln/error.hpp>
 
 #include "engine/families/gemm_problem.hpp"
+#include "engine/families/rows.hpp"
 
 namespace kiln {
 namespace {
@@ -31,13 +32,14 @@ char layout_letter(GemmLayout l) {
   return 's';
 }
 
-GemmTunables resolved(GemmTunables t, std::int64_t m, std::int64_t n) {
-  const GemmTunables d = default_gemm_tunables(m, n);
+GemmTunables resolved(GemmTunables t, const GemmProblem& p, bool clusters) {
+  const GemmTunables d = default_gemm_tunables(p.m, p.n, p.k, p.batches, clusters);
   if (!t.bm) t.bm = d.bm;
   if (!t.bn) t.bn = d.bn;
-  if (!t.warps_m) t.warps_m = t.bm / 64;
-  if (!t.warps_n) t.warps_n = t.bn / 32;
+  if (!t.warps_m) t.warps_m = t.bm == 64 && t.bn == 64 ? 2 : t.bm / 64;
+  if (!t.warps_n) t.warps_n = t.bm == 64 && t.bn == 64 ? 2 : t.bn / 32;
   if (!t.stages) t.stages = d.stages;
+  if (!t.split) t.split = t.bm == d.bm && t.bn == d.bn ? d.split : 1;
   return t;
 }
 
@@ -58,26 +60,39 @@ GemmTunables gemm_tunables(const Tunables& t, const std::string& stem) {
       g.stages = value;
     else if (name == "wgmma")
       g.wgmma = value;
+    else if (name == "split")
+      g.split = value;
     else
       throw ArgumentError(
           fmt::format("{}: '{}' is not a tunable of the GEMM template (bm, bn, "
-                      "warps_m, warps_n, stages, wgmma)",
+                      "warps_m, warps_n, stages, wgmma, split)",
                       stem, name));
   }
   return g;
 }
 
-GemmTunables default_gemm_tunables(std::int64_t m, std::int64_t n) {
+GemmTunables default_gemm_tunables(std::int64_t m, std::int64_t n, std::int64_t k,
+                                   std::int64_t batches, bool clusters) {
+  constexpr std::int64_t kSms = 132;  // an H100's; fewer tiles than half leave the GPU idle
   GemmTunables t;
   t.bm = m <= 64 ? 64 : 128;
-  t.bn = n <= 64 ? 64 : 128;
-  t.warps_m = t.bm / 64;
-  t.warps_n = t.bn / 32;
+  t.bn = n <= 64 || m <= 64 ? 64 : 128;
+  t.warps_m = t.bm == 64 && t.bn == 64 ? 2 : t.bm / 64;
+  t.warps_n = t.bm == 64 && t.bn == 64 ? 2 : t.bn / 32;
   t.stages = 3;
+  t.split = 1;
+  const std::int64_t blocks = (m + t.bm - 1) / t.bm * ((n + t.bn - 1) / t.bn) * batches;
+  const std::int64_t ktiles = (k + 31) / 32;  // at the smaller depth of a stage
+  if (clusters)
+    while (t.split < 8 && blocks * t.split * 2 <= kSms && ktiles >= 8 * t.split) t.split *= 2;
   return t;
 }
 
-std::string reject_gemm_tunables(const GemmTunables& t, int max_shared) {
+std::string reject_gemm_tunables(const GemmTunables& t, int max_shared, bool clusters) {
+  if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8)
+    return fmt::format("a split of {}: 1, 2, 4 or 8", t.split);
+  if (t.split > 1 && !clusters)
+    return fmt::format("a split of {} needs thread-block clusters (sm_90 and later)", t.split);
   for (int tile : {t.bm, t.bn})
     if (tile != 64 && tile != 128 && tile != 256)
       return fmt::format("a tile of {}x{}: each side 64, 128 or 256", t.bm, t.bn);
@@ -106,10 +121,11 @@ KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmT
         "{}: the wgmma path takes sm_90a, f16 or bf16, a contiguous along K and b along K or N "
         "(16-byte aligned), no batch dims and no empty dim; this product runs on mma.sync",
         stem));
-  t = resolved(t, p.m, p.n);
+  const bool clusters = has_clusters(k.arch);
+  t = resolved(t, p, clusters);
   const DType dtype = k.a.dtype;
   // The most any arch from sm_80 grants; the device's own limit is the tuner's to apply.
-  if (std::string why = reject_gemm_tunables(t, 227 * 1024); !why.empty())
+  if (std::string why = reject_gemm_tunables(t, 227 * 1024, clusters); !why.empty())
     throw ArgumentError(fmt::format("{}: bad GEMM tunables: {}", stem, why));
   const std::int64_t tiles = (p.m + t.bm - 1) / t.bm * ((p.n + t.bn - 1) / t.bn);
   if (tiles > std::numeric_limits<int>::max())
@@ -123,13 +139,16 @@ KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmT
       {std::string(device_type_of(dtype)), "kiln_epilogue", k.bias ? "true" : "false",
        std::to_string(t.bm), std::to_string(t.bn), std::to_string(stage_k(dtype)),
        std::to_string(t.warps_m), std::to_string(t.warps_n), std::to_string(t.stages),
-       std::to_string(int(p.a_layout)), std::to_string(int(p.b_layout)), exact ? "true" : "false"});
+       std::to_string(int(p.a_layout)), std::to_string(int(p.b_layout)), exact ? "true" : "false",
+       std::to_string(t.split)});
   L.spec.options = codegen::builtin_options();
-  L.spec.name = fmt::format("{}__{}x{}w{}x{}s{}_{}{}{}{}", stem, t.bm, t.bn, t.warps_m, t.warps_n,
-                            t.stages, layout_letter(p.a_layout), layout_letter(p.b_layout),
+  L.spec.name = fmt::format("{}__{}x{}w{}x{}s{}{}_{}{}{}{}", stem, t.bm, t.bn, t.warps_m, t.warps_n,
+                            t.stages, t.split > 1 ? fmt::format("k{}", t.split) : "",
+                            layout_letter(p.a_layout), layout_letter(p.b_layout),
                             k.bias ? "_bias" : "", dtype == DType::f32 && k.tf32 ? "_tf32" : "");
   L.config.grid = {unsigned(p.m && p.n && p.batches ? tiles : 0),
-                   unsigned(std::min<std::int64_t>(p.batches, 65535)), 1};
+                   unsigned(std::min<std::int64_t>(p.batches, 65535)), unsigned(t.split)};
+  L.config.cluster = {1, 1, unsigned(t.split)};
   L.config.block = {unsigned(32 * t.warps_m * t.warps_n), 1, 1};
   L.config.shared = unsigned(shared_bytes(t));
   L.groups = L.config.empty() ? 0 : 1;
@@ -144,6 +163,7 @@ KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmT
                 {"warps_m", t.warps_m},
                 {"warps_n", t.warps_n},
                 {"stages", t.stages}};
+  if (clusters) L.tunables["split"] = t.split;
   return L;
 }
 
@@ -166,13 +186,21 @@ Space gemm_space(const Candidate& fallback) {
                 {"warps_m", {1, 2, 4}},
                 {"warps_n", {1, 2, 4}},
                 {"stages", {2, 3, 4, 5}}};
+  const bool clusters = fallback.count("split") > 0;
+  if (clusters) s.tunables.push_back({"split", {1, 2, 4, 8}});
   s.fallback = fallback;
-  s.reject = [](const Candidate& c, const DeviceLimits& limits) -> std::string {
-    GemmTunables t{c.at("bm"), c.at("bn"), c.at("warps_m"), c.at("warps_n"), c.at("stages"), 0};
+  s.reject = [clusters](const Candidate& c, const DeviceLimits& limits) -> std::string {
+    GemmTunables t{c.at("bm"),
+                   c.at("bn"),
+                   c.at("warps_m"),
+                   c.at("warps_n"),
+                   c.at("stages"),
+                   0,
+                   clusters ? c.at("split") : 1};
     if (32 * t.warps_m * t.warps_n > limits.max_threads_per_block)
       return fmt::format("{} threads per block, the device allows {}", 32 * t.warps_m * t.warps_n,
                          limits.max_threads_per_block);
-    return reject_gemm_tunables(t, limits.max_shared_bytes_per_block);
+    return reject_gemm_tunables(t, limits.max_shared_bytes_per_block, clusters);
   };
   return s;
 }

@@ -39,16 +39,20 @@ struct GemmTunables {
   int warps_n = 0;
   int stages = 0;
   int wgmma = -1;
+  int split = 0;  ///< blocks of a cluster that split K (1, 2, 4, 8; sm_90 and later)
 };
 
 /// `t`'s tunables by name; ArgumentError naming `stem` for any other name.
 GemmTunables gemm_tunables(const Tunables& t, const std::string& stem);
 
-/// The default tile for an M x N product.
-GemmTunables default_gemm_tunables(std::int64_t m, std::int64_t n);
+/// The default tile for an M x N x K product (`batches` of them); where `clusters` run, K splits
+/// between the blocks of a cluster when the tiles alone would leave most of the GPU idle.
+GemmTunables default_gemm_tunables(std::int64_t m, std::int64_t n, std::int64_t k,
+                                   std::int64_t batches, bool clusters);
 
-/// Why `t` cannot run with `max_shared` bytes of shared memory per block ("" if it can).
-std::string reject_gemm_tunables(const GemmTunables& t, int max_shared);
+/// Why `t` cannot run with `max_shared` bytes of shared memory per block ("" if it can);
+/// `clusters`: whether the target runs thread-block clusters (a split needs them).
+std::string reject_gemm_tunables(const GemmTunables& t, int max_shared, bool clusters);
 
 /// The kernel of `k` (ShapeError for views it cannot take, ArgumentError for tunables that
 /// cannot run).

@@ -43,8 +43,9 @@ bool wgmma_fits(const GemmKernel& k, const GemmProblem& p) {
 std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared) {
   if (t.bn != 128 && t.bn != 256)
     return fmt::format("bn {}: the wgmma path takes 128 or 256", t.bn);
-  if (t.bm || t.warps_m || t.warps_n)
-    return "bm, warps_m and warps_n are the mma.sync path's (the wgmma path's tile has 128 rows)";
+  if (t.bm || t.warps_m || t.warps_n || t.split > 1)
+    return "bm, warps_m, warps_n and split are the mma.sync path's (the wgmma path's tile has 128 "
+           "rows)";
   if (t.stages < 2 || t.stages > 8) return fmt::format("{} stages: 2 to 8", t.stages);
   if (shared_bytes(t) > max_shared)
     return fmt::format("{} bytes of shared memory per block, the device allows {}", shared_bytes(t),

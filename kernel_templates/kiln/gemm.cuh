@@ -15,6 +15,10 @@
 // Classes 0 and 1 need a 16-byte aligned view whose strides are multiples of 16 bytes; edges
 // (M, N, K not multiples of the tile) load zeros.
 //
+// With Split > 1 (sm_90 and later), the Split blocks of a thread-block cluster along z each take
+// a range of K and sum their accumulators through distributed shared memory, in rank order (a
+// deterministic split-K for products too small in M and N to fill the GPU).
+//
 // f16 and bf16 use mma.m16n8k16. f32 uses mma.m16n8k8 on TF32: with Exact, each product is
 // split as a = big + small and computed as small*big + big*small + big*big, within about 1e-6
 // of the f32 product; without, one TF32 product (about 1e-3).
@@ -24,6 +28,7 @@
 // shared memory (BM x (BN + 8) floats, in the ring's space) so that the epilogue walks rows. Slots
 // of Args::p: Epi's outputs, a, b, the bias (if Bias), Epi's inputs.
 
+#include <kiln/cluster.cuh>
 #include <kiln/elementwise.cuh>
 #include <kiln/mma.cuh>
 

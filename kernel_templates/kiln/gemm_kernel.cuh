@@ -15,8 +15,25 @@ __device__ __forceinline__ void tile_of(int pid, int tiles_m, int tiles_n, int& 
   tn = pid % per_group / rows;
 }
 
+/// Element `at` of the accumulator tile, summed over the Split blocks of the cluster in rank
+/// order (Split 1: this block's).
+template <int Split>
+__device__ __forceinline__ float tile_sum(const float* tile, int at) {
+  if constexpr (Split == 1) {
+    return tile[at];
+  } else {
+    float part[Split];
+#pragma unroll
+    for (int s = 0; s < Split; ++s) part[s] = cluster_load(cluster_map(tile + at, unsigned(s)));
+    float v = part[0];
+#pragma unroll
+    for (int s = 1; s < Split; ++s) v += part[s];
+    return v;
+  }
+}
+
 template <class T, class Epi, bool Bias, int BM, int BN, int BK, int WM, int WN, int Stages,
-          int ALayout, int BLayout, bool Exact>
+          int ALayout, int BLayout, bool Exact, int Split>
 __global__ void __launch_bounds__(WM* WN * 32)
     gemm(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args) {
   constexpr int NO = Epi::Outputs::size, NE = Epi::Inputs::size;
@@ -38,7 +55,14 @@ __global__ void __launch_bounds__(WM* WN * 32)
   int tm, tn;
   tile_of(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, tm, tn);
   const int m0 = tm * BM, n0 = tn * BN;
-  const int ktiles = (K + BK - 1) / BK;
+  // With Split > 1, the blocks of a cluster along z each take a range of K, and each sums one
+  // share of the tile's rows from all their accumulator tiles (distributed shared memory), in
+  // rank order: the same bits whatever the timing.
+  const int per = ((K + BK - 1) / BK + Split - 1) / Split;
+  const int kt0 = Split > 1 ? int(blockIdx.z) * per : 0;
+  const int ktiles = max(0, min((K + BK - 1) / BK - kt0, per));
+  const int r0 = Split > 1 ? int(blockIdx.z) * (BM / Split) : 0;
+  static_assert(Split >= 1 && BM % Split == 0, "a split of the tile's rows");
 
   for (long long b = blockIdx.y; b < args.batches; b += gridDim.y) {
     long long bi[kBatchDims];
@@ -52,9 +76,10 @@ __global__ void __launch_bounds__(WM* WN * 32)
     const T* B = static_cast<const T*>(args.p[kB]) + batch_offset(args, kB, bi);
     auto load = [&](int kt) {
       char* st = smem + kt % Stages * kStage;
-      OpA::template load<kThreads>(st, A, args.row[kA], args.col[kA], m0, kt * BK, M, K, tid);
-      OpB::template load<kThreads>(st + OpA::bytes, B, args.col[kB], args.row[kB], n0, kt * BK, N,
-                                   K, tid);
+      const int k0 = (kt0 + kt) * BK;
+      OpA::template load<kThreads>(st, A, args.row[kA], args.col[kA], m0, k0, M, K, tid);
+      OpB::template load<kThreads>(st + OpA::bytes, B, args.col[kB], args.row[kB], n0, k0, N, K,
+                                   tid);
     };
     float acc[MI][NI][4];
 #pragma unroll
@@ -91,23 +116,34 @@ __global__ void __launch_bounds__(WM* WN * 32)
           *reinterpret_cast<float2*>(tile + (wm0 + mi * 16 + g + h * 8) * kLd + wn0 + ni * 8 +
                                      2 * t) =
               make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
-    __syncthreads();
+    if constexpr (Split > 1) {
+      cluster_arrive_release();
+      cluster_wait();
+    } else {
+      __syncthreads();
+    }
     // The epilogue, a thread per column of a row at a time: loads and stores along rows coalesce.
     const int rows = M - m0 < BM ? M - m0 : BM, cols = N - n0 < BN ? N - n0 : BN;
 #pragma unroll 1
-    for (int e = tid; e < BM * BN; e += kThreads) {
-      const int r = e / BN, c = e % BN;
+    for (int e = tid; e < BM / Split * BN; e += kThreads) {
+      const int r = r0 + e / BN, c = e % BN;
       if (r >= rows || c >= cols) continue;
       float x[NE + 1], y[NO];
       read_inputs<typename Epi::Inputs, 0>(x, args, kIn, bi, m0 + r, n0 + c);
-      float v = tile[r * kLd + c];
+      float v = tile_sum<Split>(tile, r * kLd + c);
       if constexpr (Bias)
         v += to_float(static_cast<const T*>(args.p[kBias])[(n0 + c) * args.col[kBias]]);
       x[NE] = v;
       Epi::apply(x, args.s, y);
       write_outputs<typename Epi::Outputs, 0>(y, args, bi, m0 + r, n0 + c);
     }
-    __syncthreads();  // the tile is read before the next batch's loads overwrite it
+    // The tile is read (by the cluster's blocks) before the next batch's loads overwrite it.
+    if constexpr (Split > 1) {
+      cluster_arrive();
+      cluster_wait();
+    } else {
+      __syncthreads();
+    }
   }
 }
 

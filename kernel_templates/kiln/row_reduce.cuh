@@ -4,6 +4,8 @@
 // warp's statistic is pushed into every block's shared memory (distributed shared memory) and
 // merged there in one fixed order, so that every block holds the same bits.
 
+#include <kiln/cluster.cuh>
+
 namespace kiln {
 namespace row {
 
@@ -51,27 +53,6 @@ __device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v,
 }
 
 // Clusters (sm_90 and later): used only by kernels compiled for those (rows_split in rows.cuh).
-
-/// This block's rank in its cluster.
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-/// The blocks of this block's cluster.
-__device__ __forceinline__ unsigned cluster_blocks() {
-  unsigned n;
-  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-  return n;
-}
-/// This thread arrives at the cluster barrier, releasing nothing (pair with cluster_wait()).
-__device__ __forceinline__ void cluster_arrive() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-/// Waits until every thread of the cluster has arrived, acquiring what they released.
-__device__ __forceinline__ void cluster_wait() {
-  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-}
 
 /// What the blocks of a cluster push to each other: every warp's statistic, at [rank][warp] in
 /// every block, and the mbarrier that counts their bytes in.

@@ -171,6 +171,8 @@ TEST_CASE("GEMM kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled"
       {DType::f16, false, strided({256, 128}, {1, 256}, DType::f16), desc({128, 40}, DType::f16)},
       {DType::f32, false, desc({32, 128}, DType::f32), desc({128, 256}, DType::f32)},
       {DType::f32, true, desc({256, 127}, DType::f32), desc({127, 256}, DType::f32)},
+      // deep K, few tiles: split between the blocks of a cluster where clusters run
+      {DType::f32, false, desc({16, 4096}, DType::f32), desc({4096, 256}, DType::f32)},
   };
   for (const Case& c : cases)
     for (const char* arch : {"sm_80", "sm_90a"}) {
@@ -184,6 +186,8 @@ TEST_CASE("GEMM kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled"
       REQUIRE(specs.size() == 1);
       CAPTURE(specs[0].name);
       CAPTURE(arch);
+      if (c.a.shape[1] == 4096)
+        CHECK((specs[0].name.find("k8_") != std::string::npos) == (std::string(arch) == "sm_90a"));
       const kiln::CompiledKernel k = kiln::compiler::compile(specs[0], arch);
       CHECK(k.spill_bytes == 0);
       CHECK(k.log.find("serialized") == std::string::npos);
