@@ -62,10 +62,12 @@ GemmTunables gemm_tunables(const Tunables& t, const std::string& stem) {
       g.wgmma = value;
     else if (name == "split")
       g.split = value;
+    else if (name == "skinny")
+      g.skinny = value;
     else
       throw ArgumentError(
           fmt::format("{}: '{}' is not a tunable of the GEMM template (bm, bn, "
-                      "warps_m, warps_n, stages, wgmma, split)",
+                      "warps_m, warps_n, stages, wgmma, split, skinny)",
                       stem, name));
   }
   return g;
@@ -115,13 +117,15 @@ std::string reject_gemm_tunables(const GemmTunables& t, int max_shared, bool clu
 
 KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t) {
   const GemmProblem p = gemm_problem(k, stem);
+  const bool clusters = has_clusters(k.arch);
+  if (t.skinny == 1 || (t.skinny < 0 && t.wgmma < 0 && !t.bm && p.m <= 8))
+    return specialize_skinny(k, p, stem, t, clusters);
   if (t.wgmma != 0 && wgmma_fits(k, p)) return specialize_wgmma(k, p, stem, t);
   if (t.wgmma == 1)
     throw ArgumentError(fmt::format(
         "{}: the wgmma path takes sm_90a, f16 or bf16, a contiguous along K and b along K or N "
         "(16-byte aligned), no batch dims and no empty dim; this product runs on mma.sync",
         stem));
-  const bool clusters = has_clusters(k.arch);
   t = resolved(t, p, clusters);
   const DType dtype = k.a.dtype;
   // The most any arch from sm_80 grants; the device's own limit is the tuner's to apply.
@@ -171,6 +175,13 @@ namespace autotune {
 
 Space gemm_space(const Candidate& fallback) {
   Space s;
+  if (auto sk = fallback.find("skinny"); sk != fallback.end() && sk->second == 1) {
+    s.tunables = {{"skinny", {1}}};
+    if (fallback.count("split")) s.tunables.push_back({"split", {1, 2, 4, 8}});
+    s.fallback = fallback;
+    s.reject = [](const Candidate&, const DeviceLimits&) { return std::string(); };
+    return s;
+  }
   if (auto w = fallback.find("wgmma"); w != fallback.end() && w->second == 1) {
     s.tunables = {{"bn", {128, 256}}, {"stages", {3, 4, 5, 6}}, {"wgmma", {1}}};
     s.fallback = fallback;

@@ -47,6 +47,11 @@ std::vector<unsigned char> gemm_args(const GemmProblem& p, const std::vector<flo
 bool wgmma_fits(const GemmKernel& k, const GemmProblem& p);
 /// Why `t` cannot run on the sm_90a path with `max_shared` bytes per block ("" if it can).
 std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared);
+/// The kernel of the path for up to 8 rows (gemm_skinny.cuh), its split resolved; `clusters`:
+/// whether the target runs thread-block clusters.
+KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
+                               GemmTunables t, bool clusters);
+
 /// The kernel of the sm_90a path, its tunables resolved (bn, stages).
 KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
                               GemmTunables t);

@@ -173,6 +173,9 @@ TEST_CASE("GEMM kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled"
       {DType::f32, true, desc({256, 127}, DType::f32), desc({127, 256}, DType::f32)},
       // deep K, few tiles: split between the blocks of a cluster where clusters run
       {DType::f32, false, desc({16, 4096}, DType::f32), desc({4096, 256}, DType::f32)},
+      // up to 8 rows: the skinny path, K along lanes (b transposed) or N (b row-major)
+      {DType::f16, false, desc({3, 4096}, DType::f16), strided({4096, 100}, {1, 4096}, DType::f16)},
+      {DType::bf16, false, desc({8, 512}, DType::bf16), desc({512, 100}, DType::bf16)},
   };
   for (const Case& c : cases)
     for (const char* arch : {"sm_80", "sm_90a"}) {
@@ -186,8 +189,9 @@ TEST_CASE("GEMM kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled"
       REQUIRE(specs.size() == 1);
       CAPTURE(specs[0].name);
       CAPTURE(arch);
-      if (c.a.shape[1] == 4096)
+      if (c.a.shape[0] == 16)
         CHECK((specs[0].name.find("k8_") != std::string::npos) == (std::string(arch) == "sm_90a"));
+      if (c.a.shape[0] <= 8) CHECK(specs[0].name.find("__rows") != std::string::npos);
       const kiln::CompiledKernel k = kiln::compiler::compile(specs[0], arch);
       CHECK(k.spill_bytes == 0);
       CHECK(k.log.find("serialized") == std::string::npos);
