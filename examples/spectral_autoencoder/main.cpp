@@ -161,6 +161,10 @@ const std::vector<std::int64_t> kBatches = {1, 1024};
 int main(int argc, char** argv) {
   CLI::App app{"spectral_autoencoder: seed 002's autoencoder as one kiln plan of GEMMs",
                "spectral_autoencoder"};
+  std::string save;
+  app.add_option("--save-graphs", save,
+                 "Also write the model's graph at each batch to DIR/spectral_autoencoder_B.json "
+                 "(for kiln bench)");
   return seed_app::run_main(
       app, argc, argv,
       [&](const std::string& arch) {
@@ -170,6 +174,9 @@ int main(int argc, char** argv) {
       },
       [&](kiln::Engine& e) {
         int status = 0;
+        if (!save.empty())
+          for (std::int64_t B : kBatches)
+            model(B).save(fmt::format("{}/spectral_autoencoder_{}.json", save, B));
         for (std::int64_t B : kBatches) status |= run_case(e, B);
         return status;
       });

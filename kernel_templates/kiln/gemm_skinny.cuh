@@ -40,6 +40,8 @@ __global__ void __launch_bounds__(256)
     if constexpr (NContiguous) {
       // Lanes along the columns (two each), warps along K.
       float acc[MR][2] = {};
+      // Unrolled so that a warp has many loads in flight: few warps run, each bound by latency.
+#pragma unroll 8
       for (int k = k0 + warp; k < k1; k += kWarps) {
         float bv[2];
 #pragma unroll
@@ -64,6 +66,7 @@ __global__ void __launch_bounds__(256)
         const int n = n0 + c;
         float acc[MR] = {};
         if (n < N)
+#pragma unroll 8
           for (int k = k0 + lane; k < k1; k += 32) {
             const float bv = to_float(B[k * rb + n * cb]);
 #pragma unroll
