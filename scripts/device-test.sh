@@ -9,7 +9,7 @@
 #   and its memcheck sample; tune: `kiln tune` over the benchmark's row grid (the bench after
 #   it then runs with those records and also untuned); bench ~150 s; dynamic: kiln_bench_dynamic
 #   (softmax and layer_norm over 200 dynamic row lengths, bucket kernels against per-length ones);
-#   APP one of diffusion|gfn|rusty_ops|gaussian_field: the seed app beside PyTorch (bench/APP.py;
+#   APP one of diffusion|gfn|rusty_ops|gaussian_field|spectral_autoencoder: the seed app beside PyTorch (bench/APP.py;
 #   not part of all).
 # Env: FUZZ_SEEDS=A:B FUZZ_TIMEOUT=s FUZZ_SANITIZE=A:B (see below).
 # The image lacks xxhash.h: carry it in .deps/include (see README, "GPU machine").
@@ -172,7 +172,7 @@ timeout 300 $bin/kiln_bench_dynamic >"$OUT/bench-dynamic.log" 2>&1 || status=1
 tail -n 3 "$OUT/bench-dynamic.log"
 fi
 
-for app in diffusion gfn rusty_ops gaussian_field; do
+for app in diffusion gfn rusty_ops gaussian_field spectral_autoencoder; do
   [[ "$modes" == *" $app "* ]] || continue
   step "seed app $app beside PyTorch (bench/$app.py)"
   PYTHONUNBUFFERED=1 timeout 400 python3 bench/$app.py --bin $bin >"$OUT/app-$app.log" 2>&1 || status=1

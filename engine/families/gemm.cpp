@@ -79,14 +79,18 @@ GemmTunables default_gemm_tunables(std::int64_t m, std::int64_t n, std::int64_t 
   GemmTunables t;
   t.bm = m <= 64 ? 64 : 128;
   t.bn = n <= 64 || m <= 64 ? 64 : 128;
+  auto blocks_of = [&](const GemmTunables& x) {
+    return (m + x.bm - 1) / x.bm * ((n + x.bn - 1) / x.bn) * batches;
+  };
+  if (blocks_of(t) * 2 <= kSms) t.bm = t.bn = 64;  // too few tiles: smaller ones first
   t.warps_m = t.bm == 64 && t.bn == 64 ? 2 : t.bm / 64;
   t.warps_n = t.bm == 64 && t.bn == 64 ? 2 : t.bn / 32;
   t.stages = 3;
   t.split = 1;
-  const std::int64_t blocks = (m + t.bm - 1) / t.bm * ((n + t.bn - 1) / t.bn) * batches;
+  const std::int64_t blocks = blocks_of(t);
   const std::int64_t ktiles = (k + 31) / 32;  // at the smaller depth of a stage
   if (clusters)
-    while (t.split < 8 && blocks * t.split * 2 <= kSms && ktiles >= 8 * t.split) t.split *= 2;
+    while (t.split < 8 && blocks * t.split * 2 <= kSms && ktiles >= 4 * t.split) t.split *= 2;
   return t;
 }
 
@@ -101,8 +105,10 @@ std::string reject_gemm_tunables(const GemmTunables& t, int max_shared, bool clu
   if (t.warps_m < 1 || t.warps_n < 1 || t.bm % (16 * t.warps_m) || t.bn % (16 * t.warps_n))
     return fmt::format("{}x{} warps on a {}x{} tile: each warp's share a multiple of 16", t.warps_m,
                        t.warps_n, t.bm, t.bn);
-  if (t.warps_m * t.warps_n > 16)
-    return fmt::format("{} warps: at most 16 per block", t.warps_m * t.warps_n);
+  if (t.bn / t.warps_n > 64)  // B's fragments of wider warp tiles spill on sm_80
+    return fmt::format("a warp's tile {} columns wide: at most 64", t.bn / t.warps_n);
+  if (t.warps_m * t.warps_n > 8)  // 16 warps leave ptxas 64 registers a thread: it spills
+    return fmt::format("{} warps: at most 8 per block", t.warps_m * t.warps_n);
   const int accumulators = t.bm / t.warps_m * (t.bn / t.warps_n) / 32;
   if (accumulators > 128)
     return fmt::format("{} accumulators per thread: at most 128 (more warps or a smaller tile)",

@@ -139,6 +139,23 @@ __device__ __forceinline__ float smem_f32(const char* tile, int off) {
   return *reinterpret_cast<const float*>(tile + off);
 }
 
+/// The index along each batch dim of batch `b` (the last dim the fastest); no 64-bit division
+/// for a single batch.
+template <int P, int S>
+__device__ __forceinline__ void batch_index(const Args<P, S>& args, long long b,
+                                            long long (&bi)[kBatchDims]) {
+  if (args.batches == 1) {
+#pragma unroll
+    for (int d = 0; d < kBatchDims; ++d) bi[d] = 0;
+    return;
+  }
+#pragma unroll
+  for (int d = kBatchDims - 1; d >= 0; --d) {
+    bi[d] = b % args.batch_ext[d];
+    b /= args.batch_ext[d];
+  }
+}
+
 /// Where slot `slot`'s batch `bi` starts, in elements.
 template <int P, int S>
 __device__ __forceinline__ long long batch_offset(const Args<P, S>& args, int slot,

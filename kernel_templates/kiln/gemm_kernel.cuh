@@ -66,12 +66,7 @@ __global__ void __launch_bounds__(WM* WN * 32)
 
   for (long long b = blockIdx.y; b < args.batches; b += gridDim.y) {
     long long bi[kBatchDims];
-    long long rest = b;
-#pragma unroll
-    for (int d = kBatchDims - 1; d >= 0; --d) {
-      bi[d] = rest % args.batch_ext[d];
-      rest /= args.batch_ext[d];
-    }
+    batch_index(args, b, bi);
     const T* A = static_cast<const T*>(args.p[kA]) + batch_offset(args, kA, bi);
     const T* B = static_cast<const T*>(args.p[kB]) + batch_offset(args, kB, bi);
     auto load = [&](int kt) {
