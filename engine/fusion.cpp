@@ -13,28 +13,22 @@ namespace {
 
 using codegen::Ref;
 
-bool is_row(const Graph& g, int id) {
+// Whether node `id` is an op of fusion class `c`.
+bool fuses_as(const Graph& g, int id, ops::FusionClass c) {
   const auto& n = g.node(id);
-  return n.op != "input" && op_def(g, n.op).fusion == ops::FusionClass::row;
+  return n.op != "input" && op_def(g, n.op).fusion == c;
 }
+
+bool is_row(const Graph& g, int id) { return fuses_as(g, id, ops::FusionClass::row); }
 
 // A user template's node: a kernel of its own, reading and writing memory only.
-bool is_kernel(const Graph& g, int id) {
-  const auto& n = g.node(id);
-  return n.op != "input" && op_def(g, n.op).fusion == ops::FusionClass::kernel;
-}
+bool is_kernel(const Graph& g, int id) { return fuses_as(g, id, ops::FusionClass::kernel); }
 
 // A matrix product: a kernel of its own that reads its operands from memory.
-bool is_gemm(const Graph& g, int id) {
-  const auto& n = g.node(id);
-  return n.op != "input" && op_def(g, n.op).fusion == ops::FusionClass::gemm;
-}
+bool is_gemm(const Graph& g, int id) { return fuses_as(g, id, ops::FusionClass::gemm); }
 
 // A view (reshape): its operand's memory under another shape, or a copy of it.
-bool is_view(const Graph& g, int id) {
-  const auto& n = g.node(id);
-  return n.op != "input" && op_def(g, n.op).fusion == ops::FusionClass::view;
-}
+bool is_view(const Graph& g, int id) { return fuses_as(g, id, ops::FusionClass::view); }
 
 // A node read from memory by what uses it: a row op, a matrix product, a user template's node
 // (each a kernel of its own) or a view.
@@ -170,37 +164,23 @@ FusedGroup row_group(const Graph& g, int id, const std::set<int>& stop) {
   return grp;
 }
 
-// A matrix product as its own kernel: it reads its operands (a, b; linear's x, w) and bias
-// from memory.
-FusedGroup gemm_group(const Graph& g, int id) {
-  FusedGroup grp;
-  grp.anchor = &op_def(g, g.node(id).op);
-  grp.anchor_node = id;
-  grp.outputs = {id};
-  const std::vector<int> args = tensor_args(g, id);
-  grp.inputs.assign(args.begin(), args.begin() + 2);
-  grp.extras.assign(args.begin() + 2, args.end());
-  return grp;
-}
-
-// A view's copy: a kernel reading its operand and writing the view's value.
-FusedGroup view_group(const Graph& g, int id) {
-  FusedGroup grp;
-  grp.anchor = &op_def(g, g.node(id).op);
-  grp.anchor_node = id;
-  grp.outputs = {id};
-  grp.inputs = tensor_args(g, id);
-  return grp;
-}
-
-// A user template's node as its own kernel: it reads its tensor arguments (in order, each
-// materialized) and writes its result.
+// A node as a kernel of its own (a user template's node, a view's copy): it reads its tensor
+// arguments (in order, each materialized) and writes its result.
 FusedGroup kernel_group(const Graph& g, int id) {
   FusedGroup grp;
   grp.anchor = &op_def(g, g.node(id).op);
   grp.anchor_node = id;
   grp.outputs = {id};
   grp.inputs = tensor_args(g, id);
+  return grp;
+}
+
+// A matrix product as its own kernel: it reads its operands (a, b; linear's x, w) and bias
+// (an extra) from memory.
+FusedGroup gemm_group(const Graph& g, int id) {
+  FusedGroup grp = kernel_group(g, id);
+  grp.extras.assign(grp.inputs.begin() + 2, grp.inputs.end());
+  grp.inputs.resize(2);
   return grp;
 }
 
@@ -260,7 +240,7 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
       } else if (is_gemm(g, id)) {
         groups.push_back(gemm_group(g, id));
       } else if (is_view(g, id)) {
-        if (view_copies(g, id)) groups.push_back(view_group(g, id));
+        if (view_copies(g, id)) groups.push_back(kernel_group(g, id));
       } else if (is_kernel(g, id)) {
         groups.push_back(kernel_group(g, id));
       } else {
@@ -324,7 +304,7 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
       if (is_kernel(g, id) && depth[id] == level) groups.push_back(kernel_group(g, id));
     for (int id : needed)
       if (is_view(g, id) && depth[id] == level && view_copies(g, id))
-        groups.push_back(view_group(g, id));
+        groups.push_back(kernel_group(g, id));
     for (int id : rows) {
       FusedGroup grp = is_gemm(g, id) ? gemm_group(g, id) : row_group(g, id, {});
       if (auto it = epilogue_of.find(id); it != epilogue_of.end()) {

@@ -162,12 +162,7 @@ KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmT
   L.config.block = {unsigned(32 * t.warps_m * t.warps_n), 1, 1};
   L.config.shared = unsigned(shared_bytes(t));
   L.groups = L.config.empty() ? 0 : 1;
-  L.own_params = {gemm_args(p, k.epilogue_scalars)};
-  for (std::uint32_t i = 0; i < p.slots.size(); ++i) {
-    L.pointer_at.emplace_back(0, 8 * i);
-    L.pointers.push_back(p.slots[i].data);
-  }
-  L.scalars = k.epilogue_scalars;
+  set_gemm_params(L, p, k.epilogue_scalars);
   L.tunables = {{"bm", t.bm},
                 {"bn", t.bn},
                 {"warps_m", t.warps_m},

@@ -246,4 +246,15 @@ std::vector<unsigned char> gemm_args(const GemmProblem& p, const std::vector<flo
   return out;
 }
 
+void set_gemm_params(KernelLaunch& L, const GemmProblem& p, const std::vector<float>& scalars,
+                     std::size_t extra) {
+  L.own_params = {gemm_args(p, scalars)};
+  for (std::size_t i = 0; i < extra; ++i) L.own_params.emplace_back(128, 0);
+  for (std::uint32_t i = 0; i < p.slots.size(); ++i) {
+    L.pointer_at.emplace_back(0, 8 * i);
+    L.pointers.push_back(p.slots[i].data);
+  }
+  L.scalars = scalars;
+}
+
 }  // namespace kiln

@@ -42,6 +42,11 @@ GemmProblem gemm_problem(const GemmKernel& k, const std::string& stem);
 /// The kernel's parameter (gemm.cuh's Args<P, S>) for `p` with `scalars`.
 std::vector<unsigned char> gemm_args(const GemmProblem& p, const std::vector<float>& scalars);
 
+/// `L`'s parameters for `p`: the Args block (its first parameter; `extra` more of 128 bytes,
+/// the tensor maps), where each pointer sits in it, the pointers and `scalars`.
+void set_gemm_params(KernelLaunch& L, const GemmProblem& p, const std::vector<float>& scalars,
+                     std::size_t extra = 0);
+
 /// Whether the sm_90a path (gemm_sm90.cuh) computes `p` of `k`: sm_90a, f16 or bf16, A
 /// contiguous along K and B along K or N (16-byte aligned), no batch, nothing empty.
 bool wgmma_fits(const GemmKernel& k, const GemmProblem& p);

@@ -25,15 +25,16 @@ int default_split(const GemmProblem& p, bool clusters) {
 KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
                                GemmTunables t, bool clusters) {
   if (p.m > 8)
-    throw ArgumentError(fmt::format("{}: the skinny path takes at most 8 rows, M is {}", stem, p.m));
+    throw ArgumentError(
+        fmt::format("{}: the skinny path takes at most 8 rows, M is {}", stem, p.m));
   if (t.bm || t.bn || t.warps_m || t.warps_n || t.stages || t.wgmma == 1)
     throw ArgumentError(fmt::format("{}: the skinny path's only tunable is split", stem));
   if (!t.split) t.split = default_split(p, clusters);
   if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8)
     throw ArgumentError(fmt::format("{}: a split of {}: 1, 2, 4 or 8", stem, t.split));
   if (t.split > 1 && !clusters)
-    throw ArgumentError(fmt::format("{}: a split of {} needs thread-block clusters (sm_90 and later)",
-                                    stem, t.split));
+    throw ArgumentError(fmt::format(
+        "{}: a split of {} needs thread-block clusters (sm_90 and later)", stem, t.split));
   const int rows = p.m <= 1 ? 1 : p.m <= 2 ? 2 : p.m <= 4 ? 4 : 8;
   const bool n_contiguous = p.slots[p.outputs + 1].col == 1;
   const DType dtype = k.a.dtype;
@@ -44,21 +45,16 @@ KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const 
       {std::string(device_type_of(dtype)), "kiln_epilogue", k.bias ? "true" : "false",
        std::to_string(rows), std::to_string(t.split), n_contiguous ? "true" : "false"});
   L.spec.options = codegen::builtin_options();
-  L.spec.name = fmt::format("{}__rows{}{}_{}{}", stem, rows,
-                            t.split > 1 ? fmt::format("k{}", t.split) : "", n_contiguous ? 'n' : 'k',
-                            k.bias ? "_bias" : "");
+  L.spec.name =
+      fmt::format("{}__rows{}{}_{}{}", stem, rows, t.split > 1 ? fmt::format("k{}", t.split) : "",
+                  n_contiguous ? 'n' : 'k', k.bias ? "_bias" : "");
   const bool empty = p.m == 0 || p.n == 0 || p.batches == 0;
   L.config.grid = {empty ? 0u : unsigned((p.n + kColumns - 1) / kColumns),
                    unsigned(std::min<std::int64_t>(p.batches, 65535)), unsigned(t.split)};
   L.config.block = {256, 1, 1};
   L.config.cluster = {1, 1, unsigned(t.split)};
   L.groups = L.config.empty() ? 0 : 1;
-  L.own_params = {gemm_args(p, k.epilogue_scalars)};
-  for (std::uint32_t i = 0; i < p.slots.size(); ++i) {
-    L.pointer_at.emplace_back(0, 8 * i);
-    L.pointers.push_back(p.slots[i].data);
-  }
-  L.scalars = k.epilogue_scalars;
+  set_gemm_params(L, p, k.epilogue_scalars);
   L.tunables = {{"skinny", 1}};
   if (clusters) L.tunables["split"] = t.split;
   return L;

@@ -78,12 +78,7 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const s
   L.config.block = {kThreads, 1, 1};
   L.config.shared = unsigned(shared_bytes(t));
   L.groups = 1;
-  L.own_params = {gemm_args(p, k.epilogue_scalars), std::vector<unsigned char>(128, 0),
-                  std::vector<unsigned char>(128, 0)};
-  for (std::uint32_t i = 0; i < p.slots.size(); ++i) {
-    L.pointer_at.emplace_back(0, 8 * i);
-    L.pointers.push_back(p.slots[i].data);
-  }
+  set_gemm_params(L, p, k.epilogue_scalars, 2);
   const TensorView va = rows_view(a.data, p.m, p.k, a.row, dtype);
   const TensorView vb =
       trans ? rows_view(b.data, p.k, p.n, b.row, dtype) : rows_view(b.data, p.n, p.k, b.col, dtype);
@@ -94,7 +89,6 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const s
                     runtime::describe_tensor_map(va, {kRows, kDepth}, 128, stem + ": a's map")});
   L.maps.push_back({2, std::uint32_t(p.outputs + 1),
                     runtime::describe_tensor_map(vb, box_b, 128, stem + ": b's map")});
-  L.scalars = k.epilogue_scalars;
   L.tunables = {{"bn", t.bn}, {"stages", t.stages}, {"wgmma", 1}};
   return L;
 }

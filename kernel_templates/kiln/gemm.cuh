@@ -193,6 +193,36 @@ __device__ __forceinline__ void write_outputs(const float* y, const Args<P, S>& 
   }
 }
 
+/// The epilogue at row r, column c of batch `bi` from the product v: v plus the bias (if Bias,
+/// slot NO + 2), the epilogue's inputs (slots from NO + 2 + Bias), Epi, the outputs.
+template <class T, class Epi, bool Bias, int P, int S>
+__device__ __forceinline__ void epilogue_at(const Args<P, S>& args,
+                                            const long long (&bi)[kBatchDims], long long r,
+                                            long long c, float v) {
+  constexpr int NO = Epi::Outputs::size, NE = Epi::Inputs::size;
+  float x[NE + 1], y[NO];
+  read_inputs<typename Epi::Inputs, 0>(x, args, NO + 2 + (Bias ? 1 : 0), bi, r, c);
+  if constexpr (Bias) v += to_float(static_cast<const T*>(args.p[NO + 2])[c * args.col[NO + 2]]);
+  x[NE] = v;
+  Epi::apply(x, args.s, y);
+  write_outputs<typename Epi::Outputs, 0>(y, args, bi, r, c);
+}
+
+/// Every thread of the block (Split 1) or of its cluster waits for the others, `Release`-ing
+/// its shared-memory writes to the cluster's blocks.
+template <int Split, bool Release>
+__device__ __forceinline__ void split_barrier() {
+  if constexpr (Split == 1) {
+    __syncthreads();
+  } else {
+    if constexpr (Release)
+      cluster_arrive_release();
+    else
+      cluster_arrive();
+    cluster_wait();
+  }
+}
+
 /// One warp's products over one stage: MI x NI accumulator tiles of 16 x 8.
 template <class T, class OpA, class OpB, int ALayout, int BLayout, int BK, int MI, int NI,
           bool Exact>

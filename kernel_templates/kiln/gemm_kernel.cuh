@@ -36,7 +36,7 @@ template <class T, class Epi, bool Bias, int BM, int BN, int BK, int WM, int WN,
           int ALayout, int BLayout, bool Exact, int Split>
 __global__ void __launch_bounds__(WM* WN * 32)
     gemm(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args) {
-  constexpr int NO = Epi::Outputs::size, NE = Epi::Inputs::size;
+  constexpr int NO = Epi::Outputs::size;
   constexpr int kThreads = WM * WN * 32;
   constexpr int WTM = BM / WM, WTN = BN / WN;
   constexpr int MI = WTM / 16, NI = WTN / 8;
@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(WM* WN * 32)
   using OpB = OperandTile<T, BN, BK, BLayout>;
   constexpr int kStage = OpA::bytes + OpB::bytes;
   constexpr int kLd = BN + 8;  // the accumulator tile's row, in floats (padded: no bank conflicts)
-  constexpr int kA = NO, kB = NO + 1, kBias = NO + 2, kIn = NO + 2 + (Bias ? 1 : 0);
+  constexpr int kA = NO, kB = NO + 1;
   extern __shared__ __align__(128) char smem[];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -111,34 +111,16 @@ __global__ void __launch_bounds__(WM* WN * 32)
           *reinterpret_cast<float2*>(tile + (wm0 + mi * 16 + g + h * 8) * kLd + wn0 + ni * 8 +
                                      2 * t) =
               make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
-    if constexpr (Split > 1) {
-      cluster_arrive_release();
-      cluster_wait();
-    } else {
-      __syncthreads();
-    }
+    split_barrier<Split, true>();
     // The epilogue, a thread per column of a row at a time: loads and stores along rows coalesce.
     const int rows = M - m0 < BM ? M - m0 : BM, cols = N - n0 < BN ? N - n0 : BN;
 #pragma unroll 1
     for (int e = tid; e < BM / Split * BN; e += kThreads) {
       const int r = r0 + e / BN, c = e % BN;
       if (r >= rows || c >= cols) continue;
-      float x[NE + 1], y[NO];
-      read_inputs<typename Epi::Inputs, 0>(x, args, kIn, bi, m0 + r, n0 + c);
-      float v = tile_sum<Split>(tile, r * kLd + c);
-      if constexpr (Bias)
-        v += to_float(static_cast<const T*>(args.p[kBias])[(n0 + c) * args.col[kBias]]);
-      x[NE] = v;
-      Epi::apply(x, args.s, y);
-      write_outputs<typename Epi::Outputs, 0>(y, args, bi, m0 + r, n0 + c);
+      epilogue_at<T, Epi, Bias>(args, bi, m0 + r, n0 + c, tile_sum<Split>(tile, r * kLd + c));
     }
-    // The tile is read (by the cluster's blocks) before the next batch's loads overwrite it.
-    if constexpr (Split > 1) {
-      cluster_arrive();
-      cluster_wait();
-    } else {
-      __syncthreads();
-    }
+    split_barrier<Split, false>();  // the tile is read before the next batch overwrites it
   }
 }
 

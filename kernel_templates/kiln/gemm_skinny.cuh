@@ -15,8 +15,7 @@ namespace kiln::gemm {
 template <class T, class Epi, bool Bias, int MR, int Split, bool NContiguous>
 __global__ void __launch_bounds__(256)
     gemm_skinny(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args) {
-  constexpr int BN = 64, kWarps = 8, NO = Epi::Outputs::size, NE = Epi::Inputs::size;
-  constexpr int kA = NO, kB = NO + 1, kBias = NO + 2, kIn = NO + 2 + (Bias ? 1 : 0);
+  constexpr int BN = 64, kWarps = 8, kA = Epi::Outputs::size, kB = kA + 1;
   static_assert(MR >= 1 && MR <= 8, "at most 8 rows");
   __shared__ float part[kWarps][MR][BN];
   __shared__ float tile[MR][BN];
@@ -85,33 +84,16 @@ __global__ void __launch_bounds__(256)
         for (int w = 1; w < kWarps; ++w) v += part[w][m][c];
       tile[m][c] = v;
     }
-    if constexpr (Split > 1) {
-      cluster_arrive_release();
-      cluster_wait();
-    } else {
-      __syncthreads();
-    }
+    split_barrier<Split, true>();
     // This block's share of the columns, summed over the cluster in rank order.
     constexpr int kShare = BN / Split;
     const int c0 = Split > 1 ? int(blockIdx.z) * kShare : 0;
     for (int e = threadIdx.x; e < MR * kShare; e += 256) {
       const int m = e / kShare, c = c0 + e % kShare;
       if (m >= M || n0 + c >= N) continue;
-      float x[NE + 1], y[NO];
-      read_inputs<typename Epi::Inputs, 0>(x, args, kIn, bi, m, n0 + c);
-      float v = tile_sum<Split>(&tile[0][0], m * BN + c);
-      if constexpr (Bias)
-        v += to_float(static_cast<const T*>(args.p[kBias])[(n0 + c) * args.col[kBias]]);
-      x[NE] = v;
-      Epi::apply(x, args.s, y);
-      write_outputs<typename Epi::Outputs, 0>(y, args, bi, m, n0 + c);
+      epilogue_at<T, Epi, Bias>(args, bi, m, n0 + c, tile_sum<Split>(&tile[0][0], m * BN + c));
     }
-    if constexpr (Split > 1) {
-      cluster_arrive();
-      cluster_wait();
-    } else {
-      __syncthreads();
-    }
+    split_barrier<Split, false>();
   }
 }
 

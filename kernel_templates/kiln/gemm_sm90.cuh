@@ -23,8 +23,6 @@ __global__ void __launch_bounds__(384, 1)
               const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int BM = 128, BK = 64, kThreads = 384;
-  constexpr int NO = Epi::Outputs::size, NE = Epi::Inputs::size;
-  constexpr int kBias = NO + 2, kIn = NO + 2 + (Bias ? 1 : 0);
   constexpr int kTileA = BM * BK * 2, kTileB = BN * BK * 2, kStage = kTileA + kTileB;
   constexpr int kLd = BN + 8;
   static_assert(BN == 128 || BN == 256, "BN 128 or 256");
@@ -109,14 +107,7 @@ __global__ void __launch_bounds__(384, 1)
   for (int e = tid; e < BM * BN; e += kThreads) {
     const int r = e / BN, col = e % BN;
     if (r >= rows || col >= cols) continue;
-    float x[NE + 1], y[NO];
-    read_inputs<typename Epi::Inputs, 0>(x, args, kIn, bi, m0 + r, n0 + col);
-    float v = tile[r * kLd + col];
-    if constexpr (Bias)
-      v += to_float(static_cast<const T*>(args.p[kBias])[(n0 + col) * args.col[kBias]]);
-    x[NE] = v;
-    Epi::apply(x, args.s, y);
-    write_outputs<typename Epi::Outputs, 0>(y, args, bi, m0 + r, n0 + col);
+    epilogue_at<T, Epi, Bias>(args, bi, m0 + r, n0 + col, tile[r * kLd + col]);
   }
 #endif
 }

@@ -39,82 +39,45 @@ struct Wgmma;
   KILN_WGMMA_D8(i), KILN_WGMMA_D8(i + 8), KILN_WGMMA_D8(i + 16), KILN_WGMMA_D8(i + 24), \
       KILN_WGMMA_D8(i + 32), KILN_WGMMA_D8(i + 40), KILN_WGMMA_D8(i + 48), KILN_WGMMA_D8(i + 56)
 
-template <>
-struct Wgmma<half, 128> {
-  template <int TransB>
-  __device__ __forceinline__ static void run(float (&d)[64], unsigned long long a,
-                                             unsigned long long b, int accumulate) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
-        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
-        "46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
-        "%64, %65, p, 1, 1, 0, %67;\n}\n"
-        : KILN_WGMMA_D64(0)
-        : "l"(a), "l"(b), "r"(accumulate), "n"(TransB));
-  }
-};
+// The accumulators' operand lists of m64n128 (64 floats) and m64n256 (128).
+#define KILN_WGMMA_R64                                                                             \
+  "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25," \
+  "%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%"  \
+  "49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+#define KILN_WGMMA_R128                                                                            \
+  "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25," \
+  "%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%"  \
+  "49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%"   \
+  "72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%"   \
+  "95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114," \
+  "%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
 
-template <>
-struct Wgmma<bf16, 128> {
-  template <int TransB>
-  __device__ __forceinline__ static void run(float (&d)[64], unsigned long long a,
-                                             unsigned long long b, int accumulate) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
-        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
-        "46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
-        "%64, %65, p, 1, 1, 0, %67;\n}\n"
-        : KILN_WGMMA_D64(0)
-        : "l"(a), "l"(b), "r"(accumulate), "n"(TransB));
-  }
-};
+// Wgmma<T, N>: REGS the accumulators' operands, A B SCALE TRANS the other operands' numbers.
+#define KILN_WGMMA(T, PTX, N, R, REGS, A, B, SCALE, TRANS, ...)                                    \
+  template <>                                                                                      \
+  struct Wgmma<T, N> {                                                                             \
+    template <int TransB>                                                                          \
+    __device__ __forceinline__ static void run(float (&d)[R], unsigned long long a,                \
+                                               unsigned long long b, int accumulate) {             \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE                                       \
+                   ", 0;\n"                                                                        \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX "." PTX " {" REGS "}, " A \
+                   ", " B ", p, 1, 1, 0, " TRANS ";\n}\n"                                          \
+                   : __VA_ARGS__                                                                   \
+                   : "l"(a), "l"(b), "r"(accumulate), "n"(TransB));                                \
+    }                                                                                              \
+  };
 
-template <>
-struct Wgmma<half, 256> {
-  template <int TransB>
-  __device__ __forceinline__ static void run(float (&d)[128], unsigned long long a,
-                                             unsigned long long b, int accumulate) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
-        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
-        "46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%"
-        "68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%"
-        "90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%"
-        "110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127},"
-        " "
-        "%128, %129, p, 1, 1, 0, %131;\n}\n"
-        : KILN_WGMMA_D64(0), KILN_WGMMA_D64(64)
-        : "l"(a), "l"(b), "r"(accumulate), "n"(TransB));
-  }
-};
+KILN_WGMMA(half, "f16", 128, 64, KILN_WGMMA_R64, "%64", "%65", "%66", "%67", KILN_WGMMA_D64(0))
+KILN_WGMMA(bf16, "bf16", 128, 64, KILN_WGMMA_R64, "%64", "%65", "%66", "%67", KILN_WGMMA_D64(0))
+KILN_WGMMA(half, "f16", 256, 128, KILN_WGMMA_R128, "%128", "%129", "%130", "%131",
+           KILN_WGMMA_D64(0), KILN_WGMMA_D64(64))
+KILN_WGMMA(bf16, "bf16", 256, 128, KILN_WGMMA_R128, "%128", "%129", "%130", "%131",
+           KILN_WGMMA_D64(0), KILN_WGMMA_D64(64))
 
-template <>
-struct Wgmma<bf16, 256> {
-  template <int TransB>
-  __device__ __forceinline__ static void run(float (&d)[128], unsigned long long a,
-                                             unsigned long long b, int accumulate) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
-        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
-        "46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%"
-        "68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%"
-        "90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%"
-        "110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127},"
-        " "
-        "%128, %129, p, 1, 1, 0, %131;\n}\n"
-        : KILN_WGMMA_D64(0), KILN_WGMMA_D64(64)
-        : "l"(a), "l"(b), "r"(accumulate), "n"(TransB));
-  }
-};
-
+#undef KILN_WGMMA
+#undef KILN_WGMMA_R128
+#undef KILN_WGMMA_R64
 #undef KILN_WGMMA_D64
 #undef KILN_WGMMA_D8
 
