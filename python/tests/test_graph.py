@@ -100,3 +100,16 @@ def test_an_online_engine_without_a_gpu_says_how_to_compile_offline():
         pytest.skip("a GPU is present")
     with pytest.raises(kiln.CudaError, match="offline"):
         kiln.Engine()
+
+
+def test_products_and_reshape_plan_as_the_cpp_library_does():
+    g = kiln.Graph()
+    x = g.input("x", [5, 4, 24], "bf16")
+    h = kiln.gelu(kiln.linear(x, g.input("w", [16, 24], "bf16"), g.input("b", [16], "bf16")))
+    z = kiln.matmul(kiln.reshape(h, shape=[5, -1]), g.input("basis", [64, 12], "bf16"))
+    g.output(kiln.relu(z), "y")
+    kernels = kiln.Plan(g).kernels()
+    assert [len(k["ops"]) for k in kernels] == [2, 2]  # linear+gelu, matmul+relu; the view shares
+    assert '"shape": [5, -1]' in g.to_json() or '"shape":[5,-1]' in g.to_json()
+    with pytest.raises(kiln.ShapeError, match="inner dims 24 != 23"):
+        kiln.linear(x, g.input("w2", [16, 23], "bf16"))
