@@ -32,12 +32,16 @@ char layout_letter(GemmLayout l) {
   return 's';
 }
 
+// The default warps of a bm x bn tile: warp tiles of 64 x 32, or 32 x 32 on 64 x 64.
+int default_warps_m(const GemmTunables& t) { return t.bm == 64 && t.bn == 64 ? 2 : t.bm / 64; }
+int default_warps_n(const GemmTunables& t) { return t.bm == 64 && t.bn == 64 ? 2 : t.bn / 32; }
+
 GemmTunables resolved(GemmTunables t, const GemmProblem& p, bool clusters) {
   const GemmTunables d = default_gemm_tunables(p.m, p.n, p.k, p.batches, clusters);
   if (!t.bm) t.bm = d.bm;
   if (!t.bn) t.bn = d.bn;
-  if (!t.warps_m) t.warps_m = t.bm == 64 && t.bn == 64 ? 2 : t.bm / 64;
-  if (!t.warps_n) t.warps_n = t.bm == 64 && t.bn == 64 ? 2 : t.bn / 32;
+  if (!t.warps_m) t.warps_m = default_warps_m(t);
+  if (!t.warps_n) t.warps_n = default_warps_n(t);
   if (!t.stages) t.stages = d.stages;
   if (!t.split) t.split = t.bm == d.bm && t.bn == d.bn ? d.split : 1;
   return t;
@@ -75,30 +79,34 @@ GemmTunables gemm_tunables(const Tunables& t, const std::string& stem) {
 
 GemmTunables default_gemm_tunables(std::int64_t m, std::int64_t n, std::int64_t k,
                                    std::int64_t batches, bool clusters) {
-  constexpr std::int64_t kSms = 132;  // an H100's; fewer tiles than half leave the GPU idle
   GemmTunables t;
   t.bm = m <= 64 ? 64 : 128;
   t.bn = n <= 64 || m <= 64 ? 64 : 128;
   auto blocks_of = [&](const GemmTunables& x) {
     return (m + x.bm - 1) / x.bm * ((n + x.bn - 1) / x.bn) * batches;
   };
-  if (blocks_of(t) * 2 <= kSms) t.bm = t.bn = 64;  // too few tiles: smaller ones first
-  t.warps_m = t.bm == 64 && t.bn == 64 ? 2 : t.bm / 64;
-  t.warps_n = t.bm == 64 && t.bn == 64 ? 2 : t.bn / 32;
+  if (blocks_of(t) * 2 <= kGemmSms) t.bm = t.bn = 64;  // too few tiles: smaller ones first
+  t.warps_m = default_warps_m(t);
+  t.warps_n = default_warps_n(t);
   t.stages = 3;
   t.split = 1;
   const std::int64_t blocks = blocks_of(t);
   const std::int64_t ktiles = (k + 31) / 32;  // at the smaller depth of a stage
   if (clusters)
-    while (t.split < 8 && blocks * t.split * 2 <= kSms && ktiles >= 4 * t.split) t.split *= 2;
+    while (t.split < 8 && blocks * t.split * 2 <= kGemmSms && ktiles >= 4 * t.split) t.split *= 2;
   return t;
 }
 
+std::string reject_split(int split, bool clusters) {
+  if (split != 1 && split != 2 && split != 4 && split != 8)
+    return fmt::format("a split of {}: 1, 2, 4 or 8", split);
+  if (split > 1 && !clusters)
+    return fmt::format("a split of {} needs thread-block clusters (sm_90 and later)", split);
+  return "";
+}
+
 std::string reject_gemm_tunables(const GemmTunables& t, int max_shared, bool clusters) {
-  if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8)
-    return fmt::format("a split of {}: 1, 2, 4 or 8", t.split);
-  if (t.split > 1 && !clusters)
-    return fmt::format("a split of {} needs thread-block clusters (sm_90 and later)", t.split);
+  if (std::string why = reject_split(t.split, clusters); !why.empty()) return why;
   for (int tile : {t.bm, t.bn})
     if (tile != 64 && tile != 128 && tile != 256)
       return fmt::format("a tile of {}x{}: each side 64, 128 or 256", t.bm, t.bn);

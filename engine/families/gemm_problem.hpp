@@ -12,6 +12,9 @@
 namespace kiln {
 
 constexpr std::size_t kGemmBatchDims = 4;  ///< gemm.cuh's kBatchDims
+/// The SMs the default tiles and splits plan for (an H100's): fewer blocks than this leave the
+/// GPU partly idle.
+constexpr std::int64_t kGemmSms = 132;
 
 /// One pointer of the kernel and its strides in elements.
 struct GemmSlot {
@@ -46,6 +49,10 @@ std::vector<unsigned char> gemm_args(const GemmProblem& p, const std::vector<flo
 /// the tensor maps), where each pointer sits in it, the pointers and `scalars`.
 void set_gemm_params(KernelLaunch& L, const GemmProblem& p, const std::vector<float>& scalars,
                      std::size_t extra = 0);
+
+/// Why `split` blocks of a cluster cannot split K ("" if they can); `clusters`: whether the
+/// target runs thread-block clusters.
+std::string reject_split(int split, bool clusters);
 
 /// Whether the sm_90a path (gemm_sm90.cuh) computes `p` of `k`: sm_90a, f16 or bf16, A
 /// contiguous along K and B along K or N (16-byte aligned), no batch, nothing empty.

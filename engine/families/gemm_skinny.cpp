@@ -9,13 +9,13 @@
 namespace kiln {
 namespace {
 
-constexpr std::int64_t kColumns = 64, kSms = 132;
+constexpr std::int64_t kColumns = 64;
 
 // The default split: K in ranges of 512 or more, while the blocks fill at most two per SM.
 int default_split(const GemmProblem& p, bool clusters) {
   const std::int64_t blocks = (p.n + kColumns - 1) / kColumns * p.batches;
   int split = 1;
-  while (clusters && split < 8 && p.k / (2 * split) >= 512 && blocks * split * 2 <= 2 * kSms)
+  while (clusters && split < 8 && p.k / (2 * split) >= 512 && blocks * split <= kGemmSms)
     split *= 2;
   return split;
 }
@@ -30,11 +30,8 @@ KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const 
   if (t.bm || t.bn || t.warps_m || t.warps_n || t.stages || t.wgmma == 1)
     throw ArgumentError(fmt::format("{}: the skinny path's only tunable is split", stem));
   if (!t.split) t.split = default_split(p, clusters);
-  if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8)
-    throw ArgumentError(fmt::format("{}: a split of {}: 1, 2, 4 or 8", stem, t.split));
-  if (t.split > 1 && !clusters)
-    throw ArgumentError(fmt::format(
-        "{}: a split of {} needs thread-block clusters (sm_90 and later)", stem, t.split));
+  if (std::string why = reject_split(t.split, clusters); !why.empty())
+    throw ArgumentError(fmt::format("{}: {}", stem, why));
   const int rows = p.m <= 1 ? 1 : p.m <= 2 ? 2 : p.m <= 4 ? 4 : 8;
   const bool n_contiguous = p.slots[p.outputs + 1].col == 1;
   const DType dtype = k.a.dtype;

@@ -12,9 +12,7 @@
 #include "tests/support.hpp"
 
 namespace kiln::test {
-namespace {
 
-// Offset into `src` (right-aligned broadcast) of element i of `shape`.
 std::int64_t broadcast_offset(std::int64_t i, const Shape& shape, const Shape& src) {
   std::int64_t off = 0, stride = 1;
   const std::size_t lead = shape.size() - src.size();
@@ -27,6 +25,8 @@ std::int64_t broadcast_offset(std::int64_t i, const Shape& shape, const Shape& s
   }
   return off;
 }
+
+namespace {
 
 // A row op's input as [outer, C, inner]: C along the op's axis (every element for all_axes).
 struct RowView {

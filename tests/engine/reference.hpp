@@ -10,6 +10,9 @@
 
 namespace kiln::test {
 
+/// Offset into `src` (right-aligned broadcast) of element i of `shape` (row-major).
+std::int64_t broadcast_offset(std::int64_t i, const Shape& shape, const Shape& src);
+
 /// A node's fp64 values (row-major over its shape) by node id.
 using ValueLookup = std::function<const std::vector<double>&(int)>;
 

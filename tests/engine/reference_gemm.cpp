@@ -7,21 +7,6 @@
 namespace kiln::test {
 namespace {
 
-// Offset of batch element i of `out` (a batch shape) in an operand of batch shape `in`
-// (right-aligned, broadcast), counted in matrices.
-std::int64_t batch_offset(std::int64_t i, const Shape& out, const Shape& in) {
-  std::int64_t off = 0, stride = 1;
-  for (std::size_t d = out.size(); d-- > 0;) {
-    const std::int64_t c = i % out[d];
-    i /= out[d];
-    const std::size_t lead = out.size() - in.size();
-    if (d < lead) continue;
-    if (in[d - lead] != 1) off += c * stride;
-    stride *= in[d - lead];
-  }
-  return off;
-}
-
 Shape batch_of(const Shape& s) {
   return Shape(s.begin(), s.end() - std::min<std::ptrdiff_t>(2, std::ptrdiff_t(s.size())));
 }
@@ -50,8 +35,8 @@ std::vector<double> gemm_reference(const Graph& g, int id, const ValueLookup& ar
   std::vector<double> out(std::size_t(batches * M * N));
   if (mag) mag->assign(out.size(), 0);
   for (std::int64_t bi = 0; bi < batches; ++bi) {
-    const double* A = a.data() + batch_offset(bi, obatch, abatch) * M * K;
-    const double* B = b.data() + batch_offset(bi, obatch, bbatch) * K * N;
+    const double* A = a.data() + broadcast_offset(bi, obatch, abatch) * M * K;
+    const double* B = b.data() + broadcast_offset(bi, obatch, bbatch) * K * N;
     for (std::int64_t m = 0; m < M; ++m)
       for (std::int64_t j = 0; j < N; ++j) {
         double s = bias ? bias[j] : 0, s_abs = bias ? std::fabs(bias[j]) : 0;
