@@ -158,6 +158,21 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("docs/graph-format.md's attribute table names every key the graph parser takes") {
+  const std::string parser = source("engine/graph.cpp"), text = source("docs/graph-format.md");
+  const std::size_t from = text.find("## Attributes");
+  REQUIRE(from != std::string::npos);
+  const std::string doc = text.substr(from, text.find("\n## ", from + 1) - from);
+  const std::regex key("k == \"([a-z0-9_]+)\"");
+  int keys = 0;
+  for (auto it = std::sregex_iterator(parser.begin(), parser.end(), key);
+       it != std::sregex_iterator(); ++it, ++keys) {
+    CAPTURE((*it)[1].str());
+    CHECK(doc.find("`" + (*it)[1].str() + "`") != std::string::npos);
+  }
+  CHECK(keys >= 8);
+}
+
 TEST_CASE(
     "docs/cache.md states the entry format version the code writes; links between the docs "
     "resolve") {
