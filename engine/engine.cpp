@@ -92,11 +92,20 @@ EngineImpl::~EngineImpl() {
 
 CUstream EngineImpl::stream() {
   require_device("a stream");
+  if (external_stream_) return *external_stream_;
   std::call_once(stream_once_, [&] {
     runtime::ContextGuard guard(*context);
     stream_ = runtime::make_stream();
   });
   return stream_.get();
+}
+
+void EngineImpl::set_stream(std::optional<CUstream> s) {
+  const CUstream before = stream();
+  if (s == external_stream_) return;
+  external_stream_ = s;
+  runtime::ContextGuard guard(*context);
+  runtime::join_streams(before, stream());
 }
 
 void EngineImpl::require_device(const char* what) const {
@@ -218,6 +227,7 @@ Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 
 bool Engine::has_device() const { return impl_->context != nullptr; }
+int Engine::device() const { return impl_->options.device; }
 const std::string& Engine::arch() const { return impl_->arch; }
 std::string Engine::device_name() const {
   return impl_->context ? impl_->context->info().name : "(offline)";
@@ -226,6 +236,13 @@ const std::string& Engine::cache_dir() const { return impl_->cache_dir; }
 CacheCounters Engine::counters() const { return impl_->cache->counters(); }
 const std::vector<KernelRecord>& Engine::kernels() const { return impl_->records; }
 void* Engine::stream() const { return impl_->stream(); }
+void Engine::set_stream(void* stream) { impl_->set_stream(static_cast<CUstream>(stream)); }
+void Engine::use_own_stream() { impl_->set_stream(std::nullopt); }
+void Engine::join(void* stream) {
+  const CUstream own = impl_->stream();  // CudaError offline
+  runtime::ContextGuard guard(*impl_->context);
+  runtime::join_streams(own, static_cast<CUstream>(stream));
+}
 
 Tensor Engine::empty(const Shape& shape, DType dtype) {
   impl_->require_device("allocating a tensor");

@@ -68,9 +68,11 @@ class EngineImpl {
   std::string arch;
   std::string cache_dir;
   std::shared_ptr<runtime::Context> context;  ///< null offline
-  /// The engine's stream, created at the first call (which waits for the context: an engine
-  /// compiles while the driver retains it).
+  /// The stream launches go to: the one set_stream gave, else the engine's own, created at the
+  /// first call (which waits for the context: an engine compiles while the driver retains it).
   CUstream stream();
+  /// Launches go to `s` (the engine's own when absent), after the work queued on the old one.
+  void set_stream(std::optional<CUstream> s);
   std::unique_ptr<cache::KernelCache> cache;
   std::unique_ptr<cache::ManifestRecorder> recorder;  ///< KILN_RECORD / EngineOptions::record
   std::vector<KernelRecord> records;
@@ -94,6 +96,7 @@ class EngineImpl {
   unsigned compile_threads_ = 1;
   std::once_flag stream_once_;
   runtime::StreamHandle stream_;
+  std::optional<CUstream> external_stream_;  ///< a caller's (set_stream), not owned
 };
 
 /// The engine behind an Engine (kiln's own code only: not in the public headers).

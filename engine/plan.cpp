@@ -56,6 +56,19 @@ void Plan::check(const std::map<std::string, TensorView>& inputs) const {
   Graph scratch;
   impl_->bind(inputs, scratch);
 }
+std::map<std::string, TensorView> Plan::outputs(
+    const std::map<std::string, TensorView>& inputs) const {
+  Graph scratch;
+  const Graph& bound = impl_->bind(inputs, scratch);
+  std::map<std::string, TensorView> out;
+  for (int o : bound.outputs()) {
+    TensorView& v = out[bound.node(o).name];
+    v.shape = bound.node(o).shape;
+    v.dtype = bound.node(o).dtype;
+  }
+  return out;
+}
+const Graph& Plan::graph() const { return impl_->graph; }
 Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 

@@ -1,22 +1,20 @@
-// kiln's Python module (_kiln; python/kiln/__init__.py adds a function per catalog op): graphs
-// and their values, plans, engines, offline compiles and kiln's error classes, over the C++
-// library, and users' templates compiled without a GPU. Tensors (DLPack) and runs on a GPU come
-// next (issue 26).
+// kiln's Python module (_kiln; python/kiln/__init__.py adds a function per catalog op and the
+// torch glue): graphs and their values, plans, engines, kiln's error classes, users' templates,
+// and runs on tensors by DLPack (dlpack.cpp, run.cpp), over the C++ library.
+#include "module.hpp"
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <kiln/kiln.hpp>
 #include <memory>
 
+#include "dlpack.hpp"
+#include "run.hpp"
+
 namespace py = pybind11;
 
-namespace {
-
-// A graph value and the graph it belongs to (Python may drop the Graph object first).
-struct PyValue {
-  std::shared_ptr<kiln::Graph> graph;
-  kiln::Value value;
-};
+namespace kiln::python {
 
 kiln::DType dtype_of(const py::handle& o) {
   if (py::isinstance<kiln::DType>(o)) return o.cast<kiln::DType>();
@@ -26,7 +24,6 @@ kiln::DType dtype_of(const py::handle& o) {
   return kiln::parse_dtype(o.cast<std::string>());
 }
 
-// Extents; None or "?" is a dynamic dim (-1).
 kiln::Shape shape_of(const py::sequence& dims) {
   kiln::Shape shape;
   for (const py::handle d : dims) {
@@ -39,6 +36,31 @@ kiln::Shape shape_of(const py::sequence& dims) {
   }
   return shape;
 }
+
+py::dict record_of(const kiln::KernelRecord& r) {
+  py::dict d;
+  d["name"] = r.name;
+  d["key"] = r.key;
+  d["source"] = r.source;
+  d["compile_ms"] = r.compile_ms;
+  d["registers"] = r.registers;
+  d["spill_bytes"] = r.spill_bytes;
+  return d;
+}
+
+}  // namespace kiln::python
+
+using kiln::python::dtype_of;
+using kiln::python::record_of;
+using kiln::python::shape_of;
+
+namespace {
+
+// A graph value and the graph it belongs to (Python may drop the Graph object first).
+struct PyValue {
+  std::shared_ptr<kiln::Graph> graph;
+  kiln::Value value;
+};
 
 kiln::GraphArg arg_of(const py::handle& h, std::shared_ptr<kiln::Graph>& graph) {
   if (py::isinstance<PyValue>(h)) {
@@ -97,17 +119,6 @@ PyValue apply(const std::string& op, const py::args& args, const py::kwargs& kw)
 
 PyValue binary(const std::string& op, const py::object& a, const py::object& b) {
   return apply(op, py::make_tuple(a, b), py::kwargs());
-}
-
-py::dict record_of(const kiln::KernelRecord& r) {
-  py::dict d;
-  d["name"] = r.name;
-  d["key"] = r.key;
-  d["source"] = r.source;
-  d["compile_ms"] = r.compile_ms;
-  d["registers"] = r.registers;
-  d["spill_bytes"] = r.spill_bytes;
-  return d;
 }
 
 void errors(py::module_& m) {
@@ -215,16 +226,30 @@ void engines(py::module_& m) {
       .value("bf16", kiln::DType::bf16)
       .value("bool", kiln::DType::boolean);
   py::class_<kiln::Engine>(m, "Engine", "A CUDA context, stream and kernel cache")
-      .def(py::init([](const std::string& arch, bool offline, const py::object& cache_dir) {
-             kiln::EngineOptions o;
-             o.arch = arch;
-             o.offline = offline;
-             if (!cache_dir.is_none()) o.cache_dir = cache_dir.cast<std::string>();
-             py::gil_scoped_release release;  // a device engine creates its context
-             return std::make_unique<kiln::Engine>(o);
-           }),
-           py::arg("arch") = "", py::arg("offline") = false, py::arg("cache_dir") = py::none())
+      .def(py::init(
+               [](int device, const std::string& arch, bool offline, const py::object& cache_dir) {
+                 kiln::EngineOptions o;
+                 o.device = device;
+                 o.arch = arch;
+                 o.offline = offline;
+                 if (!cache_dir.is_none()) o.cache_dir = cache_dir.cast<std::string>();
+                 py::gil_scoped_release release;  // a device engine creates its context
+                 return std::make_unique<kiln::Engine>(o);
+               }),
+           py::arg("device") = 0, py::arg("arch") = "", py::arg("offline") = false,
+           py::arg("cache_dir") = py::none())
       .def_property_readonly("arch", &kiln::Engine::arch)
+      .def_property_readonly("device", &kiln::Engine::device)
+      .def_property_readonly(
+          "stream",
+          [](const kiln::Engine& e) { return reinterpret_cast<std::intptr_t>(e.stream()); },
+          "the CUstream launches go to, as an integer")
+      .def(
+          "set_stream",
+          [](kiln::Engine& e, std::intptr_t s) { e.set_stream(reinterpret_cast<void*>(s)); },
+          py::arg("stream"), "launch on this CUstream (an integer handle) from now on")
+      .def("use_own_stream", &kiln::Engine::use_own_stream)
+      .def("synchronize", &kiln::Engine::synchronize, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("has_device", &kiln::Engine::has_device)
       .def_property_readonly("device_name", &kiln::Engine::device_name)
       .def_property_readonly("cache_dir", &kiln::Engine::cache_dir)
@@ -277,91 +302,20 @@ void engines(py::module_& m) {
             for (const kiln::KernelRecord& r : records) out.append(record_of(r));
             return out;
           },
-          py::arg("engine"));
+          py::arg("engine"))
+      .def_property_readonly("inputs",
+                             [](const kiln::Plan& p) {
+                               std::vector<std::string> names;
+                               for (const auto& n : p.graph().nodes())
+                                 if (n.op == "input") names.push_back(n.name);
+                               return names;
+                             })
+      .def_property_readonly("outputs", [](const kiln::Plan& p) {
+        std::vector<std::string> names;
+        for (int id : p.graph().outputs()) names.push_back(p.graph().node(id).name);
+        return names;
+      });
   m.def("gpu_available", [] { return kiln::gpu_available(); });
-}
-
-// A template's call arguments: TensorViews (kiln.desc, for compiling without data) and numbers.
-std::vector<kiln::Operand> operands_of(const py::sequence& args) {
-  std::vector<kiln::Operand> out;
-  for (const py::handle h : args) {
-    if (py::isinstance<kiln::TensorView>(h))
-      out.emplace_back(h.cast<kiln::TensorView>());
-    else if ((py::isinstance<py::float_>(h) || py::isinstance<py::int_>(h)) &&
-             !py::isinstance<py::bool_>(h))
-      out.emplace_back(h.cast<double>());
-    else
-      throw kiln::ArgumentError("a template's argument is a kiln.desc(...) or a number");
-  }
-  return out;
-}
-
-void templates(py::module_& m) {
-  using K = kiln::TemplateParam::Kind;
-  py::enum_<K>(m, "ParamKind")
-      .value("tensor", K::tensor)
-      .value("i32", K::i32)
-      .value("i64", K::i64)
-      .value("f32", K::f32)
-      .value("f64", K::f64)
-      .value("tensor_map", K::tensor_map);
-  py::class_<kiln::TensorView>(m, "TensorDesc", "A tensor's shape, dtype and strides, no data")
-      .def_readonly("shape", &kiln::TensorView::shape)
-      .def_readonly("dtype", &kiln::TensorView::dtype);
-  m.def(
-      "desc",
-      [](const py::sequence& shape, const py::object& dtype, const py::object& strides) {
-        kiln::TensorView v;
-        v.shape = shape_of(shape);
-        v.dtype = dtype_of(dtype);
-        if (!strides.is_none()) v.strides = strides.cast<kiln::Shape>();
-        return v;
-      },
-      py::arg("shape"), py::arg("dtype") = "f32", py::arg("strides") = py::none());
-  py::class_<kiln::Template>(m, "Template", "A user's kernel template (docs/templates.md)")
-      .def(py::init<std::string, std::string>(), py::arg("name"), py::arg("source"))
-      .def_static("from_file", &kiln::Template::from_file, py::arg("path"))
-      .def("header", &kiln::Template::header, py::arg("name"), py::arg("text"),
-           py::return_value_policy::reference_internal)
-      .def(
-          "params",
-          [](kiln::Template& t, const std::vector<py::tuple>& params) -> kiln::Template& {
-            std::vector<kiln::TemplateParam> out;
-            for (const py::tuple& p : params) {  // (name, kind[, box[, swizzle]])
-              kiln::TemplateParam q{p[0].cast<std::string>(), p[1].cast<K>()};
-              if (p.size() > 2) q.box = p[2].cast<std::vector<std::string>>();
-              if (p.size() > 3) q.swizzle = p[3].cast<int>();
-              out.push_back(std::move(q));
-            }
-            return t.params(std::move(out));
-          },
-          py::arg("params"), py::return_value_policy::reference_internal)
-      .def("instance", &kiln::Template::instance, py::arg("instance"),
-           py::return_value_policy::reference_internal)
-      .def("tunable", &kiln::Template::tunable, py::arg("name"), py::arg("candidates"),
-           py::return_value_policy::reference_internal)
-      .def("launch", &kiln::Template::launch, py::arg("grid"), py::arg("block"),
-           py::return_value_policy::reference_internal)
-      .def("shared_bytes", &kiln::Template::shared_bytes, py::arg("bytes"),
-           py::return_value_policy::reference_internal)
-      .def("output", &kiln::Template::output, py::arg("param"), py::arg("like"),
-           py::arg("shape") = std::vector<std::string>{},
-           py::return_value_policy::reference_internal)
-      .def_property_readonly("name", &kiln::Template::name);
-  m.def(
-      "precompile",
-      [](kiln::Engine& e, const kiln::Template& t, const py::sequence& args,
-         const std::map<std::string, int>& tunables) {
-        const std::vector<kiln::Operand> operands = operands_of(args);
-        kiln::KernelRecord r;
-        {
-          py::gil_scoped_release release;
-          r = kiln::precompile(e, t, operands, tunables);
-        }
-        return record_of(r);
-      },
-      py::arg("engine"), py::arg("template"), py::arg("args"),
-      py::arg("tunables") = std::map<std::string, int>{});
 }
 
 }  // namespace
@@ -371,5 +325,7 @@ PYBIND11_MODULE(_kiln, m) {
   errors(m);
   engines(m);
   graphs(m);
-  templates(m);
+  kiln::python::bind_templates(m);
+  kiln::python::bind_tensors(m);
+  kiln::python::bind_runs(m);
 }

@@ -113,4 +113,21 @@ float elapsed_ms(CUevent start, CUevent stop) {
   return ms;
 }
 
+namespace {
+bool capturing(CUstream s) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  KILN_CU_CHECK(driver().cuStreamIsCapturing(s, &status), "a stream's capture status");
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+}  // namespace
+
+void join_streams(CUstream from, CUstream to) {
+  if (from == to || capturing(from) || capturing(to)) return;
+  CUevent e = nullptr;
+  KILN_CU_CHECK(driver().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "a new event");
+  const EventHandle event(e);
+  KILN_CU_CHECK(driver().cuEventRecord(e, from), "an event joining two streams");
+  KILN_CU_CHECK(driver().cuStreamWaitEvent(to, e, 0), "a stream waiting on another");
+}
+
 }  // namespace kiln::runtime

@@ -70,5 +70,10 @@ StreamHandle make_stream();
 EventHandle make_event();
 /// Milliseconds between two recorded events, after waiting for the second.
 float elapsed_ms(CUevent start, CUevent stop);
+/// Orders the work queued on `from` so far before the work queued on `to` from now on (an
+/// event recorded on one, waited for by the other), on the current context. Nothing when they
+/// are one stream, or when either is capturing a CUDA graph: a capture may not wait on work
+/// outside it, and its owner orders it (torch runs warm-up work and synchronizes first).
+void join_streams(CUstream from, CUstream to);
 
 }  // namespace kiln::runtime

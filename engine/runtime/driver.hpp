@@ -27,6 +27,8 @@ namespace kiln::runtime {
   X(cuStreamCreate) \
   X(cuStreamDestroy) \
   X(cuStreamSynchronize) \
+  X(cuStreamWaitEvent) \
+  X(cuStreamIsCapturing) \
   X(cuEventCreate) \
   X(cuEventDestroy) \
   X(cuEventRecord) \

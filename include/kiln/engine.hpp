@@ -73,6 +73,7 @@ class Engine {
   Engine& operator=(Engine&&) noexcept;
 
   bool has_device() const;
+  int device() const;  ///< the CUDA device ordinal (EngineOptions::device)
   const std::string& arch() const;
   std::string device_name() const;  ///< "NVIDIA H100 80GB HBM3", or "(offline)"
   const std::string& cache_dir() const;
@@ -83,8 +84,19 @@ class Engine {
   Tensor from_host(const Shape& shape, DType dtype, const void* data);
   /// Blocks until the engine's stream is idle.
   void synchronize();
-  /// The CUstream kernels launch on (as an opaque handle).
+  /// The CUstream kernels launch on (as an opaque handle): the engine's own, or the one given
+  /// to set_stream.
   void* stream() const;
+  /// Launches go to `stream` from now on: a CUstream of this engine's device, which the engine
+  /// does not own (such as `torch.cuda.current_stream().cuda_stream`; 0 is the legacy default
+  /// stream). Work queued before on the previous stream is ordered first. Several engines or
+  /// plans may share a stream; a plan's intermediates are not shared between streams in flight.
+  void set_stream(void* stream);
+  /// Launches go to the engine's own stream again, after the work queued so far.
+  void use_own_stream();
+  /// Orders the work queued on the engine so far before the work queued on `stream` from now
+  /// on (as a DLPack consumer on another stream asks).
+  void join(void* stream);
 
   /// Median milliseconds of `reps` runs of `fn`, each timed with events on the engine's
   /// stream, after `warmup` untimed runs.

@@ -249,6 +249,11 @@ class Plan {
   /// dims that agree (GraphError, DtypeError or ShapeError naming the input). Views may have no
   /// memory (data 0).
   void check(const std::map<std::string, TensorView>& inputs) const;
+  /// The outputs a run on `inputs` makes, by name: shapes (dynamic dims bound) and dtypes, no
+  /// memory. Checks the inputs as check() does; needs no GPU.
+  std::map<std::string, TensorView> outputs(const std::map<std::string, TensorView>& inputs) const;
+  /// The graph the plan was made from.
+  const Graph& graph() const;
   /// Specializes and compiles every kernel (works on an offline engine).
   std::vector<KernelRecord> compile(Engine& engine) const;
   /// Runs the plan. `inputs` and `outputs` map graph names to views; outputs missing from

@@ -4,9 +4,16 @@ Every op of kiln's catalog (docs/ops.md) is a function here taking graph values 
 its attributes as keywords: ``kiln.softmax(x * 0.125 + mask)``,
 ``kiln.layer_norm(h, w, b, eps=1e-5)``, ``kiln.sum(x, axis="all")``. An optional operand may be
 given as None.
+
+``plan.run(engine, x=t, ...)`` runs on any tensors with ``__dlpack__`` (torch, CuPy, JAX) in
+place, on torch's current stream when torch is imported (CuPy's when only CuPy is), and returns
+the outputs by name: torch tensors when torch is imported, else CuPy arrays when CuPy is, else
+``kiln.Tensor`` (DLPack). ``kiln.torch.op(plan, name)`` makes a plan a torch custom op.
 """
+import sys
+
 from ._kiln import *  # noqa: F401,F403
-from ._kiln import _apply, op_names
+from ._kiln import Plan, _apply, _outputs, _run, desc, op_names
 
 
 def _op(name):
@@ -21,3 +28,82 @@ def _op(name):
 for _name in op_names():
     globals()[_name] = _op(_name)
 del _name
+
+_TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "bool": "bool"}
+
+
+def _handle(stream):
+    """A CUstream as an integer: an int as it is, a torch stream's cuda_stream, a CuPy's ptr."""
+    for attr in ("cuda_stream", "ptr"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    return int(stream)
+
+
+def _torch_call(torch, plan, engine, inputs, out, stream, replay):
+    device = torch.device("cuda", engine.device)
+
+    def alloc(shape, dtype):
+        return torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[dtype.name]), device=device)
+
+    if stream is None:
+        engine.set_stream(torch.cuda.current_stream(device).cuda_stream)
+        return _run(plan, engine, inputs, out, alloc, replay)
+    if not isinstance(stream, torch.cuda.Stream):
+        stream = torch.cuda.ExternalStream(_handle(stream), device=device)
+    with torch.cuda.stream(stream):  # torch's allocator then owns the outputs on that stream
+        engine.set_stream(stream.cuda_stream)
+        return _run(plan, engine, inputs, out, alloc, replay)
+
+
+def _call(plan, engine, inputs, out, stream, replay):
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return _torch_call(torch, plan, engine, inputs, out or {}, stream, replay)
+    cupy = sys.modules.get("cupy")
+    if stream is None and cupy is not None:
+        stream = cupy.cuda.get_current_stream()
+    if stream is not None:
+        engine.set_stream(_handle(stream))
+    made = _run(plan, engine, inputs, out or {}, None, replay)
+    if cupy is not None:
+        return {k: v if k in (out or {}) else cupy.from_dlpack(v) for k, v in made.items()}
+    return made
+
+
+def _plan_run(self, engine, inputs=None, *, out=None, stream=None, **named):
+    """Runs the plan on `inputs` (a dict, or keywords: graph input name -> tensor), read in
+    place. `out` names output tensors to write into; the others are allocated. `stream`: a
+    torch or CuPy stream or a CUstream handle (default: torch's current stream). Returns every
+    output by name."""
+    return _call(self, engine, {**(inputs or {}), **named}, out, stream, False)
+
+
+def _plan_replay(self, engine, inputs=None, *, out=None, stream=None, **named):
+    """As run, through a CUDA graph built at the first call and replayed after."""
+    return _call(self, engine, {**(inputs or {}), **named}, out, stream, True)
+
+
+def _plan_output_descs(self, inputs=None, **named):
+    """The outputs a run on `inputs` (name -> kiln.desc, or a tensor's shape and dtype) makes,
+    as kiln.desc by name; needs no GPU."""
+    descs = {}
+    for name, v in {**(inputs or {}), **named}.items():
+        descs[name] = v if isinstance(v, TensorDesc) else desc(list(v.shape), _kiln_dtype(v.dtype))
+    return _outputs(self, descs)
+
+
+def _kiln_dtype(dtype):
+    """A kiln.DType from a torch or NumPy-like dtype, or a kiln name."""
+    if isinstance(dtype, (DType, str)):
+        return dtype
+    name = str(dtype).replace("torch.", "")
+    for kiln_name, torch_name in _TORCH_DTYPES.items():
+        if name == torch_name:
+            return kiln_name
+    raise DtypeError(f"a tensor of dtype {dtype}; kiln takes f32, f16, bf16 and bool")
+
+
+Plan.run = _plan_run
+Plan.replay = _plan_replay
+Plan.output_descs = _plan_output_descs

@@ -247,3 +247,25 @@ TEST_CASE("fused patterns NVRTC-compile for sm_80 and sm_90a") {
     }
   }
 }
+
+TEST_CASE("plan: outputs() binds dynamic dims from the inputs and checks them, with no GPU") {
+  Graph g;
+  auto x = g.input("x", {-1, 16}, DType::bf16);
+  auto b = g.input("b", {16}, DType::f32);
+  g.output(kiln::reduce("sum", kiln::cast(x, DType::f32) + b, false, 1), "total");
+  g.output(kiln::relu(x), "r");
+  const kiln::Plan plan(g);
+  kiln::TensorView xv{0, {37, 16}, {}, DType::bf16}, bv{0, {16}, {}, DType::f32};
+  const auto out = plan.outputs({{"x", xv}, {"b", bv}});
+  REQUIRE(out.size() == 2);
+  CHECK(out.at("total").shape == kiln::Shape{37});
+  CHECK(out.at("total").dtype == DType::f32);
+  CHECK(out.at("r").shape == kiln::Shape{37, 16});
+  CHECK(out.at("r").dtype == DType::bf16);
+  CHECK(out.at("r").data == 0);
+  CHECK(plan.graph().node(0).name == "x");
+  xv.shape = {37, 15};
+  CHECK_THROWS_WITH_AS(plan.outputs({{"x", xv}, {"b", bv}}), doctest::Contains("input 'x'"),
+                       kiln::ShapeError);
+  CHECK_THROWS_WITH_AS(plan.outputs({{"b", bv}}), doctest::Contains("'x'"), kiln::GraphError);
+}

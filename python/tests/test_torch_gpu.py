@@ -1,0 +1,177 @@
+"""kiln on torch tensors, on a GPU: results against torch's, inputs read in place and outputs from
+torch's allocator, order on torch's streams with no synchronize, CuPy and kiln.Tensor by DLPack,
+and a plan as a torch op under torch.compile and in a CUDA graph capture. Skipped (visibly)
+without torch or a GPU."""
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed")
+
+import kiln  # noqa: E402
+
+if not (torch.cuda.is_available() and kiln.gpu_available()):
+    pytest.skip("no GPU", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return kiln.Engine()
+
+
+def affine_plan(shape, dtype="f32"):
+    """y = x * 2 + 1"""
+    g = kiln.Graph()
+    g.output(g.input("x", shape, dtype) * 2.0 + 1.0, "y")
+    return kiln.Plan(g)
+
+
+def test_a_fused_plan_on_torch_tensors_matches_torch(engine):
+    g = kiln.Graph()
+    x = g.input("x", ["?", 1000], "bf16")
+    mask = g.input("mask", [1000], "bf16")
+    g.output(kiln.softmax(x * 0.125 + mask) * 2.0, "y")
+    plan = kiln.Plan(g)
+    for rows in (1, 37, 64):
+        x = torch.randn(rows, 1000, device="cuda", dtype=torch.bfloat16)
+        mask = torch.randn(1000, device="cuda", dtype=torch.bfloat16)
+        y = plan.run(engine, x=x, mask=mask)["y"]
+        assert isinstance(y, torch.Tensor) and y.dtype == torch.bfloat16
+        assert y.shape == (rows, 1000) and y.device == x.device
+        ref = torch.softmax(x.double() * 0.125 + mask.double(), -1) * 2
+        torch.testing.assert_close(y.double(), ref, atol=1e-2, rtol=1e-2)
+
+
+def test_strided_and_offset_views_are_read_as_they_are(engine):
+    g = kiln.Graph()
+    a = g.input("a", [33, 65], "f32")
+    b = g.input("b", [33, 65], "f32")
+    g.output(kiln.relu(a) * b, "y")
+    plan = kiln.Plan(g)
+    base = torch.randn(65, 33, device="cuda")
+    a = base.t()  # transposed
+    b = torch.randn(33 * 65 + 1, device="cuda")[1:].view(33, 65)  # 4 bytes past an allocation
+    y = plan.run(engine, a=a, b=b)["y"]
+    torch.testing.assert_close(y, torch.relu(a) * b)
+
+
+def test_inputs_are_read_in_place_and_outputs_come_from_torch(engine):
+    plan = affine_plan([8192, 16384])  # 512 MiB each
+    x = torch.randn(8192, 16384, device="cuda")
+    plan.run(engine, x=x)  # compiles
+    torch.cuda.synchronize()
+    out = torch.full_like(x, float("nan"))
+    free = torch.cuda.mem_get_info()[0]
+    got = plan.run(engine, x=x, out={"y": out})
+    torch.cuda.synchronize()
+    assert got["y"] is out
+    assert free - torch.cuda.mem_get_info()[0] < 64 << 20  # no copy of x or y anywhere
+    torch.testing.assert_close(out, x * 2 + 1)
+    before = torch.cuda.memory_allocated()
+    y = plan.run(engine, x=x)["y"]
+    assert torch.cuda.memory_allocated() - before == y.numel() * 4  # torch's allocator owns it
+    del out
+    torch.testing.assert_close(y, x * 2 + 1)
+
+
+def test_kiln_work_is_ordered_on_torchs_stream_with_no_synchronize(engine):
+    plan = affine_plan([2048, 2048])
+    src = torch.randn(2048, 2048, device="cuda")
+    x = torch.zeros_like(src)
+    plan.run(engine, x=x)  # compiles
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)  # the copy below lands long after kiln's launch returns
+        x.copy_(src)
+        y = plan.run(engine, x=x)["y"]  # on `side`, after the copy
+        z = y - 1  # torch, after kiln
+    w = plan.run(engine, x=src, stream=side)["y"]  # an explicit stream, outside the scope
+    side.synchronize()
+    torch.testing.assert_close(z, src * 2)
+    torch.testing.assert_close(w, src * 2 + 1)
+
+
+def test_cupy_arrays_and_kiln_tensors_by_dlpack(engine):
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    plan = affine_plan([3, 5])
+    x = cupy.arange(15, dtype=cupy.float32).reshape(3, 5)
+    made = kiln._run(plan, engine, {"x": x}, {}, None, False)["y"]  # kiln's own memory
+    assert isinstance(made, kiln.Tensor) and made.shape == [3, 5]
+    expect = cupy.arange(15, dtype=cupy.float32).reshape(3, 5) * 2 + 1
+    assert bool((cupy.from_dlpack(made) == expect).all())
+    as_torch = torch.from_dlpack(made)
+    assert as_torch.data_ptr() == made.data_ptr  # shared, not copied
+    torch.testing.assert_close(as_torch, torch.arange(15.0, device="cuda").view(3, 5) * 2 + 1)
+
+
+def test_tensors_kiln_cannot_take_are_clear_errors(engine):
+    plan = affine_plan([4, 4])
+    with pytest.raises(kiln.ArgumentError, match="host memory"):
+        plan.run(engine, x=torch.ones(4, 4))
+    with pytest.raises(kiln.DtypeError, match="f32, f16, bf16"):
+        plan.run(engine, x=torch.ones(4, 4, device="cuda", dtype=torch.float64))
+    with pytest.raises(kiln.DtypeError, match="input 'x'"):
+        plan.run(engine, x=torch.ones(4, 4, device="cuda", dtype=torch.float16))
+    with pytest.raises(kiln.ShapeError, match="input 'x'"):
+        plan.run(engine, x=torch.ones(4, 5, device="cuda"))
+    with pytest.raises(kiln.ArgumentError, match="__dlpack__"):
+        plan.run(engine, x=[[1.0] * 4] * 4)
+
+
+def block_plan():
+    """layer_norm(x + r) * w + b, then gelu: one fused kernel"""
+    g = kiln.Graph()
+    x = g.input("x", [128, 256], "f32")
+    r = g.input("r", [128, 256], "f32")
+    w = g.input("w", [256], "f32")
+    b = g.input("b", [256], "f32")
+    g.output(kiln.gelu(kiln.layer_norm(x + r, w, b, eps=1e-5)), "y")
+    return kiln.Plan(g)
+
+
+def block_ref(x, r, w, b):
+    h = torch.nn.functional.layer_norm((x + r).double(), (256,), w.double(), b.double(), 1e-5)
+    return torch.nn.functional.gelu(h).float()
+
+
+def block_args():
+    return [torch.randn(128, 256, device="cuda") for _ in range(2)] + [
+        torch.randn(256, device="cuda") for _ in range(2)]
+
+
+def test_a_registered_op_under_torch_compile_matches_eager():
+    import kiln.torch
+
+    op = kiln.torch.op(block_plan(), "test_block")
+
+    def model(x, r, w, b):
+        return op(torch.sin(x), r, w, b) * 0.5
+
+    args = block_args()
+    eager = model(*args)
+    torch.testing.assert_close(eager, block_ref(torch.sin(args[0]), *args[1:]) * 0.5,
+                               atol=1e-5, rtol=1e-5)
+    compiled = torch.compile(model, fullgraph=True)
+    torch.testing.assert_close(compiled(*args), eager)
+    args2 = block_args()
+    torch.testing.assert_close(compiled(*args2), model(*args2))
+
+
+def test_a_registered_op_in_a_cuda_graph_capture():
+    import kiln.torch
+
+    op = kiln.torch.op(block_plan(), "test_block_captured")
+    args = block_args()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up: compiles and sizes the plan's memory
+        op(*args)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = op(*args)
+    fresh = block_args()
+    for a, f in zip(args, fresh):
+        a.copy_(f)
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, block_ref(*fresh), atol=1e-5, rtol=1e-5)
