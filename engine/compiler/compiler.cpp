@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <kiln/error.hpp>
 #include <memory>
-#include <regex>
 #include <sstream>
 
 #include "engine/compiler/cubin.hpp"
+#include "engine/compiler/log.hpp"
 
 namespace kiln::compiler {
 namespace {
@@ -48,19 +48,10 @@ Arch parse_arch(const std::string& arch) {
   return {std::atoi(arch.c_str() + 3), suffix};
 }
 
-// Digits of a compiler's log as an int (-1 beyond 9 digits: no log line means that).
-int small_number(const std::string& digits) {
-  return digits.size() > 9 ? -1 : std::atoi(digits.c_str());
-}
-
-// Source lines around each "file(line): error" of the log, numbered.
+// Source lines around each error site of the log, numbered.
 std::string excerpts(const std::string& log, const KernelSpec& spec, const HeaderTable& headers) {
-  static const std::regex re(R"(([^\s(]+)\((\d+)\): (error|catastrophic error))");
   std::string out;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-       ++it) {
-    const std::string file = (*it)[1];
-    const int line = small_number((*it)[2]);
+  for (const auto& [file, line] : error_sites(log)) {
     const std::string* text = file == spec.name + ".cu" ? &spec.source
                               : headers.contains(file)  ? &headers.source(file)
                                                         : nullptr;
@@ -73,12 +64,6 @@ std::string excerpts(const std::string& log, const KernelSpec& spec, const Heade
         out += fmt::format("{}{:5} | {}\n", n == line ? ">" : " ", n, l);
   }
   return out;
-}
-
-int ptxas_number(const std::string& log, const char* pattern) {
-  std::smatch m;
-  if (std::regex_search(log, m, std::regex(pattern))) return small_number(m[1]);
-  return -1;
 }
 
 // (name, bytes) of the headers `names`, as the key hashes them.
@@ -212,9 +197,8 @@ CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const So
   // Registers from the cubin itself; spill stores only ptxas's log tells, but a kernel with no
   // stack frame has none.
   const CubinFacts facts = ptx ? CubinFacts{} : read_cubin(out.image, out.lowered_name);
-  out.registers =
-      facts.registers >= 0 ? facts.registers : ptxas_number(log, R"(Used (\d+) registers)");
-  out.spill_bytes = ptxas_number(log, R"((\d+) bytes spill stores)");
+  out.registers = facts.registers >= 0 ? facts.registers : ptxas_number(log, "Used ", " registers");
+  out.spill_bytes = ptxas_number(log, "", " bytes spill stores");
   if (out.spill_bytes < 0 && facts.stack_bytes == 0) out.spill_bytes = 0;
   out.log = log;
   out.spec_id = spec_id(spec);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engine/compiler/cubin.hpp"
+#include "engine/compiler/log.hpp"
 #include "engine/fusion.hpp"
 #include "tests/engine/cases.hpp"
 #include "tests/support.hpp"
@@ -180,4 +181,33 @@ TEST_CASE(
                "\x7f"
                "ELF\x02");
   CHECK(kiln::compiler::read_cubin(junk, "k").registers == -1);
+}
+
+TEST_CASE("compiler logs: error sites and ptxas numbers are read as NVRTC and ptxas write them") {
+  using kiln::compiler::error_sites;
+  using kiln::compiler::ptxas_number;
+  const std::string nvrtc =
+      "kiln/elementwise.cuh(41): error: identifier \"q\" is undefined\n"
+      "  detected during instantiation (7): note\n"
+      "k.cu(12): catastrophic error: cannot open source file \"x.h\"\n"
+      "(3): error: no file\n"
+      "other(x): error: no line\n"
+      "broken.cuh(1234567890123): error: a line beyond 9 digits\n"
+      "a.cu(5): warning: not an error\n";
+  const auto sites = error_sites(nvrtc);
+  REQUIRE(sites.size() == 3);
+  CHECK(sites[0] == std::pair<std::string, int>{"kiln/elementwise.cuh", 41});
+  CHECK(sites[1] == std::pair<std::string, int>{"k.cu", 12});
+  CHECK(sites[2] == std::pair<std::string, int>{"broken.cuh", -1});
+  CHECK(error_sites("").empty());
+  const std::string ptxas =
+      "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+      "ptxas info    : Function properties for k\n"
+      "    24 bytes stack frame, 16 bytes spill stores, 16 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 24 bytes cumulative stack size\n";
+  CHECK(ptxas_number(ptxas, "Used ", " registers") == 255);
+  CHECK(ptxas_number(ptxas, "", " bytes spill stores") == 16);
+  CHECK(ptxas_number(ptxas, "", " bytes spill loads") == 16);
+  CHECK(ptxas_number("Used  registers", "Used ", " registers") == -1);
+  CHECK(ptxas_number("no numbers here", "", " bytes spill stores") == -1);
 }
