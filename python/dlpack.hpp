@@ -2,6 +2,7 @@
 // Tensors between kiln and Python by DLPack, without a copy: any object with __dlpack__ (torch,
 // CuPy, JAX) read in place as a TensorView, and kiln's own tensors handed out as capsules.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // in every file of the module: one set of type casters
 
 #include <kiln/kiln.hpp>
 #include <string>

@@ -2,6 +2,7 @@
 // What the module's files share: Python values as kiln's dtypes, shapes and kernel records, and
 // each file's bindings.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // in every file of the module: one set of type casters
 
 #include <kiln/kiln.hpp>
 
