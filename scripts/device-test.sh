@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: build there, run the whole suite, the GPU cases under compute-sanitizer
 # (memcheck), the hello app twice, and the benchmark. Logs go to $OUT.
-# Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|dynamic|python|APP|all (default
+# Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|dynamic|python|pyexamples|APP|all (default
 #   all, which takes longer than one 600 s device call: split it). On an H100, after a ~100 s
 #   build: tests (the suite: slices of its GPU cases and the others, side by side) ~250 s;
 #   sanity (racecheck of the row cases and of tests/sanitize/*.json, their memcheck, hello,
@@ -9,7 +9,8 @@
 #   and its memcheck sample; tune: `kiln tune` over the benchmark's row grid (the bench after
 #   it then runs with those records and also untuned); bench ~150 s; dynamic: kiln_bench_dynamic
 #   (softmax and layer_norm over 200 dynamic row lengths, bucket kernels against per-length ones);
-#   python: pytest of python/tests with the machine's torch and CuPy;
+#   python: pytest of python/tests with the machine's torch and CuPy; pyexamples: examples/python
+#   beside torch (not part of all);
 #   APP one of diffusion|gfn|rusty_ops|gaussian_field|spectral_autoencoder: the seed app beside PyTorch (bench/APP.py;
 #   not part of all).
 # Env: FUZZ_SEEDS=A:B FUZZ_TIMEOUT=s FUZZ_SANITIZE=A:B (see below).
@@ -178,6 +179,15 @@ step "Python: the pytest suite with torch, CuPy and the GPU (python/tests)"
 PYTHONPATH="$PWD/build-device/python" timeout 400 python3 -X faulthandler -m pytest -v -rs \
   -p no:cacheprovider python/tests >"$OUT/pytest.log" 2>&1 || status=1
 grep -E "PASSED|FAILED|SKIPPED|ERROR|Fatal|passed|failed" "$OUT/pytest.log" | tail -n 40
+fi
+
+if [[ "$modes" == *" pyexamples "* ]]; then
+step "Python examples beside torch (examples/python)"
+for ex in diffusion_step layer_norm_block gaussian_field; do
+  PYTHONPATH="$PWD/build-device/python" timeout 300 python3 examples/python/$ex.py \
+    >"$OUT/pyexample-$ex.log" 2>&1 || status=1
+  tail -n 4 "$OUT/pyexample-$ex.log"
+done
 fi
 
 for app in diffusion gfn rusty_ops gaussian_field spectral_autoencoder; do
