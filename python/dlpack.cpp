@@ -85,7 +85,7 @@ void release_capsule(PyObject* capsule) {
 
 }  // namespace
 
-Borrowed borrow(const py::handle& obj, Engine& engine, const std::string& what) {
+Borrowed borrow(const py::handle& obj, Engine& engine, const std::string& what, bool synced) {
   if (!py::hasattr(obj, "__dlpack__") || !py::hasattr(obj, "__dlpack_device__"))
     throw ArgumentError(fmt::format(
         "{}: a {} is not a tensor kiln can read (no __dlpack__); pass a torch, CuPy or JAX array "
@@ -93,7 +93,7 @@ Borrowed borrow(const py::handle& obj, Engine& engine, const std::string& what) 
         what, std::string(py::str(py::type::of(obj).attr("__name__")))));
   check_device(obj, engine.device(), what);
   Borrowed b;
-  b.capsule = obj.attr("__dlpack__")(py::arg("stream") = dlpack_stream(engine));
+  b.capsule = obj.attr("__dlpack__")(py::arg("stream") = synced ? -1 : dlpack_stream(engine));
   auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(b.capsule.ptr(), "dltensor"));
   if (!m) {
     PyErr_Clear();

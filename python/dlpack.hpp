@@ -19,10 +19,10 @@ struct Borrowed {
 };
 
 /// Reads `obj` (named `what` in errors) in place. Its producer orders its pending work before
-/// the engine's stream (the DLPack `stream` argument). ArgumentError for memory on another
-/// device or the host, DtypeError for an element type kiln lacks; strides as they are (kiln
-/// refuses negative ones when it launches).
-Borrowed borrow(const py::handle& obj, Engine& engine, const std::string& what);
+/// the engine's stream (the DLPack `stream` argument), unless `synced` (its work is on that
+/// stream already). ArgumentError for memory on another device or the host, DtypeError for an
+/// element type kiln lacks; strides as they are (kiln refuses negative ones when it launches).
+Borrowed borrow(const py::handle& obj, Engine& engine, const std::string& what, bool synced);
 
 /// A tensor kiln allocated, handed to Python: DLPack's producer side.
 struct OwnedTensor {

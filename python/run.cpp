@@ -15,8 +15,10 @@ namespace {
 
 // A view of `value` (an object with __dlpack__, or a kiln.Tensor), its capsule kept in `keep`
 // while the run uses it.
+// `synced`: a type whose objects' pending work is on the engine's stream already (torch.Tensor
+// when kiln runs on torch's current stream), or None.
 TensorView view_of(const py::handle& value, Engine& engine, const std::string& what,
-                   std::vector<py::object>& keep) {
+                   const py::object& synced, std::vector<py::object>& keep) {
   if (py::isinstance<OwnedTensor>(value)) {
     const OwnedTensor& t = value.cast<const OwnedTensor&>();
     if (t.device != engine.device())
@@ -24,34 +26,37 @@ TensorView view_of(const py::handle& value, Engine& engine, const std::string& w
                                       what, t.device, engine.device()));
     return t.tensor.view();
   }
-  Borrowed b = borrow(value, engine, what);
+  const bool on_stream = !synced.is_none() && py::isinstance(value, synced);
+  Borrowed b = borrow(value, engine, what, on_stream);
   keep.push_back(std::move(b.capsule));
   return b.view;
 }
 
 std::map<std::string, TensorView> views_of(const py::dict& tensors, Engine& engine,
-                                           const char* role, std::vector<py::object>& keep) {
+                                           const char* role, const py::object& synced,
+                                           std::vector<py::object>& keep) {
   std::map<std::string, TensorView> views;
   for (const auto& [key, value] : tensors) {
     const std::string name = key.cast<std::string>();
-    views[name] = view_of(value, engine, fmt::format("{} '{}'", role, name), keep);
+    views[name] = view_of(value, engine, fmt::format("{} '{}'", role, name), synced, keep);
   }
   return views;
 }
 
 py::dict run_plan(const Plan& plan, const py::object& engine_obj, const py::dict& inputs,
-                  const py::dict& outputs, const py::object& alloc, bool replay) {
+                  const py::dict& outputs, const py::object& alloc, bool replay,
+                  const py::object& synced) {
   Engine& engine = engine_obj.cast<Engine&>();
   std::vector<py::object> keep;
-  const std::map<std::string, TensorView> in = views_of(inputs, engine, "input", keep);
-  std::map<std::string, TensorView> out = views_of(outputs, engine, "output", keep);
+  const std::map<std::string, TensorView> in = views_of(inputs, engine, "input", synced, keep);
+  std::map<std::string, TensorView> out = views_of(outputs, engine, "output", synced, keep);
   py::dict result;
   for (const auto& [key, value] : outputs) result[key] = value;
   if (!alloc.is_none())
     for (const auto& [name, desc] : plan.outputs(in)) {
       if (out.count(name)) continue;
       py::object made = alloc(desc.shape, desc.dtype);
-      out[name] = view_of(made, engine, fmt::format("output '{}'", name), keep);
+      out[name] = view_of(made, engine, fmt::format("output '{}'", name), synced, keep);
       result[py::str(name)] = made;
     }
   std::map<std::string, Tensor> made;
@@ -68,7 +73,7 @@ py::dict run_plan(const Plan& plan, const py::object& engine_obj, const py::dict
 
 void bind_runs(py::module_& m) {
   m.def("_run", &run_plan, py::arg("plan"), py::arg("engine"), py::arg("inputs"),
-        py::arg("outputs"), py::arg("alloc"), py::arg("replay"));
+        py::arg("outputs"), py::arg("alloc"), py::arg("replay"), py::arg("synced") = py::none());
   m.def(
       "_outputs",
       [](const Plan& plan, const std::map<std::string, TensorView>& inputs) {

@@ -30,18 +30,24 @@ def main():
     w, b = (torch.randn(cols, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     got = plan.run(ENGINE, x=x, attn=attn, w=w, b=b)
     h_ref, y_ref = torch_block(*(t.double() for t in (x, attn, w, b)))
-    h_ref = h_ref.bfloat16().double()  # kiln rounds h to bf16, then normalizes the rounded h
-    y_ref = torch.nn.functional.layer_norm(h_ref, (cols,), w.double(), b.double(), 1e-5)
-    error = max((got["h"].double() - h_ref).abs().max().item(),
-                ((got["y"].double() - y_ref).abs() / (1 + y_ref.abs())).max().item())
+
+    def y_error(y):  # largest error relative to 1 + |y|, against fp64
+        return ((y.double() - y_ref).abs() / (1 + y_ref.abs())).max().item()
+
+    torch_error = y_error(torch_block(x, attn, w, b)[1])  # torch's own bf16 block
+    h_error = ((got["h"].double() - h_ref).abs() / h_ref.abs().clamp(min=1e-30)).max().item()
+    assert h_error <= 2**-8, f"h: relative error {h_error:.2e} beyond bf16's rounding"
+    error = y_error(got["y"])
     op = kiln.torch.op(plan, "example_block")
     in_compiled = torch.compile(lambda *a: op(*a)[1] * 2.0)
     error = max(error, (in_compiled(x, attn, w, b).double() - 2 * got["y"].double()).abs().max().item())
+    print(f"torch's bf16 block: max error {torch_error:.2e}; kiln is held to twice that")
     compiled_fn = torch.compile(torch_block)
     ok = report(f"residual + layer_norm [{rows}, {cols}] bf16",
                 time_us(lambda: plan.run(ENGINE, x=x, attn=attn, w=w, b=b)),
                 {"eager": time_us(lambda: torch_block(x, attn, w, b)),
-                 "torch.compile": time_us(lambda: compiled_fn(x, attn, w, b))}, error, 1e-2)
+                 "torch.compile": time_us(lambda: compiled_fn(x, attn, w, b))}, error,
+                2 * torch_error)
     return 0 if ok else 1
 
 

@@ -42,18 +42,24 @@ def _handle(stream):
 
 def _torch_call(torch, plan, engine, inputs, out, stream, replay):
     device = torch.device("cuda", engine.device)
+    for name, t in inputs.items():  # kiln reads the data; autograd is the caller's (a Function)
+        if getattr(t, "requires_grad", False):
+            inputs[name] = t.detach()
 
     def alloc(shape, dtype):
         return torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[dtype.name]), device=device)
 
+    # torch tensors are asked for no stream synchronization: kiln runs on torch's current
+    # stream, the one their pending work is on.
     if stream is None:
-        engine.set_stream(torch.cuda.current_stream(device).cuda_stream)
-        return _run(plan, engine, inputs, out, alloc, replay)
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object made
+        engine.set_stream(raw(engine.device) if raw else torch.cuda.current_stream(device).cuda_stream)
+        return _run(plan, engine, inputs, out, alloc, replay, torch.Tensor)
     if not isinstance(stream, torch.cuda.Stream):
         stream = torch.cuda.ExternalStream(_handle(stream), device=device)
     with torch.cuda.stream(stream):  # torch's allocator then owns the outputs on that stream
         engine.set_stream(stream.cuda_stream)
-        return _run(plan, engine, inputs, out, alloc, replay)
+        return _run(plan, engine, inputs, out, alloc, replay, torch.Tensor)
 
 
 def _call(plan, engine, inputs, out, stream, replay):
@@ -65,7 +71,7 @@ def _call(plan, engine, inputs, out, stream, replay):
         stream = cupy.cuda.get_current_stream()
     if stream is not None:
         engine.set_stream(_handle(stream))
-    made = _run(plan, engine, inputs, out or {}, None, replay)
+    made = _run(plan, engine, inputs, out or {}, None, replay, None)
     if cupy is not None:
         return {k: v if k in (out or {}) else cupy.from_dlpack(v) for k, v in made.items()}
     return made
