@@ -38,9 +38,8 @@ DLDataType dl_type_of(DType d) {
   return {kDLFloat, 32, 1};
 }
 
-// Refuses memory kiln cannot read in place: the host's, another GPU's.
-void check_device(const py::handle& obj, int device, const std::string& what) {
-  const auto [type, id] = obj.attr("__dlpack_device__")().cast<std::pair<int, int>>();
+// Refuses memory kiln cannot read in place (the host's, another GPU's), given its DLPack device.
+void check_device(int type, int id, int device, const std::string& what) {
   if ((type == kDLCUDA || type == kDLCUDAManaged) && id == device) return;
   const std::string where = type == kDLCPU ? "host memory (cpu)"
                             : type == kDLCUDA || type == kDLCUDAManaged
@@ -85,15 +84,16 @@ void release_capsule(PyObject* capsule) {
 
 }  // namespace
 
-Borrowed borrow(const py::handle& obj, Engine& engine, const std::string& what, bool synced) {
+Borrowed borrow(const py::handle& obj, Engine& engine, const std::string& what) {
   if (!py::hasattr(obj, "__dlpack__") || !py::hasattr(obj, "__dlpack_device__"))
     throw ArgumentError(fmt::format(
         "{}: a {} is not a tensor kiln can read (no __dlpack__); pass a torch, CuPy or JAX array "
         "on the GPU, or a kiln.Tensor",
         what, std::string(py::str(py::type::of(obj).attr("__name__")))));
-  check_device(obj, engine.device(), what);
+  const auto [type, id] = obj.attr("__dlpack_device__")().cast<std::pair<int, int>>();
+  check_device(type, id, engine.device(), what);
   Borrowed b;
-  b.capsule = obj.attr("__dlpack__")(py::arg("stream") = synced ? -1 : dlpack_stream(engine));
+  b.capsule = obj.attr("__dlpack__")(py::arg("stream") = dlpack_stream(engine));
   auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(b.capsule.ptr(), "dltensor"));
   if (!m) {
     PyErr_Clear();
@@ -107,6 +107,23 @@ Borrowed borrow(const py::handle& obj, Engine& engine, const std::string& what, 
   b.view.data = reinterpret_cast<std::uint64_t>(t.data) + t.byte_offset;
   b.view.capacity = extent_bytes(b.view);
   return b;
+}
+
+TensorView torch_view(const py::handle& t, const TorchTypes& torch, int device,
+                      const std::string& what) {
+  const int index = t.attr("get_device")().cast<int>();  // -1: the host
+  check_device(index < 0 ? kDLCPU : kDLCUDA, index, device, what);
+  const py::object dtype = t.attr("dtype");
+  if (!torch.dtypes.contains(dtype))
+    throw DtypeError(fmt::format("{}: a tensor of {}; kiln takes f32, f16, bf16 and bool", what,
+                                 std::string(py::str(dtype))));
+  TensorView v;
+  v.dtype = torch.dtypes[dtype].cast<DType>();
+  v.shape = t.attr("shape").cast<Shape>();
+  v.strides = t.attr("stride")().cast<Shape>();
+  v.data = t.attr("data_ptr")().cast<std::uint64_t>();
+  v.capacity = extent_bytes(v);
+  return v;
 }
 
 py::capsule OwnedTensor::dlpack(const py::object& stream) const {

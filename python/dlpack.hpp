@@ -19,10 +19,22 @@ struct Borrowed {
 };
 
 /// Reads `obj` (named `what` in errors) in place. Its producer orders its pending work before
-/// the engine's stream (the DLPack `stream` argument), unless `synced` (its work is on that
-/// stream already). ArgumentError for memory on another device or the host, DtypeError for an
-/// element type kiln lacks; strides as they are (kiln refuses negative ones when it launches).
-Borrowed borrow(const py::handle& obj, Engine& engine, const std::string& what, bool synced);
+/// the engine's stream (the DLPack `stream` argument). ArgumentError for memory on another
+/// device or the host, DtypeError for an element type kiln lacks; strides as they are (kiln
+/// refuses negative ones when it launches).
+Borrowed borrow(const py::handle& obj, Engine& engine, const std::string& what);
+
+/// torch tensors read through their own attributes (data_ptr, shape, stride, dtype), which costs
+/// a fraction of __dlpack__: what kiln needs of torch to read them.
+struct TorchTypes {
+  py::object tensor;  ///< torch.Tensor
+  py::dict dtypes;    ///< torch.float32 -> kiln.DType.f32, ...
+};
+
+/// A view of torch tensor `t` in place; the same errors as borrow(). kiln runs on torch's
+/// current stream then, so no synchronization is asked for.
+TensorView torch_view(const py::handle& t, const TorchTypes& torch, int device,
+                      const std::string& what);
 
 /// A tensor kiln allocated, handed to Python: DLPack's producer side.
 struct OwnedTensor {

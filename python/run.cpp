@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "dlpack.hpp"
@@ -15,10 +16,10 @@ namespace {
 
 // A view of `value` (an object with __dlpack__, or a kiln.Tensor), its capsule kept in `keep`
 // while the run uses it.
-// `synced`: a type whose objects' pending work is on the engine's stream already (torch.Tensor
-// when kiln runs on torch's current stream), or None.
+// `torch`: what reads torch tensors directly (kiln then runs on torch's current stream), if
+// torch is in use.
 TensorView view_of(const py::handle& value, Engine& engine, const std::string& what,
-                   const py::object& synced, std::vector<py::object>& keep) {
+                   const std::optional<TorchTypes>& torch, std::vector<py::object>& keep) {
   if (py::isinstance<OwnedTensor>(value)) {
     const OwnedTensor& t = value.cast<const OwnedTensor&>();
     if (t.device != engine.device())
@@ -26,37 +27,41 @@ TensorView view_of(const py::handle& value, Engine& engine, const std::string& w
                                       what, t.device, engine.device()));
     return t.tensor.view();
   }
-  const bool on_stream = !synced.is_none() && py::isinstance(value, synced);
-  Borrowed b = borrow(value, engine, what, on_stream);
+  if (torch && py::isinstance(value, torch->tensor))
+    return torch_view(value, *torch, engine.device(), what);
+  Borrowed b = borrow(value, engine, what);
   keep.push_back(std::move(b.capsule));
   return b.view;
 }
 
 std::map<std::string, TensorView> views_of(const py::dict& tensors, Engine& engine,
-                                           const char* role, const py::object& synced,
+                                           const char* role, const std::optional<TorchTypes>& torch,
                                            std::vector<py::object>& keep) {
   std::map<std::string, TensorView> views;
   for (const auto& [key, value] : tensors) {
     const std::string name = key.cast<std::string>();
-    views[name] = view_of(value, engine, fmt::format("{} '{}'", role, name), synced, keep);
+    views[name] = view_of(value, engine, fmt::format("{} '{}'", role, name), torch, keep);
   }
   return views;
 }
 
 py::dict run_plan(const Plan& plan, const py::object& engine_obj, const py::dict& inputs,
                   const py::dict& outputs, const py::object& alloc, bool replay,
-                  const py::object& synced) {
+                  const py::object& torch_types) {
   Engine& engine = engine_obj.cast<Engine&>();
+  std::optional<TorchTypes> torch;
+  if (!torch_types.is_none())
+    torch = TorchTypes{torch_types[py::int_(0)], torch_types[py::int_(1)].cast<py::dict>()};
   std::vector<py::object> keep;
-  const std::map<std::string, TensorView> in = views_of(inputs, engine, "input", synced, keep);
-  std::map<std::string, TensorView> out = views_of(outputs, engine, "output", synced, keep);
+  const std::map<std::string, TensorView> in = views_of(inputs, engine, "input", torch, keep);
+  std::map<std::string, TensorView> out = views_of(outputs, engine, "output", torch, keep);
   py::dict result;
   for (const auto& [key, value] : outputs) result[key] = value;
   if (!alloc.is_none())
     for (const auto& [name, desc] : plan.outputs(in)) {
       if (out.count(name)) continue;
       py::object made = alloc(desc.shape, desc.dtype);
-      out[name] = view_of(made, engine, fmt::format("output '{}'", name), synced, keep);
+      out[name] = view_of(made, engine, fmt::format("output '{}'", name), torch, keep);
       result[py::str(name)] = made;
     }
   std::map<std::string, Tensor> made;
@@ -73,7 +78,7 @@ py::dict run_plan(const Plan& plan, const py::object& engine_obj, const py::dict
 
 void bind_runs(py::module_& m) {
   m.def("_run", &run_plan, py::arg("plan"), py::arg("engine"), py::arg("inputs"),
-        py::arg("outputs"), py::arg("alloc"), py::arg("replay"), py::arg("synced") = py::none());
+        py::arg("outputs"), py::arg("alloc"), py::arg("replay"), py::arg("torch") = py::none());
   m.def(
       "_outputs",
       [](const Plan& plan, const std::map<std::string, TensorView>& inputs) {

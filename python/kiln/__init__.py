@@ -40,26 +40,36 @@ def _handle(stream):
     return int(stream)
 
 
+_torch_state = {}  # device index -> (torch.device, alloc, (torch.Tensor, dtype map))
+
+
+def _torch_for(torch, index):
+    """What a call on device `index` needs of torch, made once."""
+    if index not in _torch_state:
+        device = torch.device("cuda", index)
+        to_torch = {DType.__members__[k]: getattr(torch, v) for k, v in _TORCH_DTYPES.items()}
+
+        def alloc(shape, dtype):
+            return torch.empty(shape, dtype=to_torch[dtype], device=device)
+
+        types = (torch.Tensor, {v: k for k, v in to_torch.items()})
+        _torch_state[index] = (device, alloc, types)
+    return _torch_state[index]
+
+
 def _torch_call(torch, plan, engine, inputs, out, stream, replay):
-    device = torch.device("cuda", engine.device)
-    for name, t in inputs.items():  # kiln reads the data; autograd is the caller's (a Function)
-        if getattr(t, "requires_grad", False):
-            inputs[name] = t.detach()
-
-    def alloc(shape, dtype):
-        return torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[dtype.name]), device=device)
-
-    # torch tensors are asked for no stream synchronization: kiln runs on torch's current
-    # stream, the one their pending work is on.
+    # torch tensors are read through their attributes, with no stream synchronization: kiln
+    # runs on torch's current stream, the one their pending work is on.
+    device, alloc, types = _torch_for(torch, engine.device)
     if stream is None:
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object made
         engine.set_stream(raw(engine.device) if raw else torch.cuda.current_stream(device).cuda_stream)
-        return _run(plan, engine, inputs, out, alloc, replay, torch.Tensor)
+        return _run(plan, engine, inputs, out, alloc, replay, types)
     if not isinstance(stream, torch.cuda.Stream):
         stream = torch.cuda.ExternalStream(_handle(stream), device=device)
     with torch.cuda.stream(stream):  # torch's allocator then owns the outputs on that stream
         engine.set_stream(stream.cuda_stream)
-        return _run(plan, engine, inputs, out, alloc, replay, torch.Tensor)
+        return _run(plan, engine, inputs, out, alloc, replay, types)
 
 
 def _call(plan, engine, inputs, out, stream, replay):

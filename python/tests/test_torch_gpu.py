@@ -38,6 +38,8 @@ def test_a_fused_plan_on_torch_tensors_matches_torch(engine):
         assert y.shape == (rows, 1000) and y.device == x.device
         ref = torch.softmax(x.double() * 0.125 + mask.double(), -1) * 2
         torch.testing.assert_close(y.double(), ref, atol=1e-2, rtol=1e-2)
+    x.requires_grad_()  # read as it is; autograd is the caller's
+    torch.testing.assert_close(plan.run(engine, x=x, mask=mask)["y"], y)
 
 
 def test_strided_and_offset_views_are_read_as_they_are(engine):
