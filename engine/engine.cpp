@@ -69,9 +69,8 @@ EngineImpl::EngineImpl(EngineOptions opts) : serial(next_serial()), options(std:
   if (!record.empty()) recorder = std::make_unique<cache::ManifestRecorder>(record);
   cache_dir = cache->describe();
   if (context && options.tuning && !env_flag("KILN_DISABLE_TUNING")) {
-    const std::string dir = options.cache_dir ? *options.cache_dir : cache::default_cache_dir();
     try {
-      tuning = cache::TuningDb::load(dir, context->info().name);
+      tuning = cache::TuningDb::load(tuning_dir(), context->info().name);
     } catch (const Error& e) {  // a bad records file costs speed, never a run
       spdlog::warn("kiln: tuning records not used: {}", e.what());
     }
@@ -106,6 +105,10 @@ void EngineImpl::set_stream(std::optional<CUstream> s) {
   external_stream_ = s;
   runtime::ContextGuard guard(*context);
   runtime::join_streams(before, stream());
+}
+
+std::string EngineImpl::tuning_dir() const {
+  return options.cache_dir ? *options.cache_dir : cache::default_cache_dir();
 }
 
 void EngineImpl::require_device(const char* what) const {

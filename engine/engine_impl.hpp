@@ -58,6 +58,9 @@ class EngineImpl {
   /// Prepares and launches a specialized kernel (nothing when it has no work).
   void launch_kernel(const KernelLaunch& L);
 
+  /// Where this engine's GPU's tuning records live: the cache directory it was given, else the
+  /// default one (also with the disk cache off).
+  std::string tuning_dir() const;
   /// Throws CudaError when the engine is offline.
   void require_device(const char* what) const;
 

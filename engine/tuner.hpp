@@ -19,6 +19,8 @@
 
 namespace kiln::autotune {
 
+struct KernelTuning;
+
 struct TuneOptions {
   int warmup = 3;
   int reps = 20;  ///< events per candidate; the median counts
@@ -27,6 +29,8 @@ struct TuneOptions {
   /// Called before each candidate runs: the kernel, the candidate's index (0: the default) and
   /// how many there are.
   std::function<void(const std::string& kernel, int candidate, int candidates)> progress;
+  /// Called when a kernel is done (tune_and_record): its tuning, the record saved.
+  std::function<void(const KernelTuning&)> done;
 };
 
 /// What tuning one kernel of a plan did.
@@ -44,6 +48,12 @@ struct KernelTuning {
 /// skipped (a graph seen before); each one tuned is added.
 std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const TuneOptions& options,
                                      std::set<std::string>& done);
+
+/// tune_graph over `graphs` (a kernel two graphs share is tuned once), each tuned kernel's
+/// record put in `db` and saved to `dir` at once.
+std::vector<KernelTuning> tune_and_record(Engine& engine, const std::vector<Graph>& graphs,
+                                          const TuneOptions& options, cache::TuningDb& db,
+                                          const std::string& dir);
 
 /// One kernel of a plan timed alone.
 struct KernelTiming {

@@ -316,6 +316,35 @@ void engines(py::module_& m) {
         return names;
       });
   m.def("gpu_available", [] { return kiln::gpu_available(); });
+  m.def(
+      "tune",
+      [](kiln::Engine& e, const py::object& graphs, double budget_s) {
+        std::vector<kiln::Graph> gs;
+        if (py::isinstance<kiln::Graph>(graphs))
+          gs.push_back(graphs.cast<const kiln::Graph&>());
+        else
+          for (const py::handle g : graphs) gs.push_back(g.cast<const kiln::Graph&>());
+        std::vector<kiln::TunedKernel> tuned;
+        {
+          py::gil_scoped_release release;  // compiles and times every candidate
+          tuned = kiln::tune(e, gs, budget_s);
+        }
+        py::list out;
+        for (const kiln::TunedKernel& k : tuned) {
+          py::dict d;
+          d["kernel"] = k.kernel;
+          d["candidates"] = k.candidates;
+          d["skipped"] = k.skipped;
+          d["default_us"] = k.default_us;
+          d["tuned_us"] = k.tuned_us;
+          d["winner"] = k.winner;
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("engine"), py::arg("graphs"), py::arg("budget_s") = 0.0,
+      "kiln tune from Python: each kernel's candidates timed on the engine's GPU, the winners "
+      "saved as this GPU's records in its cache directory (engines made afterwards apply them)");
 }
 
 }  // namespace

@@ -138,19 +138,12 @@ int run_tune(const TuneArgs& a, const std::string& dir) {
                   std::chrono::milliseconds(std::int64_t(a.budget_s * 1e3));
   Progress progress(kernels);
   to.progress = [&](const std::string& k, int c, int n) { progress(k, c, n); };
-  std::set<std::string> done;
-  std::vector<autotune::KernelTuning> all;
-  for (std::size_t i = 0; i < graphs.size(); ++i) {
-    for (autotune::KernelTuning& t : autotune::tune_graph(engine, graphs[i], to, done)) {
-      progress.done();
-      for (const std::string& line : t.result.log) fmt::print("{}: {}\n", t.kernel, line);
-      if (t.skipped.empty()) {
-        db.put(t.record);
-        db.save(dir);  // after every kernel: an interrupted run keeps what it measured
-      }
-      all.push_back(std::move(t));
-    }
-  }
+  to.done = [&](const autotune::KernelTuning& t) {
+    progress.done();
+    for (const std::string& line : t.result.log) fmt::print("{}: {}\n", t.kernel, line);
+  };
+  const std::vector<autotune::KernelTuning> all =
+      autotune::tune_and_record(engine, graphs, to, db, dir);
   fmt::print("\n{:<48} {:>5} {:>11} {:>11} {:>7}  {}\n", "kernel", "cands", "default us",
              "tuned us", "speedup", "winner");
   int tuned = 0;

@@ -9,3 +9,4 @@
 #include <kiln/ops.hpp>
 #include <kiln/template.hpp>
 #include <kiln/tensor.hpp>
+#include <kiln/tune.hpp>

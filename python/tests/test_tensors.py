@@ -57,3 +57,11 @@ def test_stream_handles_from_torch_cupy_or_integers():
 
     assert kiln._handle(TorchLike()) == 1234 and kiln._handle(CupyLike()) == 99
     assert kiln._handle(7) == 7
+
+
+def test_tuning_needs_the_gpu_it_tunes_for(tmp_path):
+    e = kiln.Engine(arch="sm_90a", offline=True, cache_dir=str(tmp_path))
+    g = kiln.Graph()
+    g.output(kiln.softmax(g.input("x", [64, 1000], "f32")), "y")
+    with pytest.raises(kiln.CudaError, match="tuning needs a GPU"):
+        kiln.tune(e, g)

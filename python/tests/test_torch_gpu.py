@@ -177,3 +177,15 @@ def test_a_registered_op_in_a_cuda_graph_capture():
     graph.replay()
     torch.cuda.synchronize()
     torch.testing.assert_close(y, block_ref(*fresh), atol=1e-5, rtol=1e-5)
+
+
+def test_tuning_from_python_saves_records_a_new_engine_applies(tmp_path):
+    g = kiln.Graph()
+    g.output(kiln.softmax(g.input("x", [512, 3000], "bf16")), "y")
+    tuned = kiln.tune(kiln.Engine(cache_dir=str(tmp_path)), [g], budget_s=120)
+    assert len(tuned) == 1 and tuned[0]["skipped"] == "" and tuned[0]["candidates"] > 1
+    assert 0 < tuned[0]["tuned_us"] <= tuned[0]["default_us"]
+    assert len(list((tmp_path / "tuning").glob("*.json"))) == 1
+    x = torch.randn(512, 3000, device="cuda", dtype=torch.bfloat16)
+    y = kiln.Plan(g).run(kiln.Engine(cache_dir=str(tmp_path)), x=x)["y"]  # the tuned kernel
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), atol=1e-2, rtol=1e-2)
