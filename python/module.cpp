@@ -121,34 +121,36 @@ PyValue binary(const std::string& op, const py::object& a, const py::object& b) 
   return apply(op, py::make_tuple(a, b), py::kwargs());
 }
 
+// kiln's error classes as Python exceptions under kiln.Error. The module holds the classes;
+// the translator raises them through the C API (pybind11's exception call is deprecated).
 void errors(py::module_& m) {
-  static py::exception<kiln::Error> error(m, "Error");
-  static py::exception<kiln::CudaError> cuda(m, "CudaError", error.ptr());
-  static py::exception<kiln::CompileError> compile(m, "CompileError", error.ptr());
-  static py::exception<kiln::CacheError> cache(m, "CacheError", error.ptr());
-  static py::exception<kiln::ShapeError> shape(m, "ShapeError", error.ptr());
-  static py::exception<kiln::DtypeError> dtype(m, "DtypeError", error.ptr());
-  static py::exception<kiln::GraphError> graph(m, "GraphError", error.ptr());
-  static py::exception<kiln::ArgumentError> argument(m, "ArgumentError", error.ptr());
+  static PyObject* error = py::exception<kiln::Error>(m, "Error").ptr();
+  static PyObject* cuda = py::exception<kiln::CudaError>(m, "CudaError", error).ptr();
+  static PyObject* compile = py::exception<kiln::CompileError>(m, "CompileError", error).ptr();
+  static PyObject* cache = py::exception<kiln::CacheError>(m, "CacheError", error).ptr();
+  static PyObject* shape = py::exception<kiln::ShapeError>(m, "ShapeError", error).ptr();
+  static PyObject* dtype = py::exception<kiln::DtypeError>(m, "DtypeError", error).ptr();
+  static PyObject* graph = py::exception<kiln::GraphError>(m, "GraphError", error).ptr();
+  static PyObject* argument = py::exception<kiln::ArgumentError>(m, "ArgumentError", error).ptr();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const kiln::CudaError& e) {
-      cuda(e.what());
+      PyErr_SetString(cuda, e.what());
     } catch (const kiln::CompileError& e) {
-      compile(e.what());
+      PyErr_SetString(compile, e.what());
     } catch (const kiln::CacheError& e) {
-      cache(e.what());
+      PyErr_SetString(cache, e.what());
     } catch (const kiln::ShapeError& e) {
-      shape(e.what());
+      PyErr_SetString(shape, e.what());
     } catch (const kiln::DtypeError& e) {
-      dtype(e.what());
+      PyErr_SetString(dtype, e.what());
     } catch (const kiln::GraphError& e) {
-      graph(e.what());
+      PyErr_SetString(graph, e.what());
     } catch (const kiln::ArgumentError& e) {
-      argument(e.what());
+      PyErr_SetString(argument, e.what());
     } catch (const kiln::Error& e) {
-      error(e.what());
+      PyErr_SetString(error, e.what());
     }
   });
 }
