@@ -23,6 +23,7 @@
 namespace kiln::detail {
 
 struct PreparedOp;
+struct PreparedTemplate;
 
 /// A kernel ready to launch (or, offline, compiled and cached only).
 struct LoadedKernel {
@@ -83,6 +84,8 @@ class EngineImpl {
   cache::TuningDb tuning{""};
   /// What each eager op call signature seen prepared (engine/ops_api.cpp).
   SignatureCache<PreparedOp> ops{256};
+  /// What each kiln::launch signature of a template seen prepared (engine/template_api.cpp).
+  SignatureCache<PreparedTemplate> templates{256};
 
  private:
   struct Fetched {

@@ -82,6 +82,7 @@ void describe_maps(const Template& t, const std::vector<Operand>& args, const Va
 
 // The kernel's parameters' bytes from `args` (a tensor map's left zero: launches encode it).
 void pack(const Template& t, const std::vector<Operand>& args, UserLaunch& L) {
+  L.params.clear();
   const auto put = [&](const void* p, std::size_t n) {
     const auto* b = static_cast<const unsigned char*>(p);
     L.params.emplace_back(b, b + n);
@@ -253,6 +254,10 @@ UserLaunch specialize_template(const Template& t, const std::vector<Operand>& ar
   describe_maps(t, args, vars, L);
   pack(t, args, L);
   return L;
+}
+
+void pack_params(const Template& t, const std::vector<Operand>& args, UserLaunch& L) {
+  pack(t, args, L);
 }
 
 }  // namespace kiln

@@ -32,6 +32,10 @@ struct UserLaunch {
 UserLaunch specialize_template(const Template& t, const std::vector<Operand>& args,
                                const Tunables& tunables, bool need_data);
 
+/// Writes `args` into `L.params` again (their pointers and scalars; tensor maps zero), for a
+/// call whose signature matched the one `L` was specialized for.
+void pack_params(const Template& t, const std::vector<Operand>& args, UserLaunch& L);
+
 /// Checks a header name of template `tmpl`: a relative file name, not kiln's own header's nor
 /// the template's; ArgumentError otherwise.
 void check_header(const std::string& tmpl, const std::string& name);

@@ -6,6 +6,7 @@
 /// kept in kiln's verified cache (keyed by every byte of the source and its headers), recorded
 /// by KILN_RECORD for `kiln precompile`, and launched on the engine's stream.
 
+#include <cstdint>
 #include <kiln/engine.hpp>
 #include <kiln/ops.hpp>
 #include <map>
@@ -97,6 +98,9 @@ class Template {
   const std::string& output_param() const { return output_; }
   const std::string& output_like() const { return like_; }
   const std::vector<std::string>& output_shape() const { return shape_; }
+  /// Unique in the process to this content: a new number whenever the template changes (a
+  /// copy keeps it). launch() keys what it prepared by it.
+  std::uint64_t serial() const { return serial_; }
 
  private:
   std::string name_, source_, instance_, shared_ = "0", output_, like_;
@@ -104,6 +108,8 @@ class Template {
   std::vector<TemplateParam> params_;
   std::vector<std::pair<std::string, std::vector<int>>> tunables_;
   std::vector<std::string> grid_ = {"1"}, block_ = {"1"}, shape_;
+  std::uint64_t serial_;
+  Template& changed();  ///< a new serial_
 };
 
 /// Launches `t` on `args` (a TensorView per tensor parameter, a number per scalar one, in the
