@@ -9,29 +9,20 @@ for build in ("build", "build-device"):  # a checkout's build tree, unless PYTHO
     if (REPO / build / "python" / "kiln").is_dir() and not os.environ.get("PYTHONPATH"):
         sys.path.insert(0, str(REPO / build / "python"))
 
+sys.path.insert(0, str(REPO / "bench"))
+
 import torch  # noqa: E402
+from run import median_us  # noqa: E402
 
 import kiln  # noqa: E402
 
 ENGINE = kiln.Engine()
 
 
-def time_us(fn, reps=20, calls=10, warmup=3):
-    """Median over `reps` of the microseconds per call of `calls` back-to-back calls of fn(),
-    timed with CUDA events on torch's current stream (one call per event pair would time the
-    host's latency, not the work)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1e3 / calls)
-    return sorted(times)[len(times) // 2]
+def time_us(fn):
+    """Microseconds per call of fn(), back to back (bench/run.py's median_us: one call per
+    event pair would time the host's latency, not the work)."""
+    return median_us(fn, inner=10)
 
 
 def report(name, kiln_us, peers, error, tol):
