@@ -235,6 +235,8 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
   DeviceLimits limits;
   limits.max_threads_per_block = dev.max_threads_per_block;
   limits.max_registers_per_block = dev.max_registers_per_block;
+  if (dev.max_shared_per_block_optin > 0)  // loaded kernels may use it all (module attribute)
+    limits.max_shared_bytes_per_block = dev.max_shared_per_block_optin;
   std::vector<TensorView> descs;
   for (const auto& n : graph.nodes()) descs.push_back(detail::PlanImpl::desc(n));
   std::vector<KernelTuning> out;
