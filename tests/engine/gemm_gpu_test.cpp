@@ -8,6 +8,9 @@
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
 
+#include "cache/tuning.hpp"
+#include "engine/compiler/compiler.hpp"
+#include "engine/fusion.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
 
@@ -209,4 +212,34 @@ TEST_CASE("gpu: K = 0 gives the bias, M = 0 launches nothing" *
   const kiln::Tensor none = kiln::call(
       e, "matmul", {e.empty({0, 8}, DType::bf16).view(), e.empty({8, 5}, DType::bf16).view()});
   CHECK(none.shape() == Shape{0, 5});
+}
+
+TEST_CASE("gpu: every split of the mma.sync path, as a tuning record sets it, over many clusters" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  // 256 tiles of 64 x 64, each split along K over a cluster of 1 to 8 blocks: several waves of
+  // clusters on the GPU, as kiln tune runs its candidates.
+  kiln::Graph g;
+  g.output(kiln::apply(
+      "matmul", {g.input("a", {1024, 1024}, DType::f32), g.input("b", {1024, 1024}, DType::f32)}));
+  const std::string signature = kiln::compiler::spec_id(kiln::plan_specs(g).at(0));
+  auto rng = kiln::test::make_rng(63);
+  for (int split : {1, 2, 4, 8}) {
+    CAPTURE(split);
+    kiln::test::TempDir dir;
+    kiln::EngineOptions o;
+    o.cache_dir = dir.path();
+    const std::string gpu = kiln::Engine(o).device_name();
+    kiln::cache::TuningDb db(gpu);
+    db.put(kiln::test::tuning_record(
+        gpu, signature,
+        {{"bm", 64}, {"bn", 64}, {"warps_m", 1}, {"warps_n", 1}, {"stages", 2}, {"split", split}},
+        1));
+    db.save(dir.path());
+    kiln::Engine e(o);
+    for (const auto& f : kiln::test::check_on_gpu(e, g, rng)) FAIL_CHECK(f);
+    REQUIRE(e.kernels().size() == 1);
+    const std::string& name = e.kernels()[0].name;
+    CHECK(name.find("64x64w1x1s2") != std::string::npos);
+    CHECK((split == 1) == (name.find(fmt::format("k{}", split)) == std::string::npos));
+  }
 }
