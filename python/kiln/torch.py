@@ -52,6 +52,10 @@ def op(plan, name, engine_for=None):
         return pack([tensors[0].new_empty(descs[o].shape, dtype=dtype[descs[o].dtype.name])
                      for o in outputs])
 
+    if not name.isidentifier():
+        raise kiln.ArgumentError(f"torch op name '{name}': a Python identifier")
+    if hasattr(torch.ops.kiln, name):
+        raise kiln.ArgumentError(f"torch op kiln::{name} is registered already: pick another name")
     qualname = f"kiln::{name}"
     torch.library.define(qualname, _schema(plan))
     torch.library.impl(qualname, "CUDA", run)

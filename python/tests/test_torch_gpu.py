@@ -152,6 +152,8 @@ def test_a_registered_op_under_torch_compile_matches_eager():
     eager = model(*args)
     torch.testing.assert_close(eager, block_ref(torch.sin(args[0]), *args[1:]) * 0.5,
                                atol=1e-5, rtol=1e-5)
+    with pytest.raises(kiln.ArgumentError, match="registered already"):
+        kiln.torch.op(block_plan(), "test_block")
     compiled = torch.compile(model, fullgraph=True)
     torch.testing.assert_close(compiled(*args), eager)
     args2 = block_args()
