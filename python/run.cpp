@@ -1,5 +1,6 @@
-// Plans run on tensors from Python: inputs and given outputs read in place by DLPack, missing
-// outputs allocated by the caller's allocator (torch's, from kiln/__init__.py) or by kiln.
+// Plans run on tensors from Python: inputs and given outputs read in place (torch tensors through
+// their attributes, other producers by DLPack), missing outputs allocated by the caller's
+// allocator (torch's, from kiln/__init__.py) or by kiln.
 #include "run.hpp"
 
 #include <fmt/format.h>
@@ -14,10 +15,8 @@
 namespace kiln::python {
 namespace {
 
-// A view of `value` (an object with __dlpack__, or a kiln.Tensor), its capsule kept in `keep`
-// while the run uses it.
-// `torch`: what reads torch tensors directly (kiln then runs on torch's current stream), if
-// torch is in use.
+// A view of `value` (a kiln.Tensor, a torch tensor read through `torch` when torch is in use,
+// or any object with __dlpack__, its capsule kept in `keep` while the run uses it).
 TensorView view_of(const py::handle& value, Engine& engine, const std::string& what,
                    const std::optional<TorchTypes>& torch, std::vector<py::object>& keep) {
   if (py::isinstance<OwnedTensor>(value)) {

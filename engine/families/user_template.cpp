@@ -80,40 +80,6 @@ void describe_maps(const Template& t, const std::vector<Operand>& args, const Va
   }
 }
 
-// The kernel's parameters' bytes from `args` (a tensor map's left zero: launches encode it).
-void pack(const Template& t, const std::vector<Operand>& args, UserLaunch& L) {
-  L.params.clear();
-  const auto put = [&](const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    L.params.emplace_back(b, b + n);
-  };
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const TemplateParam& p = t.param_list()[i];
-    if (p.kind == Kind::tensor_map) {
-      L.params.emplace_back(runtime::kTensorMapBytes, 0);
-      continue;
-    }
-    if (p.kind == Kind::tensor) {
-      const std::uint64_t data = std::get<TensorView>(args[i]).data;
-      put(&data, 8);
-      continue;
-    }
-    const double v = std::get<double>(args[i]);
-    if (p.kind == Kind::i32) {
-      const std::int32_t x = std::int32_t(v);
-      put(&x, 4);
-    } else if (p.kind == Kind::i64) {
-      const std::int64_t x = std::int64_t(v);
-      put(&x, 8);
-    } else if (p.kind == Kind::f32) {
-      const float x = float(v);
-      put(&x, 4);
-    } else {
-      put(&v, 8);
-    }
-  }
-}
-
 void check_args(const Template& t, const std::vector<Operand>& args, bool need_data) {
   const auto& params = t.param_list();
   if (args.size() != params.size())
@@ -207,6 +173,39 @@ void check_template(const Template& t) {
         fmt::format("template {}: a launch rule has 1 to 3 grid and block dims", t.name()));
 }
 
+void pack_params(const Template& t, const std::vector<Operand>& args, UserLaunch& L) {
+  L.params.clear();
+  const auto put = [&](const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    L.params.emplace_back(b, b + n);
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const TemplateParam& p = t.param_list()[i];
+    if (p.kind == Kind::tensor_map) {
+      L.params.emplace_back(runtime::kTensorMapBytes, 0);
+      continue;
+    }
+    if (p.kind == Kind::tensor) {
+      const std::uint64_t data = std::get<TensorView>(args[i]).data;
+      put(&data, 8);
+      continue;
+    }
+    const double v = std::get<double>(args[i]);
+    if (p.kind == Kind::i32) {
+      const std::int32_t x = std::int32_t(v);
+      put(&x, 4);
+    } else if (p.kind == Kind::i64) {
+      const std::int64_t x = std::int64_t(v);
+      put(&x, 8);
+    } else if (p.kind == Kind::f32) {
+      const float x = float(v);
+      put(&x, 4);
+    } else {
+      put(&v, 8);
+    }
+  }
+}
+
 UserLaunch specialize_template(const Template& t, const std::vector<Operand>& args,
                                const Tunables& tunables, bool need_data) {
   check_template(t);
@@ -252,12 +251,8 @@ UserLaunch specialize_template(const Template& t, const std::vector<Operand>& ar
                                     t.name(), b[0], b[1], b[2]));
   L.config.shared = rule_value(t, "shared bytes", t.shared(), vars, 227.0 * 1024);
   describe_maps(t, args, vars, L);
-  pack(t, args, L);
+  pack_params(t, args, L);
   return L;
-}
-
-void pack_params(const Template& t, const std::vector<Operand>& args, UserLaunch& L) {
-  pack(t, args, L);
 }
 
 }  // namespace kiln

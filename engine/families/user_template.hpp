@@ -32,8 +32,8 @@ struct UserLaunch {
 UserLaunch specialize_template(const Template& t, const std::vector<Operand>& args,
                                const Tunables& tunables, bool need_data);
 
-/// Writes `args` into `L.params` again (their pointers and scalars; tensor maps zero), for a
-/// call whose signature matched the one `L` was specialized for.
+/// Writes `args` into `L.params` (their pointers and scalars; a tensor map's bytes zero: launches
+/// encode it): at specialization, and again for a call whose signature matched that one.
 void pack_params(const Template& t, const std::vector<Operand>& args, UserLaunch& L);
 
 /// Checks a header name of template `tmpl`: a relative file name, not kiln's own header's nor
