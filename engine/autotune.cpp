@@ -49,9 +49,8 @@ Result tune(const std::vector<Candidate>& candidates, const Candidate& fallback,
       r.log.push_back(fmt::format("{}: discarded, it failed: {}", describe(c), e.what()));
       continue;
     }
-    if (!agree(m.output, base.output)) {
-      r.log.push_back(
-          fmt::format("{}: discarded, its output differs from the default's", describe(c)));
+    if (const std::string why = agree(m.output, base.output); !why.empty()) {
+      r.log.push_back(fmt::format("{}: discarded, {}", describe(c), why));
       continue;
     }
     r.log.push_back(fmt::format("{}: {:.2f} us, output checked", describe(c), m.us));

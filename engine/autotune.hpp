@@ -42,8 +42,9 @@ struct Measurement {
   double us = 0;
 };
 using Measure = std::function<Measurement(const Candidate&)>;
-using Agree = std::function<bool(const std::vector<unsigned char>& got,
-                                 const std::vector<unsigned char>& want)>;
+/// "" when `got` agrees with `want` (the default's output), else how it differs.
+using Agree = std::function<std::string(const std::vector<unsigned char>& got,
+                                        const std::vector<unsigned char>& want)>;
 
 struct Result {
   Candidate winner;
@@ -52,9 +53,10 @@ struct Result {
   std::vector<std::string> log;  ///< one line per candidate: its time, or why it was discarded
 };
 
-/// Measures `space.fallback` first, then every other candidate; one whose output `agree`s not
-/// with the default's is discarded (and logged), as is one whose measurement throws. The
-/// fastest of the rest wins; the default keeps its place unless something beats it.
+/// Measures `space.fallback` first, then every other candidate; one whose output `agree` finds
+/// differing from the default's is discarded (and logged with how it differs), as is one whose
+/// measurement throws. The fastest of the rest wins; the default keeps its place unless something
+/// beats it.
 Result tune(const std::vector<Candidate>& candidates, const Candidate& fallback,
             const Measure& measure, const Agree& agree);
 

@@ -43,6 +43,9 @@ struct KernelLaunch {
   /// writes that pointer; their `pointer_at` offset is unused).
   std::vector<TensorMapArg> maps;
   Tunables tunables;  ///< the template's parameters it was specialized with (defaults included)
+  /// How far (autotune's max_diff) a tuning candidate's output may lie from this kernel's and
+  /// still agree; 0: the tolerance of the output's dtype. Products over a long K need more.
+  double agreement = 0;
   /// The bytes of the kernel's Args<P, S> parameter.
   std::vector<unsigned char> args() const;
 };

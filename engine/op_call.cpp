@@ -35,4 +35,9 @@ KernelLaunch specialize_call(const OpCall& call, const std::string& arch,
   return specialize_group({call.group, call.values, call.graph, call.graph, arch}, tunables);
 }
 
+KernelLaunch specialize_call(const OpCall& call, const std::string& arch,
+                             const cache::TuningDb& records) {
+  return specialize_tuned({call.group, call.values, call.graph, call.graph, arch}, records);
+}
+
 }  // namespace kiln

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/tuning.hpp"
 #include "engine/fusion.hpp"
 #include "engine/launch.hpp"
 #include "ops/op.hpp"
@@ -30,5 +31,10 @@ OpCall op_call(const ops::OpDef& op, const TensorView& out, const std::vector<Op
 /// attributes' (clamp's bounds), then the family's own (a norm's eps).
 KernelLaunch specialize_call(const OpCall& call, const std::string& arch,
                              const Tunables& tunables = {});
+
+/// The call's kernel as `records` (one GPU's) tuned it, as a plan of it would run it
+/// (specialize_tuned).
+KernelLaunch specialize_call(const OpCall& call, const std::string& arch,
+                             const cache::TuningDb& records);
 
 }  // namespace kiln

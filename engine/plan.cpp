@@ -1,11 +1,9 @@
 // Plans: a fused graph bound to tensors and launched on an engine.
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <kiln/graph.hpp>
-#include <mutex>
 #include <set>
 
 #include "cache/manifest.hpp"
@@ -16,29 +14,6 @@
 #include "engine/plan_impl.hpp"
 
 namespace kiln {
-
-KernelLaunch detail::PlanImpl::specialize_tuned(const FusedGroup& grp,
-                                                const std::vector<TensorView>& values,
-                                                const Graph& g, const std::string& arch,
-                                                const cache::TuningDb& records) const {
-  KernelLaunch L = specialize(grp, values, g, arch);
-  if (records.records().empty() || L.groups == 0) return L;
-  const cache::TuningRecord* r = records.find(compiler::spec_id(L.spec));
-  if (!r) return L;
-  try {
-    return specialize(grp, values, g, arch, r->winner);
-  } catch (const Error& e) {
-    static std::mutex mutex;
-    static std::set<std::string> warned;  // once per record, not once per run
-    std::lock_guard<std::mutex> lock(mutex);
-    if (warned.insert(r->signature).second)
-      spdlog::warn(
-          "kiln: the tuning record of {} does not fit it ({}); the default runs. Re-tune: kiln "
-          "tune",
-          L.spec.name, e.what());
-    return L;
-  }
-}
 
 bool fusion_enabled() {
   const char* v = std::getenv("KILN_DISABLE_FUSION");

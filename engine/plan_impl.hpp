@@ -149,7 +149,9 @@ class PlanImpl {
   // kernel's spec id, else the default. A record whose tunables no longer fit is ignored.
   KernelLaunch specialize_tuned(const FusedGroup& grp, const std::vector<TensorView>& values,
                                 const Graph& g, const std::string& arch,
-                                const cache::TuningDb& records) const;
+                                const cache::TuningDb& records) const {
+    return kiln::specialize_tuned({grp, values, g, graph, arch}, records);
+  }
 };
 
 }  // namespace detail

@@ -215,9 +215,8 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
     m.output.insert(m.output.end(), h.begin(), h.end());
   }
   std::size_t next = 0;
-  m.us = 1e3 * engine.time_median_ms(
-                   [&] { e.launch(k, first, *params[next++ % params.size()]); },
-                   o.warmup, o.reps);
+  m.us = 1e3 * engine.time_median_ms([&] { e.launch(k, first, *params[next++ % params.size()]); },
+                                     o.warmup, o.reps);
   return m;
 }
 
@@ -279,20 +278,25 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
     std::map<const unsigned char*, double>
         floors;  // of each output of `want` (the default's, every time)
     const Agree agree = [&](const std::vector<unsigned char>& got,
-                            const std::vector<unsigned char>& want) {
-      if (got.size() != want.size()) return false;
+                            const std::vector<unsigned char>& want) -> std::string {
+      if (got.size() != want.size())
+        return fmt::format("its output has {} bytes, the default's {}", got.size(), want.size());
       std::size_t at = 0;
       for (int id : grp.outputs) {
         const auto& n = graph.node(id);
         const std::size_t bytes = std::size_t(numel_of(n.shape)) * size_of(n.dtype);
         const unsigned char* w = want.data() + at;
         if (!floors.count(w)) floors[w] = diff_floor(w, bytes, n.dtype);
-        if (!(max_diff_at(w, got.data() + at, bytes, n.dtype, floors[w]) <=
-              agreement_tolerance(n.dtype)))
-          return false;
+        const double diff = max_diff_at(w, got.data() + at, bytes, n.dtype, floors[w]);
+        const double tolerance = std::max(agreement_tolerance(n.dtype), base.agreement);
+        if (!(diff <= tolerance))
+          return fmt::format(
+              "its output {} differs from the default's by {:.3g} of max(|default|, {:.3g}) "
+              "(at most {:.3g} for this {} kernel)",
+              n.name, diff, floors[w], tolerance, name_of(n.dtype));
         at += bytes;
       }
-      return true;
+      return "";
     };
     t.result = tune(candidates, space.fallback, measure, agree);
     const auto& shaped = graph.node(grp.x >= 0 ? grp.x : grp.outputs.at(0));  // a row op's x

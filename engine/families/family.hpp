@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/tuning.hpp"
 #include "engine/autotune.hpp"
 #include "engine/fusion.hpp"
 #include "engine/launch.hpp"
@@ -65,5 +66,10 @@ const Family& family_of(const FusedGroup& grp, const Graph& shapes);
 
 /// `work`'s kernel by its family, with `tunables`; the launch names its family.
 KernelLaunch specialize_group(const GroupWork& work, const Tunables& tunables = {});
+
+/// `work`'s kernel as `records` (one GPU's) tuned it: with the tunables of the record whose
+/// signature is the default kernel's spec id, else the default. A record whose tunables no
+/// longer fit is ignored, with a warning once per record.
+KernelLaunch specialize_tuned(const GroupWork& work, const cache::TuningDb& records);
 
 }  // namespace kiln

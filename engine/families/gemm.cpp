@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <kiln/error.hpp>
 
 #include "engine/families/gemm_problem.hpp"
@@ -129,12 +130,38 @@ std::string reject_gemm_tunables(const GemmTunables& t, int max_shared, bool clu
   return "";
 }
 
+namespace {
+
+// Twice what the family promises against fp64 for f32 (acc times the sum of the products'
+// magnitudes): on the tuner's uniform inputs that sum is about sqrt(K) times the mean |C|,
+// max_diff's scale. Two correct kernels of f32 4096^3 differ by 1.1e-4 of it (another order
+// of the K sum, another rounding of each tensor-core accumulation); a wrong one by far more.
+double gemm_agreement(const GemmKernel& k, std::int64_t K) {
+  if (k.a.dtype != DType::f32) return 0;  // rounding to f16/bf16 dominates: the dtype's tolerance
+  return 2 * (k.tf32 ? 2e-3 : 1e-5) * std::sqrt(double(std::max<std::int64_t>(K, 1)));
+}
+
+KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
+                            GemmTunables t);
+
+}  // namespace
+
 KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t) {
   const GemmProblem p = gemm_problem(k, stem);
   const bool clusters = has_clusters(k.arch);
-  if (t.skinny == 1 || (t.skinny < 0 && t.wgmma < 0 && !t.bm && p.m <= 8))
-    return specialize_skinny(k, p, stem, t, clusters);
-  if (t.wgmma != 0 && wgmma_fits(k, p)) return specialize_wgmma(k, p, stem, t);
+  KernelLaunch L = t.skinny == 1 || (t.skinny < 0 && t.wgmma < 0 && !t.bm && p.m <= 8)
+                       ? specialize_skinny(k, p, stem, t, clusters)
+                   : t.wgmma != 0 && wgmma_fits(k, p) ? specialize_wgmma(k, p, stem, t)
+                                                      : specialize_mma(k, p, stem, t);
+  L.agreement = gemm_agreement(k, p.k);
+  return L;
+}
+
+namespace {
+
+KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
+                            GemmTunables t) {
+  const bool clusters = has_clusters(k.arch);
   if (t.wgmma == 1)
     throw ArgumentError(fmt::format(
         "{}: the wgmma path takes sm_90a, f16 or bf16, a contiguous along K and b along K or N "
@@ -179,6 +206,8 @@ KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmT
   if (clusters) L.tunables["split"] = t.split;
   return L;
 }
+
+}  // namespace
 
 namespace autotune {
 

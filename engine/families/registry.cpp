@@ -1,8 +1,12 @@
 // The family registry: every family kiln knows, asked in order.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <kiln/error.hpp>
+#include <mutex>
+#include <set>
 
+#include "engine/compiler/compiler.hpp"
 #include "engine/families/family.hpp"
 
 namespace kiln {
@@ -17,12 +21,8 @@ const Family& user_family();
 
 const std::vector<const Family*>& families() {
   static const std::vector<const Family*> all = {
-      &elementwise_family(),
-      &rows_family(),
-      &columns_family(),
-      &gemm_family(),
-      &view_family(),
-      &user_family(),
+      &elementwise_family(), &rows_family(), &columns_family(),
+      &gemm_family(),        &view_family(), &user_family(),
   };
   return all;
 }
@@ -45,6 +45,26 @@ KernelLaunch specialize_group(const GroupWork& work, const Tunables& tunables) {
   KernelLaunch L = f.specialize(work, tunables);
   L.family = &f;
   return L;
+}
+
+KernelLaunch specialize_tuned(const GroupWork& work, const cache::TuningDb& records) {
+  KernelLaunch L = specialize_group(work);
+  if (records.records().empty() || L.groups == 0) return L;
+  const cache::TuningRecord* r = records.find(compiler::spec_id(L.spec));
+  if (!r) return L;
+  try {
+    return specialize_group(work, r->winner);
+  } catch (const Error& e) {
+    static std::mutex mutex;
+    static std::set<std::string> warned;  // once per record, not once per run
+    std::lock_guard<std::mutex> lock(mutex);
+    if (warned.insert(r->signature).second)
+      spdlog::warn(
+          "kiln: the tuning record of {} does not fit it ({}); the default runs. Re-tune: kiln "
+          "tune",
+          L.spec.name, e.what());
+    return L;
+  }
 }
 
 }  // namespace kiln

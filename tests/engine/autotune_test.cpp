@@ -75,7 +75,7 @@ TEST_CASE(
     return m;
   };
   const auto same = [](const std::vector<unsigned char>& a, const std::vector<unsigned char>& b) {
-    return a == b;
+    return a == b ? std::string() : std::string("its output differs");
   };
   const auto r = kiln::autotune::tune(candidates, space.fallback, measure, same);
   CHECK(runs == 20);
@@ -85,6 +85,8 @@ TEST_CASE(
   int discarded = 0;
   for (const auto& line : r.log) discarded += line.find("discarded") != std::string::npos;
   CHECK(discarded == 2);
+  CHECK(std::count(r.log.begin(), r.log.end(),
+                   "block=1024 unroll=8: discarded, its output differs") == 1);
   CHECK(r.log.front().find("(default)") != std::string::npos);
 
   // Nothing beats the default: it stays.
