@@ -149,10 +149,11 @@ KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std
 KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t) {
   const GemmProblem p = gemm_problem(k, stem);
   const bool clusters = has_clusters(k.arch);
-  KernelLaunch L = t.skinny == 1 || (t.skinny < 0 && t.wgmma < 0 && !t.bm && p.m <= 8)
-                       ? specialize_skinny(k, p, stem, t, clusters)
-                   : t.wgmma != 0 && wgmma_fits(k, p) ? specialize_wgmma(k, p, stem, t)
-                                                      : specialize_mma(k, p, stem, t);
+  KernelLaunch L =
+      t.skinny == 1 || (t.skinny < 0 && t.wgmma < 0 && !t.bm && skinny_by_default(k, p))
+          ? specialize_skinny(k, p, stem, t, clusters)
+      : t.wgmma != 0 && wgmma_fits(k, p) ? specialize_wgmma(k, p, stem, t)
+                                         : specialize_mma(k, p, stem, t);
   L.agreement = gemm_agreement(k, p.k);
   return L;
 }

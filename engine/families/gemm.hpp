@@ -40,7 +40,7 @@ struct GemmTunables {
   int stages = 0;
   int wgmma = -1;
   int split = 0;  ///< blocks of a cluster that split K (1, 2, 4, 8; sm_90 and later)
-  /// 1 the path for up to 8 rows (gemm_skinny.cuh: split only), 0 not, -1 where it fits.
+  /// 1 the path for few rows (gemm_skinny.cuh: split only), 0 not, -1 where it fits.
   int skinny = -1;
 };
 

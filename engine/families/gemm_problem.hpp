@@ -15,6 +15,8 @@ constexpr std::size_t kGemmBatchDims = 4;  ///< gemm.cuh's kBatchDims
 /// The SMs the default tiles and splits plan for (an H100's): fewer blocks than this leave the
 /// GPU partly idle.
 constexpr std::int64_t kGemmSms = 132;
+/// The most rows the skinny path (gemm_skinny.cuh) takes.
+constexpr std::int64_t kSkinnyRows = 32;
 
 /// One pointer of the kernel and its strides in elements.
 struct GemmSlot {
@@ -59,8 +61,11 @@ std::string reject_split(int split, bool clusters);
 bool wgmma_fits(const GemmKernel& k, const GemmProblem& p);
 /// Why `t` cannot run on the sm_90a path with `max_shared` bytes per block ("" if it can).
 std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared);
-/// The kernel of the path for up to 8 rows (gemm_skinny.cuh), its split resolved; `clusters`:
-/// whether the target runs thread-block clusters.
+/// Whether `p` of `k` takes the skinny path when no tunable says: up to 8 rows, or up to
+/// kSkinnyRows of an f32 product (not TF32) whose B is small (it is read once per 8 rows).
+bool skinny_by_default(const GemmKernel& k, const GemmProblem& p);
+/// The kernel of the path for up to kSkinnyRows rows (gemm_skinny.cuh), its split resolved;
+/// `clusters`: whether the target runs thread-block clusters.
 KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
                                GemmTunables t, bool clusters);
 

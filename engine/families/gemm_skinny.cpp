@@ -1,19 +1,38 @@
-// The GEMM family's path for up to 8 rows (kernel_templates/kiln/gemm_skinny.cuh): f32 FMA over
-// 64 columns a block, K split between the blocks of a cluster where clusters run.
+// The GEMM family's path for few rows (kernel_templates/kiln/gemm_skinny.cuh): f32 FMA over
+// tiles of up to 8 rows and 8 to 64 columns, K split between the blocks of a cluster where
+// clusters run.
 #include <fmt/format.h>
 
 #include <kiln/error.hpp>
+#include <limits>
 
 #include "engine/families/gemm_problem.hpp"
 
 namespace kiln {
 namespace {
 
-constexpr std::int64_t kColumns = 64;
+// The tile of a block: up to 8 rows (the power of two that holds M, else 8) and 64 columns, or
+// as few as 8 (lanes along K) or 32 (lanes along N) while the tiles would not fill two blocks
+// per SM: a latency-bound product wants many warps in flight.
+struct SkinnyTile {
+  int rows = 8, columns = 64;
+  std::int64_t tiles = 0;  // per batch
+};
 
-// The default split: K in ranges of 512 or more, while the blocks fill at most two per SM.
-int default_split(const GemmProblem& p, bool clusters) {
-  const std::int64_t blocks = (p.n + kColumns - 1) / kColumns * p.batches;
+SkinnyTile skinny_tile(const GemmProblem& p, bool n_contiguous) {
+  SkinnyTile t;
+  t.rows = p.m <= 1 ? 1 : p.m <= 2 ? 2 : p.m <= 4 ? 4 : 8;
+  const std::int64_t row_tiles = (p.m + t.rows - 1) / t.rows;
+  auto tiles = [&](int columns) { return (p.n + columns - 1) / columns * row_tiles; };
+  const int fewest = n_contiguous ? 32 : 8;
+  while (t.columns > fewest && tiles(t.columns) * p.batches < 2 * kGemmSms) t.columns /= 2;
+  t.tiles = tiles(t.columns);
+  return t;
+}
+
+// The default split: K in ranges of 512 or more, while the blocks fill at most one per SM.
+int default_split(const GemmProblem& p, const SkinnyTile& tile, bool clusters) {
+  const std::int64_t blocks = tile.tiles * p.batches;
   int split = 1;
   while (clusters && split < 8 && p.k / (2 * split) >= 512 && blocks * split <= kGemmSms)
     split *= 2;
@@ -22,31 +41,40 @@ int default_split(const GemmProblem& p, bool clusters) {
 
 }  // namespace
 
+bool skinny_by_default(const GemmKernel& k, const GemmProblem& p) {
+  if (p.m <= 8) return true;
+  return p.m <= kSkinnyRows && k.a.dtype == DType::f32 && !k.tf32 && p.n * p.k <= (1 << 20);
+}
+
 KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
                                GemmTunables t, bool clusters) {
-  if (p.m > 8)
+  if (p.m > kSkinnyRows)
     throw ArgumentError(
-        fmt::format("{}: the skinny path takes at most 8 rows, M is {}", stem, p.m));
+        fmt::format("{}: the skinny path takes at most {} rows, M is {}", stem, kSkinnyRows, p.m));
   if (t.bm || t.bn || t.warps_m || t.warps_n || t.stages || t.wgmma == 1)
     throw ArgumentError(fmt::format("{}: the skinny path's only tunable is split", stem));
-  if (!t.split) t.split = default_split(p, clusters);
+  const bool n_contiguous = p.slots[p.outputs + 1].col == 1;
+  const SkinnyTile tile = skinny_tile(p, n_contiguous);
+  if (!t.split) t.split = default_split(p, tile, clusters);
   if (std::string why = reject_split(t.split, clusters); !why.empty())
     throw ArgumentError(fmt::format("{}: {}", stem, why));
-  const int rows = p.m <= 1 ? 1 : p.m <= 2 ? 2 : p.m <= 4 ? 4 : 8;
-  const bool n_contiguous = p.slots[p.outputs + 1].col == 1;
   const DType dtype = k.a.dtype;
   KernelLaunch L;
   L.spec.source = codegen::render_source("gemm_skinny.cuh", {{"kiln_epilogue", &k.epilogue}});
   L.spec.expression = codegen::render_instance(
       "kiln::gemm::gemm_skinny",
       {std::string(device_type_of(dtype)), "kiln_epilogue", k.bias ? "true" : "false",
-       std::to_string(rows), std::to_string(t.split), n_contiguous ? "true" : "false"});
+       std::to_string(tile.rows), std::to_string(t.split), n_contiguous ? "true" : "false",
+       std::to_string(tile.columns)});
   L.spec.options = codegen::builtin_options();
-  L.spec.name =
-      fmt::format("{}__rows{}{}_{}{}", stem, rows, t.split > 1 ? fmt::format("k{}", t.split) : "",
-                  n_contiguous ? 'n' : 'k', k.bias ? "_bias" : "");
+  L.spec.name = fmt::format("{}__rows{}x{}{}_{}{}", stem, tile.rows, tile.columns,
+                            t.split > 1 ? fmt::format("k{}", t.split) : "",
+                            n_contiguous ? 'n' : 'k', k.bias ? "_bias" : "");
   const bool empty = p.m == 0 || p.n == 0 || p.batches == 0;
-  L.config.grid = {empty ? 0u : unsigned((p.n + kColumns - 1) / kColumns),
+  if (tile.tiles > std::numeric_limits<int>::max())
+    throw ShapeError(fmt::format("{}: {} tiles of {}x{}: too many for one launch", stem, tile.tiles,
+                                 tile.rows, tile.columns));
+  L.config.grid = {empty ? 0u : unsigned(tile.tiles),
                    unsigned(std::min<std::int64_t>(p.batches, 65535)), unsigned(t.split)};
   L.config.block = {256, 1, 1};
   L.config.cluster = {1, 1, unsigned(t.split)};

@@ -94,11 +94,12 @@ TEST_CASE("gpu: matmul of every dtype on odd, edge, transposed and misaligned vi
     std::int64_t m, n, k;
   };
   // On sm_90a, contiguous f16/bf16 views with aligned rows take the wgmma path; up to 8 rows
-  // the skinny one; the others mma.sync (split along K in a cluster when the tiles are few).
+  // (f32: 32, in tiles of 8) the skinny one; the others mma.sync (split along K in a cluster
+  // when the tiles are few).
   const std::vector<Shape3> shapes = {{1, 7, 4095},    {128, 128, 128}, {33, 65, 100},
                                       {256, 192, 64},  {1, 1, 1},       {200, 300, 17},
                                       {300, 264, 200}, {64, 512, 1024}, {5, 300, 2048},
-                                      {8, 64, 512},    {16, 256, 4096}};
+                                      {8, 64, 512},    {16, 256, 4096}, {30, 20, 300}};
   for (DType t : kiln::kFloatDTypes)
     for (bool tf32 : {false, true}) {
       if (tf32 && t != DType::f32) continue;
@@ -222,11 +223,11 @@ TEST_CASE("gpu: K = 0 gives the bias, M = 0 launches nothing" *
 
 TEST_CASE("gpu: every split of the mma.sync path, as a tuning record sets it, over many clusters" *
           doctest::skip(!kiln::test::has_gpu())) {
-  // 256 tiles of 64 x 64, each split along K over a cluster of 1 to 8 blocks: several waves of
-  // clusters on the GPU, as kiln tune runs its candidates.
+  // 256 tiles of 64 x 64, each split along K (8 stages of 32) over a cluster of 1 to 8 blocks:
+  // several waves of clusters on the GPU, as kiln tune runs its candidates.
   kiln::Graph g;
   g.output(kiln::apply(
-      "matmul", {g.input("a", {1024, 1024}, DType::f32), g.input("b", {1024, 1024}, DType::f32)}));
+      "matmul", {g.input("a", {1024, 256}, DType::f32), g.input("b", {256, 1024}, DType::f32)}));
   const std::string signature = kiln::compiler::spec_id(kiln::plan_specs(g).at(0));
   auto rng = kiln::test::make_rng(63);
   for (int split : {1, 2, 4, 8}) {

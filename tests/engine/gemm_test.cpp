@@ -169,13 +169,17 @@ TEST_CASE("GEMM kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled"
   const std::vector<Case> cases = {
       {DType::bf16, false, desc({256, 128}, DType::bf16), desc({128, 256}, DType::bf16)},
       {DType::f16, false, strided({256, 128}, {1, 256}, DType::f16), desc({128, 40}, DType::f16)},
-      {DType::f32, false, desc({32, 128}, DType::f32), desc({128, 256}, DType::f32)},
+      {DType::f32, false, desc({64, 128}, DType::f32), desc({128, 256}, DType::f32)},
       {DType::f32, true, desc({256, 127}, DType::f32), desc({127, 256}, DType::f32)},
       // deep K, few tiles: split between the blocks of a cluster where clusters run
       {DType::f32, false, desc({16, 4096}, DType::f32), desc({4096, 256}, DType::f32)},
       // up to 8 rows: the skinny path, K along lanes (b transposed) or N (b row-major)
       {DType::f16, false, desc({3, 4096}, DType::f16), strided({4096, 100}, {1, 4096}, DType::f16)},
       {DType::bf16, false, desc({8, 512}, DType::bf16), desc({512, 100}, DType::bf16)},
+      // f32 up to 32 rows with a small b: the skinny path in tiles of 8 rows; one row of 64
+      // columns: tiles of 8 columns (more blocks)
+      {DType::f32, false, desc({32, 256}, DType::f32), strided({256, 128}, {1, 256}, DType::f32)},
+      {DType::f32, false, desc({1, 256}, DType::f32), strided({256, 64}, {1, 256}, DType::f32)},
   };
   for (const Case& c : cases)
     for (const char* arch : {"sm_80", "sm_90a"}) {
@@ -191,7 +195,10 @@ TEST_CASE("GEMM kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled"
       CAPTURE(arch);
       if (c.a.shape[0] == 16)
         CHECK((specs[0].name.find("k8_") != std::string::npos) == (std::string(arch) == "sm_90a"));
-      if (c.a.shape[0] <= 8) CHECK(specs[0].name.find("__rows") != std::string::npos);
+      const bool skinny = c.a.shape[0] <= 8 || (c.t == DType::f32 && !c.tf32 && c.a.shape[0] <= 32);
+      CHECK(skinny == (specs[0].name.find("__rows") != std::string::npos));
+      if (c.a.shape == Shape{1, 256}) CHECK(specs[0].name.find("__rows1x8_k") != std::string::npos);
+      if (c.a.shape == Shape{32, 256}) CHECK(specs[0].name.find("__rows8x") != std::string::npos);
       const kiln::CompiledKernel k = kiln::compiler::compile(specs[0], arch);
       CHECK(k.spill_bytes == 0);
       CHECK(k.log.find("serialized") == std::string::npos);
