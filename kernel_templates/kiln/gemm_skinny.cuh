@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(256, 1)
     } else {
       // Lanes along K (U values of K a batch), the warp's columns at once; lanes' sums meet by
       // a fixed butterfly.
-      constexpr int U = MR * kPerWarp == 1 ? 8 : MR * kPerWarp >= 8 ? 2 : 4;
+      constexpr int U = MR * kPerWarp == 1 ? 8 : MR * kPerWarp >= 16 ? 2 : 4;
       const int c0 = warp * kPerWarp;
       const T* col[kPerWarp];
 #pragma unroll
