@@ -94,12 +94,12 @@ TEST_CASE("gpu: matmul of every dtype on odd, edge, transposed and misaligned vi
     std::int64_t m, n, k;
   };
   // On sm_90a, contiguous f16/bf16 views with aligned rows take the wgmma path; up to 8 rows
-  // (f32: 32, in tiles of 8) the skinny one; the others mma.sync (split along K in a cluster
-  // when the tiles are few).
-  const std::vector<Shape3> shapes = {{1, 7, 4095},    {128, 128, 128}, {33, 65, 100},
-                                      {256, 192, 64},  {1, 1, 1},       {200, 300, 17},
-                                      {300, 264, 200}, {64, 512, 1024}, {5, 300, 2048},
-                                      {8, 64, 512},    {16, 256, 4096}, {30, 20, 300}};
+  // (f32: 32, in tiles of 8) the skinny one, its tiles 8 to 64 columns wide (N = 20000: 64;
+  // 5000: 16); the others mma.sync (split along K in a cluster when the tiles are few).
+  const std::vector<Shape3> shapes = {
+      {1, 7, 4095},    {128, 128, 128}, {33, 65, 100},   {256, 192, 64}, {1, 1, 1},
+      {200, 300, 17},  {300, 264, 200}, {64, 512, 1024}, {5, 300, 2048}, {8, 64, 512},
+      {16, 256, 4096}, {30, 20, 300},   {1, 5000, 96},   {2, 20000, 40}};
   for (DType t : kiln::kFloatDTypes)
     for (bool tf32 : {false, true}) {
       if (tf32 && t != DType::f32) continue;

@@ -205,6 +205,37 @@ TEST_CASE("GEMM kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled"
     }
 }
 
+TEST_CASE("the few-row path's tiles NVRTC-compile for sm_80 and sm_90a with nothing spilled") {
+  // Each tile width of each lane layout at 1 and 8 rows (f32 holds the most values a thread).
+  struct Case {
+    std::int64_t m, n, k;
+    bool b_transposed;  // lanes along K
+    const char* tile;
+  };
+  const std::vector<Case> cases = {
+      {1, 64, 256, true, "rows1x8_k"},     {1, 5000, 96, true, "rows1x16_k"},
+      {2, 20000, 40, true, "rows2x64_k"},  {32, 5000, 64, true, "rows8x64_k"},
+      {32, 256, 128, true, "rows8x8_k"},   {1, 256, 4096, false, "rows1x32"},
+      {8, 20000, 64, false, "rows8x64_n"}, {16, 256, 4096, false, "rows8x32"},
+  };
+  for (const Case& c : cases)
+    for (const char* arch : {"sm_80", "sm_90a"}) {
+      Graph g;
+      const auto a = g.input("a", {c.m, c.k}, DType::f32);
+      const auto b = g.input("b", {c.k, c.n}, DType::f32);
+      g.output(kiln::gelu(kiln::apply("matmul", {a, b})), "y");
+      const TensorView bv =
+          c.b_transposed ? strided({c.k, c.n}, {1, c.k}, DType::f32) : desc({c.k, c.n}, DType::f32);
+      const auto specs = kiln::plan_specs(g, true, {{"b", bv}}, nullptr, arch);
+      REQUIRE(specs.size() == 1);
+      CAPTURE(specs[0].name);
+      CAPTURE(std::string(arch));
+      CHECK(specs[0].name.find(c.tile) != std::string::npos);
+      const kiln::CompiledKernel k = kiln::compiler::compile(specs[0], arch);
+      CHECK(k.spill_bytes == 0);
+    }
+}
+
 namespace {
 
 // Compiles the bf16 product's kernel for `arch` with every `step`-th candidate of the tuning
