@@ -80,7 +80,8 @@ std::vector<unsigned char> random_host(DType t, std::int64_t n, std::uint64_t se
 double max_diff(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, DType t);
 
 /// How far a candidate's output may be from the default's: the sums run in another order, so
-/// about one rounding of `t` (f32 1e-4, f16 2e-3, bf16 1e-2; bool exact).
+/// about one rounding of `t` (f32 1e-4, f16 2e-3, bf16 1e-2; bool exact). A kernel may allow
+/// more (KernelLaunch::agreement: a long f32 product); the tuner takes the larger.
 double agreement_tolerance(DType t);
 
 }  // namespace kiln::autotune
