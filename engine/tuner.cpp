@@ -222,6 +222,34 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
 
 }  // namespace
 
+// Each output's max_diff scale is the default's, computed once (`want` is always the
+// default's output buffer).
+Agree agreement(const Graph& graph, const FusedGroup& grp, double allowed) {
+  auto floors = std::make_shared<std::map<const unsigned char*, double>>();
+  return [&graph, &grp, allowed, floors](const std::vector<unsigned char>& got,
+                                         const std::vector<unsigned char>& want) -> std::string {
+    if (got.size() != want.size())
+      return fmt::format("its output has {} bytes, the default's {}", got.size(), want.size());
+    std::size_t at = 0;
+    for (int id : grp.outputs) {
+      const auto& n = graph.node(id);
+      const std::size_t bytes = std::size_t(numel_of(n.shape)) * size_of(n.dtype);
+      const unsigned char* w = want.data() + at;
+      auto [floor, fresh] = floors->try_emplace(w, 0.0);
+      if (fresh) floor->second = diff_floor(w, bytes, n.dtype);
+      const double diff = max_diff_at(w, got.data() + at, bytes, n.dtype, floor->second);
+      const double tolerance = std::max(agreement_tolerance(n.dtype), allowed);
+      if (!(diff <= tolerance))
+        return fmt::format(
+            "its output {} differs from the default's by {:.3g} of max(|default|, {:.3g}) "
+            "(at most {:.3g} for this {} kernel)",
+            n.name, diff, floor->second, tolerance, name_of(n.dtype));
+      at += bytes;
+    }
+    return "";
+  };
+}
+
 std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const TuneOptions& o,
                                      std::set<std::string>& done) {
   detail::impl_of(engine).require_device("tuning");
@@ -275,29 +303,7 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
       if (o.progress) o.progress(t.kernel, index++, t.candidates);
       return run_candidate(engine, p, grp, buffers, c, o);
     };
-    std::map<const unsigned char*, double>
-        floors;  // of each output of `want` (the default's, every time)
-    const Agree agree = [&](const std::vector<unsigned char>& got,
-                            const std::vector<unsigned char>& want) -> std::string {
-      if (got.size() != want.size())
-        return fmt::format("its output has {} bytes, the default's {}", got.size(), want.size());
-      std::size_t at = 0;
-      for (int id : grp.outputs) {
-        const auto& n = graph.node(id);
-        const std::size_t bytes = std::size_t(numel_of(n.shape)) * size_of(n.dtype);
-        const unsigned char* w = want.data() + at;
-        if (!floors.count(w)) floors[w] = diff_floor(w, bytes, n.dtype);
-        const double diff = max_diff_at(w, got.data() + at, bytes, n.dtype, floors[w]);
-        const double tolerance = std::max(agreement_tolerance(n.dtype), base.agreement);
-        if (!(diff <= tolerance))
-          return fmt::format(
-              "its output {} differs from the default's by {:.3g} of max(|default|, {:.3g}) "
-              "(at most {:.3g} for this {} kernel)",
-              n.name, diff, floors[w], tolerance, name_of(n.dtype));
-        at += bytes;
-      }
-      return "";
-    };
+    const Agree agree = agreement(graph, grp, base.agreement);
     t.result = tune(candidates, space.fallback, measure, agree);
     const auto& shaped = graph.node(grp.x >= 0 ? grp.x : grp.outputs.at(0));  // a row op's x
     cache::TuningRecord& r = t.record;

@@ -16,6 +16,7 @@
 
 #include "cache/tuning.hpp"
 #include "engine/autotune.hpp"
+#include "engine/fusion.hpp"
 
 namespace kiln::autotune {
 
@@ -83,5 +84,10 @@ double max_diff(const std::vector<unsigned char>& a, const std::vector<unsigned 
 /// about one rounding of `t` (f32 1e-4, f16 2e-3, bf16 1e-2; bool exact). A kernel may allow
 /// more (KernelLaunch::agreement: a long f32 product); the tuner takes the larger.
 double agreement_tolerance(DType t);
+
+/// What the tuner compares a candidate's outputs (`grp`'s, of `graph`, back to back) with the
+/// default's by: each output within the larger of agreement_tolerance and `allowed` (the
+/// default kernel's KernelLaunch::agreement); "" or how the first differing one differs.
+Agree agreement(const Graph& graph, const FusedGroup& grp, double allowed);
 
 }  // namespace kiln::autotune

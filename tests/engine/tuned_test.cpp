@@ -269,3 +269,38 @@ TEST_CASE(
   CHECK(std::count(bits.begin(), bits.end(), 1) > 400);
   CHECK(std::count(bits.begin(), bits.end(), 0) > 400);
 }
+
+TEST_CASE(
+    "the tuner's agreement: each output within its dtype's tolerance or the kernel's, "
+    "and the message says by how much") {
+  // Two outputs back to back: y (f32) and z (bf16), 8 values each, of one fused kernel.
+  Graph g;
+  const auto x = g.input("x", {8}, DType::f32);
+  g.output(kiln::exp(x), "y");
+  g.output(kiln::cast(kiln::relu(x), DType::bf16), "z");
+  const std::vector<kiln::FusedGroup> groups = kiln::fuse(g, true);
+  REQUIRE(groups.size() == 1);
+  REQUIRE(groups[0].outputs.size() == 2);
+  auto outputs = [](double y0, double z0) {
+    std::vector<unsigned char> h(8 * 4 + 8 * 2);
+    for (int i = 0; i < 8; ++i) kiln::store_element(DType::f32, i ? 100.0 : y0, h.data() + 4 * i);
+    for (int i = 0; i < 8; ++i)
+      kiln::store_element(DType::bf16, i ? 1.0 : z0, h.data() + 32 + 2 * i);
+    return h;
+  };
+  const std::vector<unsigned char> want = outputs(100, 1);
+  // The default's mean |y| is 100: y's differences count against 100.
+  const kiln::autotune::Agree dtype_only = kiln::autotune::agreement(g, groups[0], 0);
+  CHECK(dtype_only(outputs(100.005, 1), want) == "");            // 5e-5 of 100
+  const std::string why = dtype_only(outputs(100.05, 1), want);  // 5e-4
+  CHECK(why.find("its output y differs from the default's by 0.0005") != std::string::npos);
+  CHECK(why.find("at most 0.0001 for this f32 kernel") != std::string::npos);
+  const kiln::autotune::Agree long_sum = kiln::autotune::agreement(g, groups[0], 1e-3);
+  CHECK(long_sum(outputs(100.05, 1), want) == "");
+  CHECK(long_sum(outputs(100.5, 1), want).find("by 0.005") != std::string::npos);
+  // bf16's own tolerance (1e-2) is the larger: a kernel's smaller allowance does not tighten it.
+  CHECK(long_sum(outputs(100, 1.0078125), want) == "");
+  CHECK(long_sum(outputs(100, 1.25), want).find("its output z differs") != std::string::npos);
+  CHECK(dtype_only(std::vector<unsigned char>(10), want) ==
+        "its output has 10 bytes, the default's 48");
+}
