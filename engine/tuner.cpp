@@ -289,10 +289,15 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
       continue;
     }
     // Compile every candidate at once (NVRTC on every core) into the cache; a candidate that
-    // does not compile fails again when measured, and is discarded there.
+    // cannot be specialized or compiled fails again when measured, and is discarded there.
     std::vector<KernelSpec> specs;
-    for (const Candidate& c : candidates)
-      specs.push_back(p.specialize(grp, descs, graph, engine.arch(), c).spec);
+    for (const Candidate& c : candidates) {
+      try {
+        specs.push_back(p.specialize(grp, descs, graph, engine.arch(), c).spec);
+      } catch (const Error&) {
+        continue;  // measuring it throws the same error: it is discarded with the reason
+      }
+    }
     PrecompileOptions po;
     po.archs = {engine.arch()};
     precompile_specs(specs, po, *detail::impl_of(engine).cache);

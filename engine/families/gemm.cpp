@@ -69,10 +69,12 @@ GemmTunables gemm_tunables(const Tunables& t, const std::string& stem) {
       g.split = value;
     else if (name == "skinny")
       g.skinny = value;
+    else if (name == "columns")
+      g.columns = value;
     else
       throw ArgumentError(
           fmt::format("{}: '{}' is not a tunable of the GEMM template (bm, bn, "
-                      "warps_m, warps_n, stages, wgmma, split, skinny)",
+                      "warps_m, warps_n, stages, wgmma, split, skinny, columns)",
                       stem, name));
   }
   return g;
@@ -149,11 +151,13 @@ KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std
 KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t) {
   const GemmProblem p = gemm_problem(k, stem);
   const bool clusters = has_clusters(k.arch);
-  KernelLaunch L =
-      t.skinny == 1 || (t.skinny < 0 && t.wgmma < 0 && !t.bm && skinny_by_default(k, p))
-          ? specialize_skinny(k, p, stem, t, clusters)
-      : t.wgmma != 0 && wgmma_fits(k, p) ? specialize_wgmma(k, p, stem, t)
-                                         : specialize_mma(k, p, stem, t);
+  const bool skinny =
+      t.skinny == 1 || (t.skinny < 0 && t.wgmma < 0 && !t.bm && skinny_by_default(k, p));
+  if (t.columns && !skinny)
+    throw ArgumentError(fmt::format("{}: columns is a tunable of the few-row path only", stem));
+  KernelLaunch L = skinny                             ? specialize_skinny(k, p, stem, t, clusters)
+                   : t.wgmma != 0 && wgmma_fits(k, p) ? specialize_wgmma(k, p, stem, t)
+                                                      : specialize_mma(k, p, stem, t);
   L.agreement = gemm_agreement(k, p.k);
   return L;
 }
@@ -216,6 +220,10 @@ Space gemm_space(const Candidate& fallback) {
   Space s;
   if (auto sk = fallback.find("skinny"); sk != fallback.end() && sk->second == 1) {
     s.tunables = {{"skinny", {1}}};
+    // A default 32 or more wide may have lanes along N, where 8 and 16 do not exist.
+    if (auto c = fallback.find("columns"); c != fallback.end())
+      s.tunables.push_back({"columns", c->second >= 32 ? std::vector<int>{32, 64}
+                                                       : std::vector<int>{8, 16, 32, 64}});
     if (fallback.count("split")) s.tunables.push_back({"split", {1, 2, 4, 8}});
     s.fallback = fallback;
     s.reject = [](const Candidate&, const DeviceLimits&) { return std::string(); };

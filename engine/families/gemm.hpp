@@ -40,8 +40,10 @@ struct GemmTunables {
   int stages = 0;
   int wgmma = -1;
   int split = 0;  ///< blocks of a cluster that split K (1, 2, 4, 8; sm_90 and later)
-  /// 1 the path for few rows (gemm_skinny.cuh: split only), 0 not, -1 where it fits.
+  /// 1 the path for few rows (gemm_skinny.cuh: split and columns only), 0 not, -1 where it fits.
   int skinny = -1;
+  /// The few-row path's tile width: 8, 16, 32 or 64 columns (B contiguous along N: 32 or 64).
+  int columns = 0;
 };
 
 /// `t`'s tunables by name; ArgumentError naming `stem` for any other name.

@@ -19,13 +19,16 @@ struct SkinnyTile {
   std::int64_t tiles = 0;  // per batch
 };
 
-SkinnyTile skinny_tile(const GemmProblem& p, bool n_contiguous) {
+SkinnyTile skinny_tile(const GemmProblem& p, bool n_contiguous, int columns) {
   SkinnyTile t;
   t.rows = p.m <= 1 ? 1 : p.m <= 2 ? 2 : p.m <= 4 ? 4 : 8;
   const std::int64_t row_tiles = (p.m + t.rows - 1) / t.rows;
   auto tiles = [&](int columns) { return (p.n + columns - 1) / columns * row_tiles; };
   const int fewest = n_contiguous ? 32 : 8;
-  while (t.columns > fewest && tiles(t.columns) * p.batches < 2 * kGemmSms) t.columns /= 2;
+  if (columns)
+    t.columns = columns;
+  else
+    while (t.columns > fewest && tiles(t.columns) * p.batches < 2 * kGemmSms) t.columns /= 2;
   t.tiles = tiles(t.columns);
   return t;
 }
@@ -52,9 +55,15 @@ KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const 
     throw ArgumentError(
         fmt::format("{}: the skinny path takes at most {} rows, M is {}", stem, kSkinnyRows, p.m));
   if (t.bm || t.bn || t.warps_m || t.warps_n || t.stages || t.wgmma == 1)
-    throw ArgumentError(fmt::format("{}: the skinny path's only tunable is split", stem));
+    throw ArgumentError(
+        fmt::format("{}: the few-row path's only tunables are split and columns", stem));
   const bool n_contiguous = p.slots[p.outputs + 1].col == 1;
-  const SkinnyTile tile = skinny_tile(p, n_contiguous);
+  if (t.columns && ((t.columns != 8 && t.columns != 16 && t.columns != 32 && t.columns != 64) ||
+                    (n_contiguous && t.columns < 32)))
+    throw ArgumentError(fmt::format(
+        "{}: a tile of {} columns: 8, 16, 32 or 64 ({}32 or 64 where B is contiguous along N)",
+        stem, t.columns, n_contiguous ? "here " : ""));
+  const SkinnyTile tile = skinny_tile(p, n_contiguous, t.columns);
   if (!t.split) t.split = default_split(p, tile, clusters);
   if (std::string why = reject_split(t.split, clusters); !why.empty())
     throw ArgumentError(fmt::format("{}: {}", stem, why));
@@ -80,7 +89,7 @@ KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const 
   L.config.cluster = {1, 1, unsigned(t.split)};
   L.groups = L.config.empty() ? 0 : 1;
   set_gemm_params(L, p, k.epilogue_scalars);
-  L.tunables = {{"skinny", 1}};
+  L.tunables = {{"skinny", 1}, {"columns", tile.columns}};
   if (clusters) L.tunables["split"] = t.split;
   return L;
 }

@@ -8,6 +8,7 @@
 
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
+#include <set>
 
 #include "engine/codegen.hpp"
 #include "engine/compiler/compiler.hpp"
@@ -272,6 +273,57 @@ std::vector<std::string> compile_space(std::size_t step, const std::string& arch
 }
 
 }  // namespace
+
+TEST_CASE("the few-row path's tuning space: tile widths and splits; refusals say why") {
+  // One row, B contiguous along K (lanes along K: 8 to 64 columns) or along N (32 or 64).
+  for (bool n_contiguous : {false, true}) {
+    CAPTURE(n_contiguous);
+    kiln::GemmKernel k;
+    k.arch = "sm_90a";
+    k.op = &kiln::ops::find_op("matmul");
+    k.a = desc({1, 1024}, DType::f32);
+    k.b =
+        n_contiguous ? desc({1024, 256}, DType::f32) : strided({1024, 256}, {1, 1024}, DType::f32);
+    k.outputs = {desc({1, 256}, DType::f32)};
+    k.epilogue = kiln::identity_epilogue(DType::f32);
+    const kiln::KernelLaunch base = kiln::specialize_gemm(k, "matmul_f32");
+    REQUIRE(base.tunables.count("columns") == 1);
+    CHECK(base.tunables.at("columns") == (n_contiguous ? 32 : 8));
+    const auto candidates = kiln::autotune::gemm_space(base.tunables).candidates({});
+    CHECK(candidates.size() == (n_contiguous ? 2u : 4u) * 4);  // widths x splits 1, 2, 4, 8
+    std::set<std::string> names;
+    for (const auto& c : candidates) {
+      const kiln::KernelLaunch L =
+          kiln::specialize_gemm(k, "matmul_f32", kiln::gemm_tunables(c, "matmul_f32"));
+      CHECK(L.spec.name.find(fmt::format("rows1x{}", c.at("columns"))) != std::string::npos);
+      CHECK(L.config.grid[0] == unsigned(256 / c.at("columns")));
+      names.insert(L.spec.name);
+    }
+    CHECK(names.size() == candidates.size());
+    kiln::GemmTunables narrow;
+    narrow.columns = 16;
+    if (n_contiguous)
+      CHECK_THROWS_WITH_AS(kiln::specialize_gemm(k, "matmul_f32", narrow),
+                           doctest::Contains("a tile of 16 columns: 8, 16, 32 or 64 (here 32 or "
+                                             "64 where B is contiguous along N)"),
+                           kiln::ArgumentError);
+    else
+      CHECK(kiln::specialize_gemm(k, "matmul_f32", narrow).spec.name.find("rows1x16") !=
+            std::string::npos);
+  }
+  kiln::GemmKernel big;
+  big.arch = "sm_90a";
+  big.op = &kiln::ops::find_op("matmul");
+  big.a = desc({256, 256}, DType::f32);
+  big.b = desc({256, 256}, DType::f32);
+  big.outputs = {desc({256, 256}, DType::f32)};
+  big.epilogue = kiln::identity_epilogue(DType::f32);
+  kiln::GemmTunables t;
+  t.columns = 32;
+  CHECK_THROWS_WITH_AS(kiln::specialize_gemm(big, "matmul_f32", t),
+                       "matmul_f32: columns is a tunable of the few-row path only",
+                       kiln::ArgumentError);
+}
 
 TEST_CASE("a sample of the GEMM tuning space compiles for sm_90a with nothing spilled") {
   for (const std::string& b : compile_space(16, "sm_90a", false)) FAIL_CHECK(b);
