@@ -134,13 +134,14 @@ std::string reject_gemm_tunables(const GemmTunables& t, int max_shared, bool clu
 
 namespace {
 
-// Twice what the family promises against fp64 for f32 (acc times the sum of the products'
-// magnitudes): on the tuner's uniform inputs that sum is about sqrt(K) times the mean |C|,
-// max_diff's scale. Two correct kernels of f32 4096^3 differ by 1.1e-4 of it (another order
-// of the K sum, another rounding of each tensor-core accumulation); a wrong one by far more.
+// Twice what the family promises against fp64 for f32 (1e-5 of the sum of the products'
+// magnitudes; on the tuner's uniform inputs that sum is about sqrt(K) times the mean |C|,
+// max_diff's scale). Two correct kernels of f32 4096^3 differ by 1.1e-4 of it (another order of
+// the K sum, another rounding of each tensor-core accumulation); a wrong one by far more. TF32
+// kernels of one product round their inputs alike: they too differ only by the order of the sum.
 double gemm_agreement(const GemmKernel& k, std::int64_t K) {
   if (k.a.dtype != DType::f32) return 0;  // rounding to f16/bf16 dominates: the dtype's tolerance
-  return 2 * (k.tf32 ? 2e-3 : 1e-5) * std::sqrt(double(std::max<std::int64_t>(K, 1)));
+  return 2e-5 * std::sqrt(double(std::max<std::int64_t>(K, 1)));
 }
 
 KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,

@@ -17,6 +17,9 @@ constexpr std::size_t kGemmBatchDims = 4;  ///< gemm.cuh's kBatchDims
 constexpr std::int64_t kGemmSms = 132;
 /// The most rows the skinny path (gemm_skinny.cuh) takes.
 constexpr std::int64_t kSkinnyRows = 32;
+/// The largest N and K it takes: its index sums (a tile count, K plus a batch of steps) stay
+/// within int.
+constexpr std::int64_t kSkinnyExtent = (std::int64_t(1) << 31) - 1024;
 
 /// One pointer of the kernel and its strides in elements.
 struct GemmSlot {

@@ -45,6 +45,7 @@ int default_split(const GemmProblem& p, const SkinnyTile& tile, bool clusters) {
 }  // namespace
 
 bool skinny_by_default(const GemmKernel& k, const GemmProblem& p) {
+  if (p.n > kSkinnyExtent || p.k > kSkinnyExtent) return false;
   if (p.m <= 8) return true;
   return p.m <= kSkinnyRows && k.a.dtype == DType::f32 && !k.tf32 && p.n * p.k <= (1 << 20);
 }
@@ -54,6 +55,11 @@ KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const 
   if (p.m > kSkinnyRows)
     throw ArgumentError(
         fmt::format("{}: the skinny path takes at most {} rows, M is {}", stem, kSkinnyRows, p.m));
+  if (p.n > kSkinnyExtent || p.k > kSkinnyExtent)
+    throw ShapeError(
+        fmt::format("{}: the skinny path takes N and K up to {} (int index math): "
+                    "N is {}, K {}",
+                    stem, kSkinnyExtent, p.n, p.k));
   if (t.bm || t.bn || t.warps_m || t.warps_n || t.stages || t.wgmma == 1)
     throw ArgumentError(
         fmt::format("{}: the few-row path's only tunables are split and columns", stem));

@@ -222,7 +222,7 @@ TEST_CASE("gpu: K = 0 gives the bias, M = 0 launches nothing" *
 }
 
 TEST_CASE("gpu: every split of the mma.sync path, as a tuning record sets it, over many clusters" *
-          doctest::skip(!kiln::test::has_gpu())) {
+          doctest::skip(!kiln::test::has_gpu() || !kiln::test::has_arch(9))) {
   // 256 tiles of 64 x 64, each split along K (8 stages of 32) over a cluster of 1 to 8 blocks:
   // several waves of clusters on the GPU, as kiln tune runs its candidates.
   kiln::Graph g;
@@ -252,7 +252,7 @@ TEST_CASE("gpu: every split of the mma.sync path, as a tuning record sets it, ov
 }
 
 TEST_CASE("gpu: f32 4096^3 on every split of three tile shapes, against fp64 and each other" *
-          doctest::skip(!kiln::test::has_gpu())) {
+          doctest::skip(!kiln::test::has_gpu() || !kiln::test::has_arch(9))) {
   // Every split of the default tile and of the tuner's winner (sm_90, H100) against fp64 on
   // every 61st row and column, and against split 1 as kiln tune compares candidates: within
   // the agreement the family gives f32 products (2e-5 sqrt(K) of the mean |C|), beyond the
