@@ -145,27 +145,6 @@ double gemm_agreement(const GemmKernel& k, std::int64_t K) {
 }
 
 KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
-                            GemmTunables t);
-
-}  // namespace
-
-KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t) {
-  const GemmProblem p = gemm_problem(k, stem);
-  const bool clusters = has_clusters(k.arch);
-  const bool skinny =
-      t.skinny == 1 || (t.skinny < 0 && t.wgmma < 0 && !t.bm && skinny_by_default(k, p));
-  if (t.columns && !skinny)
-    throw ArgumentError(fmt::format("{}: columns is a tunable of the few-row path only", stem));
-  KernelLaunch L = skinny                             ? specialize_skinny(k, p, stem, t, clusters)
-                   : t.wgmma != 0 && wgmma_fits(k, p) ? specialize_wgmma(k, p, stem, t)
-                                                      : specialize_mma(k, p, stem, t);
-  L.agreement = gemm_agreement(k, p.k);
-  return L;
-}
-
-namespace {
-
-KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
                             GemmTunables t) {
   const bool clusters = has_clusters(k.arch);
   if (t.wgmma == 1)
@@ -214,6 +193,20 @@ KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std
 }
 
 }  // namespace
+
+KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t) {
+  const GemmProblem p = gemm_problem(k, stem);
+  const bool clusters = has_clusters(k.arch);
+  const bool skinny =
+      t.skinny == 1 || (t.skinny < 0 && t.wgmma < 0 && !t.bm && skinny_by_default(k, p));
+  if (t.columns && !skinny)
+    throw ArgumentError(fmt::format("{}: columns is a tunable of the few-row path only", stem));
+  KernelLaunch L = skinny                             ? specialize_skinny(k, p, stem, t, clusters)
+                   : t.wgmma != 0 && wgmma_fits(k, p) ? specialize_wgmma(k, p, stem, t)
+                                                      : specialize_mma(k, p, stem, t);
+  L.agreement = gemm_agreement(k, p.k);
+  return L;
+}
 
 namespace autotune {
 

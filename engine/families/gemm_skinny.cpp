@@ -19,16 +19,19 @@ struct SkinnyTile {
   std::int64_t tiles = 0;  // per batch
 };
 
+// The narrowest tile: lanes along N take whole warps of columns.
+int fewest_columns(bool n_contiguous) { return n_contiguous ? 32 : 8; }
+
 SkinnyTile skinny_tile(const GemmProblem& p, bool n_contiguous, int columns) {
   SkinnyTile t;
   t.rows = p.m <= 1 ? 1 : p.m <= 2 ? 2 : p.m <= 4 ? 4 : 8;
   const std::int64_t row_tiles = (p.m + t.rows - 1) / t.rows;
   auto tiles = [&](int columns) { return (p.n + columns - 1) / columns * row_tiles; };
-  const int fewest = n_contiguous ? 32 : 8;
   if (columns)
     t.columns = columns;
   else
-    while (t.columns > fewest && tiles(t.columns) * p.batches < 2 * kGemmSms) t.columns /= 2;
+    while (t.columns > fewest_columns(n_contiguous) && tiles(t.columns) * p.batches < 2 * kGemmSms)
+      t.columns /= 2;
   t.tiles = tiles(t.columns);
   return t;
 }
@@ -65,7 +68,7 @@ KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const 
         fmt::format("{}: the few-row path's only tunables are split and columns", stem));
   const bool n_contiguous = p.slots[p.outputs + 1].col == 1;
   if (t.columns && ((t.columns != 8 && t.columns != 16 && t.columns != 32 && t.columns != 64) ||
-                    (n_contiguous && t.columns < 32)))
+                    t.columns < fewest_columns(n_contiguous)))
     throw ArgumentError(fmt::format(
         "{}: a tile of {} columns: 8, 16, 32 or 64 ({}32 or 64 where B is contiguous along N)",
         stem, t.columns, n_contiguous ? "here " : ""));
