@@ -40,11 +40,13 @@ bool is_output(const Graph& g, int id) {
   return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
 }
 
-// Whether view `id` needs a kernel copying its operand: the operand is a graph input or output
-// (memory the caller owns and the view cannot share), or the view is an output itself.
+// Whether view `id` needs a kernel copying its operand: a slice (unless a product's kernel
+// writes it: window_slices), or a reshape of a graph input or output (memory the caller owns and
+// the view cannot share) or that is an output itself.
 bool view_copies(const Graph& g, int id) {
   const int src = std::get<int>(g.node(id).args[0]);
-  return g.node(src).op == "input" || is_output(g, src) || is_output(g, id);
+  return g.node(id).op == "slice" || g.node(src).op == "input" || is_output(g, src) ||
+         is_output(g, id);
 }
 
 bool reduces(const Graph& g, int id) { return is_row(g, id) && op_def(g, g.node(id).op).reduces; }
@@ -118,6 +120,12 @@ std::string op_names(const Graph& g, const std::vector<int>& steps) {
   return fmt::format("{}", fmt::join(names, "_"));
 }
 
+// The value output `id` of a kernel takes: a slice's operand where the kernel writes the slice
+// as a window of the operand's columns (window_slices), else `id` itself.
+int window_source(const Graph& g, int id) {
+  return g.node(id).op == "slice" ? std::get<int>(g.node(id).args[0]) : id;
+}
+
 // Fills the bodies of a collected group.
 void build_body(const Graph& g, FusedGroup& grp) {
   if (grp.anchor && (grp.anchor->tmpl || grp.anchor->fusion == ops::FusionClass::view)) {
@@ -138,7 +146,7 @@ void build_body(const Graph& g, FusedGroup& grp) {
                              grp.epilogue_scalars, erefs);
     for (int id : grp.outputs) {
       grp.epilogue.outputs.push_back(g.node(id).dtype);
-      grp.epilogue.results.push_back(erefs.at(id));
+      grp.epilogue.results.push_back(erefs.at(window_source(g, id)));
     }
     const std::string pro = op_names(g, grp.steps), epi = op_names(g, grp.epilogue_steps);
     grp.stem = fmt::format("{}{}{}{}{}_{}", pro, pro.empty() ? "" : "__", grp.anchor->name,
@@ -182,6 +190,63 @@ FusedGroup gemm_group(const Graph& g, int id) {
   grp.extras.assign(grp.inputs.begin() + 2, grp.inputs.end());
   grp.inputs.resize(2);
   return grp;
+}
+
+// Whether a kernel of `groups` other than groups[self] and those in `gone` reads `id` (a view
+// that shares its memory does too).
+bool read_elsewhere(const Graph& g, const std::vector<FusedGroup>& groups,
+                    const std::set<std::size_t>& gone, std::size_t self, int id) {
+  for (std::size_t v = 0; v < g.nodes().size(); ++v)
+    if (g.nodes()[v].op == "reshape" && std::get<int>(g.nodes()[v].args[0]) == id) return true;
+  for (std::size_t o = 0; o < groups.size(); ++o)
+    for (const auto* list : {&groups[o].inputs, &groups[o].extras, &groups[o].epilogue_inputs})
+      if (o != self && !gone.count(o) && std::find(list->begin(), list->end(), id) != list->end())
+        return true;
+  return false;
+}
+
+// The product's node of a group anchored on a matrix product whose result's last axis is its
+// columns (N; not matmul's with a 1-D b, whose last axis is M); -1 for any other group.
+int columns_host(const Graph& g, const FusedGroup& grp) {
+  if (!grp.anchor || grp.anchor->fusion != ops::FusionClass::gemm) return -1;
+  const Graph::Node& n = g.node(grp.anchor_node);
+  const bool has_n = n.op == "linear" || g.node(std::get<int>(n.args[1])).shape.size() >= 2;
+  return has_n ? grp.anchor_node : -1;
+}
+
+// A slice along the last axis of a value a matrix product's kernel writes (the product, or one
+// of its epilogue's results) is a window of its columns: that kernel writes it, and the value
+// itself only if something else reads it (QKV: one product, three outputs).
+void window_slices(const Graph& g, std::vector<FusedGroup>& groups) {
+  std::set<std::size_t> hosts, gone;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const FusedGroup& s = groups[i];
+    if (!s.anchor || s.anchor->name != "slice") continue;
+    const Graph::Node& n = g.node(s.anchor_node);
+    const int src = std::get<int>(n.args[0]);
+    if (g.node(src).op == "slice" || g.node(src).shape.empty() ||
+        ops::slice_range(g.node(src).shape, n.attrs, n.name).axis + 1 != n.shape.size())
+      continue;
+    for (std::size_t h = 0; h < i; ++h) {
+      FusedGroup& host = groups[h];
+      if (columns_host(g, host) < 0 ||
+          std::find(host.outputs.begin(), host.outputs.end(), src) == host.outputs.end())
+        continue;
+      host.outputs.push_back(s.anchor_node);
+      hosts.insert(h);
+      gone.insert(i);
+      break;
+    }
+  }
+  for (std::size_t h : hosts) {
+    std::vector<int> kept;
+    for (int id : groups[h].outputs)
+      if (g.node(id).op == "slice" || is_output(g, id) || read_elsewhere(g, groups, gone, h, id))
+        kept.push_back(id);
+    groups[h].outputs = kept;
+  }
+  for (auto it = gone.rbegin(); it != gone.rend(); ++it)
+    groups.erase(groups.begin() + std::ptrdiff_t(*it));
 }
 
 // Every value a kernel reads is a graph input or written by an earlier kernel (a fusion bug
@@ -337,12 +402,14 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
       groups.push_back(std::move(grp));
     }
   }
+  window_slices(g, groups);
   // A row result with an epilogue is written only if a graph output or another kernel reads it.
   for (FusedGroup& grp : groups) {
     if (!grp.anchor || (grp.outputs.size() == 1 && grp.outputs[0] == grp.anchor_node)) continue;
     bool read = is_output(g, grp.anchor_node);
-    for (int id : needed)  // a view that shares its memory reads it too
-      read = read || (is_view(g, id) && std::get<int>(g.node(id).args[0]) == grp.anchor_node);
+    for (int id : needed)  // a reshape that shares its memory reads it too
+      read = read ||
+             (g.node(id).op == "reshape" && std::get<int>(g.node(id).args[0]) == grp.anchor_node);
     for (const FusedGroup& other : groups)
       for (const auto* list : {&other.inputs, &other.extras, &other.epilogue_inputs})
         read = read || (&other != &grp &&

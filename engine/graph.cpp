@@ -110,8 +110,15 @@ Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, co
     if (auto* v = std::get_if<Value>(&a)) {
       if (v->graph() != this || v->id() < 0 || v->id() >= int(nodes_.size()))
         throw GraphError(fmt::format("node '{}': an argument belongs to another graph", name));
+      const Shape& shape = nodes_[std::size_t(v->id())].shape;
+      if (op->fusion == ops::FusionClass::view &&
+          std::any_of(shape.begin(), shape.end(), [](std::int64_t e) { return e < 0; }))
+        throw ShapeError(
+            fmt::format("node '{}': {} of a value with a dynamic dim ({}); views take "
+                        "static shapes",
+                        name, op_name, nodes_[std::size_t(v->id())].name));
       TensorView d;
-      d.shape = to_inference(nodes_[std::size_t(v->id())].shape);
+      d.shape = to_inference(shape);
       d.dtype = nodes_[std::size_t(v->id())].dtype;
       descs.emplace_back(d);
       n.args.emplace_back(v->id());
@@ -273,6 +280,8 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
           attrs.keepdim = it->get<bool>();
         else if (k == "tf32" && it->is_boolean())
           attrs.tf32 = it->get<bool>();
+        else if ((k == "start" || k == "stop") && it->is_number_integer())
+          (k == "start" ? attrs.start : attrs.stop) = it->get<std::int64_t>();
         else if (k == "shape" && it->is_array() &&
                  std::all_of(it->begin(), it->end(),
                              [](const auto& d) { return d.is_number_integer(); }))
@@ -343,6 +352,8 @@ std::string Graph::to_json() const {
     if (n.attrs.keepdim) attrs["keepdim"] = true;
     if (n.attrs.tf32) attrs["tf32"] = true;
     if (n.attrs.shape) attrs["shape"] = *n.attrs.shape;
+    if (n.attrs.start) attrs["start"] = *n.attrs.start;
+    if (n.attrs.stop) attrs["stop"] = *n.attrs.stop;
     nodes.push_back(fmt::format(R"(    {{"name": {}, "op": "{}", "args": [{}]{}}})",
                                 nlohmann::json(n.name).dump(), n.op, fmt::join(args, ", "),
                                 attrs.empty() ? "" : ", \"attrs\": " + attrs.dump()));

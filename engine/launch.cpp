@@ -40,6 +40,7 @@ LaunchParams::LaunchParams(const KernelLaunch& L) {
     sizes_.push_back(b.size());
   }
   for (auto& p : params_) ptrs_.push_back(p.data());
+  offsets_ = L.offsets;
   if (L.maps.empty()) return;
   map_of_.assign(L.pointers.size(), -1);
   for (const TensorMapArg& m : L.maps) {

@@ -28,7 +28,11 @@ struct KernelLaunch {
   /// Grid, block, clusters, and the dynamic shared memory the kernel can use (the row
   /// template's stash; the device may grant less).
   LaunchConfig config;
-  std::vector<std::uint64_t> pointers;  ///< outputs, then inputs
+  std::vector<std::uint64_t> pointers;  ///< outputs, then inputs (their offsets included)
+  /// Bytes added to each pointer's tensor address (empty: none): a slice's first element, or
+  /// where a product's output window would have its column 0. LaunchParams::set_pointer adds
+  /// them.
+  std::vector<std::int64_t> offsets;
   std::vector<float> scalars;
   /// The row::Geometry parameter of a kernel for rows of a dynamic length (empty: none): it
   /// serves a bucket of lengths, and this launch's rows are placed by these bytes.
@@ -65,9 +69,10 @@ class LaunchParams {
   }
   /// Every parameter's bytes, to tell whether two launches of one kernel differ.
   std::vector<unsigned char> bytes() const;
-  /// Writes pointer `i` (KernelLaunch::pointers' order); a tensor map of it is encoded again
-  /// by the next pointers().
+  /// Writes pointer `i` (KernelLaunch::pointers' order) for tensor address `p` (plus the
+  /// launch's offset); a tensor map of it is encoded again by the next pointers().
   void set_pointer(std::size_t i, std::uint64_t p) {
+    if (i < offsets_.size()) p += std::uint64_t(offsets_[i]);
     if (i < map_of_.size() && map_of_[i] >= 0) {
       stale_ = stale_ || maps_[std::size_t(map_of_[i])].second != p;
       maps_[std::size_t(map_of_[i])].second = p;
@@ -100,7 +105,8 @@ class LaunchParams {
   std::vector<std::size_t> sizes_;                       ///< each parameter's bytes
   std::vector<std::pair<std::uint32_t, std::uint32_t>> at_;
   std::vector<void*> ptrs_;
-  std::vector<int> map_of_;  ///< per pointer: its index in maps_, or -1
+  std::vector<int> map_of_;            ///< per pointer: its index in maps_, or -1
+  std::vector<std::int64_t> offsets_;  ///< KernelLaunch::offsets
   std::vector<std::pair<TensorMapArg, std::uint64_t>> maps_;  ///< each map and its address
   bool stale_ = false;  ///< a map's address changed since it was encoded
 };

@@ -68,6 +68,10 @@ detail::Signature op_signature(const ops::OpDef& op, const TensorView& out,
   s.add(attrs.shape ? std::int64_t(attrs.shape->size()) : -1);
   if (attrs.shape)
     for (std::int64_t d : *attrs.shape) s.add(d);
+  for (const auto& bound : {attrs.start, attrs.stop}) {
+    s.add(bound.has_value());
+    s.add(bound.value_or(0));
+  }
   s.add(attrs.dtype.has_value());
   s.add(attrs.dtype ? std::int64_t(*attrs.dtype) : 0);
   const double eps = attrs.eps.value_or(0);

@@ -113,6 +113,8 @@ class PlanImpl {
     for (int id : grp.steps) ops.push_back(graph.node(id).name);
     if (grp.anchor) ops.push_back(graph.node(grp.anchor_node).name);
     for (int id : grp.epilogue_steps) ops.push_back(graph.node(id).name);
+    for (int id : grp.outputs)  // slices of a product's columns its kernel writes
+      if (id != grp.anchor_node && graph.node(id).op == "slice") ops.push_back(graph.node(id).name);
     return ops;
   }
 

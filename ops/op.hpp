@@ -3,6 +3,7 @@
 // it binds to in kernel_templates/kiln/ops.cuh, and its fp64 CPU reference.
 
 #include <kiln/ops.hpp>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -79,7 +80,17 @@ std::string describe_args(const OpDef& op, const std::vector<Operand>& args);
 /// The result of a matrix product (matmul, linear): ShapeError/DtypeError naming every operand.
 TensorView infer_gemm(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);
 
-/// The result of a view op (reshape): ShapeError when the element counts differ.
+/// A slice's range: its axis (from 0) and [start, stop) within it, from `attrs` for an operand
+/// of shape `x` (negative indexes resolved). ShapeError (ArgumentError for a missing start or
+/// stop) starting with `what` when they fall outside the axis.
+struct SliceRange {
+  std::size_t axis = 0;
+  std::int64_t start = 0, stop = 0;
+};
+SliceRange slice_range(const Shape& x, const Attrs& attrs, const std::string& what);
+
+/// The result of a view op (reshape, slice): ShapeError when reshape's element counts differ or
+/// slice's range leaves the axis.
 TensorView infer_view(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);
 
 /// The result shape and dtype of `op` on `args` (data is 0, strides empty). Throws

@@ -1,5 +1,6 @@
-// View ops: reshape, its operand's elements in row-major order under another shape. Their
-// memory is the operand's where the plan allows (engine/fusion.hpp), else a copy.
+// View ops: reshape, its operand's elements in row-major order under another shape (its memory
+// is the operand's where the plan allows, engine/fusion.hpp, else a copy), and slice, a range
+// along one axis (a copy, or columns a matrix product's kernel writes).
 #include <fmt/format.h>
 
 #include <kiln/error.hpp>
@@ -10,18 +11,66 @@
 namespace kiln::ops {
 
 std::vector<OpDef> view_ops() {
-  OpDef d;
-  d.name = "reshape";
-  d.operands = {"x"};
-  d.fusion = FusionClass::view;
-  return {d};
+  OpDef reshape;
+  reshape.name = "reshape";
+  reshape.operands = {"x"};
+  reshape.fusion = FusionClass::view;
+  OpDef slice = reshape;
+  slice.name = "slice";
+  return {reshape, slice};
 }
+
+SliceRange slice_range(const Shape& x, const Attrs& attrs, const std::string& what) {
+  if (!attrs.start || !attrs.stop)
+    throw ArgumentError(fmt::format("{}: needs attributes start and stop", what));
+  const auto rank = std::int64_t(x.size());
+  const std::int64_t axis = attrs.axis.value_or(-1);
+  if (rank == 0 || axis < -rank || axis >= rank)
+    throw ShapeError(fmt::format("{}: axis {} is outside x's {} dims", what, axis, rank));
+  SliceRange r;
+  r.axis = std::size_t(axis < 0 ? axis + rank : axis);
+  const std::int64_t extent = x[r.axis];
+  if (extent < 0)
+    throw ShapeError(fmt::format("{}: axis {} is dynamic; slice takes a static axis", what, axis));
+  auto index = [&](std::int64_t i, const char* name) {
+    const std::int64_t at = i < 0 ? i + extent : i;
+    if (at < 0 || at > extent)
+      throw ShapeError(
+          fmt::format("{}: {} {} is outside axis {} of extent {}", what, name, i, axis, extent));
+    return at;
+  };
+  r.start = index(*attrs.start, "start");
+  r.stop = index(*attrs.stop, "stop");
+  if (r.stop < r.start)
+    throw ShapeError(fmt::format("{}: stop {} comes before start {} (axis {} of extent {})", what,
+                                 *attrs.stop, *attrs.start, axis, extent));
+  return r;
+}
+
+namespace {
+
+TensorView infer_slice(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs,
+                       const TensorView& x) {
+  if (attrs.min || attrs.max || attrs.dtype || attrs.all_axes || attrs.keepdim || attrs.eps ||
+      attrs.tf32 || attrs.shape)
+    throw ArgumentError(
+        fmt::format("{}: takes no attribute but axis, start and stop", describe_args(op, args)));
+  const SliceRange r = slice_range(x.shape, attrs, describe_args(op, args));
+  TensorView out;
+  out.shape = x.shape;
+  out.shape[r.axis] = r.stop - r.start;
+  out.dtype = x.dtype;
+  return out;
+}
+
+}  // namespace
 
 TensorView infer_view(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
   const auto* x = std::get_if<TensorView>(&args[0]);
   if (!x) throw ArgumentError(fmt::format("{}: x must be a tensor", describe_args(op, args)));
+  if (op.name == "slice") return infer_slice(op, args, attrs, *x);
   if (attrs.min || attrs.max || attrs.dtype || attrs.axis || attrs.all_axes || attrs.keepdim ||
-      attrs.eps || attrs.tf32)
+      attrs.eps || attrs.tf32 || attrs.start || attrs.stop)
     throw ArgumentError(fmt::format("{}: takes no attribute but shape", describe_args(op, args)));
   if (!attrs.shape)
     throw ArgumentError(fmt::format("{}: needs attribute shape", describe_args(op, args)));

@@ -100,9 +100,13 @@ kiln::Attrs attrs_of(const py::kwargs& kw) {
       a.tf32 = value.cast<bool>();
     else if (k == "shape")
       a.shape = value.cast<std::vector<std::int64_t>>();
+    else if (k == "start")
+      a.start = value.cast<std::int64_t>();
+    else if (k == "stop")
+      a.stop = value.cast<std::int64_t>();
     else
       throw kiln::ArgumentError("unknown attribute '" + k +
-                                "' (min, max, dtype, axis, keepdim, eps, tf32, shape)");
+                                "' (min, max, dtype, axis, keepdim, eps, tf32, shape, start, stop)");
   }
   return a;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: build there, run the whole suite, the GPU cases under compute-sanitizer
 # (memcheck), the hello app twice, and the benchmark. Logs go to $OUT.
-# Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|dynamic|python|pyexamples|APP|all (default
+# Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|gemm|dynamic|python|pyexamples|APP|all (default
 #   all, which takes longer than one 600 s device call: split it). On an H100, after a ~100 s
 #   build: tests (the suite: slices of its GPU cases and the others, side by side) ~250 s;
 #   sanity (racecheck of the row cases and of tests/sanitize/*.json, their memcheck, hello,
@@ -10,7 +10,8 @@
 #   it then runs with those records and also untuned); bench ~150 s; dynamic: kiln_bench_dynamic
 #   (softmax and layer_norm over 200 dynamic row lengths, bucket kernels against per-length ones);
 #   python: pytest of python/tests with the machine's torch and CuPy; pyexamples: examples/python
-#   beside torch (not part of all);
+#   beside torch (not part of all); gemm: `kiln bench` of bench/gemm/*.json, then their peers
+#   (bench/gemm/peers.py: cuBLAS, torch.compile) in the same call (not part of all);
 #   APP one of diffusion|gfn|rusty_ops|gaussian_field|spectral_autoencoder: the seed app beside PyTorch (bench/APP.py;
 #   not part of all).
 # Env: FUZZ_SEEDS=A:B FUZZ_TIMEOUT=s FUZZ_SANITIZE=A:B (see below).
@@ -166,6 +167,15 @@ if want bench; then
 step "benchmark (elementwise and row ops)"
 PYTHONUNBUFFERED=1 timeout 480 python3 bench/run.py --bin $bin "${untuned[@]}" \
   --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" || status=1
+fi
+
+if [[ "$modes" == *" gemm "* ]]; then
+step "GEMM bench graphs beside cuBLAS and torch.compile (bench/gemm; logs gemm-*.log)"
+for g in bench/gemm/*.json; do
+  timeout 120 $bin/kiln bench "$g" >"$OUT/gemm-$(basename "$g" .json).log" 2>&1 || status=1
+  echo "$g"; tail -n 6 "$OUT/gemm-$(basename "$g" .json).log"
+done
+timeout 300 python3 bench/gemm/peers.py bench/gemm/*.json 2>&1 | tee "$OUT/gemm-peers.log" || status=1
 fi
 
 if want dynamic; then

@@ -1,4 +1,6 @@
-"""cuBLAS (torch.matmul) and torch.compile times for the GEMM bench graphs, CUDA events, median."""
+"""cuBLAS (torch.matmul) and torch.compile times for the GEMM bench graphs, CUDA events, median.
+linear+gelu graphs (inputs x, w, b): gelu(linear); QKV (x, w): one linear over the
+concatenated weight, whose q, k, v are views of it."""
 import json
 import sys
 
@@ -25,8 +27,12 @@ def main(paths):
     for path in paths:
         g = json.load(open(path))
         ins = {i["name"]: torch.randn(i["shape"], device="cuda", dtype=dt[i["dtype"]]) for i in g["inputs"]}
-        if "x" in ins:
+        if "b" in ins:
             f = lambda: torch.nn.functional.gelu(torch.nn.functional.linear(ins["x"], ins["w"], ins["b"]))
+            M, K = ins["x"].shape
+            N = ins["w"].shape[0]
+        elif "x" in ins:  # QKV: one product over the concatenated weight; q, k, v are its views
+            f = lambda: torch.nn.functional.linear(ins["x"], ins["w"])
             M, K = ins["x"].shape
             N = ins["w"].shape[0]
         else:

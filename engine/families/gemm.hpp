@@ -21,6 +21,9 @@ struct GemmKernel {
   bool tf32 = false;               ///< f32 on plain TF32 (else three TF32 products per term)
   codegen::Body epilogue;          ///< reads the product (+ bias) as Ref::Kind::row
   std::vector<TensorView> outputs;
+  /// Per output, the product's column its column 0 holds where it is a slice of the columns
+  /// (its last extent the slice's width: QKV's three outputs); empty: 0 for every output.
+  std::vector<std::int64_t> column0;
   TensorView a, b;  ///< matmul's a and b; linear's x and w
   std::optional<TensorView> bias;
   std::vector<TensorView> epilogue_inputs;

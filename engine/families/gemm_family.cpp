@@ -19,6 +19,11 @@ class GemmFamily final : public Family {
     k.tf32 = w.shapes.node(grp.anchor_node).attrs.tf32;
     k.epilogue = grp.epilogue;
     k.outputs = w.views(grp.outputs);
+    for (int id : grp.outputs) {  // a slice of the product's columns (engine/fusion.cpp)
+      const Graph::Node& n = w.shapes.node(id);
+      const Shape& of = w.shapes.node(std::get<int>(n.args.at(0))).shape;
+      k.column0.push_back(n.op == "slice" ? ops::slice_range(of, n.attrs, n.name).start : 0);
+    }
     const std::vector<TensorView> operands = w.views(grp.inputs);
     k.a = operands.at(0);
     k.b = operands.at(1);

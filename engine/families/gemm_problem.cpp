@@ -165,15 +165,41 @@ Dims dims_of(const GemmKernel& k, Strides& sa, Strides& sb) {
   return d;
 }
 
+// Output `i` of `k` as a view of all N columns of the product (its strides; the address where
+// its column 0 would be), with the columns [lo, hi) it holds. ShapeError naming `stem` when its
+// window leaves the product.
+TensorView output_columns(const GemmKernel& k, std::size_t i, const Dims& d,
+                          const std::string& stem, GemmSlot& slot) {
+  TensorView o = k.outputs[i];
+  slot.lo = i < k.column0.size() ? k.column0[i] : 0;
+  if (!d.has_n || o.shape.empty()) {
+    slot.hi = d.n;
+    return o;
+  }
+  slot.hi = slot.lo + o.shape.back();
+  if (slot.lo < 0 || slot.hi > d.n)
+    throw ShapeError(fmt::format("{}: output {} holds columns [{}, {}) of a product of {}", stem, i,
+                                 slot.lo, slot.hi, d.n));
+  o.strides = o.resolved_strides();
+  o.shape.back() = d.n;
+  slot.offset = -slot.lo * o.strides.back() * std::int64_t(size_of(o.dtype));
+  o.data += std::uint64_t(slot.offset);
+  return o;
+}
+
 }  // namespace
 
 GemmProblem gemm_problem(const GemmKernel& k, const std::string& stem) {
   Strides sa, sb;
   Dims d = dims_of(k, sa, sb);
+  std::vector<TensorView> outputs;
+  std::vector<GemmSlot> windows(k.outputs.size());
+  for (std::size_t i = 0; i < k.outputs.size(); ++i)
+    outputs.push_back(output_columns(k, i, d, stem, windows[i]));
   std::vector<const TensorView*> views;
   std::vector<Strides> slots;
   std::vector<bool> with_m;
-  for (const TensorView& o : k.outputs) {
+  for (const TensorView& o : outputs) {
     views.push_back(&o), slots.push_back(result_strides(o, d)), with_m.push_back(true);
   }
   views.push_back(&k.a), slots.push_back(sa), with_m.push_back(true);
@@ -207,7 +233,7 @@ GemmProblem gemm_problem(const GemmKernel& k, const std::string& stem) {
   }
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const Strides& s = slots[i];
-    GemmSlot g;
+    GemmSlot g = i < windows.size() ? windows[i] : GemmSlot{};
     g.data = views[i]->data;
     g.element = size_of(views[i]->dtype);
     g.row = i == p.outputs + 1 ? s.k : s.m;  // b's rows run along K
@@ -242,6 +268,14 @@ std::vector<unsigned char> gemm_args(const GemmProblem& p, const std::vector<flo
     const int v = int(x);
     put(&v, 4);
   }
+  for (const GemmSlot& g : p.slots) {
+    const int v = int(g.lo);
+    put(&v, 4);
+  }
+  for (const GemmSlot& g : p.slots) {
+    const int v = int(g.hi);
+    put(&v, 4);
+  }
   pad8();
   return out;
 }
@@ -253,6 +287,7 @@ void set_gemm_params(KernelLaunch& L, const GemmProblem& p, const std::vector<fl
   for (std::uint32_t i = 0; i < p.slots.size(); ++i) {
     L.pointer_at.emplace_back(0, 8 * i);
     L.pointers.push_back(p.slots[i].data);
+    L.offsets.push_back(p.slots[i].offset);
   }
   L.scalars = scalars;
 }

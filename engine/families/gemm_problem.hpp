@@ -28,6 +28,10 @@ struct GemmSlot {
   std::int64_t row = 0;     ///< along M (b: along K)
   std::int64_t col = 0;     ///< along N (a: along K)
   std::array<std::int64_t, kGemmBatchDims> batch{};
+  /// An output's columns [lo, hi) of the product; `data` is where its column 0 would be, `offset`
+  /// bytes from its tensor's address (lo columns before it).
+  std::int64_t lo = 0, hi = 0;
+  std::int64_t offset = 0;
 };
 
 /// How the template reads an operand (gemm.cuh's layout classes).

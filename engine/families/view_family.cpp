@@ -1,6 +1,7 @@
 // The view family: a reshape that cannot share its operand's memory (engine/fusion.hpp) copies
 // it with the elementwise template, one side read in the other's shape (row-major order is the
-// same). Views that share memory have no kernel.
+// same); a slice copies its range, the operand read through a view that starts there. Views that
+// share memory, and slices a product's kernel writes, have no kernel.
 #include <fmt/format.h>
 
 #include <kiln/error.hpp>
@@ -18,6 +19,17 @@ TensorView reshaped(TensorView v, const Shape& shape) {
   return v;
 }
 
+// `v` narrowed to the range of a slice with `attrs` (its address moved to the range's first
+// element); returns how many bytes it moved.
+std::int64_t sliced(TensorView& v, const Attrs& attrs, const std::string& stem) {
+  const ops::SliceRange r = ops::slice_range(v.shape, attrs, stem);
+  v.strides = v.resolved_strides();
+  const std::int64_t offset = r.start * v.strides[r.axis] * std::int64_t(size_of(v.dtype));
+  v.shape[r.axis] = r.stop - r.start;
+  v.data += std::uint64_t(offset);
+  return offset;
+}
+
 class ViewFamily final : public Family {
  public:
   std::string_view name() const override { return "view"; }
@@ -28,7 +40,10 @@ class ViewFamily final : public Family {
     const FusedGroup& grp = w.group;
     TensorView out = w.values.at(std::size_t(grp.outputs[0]));
     TensorView in = w.values.at(std::size_t(grp.inputs[0]));
-    if (out.is_contiguous())
+    std::int64_t offset = 0;  // bytes from the operand's address to the slice's first element
+    if (grp.anchor->name == "slice")
+      offset = sliced(in, w.shapes.node(grp.anchor_node).attrs, grp.stem);
+    else if (out.is_contiguous())
       out = reshaped(out, in.shape);
     else if (in.is_contiguous())
       in = reshaped(in, out.shape);
@@ -42,8 +57,10 @@ class ViewFamily final : public Family {
     copy.outputs = {out.dtype};
     copy.steps = {{"kiln::op::Identity", {{codegen::Ref::Kind::input, 0}}}};
     copy.results = {{codegen::Ref::Kind::step, 0}};
-    return specialize_elementwise(copy, grp.stem, {out}, {in}, {},
-                                  elementwise_tunables(t, grp.stem));
+    KernelLaunch L =
+        specialize_elementwise(copy, grp.stem, {out}, {in}, {}, elementwise_tunables(t, grp.stem));
+    if (offset != 0) L.offsets = {0, offset};
+    return L;
   }
   autotune::Space space(const FusedGroup&, const KernelLaunch&, const std::string&) const override {
     return autotune::elementwise_space();

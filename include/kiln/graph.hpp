@@ -182,6 +182,16 @@ inline Value reshape(Value x, std::vector<std::int64_t> shape) {
   a.shape = std::move(shape);
   return apply("reshape", {x}, a);
 }
+/// x[..., start:stop, ...] along `axis` (Python indexes: a negative one counts from the end).
+/// A slice of a matrix product's columns (QKV) is written by the product's kernel; any other
+/// is a copy.
+inline Value slice(Value x, std::int64_t axis, std::int64_t start, std::int64_t stop) {
+  Attrs a;
+  a.axis = axis;
+  a.start = start;
+  a.stop = stop;
+  return apply("slice", {x}, a);
+}
 /// a[..., M, K] @ b[..., K, N] (batch dims broadcast; `tf32` for f32 on plain TF32).
 inline Value matmul(Value a, Value b, bool tf32 = false) {
   Attrs at;

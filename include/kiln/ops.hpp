@@ -15,7 +15,8 @@ namespace kiln {
 using Operand = std::variant<TensorView, double>;
 
 /// Op attributes: `min`/`max` for clamp, `dtype` for cast, `axis`/`keepdim` for reductions
-/// and softmax, `eps` for norms, `tf32` for matrix products, `shape` for reshape.
+/// and softmax, `eps` for norms, `tf32` for matrix products, `shape` for reshape, `axis`,
+/// `start` and `stop` for slice.
 struct Attrs {
   std::optional<double> min;
   std::optional<double> max;
@@ -29,6 +30,10 @@ struct Attrs {
   bool tf32 = false;
   /// reshape's result shape (one extent may be -1: what the element count leaves).
   std::optional<std::vector<std::int64_t>> shape;
+  /// slice's range along `axis`: [start, stop), as Python indexes (a negative one counts from
+  /// the end), each within the axis.
+  std::optional<std::int64_t> start;
+  std::optional<std::int64_t> stop;
 };
 
 /// Runs op `name` (docs/ops.md) and returns a new contiguous tensor.
@@ -100,6 +105,15 @@ inline Tensor cast(Engine& e, const Operand& x, DType to) {
   Attrs a;
   a.dtype = to;
   return call(e, "cast", {x}, a);
+}
+/// x[..., start:stop, ...] along `axis`, as a new contiguous tensor.
+inline Tensor slice(Engine& e, const Operand& x, std::int64_t axis, std::int64_t start,
+                    std::int64_t stop) {
+  Attrs a;
+  a.axis = axis;
+  a.start = start;
+  a.stop = stop;
+  return call(e, "slice", {x}, a);
 }
 
 }  // namespace kiln

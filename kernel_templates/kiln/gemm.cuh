@@ -48,6 +48,7 @@ struct Args {
   long long batch_ext[kBatchDims];
   long long batches;
   int m, n, k;
+  int lo[P], hi[P];  ///< an output's columns of the product (a slice of them: QKV)
 };
 
 /// A tile of R rows of C 16-byte chunks, swizzled.
@@ -187,8 +188,9 @@ __device__ __forceinline__ void write_outputs(const float* y, const Args<P, S>& 
                                               long long c) {
   if constexpr (J < Outs::size) {
     using U = typename detail::TypeAt<J, Outs>::type;
-    static_cast<U*>(args.p[J])[batch_offset(args, J, bi) + r * args.row[J] + c * args.col[J]] =
-        from_float<U>(y[J]);
+    if (c >= args.lo[J] && c < args.hi[J])
+      static_cast<U*>(args.p[J])[batch_offset(args, J, bi) + r * args.row[J] + c * args.col[J]] =
+          from_float<U>(y[J]);
     write_outputs<Outs, J + 1>(y, args, bi, r, c);
   }
 }

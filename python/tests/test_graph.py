@@ -113,3 +113,14 @@ def test_products_and_reshape_plan_as_the_cpp_library_does():
     assert '"shape": [5, -1]' in g.to_json() or '"shape":[5,-1]' in g.to_json()
     with pytest.raises(kiln.ShapeError, match="inner dims 24 != 23"):
         kiln.linear(x, g.input("w2", [16, 23], "bf16"))
+
+
+def test_qkv_slices_are_windows_of_one_product():
+    g = kiln.Graph()
+    y = kiln.linear(g.input("x", [64, 32], "bf16"), g.input("w", [96, 32], "bf16"))
+    for name, (start, stop) in {"q": (0, 32), "k": (32, 64), "v": (-32, 96)}.items():
+        g.output(kiln.slice(y, axis=-1, start=start, stop=stop), name)
+    kernels = kiln.Plan(g).kernels()
+    assert len(kernels) == 1 and kernels[0]["ops"][-3:] == ["q", "k", "v"]
+    with pytest.raises(kiln.ShapeError, match="stop 97 is outside axis -1 of extent 96"):
+        kiln.slice(y, axis=-1, start=0, stop=97)

@@ -52,6 +52,22 @@ RowView row_view(const Graph& g, int id) {
   return v;
 }
 
+// x[..., start:stop, ...] along the slice's axis, from x's values in row-major order.
+std::vector<double> slice_reference(const Shape& x, const Attrs& attrs,
+                                    const std::vector<double>& xv) {
+  const ops::SliceRange r = ops::slice_range(x, attrs, "slice");
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < r.axis; ++d) outer *= x[d];
+  for (std::size_t d = r.axis + 1; d < x.size(); ++d) inner *= x[d];
+  const std::int64_t ext = x[r.axis];
+  std::vector<double> out;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t j = r.start; j < r.stop; ++j)
+      for (std::int64_t i = 0; i < inner; ++i)
+        out.push_back(xv[std::size_t((o * ext + j) * inner + i)]);
+  return out;
+}
+
 using Values = std::vector<std::vector<double>>;
 using Lookup = std::function<const std::vector<double>&(int)>;
 
@@ -66,6 +82,7 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
   if (op.fusion == ops::FusionClass::view) {  // the same elements in row-major order
     const int x = std::get<int>(n.args[0]);
     if (mag) *mag = std::vector<double>(out.size(), 0.0);
+    if (n.op == "slice") return slice_reference(g.node(x).shape, n.attrs, arg(x));
     return arg(x);
   }
   if (op.fusion == ops::FusionClass::row) {

@@ -1,0 +1,191 @@
+// slice: its shape rule and errors, where a matrix product's kernel writes slices of its columns
+// (QKV: one kernel, three outputs) and where a slice copies, and on the GPU against the fp64
+// reference, fused and unfused.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <kiln/graph.hpp>
+#include <kiln/ops.hpp>
+
+#include "tests/engine/reference.hpp"
+#include "tests/support.hpp"
+
+using kiln::DType;
+using kiln::Graph;
+using kiln::Shape;
+using kiln::test::desc;
+
+namespace {
+
+kiln::Attrs range(std::int64_t axis, std::int64_t start, std::int64_t stop) {
+  kiln::Attrs a;
+  a.axis = axis;
+  a.start = start;
+  a.stop = stop;
+  return a;
+}
+
+template <class E>
+std::string error_of(const kiln::TensorView& x, const kiln::Attrs& a, const char* op = "slice") {
+  try {
+    kiln::infer(op, {x}, a);
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// x[t, c] @ w[3c, c]ᵀ (+ bias, gelu), its columns sliced into q, k, v; `whole`: the product is
+// an output too.
+Graph qkv(std::int64_t t, std::int64_t c, DType dt, bool epilogue, bool whole = false) {
+  Graph g;
+  const auto x = g.input("x", {t, c}, dt);
+  const auto w = g.input("w", {3 * c, c}, dt);
+  auto y =
+      epilogue ? kiln::gelu(kiln::linear(x, w, g.input("b", {3 * c}, dt))) : kiln::linear(x, w);
+  if (whole) g.output(y, "y");
+  g.output(kiln::slice(y, -1, 0, c), "q");
+  g.output(kiln::slice(y, 1, c, 2 * c), "k");
+  g.output(kiln::slice(y, -1, -c, 3 * c), "v");
+  return g;
+}
+
+// Slices the product's kernel does not write: each is a copy kernel.
+std::vector<Graph> copied_slices(DType t) {
+  std::vector<Graph> out;
+  {
+    Graph g;  // an input's middle columns, then a row op
+    g.output(kiln::softmax(kiln::slice(g.input("x", {6, 40}, t), 1, 3, 36)), "y");
+    out.push_back(g);
+  }
+  {
+    Graph g;  // rows of a product, and a slice of a slice
+    const auto y = kiln::matmul(g.input("a", {9, 24}, t), g.input("b", {24, 20}, t));
+    g.output(kiln::slice(y, 0, 2, 7), "rows");
+    g.output(kiln::slice(kiln::slice(y, -1, 1, 19), -1, 2, 5) * 2.0, "inner");
+    out.push_back(g);
+  }
+  {
+    Graph g;  // a middle axis of a 3-D input, as an output
+    g.output(kiln::slice(g.input("x", {3, 7, 5}, t), 1, -5, -1), "y");
+    out.push_back(g);
+  }
+  {
+    Graph g;  // matmul with a 1-D b: the last axis is M
+    const auto y = kiln::matmul(g.input("a", {12, 16}, t), g.input("b", {16}, t));
+    g.output(kiln::slice(y, 0, 4, 11), "y");
+    out.push_back(g);
+  }
+  return out;
+}
+
+// Slices of products' columns, written by the products' kernels: QKV shapes that are not
+// multiples of any tile, few rows (the skinny path), batch dims, an epilogue, a slice read by
+// a later kernel, the whole product read too.
+std::vector<Graph> windowed(DType t) {
+  std::vector<Graph> out = {qkv(1, 40, t, false), qkv(7, 24, t, true), qkv(300, 72, t, false),
+                            qkv(130, 64, t, true, true)};
+  {
+    Graph g;
+    const auto x = g.input("x", {2, 5, 40}, t);
+    const auto y = kiln::linear(x, g.input("w", {30, 40}, t));
+    g.output(kiln::slice(y, 2, 0, 17), "a");
+    g.output(kiln::softmax(kiln::slice(y, -1, 17, 30)), "b");
+    out.push_back(g);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("slice: its shape, negative indexes, and errors naming the range") {
+  const auto x = desc({4, 10}, DType::f32);
+  CHECK(kiln::infer("slice", {x}, range(-1, 2, 7)).shape == Shape{4, 5});
+  CHECK(kiln::infer("slice", {x}, range(0, -3, 4)).shape == Shape{3, 10});
+  CHECK(kiln::infer("slice", {x}, range(1, 6, 6)).shape == Shape{4, 0});
+  CHECK(kiln::infer("slice", {desc({4, 10}, DType::bf16)}, range(1, 0, 10)).dtype == DType::bf16);
+  CHECK(error_of<kiln::ShapeError>(x, range(-1, 2, 11)) ==
+        "slice(x: f32[4, 10]): stop 11 is outside axis -1 of extent 10");
+  CHECK(error_of<kiln::ShapeError>(x, range(0, -5, 2)) ==
+        "slice(x: f32[4, 10]): start -5 is outside axis 0 of extent 4");
+  CHECK(error_of<kiln::ShapeError>(x, range(1, 6, 5)) ==
+        "slice(x: f32[4, 10]): stop 5 comes before start 6 (axis 1 of extent 10)");
+  CHECK(error_of<kiln::ShapeError>(x, range(2, 0, 1)) ==
+        "slice(x: f32[4, 10]): axis 2 is outside x's 2 dims");
+  kiln::Attrs no_stop = range(1, 0, 1);
+  no_stop.stop.reset();
+  CHECK(error_of<kiln::ArgumentError>(x, no_stop) ==
+        "slice(x: f32[4, 10]): needs attributes start and stop");
+  kiln::Attrs shaped = range(1, 0, 1);
+  shaped.shape = Shape{4, 1};
+  CHECK(error_of<kiln::ArgumentError>(x, shaped).find("takes no attribute but axis") !=
+        std::string::npos);
+  kiln::Attrs reshape;
+  reshape.shape = Shape{40};
+  reshape.start = 0;
+  CHECK(error_of<kiln::ArgumentError>(x, reshape, "reshape").find("takes no attribute but shape") !=
+        std::string::npos);
+  CHECK_THROWS_AS(kiln::infer("matmul", {x, desc({10, 2}, DType::f32)}, range(1, 0, 1)),
+                  kiln::ArgumentError);
+  Graph g;
+  const auto in = g.input("x", {-1, 8}, DType::f32);
+  CHECK_THROWS_WITH_AS(kiln::slice(in, 1, 2, 4),
+                       "node 't1': slice of a value with a dynamic dim (x); views take static "
+                       "shapes",
+                       kiln::ShapeError);
+}
+
+TEST_CASE("a slice of a product's columns is written by the product's kernel; others copy") {
+  for (bool epilogue : {false, true}) {
+    CAPTURE(epilogue);
+    const Graph g = qkv(64, 32, DType::bf16, epilogue);
+    const auto fused = kiln::Plan(g).kernels();
+    REQUIRE(fused.size() == 1);
+    CHECK(fused[0].name.find("linear") != std::string::npos);
+    CHECK(fused[0].ops.back() == "v");  // the windows are listed among its ops
+    CHECK(kiln::Plan(g, false).kernels().size() == (epilogue ? 5 : 4));
+    // The JSON keeps the ranges.
+    CHECK(Graph::parse(g.to_json()).to_json() == g.to_json());
+    CHECK(g.to_json().find(R"("start":-32,"stop":96)") != std::string::npos);
+  }
+  CHECK(kiln::Plan(qkv(64, 32, DType::f32, true, true)).kernels().size() == 1);
+  const std::vector<Graph> copies = copied_slices(DType::f32);
+  const auto input_slice = kiln::Plan(copies[0]).kernels();
+  REQUIRE(input_slice.size() == 2);
+  CHECK(input_slice[0].name.rfind("slice_f32", 0) == 0);
+  // the product, the rows' copy, the outer slice a window of the product, the inner one a copy
+  // fused with nothing (a view anchors its kernel), then the scale.
+  CHECK(kiln::Plan(copies[1]).kernels().size() == 4);
+  CHECK(kiln::Plan(copies[2]).kernels().size() == 1);
+  CHECK(kiln::Plan(copies[3]).kernels().size() == 2);
+  const std::vector<Graph> windows = windowed(DType::f32);
+  CHECK(kiln::Plan(windows.back()).kernels().size() == 2);  // the product, then the softmax
+}
+
+TEST_CASE("gpu: slices, copied and as a product's windows, match the fp64 reference" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  auto rng = kiln::test::make_rng(83);
+  for (DType t : kiln::kFloatDTypes) {
+    std::vector<Graph> graphs = copied_slices(t);
+    for (Graph& g : windowed(t)) graphs.push_back(std::move(g));
+    for (const Graph& g : graphs) {
+      CAPTURE(g.to_json());
+      for (const auto& f : kiln::test::check_on_gpu(e, g, rng, true)) FAIL_CHECK(f);
+    }
+  }
+  // Eager, of a view one element past a 16-byte boundary: a new contiguous tensor.
+  std::vector<float> host(7 * 9);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = float(i);
+  const kiln::Tensor x = e.from_host({7, 9}, DType::f32, host.data());
+  kiln::TensorView shifted = x.view();
+  shifted.shape = {6, 9};
+  shifted.data += 9 * 4;
+  const kiln::Tensor y = kiln::slice(e, shifted, 1, 3, 8);
+  REQUIRE(y.shape() == Shape{6, 5});
+  std::vector<float> got(30), want;
+  y.copy_to_host(got.data());
+  for (int r = 1; r < 7; ++r)
+    for (int c = 3; c < 8; ++c) want.push_back(float(r * 9 + c));
+  CHECK(got == want);
+}
