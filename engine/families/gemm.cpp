@@ -170,7 +170,7 @@ KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std
        std::to_string(t.bm), std::to_string(t.bn), std::to_string(stage_k(dtype)),
        std::to_string(t.warps_m), std::to_string(t.warps_n), std::to_string(t.stages),
        std::to_string(int(p.a_layout)), std::to_string(int(p.b_layout)), exact ? "true" : "false",
-       std::to_string(t.split)});
+       std::to_string(t.split), std::to_string(epilogue_columns(p))});
   L.spec.options = codegen::builtin_options();
   L.spec.name = fmt::format("{}__{}x{}w{}x{}s{}{}_{}{}{}{}", stem, t.bm, t.bn, t.warps_m, t.warps_n,
                             t.stages, t.split > 1 ? fmt::format("k{}", t.split) : "",

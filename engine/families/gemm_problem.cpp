@@ -246,6 +246,24 @@ GemmProblem gemm_problem(const GemmKernel& k, const std::string& stem) {
   return p;
 }
 
+int epilogue_columns(const GemmProblem& p) {
+  constexpr int kVec = 8;
+  if (p.n % kVec) return 1;
+  auto aligned = [](const GemmSlot& g, std::int64_t x) {
+    return (x * std::int64_t(g.element)) % 16 == 0;
+  };
+  for (std::size_t i = 0; i < p.slots.size(); ++i) {
+    const GemmSlot& g = p.slots[i];
+    const bool output = i < p.outputs, operand = i == p.outputs || i == p.outputs + 1;
+    if (operand || (!output && g.col == 0)) continue;  // a or b, or constant along N
+    bool ok =
+        g.col == 1 && g.data % 16 == 0 && aligned(g, g.row) && g.lo % kVec == 0 && g.hi % kVec == 0;
+    for (std::int64_t b : g.batch) ok = ok && aligned(g, b);
+    if (!ok) return 1;
+  }
+  return kVec;
+}
+
 std::vector<unsigned char> gemm_args(const GemmProblem& p, const std::vector<float>& scalars) {
   const std::size_t S = std::max<std::size_t>(scalars.size(), 1);
   std::vector<unsigned char> out;

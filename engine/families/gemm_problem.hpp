@@ -54,6 +54,12 @@ GemmProblem gemm_problem(const GemmKernel& k, const std::string& stem);
 /// The kernel's parameter (gemm.cuh's Args<P, S>) for `p` with `scalars`.
 std::vector<unsigned char> gemm_args(const GemmProblem& p, const std::vector<float>& scalars);
 
+/// Columns per thread in the epilogue (gemm_epilogue.cuh's V): 8 where every output of `p` runs
+/// contiguously along N and the bias and every epilogue input does or is constant along it, each
+/// 16-byte aligned at every row and batch, with N and the outputs' column windows multiples of
+/// 8; else 1.
+int epilogue_columns(const GemmProblem& p);
+
 /// `L`'s parameters for `p`: the Args block (its first parameter; `extra` more of 128 bytes,
 /// the tensor maps), where each pointer sits in it, the pointers and `scalars`.
 void set_gemm_params(KernelLaunch& L, const GemmProblem& p, const std::vector<float>& scalars,

@@ -69,7 +69,8 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const s
   L.spec.expression = codegen::render_instance(
       "kiln::gemm::gemm_sm90",
       {std::string(device_type_of(dtype)), "kiln_epilogue", k.bias ? "true" : "false",
-       std::to_string(t.bn), std::to_string(t.stages), trans ? "1" : "0"});
+       std::to_string(t.bn), std::to_string(t.stages), trans ? "1" : "0",
+       std::to_string(epilogue_columns(p))});
   L.spec.options = codegen::builtin_options();
   L.spec.name = fmt::format("{}__wg{}x{}s{}_k{}{}", stem, kRows, t.bn, t.stages, trans ? 't' : 'k',
                             k.bias ? "_bias" : "");

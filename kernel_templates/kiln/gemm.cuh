@@ -23,10 +23,10 @@
 // split as a = big + small and computed as small*big + big*small + big*big, within about 1e-6
 // of the f32 product; without, one TF32 product (about 1e-3).
 //
-// The epilogue, per element of C in range: v = acc (+ bias[col]); Epi::apply(x, s, y) with
-// the epilogue's inputs in x and v after them; y to the outputs. The accumulators pass through
-// shared memory (BM x (BN + 8) floats, in the ring's space) so that the epilogue walks rows. Slots
-// of Args::p: Epi's outputs, a, b, the bias (if Bias), Epi's inputs.
+// The epilogue (gemm_epilogue.cuh), per V columns of C in range: v = acc (+ bias[col]);
+// Epi::apply(x, s, y) with the epilogue's inputs in x and v after them; y to the outputs. The
+// accumulators pass through shared memory (BM x (BN + 8) floats, in the ring's space) so that the
+// epilogue walks rows. Slots of Args::p: Epi's outputs, a, b, the bias (if Bias), Epi's inputs.
 
 #include <kiln/cluster.cuh>
 #include <kiln/elementwise.cuh>
@@ -167,48 +167,11 @@ __device__ __forceinline__ long long batch_offset(const Args<P, S>& args, int sl
   return off;
 }
 
-/// x[J..] = the epilogue's inputs (slots from `first`) at row r, column c.
-template <class Ins, int J, int P, int S>
-__device__ __forceinline__ void read_inputs(float* x, const Args<P, S>& args, int first,
-                                            const long long (&bi)[kBatchDims], long long r,
-                                            long long c) {
-  if constexpr (J < Ins::size) {
-    using U = typename detail::TypeAt<J, Ins>::type;
-    const int slot = first + J;
-    x[J] = to_float(static_cast<const U*>(
-        args.p[slot])[batch_offset(args, slot, bi) + r * args.row[slot] + c * args.col[slot]]);
-    read_inputs<Ins, J + 1>(x, args, first, bi, r, c);
-  }
-}
+}  // namespace kiln::gemm
 
-/// The outputs (slots 0..) from y[J..] at row r, column c.
-template <class Outs, int J, int P, int S>
-__device__ __forceinline__ void write_outputs(const float* y, const Args<P, S>& args,
-                                              const long long (&bi)[kBatchDims], long long r,
-                                              long long c) {
-  if constexpr (J < Outs::size) {
-    using U = typename detail::TypeAt<J, Outs>::type;
-    if (c >= args.lo[J] && c < args.hi[J])
-      static_cast<U*>(args.p[J])[batch_offset(args, J, bi) + r * args.row[J] + c * args.col[J]] =
-          from_float<U>(y[J]);
-    write_outputs<Outs, J + 1>(y, args, bi, r, c);
-  }
-}
+#include <kiln/gemm_epilogue.cuh>
 
-/// The epilogue at row r, column c of batch `bi` from the product v: v plus the bias (if Bias,
-/// slot NO + 2), the epilogue's inputs (slots from NO + 2 + Bias), Epi, the outputs.
-template <class T, class Epi, bool Bias, int P, int S>
-__device__ __forceinline__ void epilogue_at(const Args<P, S>& args,
-                                            const long long (&bi)[kBatchDims], long long r,
-                                            long long c, float v) {
-  constexpr int NO = Epi::Outputs::size, NE = Epi::Inputs::size;
-  float x[NE + 1], y[NO];
-  read_inputs<typename Epi::Inputs, 0>(x, args, NO + 2 + (Bias ? 1 : 0), bi, r, c);
-  if constexpr (Bias) v += to_float(static_cast<const T*>(args.p[NO + 2])[c * args.col[NO + 2]]);
-  x[NE] = v;
-  Epi::apply(x, args.s, y);
-  write_outputs<typename Epi::Outputs, 0>(y, args, bi, r, c);
-}
+namespace kiln::gemm {
 
 /// Every thread of the block (Split 1) or of its cluster waits for the others, `Release`-ing
 /// its shared-memory writes to the cluster's blocks.

@@ -33,7 +33,7 @@ __device__ __forceinline__ float tile_sum(const float* tile, int at) {
 }
 
 template <class T, class Epi, bool Bias, int BM, int BN, int BK, int WM, int WN, int Stages,
-          int ALayout, int BLayout, bool Exact, int Split>
+          int ALayout, int BLayout, bool Exact, int Split, int V>
 __global__ void __launch_bounds__(WM* WN * 32)
     gemm(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args) {
   constexpr int NO = Epi::Outputs::size;
@@ -112,13 +112,18 @@ __global__ void __launch_bounds__(WM* WN * 32)
                                      2 * t) =
               make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
     split_barrier<Split, true>();
-    // The epilogue, a thread per column of a row at a time: loads and stores along rows coalesce.
+    // The epilogue, a thread per V columns of a row at a time: loads and stores along rows
+    // coalesce.
     const int rows = M - m0 < BM ? M - m0 : BM, cols = N - n0 < BN ? N - n0 : BN;
+    constexpr int kVecs = BN / V;
 #pragma unroll 1
-    for (int e = tid; e < BM / Split * BN; e += kThreads) {
-      const int r = r0 + e / BN, c = e % BN;
+    for (int e = tid; e < BM / Split * kVecs; e += kThreads) {
+      const int r = r0 + e / kVecs, c = e % kVecs * V;
       if (r >= rows || c >= cols) continue;
-      epilogue_at<T, Epi, Bias>(args, bi, m0 + r, n0 + c, tile_sum<Split>(tile, r * kLd + c));
+      float v[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[i] = tile_sum<Split>(tile, r * kLd + c + i);
+      epilogue_at<T, Epi, Bias, V>(args, bi, m0 + r, n0 + c, v);
     }
     split_barrier<Split, false>();  // the tile is read before the next batch overwrites it
   }

@@ -145,7 +145,8 @@ __global__ void __launch_bounds__(256, 1)
     for (int e = threadIdx.x; e < MR * kShare; e += 256) {
       const int m = e / kShare, c = s0 + e % kShare;
       if (m0 + m >= M || n0 + c >= N) continue;
-      epilogue_at<T, Epi, Bias>(args, bi, m0 + m, n0 + c, tile_sum<Split>(&tile[0][0], m * BN + c));
+      const float v[1] = {tile_sum<Split>(&tile[0][0], m * BN + c)};
+      epilogue_at<T, Epi, Bias, 1>(args, bi, m0 + m, n0 + c, v);
     }
     split_barrier<Split, false>();
   }

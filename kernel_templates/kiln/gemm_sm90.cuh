@@ -4,7 +4,7 @@
 // consumer warpgroups each multiply 64 rows of the block's 128 x BN tile with wgmma, keeping one
 // stage's products in flight and releasing the stage before it (full and empty mbarriers per
 // stage). Then the epilogue of
-// gemm_kernel.cuh: the accumulators through shared memory, Epi per element.
+// gemm_kernel.cuh: the accumulators through shared memory, Epi per V columns (gemm_epilogue.cuh).
 //
 // A is K-contiguous ([M, K] rows); B is K-contiguous (BTrans 0: [N, K], linear's weight) or
 // N-contiguous (BTrans 1: [K, N]); f16 and bf16. Edges of M, N and K arrive as zeros from TMA.
@@ -17,7 +17,7 @@
 
 namespace kiln::gemm {
 
-template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans>
+template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V>
 __global__ void __launch_bounds__(384, 1)
     gemm_sm90(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args,
               const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b) {
@@ -103,11 +103,15 @@ __global__ void __launch_bounds__(384, 1)
   __syncthreads();
   const long long bi[kBatchDims] = {0, 0, 0, 0};
   const int rows = M - m0 < BM ? M - m0 : BM, cols = N - n0 < BN ? N - n0 : BN;
+  constexpr int kVecs = BN / V;  // a thread's V columns of a row at a time
 #pragma unroll 1
-  for (int e = tid; e < BM * BN; e += kThreads) {
-    const int r = e / BN, col = e % BN;
+  for (int e = tid; e < BM * kVecs; e += kThreads) {
+    const int r = e / kVecs, col = e % kVecs * V;
     if (r >= rows || col >= cols) continue;
-    epilogue_at<T, Epi, Bias>(args, bi, m0 + r, n0 + col, tile[r * kLd + col]);
+    float v[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[i] = tile[r * kLd + col + i];
+    epilogue_at<T, Epi, Bias, V>(args, bi, m0 + r, n0 + col, v);
   }
 #endif
 }

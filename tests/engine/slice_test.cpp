@@ -162,6 +162,26 @@ TEST_CASE("a slice of a product's columns is written by the product's kernel; ot
   CHECK(kiln::Plan(windows.back()).kernels().size() == 2);  // the product, then the softmax
 }
 
+TEST_CASE("the reference's model of a plan stores the slices a product's kernel writes") {
+  auto rng = kiln::test::make_rng(84);
+  std::vector<Graph> graphs = windowed(DType::f32);
+  for (Graph& g : copied_slices(DType::f32)) graphs.push_back(std::move(g));
+  for (const Graph& g : graphs) {
+    CAPTURE(g.to_json());
+    const auto inputs = kiln::test::random_inputs(g, rng);
+    const auto exact = kiln::test::evaluate(g, inputs);
+    for (bool fused : {true, false}) {
+      const auto model = kiln::test::evaluate_plan(g, inputs, fused);
+      for (int o : g.outputs()) {
+        REQUIRE(model[std::size_t(o)].size() == exact[std::size_t(o)].size());
+        for (std::size_t i = 0; i < exact[std::size_t(o)].size(); ++i)
+          CHECK(model[std::size_t(o)][i] ==
+                doctest::Approx(exact[std::size_t(o)][i]).epsilon(1e-6));
+      }
+    }
+  }
+}
+
 TEST_CASE("gpu: slices, copied and as a product's windows, match the fp64 reference" *
           doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e(kiln::test::on_gpu());
