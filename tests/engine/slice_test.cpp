@@ -7,6 +7,8 @@
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
 
+#include "engine/families/gemm_problem.hpp"
+#include "engine/families/rows.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
 
@@ -160,6 +162,43 @@ TEST_CASE("a slice of a product's columns is written by the product's kernel; ot
   CHECK(kiln::Plan(copies[3]).kernels().size() == 2);
   const std::vector<Graph> windows = windowed(DType::f32);
   CHECK(kiln::Plan(windows.back()).kernels().size() == 2);  // the product, then the softmax
+}
+
+TEST_CASE("a product's output windows: bounds, the address of column 0, the epilogue's width") {
+  // linear x[16, 32] @ w[96, 32]ᵀ written as q (columns 0..31) and v (64..95), bf16 at 0x1000.
+  kiln::GemmKernel k;
+  k.op = &kiln::ops::find_op("linear");
+  k.a = desc({16, 32}, DType::bf16);
+  k.b = desc({96, 32}, DType::bf16);
+  kiln::TensorView q = desc({16, 32}, DType::bf16), v = q;
+  q.data = 0x1000, v.data = 0x2000;
+  k.outputs = {q, v};
+  k.column0 = {0, 64};
+  k.epilogue = kiln::identity_epilogue(DType::bf16);
+  k.epilogue.outputs.push_back(DType::bf16);
+  k.epilogue.results.push_back(k.epilogue.results[0]);
+  kiln::GemmProblem p = kiln::gemm_problem(k, "qkv");
+  CHECK(p.n == 96);
+  CHECK((p.slots[0].lo == 0 && p.slots[0].hi == 32 && p.slots[0].data == 0x1000));
+  CHECK((p.slots[1].lo == 64 && p.slots[1].hi == 96 && p.slots[1].offset == -128));
+  CHECK(p.slots[1].data == 0x2000 - 128);  // where v's column 0 would be: 64 bf16 before it
+  CHECK(p.slots[1].row == 32);             // v's own rows
+  CHECK(kiln::epilogue_columns(p) == 8);
+  k.column0 = {0, 60};  // a window that does not start at a multiple of 8: one column a thread
+  CHECK(kiln::epilogue_columns(kiln::gemm_problem(k, "qkv")) == 1);
+  k.column0 = {0, 70};  // past the product
+  CHECK_THROWS_WITH_AS(kiln::gemm_problem(k, "qkv"),
+                       "qkv: output 1 holds columns [70, 102) of a product of 96",
+                       kiln::ShapeError);
+  k.column0.clear();  // whole outputs: misaligned, or N not a multiple of 8
+  k.outputs = {desc({16, 96}, DType::bf16)};
+  k.epilogue = kiln::identity_epilogue(DType::bf16);
+  CHECK(kiln::epilogue_columns(kiln::gemm_problem(k, "y")) == 8);
+  k.outputs[0].data += 2;
+  CHECK(kiln::epilogue_columns(kiln::gemm_problem(k, "y")) == 1);
+  k.b = desc({90, 32}, DType::bf16);
+  k.outputs = {desc({16, 90}, DType::bf16)};
+  CHECK(kiln::epilogue_columns(kiln::gemm_problem(k, "y")) == 1);
 }
 
 TEST_CASE("the reference's model of a plan stores the slices a product's kernel writes") {
