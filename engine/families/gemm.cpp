@@ -93,11 +93,15 @@ GemmTunables default_gemm_tunables(std::int64_t m, std::int64_t n, std::int64_t 
   t.warps_n = default_warps_n(t);
   t.stages = 3;
   t.split = 1;
-  const std::int64_t blocks = blocks_of(t);
-  const std::int64_t ktiles = (k + 31) / 32;  // at the smaller depth of a stage
-  if (clusters)
-    while (t.split < 8 && blocks * t.split * 2 <= kGemmSms && ktiles >= 4 * t.split) t.split *= 2;
+  t.split = default_split(blocks_of(t), (k + 31) / 32, clusters);  // at the smaller stage depth
   return t;
+}
+
+int default_split(std::int64_t blocks, std::int64_t ktiles, bool clusters) {
+  int split = 1;
+  if (clusters)
+    while (split < 8 && blocks * split * 2 <= kGemmSms && ktiles >= 4 * split) split *= 2;
+  return split;
 }
 
 std::string reject_split(int split, bool clusters) {
@@ -149,8 +153,9 @@ KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std
   const bool clusters = has_clusters(k.arch);
   if (t.wgmma == 1)
     throw ArgumentError(fmt::format(
-        "{}: the wgmma path takes sm_90a, f16 or bf16, a contiguous along K and b along K or N "
-        "(16-byte aligned), no batch dims and no empty dim; this product runs on mma.sync",
+        "{}: the wgmma path takes sm_90a, f16 or bf16 with a contiguous along K and b along K "
+        "or N, or f32 with both along K (16-byte aligned), no batch dims and no empty dim; this "
+        "product runs on mma.sync",
         stem));
   t = resolved(t, p, clusters);
   const DType dtype = k.a.dtype;
@@ -224,11 +229,12 @@ Space gemm_space(const Candidate& fallback) {
     return s;
   }
   if (auto w = fallback.find("wgmma"); w != fallback.end() && w->second == 1) {
-    s.tunables = {{"bn", {128, 256}}, {"stages", {3, 4, 5, 6}}, {"wgmma", {1}}};
+    s.tunables = {
+        {"bn", {128, 256}}, {"stages", {3, 4, 5, 6}}, {"wgmma", {1}}, {"split", {1, 2, 4, 8}}};
     s.fallback = fallback;
     s.reject = [](const Candidate& c, const DeviceLimits& limits) {
       GemmTunables t;
-      t.bn = c.at("bn"), t.stages = c.at("stages"), t.wgmma = 1;
+      t.bn = c.at("bn"), t.stages = c.at("stages"), t.wgmma = 1, t.split = c.at("split");
       return reject_wgmma_tunables(t, limits.max_shared_bytes_per_block);
     };
     return s;

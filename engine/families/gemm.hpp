@@ -57,6 +57,11 @@ GemmTunables gemm_tunables(const Tunables& t, const std::string& stem);
 GemmTunables default_gemm_tunables(std::int64_t m, std::int64_t n, std::int64_t k,
                                    std::int64_t batches, bool clusters);
 
+/// How many blocks of a cluster split K by default: doubling (up to 8) while `blocks` tiles
+/// times the split fill at most half the SMs and each block keeps 4 or more of the `ktiles`
+/// stages along K; 1 where clusters do not run.
+int default_split(std::int64_t blocks, std::int64_t ktiles, bool clusters);
+
 /// Why `t` cannot run with `max_shared` bytes of shared memory per block ("" if it can);
 /// `clusters`: whether the target runs thread-block clusters (a split needs them).
 std::string reject_gemm_tunables(const GemmTunables& t, int max_shared, bool clusters);

@@ -69,11 +69,13 @@ void set_gemm_params(KernelLaunch& L, const GemmProblem& p, const std::vector<fl
 /// target runs thread-block clusters.
 std::string reject_split(int split, bool clusters);
 
-/// Whether the sm_90a path (gemm_sm90.cuh) computes `p` of `k`: sm_90a, f16 or bf16, A
-/// contiguous along K and B along K or N (16-byte aligned), no batch, nothing empty.
+/// Whether the sm_90a path (gemm_sm90.cuh) computes `p` of `k`: sm_90a, f16 or bf16 with A
+/// contiguous along K and B along K or N, or f32 with both along K (16-byte aligned), no batch,
+/// nothing empty.
 bool wgmma_fits(const GemmKernel& k, const GemmProblem& p);
-/// Why `t` cannot run on the sm_90a path with `max_shared` bytes per block ("" if it can).
-std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared);
+/// Why `t` cannot run on the sm_90a path with `max_shared` bytes per block ("" if it can);
+/// `exact`: an f32 product to 1e-5 (its stages hold twice the bytes).
+std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact = false);
 /// Whether `p` of `k` takes the skinny path when no tunable says: up to 8 rows, or up to
 /// kSkinnyRows of an f32 product (not TF32) whose B is small (it is read once per 8 rows).
 bool skinny_by_default(const GemmKernel& k, const GemmProblem& p);

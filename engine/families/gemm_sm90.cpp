@@ -1,5 +1,6 @@
 // The GEMM family's sm_90a path (kernel_templates/kiln/gemm_sm90.cuh): TMA maps of A and B,
-// wgmma, a producer and two consumer warpgroups.
+// wgmma, a producer and two consumer warpgroups; f16, bf16, and f32 on TF32 (three products per
+// term unless the op asks for plain TF32).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,12 +12,16 @@
 namespace kiln {
 namespace {
 
-constexpr int kRows = 128, kDepth = 64, kThreads = 384;
+constexpr int kRows = 128, kRowBytes = 128, kThreads = 384;
 
-int shared_bytes(const GemmTunables& t) {
-  const int ring = t.stages * (kRows + t.bn) * kDepth * 2 + 16 * t.stages;
+// A stage holds 128 bytes of K per row of A and B; an exact f32 product (three TF32 products
+// per term) as much again for their small parts.
+int shared_bytes(const GemmTunables& t, bool exact) {
+  const int ring = t.stages * (kRows + t.bn) * kRowBytes * (exact ? 2 : 1) + 16 * t.stages;
   return std::max(ring, kRows * (t.bn + 8) * 4) + 1024;  // + the 1024-byte alignment
 }
+
+bool exact_f32(const GemmKernel& k) { return k.a.dtype == DType::f32 && !k.tf32; }
 
 // A view of the operand at `data`: `outer` rows of `inner` contiguous elements `stride` apart
 // (a stride of 0, one row, replaced by any multiple of 16 bytes the map accepts).
@@ -35,30 +40,36 @@ TensorView rows_view(std::uint64_t data, std::int64_t outer, std::int64_t inner,
 
 bool wgmma_fits(const GemmKernel& k, const GemmProblem& p) {
   const DType t = k.a.dtype;
-  return k.arch == "sm_90a" && (t == DType::f16 || t == DType::bf16) &&
-         p.a_layout == GemmLayout::k_contiguous && p.b_layout != GemmLayout::strided &&
-         p.batches == 1 && p.m > 0 && p.n > 0 && p.k > 0;
+  const bool b_fits =
+      t == DType::f32 ? p.b_layout == GemmLayout::k_contiguous : p.b_layout != GemmLayout::strided;
+  return k.arch == "sm_90a" && (t == DType::f16 || t == DType::bf16 || t == DType::f32) &&
+         p.a_layout == GemmLayout::k_contiguous && b_fits && p.batches == 1 && p.m > 0 && p.n > 0 &&
+         p.k > 0;
 }
 
-std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared) {
+std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact) {
   if (t.bn != 128 && t.bn != 256)
     return fmt::format("bn {}: the wgmma path takes 128 or 256", t.bn);
-  if (t.bm || t.warps_m || t.warps_n || t.split > 1)
-    return "bm, warps_m, warps_n and split are the mma.sync path's (the wgmma path's tile has 128 "
-           "rows)";
+  if (t.bm || t.warps_m || t.warps_n)
+    return "bm, warps_m and warps_n are the mma.sync path's (the wgmma path's tile has 128 rows)";
+  if (std::string why = reject_split(t.split ? t.split : 1, true); !why.empty()) return why;
   if (t.stages < 2 || t.stages > 8) return fmt::format("{} stages: 2 to 8", t.stages);
-  if (shared_bytes(t) > max_shared)
-    return fmt::format("{} bytes of shared memory per block, the device allows {}", shared_bytes(t),
-                       max_shared);
+  if (shared_bytes(t, exact) > max_shared)
+    return fmt::format("{} bytes of shared memory per block, the device allows {}",
+                       shared_bytes(t, exact), max_shared);
   return "";
 }
 
 KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
                               GemmTunables t) {
-  if (!t.bn) t.bn = p.n >= 256 && p.m >= 256 ? 256 : 128;
-  if (!t.stages) t.stages = 4;
+  const bool exact = exact_f32(k);
+  if (!t.bn) t.bn = p.n >= 256 && p.m >= 256 && !exact ? 256 : 128;
+  if (!t.stages) t.stages = exact ? 3 : 4;
+  const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + t.bn - 1) / t.bn);
+  const int depth = kRowBytes / int(size_of(k.a.dtype));  // elements of K a stage
+  if (!t.split) t.split = default_split(tiles, (p.k + depth - 1) / depth, true);
   t.wgmma = 1;
-  if (std::string why = reject_wgmma_tunables(t, 227 * 1024); !why.empty())
+  if (std::string why = reject_wgmma_tunables(t, 227 * 1024, exact); !why.empty())
     throw ArgumentError(fmt::format("{}: bad GEMM tunables: {}", stem, why));
   const DType dtype = k.a.dtype;
   const bool trans = p.b_layout == GemmLayout::mn_contiguous;
@@ -70,27 +81,29 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const s
       "kiln::gemm::gemm_sm90",
       {std::string(device_type_of(dtype)), "kiln_epilogue", k.bias ? "true" : "false",
        std::to_string(t.bn), std::to_string(t.stages), trans ? "1" : "0",
-       std::to_string(epilogue_columns(p))});
+       std::to_string(epilogue_columns(p)), exact ? "true" : "false", std::to_string(t.split)});
   L.spec.options = codegen::builtin_options();
-  L.spec.name = fmt::format("{}__wg{}x{}s{}_k{}{}", stem, kRows, t.bn, t.stages, trans ? 't' : 'k',
-                            k.bias ? "_bias" : "");
-  const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + t.bn - 1) / t.bn);
-  L.config.grid = {unsigned(tiles), 1, 1};
+  L.spec.name = fmt::format("{}__wg{}x{}s{}{}_k{}{}{}", stem, kRows, t.bn, t.stages,
+                            t.split > 1 ? fmt::format("k{}", t.split) : "", trans ? 't' : 'k',
+                            k.bias ? "_bias" : "", dtype == DType::f32 && k.tf32 ? "_tf32" : "");
+  L.config.grid = {unsigned(tiles), 1, unsigned(t.split)};
+  L.config.cluster = {1, 1, unsigned(t.split)};
   L.config.block = {kThreads, 1, 1};
-  L.config.shared = unsigned(shared_bytes(t));
+  L.config.shared = unsigned(shared_bytes(t, exact));
   L.groups = 1;
   set_gemm_params(L, p, k.epilogue_scalars, 2);
   const TensorView va = rows_view(a.data, p.m, p.k, a.row, dtype);
   const TensorView vb =
       trans ? rows_view(b.data, p.k, p.n, b.row, dtype) : rows_view(b.data, p.n, p.k, b.col, dtype);
-  const std::vector<std::uint32_t> box_b = trans
-                                               ? std::vector<std::uint32_t>{kDepth, 64}
-                                               : std::vector<std::uint32_t>{unsigned(t.bn), kDepth};
-  L.maps.push_back({1, std::uint32_t(p.outputs),
-                    runtime::describe_tensor_map(va, {kRows, kDepth}, 128, stem + ": a's map")});
+  const std::vector<std::uint32_t> box_b =
+      trans ? std::vector<std::uint32_t>{unsigned(depth), 64}
+            : std::vector<std::uint32_t>{unsigned(t.bn), unsigned(depth)};
+  L.maps.push_back(
+      {1, std::uint32_t(p.outputs),
+       runtime::describe_tensor_map(va, {kRows, unsigned(depth)}, 128, stem + ": a's map")});
   L.maps.push_back({2, std::uint32_t(p.outputs + 1),
                     runtime::describe_tensor_map(vb, box_b, 128, stem + ": b's map")});
-  L.tunables = {{"bn", t.bn}, {"stages", t.stages}, {"wgmma", 1}};
+  L.tunables = {{"bn", t.bn}, {"stages", t.stages}, {"wgmma", 1}, {"split", t.split}};
   return L;
 }
 

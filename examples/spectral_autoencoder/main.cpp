@@ -27,10 +27,13 @@ kiln::Graph model(std::int64_t B) {
   kiln::Graph g;
   const auto f32 = DType::f32;
   const auto x = g.input("x", {B, kSlices, kIn}, f32);
+  // The fixed basis, stored both ways so that both products read it contiguous along K (the
+  // layout f32 products need for TMA and wgmma on sm_90a): [4096, 256] and its transpose.
   const auto basis = g.input("basis", {kFlat, kBasis}, f32);
+  const auto basis_t = g.input("basis_t", {kBasis, kFlat}, f32);
   const auto h = kiln::gelu(
       kiln::linear(x, g.input("w_enc", {kCode, kIn}, f32), g.input("b_enc", {kCode}, f32)));
-  const auto z = kiln::matmul(kiln::reshape(h, {B, kFlat}), basis);
+  const auto z = kiln::linear(kiln::reshape(h, {B, kFlat}), basis_t);  // h basis
   const auto u = kiln::gelu(
       kiln::linear(z, g.input("w1", {kHidden, kBasis}, f32), g.input("b1", {kHidden}, f32)));
   const auto v =
@@ -87,8 +90,14 @@ Weights weights(std::int64_t B, std::mt19937_64& rng) {
       for (std::int64_t r = 0; r < kFlat; ++r) q[std::size_t(r * kBasis + j)] /= std::sqrt(norm);
     }
   for (double& e : q) e = f32(e);
+  std::vector<double> qt(q.size());
+  for (std::int64_t r = 0; r < kFlat; ++r)
+    for (std::int64_t c = 0; c < kBasis; ++c)
+      qt[std::size_t(c * kFlat + r)] = q[std::size_t(r * kBasis + c)];
   w.v["basis"] = std::move(q);
   w.shape["basis"] = {kFlat, kBasis};
+  w.v["basis_t"] = std::move(qt);
+  w.shape["basis_t"] = {kBasis, kFlat};
   return w;
 }
 

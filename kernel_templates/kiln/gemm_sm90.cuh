@@ -7,7 +7,10 @@
 // gemm_kernel.cuh: the accumulators through shared memory, Epi per V columns (gemm_epilogue.cuh).
 //
 // A is K-contiguous ([M, K] rows); B is K-contiguous (BTrans 0: [N, K], linear's weight) or
-// N-contiguous (BTrans 1: [K, N]); f16 and bf16. Edges of M, N and K arrive as zeros from TMA.
+// N-contiguous (BTrans 1: [K, N]); f16 and bf16, or f32 on TF32 with both K-contiguous. Exact
+// (f32 to about 1e-6): the consumers split each stage's words into a TF32 part and the rest (in
+// the stage's second half) and multiply lo*hi + hi*lo + hi*hi. Edges of M, N and K arrive as
+// zeros from TMA.
 // Parameters: the Args of gemm.cuh (pointers, scalars, strides: the epilogue's), then the
 // tensor maps of A (box 64 x 128 rows) and B (box 64 x BN rows, or 64 x 64 per 64 columns).
 
@@ -17,13 +20,39 @@
 
 namespace kiln::gemm {
 
-template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V>
+/// Exact (f32): each of the stage's words x -> its TF32 part hi (low 13 bits cleared), in place,
+/// and lo = x - hi (exact) at `bytes` further, by the 256 consumer threads (`t` of them); then
+/// the async proxy (wgmma) may read both, once all of them pass the consumers' barrier.
+template <int Bytes>
+__device__ __forceinline__ void split_tf32(unsigned char* stage, int t) {
+  float4* hi = reinterpret_cast<float4*>(stage);
+  float4* lo = reinterpret_cast<float4*>(stage + Bytes);
+#pragma unroll 4
+  for (int i = t; i < Bytes / 16; i += 256) {
+    const float4 x = hi[i];
+    float4 h;
+    h.x = __uint_as_float(__float_as_uint(x.x) & 0xffffe000u);
+    h.y = __uint_as_float(__float_as_uint(x.y) & 0xffffe000u);
+    h.z = __uint_as_float(__float_as_uint(x.z) & 0xffffe000u);
+    h.w = __uint_as_float(__float_as_uint(x.w) & 0xffffe000u);
+    hi[i] = h;
+    lo[i] = make_float4(x.x - h.x, x.y - h.y, x.z - h.z, x.w - h.w);
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  asm volatile("bar.sync 1, 256;" ::: "memory");
+}
+
+template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
+          int Split>
 __global__ void __launch_bounds__(384, 1)
     gemm_sm90(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args,
               const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  constexpr int BM = 128, BK = 64, kThreads = 384;
-  constexpr int kTileA = BM * BK * 2, kTileB = BN * BK * 2, kStage = kTileA + kTileB;
+  // A stage holds 128 bytes of K per row (64 f16/bf16, 32 f32); Exact adds their small parts.
+  constexpr int BM = 128, BK = 128 / int(sizeof(T)), kThreads = 384;
+  constexpr int kTileA = BM * 128, kTileB = BN * 128, kLoad = kTileA + kTileB;
+  constexpr int kStage = Exact ? 2 * kLoad : kLoad;
+  static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0), "Exact: f32, both K-major");
   constexpr int kLd = BN + 8;
   static_assert(BN == 128 || BN == 256, "BN 128 or 256");
   extern __shared__ unsigned char smem_raw[];
@@ -37,7 +66,12 @@ __global__ void __launch_bounds__(384, 1)
   int tm, tn;
   tile_of(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, tm, tn);
   const int m0 = tm * BM, n0 = tn * BN;
-  const int ktiles = (K + BK - 1) / BK;
+  // With Split > 1 the blocks of a cluster along z each take a range of K and sum their tiles
+  // through distributed shared memory in rank order, as gemm_kernel.cuh's do.
+  const int per = ((K + BK - 1) / BK + Split - 1) / Split;
+  const int kt0 = Split > 1 ? int(blockIdx.z) * per : 0;
+  const int ktiles = max(0, min((K + BK - 1) / BK - kt0, per));
+  static_assert(Split >= 1 && BM % Split == 0, "a split of the tile's rows");
   if (tid == 0) {
     for (int s = 0; s < Stages; ++s) {
       tma::barrier_init(&full[s], 1);
@@ -54,15 +88,16 @@ __global__ void __launch_bounds__(384, 1)
       for (int kt = 0; kt < ktiles; ++kt) {
         const int s = kt % Stages;
         if (kt >= Stages) tma::barrier_wait(&empty[s], (kt / Stages - 1) & 1);
-        tma::arrive_expect_bytes(&full[s], kStage);
+        tma::arrive_expect_bytes(&full[s], kLoad);
         unsigned char* st = smem + s * kStage;
-        tma::load_2d(st, &map_a, kt * BK, m0, &full[s]);
+        const int k0 = (kt0 + kt) * BK;
+        tma::load_2d(st, &map_a, k0, m0, &full[s]);
         if constexpr (BTrans == 0) {
-          tma::load_2d(st + kTileA, &map_b, kt * BK, n0, &full[s]);
+          tma::load_2d(st + kTileA, &map_b, k0, n0, &full[s]);
         } else {
 #pragma unroll
           for (int j = 0; j < BN / 64; ++j)
-            tma::load_2d(st + kTileA + j * 64 * BK * 2, &map_b, n0 + 64 * j, kt * BK, &full[s]);
+            tma::load_2d(st + kTileA + j * 64 * BK * 2, &map_b, n0 + 64 * j, k0, &full[s]);
         }
       }
   } else {
@@ -70,14 +105,20 @@ __global__ void __launch_bounds__(384, 1)
     for (int kt = 0; kt < ktiles; ++kt) {
       const int s = kt % Stages;
       tma::barrier_wait(&full[s], (kt / Stages) & 1);
-      const unsigned char* st = smem + s * kStage;
+      unsigned char* st = smem + s * kStage;
+      if constexpr (Exact) split_tf32<kLoad>(st, tid - 128);
       wgmma::fence();
 #pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk) {
-        const unsigned long long da = wgmma::descriptor(st + c * 64 * 128 + kk * 32, 16, 1024);
-        const unsigned long long db =
-            BTrans ? wgmma::descriptor(st + kTileA + kk * 16 * 128, 64 * BK * 2, 1024)
-                   : wgmma::descriptor(st + kTileA + kk * 32, 16, 1024);
+      for (int kk = 0; kk < 4; ++kk) {  // 32 bytes of K each: k16 of f16/bf16, k8 of TF32
+        const unsigned char* a = st + c * 64 * 128 + kk * 32;
+        const unsigned char* b = BTrans ? st + kTileA + kk * 16 * 128 : st + kTileA + kk * 32;
+        const unsigned long long da = wgmma::descriptor(a, 16, 1024);
+        const unsigned long long db = BTrans ? wgmma::descriptor(b, 64 * BK * 2, 1024)
+                                             : wgmma::descriptor(b, 16, 1024);
+        if constexpr (Exact) {  // the small terms first: lo(a) hi(b), hi(a) lo(b), then hi hi
+          wgmma::Wgmma<T, BN>::template run<0>(acc, wgmma::descriptor(a + kLoad, 16, 1024), db, 1);
+          wgmma::Wgmma<T, BN>::template run<0>(acc, da, wgmma::descriptor(b + kLoad, 16, 1024), 1);
+        }
         wgmma::Wgmma<T, BN>::template run<BTrans>(acc, da, db, 1);
       }
       wgmma::commit();
@@ -100,19 +141,22 @@ __global__ void __launch_bounds__(384, 1)
         *reinterpret_cast<float2*>(tile + (r + 8 * h) * kLd + 8 * j + 2 * t) =
             make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
   }
-  __syncthreads();
+  split_barrier<Split, true>();
+  // This block's share of the tile's rows (all of them unless split), V columns a thread.
   const long long bi[kBatchDims] = {0, 0, 0, 0};
   const int rows = M - m0 < BM ? M - m0 : BM, cols = N - n0 < BN ? N - n0 : BN;
-  constexpr int kVecs = BN / V;  // a thread's V columns of a row at a time
+  const int r0 = Split > 1 ? int(blockIdx.z) * (BM / Split) : 0;
+  constexpr int kVecs = BN / V;
 #pragma unroll 1
-  for (int e = tid; e < BM * kVecs; e += kThreads) {
-    const int r = e / kVecs, col = e % kVecs * V;
+  for (int e = tid; e < BM / Split * kVecs; e += kThreads) {
+    const int r = r0 + e / kVecs, col = e % kVecs * V;
     if (r >= rows || col >= cols) continue;
     float v[V];
 #pragma unroll
-    for (int i = 0; i < V; ++i) v[i] = tile[r * kLd + col + i];
+    for (int i = 0; i < V; ++i) v[i] = tile_sum<Split>(tile, r * kLd + col + i);
     epilogue_at<T, Epi, Bias, V>(args, bi, m0 + r, n0 + col, v);
   }
+  split_barrier<Split, false>();  // every block's tile is read before any block exits
 #endif
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Warpgroup matrix multiply-add (wgmma, sm_90a): shared-memory matrix descriptors and
-// D (64 x N, f32) += A (64 x 16, K-major) * B (16 x N, K- or N-major) for f16 and bf16 with
-// both operands in shared memory, 128-byte swizzled as TMA writes them. Issued by a whole
+// D (64 x N, f32) += A (64 x 16, K-major) * B (16 x N, K- or N-major) for f16 and bf16, or
+// A (64 x 8) * B (8 x N), both K-major, for f32 on TF32 (32 bytes of K either way), with both
+// operands in shared memory, 128-byte swizzled as TMA writes them. Issued by a whole
 // warpgroup (128 threads); asynchronous between fence and wait. Accumulator fragments are
 // mma.sync's m16n8 ones, warp w of the group holding rows 16w..16w+15.
 
@@ -75,6 +76,28 @@ KILN_WGMMA(half, "f16", 256, 128, KILN_WGMMA_R128, "%128", "%129", "%130", "%131
 KILN_WGMMA(bf16, "bf16", 256, 128, KILN_WGMMA_R128, "%128", "%129", "%130", "%131",
            KILN_WGMMA_D64(0), KILN_WGMMA_D64(64))
 
+// f32 operands on TF32 (m64nNk8): K-major only, so no transpose operands.
+#define KILN_WGMMA_TF32(N, R, REGS, A, B, SCALE, ...)                                           \
+  template <>                                                                                 \
+  struct Wgmma<float, N> {                                                                    \
+    template <int TransB>                                                                     \
+    __device__ __forceinline__ static void run(float (&d)[R], unsigned long long a,           \
+                                               unsigned long long b, int accumulate) {        \
+      static_assert(TransB == 0, "TF32 operands are K-major");                                \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE                                  \
+                   ", 0;\n"                                                                   \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {" REGS "}, " A   \
+                   ", " B ", p, 1, 1;\n}\n"                                                    \
+                   : __VA_ARGS__                                                              \
+                   : "l"(a), "l"(b), "r"(accumulate));                                        \
+    }                                                                                         \
+  };
+
+KILN_WGMMA_TF32(128, 64, KILN_WGMMA_R64, "%64", "%65", "%66", KILN_WGMMA_D64(0))
+KILN_WGMMA_TF32(256, 128, KILN_WGMMA_R128, "%128", "%129", "%130", KILN_WGMMA_D64(0),
+                KILN_WGMMA_D64(64))
+
+#undef KILN_WGMMA_TF32
 #undef KILN_WGMMA
 #undef KILN_WGMMA_R128
 #undef KILN_WGMMA_R64

@@ -54,8 +54,8 @@ TEST_CASE(
     for (std::string_view h : f->headers())
       CHECK(kiln::compiler::HeaderTable::embedded().contains("kiln/" + std::string(h)));
   }
-  CHECK(names == std::set<std::string>{"elementwise", "rows", "columns", "gemm", "view",
-                                       "template"});
+  CHECK(names ==
+        std::set<std::string>{"elementwise", "rows", "columns", "gemm", "view", "template"});
 }
 
 TEST_CASE("families: each group is claimed by the one family whose template computes it") {

@@ -93,7 +93,8 @@ TEST_CASE("gpu: matmul of every dtype on odd, edge, transposed and misaligned vi
   struct Shape3 {
     std::int64_t m, n, k;
   };
-  // On sm_90a, contiguous f16/bf16 views with aligned rows take the wgmma path; up to 8 rows
+  // On sm_90a, contiguous f16/bf16 views with aligned rows take the wgmma path (f32: with b
+  // contiguous along K); up to 8 rows
   // (f32: 32, in tiles of 8) the skinny one, its tiles 8 to 64 columns wide (N = 20000: 64;
   // 5000: 16); the others mma.sync (split along K in a cluster when the tiles are few).
   const std::vector<Shape3> shapes = {
@@ -105,12 +106,13 @@ TEST_CASE("gpu: matmul of every dtype on odd, edge, transposed and misaligned vi
       if (tf32 && t != DType::f32) continue;
       const double acc = t == DType::f32 ? (tf32 ? 2e-3 : 1e-5) : 1e-6;
       for (const Shape3& s : shapes)
-        for (int view = 0; view < 4; ++view) {
+        for (int view = 0; view < 5; ++view) {
           CAPTURE(kiln::name_of(t));
           CAPTURE(tf32);
           CAPTURE(fmt::format("{}x{}x{} view {}", s.m, s.n, s.k, view));
           // 0 contiguous; 1 a and b transposed; 2 a misaligned by one element, b padded rows;
-          // 3 neither dim contiguous (every other element).
+          // 3 neither dim contiguous (every other element); 4 b transposed (linear's weight:
+          // f32 takes the wgmma path on sm_90a where rows are 16-byte aligned).
           const bool tr = view == 1;
           const Placed a = place(e, {s.m, s.k},
                                  tr          ? Shape{1, s.m}
@@ -118,10 +120,10 @@ TEST_CASE("gpu: matmul of every dtype on odd, edge, transposed and misaligned vi
                                              : Shape{s.k, 1},
                                  view == 2 ? 1 : 0, t, rng);
           const Placed b = place(e, {s.k, s.n},
-                                 tr          ? Shape{1, s.k}
-                                 : view == 2 ? Shape{s.n + 8, 1}
-                                 : view == 3 ? Shape{2 * s.n, 2}
-                                             : Shape{s.n, 1},
+                                 tr || view == 4 ? Shape{1, s.k}
+                                 : view == 2     ? Shape{s.n + 8, 1}
+                                 : view == 3     ? Shape{2 * s.n, 2}
+                                                 : Shape{s.n, 1},
                                  0, t, rng);
           kiln::Attrs at;
           at.tf32 = tf32;

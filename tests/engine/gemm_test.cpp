@@ -181,6 +181,9 @@ TEST_CASE("GEMM kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled"
       // columns: tiles of 8 columns (more blocks)
       {DType::f32, false, desc({32, 256}, DType::f32), strided({256, 128}, {1, 256}, DType::f32)},
       {DType::f32, false, desc({1, 256}, DType::f32), strided({256, 64}, {1, 256}, DType::f32)},
+      // f32 with both operands contiguous along K: wgmma on sm_90a, exact and plain TF32
+      {DType::f32, false, desc({256, 128}, DType::f32), strided({128, 256}, {1, 128}, DType::f32)},
+      {DType::f32, true, desc({256, 128}, DType::f32), strided({128, 256}, {1, 128}, DType::f32)},
   };
   for (const Case& c : cases)
     for (const char* arch : {"sm_80", "sm_90a"}) {
@@ -198,6 +201,8 @@ TEST_CASE("GEMM kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled"
         CHECK((specs[0].name.find("k8_") != std::string::npos) == (std::string(arch) == "sm_90a"));
       const bool skinny = c.a.shape[0] <= 8 || (c.t == DType::f32 && !c.tf32 && c.a.shape[0] <= 32);
       CHECK(skinny == (specs[0].name.find("__rows") != std::string::npos));
+      if (c.t == DType::f32 && c.b.strides == Shape{1, 128})
+        CHECK((specs[0].name.find("__wg") != std::string::npos) == (std::string(arch) == "sm_90a"));
       if (c.a.shape == Shape{1, 256}) CHECK(specs[0].name.find("__rows1x8_k") != std::string::npos);
       if (c.a.shape == Shape{32, 256}) CHECK(specs[0].name.find("__rows8x") != std::string::npos);
       const kiln::CompiledKernel k = kiln::compiler::compile(specs[0], arch);
