@@ -65,6 +65,12 @@ std::vector<std::pair<int, int>> view_aliases(const Graph& graph,
 /// launches so.
 std::string describe_group(const Graph& graph, const FusedGroup& grp);
 
+/// Part of fuse: a slice along the last axis of a value a matrix product's kernel writes (the
+/// product, or one of its epilogue's results) becomes a window of its columns that kernel writes
+/// (its copy kernel leaves `groups`), and the value itself stays an output of that kernel only if
+/// something else reads it (QKV: one product, three outputs).
+void window_slices(const Graph& graph, std::vector<FusedGroup>& groups);
+
 /// False when KILN_DISABLE_FUSION=1 (plans then run one kernel per op).
 bool fusion_enabled();
 

@@ -1,0 +1,72 @@
+// The fusion pass's windows (engine/fusion.hpp, window_slices): slices of a matrix product's
+// columns that its kernel writes.
+#include <algorithm>
+#include <set>
+
+#include "engine/fusion.hpp"
+#include "engine/graph_ops.hpp"
+
+namespace kiln {
+namespace {
+
+bool is_output(const Graph& g, int id) {
+  return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
+}
+
+// Whether a kernel of `groups` other than groups[self] and those in `gone` reads `id` (a view
+// that shares its memory does too).
+bool read_elsewhere(const Graph& g, const std::vector<FusedGroup>& groups,
+                    const std::set<std::size_t>& gone, std::size_t self, int id) {
+  for (std::size_t v = 0; v < g.nodes().size(); ++v)
+    if (g.nodes()[v].op == "reshape" && std::get<int>(g.nodes()[v].args[0]) == id) return true;
+  for (std::size_t o = 0; o < groups.size(); ++o)
+    for (const auto* list : {&groups[o].inputs, &groups[o].extras, &groups[o].epilogue_inputs})
+      if (o != self && !gone.count(o) && std::find(list->begin(), list->end(), id) != list->end())
+        return true;
+  return false;
+}
+
+// The product's node of a group anchored on a matrix product whose result's last axis is its
+// columns (N; not matmul's with a 1-D b, whose last axis is M); -1 for any other group.
+int columns_host(const Graph& g, const FusedGroup& grp) {
+  if (!grp.anchor || grp.anchor->fusion != ops::FusionClass::gemm) return -1;
+  const Graph::Node& n = g.node(grp.anchor_node);
+  const bool has_n = n.op == "linear" || g.node(std::get<int>(n.args[1])).shape.size() >= 2;
+  return has_n ? grp.anchor_node : -1;
+}
+
+}  // namespace
+
+void window_slices(const Graph& g, std::vector<FusedGroup>& groups) {
+  std::set<std::size_t> hosts, gone;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const FusedGroup& s = groups[i];
+    if (!s.anchor || s.anchor->name != "slice") continue;
+    const Graph::Node& n = g.node(s.anchor_node);
+    const int src = std::get<int>(n.args[0]);
+    if (g.node(src).op == "slice" || g.node(src).shape.empty() ||
+        ops::slice_range(g.node(src).shape, n.attrs, n.name).axis + 1 != n.shape.size())
+      continue;
+    for (std::size_t h = 0; h < i; ++h) {
+      FusedGroup& host = groups[h];
+      if (columns_host(g, host) < 0 ||
+          std::find(host.outputs.begin(), host.outputs.end(), src) == host.outputs.end())
+        continue;
+      host.outputs.push_back(s.anchor_node);
+      hosts.insert(h);
+      gone.insert(i);
+      break;
+    }
+  }
+  for (std::size_t h : hosts) {
+    std::vector<int> kept;
+    for (int id : groups[h].outputs)
+      if (g.node(id).op == "slice" || is_output(g, id) || read_elsewhere(g, groups, gone, h, id))
+        kept.push_back(id);
+    groups[h].outputs = kept;
+  }
+  for (auto it = gone.rbegin(); it != gone.rend(); ++it)
+    groups.erase(groups.begin() + std::ptrdiff_t(*it));
+}
+
+}  // namespace kiln
