@@ -4,7 +4,7 @@
 # Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|gemm|dynamic|python|pyexamples|APP|all (default
 #   all, which takes longer than one 600 s device call: split it). On an H100, after a ~100 s
 #   build: tests (the suite: slices of its GPU cases and the others, side by side) ~250 s;
-#   sanity (racecheck of the row cases and of tests/sanitize/*.json, their memcheck, hello,
+#   sanity (racecheck of the row cases and of tests/sanitize*/*.json, their memcheck, hello,
 #   bundle) ~50 s; memcheck (every GPU case) > 300 s; fuzz: the GPU regressions, the fuzz run
 #   and its memcheck sample; tune: `kiln tune` over the benchmark's row grid (the bench after
 #   it then runs with those records and also untuned); bench ~150 s; dynamic: kiln_bench_dynamic
@@ -113,7 +113,7 @@ rc=$?
 grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[doctest\] test cases" "$OUT/racecheck.log" | tail -n 3
 [ $rc -eq 0 ] || { status=1; echo "racecheck exit $rc"; tail -n 30 "$OUT/racecheck.log"; }
 # The split rows (clusters) on small graphs: the suite's long rows under racecheck ran past 300 s.
-for g in tests/sanitize/*.json; do
+for g in tests/sanitize/*.json tests/sanitize_gemm/*.json; do
   for tool in racecheck memcheck; do
     log="$OUT/$tool-$(basename "$g" .json).log"
     timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 $bin/kiln bench --reps 1 "$g" >"$log" 2>&1

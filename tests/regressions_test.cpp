@@ -66,3 +66,22 @@ TEST_CASE("sanitize graphs: each splits its rows between the blocks of a cluster
   }
   CHECK(registers_kept == int(files.size()));
 }
+
+TEST_CASE("GEMM sanitize graphs: each is one wgmma kernel on sm_90a, f32 ones split along K") {
+  // device-test.sh sanity runs these under racecheck and memcheck: the f32 stages split in
+  // shared memory before wgmma reads them (gemm_sm90.cuh), the DSMEM sum of a split, and the
+  // column windows of several outputs (QKV).
+  kiln::Engine e(kiln::test::offline("sm_90a"));
+  const auto files = graph_files("sanitize_gemm");
+  REQUIRE(files.size() >= 3);
+  for (const auto& path : files) {
+    CAPTURE(path);
+    const kiln::Plan plan(kiln::Graph::load(path));
+    const auto kernels = plan.kernels("sm_90a");
+    REQUIRE(kernels.size() == 1);
+    CHECK(kernels[0].name.find("__wg128x") != std::string::npos);
+    if (path.find("_f32_") != std::string::npos)
+      CHECK(std::regex_search(kernels[0].name, std::regex("s3k[24]_kk")));
+    for (const auto& k : plan.compile(e)) CHECK(k.spill_bytes == 0);
+  }
+}
