@@ -8,8 +8,9 @@
 //
 // A is K-contiguous ([M, K] rows); B is K-contiguous (BTrans 0: [N, K], linear's weight) or
 // N-contiguous (BTrans 1: [K, N]); f16 and bf16, or f32 on TF32 with both K-contiguous. Exact
-// (f32 to about 1e-6): the consumers split each stage's words into a TF32 part and the rest (in
-// the stage's second half) and multiply lo*hi + hi*lo + hi*hi. Edges of M, N and K arrive as
+// (f32 to about 1e-6): the consumers write, for each of a stage's words, what its TF32 part
+// leaves (in the stage's second half), and multiply lo*hi + hi*lo + hi*hi, hi read from the word
+// itself. Edges of M, N and K arrive as
 // zeros from TMA.
 // Parameters: the Args of gemm.cuh (pointers, scalars, strides: the epilogue's), then the
 // tensor maps of A (box 64 x 128 rows) and B (box 64 x BN rows, or 64 x 64 per 64 columns).
@@ -20,23 +21,20 @@
 
 namespace kiln::gemm {
 
-/// Exact (f32): each of the stage's words x -> its TF32 part hi (low 13 bits cleared), in place,
-/// and lo = x - hi (exact) at `bytes` further, by the 256 consumer threads (`t` of them); then
-/// the async proxy (wgmma) may read both, once all of them pass the consumers' barrier.
+/// Exact (f32): for each of the stage's words x, lo = x - hi (exact in f32) `Bytes` further, where
+/// hi is x with its low 13 bits cleared: the TF32 value the tensor core reads from x itself (it
+/// drops those bits; clearing them in shared memory first gave the same outputs, bit for bit).
+/// By the 256 consumer threads (`t` of them); then the async proxy (wgmma) may read both, once
+/// all of them pass the consumers' barrier.
 template <int Bytes>
 __device__ __forceinline__ void split_tf32(unsigned char* stage, int t) {
-  float4* hi = reinterpret_cast<float4*>(stage);
+  const float4* x4 = reinterpret_cast<const float4*>(stage);
   float4* lo = reinterpret_cast<float4*>(stage + Bytes);
 #pragma unroll 4
   for (int i = t; i < Bytes / 16; i += 256) {
-    const float4 x = hi[i];
-    float4 h;
-    h.x = __uint_as_float(__float_as_uint(x.x) & 0xffffe000u);
-    h.y = __uint_as_float(__float_as_uint(x.y) & 0xffffe000u);
-    h.z = __uint_as_float(__float_as_uint(x.z) & 0xffffe000u);
-    h.w = __uint_as_float(__float_as_uint(x.w) & 0xffffe000u);
-    hi[i] = h;
-    lo[i] = make_float4(x.x - h.x, x.y - h.y, x.z - h.z, x.w - h.w);
+    const float4 x = x4[i];
+    const auto hi = [](float v) { return __uint_as_float(__float_as_uint(v) & 0xffffe000u); };
+    lo[i] = make_float4(x.x - hi(x.x), x.y - hi(x.y), x.z - hi(x.z), x.w - hi(x.w));
   }
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   asm volatile("bar.sync 1, 256;" ::: "memory");
