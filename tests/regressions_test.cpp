@@ -81,7 +81,7 @@ TEST_CASE("GEMM sanitize graphs: each is one wgmma kernel on sm_90a, f32 ones sp
     REQUIRE(kernels.size() == 1);
     CHECK(kernels[0].name.find("__wg128x") != std::string::npos);
     if (path.find("_f32_") != std::string::npos)
-      CHECK(std::regex_search(kernels[0].name, std::regex("s3k[24]_kk")));
+      CHECK(std::regex_search(kernels[0].name, std::regex("s4k[24]_kk")));
     for (const auto& k : plan.compile(e)) CHECK(k.spill_bytes == 0);
   }
 }

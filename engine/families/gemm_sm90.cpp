@@ -15,9 +15,9 @@ namespace {
 constexpr int kRows = 128, kRowBytes = 128, kThreads = 384;
 
 // A stage holds 128 bytes of K per row of A and B; an exact f32 product (three TF32 products
-// per term) as much again for their small parts.
+// per term) as much again for B's rest.
 int shared_bytes(const GemmTunables& t, bool exact) {
-  const int ring = t.stages * (kRows + t.bn) * kRowBytes * (exact ? 2 : 1) + 16 * t.stages;
+  const int ring = t.stages * (kRows + t.bn * (exact ? 2 : 1)) * kRowBytes + 16 * t.stages;
   return std::max(ring, kRows * (t.bn + 8) * 4) + 1024;  // + the 1024-byte alignment
 }
 
@@ -50,6 +50,7 @@ bool wgmma_fits(const GemmKernel& k, const GemmProblem& p) {
 std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact) {
   if (t.bn != 128 && t.bn != 256)
     return fmt::format("bn {}: the wgmma path takes 128 or 256", t.bn);
+  if (exact && t.bn != 128) return fmt::format("bn {}: an exact f32 product takes 128", t.bn);
   if (t.bm || t.warps_m || t.warps_n)
     return "bm, warps_m and warps_n are the mma.sync path's (the wgmma path's tile has 128 rows)";
   if (std::string why = reject_split(t.split ? t.split : 1, true); !why.empty()) return why;
@@ -64,7 +65,7 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const s
                               GemmTunables t) {
   const bool exact = exact_f32(k);
   if (!t.bn) t.bn = p.n >= 256 && p.m >= 256 && !exact ? 256 : 128;
-  if (!t.stages) t.stages = exact ? 3 : 4;
+  if (!t.stages) t.stages = 4;
   const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + t.bn - 1) / t.bn);
   const int depth = kRowBytes / int(size_of(k.a.dtype));  // elements of K a stage
   // Split K by default where each block's work is three products per term, in at most 4 (M =

@@ -8,37 +8,17 @@
 //
 // A is K-contiguous ([M, K] rows); B is K-contiguous (BTrans 0: [N, K], linear's weight) or
 // N-contiguous (BTrans 1: [K, N]); f16 and bf16, or f32 on TF32 with both K-contiguous. Exact
-// (f32 to about 1e-6): the consumers write, for each of a stage's words, what its TF32 part
-// leaves (in the stage's second half), and multiply lo*hi + hi*lo + hi*hi, hi read from the word
-// itself. Edges of M, N and K arrive as
-// zeros from TMA.
+// (f32 to about 1e-6): three TF32 products per term, the consumers' main loop of
+// gemm_sm90_exact.cuh. Edges of M, N and K arrive as zeros from TMA.
 // Parameters: the Args of gemm.cuh (pointers, scalars, strides: the epilogue's), then the
 // tensor maps of A (box 64 x 128 rows) and B (box 64 x BN rows, or 64 x 64 per 64 columns).
 
 #include <kiln/gemm.cuh>
+#include <kiln/gemm_sm90_exact.cuh>
 #include <kiln/tma.cuh>
 #include <kiln/wgmma.cuh>
 
 namespace kiln::gemm {
-
-/// Exact (f32): for each of the stage's words x, lo = x - hi (exact in f32) `Bytes` further, where
-/// hi is x with its low 13 bits cleared: the TF32 value the tensor core reads from x itself (it
-/// drops those bits; clearing them in shared memory first gave the same outputs, bit for bit).
-/// By the 256 consumer threads (`t` of them); then the async proxy (wgmma) may read both, once
-/// all of them pass the consumers' barrier.
-template <int Bytes>
-__device__ __forceinline__ void split_tf32(unsigned char* stage, int t) {
-  const float4* x4 = reinterpret_cast<const float4*>(stage);
-  float4* lo = reinterpret_cast<float4*>(stage + Bytes);
-#pragma unroll 4
-  for (int i = t; i < Bytes / 16; i += 256) {
-    const float4 x = x4[i];
-    const auto hi = [](float v) { return __uint_as_float(__float_as_uint(v) & 0xffffe000u); };
-    lo[i] = make_float4(x.x - hi(x.x), x.y - hi(x.y), x.z - hi(x.z), x.w - hi(x.w));
-  }
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  asm volatile("bar.sync 1, 256;" ::: "memory");
-}
 
 template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
           int Split>
@@ -49,8 +29,9 @@ __global__ void __launch_bounds__(384, 1)
   // A stage holds 128 bytes of K per row (64 f16/bf16, 32 f32); Exact adds their small parts.
   constexpr int BM = 128, BK = 128 / int(sizeof(T)), kThreads = 384;
   constexpr int kTileA = BM * 128, kTileB = BN * 128, kLoad = kTileA + kTileB;
-  constexpr int kStage = Exact ? 2 * kLoad : kLoad;
-  static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0), "Exact: f32, both K-major");
+  constexpr int kStage = Exact ? kLoad + kTileB : kLoad;  // Exact: B's rest after B
+  static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0 && BN == 128),
+                "Exact: f32, both K-major, BN 128");
   constexpr int kLd = BN + 8;
   static_assert(BN == 128 || BN == 256, "BN 128 or 256");
   extern __shared__ unsigned char smem_raw[];
@@ -69,6 +50,8 @@ __global__ void __launch_bounds__(384, 1)
   const int per = ((K + BK - 1) / BK + Split - 1) / Split;
   const int kt0 = Split > 1 ? int(blockIdx.z) * per : 0;
   const int ktiles = max(0, min((K + BK - 1) / BK - kt0, per));
+  // Exact: an even number of stages (gemm_sm90_exact.cuh), the last maybe past K: all zeros.
+  const int padded = Exact ? ktiles + (ktiles & 1) : ktiles;
   static_assert(Split >= 1 && BM % Split == 0, "a split of the tile's rows");
   if (tid == 0) {
     for (int s = 0; s < Stages; ++s) {
@@ -83,12 +66,12 @@ __global__ void __launch_bounds__(384, 1)
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
   if (group == 0) {
     if (tid == 0)
-      for (int kt = 0; kt < ktiles; ++kt) {
+      for (int kt = 0; kt < padded; ++kt) {
         const int s = kt % Stages;
         if (kt >= Stages) tma::barrier_wait(&empty[s], (kt / Stages - 1) & 1);
         tma::arrive_expect_bytes(&full[s], kLoad);
         unsigned char* st = smem + s * kStage;
-        const int k0 = (kt0 + kt) * BK;
+        const int k0 = kt < ktiles ? (kt0 + kt) * BK : (K + BK - 1) / BK * BK;
         tma::load_2d(st, &map_a, k0, m0, &full[s]);
         if constexpr (BTrans == 0) {
           tma::load_2d(st + kTileA, &map_b, k0, n0, &full[s]);
@@ -100,31 +83,30 @@ __global__ void __launch_bounds__(384, 1)
       }
   } else {
     const int c = group - 1;  // rows 64c.. of the tile
-    for (int kt = 0; kt < ktiles; ++kt) {
-      const int s = kt % Stages;
-      tma::barrier_wait(&full[s], (kt / Stages) & 1);
-      unsigned char* st = smem + s * kStage;
-      if constexpr (Exact) split_tf32<kLoad>(st, tid - 128);
-      wgmma::fence();
+    if constexpr (Exact) {
+      exact_products<Stages, kStage, kTileA, kTileB>(acc, smem, full, empty, padded, c, tid);
+    } else {
+      for (int kt = 0; kt < ktiles; ++kt) {
+        const int s = kt % Stages;
+        tma::barrier_wait(&full[s], (kt / Stages) & 1);
+        const unsigned char* st = smem + s * kStage;
+        wgmma::fence();
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {  // 32 bytes of K each: k16 of f16/bf16, k8 of TF32
-        const unsigned char* a = st + c * 64 * 128 + kk * 32;
-        const unsigned char* b = BTrans ? st + kTileA + kk * 16 * 128 : st + kTileA + kk * 32;
-        const unsigned long long da = wgmma::descriptor(a, 16, 1024);
-        const unsigned long long db = BTrans ? wgmma::descriptor(b, 64 * BK * 2, 1024)
-                                             : wgmma::descriptor(b, 16, 1024);
-        if constexpr (Exact) {  // the small terms first: lo(a) hi(b), hi(a) lo(b), then hi hi
-          wgmma::Wgmma<T, BN>::template run<0>(acc, wgmma::descriptor(a + kLoad, 16, 1024), db, 1);
-          wgmma::Wgmma<T, BN>::template run<0>(acc, da, wgmma::descriptor(b + kLoad, 16, 1024), 1);
+        for (int kk = 0; kk < 4; ++kk) {  // 32 bytes of K each: k16 of f16/bf16, k8 of TF32
+          const unsigned char* a = st + c * 64 * 128 + kk * 32;
+          const unsigned char* b = BTrans ? st + kTileA + kk * 16 * 128 : st + kTileA + kk * 32;
+          const unsigned long long da = wgmma::descriptor(a, 16, 1024);
+          const unsigned long long db =
+              BTrans ? wgmma::descriptor(b, 64 * BK * 2, 1024) : wgmma::descriptor(b, 16, 1024);
+          wgmma::Wgmma<T, BN>::template run<BTrans>(acc, da, db, 1);
         }
-        wgmma::Wgmma<T, BN>::template run<BTrans>(acc, da, db, 1);
+        wgmma::commit();
+        // One group stays in flight: the one before it is done, and its stage free.
+        wgmma::wait<1>();
+        if (kt > 0 && tid % 128 == 0) tma::arrive(&empty[(kt - 1) % Stages]);
       }
-      wgmma::commit();
-      // One group stays in flight: the one before it is done, and its stage free.
-      wgmma::wait<1>();
-      if (kt > 0 && tid % 128 == 0) tma::arrive(&empty[(kt - 1) % Stages]);
+      wgmma::wait<0>();
     }
-    wgmma::wait<0>();
   }
   __syncthreads();  // every product done and every copy landed: the ring is free
 

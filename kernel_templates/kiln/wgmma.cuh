@@ -77,25 +77,46 @@ KILN_WGMMA(bf16, "bf16", 256, 128, KILN_WGMMA_R128, "%128", "%129", "%130", "%13
            KILN_WGMMA_D64(0), KILN_WGMMA_D64(64))
 
 // f32 operands on TF32 (m64nNk8): K-major only, so no transpose operands.
-#define KILN_WGMMA_TF32(N, R, REGS, A, B, SCALE, ...)                                           \
-  template <>                                                                                 \
-  struct Wgmma<float, N> {                                                                    \
-    template <int TransB>                                                                     \
-    __device__ __forceinline__ static void run(float (&d)[R], unsigned long long a,           \
-                                               unsigned long long b, int accumulate) {        \
-      static_assert(TransB == 0, "TF32 operands are K-major");                                \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE                                  \
-                   ", 0;\n"                                                                   \
-                   "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {" REGS "}, " A   \
-                   ", " B ", p, 1, 1;\n}\n"                                                    \
-                   : __VA_ARGS__                                                              \
-                   : "l"(a), "l"(b), "r"(accumulate));                                        \
-    }                                                                                         \
+#define KILN_WGMMA_TF32(N, R, REGS, A, B, SCALE, ...)                                              \
+  template <>                                                                                      \
+  struct Wgmma<float, N> {                                                                         \
+    template <int TransB>                                                                          \
+    __device__ __forceinline__ static void run(float (&d)[R], unsigned long long a,                \
+                                               unsigned long long b, int accumulate) {             \
+      static_assert(TransB == 0, "TF32 operands are K-major");                                     \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE                                       \
+                   ", 0;\n"                                                                        \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {" REGS "}, " A ", " B \
+                   ", p, 1, 1;\n}\n"                                                               \
+                   : __VA_ARGS__                                                                   \
+                   : "l"(a), "l"(b), "r"(accumulate));                                             \
+    }                                                                                              \
   };
 
 KILN_WGMMA_TF32(128, 64, KILN_WGMMA_R64, "%64", "%65", "%66", KILN_WGMMA_D64(0))
 KILN_WGMMA_TF32(256, 128, KILN_WGMMA_R128, "%128", "%129", "%130", KILN_WGMMA_D64(0),
                 KILN_WGMMA_D64(64))
+
+/// D (64 x 128) += A (64 x 8, TF32 words in registers: this thread's rows g and g + 8 of its
+/// warp's 16, columns t and t + 4, as mma.sync's m16n8k8) * B (8 x 128, K-major in shared memory).
+/// The registers must hold still until a wait_group covers the product.
+struct WgmmaTf32Rs {
+  __device__ __forceinline__ static void run(float (&d)[64], const unsigned (&a)[4],
+                                             unsigned long long b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" KILN_WGMMA_R64
+        "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+        : KILN_WGMMA_D64(0)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
+  }
+};
+
+/// Keeps `r` live, in its registers, up to this point (a product may still read them): a use,
+/// not a definition, which would make ptxas serialize the products around it.
+__device__ __forceinline__ void hold(const unsigned (&r)[4]) {
+  asm volatile("" ::"r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
 
 #undef KILN_WGMMA_TF32
 #undef KILN_WGMMA

@@ -207,6 +207,7 @@ TEST_CASE("GEMM kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled"
       if (c.a.shape == Shape{32, 256}) CHECK(specs[0].name.find("__rows8x") != std::string::npos);
       const kiln::CompiledKernel k = kiln::compiler::compile(specs[0], arch);
       CHECK(k.spill_bytes == 0);
+      CAPTURE(k.log);
       CHECK(k.log.find("serialized") == std::string::npos);
     }
 }
