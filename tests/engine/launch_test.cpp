@@ -92,3 +92,22 @@ TEST_CASE("LaunchConfig: empty grids, clusters and what it prints") {
   c.grid[2] = 0;
   CHECK(c.empty());
 }
+
+TEST_CASE("launch params: a pointer's offset (a slice, a column window) follows every address") {
+  kiln::KernelLaunch L;
+  L.pointers = {0x1000 - 128, 0x2000 + 40};  // specialized with the offsets applied
+  L.offsets = {-128, 40};
+  kiln::LaunchParams p(L);
+  void** ptrs = p.pointers();
+  CHECK(read64(ptrs[0]) == 0x1000 - 128);
+  CHECK(read64(static_cast<char*>(ptrs[0]) + 8) == 0x2000 + 40);
+  p.set_pointer(0, 0x9000);  // a new tensor address for each node
+  p.set_pointer(1, 0xa000);
+  CHECK(read64(ptrs[0]) == 0x9000 - 128);
+  CHECK(read64(static_cast<char*>(ptrs[0]) + 8) == 0xa000 + 40);
+  kiln::KernelLaunch plain;  // no offsets: the address as given
+  plain.pointers = {0x1000};
+  kiln::LaunchParams q(plain);
+  q.set_pointer(0, 0x5000);
+  CHECK(read64(q.pointers()[0]) == 0x5000);
+}
