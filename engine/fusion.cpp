@@ -218,6 +218,17 @@ void check_order(const Graph& g, const std::vector<FusedGroup>& groups) {
 
 }  // namespace
 
+bool read_outside(const Graph& g, const std::set<int>& needed,
+                  const std::vector<FusedGroup>& groups, const FusedGroup& self, int id) {
+  if (is_output(g, id)) return true;
+  for (int v : needed)  // a reshape that shares its memory
+    if (g.node(v).op == "reshape" && std::get<int>(g.node(v).args[0]) == id) return true;
+  for (const FusedGroup& other : groups)
+    for (const auto* list : {&other.inputs, &other.extras, &other.epilogue_inputs})
+      if (&other != &self && std::find(list->begin(), list->end(), id) != list->end()) return true;
+  return false;
+}
+
 std::vector<std::pair<int, int>> view_aliases(const Graph& g,
                                               const std::vector<FusedGroup>& groups) {
   std::set<int> written;
@@ -345,19 +356,12 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
       groups.push_back(std::move(grp));
     }
   }
-  window_slices(g, groups);
+  window_slices(g, needed, groups);
   // A row result with an epilogue is written only if a graph output or another kernel reads it.
   for (FusedGroup& grp : groups) {
     if (!grp.anchor || (grp.outputs.size() == 1 && grp.outputs[0] == grp.anchor_node)) continue;
-    bool read = is_output(g, grp.anchor_node);
-    for (int id : needed)  // a reshape that shares its memory reads it too
-      read = read ||
-             (g.node(id).op == "reshape" && std::get<int>(g.node(id).args[0]) == grp.anchor_node);
-    for (const FusedGroup& other : groups)
-      for (const auto* list : {&other.inputs, &other.extras, &other.epilogue_inputs})
-        read = read || (&other != &grp &&
-                        std::find(list->begin(), list->end(), grp.anchor_node) != list->end());
-    if (read) grp.outputs.insert(grp.outputs.begin(), grp.anchor_node);
+    if (read_outside(g, needed, groups, grp, grp.anchor_node))
+      grp.outputs.insert(grp.outputs.begin(), grp.anchor_node);
   }
   for (FusedGroup& grp : groups) build_body(g, grp);
   check_order(g, groups);

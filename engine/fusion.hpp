@@ -14,6 +14,7 @@
 
 #include <kiln/graph.hpp>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,11 +66,18 @@ std::vector<std::pair<int, int>> view_aliases(const Graph& graph,
 /// launches so.
 std::string describe_group(const Graph& graph, const FusedGroup& grp);
 
-/// Part of fuse: a slice along the last axis of a value a matrix product's kernel writes (the
-/// product, or one of its epilogue's results) becomes a window of its columns that kernel writes
-/// (its copy kernel leaves `groups`), and the value itself stays an output of that kernel only if
-/// something else reads it (QKV: one product, three outputs).
-void window_slices(const Graph& graph, std::vector<FusedGroup>& groups);
+/// Part of fuse (`needed`: the nodes the outputs need): a slice along the last axis of a value a
+/// matrix product's kernel writes (the product, or one of its epilogue's results) becomes a
+/// window of its columns that kernel writes (its copy kernel leaves `groups`), and the value
+/// itself stays an output of that kernel only if read_outside it (QKV: one product, three
+/// outputs).
+void window_slices(const Graph& graph, const std::set<int>& needed,
+                   std::vector<FusedGroup>& groups);
+
+/// Whether `id` is read outside kernel `self` of `groups`: a graph output, read by another
+/// kernel, or the memory of a reshape among `needed` that shares it.
+bool read_outside(const Graph& graph, const std::set<int>& needed,
+                  const std::vector<FusedGroup>& groups, const FusedGroup& self, int id);
 
 /// False when KILN_DISABLE_FUSION=1 (plans then run one kernel per op).
 bool fusion_enabled();

@@ -9,23 +9,6 @@
 namespace kiln {
 namespace {
 
-bool is_output(const Graph& g, int id) {
-  return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
-}
-
-// Whether a kernel of `groups` other than groups[self] and those in `gone` reads `id` (a view
-// that shares its memory does too).
-bool read_elsewhere(const Graph& g, const std::vector<FusedGroup>& groups,
-                    const std::set<std::size_t>& gone, std::size_t self, int id) {
-  for (std::size_t v = 0; v < g.nodes().size(); ++v)
-    if (g.nodes()[v].op == "reshape" && std::get<int>(g.nodes()[v].args[0]) == id) return true;
-  for (std::size_t o = 0; o < groups.size(); ++o)
-    for (const auto* list : {&groups[o].inputs, &groups[o].extras, &groups[o].epilogue_inputs})
-      if (o != self && !gone.count(o) && std::find(list->begin(), list->end(), id) != list->end())
-        return true;
-  return false;
-}
-
 // The product's node of a group anchored on a matrix product whose result's last axis is its
 // columns (N; not matmul's with a 1-D b, whose last axis is M); -1 for any other group.
 int columns_host(const Graph& g, const FusedGroup& grp) {
@@ -37,8 +20,8 @@ int columns_host(const Graph& g, const FusedGroup& grp) {
 
 }  // namespace
 
-void window_slices(const Graph& g, std::vector<FusedGroup>& groups) {
-  std::set<std::size_t> hosts, gone;
+void window_slices(const Graph& g, const std::set<int>& needed, std::vector<FusedGroup>& groups) {
+  std::set<std::size_t> gone;
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const FusedGroup& s = groups[i];
     if (!s.anchor || s.anchor->name != "slice") continue;
@@ -53,20 +36,22 @@ void window_slices(const Graph& g, std::vector<FusedGroup>& groups) {
           std::find(host.outputs.begin(), host.outputs.end(), src) == host.outputs.end())
         continue;
       host.outputs.push_back(s.anchor_node);
-      hosts.insert(h);
       gone.insert(i);
       break;
     }
   }
-  for (std::size_t h : hosts) {
-    std::vector<int> kept;
-    for (int id : groups[h].outputs)
-      if (g.node(id).op == "slice" || is_output(g, id) || read_elsewhere(g, groups, gone, h, id))
-        kept.push_back(id);
-    groups[h].outputs = kept;
-  }
   for (auto it = gone.rbegin(); it != gone.rend(); ++it)
     groups.erase(groups.begin() + std::ptrdiff_t(*it));
+  for (FusedGroup& host : groups) {  // what else a kernel writing windows writes
+    if (columns_host(g, host) < 0 ||
+        std::none_of(host.outputs.begin(), host.outputs.end(),
+                     [&g](int id) { return g.node(id).op == "slice"; }))
+      continue;
+    std::vector<int> kept;
+    for (int id : host.outputs)
+      if (g.node(id).op == "slice" || read_outside(g, needed, groups, host, id)) kept.push_back(id);
+    host.outputs = kept;
+  }
 }
 
 }  // namespace kiln
