@@ -1,0 +1,137 @@
+// Runs a graph's plan on the GPU and checks its outputs against the plan's fp64 model
+// (reference.cpp), within each dtype's tolerance plus the model's sensitivity to f32 rounding.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "tests/engine/reference.hpp"
+#include "tests/support.hpp"
+
+namespace kiln::test {
+
+namespace {
+
+double tolerance(DType t) { return t == DType::f32 ? 2e-5 : t == DType::f16 ? 2e-3 : 1.6e-2; }
+
+// A plan's model, and what its GPU run wrote per output node.
+struct PlanRun : PlanModel {
+  std::map<int, std::vector<double>> got;
+};
+
+// Why `have` is not acceptable for element i of output o, or "". `slack` is added to the
+// tolerance (the sensitivity, and the distance to an fp64 model of another plan).
+std::string verdict(const Graph::Node& n, double have, double want, double slack, bool edge) {
+  if (!std::isfinite(want) || edge) {
+    // NaN or infinite in every reference alike: the GPU must agree exactly. Otherwise (edge)
+    // the element sits on the edge of overflow or of a domain, and any value is acceptable.
+    if (edge) return "";
+    if (std::isnan(want)) return std::isnan(have) ? "" : "want NaN";
+    return have == want ? "" : fmt::format("want {}", want);
+  }
+  // Outputs are poisoned with NaN before the run: a NaN where a number belongs may be an
+  // element the kernel never wrote.
+  if (std::isnan(have))
+    return fmt::format("want {} (NaN: computed, or an element never written)", want);
+  if (!std::isfinite(have)) return fmt::format("want {}", want);
+  const double scale =
+      std::max(std::fabs(want), n.op == "softmax" ? 1.0 / double(n.shape.back()) : 1.0);
+  const double limit = tolerance(n.dtype) * scale + slack;
+  return std::fabs(have - want) <= limit ? ""
+                                         : fmt::format("want {} (tolerance {:.3g})", want, limit);
+}
+
+}  // namespace
+
+HostInputs random_inputs(const Graph& g, std::mt19937_64& rng) {
+  HostInputs host;
+  for (const auto& n : g.nodes())
+    if (n.op == "input")
+      host[n.name] = random_bytes(n.dtype, std::size_t(numel_of(n.shape)), -3, 3, rng);
+  return host;
+}
+
+std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng, bool unfused,
+                                      const Plan* plan) {
+  return check_inputs_on_gpu(e, g, random_inputs(g, rng), unfused, plan);
+}
+
+DeviceInputs upload(Engine& e, const Graph& g, const HostInputs& host) {
+  DeviceInputs d;
+  for (const auto& n : g.nodes())
+    if (n.op == "input") {
+      d.tensors[n.name] = e.from_host(n.shape, n.dtype, host.at(n.name).data());
+      d.views[n.name] = d.tensors[n.name].view();
+    }
+  return d;
+}
+
+std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const HostInputs& host,
+                                             bool unfused, const Plan* plan) {
+  const DeviceInputs dev = upload(e, g, host);
+  const std::map<std::string, TensorView>& views = dev.views;
+  std::vector<PlanRun> runs;
+  for (bool fuse : {true, false}) {
+    if (!fuse && !unfused) break;
+    PlanRun run{model_plan(g, host, fuse), {}};
+    std::map<std::string, Tensor> outs;
+    std::map<std::string, TensorView> out_views;
+    for (int o : g.outputs()) {
+      const auto& n = g.node(o);
+      outs[n.name] = e.empty(n.shape, n.dtype);
+      outs[n.name].fill_bytes(0xff);  // NaN in every float dtype: a skipped element shows
+      out_views[n.name] = outs[n.name].view();
+    }
+    if (plan && fuse)
+      plan->run(e, views, out_views);
+    else
+      Plan(g, fuse).run(e, views, out_views);
+    for (int o : g.outputs()) {
+      const auto& n = g.node(o);
+      std::vector<unsigned char> bytes(outs[n.name].bytes());
+      outs[n.name].copy_to_host(bytes.data());
+      auto& got = run.got[o];
+      for (std::size_t i = 0; i < bytes.size() / size_of(n.dtype); ++i)
+        got.push_back(load_element(n.dtype, bytes.data() + i * size_of(n.dtype)));
+    }
+    runs.push_back(std::move(run));
+  }
+  std::vector<std::string> failures;
+  for (int o : g.outputs()) {
+    const auto& n = g.node(o);
+    int bad = 0;
+    auto fail = [&](const char* what, std::size_t i, double have, const std::string& why) {
+      if (!why.empty() && bad++ < 3)
+        failures.push_back(fmt::format("{} {} [{}]: got {}, {}", what, n.name, i, have, why));
+    };
+    auto edge = [&](const PlanRun& r, std::size_t i) {
+      const double want = r.model[std::size_t(o)][i];
+      for (const auto& j : r.jittered) {
+        const double v = j[std::size_t(o)][i];
+        if (std::isnan(v) != std::isnan(want) ||
+            (!std::isnan(v) && std::isinf(v) != std::isinf(want)))
+          return true;
+      }
+      return false;
+    };
+    for (std::size_t i = 0; i < runs[0].model[std::size_t(o)].size(); ++i) {
+      const PlanRun& f = runs[0];
+      const double fused = f.got.at(o)[i];
+      fail("fused", i, fused,
+           verdict(n, fused, f.model[std::size_t(o)][i], 4 * f.sensitivity(o, i), edge(f, i)));
+      if (runs.size() < 2) continue;
+      const PlanRun& u = runs[1];
+      const double have = u.got.at(o)[i];
+      fail("unfused", i, have,
+           verdict(n, have, u.model[std::size_t(o)][i], 4 * u.sensitivity(o, i), edge(u, i)));
+      // Fused and unfused round in different places: their models differ by that much.
+      const double apart = std::fabs(f.model[std::size_t(o)][i] - u.model[std::size_t(o)][i]);
+      if (std::isfinite(fused) && std::isfinite(apart))
+        fail("unfused vs fused", i, have,
+             verdict(n, have, fused, apart + 4 * (f.sensitivity(o, i) + u.sensitivity(o, i)),
+                     edge(f, i) || edge(u, i)));
+    }
+  }
+  return failures;
+}
+
+}  // namespace kiln::test
