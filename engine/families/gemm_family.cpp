@@ -6,6 +6,14 @@
 namespace kiln {
 namespace {
 
+// The product's column that output `id`'s column 0 holds: a slice's start where the output is a
+// slice of the product's columns (engine/fusion_windows.cpp), else 0.
+std::int64_t column0_of(const Graph& shapes, int id) {
+  const Graph::Node& n = shapes.node(id);
+  if (n.op != "slice") return 0;
+  return ops::slice_range(shapes.node(std::get<int>(n.args[0])).shape, n.attrs, n.name).start;
+}
+
 class GemmFamily final : public Family {
  public:
   std::string_view name() const override { return "gemm"; }
@@ -19,11 +27,7 @@ class GemmFamily final : public Family {
     k.tf32 = w.shapes.node(grp.anchor_node).attrs.tf32;
     k.epilogue = grp.epilogue;
     k.outputs = w.views(grp.outputs);
-    for (int id : grp.outputs) {  // a slice of the product's columns (engine/fusion.cpp)
-      const Graph::Node& n = w.shapes.node(id);
-      const Shape& of = w.shapes.node(std::get<int>(n.args.at(0))).shape;
-      k.column0.push_back(n.op == "slice" ? ops::slice_range(of, n.attrs, n.name).start : 0);
-    }
+    for (int id : grp.outputs) k.column0.push_back(column0_of(w.shapes, id));
     const std::vector<TensorView> operands = w.views(grp.inputs);
     k.a = operands.at(0);
     k.b = operands.at(1);

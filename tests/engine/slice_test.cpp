@@ -151,6 +151,13 @@ TEST_CASE("a slice of a product's columns is written by the product's kernel; ot
     CHECK(g.to_json().find(R"("start":-32,"stop":96)") != std::string::npos);
   }
   CHECK(kiln::Plan(qkv(64, 32, DType::f32, true, true)).kernels().size() == 1);
+  {
+    Graph g;  // an epilogue output whose first operand is a number (not a slice: column 0)
+    const auto h =
+        kiln::linear(g.input("x", {64, 32}, DType::f32), g.input("w", {48, 32}, DType::f32));
+    g.output(2.0 - h, "y");
+    CHECK(kiln::Plan(g).kernels("sm_90a").size() == 1);
+  }
   const std::vector<Graph> copies = copied_slices(DType::f32);
   const auto input_slice = kiln::Plan(copies[0]).kernels();
   REQUIRE(input_slice.size() == 2);
