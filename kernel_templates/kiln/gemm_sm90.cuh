@@ -11,7 +11,8 @@
 // (f32 to about 1e-6): three TF32 products per term, the consumers' main loop of
 // gemm_sm90_exact.cuh. Edges of M, N and K arrive as zeros from TMA.
 // Parameters: the Args of gemm.cuh (pointers, scalars, strides: the epilogue's), then the
-// tensor maps of A (box 64 x 128 rows) and B (box 64 x BN rows, or 64 x 64 per 64 columns).
+// tensor maps of A (box 128 bytes of K x 128 rows) and B (128 bytes of K x BN rows, or of N x 64
+// rows of K per 64 columns).
 
 #include <kiln/gemm.cuh>
 #include <kiln/gemm_sm90_exact.cuh>
@@ -26,7 +27,7 @@ __global__ void __launch_bounds__(384, 1)
     gemm_sm90(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args,
               const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // A stage holds 128 bytes of K per row (64 f16/bf16, 32 f32); Exact adds their small parts.
+  // A stage holds 128 bytes of K per row of A and B (64 f16/bf16, 32 f32), and for Exact B's rest.
   constexpr int BM = 128, BK = 128 / int(sizeof(T)), kThreads = 384;
   constexpr int kTileA = BM * 128, kTileB = BN * 128, kLoad = kTileA + kTileB;
   constexpr int kStage = Exact ? kLoad + kTileB : kLoad;  // Exact: B's rest after B
