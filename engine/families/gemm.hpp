@@ -33,7 +33,7 @@ struct GemmKernel {
 
 /// The template's tunables: the block's tile of C (bm x bn), its warps (warps_m x warps_n) and
 /// the stages of the shared-memory ring along K. 0: the heuristic default. `wgmma`: 1 the
-/// sm_90a path (gemm_sm90.cuh: bn and stages only, its tile 128 rows), 0 the mma.sync path,
+/// sm_90a path (gemm_sm90.cuh: bn, stages and split only, its tile 128 rows), 0 the mma.sync path,
 /// -1 the first where it fits.
 struct GemmTunables {
   int bm = 0;
@@ -71,8 +71,8 @@ std::string reject_gemm_tunables(const GemmTunables& t, int max_shared, bool clu
 KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t = {});
 
 namespace autotune {
-/// The GEMM template's tile, warps and stages (the wgmma path's bn and stages, when `fallback`,
-/// the default the specializer chose, took it).
+/// The GEMM template's tile, warps and stages (the wgmma path's bn, stages and split, when
+/// `fallback`, the default the specializer chose, took it).
 Space gemm_space(const Candidate& fallback);
 }  // namespace autotune
 
