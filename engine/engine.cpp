@@ -160,6 +160,7 @@ const LoadedKernel& EngineImpl::load(const KernelSpec& spec, std::string memo, c
         std::make_unique<runtime::Module>(got.kernel->image, got.kernel->lowered_name, spec.name);
     k.max_dynamic_shared =
         k.module->allow_dynamic_shared(context->info().max_shared_per_block_optin);
+    k.sm_count = unsigned(std::max(context->info().sm_count, 0));
   }
   k.record = records.size();
   if (source) *source = rec.source;

@@ -31,12 +31,15 @@ struct LoadedKernel {
   std::unique_ptr<runtime::Module> module;  ///< null on an offline engine
   std::size_t record = 0;                   ///< index into EngineImpl::records
   unsigned max_dynamic_shared = 0;          ///< what a launch of it may use on this device
+  unsigned sm_count = 0;                    ///< the device's SMs (0: offline)
 
   /// The configuration a launch of `L` gets: its own, with the dynamic shared memory it asks
-  /// for up to what the device allows, in 16-byte units.
+  /// for up to what the device allows, in 16-byte units, and a persistent kernel's grid at most
+  /// one block per SM.
   LaunchConfig config_for(const KernelLaunch& L) const {
     LaunchConfig c = L.config;
     c.shared = std::min(c.shared, max_dynamic_shared) / 16 * 16;
+    if (c.persistent && sm_count) c.grid[0] = std::min(c.grid[0], sm_count);
     return c;
   }
 };

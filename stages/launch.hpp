@@ -19,6 +19,9 @@ struct LaunchConfig {
   /// Dynamic shared memory per block, bytes. A family states what the kernel can use; the
   /// launch gets that much, up to what the device grants.
   unsigned shared = 0;
+  /// grid[0] counts the work's blocks, and the kernel strides over them by gridDim.x: a launch
+  /// runs at most one block per SM (LoadedKernel::config_for), each taking several.
+  bool persistent = false;
 
   bool empty() const { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
   bool clustered() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
@@ -30,6 +33,7 @@ struct LaunchConfig {
     std::string s = "grid " + dims(grid) + " block " + dims(block);
     if (clustered()) s += " cluster " + dims(cluster);
     if (shared) s += " shared " + std::to_string(shared);
+    if (persistent) s += " persistent";
     return s;
   }
 };

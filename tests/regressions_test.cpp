@@ -69,8 +69,9 @@ TEST_CASE("sanitize graphs: each splits its rows between the blocks of a cluster
 
 TEST_CASE("GEMM sanitize graphs: each is one wgmma kernel on sm_90a, f32 ones split along K") {
   // device-test.sh sanity runs these under racecheck and memcheck: the f32 stages split in
-  // shared memory before wgmma reads them (gemm_sm90.cuh), the DSMEM sum of a split, and the
-  // column windows of several outputs (QKV).
+  // shared memory before wgmma reads them (gemm_sm90.cuh), the DSMEM sum of a split, the
+  // column windows of several outputs (QKV), and persistent blocks of more than one tile each
+  // (more tiles than an H100's 132 SMs).
   kiln::Engine e(kiln::test::offline("sm_90a"));
   const auto files = graph_files("sanitize_gemm");
   REQUIRE(files.size() >= 3);

@@ -15,10 +15,13 @@ namespace {
 constexpr int kRows = 128, kRowBytes = 128, kThreads = 384;
 
 // A stage holds 128 bytes of K per row of A and B; an exact f32 product (three TF32 products
-// per term) as much again for B's rest.
+// per term) as much again for B's rest. Past the ring, each consumer group's staging of its 64
+// rows, 32 + 8 floats wide (gemm_sm90.cuh); a split's whole tile passes through the ring
+// instead. Plus 1024 bytes: the ring's alignment.
 int shared_bytes(const GemmTunables& t, bool exact) {
   const int ring = t.stages * (kRows + t.bn * (exact ? 2 : 1)) * kRowBytes + 16 * t.stages;
-  return std::max(ring, kRows * (t.bn + 8) * 4) + 1024;  // + the 1024-byte alignment
+  if (t.split > 1) return std::max(ring, kRows * (t.bn + 8) * 4) + 1024;
+  return ring + 2 * 64 * (32 + 8) * 4 + 1024;
 }
 
 bool exact_f32(const GemmKernel& k) { return k.a.dtype == DType::f32 && !k.tf32; }
@@ -94,6 +97,7 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const s
                             k.bias ? "_bias" : "", dtype == DType::f32 && k.tf32 ? "_tf32" : "");
   L.config.grid = {unsigned(tiles), 1, unsigned(t.split)};
   L.config.cluster = {1, 1, unsigned(t.split)};
+  L.config.persistent = t.split == 1;
   L.config.block = {kThreads, 1, 1};
   L.config.shared = unsigned(shared_bytes(t, exact));
   L.groups = 1;

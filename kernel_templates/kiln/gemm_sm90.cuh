@@ -3,8 +3,15 @@
 // into a ring of Stages shared-memory stages (128-byte swizzled, as wgmma reads them); two
 // consumer warpgroups each multiply 64 rows of the block's 128 x BN tile with wgmma, keeping one
 // stage's products in flight and releasing the stage before it (full and empty mbarriers per
-// stage). Then the epilogue of
-// gemm_kernel.cuh: the accumulators through shared memory, Epi per V columns (gemm_epilogue.cuh).
+// stage).
+//
+// Split 1: persistent blocks, at most one per SM (the launch clamps the grid: LaunchConfig::
+// persistent), each walking the tiles blockIdx.x, + gridDim.x, ... The ring's uses are numbered
+// on across tiles, so the producer loads the next tile's first stages while the consumers run
+// the epilogue of this one, each group through its own staging area past the ring. Split > 1: a
+// block per tile and K range; the blocks of a cluster along z sum their tiles through distributed
+// shared memory in rank order after the accumulators pass through the ring, as gemm_kernel.cuh's
+// do; the epilogue then walks rows, V columns a thread.
 //
 // A is K-contiguous ([M, K] rows); B is K-contiguous (BTrans 0: [N, K], linear's weight) or
 // N-contiguous (BTrans 1: [K, N]); f16 and bf16, or f32 on TF32 with both K-contiguous. Exact
@@ -21,97 +28,133 @@
 
 namespace kiln::gemm {
 
-template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
-          int Split>
-__global__ void __launch_bounds__(384, 1)
-    gemm_sm90(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args,
-              const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // A stage holds 128 bytes of K per row of A and B (64 f16/bf16, 32 f32), and for Exact B's rest.
-  constexpr int BM = 128, BK = 128 / int(sizeof(T)), kThreads = 384;
-  constexpr int kTileA = BM * 128, kTileB = BN * 128, kLoad = kTileA + kTileB;
-  constexpr int kStage = Exact ? kLoad + kTileB : kLoad;  // Exact: B's rest after B
-  static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0 && BN == 128),
-                "Exact: f32, both K-major, BN 128");
-  constexpr int kLd = BN + 8;
-  static_assert(BN == 128 || BN == 256, "BN 128 or 256");
-  extern __shared__ unsigned char smem_raw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
-  unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + Stages * kStage);
-  unsigned long long* empty = full + Stages;
+/// The ring of gemm_sm90: a stage holds 128 bytes of K per row of A (128 rows) and of B (BN
+/// rows), and for Exact B's rest after B; then the full and empty barriers of each stage.
+template <class T, int BN, int Stages, bool Exact>
+struct Ring {
+  static constexpr int kRows = 128, kDepth = 128 / int(sizeof(T));  // K per stage
+  static constexpr int kTileA = kRows * 128, kTileB = BN * 128, kLoad = kTileA + kTileB;
+  static constexpr int kStage = Exact ? kLoad + kTileB : kLoad;
+  unsigned char* smem;
+  unsigned long long* full;
+  unsigned long long* empty;
 
-  const int tid = threadIdx.x, group = tid / 128;
-  const int M = args.m, N = args.n, K = args.k;
-  int tm, tn;
-  tile_of(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, tm, tn);
-  const int m0 = tm * BM, n0 = tn * BN;
-  // With Split > 1 the blocks of a cluster along z each take a range of K and sum their tiles
-  // through distributed shared memory in rank order, as gemm_kernel.cuh's do.
-  const int per = ((K + BK - 1) / BK + Split - 1) / Split;
-  const int kt0 = Split > 1 ? int(blockIdx.z) * per : 0;
-  const int ktiles = max(0, min((K + BK - 1) / BK - kt0, per));
-  // Exact: an even number of stages (gemm_sm90_exact.cuh), the last maybe past K: all zeros.
-  const int padded = Exact ? ktiles + (ktiles & 1) : ktiles;
-  static_assert(Split >= 1 && BM % Split == 0, "a split of the tile's rows");
-  if (tid == 0) {
-    for (int s = 0; s < Stages; ++s) {
-      tma::barrier_init(&full[s], 1);
-      tma::barrier_init(&empty[s], 2);
+  __device__ __forceinline__ unsigned char* stage(int it) const {
+    return smem + it % Stages * kStage;
+  }
+};
+
+/// What every tile of a block shares: the tile grid, and the K range of this block's split.
+struct Work {
+  int tiles_m, tiles_n, kt0, ktiles, padded;
+};
+
+/// The producer (one thread): the stages of each of this block's tiles, the ring's uses numbered
+/// on from one tile to the next, each stage loaded once both consumer groups released it.
+template <class R, int BN, int Stages, int BTrans>
+__device__ __forceinline__ void produce(const R& ring, const TensorMap* map_a,
+                                        const TensorMap* map_b, const Work& w, int K) {
+  int it = 0;
+  for (int tile = blockIdx.x; tile < w.tiles_m * w.tiles_n; tile += gridDim.x) {
+    int tm, tn;
+    tile_of(tile, w.tiles_m, w.tiles_n, tm, tn);
+    for (int kt = 0; kt < w.padded; ++kt, ++it) {
+      const int s = it % Stages;
+      if (it >= Stages) tma::barrier_wait(&ring.empty[s], (it / Stages - 1) & 1);
+      tma::arrive_expect_bytes(&ring.full[s], R::kLoad);
+      unsigned char* st = ring.stage(it);
+      // A padded stage past K (Exact: an even count) loads beyond the tensor: all zeros.
+      const int k0 =
+          kt < w.ktiles ? (w.kt0 + kt) * R::kDepth : (K + R::kDepth - 1) / R::kDepth * R::kDepth;
+      tma::load_2d(st, map_a, k0, tm * R::kRows, &ring.full[s]);
+      if constexpr (BTrans == 0) {
+        tma::load_2d(st + R::kTileA, map_b, k0, tn * BN, &ring.full[s]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < BN / 64; ++j)
+          tma::load_2d(st + R::kTileA + j * 64 * R::kDepth * 2, map_b, tn * BN + 64 * j, k0,
+                       &ring.full[s]);
+      }
     }
   }
+}
+
+/// Consumer group `c`'s products (its 64 rows of the tile) over `ktiles` stages, the ring's
+/// uses it0..: one stage's products in flight, the stage before released, the last released
+/// at the end.
+template <class T, class R, int BN, int Stages, int BTrans>
+__device__ __forceinline__ void products(float (&acc)[BN / 2], const R& ring, int it0, int ktiles,
+                                         int c, int tid) {
+  for (int kt = 0; kt < ktiles; ++kt) {
+    const int it = it0 + kt;
+    tma::barrier_wait(&ring.full[it % Stages], (it / Stages) & 1);
+    const unsigned char* st = ring.stage(it);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {  // 32 bytes of K each: k16 of f16/bf16, k8 of TF32
+      const unsigned char* a = st + c * 64 * 128 + kk * 32;
+      const unsigned char* b = BTrans ? st + R::kTileA + kk * 16 * 128 : st + R::kTileA + kk * 32;
+      const unsigned long long da = wgmma::descriptor(a, 16, 1024);
+      const unsigned long long db =
+          BTrans ? wgmma::descriptor(b, 64 * R::kDepth * 2, 1024) : wgmma::descriptor(b, 16, 1024);
+      wgmma::Wgmma<T, BN>::template run<BTrans>(acc, da, db, 1);
+    }
+    wgmma::commit();
+    wgmma::wait<1>();
+    if (kt > 0 && tid % 128 == 0) tma::arrive(&ring.empty[(it - 1) % Stages]);
+  }
+  wgmma::wait<0>();
+  if (ktiles > 0 && tid % 128 == 0) tma::arrive(&ring.empty[(it0 + ktiles - 1) % Stages]);
+}
+
+/// The epilogue of consumer group `c`'s 64 rows, kChunk columns at a time: its fragments
+/// (wgmma's: per n8 step j, columns 8j + 2t and + 1 of rows r and r + 8) into the group's own
+/// staging area `stage` (the ring stays the producer's, already loading the next tile), then
+/// walked along rows, V columns a thread: loads and stores as vectors, their addresses computed
+/// once per V columns. A named barrier per group (ids 2 and 3) orders the writes and the reads.
+template <class T, class Epi, bool Bias, int BN, int V, class A>
+__device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc)[BN / 2],
+                                                float* stage, int m0, int n0, int c, int tid) {
+  constexpr int kChunk = 32, kLd = kChunk + 8, kVecs = kChunk / V;
+  const long long bi[kBatchDims] = {0, 0, 0, 0};
+  const int me = tid % 128, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int r = me / 32 * 16 + g;  // this thread's rows r, r + 8 of the group's 64
+  const int rows = min(args.m - m0 - c * 64, 64);
+#pragma unroll
+  for (int q = 0; q < BN / kChunk; ++q) {
+    const int cols = min(args.n - n0 - q * kChunk, kChunk);
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the last chunk's reads done
+#pragma unroll
+    for (int j = 0; j < kChunk / 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int at = 4 * (q * kChunk / 8 + j) + 2 * h;
+        *reinterpret_cast<float2*>(stage + (r + 8 * h) * kLd + 8 * j + 2 * t) =
+            make_float2(acc[at], acc[at + 1]);
+      }
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
+#pragma unroll 1
+    for (int e = me; e < 64 * kVecs; e += 128) {
+      const int row = e / kVecs, col = e % kVecs * V;
+      if (row >= rows || col >= cols) continue;
+      float v[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[i] = stage[row * kLd + col + i];
+      epilogue_at<T, Epi, Bias, V>(args, bi, m0 + c * 64 + row, n0 + q * kChunk + col, v);
+    }
+  }
+}
+
+/// Split > 1: the tile through the ring (free once every block's copies landed and products
+/// are done), summed over the cluster, then this block's share of its rows, V columns a thread.
+template <class T, class Epi, bool Bias, int BN, int V, int Split, class A>
+__device__ __forceinline__ void cluster_epilogue(const A& args, const float (&acc)[BN / 2],
+                                                 unsigned char* smem, int m0, int n0, int tid) {
+  constexpr int BM = 128, kLd = BN + 8, kThreads = 384;
   __syncthreads();
-
-  float acc[BN / 2];
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-  if (group == 0) {
-    if (tid == 0)
-      for (int kt = 0; kt < padded; ++kt) {
-        const int s = kt % Stages;
-        if (kt >= Stages) tma::barrier_wait(&empty[s], (kt / Stages - 1) & 1);
-        tma::arrive_expect_bytes(&full[s], kLoad);
-        unsigned char* st = smem + s * kStage;
-        const int k0 = kt < ktiles ? (kt0 + kt) * BK : (K + BK - 1) / BK * BK;
-        tma::load_2d(st, &map_a, k0, m0, &full[s]);
-        if constexpr (BTrans == 0) {
-          tma::load_2d(st + kTileA, &map_b, k0, n0, &full[s]);
-        } else {
-#pragma unroll
-          for (int j = 0; j < BN / 64; ++j)
-            tma::load_2d(st + kTileA + j * 64 * BK * 2, &map_b, n0 + 64 * j, k0, &full[s]);
-        }
-      }
-  } else {
-    const int c = group - 1;  // rows 64c.. of the tile
-    if constexpr (Exact) {
-      exact_products<Stages, kStage, kTileA, kTileB>(acc, smem, full, empty, padded, c, tid);
-    } else {
-      for (int kt = 0; kt < ktiles; ++kt) {
-        const int s = kt % Stages;
-        tma::barrier_wait(&full[s], (kt / Stages) & 1);
-        const unsigned char* st = smem + s * kStage;
-        wgmma::fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {  // 32 bytes of K each: k16 of f16/bf16, k8 of TF32
-          const unsigned char* a = st + c * 64 * 128 + kk * 32;
-          const unsigned char* b = BTrans ? st + kTileA + kk * 16 * 128 : st + kTileA + kk * 32;
-          const unsigned long long da = wgmma::descriptor(a, 16, 1024);
-          const unsigned long long db =
-              BTrans ? wgmma::descriptor(b, 64 * BK * 2, 1024) : wgmma::descriptor(b, 16, 1024);
-          wgmma::Wgmma<T, BN>::template run<BTrans>(acc, da, db, 1);
-        }
-        wgmma::commit();
-        // One group stays in flight: the one before it is done, and its stage free.
-        wgmma::wait<1>();
-        if (kt > 0 && tid % 128 == 0) tma::arrive(&empty[(kt - 1) % Stages]);
-      }
-      wgmma::wait<0>();
-    }
-  }
-  __syncthreads();  // every product done and every copy landed: the ring is free
-
   float* tile = reinterpret_cast<float*>(smem);
+  const int group = tid / 128;
   if (group > 0) {
     const int lane = tid & 31, warp = (tid / 32) % 4, g = lane >> 2, t = lane & 3;
     const int r = (group - 1) * 64 + warp * 16 + g;
@@ -123,10 +166,9 @@ __global__ void __launch_bounds__(384, 1)
             make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
   }
   split_barrier<Split, true>();
-  // This block's share of the tile's rows (all of them unless split), V columns a thread.
   const long long bi[kBatchDims] = {0, 0, 0, 0};
-  const int rows = M - m0 < BM ? M - m0 : BM, cols = N - n0 < BN ? N - n0 : BN;
-  const int r0 = Split > 1 ? int(blockIdx.z) * (BM / Split) : 0;
+  const int rows = min(args.m - m0, BM), cols = min(args.n - n0, BN);
+  const int r0 = int(blockIdx.z) * (BM / Split);
   constexpr int kVecs = BN / V;
 #pragma unroll 1
   for (int e = tid; e < BM / Split * kVecs; e += kThreads) {
@@ -138,6 +180,75 @@ __global__ void __launch_bounds__(384, 1)
     epilogue_at<T, Epi, Bias, V>(args, bi, m0 + r, n0 + col, v);
   }
   split_barrier<Split, false>();  // every block's tile is read before any block exits
+}
+#endif
+
+template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
+          int Split>
+__global__ void __launch_bounds__(384, 1)
+    gemm_sm90(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args,
+              const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using R = Ring<T, BN, Stages, Exact>;
+  static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0 && BN == 128),
+                "Exact: f32, both K-major, BN 128");
+  static_assert(BN == 128 || BN == 256, "BN 128 or 256");
+  static_assert(Split >= 1 && R::kRows % Split == 0, "a split of the tile's rows");
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+  unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + Stages * R::kStage);
+  const R ring{smem, full, full + Stages};
+  // Split 1: each consumer group's staging area for its epilogue, 64 rows of 32 + 8 floats.
+  float* staging = reinterpret_cast<float*>(full + 2 * Stages);
+
+  const int tid = threadIdx.x, group = tid / 128, K = args.k;
+  Work w;
+  w.tiles_m = (args.m + R::kRows - 1) / R::kRows;
+  w.tiles_n = (args.n + BN - 1) / BN;
+  const int per = ((K + R::kDepth - 1) / R::kDepth + Split - 1) / Split;
+  w.kt0 = Split > 1 ? int(blockIdx.z) * per : 0;
+  w.ktiles = max(0, min((K + R::kDepth - 1) / R::kDepth - w.kt0, per));
+  // Exact: an even number of stages (gemm_sm90_exact.cuh), the last maybe past K: all zeros.
+  w.padded = Exact ? w.ktiles + (w.ktiles & 1) : w.ktiles;
+  if (tid == 0) {
+    for (int s = 0; s < Stages; ++s) {
+      tma::barrier_init(&ring.full[s], 1);
+      tma::barrier_init(&ring.empty[s], 2);
+    }
+  }
+  __syncthreads();
+
+  float acc[BN / 2];
+  if (group == 0) {
+    // Split 1: 40 registers a producer thread, 232 a consumer's (128 x 40 + 256 x 232 <= 64 K).
+    // A split's epilogue runs on every thread: its registers stay at 168 for all.
+    if constexpr (Split == 1) wgmma::registers_down<40>();
+    if (tid == 0) produce<R, BN, Stages, BTrans>(ring, &map_a, &map_b, w, K);
+  } else {
+    if constexpr (Split == 1) wgmma::registers_up<232>();
+    int it = 0;
+    for (int tile = blockIdx.x; tile < w.tiles_m * w.tiles_n; tile += gridDim.x) {
+      int tm, tn;
+      tile_of(tile, w.tiles_m, w.tiles_n, tm, tn);
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+      if constexpr (Exact)
+        exact_products<Stages, R::kStage, R::kTileA, R::kTileB>(acc, smem, ring.full, ring.empty,
+                                                                it, w.padded, group - 1, tid);
+      else
+        products<T, R, BN, Stages, BTrans>(acc, ring, it, w.ktiles, group - 1, tid);
+      it += w.padded;
+      if constexpr (Split == 1)
+        staged_epilogue<T, Epi, Bias, BN, V>(args, acc, staging + (group - 1) * 64 * 40,
+                                             tm * R::kRows, tn * BN, group - 1, tid);
+    }
+  }
+  if constexpr (Split > 1) {  // one tile a block: blockIdx.x's
+    int tm, tn;
+    tile_of(blockIdx.x, w.tiles_m, w.tiles_n, tm, tn);
+    cluster_epilogue<T, Epi, Bias, BN, V, Split>(args, acc, smem, tm * R::kRows, tn * BN, tid);
+  }
 #endif
 }
 

@@ -44,15 +44,16 @@ __device__ __forceinline__ void a_words(unsigned (&f)[4], const unsigned char* a
   f[0] = at(r, k), f[1] = at(r + 8, k), f[2] = at(r, k + 4), f[3] = at(r + 8, k + 4);
 }
 
-/// Stage `kt` of the consumer group's products (registers of parity P for A's words): waits for
-/// its copies, splits, issues its products, then waits for the stage before and releases it.
+/// Stage `kt` of the consumer group's products (registers of parity P for A's words), the ring's
+/// use `it0 + kt`: waits for its copies, splits, issues its products, then waits for the stage
+/// before and releases it.
 template <int P, int Stages, int kStage, int kTileA, int kTileB>
 __device__ __forceinline__ void exact_stage(float (&acc)[64], unsigned (&hi)[2][4][4],
                                             unsigned (&lo)[2][4][4], unsigned char* smem,
                                             unsigned long long* full, unsigned long long* empty,
-                                            int kt, int r, int t, int tid) {
-  const int s = kt % Stages;
-  tma::barrier_wait(&full[s], (kt / Stages) & 1);
+                                            int it0, int kt, int r, int t, int tid) {
+  const int it = it0 + kt, s = it % Stages;
+  tma::barrier_wait(&full[s], (it / Stages) & 1);
   unsigned char* st = smem + s * kStage;
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
@@ -75,26 +76,29 @@ __device__ __forceinline__ void exact_stage(float (&acc)[64], unsigned (&hi)[2][
   wgmma::wait<1>();  // the stage before is done: its registers and its stage are free
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) wgmma::hold(hi[1 - P][kk]), wgmma::hold(lo[1 - P][kk]);
-  if (kt > 0 && tid % 128 == 0) tma::arrive(&empty[(kt - 1) % Stages]);
+  if (kt > 0 && tid % 128 == 0) tma::arrive(&empty[(it - 1) % Stages]);
 }
 
 /// The consumer group `c`'s products over `ktiles` stages of the ring (an even count: the
-/// producer pads an odd one with a stage of zeros) into `acc` (its 64 rows of the block's
-/// 128 x 128 tile): one stage's products in flight, the stage before released.
+/// producer pads an odd one with a stage of zeros), the ring's uses it0.., into `acc` (its 64
+/// rows of the block's 128 x 128 tile): one stage's products in flight, the stage before
+/// released, and the last released at the end.
 /// A's registers alternate between two sets by stage so that those of the stage in flight hold.
 template <int Stages, int kStage, int kTileA, int kTileB>
 __device__ __forceinline__ void exact_products(float (&acc)[64], unsigned char* smem,
                                                unsigned long long* full, unsigned long long* empty,
-                                               int ktiles, int c, int tid) {
+                                               int it0, int ktiles, int c, int tid) {
   unsigned hi[2][4][4] = {}, lo[2][4][4] = {};  // per parity and k8 step: A's words, their rests
   const int lane = tid & 31, r = c * 64 + (tid / 32) % 4 * 16 + (lane >> 2), t = lane & 3;
   for (int kt = 0; kt < ktiles; kt += 2) {  // an even count: a stage under a branch would make
                                             // ptxas serialize every product
-    exact_stage<0, Stages, kStage, kTileA, kTileB>(acc, hi, lo, smem, full, empty, kt, r, t, tid);
-    exact_stage<1, Stages, kStage, kTileA, kTileB>(acc, hi, lo, smem, full, empty, kt + 1, r, t,
+    exact_stage<0, Stages, kStage, kTileA, kTileB>(acc, hi, lo, smem, full, empty, it0, kt, r, t,
                                                    tid);
+    exact_stage<1, Stages, kStage, kTileA, kTileB>(acc, hi, lo, smem, full, empty, it0, kt + 1, r,
+                                                   t, tid);
   }
   wgmma::wait<0>();
+  if (ktiles > 0 && tid % 128 == 0) tma::arrive(&empty[(it0 + ktiles - 1) % Stages]);
 #pragma unroll
   for (int p = 0; p < 2; ++p)
 #pragma unroll

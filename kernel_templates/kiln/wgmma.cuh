@@ -118,6 +118,18 @@ __device__ __forceinline__ void hold(const unsigned (&r)[4]) {
   asm volatile("" ::"r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
 }
 
+/// Sets this warpgroup's registers per thread to N (a multiple of 8 from 24 to 256): fewer for
+/// a producer that only issues copies, more for consumers holding accumulators. Every warp of
+/// the group calls it.
+template <int N>
+__device__ __forceinline__ void registers_down() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void registers_up() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+
 #undef KILN_WGMMA_TF32
 #undef KILN_WGMMA
 #undef KILN_WGMMA_R128

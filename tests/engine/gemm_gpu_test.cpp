@@ -306,3 +306,29 @@ TEST_CASE("gpu: f32 4096^3 on every split of three tile shapes, against fp64 and
     }
   }
 }
+
+TEST_CASE("gpu: persistent blocks take several tiles each: edges, epilogues and windows" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  // 18 x 11 tiles of 128 x 256 (f32: 18 x 21 of 128 x 128) on at most one block per SM, each
+  // thus one to three tiles with the ring's uses running on from one to the next; every edge cut.
+  kiln::Engine e(kiln::test::on_gpu());
+  auto rng = kiln::test::make_rng(67);
+  const std::int64_t M = 2200, N = 2600, K = 40;
+  for (DType t : kiln::kFloatDTypes) {
+    CAPTURE(kiln::name_of(t));
+    Graph fused;
+    const auto x = fused.input("x", {M, K}, t);
+    const auto w = fused.input("w", {N, K}, t);
+    const auto h = kiln::apply("linear", {x, w, fused.input("b", {N}, t)});
+    fused.output(kiln::gelu(h) + fused.input("r", {M, N}, t), "y");
+    Graph qkv;  // three windows of one product, the middle one not a multiple of the tile
+    const auto y = kiln::apply("linear", {qkv.input("x", {M, K}, t), qkv.input("w", {N, K}, t)});
+    qkv.output(kiln::slice(y, -1, 0, 1000), "q");
+    qkv.output(kiln::slice(y, -1, 1000, 1800), "k");
+    qkv.output(kiln::slice(y, -1, 1800, N), "v");
+    for (const Graph* g : {&fused, &qkv}) {
+      REQUIRE(kiln::Plan(*g).kernels("sm_90a").size() == 1);
+      for (const auto& f : kiln::test::check_on_gpu(e, *g, rng)) FAIL_CHECK(f);
+    }
+  }
+}

@@ -12,6 +12,7 @@
 
 #include "engine/codegen.hpp"
 #include "engine/compiler/compiler.hpp"
+#include "engine/engine_impl.hpp"
 #include "engine/families/gemm_problem.hpp"
 #include "engine/families/rows.hpp"
 #include "engine/fusion.hpp"
@@ -343,4 +344,32 @@ TEST_CASE(
   for (const char* arch : {"sm_80", "sm_90a"})
     for (const std::string& b : compile_space(1, arch, false)) FAIL_CHECK(b);
   for (const std::string& b : compile_space(1, "sm_90a", true)) FAIL_CHECK(b);
+}
+
+TEST_CASE("the wgmma path's blocks are persistent unless K is split; a launch clamps them") {
+  kiln::GemmKernel k;
+  k.arch = "sm_90a";
+  k.op = &kiln::ops::find_op("matmul");
+  k.a = desc({8192, 1024}, DType::bf16);
+  k.b = strided({1024, 3072}, {1, 1024}, DType::bf16);
+  k.outputs = {desc({8192, 3072}, DType::bf16)};
+  k.epilogue = kiln::identity_epilogue(DType::bf16);
+  const kiln::KernelLaunch L = kiln::specialize_gemm(k, "matmul_bf16");
+  REQUIRE(L.tunables.at("wgmma") == 1);
+  CHECK(L.tunables.at("split") == 1);
+  CHECK(L.config.persistent);
+  CHECK(L.config.grid[0] == 64u * 12);  // every tile of 128 x 256; the launch takes fewer
+  kiln::detail::LoadedKernel loaded;
+  loaded.max_dynamic_shared = 227 * 1024;
+  loaded.sm_count = 132;
+  CHECK(loaded.config_for(L).grid[0] == 132);
+  loaded.sm_count = 0;  // offline: nothing to clamp to
+  CHECK(loaded.config_for(L).grid[0] == 64u * 12);
+  // A split of K: a block per tile and range of K, summed in its cluster.
+  kiln::GemmTunables split;
+  split.split = 4;
+  const kiln::KernelLaunch S = kiln::specialize_gemm(k, "matmul_bf16", split);
+  CHECK_FALSE(S.config.persistent);
+  loaded.sm_count = 132;
+  CHECK(loaded.config_for(S).grid[0] == 64u * 12);
 }
