@@ -22,6 +22,10 @@ struct LaunchConfig {
   /// grid[0] counts the work's blocks, and the kernel strides over them by gridDim.x: a launch
   /// runs at most one block per SM (LoadedKernel::config_for), each taking several.
   bool persistent = false;
+  /// The kernel waits for the kernel before it on the stream (griddepcontrol.wait, sm_90 and
+  /// later) before it touches memory, so it may launch while that one finishes: programmatic
+  /// stream serialization, a programmatic edge in a CUDA graph.
+  bool programmatic = false;
 
   bool empty() const { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
   bool clustered() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
@@ -34,6 +38,7 @@ struct LaunchConfig {
     if (clustered()) s += " cluster " + dims(cluster);
     if (shared) s += " shared " + std::to_string(shared);
     if (persistent) s += " persistent";
+    if (programmatic) s += " programmatic";
     return s;
   }
 };

@@ -210,6 +210,9 @@ KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmT
                    : t.wgmma != 0 && wgmma_fits(k, p) ? specialize_wgmma(k, p, stem, t)
                                                       : specialize_mma(k, p, stem, t);
   L.agreement = gemm_agreement(k, p.k);
+  // Every GEMM template waits for the kernel before it (kiln/grid_dependency.cuh). Not in
+  // clusters: their launch may not start early.
+  L.config.programmatic = clusters && !L.config.clustered();
   return L;
 }
 

@@ -51,6 +51,7 @@ namespace kiln::runtime {
   X(cuGetErrorString) \
   X(cuGraphCreate) \
   X(cuGraphAddKernelNode) \
+  X(cuGraphAddDependencies) \
   X(cuGraphInstantiate) \
   X(cuGraphLaunch) \
   X(cuGraphExecKernelNodeSetParams) \

@@ -34,9 +34,20 @@ KernelGraph::KernelGraph(const std::vector<GraphLaunch>& launches) {
   for (std::size_t i = 0; i < launches.size(); ++i) {
     const CUDA_KERNEL_NODE_PARAMS p = node_params(launches[i]);
     CUgraphNode node = nullptr;
-    KILN_CU_CHECK(d.cuGraphAddKernelNode(&node, g, nodes_.empty() ? nullptr : &nodes_.back(),
-                                         nodes_.empty() ? 0 : 1, &p),
-                  fmt::format("kernel {} of a plan's CUDA graph", i));
+    // A kernel that waits for the one before it itself (LaunchConfig::programmatic) hangs from
+    // it by a programmatic edge: it may start while that one ends.
+    const bool early = launches[i].config.programmatic && !nodes_.empty();
+    KILN_CU_CHECK(
+        d.cuGraphAddKernelNode(&node, g, nodes_.empty() || early ? nullptr : &nodes_.back(),
+                               nodes_.empty() || early ? 0 : 1, &p),
+        fmt::format("kernel {} of a plan's CUDA graph", i));
+    if (early) {
+      CUgraphEdgeData edge{};
+      edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+      edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+      KILN_CU_CHECK(d.cuGraphAddDependencies(g, &nodes_.back(), &node, &edge, 1),
+                    fmt::format("kernel {} of a plan's CUDA graph", i));
+    }
     if (const LaunchConfig& c = launches[i].config; c.clustered()) {
       CUlaunchAttributeValue dims{};
       dims.clusterDim.x = c.cluster[0];

@@ -19,7 +19,8 @@ struct GraphExecDeleter {
 };
 
 /// One launch of the chain: the kernel, its configuration (clusters become a node attribute,
-/// which stays on updates), and its parameters as cuLaunchKernel wants them (copied into the
+/// which stays on updates; a programmatic launch hangs from the one before by a programmatic
+/// edge), and its parameters as cuLaunchKernel wants them (copied into the
 /// graph when the node is made or updated).
 struct GraphLaunch {
   CUfunction function = nullptr;

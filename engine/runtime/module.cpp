@@ -41,11 +41,18 @@ unsigned Module::allow_dynamic_shared(int optin) {
 }
 
 void Module::launch(const LaunchConfig& c, CUstream stream, void** args) const {
-  CUlaunchAttribute cluster{};
-  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  cluster.value.clusterDim.x = c.cluster[0];
-  cluster.value.clusterDim.y = c.cluster[1];
-  cluster.value.clusterDim.z = c.cluster[2];
+  CUlaunchAttribute attrs[2]{};
+  unsigned n = 0;
+  if (c.clustered()) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim.x = c.cluster[0];
+    attrs[n].value.clusterDim.y = c.cluster[1];
+    attrs[n++].value.clusterDim.z = c.cluster[2];
+  }
+  if (c.programmatic) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+  }
   CUlaunchConfig config{};
   config.gridDimX = c.grid[0];
   config.gridDimY = c.grid[1];
@@ -55,8 +62,8 @@ void Module::launch(const LaunchConfig& c, CUstream stream, void** args) const {
   config.blockDimZ = c.block[2];
   config.sharedMemBytes = c.shared;
   config.hStream = stream;
-  config.attrs = c.clustered() ? &cluster : nullptr;
-  config.numAttrs = c.clustered() ? 1 : 0;
+  config.attrs = n ? attrs : nullptr;
+  config.numAttrs = n;
   KILN_CU_CHECK(driver().cuLaunchKernelEx(&config, function_, args, nullptr), "kernel " + kernel_);
 }
 

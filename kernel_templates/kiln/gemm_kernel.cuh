@@ -63,6 +63,8 @@ __global__ void __launch_bounds__(WM* WN * 32)
   const int ktiles = max(0, min((K + BK - 1) / BK - kt0, per));
   const int r0 = Split > 1 ? int(blockIdx.z) * (BM / Split) : 0;
   static_assert(Split >= 1 && BM % Split == 0, "a split of the tile's rows");
+  wait_for_previous_grid();
+  allow_next_grid();
 
   for (long long b = blockIdx.y; b < args.batches; b += gridDim.y) {
     long long bi[kBatchDims];

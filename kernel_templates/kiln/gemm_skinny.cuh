@@ -33,6 +33,8 @@ __global__ void __launch_bounds__(256, 1)
   const int k0 = Split > 1 ? int(blockIdx.z) * per : 0;
   const int k1 = min(K, k0 + per);
   const long long ra = args.row[kA], ca = args.col[kA], rb = args.row[kB], cb = args.col[kB];
+  wait_for_previous_grid();
+  allow_next_grid();
 
   for (long long b = blockIdx.y; b < args.batches; b += gridDim.y) {
     long long bi[kBatchDims];

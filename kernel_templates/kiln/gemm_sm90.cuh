@@ -218,6 +218,8 @@ __global__ void __launch_bounds__(384, 1)
     }
   }
   __syncthreads();
+  wait_for_previous_grid();  // the barriers are set up while the kernel before this one ends
+  allow_next_grid();
 
   float acc[BN / 2];
   if (group == 0) {

@@ -346,7 +346,7 @@ TEST_CASE(
   for (const std::string& b : compile_space(1, "sm_90a", true)) FAIL_CHECK(b);
 }
 
-TEST_CASE("the wgmma path's blocks are persistent unless K is split; a launch clamps them") {
+TEST_CASE("the wgmma path's blocks are persistent unless K is split; a launch clamps them; GEMM launches are programmatic outside clusters") {
   kiln::GemmKernel k;
   k.arch = "sm_90a";
   k.op = &kiln::ops::find_op("matmul");
@@ -372,4 +372,15 @@ TEST_CASE("the wgmma path's blocks are persistent unless K is split; a launch cl
   CHECK_FALSE(S.config.persistent);
   loaded.sm_count = 132;
   CHECK(loaded.config_for(S).grid[0] == 64u * 12);
+  // Every GEMM kernel waits for the kernel before it, so it may launch early (sm_90 and later),
+  // unless it runs in clusters.
+  CHECK(L.config.programmatic);
+  CHECK_FALSE(S.config.programmatic);
+  k.a = desc({4, 1024}, DType::bf16);  // the few-row path
+  k.outputs = {desc({4, 3072}, DType::bf16)};
+  const kiln::KernelLaunch few = kiln::specialize_gemm(k, "matmul_bf16");
+  CHECK(few.spec.name.find("__rows") != std::string::npos);
+  CHECK(few.config.programmatic == !few.config.clustered());
+  k.arch = "sm_80";
+  CHECK_FALSE(kiln::specialize_gemm(k, "matmul_bf16").config.programmatic);
 }
