@@ -51,7 +51,7 @@ namespace kiln::runtime {
   X(cuGetErrorString) \
   X(cuGraphCreate) \
   X(cuGraphAddKernelNode) \
-  X(cuGraphAddDependencies) \
+  X(cuGraphAddDependencies_v2) \
   X(cuGraphInstantiate) \
   X(cuGraphLaunch) \
   X(cuGraphExecKernelNodeSetParams) \

@@ -45,7 +45,7 @@ KernelGraph::KernelGraph(const std::vector<GraphLaunch>& launches) {
       CUgraphEdgeData edge{};
       edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
       edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
-      KILN_CU_CHECK(d.cuGraphAddDependencies(g, &nodes_.back(), &node, &edge, 1),
+      KILN_CU_CHECK(d.cuGraphAddDependencies_v2(g, &nodes_.back(), &node, &edge, 1),
                     fmt::format("kernel {} of a plan's CUDA graph", i));
     }
     if (const LaunchConfig& c = launches[i].config; c.clustered()) {
