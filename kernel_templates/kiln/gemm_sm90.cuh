@@ -11,7 +11,8 @@
 // the epilogue of this one, each group through its own staging area past the ring. Split > 1: a
 // block per tile and K range; the blocks of a cluster along z sum their tiles through distributed
 // shared memory in rank order after the accumulators pass through the ring, as gemm_kernel.cuh's
-// do; the epilogue then walks rows, V columns a thread.
+// do; the epilogue then walks rows, V columns a thread. Once its barriers are set up, a block
+// waits for the kernel before it (a programmatic launch: kiln/grid_dependency.cuh).
 //
 // A is K-contiguous ([M, K] rows); B is K-contiguous (BTrans 0: [N, K], linear's weight) or
 // N-contiguous (BTrans 1: [K, N]); f16 and bf16, or f32 on TF32 with both K-contiguous. Exact
