@@ -218,7 +218,8 @@ KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmT
 
 namespace autotune {
 
-Space gemm_space(const Candidate& fallback) {
+Space gemm_space(const KernelLaunch& base) {
+  const Candidate& fallback = base.tunables;
   Space s;
   if (auto sk = fallback.find("skinny"); sk != fallback.end() && sk->second == 1) {
     s.tunables = {{"skinny", {1}}};
@@ -232,13 +233,19 @@ Space gemm_space(const Candidate& fallback) {
     return s;
   }
   if (auto w = fallback.find("wgmma"); w != fallback.end() && w->second == 1) {
-    s.tunables = {
-        {"bn", {128, 256}}, {"stages", {3, 4, 5, 6}}, {"wgmma", {1}}, {"split", {1, 2, 4, 8}}};
+    // An exact f32 product's stages also hold B's rest: its default asked for that much.
+    GemmTunables d;
+    d.bn = fallback.at("bn"), d.stages = fallback.at("stages"), d.split = fallback.at("split");
+    const bool exact = base.config.shared == unsigned(wgmma_shared_bytes(d, true));
+    s.tunables = {{"bn", exact ? std::vector<int>{128} : std::vector<int>{128, 256}},
+                  {"stages", {3, 4, 5, 6}},
+                  {"wgmma", {1}},
+                  {"split", {1, 2, 4, 8}}};
     s.fallback = fallback;
-    s.reject = [](const Candidate& c, const DeviceLimits& limits) {
+    s.reject = [exact](const Candidate& c, const DeviceLimits& limits) {
       GemmTunables t;
       t.bn = c.at("bn"), t.stages = c.at("stages"), t.wgmma = 1, t.split = c.at("split");
-      return reject_wgmma_tunables(t, limits.max_shared_bytes_per_block);
+      return reject_wgmma_tunables(t, limits.max_shared_bytes_per_block, exact);
     };
     return s;
   }

@@ -71,9 +71,10 @@ std::string reject_gemm_tunables(const GemmTunables& t, int max_shared, bool clu
 KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t = {});
 
 namespace autotune {
-/// The GEMM template's tile, warps and stages (the wgmma path's bn, stages and split, when
-/// `fallback`, the default the specializer chose, took it).
-Space gemm_space(const Candidate& fallback);
+/// The GEMM template's tile, warps and stages around `base`, the kernel the specializer chose
+/// with its defaults (the wgmma path's bn, stages and split when it took that path; for an
+/// exact f32 product, only what fits its stages).
+Space gemm_space(const KernelLaunch& base);
 }  // namespace autotune
 
 }  // namespace kiln

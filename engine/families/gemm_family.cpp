@@ -39,7 +39,7 @@ class GemmFamily final : public Family {
   }
   autotune::Space space(const FusedGroup&, const KernelLaunch& base,
                         const std::string&) const override {
-    return autotune::gemm_space(base.tunables);
+    return autotune::gemm_space(base);
   }
   std::vector<std::string_view> headers() const override { return {"gemm.cuh", "gemm_sm90.cuh"}; }
 };

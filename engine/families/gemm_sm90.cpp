@@ -14,16 +14,6 @@ namespace {
 
 constexpr int kRows = 128, kRowBytes = 128, kThreads = 384;
 
-// A stage holds 128 bytes of K per row of A and B; an exact f32 product (three TF32 products
-// per term) as much again for B's rest. Past the ring, each consumer group's staging of its 64
-// rows, 32 + 8 floats wide (gemm_sm90.cuh); a split's whole tile passes through the ring
-// instead. Plus 1024 bytes: the ring's alignment.
-int shared_bytes(const GemmTunables& t, bool exact) {
-  const int ring = t.stages * (kRows + t.bn * (exact ? 2 : 1)) * kRowBytes + 16 * t.stages;
-  if (t.split > 1) return std::max(ring, kRows * (t.bn + 8) * 4) + 1024;
-  return ring + 2 * 64 * (32 + 8) * 4 + 1024;
-}
-
 bool exact_f32(const GemmKernel& k) { return k.a.dtype == DType::f32 && !k.tf32; }
 
 // A view of the operand at `data`: `outer` rows of `inner` contiguous elements `stride` apart
@@ -40,6 +30,16 @@ TensorView rows_view(std::uint64_t data, std::int64_t outer, std::int64_t inner,
 }
 
 }  // namespace
+
+// A stage holds 128 bytes of K per row of A and B; an exact f32 product (three TF32 products
+// per term) as much again for B's rest. Past the ring, each consumer group's staging of its 64
+// rows, 32 + 8 floats wide (gemm_sm90.cuh); a split's whole tile passes through the ring
+// instead. Plus 1024 bytes: the ring's alignment.
+int wgmma_shared_bytes(const GemmTunables& t, bool exact) {
+  const int ring = t.stages * (kRows + t.bn * (exact ? 2 : 1)) * kRowBytes + 16 * t.stages;
+  if (t.split > 1) return std::max(ring, kRows * (t.bn + 8) * 4) + 1024;
+  return ring + 2 * 64 * (32 + 8) * 4 + 1024;
+}
 
 bool wgmma_fits(const GemmKernel& k, const GemmProblem& p) {
   const DType t = k.a.dtype;
@@ -58,9 +58,9 @@ std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool ex
     return "bm, warps_m and warps_n are the mma.sync path's (the wgmma path's tile has 128 rows)";
   if (std::string why = reject_split(t.split ? t.split : 1, true); !why.empty()) return why;
   if (t.stages < 2 || t.stages > 8) return fmt::format("{} stages: 2 to 8", t.stages);
-  if (shared_bytes(t, exact) > max_shared)
+  if (wgmma_shared_bytes(t, exact) > max_shared)
     return fmt::format("{} bytes of shared memory per block, the device allows {}",
-                       shared_bytes(t, exact), max_shared);
+                       wgmma_shared_bytes(t, exact), max_shared);
   return "";
 }
 
@@ -99,7 +99,7 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const s
   L.config.cluster = {1, 1, unsigned(t.split)};
   L.config.persistent = t.split == 1;
   L.config.block = {kThreads, 1, 1};
-  L.config.shared = unsigned(shared_bytes(t, exact));
+  L.config.shared = unsigned(wgmma_shared_bytes(t, exact));
   L.groups = 1;
   set_gemm_params(L, p, k.epilogue_scalars, 2);
   const TensorView va = rows_view(a.data, p.m, p.k, a.row, dtype);

@@ -13,7 +13,6 @@
 
 #include "engine/codegen.hpp"
 #include "engine/compiler/compiler.hpp"
-#include "engine/engine_impl.hpp"
 #include "engine/families/gemm_problem.hpp"
 #include "engine/families/rows.hpp"
 #include "engine/fusion.hpp"
@@ -266,7 +265,7 @@ std::vector<std::string> compile_space(std::size_t step, const std::string& arch
   CHECK(base.tunables.count("wgmma") == wgmma);
   kiln::autotune::DeviceLimits limits;
   limits.max_shared_bytes_per_block = 227 * 1024;
-  const auto candidates = kiln::autotune::gemm_space(base.tunables).candidates(limits);
+  const auto candidates = kiln::autotune::gemm_space(base).candidates(limits);
   std::vector<std::string> bad;
   for (std::size_t i = 0; i < candidates.size(); i += step) {
     const kiln::KernelLaunch L =
@@ -302,7 +301,7 @@ TEST_CASE("the few-row path's tuning space: tile widths and splits; refusals say
     const kiln::KernelLaunch base = kiln::specialize_gemm(k, "matmul_f32");
     REQUIRE(base.tunables.count("columns") == 1);
     CHECK(base.tunables.at("columns") == (n_contiguous ? 32 : 8));
-    const auto candidates = kiln::autotune::gemm_space(base.tunables).candidates({});
+    const auto candidates = kiln::autotune::gemm_space(base).candidates({});
     CHECK(candidates.size() == (n_contiguous ? 2u : 4u) * 4);  // widths x splits 1, 2, 4, 8
     std::set<std::string> names;
     for (const auto& c : candidates) {
@@ -350,43 +349,4 @@ TEST_CASE(
   for (const char* arch : {"sm_80", "sm_90a"})
     for (const std::string& b : compile_space(1, arch, false)) FAIL_CHECK(b);
   for (const std::string& b : compile_space(1, "sm_90a", true)) FAIL_CHECK(b);
-}
-
-TEST_CASE("the wgmma path's blocks are persistent unless K is split; a launch clamps them; GEMM launches are programmatic outside clusters") {
-  kiln::GemmKernel k;
-  k.arch = "sm_90a";
-  k.op = &kiln::ops::find_op("matmul");
-  k.a = desc({8192, 1024}, DType::bf16);
-  k.b = strided({1024, 3072}, {1, 1024}, DType::bf16);
-  k.outputs = {desc({8192, 3072}, DType::bf16)};
-  k.epilogue = kiln::identity_epilogue(DType::bf16);
-  const kiln::KernelLaunch L = kiln::specialize_gemm(k, "matmul_bf16");
-  REQUIRE(L.tunables.at("wgmma") == 1);
-  CHECK(L.tunables.at("split") == 1);
-  CHECK(L.config.persistent);
-  CHECK(L.config.grid[0] == 64u * 12);  // every tile of 128 x 256; the launch takes fewer
-  kiln::detail::LoadedKernel loaded;
-  loaded.max_dynamic_shared = 227 * 1024;
-  loaded.sm_count = 132;
-  CHECK(loaded.config_for(L).grid[0] == 132);
-  loaded.sm_count = 0;  // offline: nothing to clamp to
-  CHECK(loaded.config_for(L).grid[0] == 64u * 12);
-  // A split of K: a block per tile and range of K, summed in its cluster.
-  kiln::GemmTunables split;
-  split.split = 4;
-  const kiln::KernelLaunch S = kiln::specialize_gemm(k, "matmul_bf16", split);
-  CHECK_FALSE(S.config.persistent);
-  loaded.sm_count = 132;
-  CHECK(loaded.config_for(S).grid[0] == 64u * 12);
-  // Every GEMM kernel waits for the kernel before it, so it may launch early (sm_90 and later),
-  // unless it runs in clusters.
-  CHECK(L.config.programmatic);
-  CHECK_FALSE(S.config.programmatic);
-  k.a = desc({4, 1024}, DType::bf16);  // the few-row path
-  k.outputs = {desc({4, 3072}, DType::bf16)};
-  const kiln::KernelLaunch few = kiln::specialize_gemm(k, "matmul_bf16");
-  CHECK(few.spec.name.find("__rows") != std::string::npos);
-  CHECK(few.config.programmatic == !few.config.clustered());
-  k.arch = "sm_80";
-  CHECK_FALSE(kiln::specialize_gemm(k, "matmul_bf16").config.programmatic);
 }
