@@ -37,9 +37,9 @@ KernelGraph::KernelGraph(const std::vector<GraphLaunch>& launches) {
     // A kernel that waits for the one before it itself (LaunchConfig::programmatic) hangs from
     // it by a programmatic edge: it may start while that one ends.
     const bool early = launches[i].config.programmatic && !nodes_.empty();
+    const bool after = !nodes_.empty() && !early;  // an ordinary edge from the one before
     KILN_CU_CHECK(
-        d.cuGraphAddKernelNode(&node, g, nodes_.empty() || early ? nullptr : &nodes_.back(),
-                               nodes_.empty() || early ? 0 : 1, &p),
+        d.cuGraphAddKernelNode(&node, g, after ? &nodes_.back() : nullptr, after ? 1 : 0, &p),
         fmt::format("kernel {} of a plan's CUDA graph", i));
     if (early) {
       CUgraphEdgeData edge{};

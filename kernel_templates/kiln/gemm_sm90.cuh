@@ -109,6 +109,42 @@ __device__ __forceinline__ void products(float (&acc)[BN / 2], const R& ring, in
   if (ktiles > 0 && tid % 128 == 0) tma::arrive(&ring.empty[(it0 + ktiles - 1) % Stages]);
 }
 
+/// This thread's accumulator fragments of n8 steps j0..j0 + NJ (wgmma's: columns 8j + 2t and
+/// + 1 of rows r and r + 8) into `tile` (`Ld` floats a row), step j0 at column 0.
+template <int NJ, int Ld, int N>
+__device__ __forceinline__ void stage_fragments(float* tile, const float (&acc)[N], int j0, int r,
+                                                int t) {
+#pragma unroll
+  for (int j = 0; j < NJ; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int at = 4 * (j0 + j) + 2 * h;
+      *reinterpret_cast<float2*>(tile + (r + 8 * h) * Ld + 8 * j + 2 * t) =
+          make_float2(acc[at], acc[at + 1]);
+    }
+}
+
+/// The epilogue from an accumulator tile staged in shared memory (`Ld` floats a row; Split > 1:
+/// summed over the cluster): rows r0..r0 + R of the tile, its first C columns, V columns a
+/// thread of `Threads` from `me`, along rows so that loads and stores coalesce. `rows` and
+/// `cols`: how many of the tile's rows and columns lie in C; the tile's (0, 0) is C's (m0, n0).
+template <class T, class Epi, bool Bias, int V, int R, int C, int Ld, int Threads, int Split,
+          class A>
+__device__ __forceinline__ void epilogue_rows(const A& args, const float* tile, int r0, int rows,
+                                              int cols, int m0, int n0, int me) {
+  constexpr int kVecs = C / V;
+  const long long bi[kBatchDims] = {0, 0, 0, 0};
+#pragma unroll 1
+  for (int e = me; e < R * kVecs; e += Threads) {
+    const int r = r0 + e / kVecs, col = e % kVecs * V;
+    if (r >= rows || col >= cols) continue;
+    float v[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[i] = tile_sum<Split>(tile, r * Ld + col + i);
+    epilogue_at<T, Epi, Bias, V>(args, bi, m0 + r, n0 + col, v);
+  }
+}
+
 /// The epilogue of consumer group `c`'s 64 rows, kChunk columns at a time: its fragments
 /// (wgmma's: per n8 step j, columns 8j + 2t and + 1 of rows r and r + 8) into the group's own
 /// staging area `stage` (the ring stays the producer's, already loading the next tile), then
@@ -117,8 +153,7 @@ __device__ __forceinline__ void products(float (&acc)[BN / 2], const R& ring, in
 template <class T, class Epi, bool Bias, int BN, int V, class A>
 __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc)[BN / 2],
                                                 float* stage, int m0, int n0, int c, int tid) {
-  constexpr int kChunk = 32, kLd = kChunk + 8, kVecs = kChunk / V;
-  const long long bi[kBatchDims] = {0, 0, 0, 0};
+  constexpr int kChunk = 32, kLd = kChunk + 8;
   const int me = tid % 128, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int r = me / 32 * 16 + g;  // this thread's rows r, r + 8 of the group's 64
   const int rows = min(args.m - m0 - c * 64, 64);
@@ -126,24 +161,10 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
   for (int q = 0; q < BN / kChunk; ++q) {
     const int cols = min(args.n - n0 - q * kChunk, kChunk);
     asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the last chunk's reads done
-#pragma unroll
-    for (int j = 0; j < kChunk / 8; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int at = 4 * (q * kChunk / 8 + j) + 2 * h;
-        *reinterpret_cast<float2*>(stage + (r + 8 * h) * kLd + 8 * j + 2 * t) =
-            make_float2(acc[at], acc[at + 1]);
-      }
+    stage_fragments<kChunk / 8, kLd>(stage, acc, q * kChunk / 8, r, t);
     asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
-#pragma unroll 1
-    for (int e = me; e < 64 * kVecs; e += 128) {
-      const int row = e / kVecs, col = e % kVecs * V;
-      if (row >= rows || col >= cols) continue;
-      float v[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) v[i] = stage[row * kLd + col + i];
-      epilogue_at<T, Epi, Bias, V>(args, bi, m0 + c * 64 + row, n0 + q * kChunk + col, v);
-    }
+    epilogue_rows<T, Epi, Bias, V, 64, kChunk, kLd, 128, 1>(args, stage, 0, rows, cols, m0 + c * 64,
+                                                            n0 + q * kChunk, me);
   }
 }
 
@@ -159,27 +180,13 @@ __device__ __forceinline__ void cluster_epilogue(const A& args, const float (&ac
   if (group > 0) {
     const int lane = tid & 31, warp = (tid / 32) % 4, g = lane >> 2, t = lane & 3;
     const int r = (group - 1) * 64 + warp * 16 + g;
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        *reinterpret_cast<float2*>(tile + (r + 8 * h) * kLd + 8 * j + 2 * t) =
-            make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+    stage_fragments<BN / 8, kLd>(tile, acc, 0, r, t);
   }
   split_barrier<Split, true>();
-  const long long bi[kBatchDims] = {0, 0, 0, 0};
   const int rows = min(args.m - m0, BM), cols = min(args.n - n0, BN);
   const int r0 = int(blockIdx.z) * (BM / Split);
-  constexpr int kVecs = BN / V;
-#pragma unroll 1
-  for (int e = tid; e < BM / Split * kVecs; e += kThreads) {
-    const int r = r0 + e / kVecs, col = e % kVecs * V;
-    if (r >= rows || col >= cols) continue;
-    float v[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) v[i] = tile_sum<Split>(tile, r * kLd + col + i);
-    epilogue_at<T, Epi, Bias, V>(args, bi, m0 + r, n0 + col, v);
-  }
+  epilogue_rows<T, Epi, Bias, V, BM / Split, BN, kLd, kThreads, Split>(args, tile, r0, rows, cols,
+                                                                       m0, n0, tid);
   split_barrier<Split, false>();  // every block's tile is read before any block exits
 }
 #endif
