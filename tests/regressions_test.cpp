@@ -67,7 +67,7 @@ TEST_CASE("sanitize graphs: each splits its rows between the blocks of a cluster
   CHECK(registers_kept == int(files.size()));
 }
 
-TEST_CASE("GEMM sanitize graphs: each is one wgmma kernel on sm_90a, f32 ones split along K") {
+TEST_CASE("GEMM sanitize graphs: each is one wgmma kernel on sm_90a, the f32 split one along K") {
   // device-test.sh sanity runs these under racecheck and memcheck: the f32 stages split in
   // shared memory before wgmma reads them (gemm_sm90.cuh), the DSMEM sum of a split, the
   // column windows of several outputs (QKV), and persistent blocks of more than one tile each
@@ -81,8 +81,10 @@ TEST_CASE("GEMM sanitize graphs: each is one wgmma kernel on sm_90a, f32 ones sp
     const auto kernels = plan.kernels("sm_90a");
     REQUIRE(kernels.size() == 1);
     CHECK(kernels[0].name.find("__wg128x") != std::string::npos);
-    if (path.find("_f32_") != std::string::npos)
+    if (path.find("_f32_split_") != std::string::npos)
       CHECK(std::regex_search(kernels[0].name, std::regex("s4k[24]_kk")));
+    else if (path.find("_f32_") != std::string::npos)  // exact, persistent, 64 columns a tile
+      CHECK(kernels[0].name.find("__wg128x64s4_kk") != std::string::npos);
     for (const auto& k : plan.compile(e)) CHECK(k.spill_bytes == 0);
   }
 }

@@ -237,7 +237,7 @@ Space gemm_space(const KernelLaunch& base) {
     GemmTunables d;
     d.bn = fallback.at("bn"), d.stages = fallback.at("stages"), d.split = fallback.at("split");
     const bool exact = base.config.shared == unsigned(wgmma_shared_bytes(d, true));
-    s.tunables = {{"bn", exact ? std::vector<int>{128} : std::vector<int>{128, 256}},
+    s.tunables = {{"bn", exact ? std::vector<int>{64, 128} : std::vector<int>{64, 128, 256}},
                   {"stages", {3, 4, 5, 6}},
                   {"wgmma", {1}},
                   {"split", {1, 2, 4, 8}}};

@@ -29,6 +29,27 @@ TensorView rows_view(std::uint64_t data, std::int64_t outer, std::int64_t inner,
   return v;
 }
 
+// 64 columns where N fits them, or where an exact product has 16 or fewer tiles 128 wide, which
+// split or not leave most SMs idle (M = 1024, N = 256, K = 4096: 16 tiles; at bn 64 and split 2,
+// 64 blocks); else 256 for f16 and bf16 products of 256 or more each way, 128 otherwise.
+int default_wgmma_bn(const GemmProblem& p, bool exact) {
+  const std::int64_t tiles128 = (p.m + kRows - 1) / kRows * ((p.n + 127) / 128);
+  if (p.n <= 64 || (exact && tiles128 * 4 * 2 <= kGemmSms)) return 64;
+  return p.n >= 256 && p.m >= 256 && !exact ? 256 : 128;
+}
+
+// An exact product splits K between the blocks of a cluster (2 or 4) while the blocks stay within
+// half the SMs and each keeps 8 stages or more: a cluster needs all its SMs in one GPC at once,
+// and on an H100 more than about 64 blocks in clusters of 4 no longer start in one wave (M =
+// 1024, N = 256, K = 4096 at bn 64: 69.6 µs split 4, 55.7 split 2; 8 tiles of K = 256: split 1
+// fastest). For f16 and bf16, the products with few tiles are bound by reading B, which a split
+// does not shorten (M = 16, N = K = 4096: 34.6 µs unsplit, 37.6 split in 4).
+int exact_split(std::int64_t tiles, std::int64_t ktiles) {
+  int split = 1;
+  while (split < 4 && tiles * split * 2 <= kGemmSms / 2 && ktiles >= 8 * split * 2) split *= 2;
+  return split;
+}
+
 }  // namespace
 
 // A stage holds 128 bytes of K per row of A and B; an exact f32 product (three TF32 products
@@ -36,7 +57,8 @@ TensorView rows_view(std::uint64_t data, std::int64_t outer, std::int64_t inner,
 // rows, 32 + 8 floats wide (gemm_sm90.cuh); a split's whole tile passes through the ring
 // instead. Plus 1024 bytes: the ring's alignment.
 int wgmma_shared_bytes(const GemmTunables& t, bool exact) {
-  const int ring = t.stages * (kRows + t.bn * (exact ? 2 : 1)) * kRowBytes + 16 * t.stages;
+  const int barriers = (exact ? 3 : 2) * 8 * t.stages;  // full, empty (and split) per stage
+  const int ring = t.stages * (kRows + t.bn * (exact ? 2 : 1)) * kRowBytes + barriers;
   if (t.split > 1) return std::max(ring, kRows * (t.bn + 8) * 4) + 1024;
   return ring + 2 * 64 * (32 + 8) * 4 + 1024;
 }
@@ -51,9 +73,9 @@ bool wgmma_fits(const GemmKernel& k, const GemmProblem& p) {
 }
 
 std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact) {
-  if (t.bn != 128 && t.bn != 256)
-    return fmt::format("bn {}: the wgmma path takes 128 or 256", t.bn);
-  if (exact && t.bn != 128) return fmt::format("bn {}: an exact f32 product takes 128", t.bn);
+  if (t.bn != 64 && t.bn != 128 && t.bn != 256)
+    return fmt::format("bn {}: the wgmma path takes 64, 128 or 256", t.bn);
+  if (exact && t.bn == 256) return fmt::format("bn {}: an exact f32 product takes 64 or 128", t.bn);
   if (t.bm || t.warps_m || t.warps_n)
     return "bm, warps_m and warps_n are the mma.sync path's (the wgmma path's tile has 128 rows)";
   if (std::string why = reject_split(t.split ? t.split : 1, true); !why.empty()) return why;
@@ -67,16 +89,11 @@ std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool ex
 KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
                               GemmTunables t) {
   const bool exact = exact_f32(k);
-  if (!t.bn) t.bn = p.n >= 256 && p.m >= 256 && !exact ? 256 : 128;
+  if (!t.bn) t.bn = default_wgmma_bn(p, exact);
   if (!t.stages) t.stages = 4;
   const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + t.bn - 1) / t.bn);
   const int depth = kRowBytes / int(size_of(k.a.dtype));  // elements of K a stage
-  // Split K by default where each block's work is three products per term, in at most 4 (M =
-  // 1024, N = 256, K = 4096: 69.6 µs in 4, 100.5 in 8, 188 unsplit); for f16/bf16 the products
-  // with few tiles are bound by reading B, which a split does not shorten (M = 16, N = K =
-  // 4096: 34.6 µs unsplit, 37.6 split in 4).
-  if (!t.split)
-    t.split = exact ? std::min(4, default_split(tiles, (p.k + depth - 1) / depth, true)) : 1;
+  if (!t.split) t.split = exact ? exact_split(tiles, (p.k + depth - 1) / depth) : 1;
   t.wgmma = 1;
   if (std::string why = reject_wgmma_tunables(t, 227 * 1024, exact); !why.empty())
     throw ArgumentError(fmt::format("{}: bad GEMM tunables: {}", stem, why));

@@ -1,9 +1,10 @@
 #pragma once
 // The GEMM template for sm_90a: one warp of a producer warpgroup loads tiles of A and B with TMA
 // into a ring of Stages shared-memory stages (128-byte swizzled, as wgmma reads them); two
-// consumer warpgroups each multiply 64 rows of the block's 128 x BN tile with wgmma, keeping one
-// stage's products in flight and releasing the stage before it (full and empty mbarriers per
-// stage).
+// consumer warpgroups each multiply 64 rows of the block's 128 x BN tile (BN 64, 128 or 256)
+// with wgmma, keeping one stage's products in flight and releasing the stage before it (full and
+// empty mbarriers per stage). For an exact f32 product, the producer group's other three warps
+// write each landed stage's B rest (a split mbarrier per stage).
 //
 // Split 1: persistent blocks, at most one per SM (the launch clamps the grid: LaunchConfig::
 // persistent), each walking the tiles blockIdx.x, + gridDim.x, ... The ring's uses are numbered
@@ -31,15 +32,18 @@ namespace kiln::gemm {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /// The ring of gemm_sm90: a stage holds 128 bytes of K per row of A (128 rows) and of B (BN
-/// rows), and for Exact B's rest after B; then the full and empty barriers of each stage.
+/// rows), and for Exact B's rest after B; then the full and empty barriers of each stage, and
+/// for Exact its split barriers (B's rest written).
 template <class T, int BN, int Stages, bool Exact>
 struct Ring {
   static constexpr int kRows = 128, kDepth = 128 / int(sizeof(T));  // K per stage
   static constexpr int kTileA = kRows * 128, kTileB = BN * 128, kLoad = kTileA + kTileB;
   static constexpr int kStage = Exact ? kLoad + kTileB : kLoad;
+  static constexpr int kBarriers = Exact ? 3 : 2;  // per stage
   unsigned char* smem;
   unsigned long long* full;
   unsigned long long* empty;
+  unsigned long long* split;
 
   __device__ __forceinline__ unsigned char* stage(int it) const {
     return smem + it % Stages * kStage;
@@ -198,17 +202,17 @@ __global__ void __launch_bounds__(384, 1)
               const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using R = Ring<T, BN, Stages, Exact>;
-  static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0 && BN == 128),
-                "Exact: f32, both K-major, BN 128");
-  static_assert(BN == 128 || BN == 256, "BN 128 or 256");
+  static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0 && BN <= 128),
+                "Exact: f32, both K-major, BN 64 or 128");
+  static_assert(BN == 64 || BN == 128 || BN == 256, "BN 64, 128 or 256");
   static_assert(Split >= 1 && R::kRows % Split == 0, "a split of the tile's rows");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
   unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + Stages * R::kStage);
-  const R ring{smem, full, full + Stages};
+  const R ring{smem, full, full + Stages, full + 2 * Stages};
   // Split 1: each consumer group's staging area for its epilogue, 64 rows of 32 + 8 floats.
-  float* staging = reinterpret_cast<float*>(full + 2 * Stages);
+  float* staging = reinterpret_cast<float*>(full + R::kBarriers * Stages);
 
   const int tid = threadIdx.x, group = tid / 128, K = args.k;
   Work w;
@@ -223,6 +227,7 @@ __global__ void __launch_bounds__(384, 1)
     for (int s = 0; s < Stages; ++s) {
       tma::barrier_init(&ring.full[s], 1);
       tma::barrier_init(&ring.empty[s], 2);
+      if constexpr (Exact) tma::barrier_init(&ring.split[s], 96);
     }
   }
   __syncthreads();
@@ -235,6 +240,12 @@ __global__ void __launch_bounds__(384, 1)
     // A split's epilogue runs on every thread: its registers stay at 168 for all.
     if constexpr (Split == 1) wgmma::registers_down<40>();
     if (tid == 0) produce<R, BN, Stages, BTrans>(ring, &map_a, &map_b, w, K);
+    if constexpr (Exact) {
+      const int tiles = w.tiles_m * w.tiles_n - int(blockIdx.x);
+      if (tid >= 32 && tiles > 0)
+        split_stages<R::kTileB, Stages, R::kStage, R::kTileA>(
+            smem, ring.full, ring.split, (tiles + gridDim.x - 1) / gridDim.x * w.padded, tid - 32);
+    }
   } else {
     if constexpr (Split == 1) wgmma::registers_up<232>();
     int it = 0;
@@ -244,8 +255,8 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
       if constexpr (Exact)
-        exact_products<Stages, R::kStage, R::kTileA, R::kTileB>(acc, smem, ring.full, ring.empty,
-                                                                it, w.padded, group - 1, tid);
+        exact_products<BN, Stages, R::kStage, R::kTileA, R::kTileB>(
+            acc, smem, {ring.full, ring.split, ring.empty}, it, w.padded, group - 1, tid);
       else
         products<T, R, BN, Stages, BTrans>(acc, ring, it, w.ktiles, group - 1, tid);
       it += w.padded;

@@ -3,8 +3,9 @@
 // products per term, lo(a) hi(b) + hi(a) lo(b) + hi(a) hi(b), where hi is a word with its low 13
 // bits cleared (the TF32 value the tensor core reads from the word itself: it drops those bits)
 // and lo = x - hi, exact in f32. A's fragments come from shared memory into registers, where
-// each thread splits its own; B's rest is written beside B in the stage by the 256 consumer
-// threads. wgmma then reads only B from shared memory (the RS form), three times.
+// each thread splits its own; B's rest is written beside B in the stage by three warps of the
+// producer group, which otherwise idle (the consumers wait for it on the stage's split barrier).
+// wgmma then reads only B from shared memory (the RS form), three times.
 // A stage: A (128 rows of 128 bytes), B (BN rows), B's rest (BN rows).
 
 #include <kiln/tma.cuh>
@@ -12,24 +13,35 @@
 
 namespace kiln::gemm {
 
+/// A stage's barriers: its copies landed (full), B's rest written (split), both consumer groups
+/// done with it (empty).
+struct ExactBarriers {
+  unsigned long long *full, *split, *empty;
+};
+
 __device__ __forceinline__ float tf32_rest(float x) {
   return x - __uint_as_float(__float_as_uint(x) & 0xffffe000u);
 }
 
-/// B's rest, `Bytes` after B, by the 256 consumer threads (`t` of them); then the async proxy
-/// (wgmma) may read it, once all of them pass the consumers' barrier.
-template <int Bytes>
-__device__ __forceinline__ void split_b(unsigned char* b, int t) {
-  const float4* x4 = reinterpret_cast<const float4*>(b);
-  float4* lo = reinterpret_cast<float4*>(b + Bytes);
-  static_assert(Bytes % (16 * 256) == 0, "whole float4s for every thread");
-#pragma unroll  // straight code, no loop on t: a branch here makes ptxas serialize the products
-  for (int j = 0; j < Bytes / (16 * 256); ++j) {
-    const float4 x = x4[t + 256 * j];
-    lo[t + 256 * j] = make_float4(tf32_rest(x.x), tf32_rest(x.y), tf32_rest(x.z), tf32_rest(x.w));
+/// B's rest, `Bytes` after B in each stage, by the producer group's warps 1 to 3 (`t` of 96)
+/// while the consumers multiply: the block's `uses` of the ring in order, each once its copies
+/// landed; then the async proxy (wgmma) may read it, and the stage's `split` barrier says so.
+template <int Bytes, int Stages, int kStage, int kTileA>
+__device__ __forceinline__ void split_stages(unsigned char* smem, unsigned long long* full,
+                                             unsigned long long* split, int uses, int t) {
+  for (int it = 0; it < uses; ++it) {
+    const int s = it % Stages;
+    tma::barrier_wait(&full[s], (it / Stages) & 1);
+    const float4* x4 = reinterpret_cast<const float4*>(smem + s * kStage + kTileA);
+    float4* lo = reinterpret_cast<float4*>(smem + s * kStage + kTileA + Bytes);
+#pragma unroll 2
+    for (int j = t; j < Bytes / 16; j += 96) {
+      const float4 x = x4[j];
+      lo[j] = make_float4(tf32_rest(x.x), tf32_rest(x.y), tf32_rest(x.z), tf32_rest(x.w));
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    tma::arrive(&split[s]);
   }
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  asm volatile("bar.sync 1, 256;" ::: "memory");
 }
 
 /// This thread's words of A for k8 step `kk`: rows r and r + 8, columns 8 kk + t and + 4 of the
@@ -47,13 +59,13 @@ __device__ __forceinline__ void a_words(unsigned (&f)[4], const unsigned char* a
 /// Stage `kt` of the consumer group's products (registers of parity P for A's words), the ring's
 /// use `it0 + kt`: waits for its copies, splits, issues its products, then waits for the stage
 /// before and releases it.
-template <int P, int Stages, int kStage, int kTileA, int kTileB>
-__device__ __forceinline__ void exact_stage(float (&acc)[64], unsigned (&hi)[2][4][4],
+template <int P, int BN, int Stages, int kStage, int kTileA, int kTileB>
+__device__ __forceinline__ void exact_stage(float (&acc)[BN / 2], unsigned (&hi)[2][4][4],
                                             unsigned (&lo)[2][4][4], unsigned char* smem,
-                                            unsigned long long* full, unsigned long long* empty,
-                                            int it0, int kt, int r, int t, int tid) {
+                                            const ExactBarriers& bars, int it0, int kt, int r,
+                                            int t, int tid) {
   const int it = it0 + kt, s = it % Stages;
-  tma::barrier_wait(&full[s], (it / Stages) & 1);
+  tma::barrier_wait(&bars.full[s], (it / Stages) & 1);
   unsigned char* st = smem + s * kStage;
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
@@ -62,43 +74,42 @@ __device__ __forceinline__ void exact_stage(float (&acc)[64], unsigned (&hi)[2][
     for (int i = 0; i < 4; ++i)
       lo[P][kk][i] = __float_as_uint(tf32_rest(__uint_as_float(hi[P][kk][i])));
   }
-  split_b<kTileB>(st + kTileA, tid - 128);
+  tma::barrier_wait(&bars.split[s], (it / Stages) & 1);  // B's rest is there
   wgmma::fence();
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
     const unsigned long long b = wgmma::descriptor(st + kTileA + kk * 32, 16, 1024);
     const unsigned long long b_lo = wgmma::descriptor(st + kTileA + kTileB + kk * 32, 16, 1024);
-    wgmma::WgmmaTf32Rs::run(acc, lo[P][kk], b, 1);  // the small terms first
-    wgmma::WgmmaTf32Rs::run(acc, hi[P][kk], b_lo, 1);
-    wgmma::WgmmaTf32Rs::run(acc, hi[P][kk], b, 1);
+    wgmma::WgmmaTf32Rs<BN>::run(acc, lo[P][kk], b, 1);  // the small terms first
+    wgmma::WgmmaTf32Rs<BN>::run(acc, hi[P][kk], b_lo, 1);
+    wgmma::WgmmaTf32Rs<BN>::run(acc, hi[P][kk], b, 1);
   }
   wgmma::commit();
   wgmma::wait<1>();  // the stage before is done: its registers and its stage are free
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) wgmma::hold(hi[1 - P][kk]), wgmma::hold(lo[1 - P][kk]);
-  if (kt > 0 && tid % 128 == 0) tma::arrive(&empty[(it - 1) % Stages]);
+  if (kt > 0 && tid % 128 == 0) tma::arrive(&bars.empty[(it - 1) % Stages]);
 }
 
 /// The consumer group `c`'s products over `ktiles` stages of the ring (an even count: the
 /// producer pads an odd one with a stage of zeros), the ring's uses it0.., into `acc` (its 64
-/// rows of the block's 128 x 128 tile): one stage's products in flight, the stage before
+/// rows of the block's 128 x BN tile): one stage's products in flight, the stage before
 /// released, and the last released at the end.
 /// A's registers alternate between two sets by stage so that those of the stage in flight hold.
-template <int Stages, int kStage, int kTileA, int kTileB>
-__device__ __forceinline__ void exact_products(float (&acc)[64], unsigned char* smem,
-                                               unsigned long long* full, unsigned long long* empty,
-                                               int it0, int ktiles, int c, int tid) {
+template <int BN, int Stages, int kStage, int kTileA, int kTileB>
+__device__ __forceinline__ void exact_products(float (&acc)[BN / 2], unsigned char* smem,
+                                               const ExactBarriers& bars, int it0, int ktiles,
+                                               int c, int tid) {
   unsigned hi[2][4][4] = {}, lo[2][4][4] = {};  // per parity and k8 step: A's words, their rests
   const int lane = tid & 31, r = c * 64 + (tid / 32) % 4 * 16 + (lane >> 2), t = lane & 3;
   for (int kt = 0; kt < ktiles; kt += 2) {  // an even count: a stage under a branch would make
                                             // ptxas serialize every product
-    exact_stage<0, Stages, kStage, kTileA, kTileB>(acc, hi, lo, smem, full, empty, it0, kt, r, t,
-                                                   tid);
-    exact_stage<1, Stages, kStage, kTileA, kTileB>(acc, hi, lo, smem, full, empty, it0, kt + 1, r,
-                                                   t, tid);
+    exact_stage<0, BN, Stages, kStage, kTileA, kTileB>(acc, hi, lo, smem, bars, it0, kt, r, t, tid);
+    exact_stage<1, BN, Stages, kStage, kTileA, kTileB>(acc, hi, lo, smem, bars, it0, kt + 1, r, t,
+                                                       tid);
   }
   wgmma::wait<0>();
-  if (ktiles > 0 && tid % 128 == 0) tma::arrive(&empty[(it0 + ktiles - 1) % Stages]);
+  if (ktiles > 0 && tid % 128 == 0) tma::arrive(&bars.empty[(it0 + ktiles - 1) % Stages]);
 #pragma unroll
   for (int p = 0; p < 2; ++p)
 #pragma unroll

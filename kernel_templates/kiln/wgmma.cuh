@@ -36,11 +36,14 @@ struct Wgmma;
 #define KILN_WGMMA_D8(i)                                                                      \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
-#define KILN_WGMMA_D64(i)                                                               \
-  KILN_WGMMA_D8(i), KILN_WGMMA_D8(i + 8), KILN_WGMMA_D8(i + 16), KILN_WGMMA_D8(i + 24), \
-      KILN_WGMMA_D8(i + 32), KILN_WGMMA_D8(i + 40), KILN_WGMMA_D8(i + 48), KILN_WGMMA_D8(i + 56)
+#define KILN_WGMMA_D32(i) \
+  KILN_WGMMA_D8(i), KILN_WGMMA_D8(i + 8), KILN_WGMMA_D8(i + 16), KILN_WGMMA_D8(i + 24)
+#define KILN_WGMMA_D64(i) KILN_WGMMA_D32(i), KILN_WGMMA_D32(i + 32)
 
-// The accumulators' operand lists of m64n128 (64 floats) and m64n256 (128).
+// The accumulators' operand lists of m64n64 (32 floats), m64n128 (64) and m64n256 (128).
+#define KILN_WGMMA_R32                                                                             \
+  "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25," \
+  "%26,%27,%28,%29,%30,%31"
 #define KILN_WGMMA_R64                                                                             \
   "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25," \
   "%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%"  \
@@ -69,6 +72,8 @@ struct Wgmma;
     }                                                                                              \
   };
 
+KILN_WGMMA(half, "f16", 64, 32, KILN_WGMMA_R32, "%32", "%33", "%34", "%35", KILN_WGMMA_D32(0))
+KILN_WGMMA(bf16, "bf16", 64, 32, KILN_WGMMA_R32, "%32", "%33", "%34", "%35", KILN_WGMMA_D32(0))
 KILN_WGMMA(half, "f16", 128, 64, KILN_WGMMA_R64, "%64", "%65", "%66", "%67", KILN_WGMMA_D64(0))
 KILN_WGMMA(bf16, "bf16", 128, 64, KILN_WGMMA_R64, "%64", "%65", "%66", "%67", KILN_WGMMA_D64(0))
 KILN_WGMMA(half, "f16", 256, 128, KILN_WGMMA_R128, "%128", "%129", "%130", "%131",
@@ -93,24 +98,33 @@ KILN_WGMMA(bf16, "bf16", 256, 128, KILN_WGMMA_R128, "%128", "%129", "%130", "%13
     }                                                                                              \
   };
 
+KILN_WGMMA_TF32(64, 32, KILN_WGMMA_R32, "%32", "%33", "%34", KILN_WGMMA_D32(0))
 KILN_WGMMA_TF32(128, 64, KILN_WGMMA_R64, "%64", "%65", "%66", KILN_WGMMA_D64(0))
 KILN_WGMMA_TF32(256, 128, KILN_WGMMA_R128, "%128", "%129", "%130", KILN_WGMMA_D64(0),
                 KILN_WGMMA_D64(64))
 
-/// D (64 x 128) += A (64 x 8, TF32 words in registers: this thread's rows g and g + 8 of its
-/// warp's 16, columns t and t + 4, as mma.sync's m16n8k8) * B (8 x 128, K-major in shared memory).
+/// D (64 x N) += A (64 x 8, TF32 words in registers: this thread's rows g and g + 8 of its
+/// warp's 16, columns t and t + 4, as mma.sync's m16n8k8) * B (8 x N, K-major in shared memory).
 /// The registers must hold still until a wait_group covers the product.
-struct WgmmaTf32Rs {
-  __device__ __forceinline__ static void run(float (&d)[64], const unsigned (&a)[4],
-                                             unsigned long long b, int accumulate) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" KILN_WGMMA_R64
-        "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-        : KILN_WGMMA_D64(0)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
-  }
-};
+template <int N>
+struct WgmmaTf32Rs;
+
+#define KILN_WGMMA_TF32_RS(N, R, REGS, A0, B, SCALE, ...)                                    \
+  template <>                                                                                \
+  struct WgmmaTf32Rs<N> {                                                                    \
+    __device__ __forceinline__ static void run(float (&d)[R], const unsigned (&a)[4],        \
+                                               unsigned long long b, int accumulate) {       \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE                                 \
+                   ", 0;\n"                                                                  \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {" REGS "}, " A0 \
+                   ", " B ", p, 1, 1;\n}\n"                                                  \
+                   : __VA_ARGS__                                                             \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));   \
+    }                                                                                        \
+  };
+
+KILN_WGMMA_TF32_RS(64, 32, KILN_WGMMA_R32, "{%32, %33, %34, %35}", "%36", "%37", KILN_WGMMA_D32(0))
+KILN_WGMMA_TF32_RS(128, 64, KILN_WGMMA_R64, "{%64, %65, %66, %67}", "%68", "%69", KILN_WGMMA_D64(0))
 
 /// Keeps `r` live, in its registers, up to this point (a product may still read them): a use,
 /// not a definition, which would make ptxas serialize the products around it.
@@ -130,11 +144,14 @@ __device__ __forceinline__ void registers_up() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
 }
 
+#undef KILN_WGMMA_TF32_RS
 #undef KILN_WGMMA_TF32
 #undef KILN_WGMMA
 #undef KILN_WGMMA_R128
 #undef KILN_WGMMA_R64
+#undef KILN_WGMMA_R32
 #undef KILN_WGMMA_D64
+#undef KILN_WGMMA_D32
 #undef KILN_WGMMA_D8
 
 }  // namespace kiln::wgmma

@@ -332,3 +332,45 @@ TEST_CASE("gpu: persistent blocks take several tiles each: edges, epilogues and 
     }
   }
 }
+
+TEST_CASE("gpu: the wgmma path at every tile width and split, as a tuning record sets it" *
+          doctest::skip(!kiln::test::has_gpu() || !kiln::test::has_arch(9))) {
+  // bf16 with B along K (linear) and along N (matmul), exact f32 (bn 64 or 128); bias and gelu;
+  // 300 x 200 x 264 cuts every tile edge and K's last stage; each split in clusters of 4.
+  struct Case {
+    DType t;
+    bool linear;
+    std::vector<int> widths;
+  };
+  const std::vector<Case> cases = {{DType::bf16, true, {64, 128, 256}},
+                                   {DType::bf16, false, {64, 128, 256}},
+                                   {DType::f32, true, {64, 128}}};
+  auto rng = kiln::test::make_rng(71);
+  for (const Case& c : cases) {
+    const std::int64_t M = 300, N = 200, K = 264;
+    Graph g;
+    const auto x = g.input("x", {M, K}, c.t);
+    const auto w = c.linear ? g.input("w", {N, K}, c.t) : g.input("w", {K, N}, c.t);
+    const auto h = c.linear ? kiln::apply("linear", {x, w, g.input("b", {N}, c.t)})
+                            : kiln::apply("matmul", {x, w});
+    g.output(kiln::gelu(h), "y");
+    const std::string signature = kiln::compiler::spec_id(kiln::plan_specs(g).at(0));
+    for (int bn : c.widths)
+      for (int split : {1, 4}) {
+        CAPTURE(fmt::format("{} {} bn {} split {}", kiln::name_of(c.t), c.linear, bn, split));
+        kiln::test::TempDir dir;
+        kiln::EngineOptions o;
+        o.cache_dir = dir.path();
+        const std::string gpu = kiln::Engine(o).device_name();
+        kiln::cache::TuningDb db(gpu);
+        db.put(kiln::test::tuning_record(
+            gpu, signature, {{"bn", bn}, {"stages", 3}, {"wgmma", 1}, {"split", split}}, 1));
+        db.save(dir.path());
+        kiln::Engine e(o);
+        for (const auto& f : kiln::test::check_on_gpu(e, g, rng)) FAIL_CHECK(f);
+        REQUIRE(e.kernels().size() == 1);
+        CHECK(e.kernels()[0].name.find(fmt::format("__wg128x{}s3{}_", bn,
+                                                   split > 1 ? "k4" : "")) != std::string::npos);
+      }
+  }
+}
