@@ -39,11 +39,10 @@ int default_wgmma_bn(const GemmProblem& p, bool exact) {
 }
 
 // An exact product splits K between the blocks of a cluster (2 or 4) while the blocks stay within
-// half the SMs and each keeps 8 stages or more: a cluster needs all its SMs in one GPC at once,
-// and on an H100 more than about 64 blocks in clusters of 4 no longer start in one wave (M =
-// 1024, N = 256, K = 4096 at bn 64: 69.6 µs split 4, 55.7 split 2; 8 tiles of K = 256: split 1
-// fastest). For f16 and bf16, the products with few tiles are bound by reading B, which a split
-// does not shorten (M = 16, N = K = 4096: 34.6 µs unsplit, 37.6 split in 4).
+// half the SMs and each keeps 8 stages or more: a cluster needs all its blocks in one GPC at once,
+// and on an H100 128 blocks in clusters of 4 did not start in one wave (bench/NOTES.md, session
+// 24). f16 and bf16 products with few tiles are bound by reading B, which a split does not
+// shorten: they do not split by default.
 int exact_split(std::int64_t tiles, std::int64_t ktiles) {
   int split = 1;
   while (split < 4 && tiles * split * 2 <= kGemmSms / 2 && ktiles >= 8 * split * 2) split *= 2;
