@@ -1,6 +1,8 @@
 #pragma once
 // Helpers the benchmark drivers share: random host data, fetching a tensor, comparing outputs
 // (the tuner's own, engine/tuner.hpp).
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -36,6 +38,15 @@ inline int guarded(const char* program, const std::function<int()>& body) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());
     return 1;
   }
+}
+
+/// The engine's compile and cache counters as the last JSON line of a bench's output.
+inline void print_jit_counters(const Engine& e) {
+  const CacheCounters k = e.counters();
+  fmt::print(
+      "{{\"jit\": {{\"compiles\": {}, \"compile_ms\": {:.1f}, \"disk_hits\": {}, \"memory_hits\": "
+      "{}}}}}\n",
+      k.compiles, k.compile_ms, k.disk_hits, k.memory_hits);
 }
 
 inline std::vector<unsigned char> fetch(const Tensor& t) {

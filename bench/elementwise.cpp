@@ -170,11 +170,7 @@ int run(int argc, char** argv) {
         kiln::name_of(t), n, fused_ms * 1e3, 4 * out.bytes(),
         fused_err <= tolerance(t) ? "ok" : "FAIL", fused_err);
   }
-  const kiln::CacheCounters k = e.counters();
-  fmt::print(
-      "{{\"jit\": {{\"compiles\": {}, \"compile_ms\": {:.1f}, \"disk_hits\": {}, \"memory_hits\": "
-      "{}}}}}\n",
-      k.compiles, k.compile_ms, k.disk_hits, k.memory_hits);
+  kiln::bench::print_jit_counters(e);
   return 0;
 }
 

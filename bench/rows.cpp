@@ -133,11 +133,7 @@ int run(int argc, char** argv) {
         worst);
     std::fflush(stdout);
   }
-  const kiln::CacheCounters k = e.counters();
-  fmt::print(
-      "{{\"jit\": {{\"compiles\": {}, \"compile_ms\": {:.1f}, \"disk_hits\": {}, \"memory_hits\": "
-      "{}}}}}\n",
-      k.compiles, k.compile_ms, k.disk_hits, k.memory_hits);
+  kiln::bench::print_jit_counters(e);
   return 0;
 }
 
