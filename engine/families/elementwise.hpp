@@ -19,9 +19,11 @@ namespace kiln {
 
 /// The template's tunables. Zero means the heuristic default.
 struct ElementwiseTunables {
-  static constexpr int kDefaultBlock = 256;
-  static constexpr int kDefaultUnroll =
-      2;           // measured best or within noise of best on H200 (bench/NOTES.md)
+  // One group a thread, 128 threads a block: as fast as any other at 64M elements, and the
+  // most blocks for small grids, where a thread's chain of costly math (pow) is the time
+  // (H100, kiln_bench_variants: bench/NOTES.md, session 24).
+  static constexpr int kDefaultBlock = 128;
+  static constexpr int kDefaultUnroll = 1;
   int block = 0;   ///< threads per block
   int unroll = 0;  ///< groups per thread, all loaded before the first is used
 };

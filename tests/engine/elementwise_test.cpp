@@ -38,7 +38,7 @@ TEST_CASE("contiguous operands coalesce to one dim with 16-byte packs") {
   CHECK(f32.spec.expression.find("kiln::Layout<kiln::Dim<0, 4, 4, 4>>") != std::string::npos);
   CHECK(f32.spec.source.find("kiln::op::Add::apply(x[0], x[1])") != std::string::npos);
   CHECK(f32.groups == 16384);
-  CHECK(f32.config.grid[0] == 32);  // 256 threads x 2 packs per block
+  CHECK(f32.config.grid[0] == 128);  // 128 threads x 1 pack per block
   CHECK_FALSE(f32.index64);
   auto bf16 = spec("silu", view({3, 5, 8}, DType::bf16), {view({3, 5, 8}, DType::bf16)});
   CHECK(bf16.spec.name == "silu_bf16__r1v8");
