@@ -88,6 +88,9 @@ __device__ __forceinline__ void exact_stage(float (&acc)[BN / 2], unsigned (&hi)
   wgmma::wait<1>();  // the stage before is done: its registers and its stage are free
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) wgmma::hold(hi[1 - P][kk]), wgmma::hold(lo[1 - P][kk]);
+  // The stage before goes back to the producer: its A words were loaded into registers and used
+  // before this point, and its B only through wgmma, all complete, so TMA's refill cannot
+  // overwrite anything still unread.
   if (kt > 0 && tid % 128 == 0) tma::arrive(&bars.empty[(it - 1) % Stages]);
 }
 

@@ -44,6 +44,16 @@ TEST_CASE("contiguous operands coalesce to one dim with 16-byte packs") {
   CHECK(bf16.spec.name == "silu_bf16__r1v8");
 }
 
+TEST_CASE("a tensor whose blocks would not fit in a grid is a ShapeError, not a truncated grid") {
+  const std::int64_t n = std::int64_t(1) << 42;  // 2^40 packs of 4: 2^33 blocks of 128
+  CHECK_THROWS_WITH_AS(
+      spec("add", view({n}, DType::f32), {view({n}, DType::f32), view({n}, DType::f32)}),
+      doctest::Contains("more than a grid holds"), kiln::ShapeError);
+  const std::int64_t fits = std::int64_t(1) << 36;
+  CHECK(spec("add", view({fits}, DType::f32), {view({fits}, DType::f32), view({fits}, DType::f32)})
+            .config.grid[0] == unsigned(fits / 4 / 128));
+}
+
 TEST_CASE(
     "the outermost extent is the launch's, not the kernel's: one kernel for every batch size") {
   const auto softmax = [](std::int64_t rows, std::int64_t cols) {

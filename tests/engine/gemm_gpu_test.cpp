@@ -311,6 +311,7 @@ TEST_CASE("gpu: persistent blocks take several tiles each: edges, epilogues and 
           doctest::skip(!kiln::test::has_gpu())) {
   // 18 x 11 tiles of 128 x 256 (f32: 18 x 21 of 128 x 128) on at most one block per SM, each
   // thus one to three tiles with the ring's uses running on from one to the next; every edge cut.
+  // Then 157 x 1 tiles of 128 x 64.
   kiln::Engine e(kiln::test::on_gpu());
   auto rng = kiln::test::make_rng(67);
   const std::int64_t M = 2200, N = 2600, K = 40;
@@ -326,7 +327,12 @@ TEST_CASE("gpu: persistent blocks take several tiles each: edges, epilogues and 
     qkv.output(kiln::slice(y, -1, 0, 1000), "q");
     qkv.output(kiln::slice(y, -1, 1000, 1800), "k");
     qkv.output(kiln::slice(y, -1, 1800, N), "v");
-    for (const Graph* g : {&fused, &qkv}) {
+    Graph narrow;  // 157 tiles 64 columns wide (N <= 64): several a block as well
+    narrow.output(kiln::gelu(kiln::apply(
+                      "linear", {narrow.input("x", {20000, K}, t), narrow.input("w", {48, K}, t),
+                                 narrow.input("b", {48}, t)})),
+                  "y");
+    for (const Graph* g : {&fused, &qkv, &narrow}) {
       REQUIRE(kiln::Plan(*g).kernels("sm_90a").size() == 1);
       for (const auto& f : kiln::test::check_on_gpu(e, *g, rng)) FAIL_CHECK(f);
     }
