@@ -21,7 +21,7 @@ namespace kiln {
 struct ElementwiseTunables {
   // One group a thread, 128 threads a block: as fast as any other at 64M elements, and the
   // most blocks for small grids, where a thread's chain of costly math (pow) is the time
-  // (H100, kiln_bench_variants: bench/NOTES.md, session 24).
+  // (kiln_bench_variants sweeps them).
   static constexpr int kDefaultBlock = 128;
   static constexpr int kDefaultUnroll = 1;
   int block = 0;   ///< threads per block

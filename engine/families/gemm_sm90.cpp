@@ -40,9 +40,9 @@ int default_wgmma_bn(const GemmProblem& p, bool exact) {
 
 // An exact product splits K between the blocks of a cluster (2 or 4) while the blocks stay within
 // half the SMs and each keeps 8 stages or more: a cluster needs all its blocks in one GPC at once,
-// and on an H100 128 blocks in clusters of 4 did not start in one wave (bench/NOTES.md, session
-// 24). f16 and bf16 products with few tiles are bound by reading B, which a split does not
-// shorten: they do not split by default.
+// and an H100's GPCs are unequal, so more blocks in clusters of 4 may not start in one wave. f16
+// and bf16 products with few tiles are bound by reading B, which a split does not shorten: they
+// do not split by default.
 int exact_split(std::int64_t tiles, std::int64_t ktiles) {
   int split = 1;
   while (split < 4 && tiles * split * 2 <= kGemmSms / 2 && ktiles >= 8 * split * 2) split *= 2;
