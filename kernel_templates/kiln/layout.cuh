@@ -36,7 +36,7 @@ struct Unravel<Index, Outermost, Dim<E, S...>, Rest...> {
     static_assert(sizeof...(S) == K, "a Dim needs one stride per operand");
     Unravel<Index, false, Rest...>::run(g, off);  // inner dims first
     Index c = g;
-    if (!Outermost) {
+    if constexpr (!Outermost) {  // the outermost extent may be 0: a dynamic batch
       c = g % Index(E);
       g /= Index(E);
     }
