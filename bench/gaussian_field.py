@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Seed 000's Gaussian field on kiln (build/bin/gaussian_field) beside PyTorch in one device run:
-the forward and forward + backward at each bench size (eager by substitution, eager with
-torch.linalg.solve_triangular where it fits, torch.compile), and the same Adam training from the
-data the app dumps, its final loss against kiln's. Prints the app's JSON lines and tables."""
+the forward and forward + backward at each bench size (eager by substitution, torch.compile of
+it, also with max-autotune, and torch.linalg.solve_triangular once per Gaussian with the points
+as its right-hand sides, and per pair, the seed's form, where it fits), and the same Adam
+training from the data the app dumps, its final loss against kiln's. Prints the app's JSON lines
+and tables. Where the baselines spend their time: bench/gaussian_probe.py."""
 import os
 import sys
 import tempfile
@@ -35,16 +37,6 @@ def field(x, mu, L, w):
     return (w * torch.exp(-0.5 * (z0 * z0 + z1 * z1 + z2 * z2))).sum(-1)
 
 
-def field_inv(x, mu, L, w):
-    """L's inverse first (N small solves), then z = L^-1 d by multiplies only."""
-    A = torch.linalg.solve_triangular(L, torch.eye(3, device=L.device).expand_as(L), upper=False)
-    d = x[:, None, :] - mu[None]
-    z0 = A[:, 0, 0] * d[..., 0]
-    z1 = A[:, 1, 0] * d[..., 0] + A[:, 1, 1] * d[..., 1]
-    z2 = A[:, 2, 0] * d[..., 0] + A[:, 2, 1] * d[..., 1] + A[:, 2, 2] * d[..., 2]
-    return (w * torch.exp(-0.5 * (z0 * z0 + z1 * z1 + z2 * z2))).sum(-1)
-
-
 def field_solve(x, mu, L, w):
     """The seed's form: torch.linalg.solve_triangular per pair."""
     d = (x[:, None, :] - mu[None])[..., None]
@@ -52,7 +44,18 @@ def field_solve(x, mu, L, w):
     return (w * torch.exp(-0.5 * (z * z).sum((-1, -2)))).sum(-1)
 
 
+def field_solve_cols(x, mu, L, w):
+    """torch.linalg.solve_triangular once per Gaussian, the points as its B right-hand sides."""
+    d = x.t()[None] - mu[..., None]
+    z = torch.linalg.solve_triangular(L, d, upper=False)
+    return (w[:, None] * torch.exp(-0.5 * (z * z).sum(1))).sum(0)
+
+
 def timings(N, B):
+    """Median µs of each PyTorch form, forward (no grad) and forward + backward (all four
+    gradients). torch.compile is static per size (dynamic=False): in one process a second size
+    otherwise recompiles with dynamic shapes, and those kernels ran forward + backward 1.6x slower
+    at N=10000 B=20000 (bench/NOTES.md, session 25)."""
     g = torch.Generator(device="cuda").manual_seed(0)
     x = (torch.rand(B, 3, device="cuda", generator=g) * 4 - 2).requires_grad_()
     P = torch.rand(N, 10, device="cuda", generator=g)
@@ -60,8 +63,9 @@ def timings(N, B):
     mu, L, w = (t.detach().clone().requires_grad_() for t in unpack(P, False))
     gf = torch.rand(B, device="cuda", generator=g) * 2 - 1
     out = {}
-    forms = [("eager", field), ("compile", torch.compile(field)),
-             ("compile_inv", torch.compile(field_inv))]
+    forms = [("eager", field), ("compile", torch.compile(field, dynamic=False)),
+             ("autotune", torch.compile(field, dynamic=False, mode="max-autotune-no-cudagraphs")),
+             ("solve_columns", field_solve_cols)]
     if N * B <= 10 ** 6:
         forms.append(("solve_triangular", field_solve))
     for name, fn in forms:
@@ -90,22 +94,23 @@ def train(N, dump):
 def main():
     dump = tempfile.mkdtemp()
     rows, status = run_app(__doc__, "gaussian_field", "--dump", dump)
-    print("| N, B | kiln fwd µs | eager | compile | compile (L^-1) | solve_triangular "
-          "| kiln / best compile | kiln fwd+bwd | eager | compile | compile (L^-1) | solve_triangular "
+    print("| N, B | kiln fwd µs | eager | compile | compile (max-autotune) | solve_triangular "
+          "per Gaussian | per pair | kiln / best compile | kiln fwd+bwd | eager | compile "
+          "| compile (max-autotune) | solve_triangular per Gaussian | per pair "
           "| kiln / best compile | check |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+          "| --- | --- |")
     for r in rows:
         if "forward_us" not in r:
             continue
         t = timings(r["N"], r["B"])
         st = lambda k: f"{t[k]:.1f}" if k in t else "-"
-        best = lambda k: min(t[f"compile_{k}_us"], t[f"compile_inv_{k}_us"])
-        print(f"| {r['N']}, {r['B']} | {r['forward_us']:.1f} | {st('eager_forward_us')} "
-              f"| {st('compile_forward_us')} | {st('compile_inv_forward_us')} "
-              f"| {st('solve_triangular_forward_us')} | {r['forward_us'] / best('forward'):.2f} "
-              f"| {r['forward_backward_us']:.1f} | {st('eager_both_us')} | {st('compile_both_us')} "
-              f"| {st('compile_inv_both_us')} | {st('solve_triangular_both_us')} "
-              f"| {r['forward_backward_us'] / best('both'):.2f} | {r['check']} |")
+        best = lambda k: min(t[f"compile_{k}_us"], t[f"autotune_{k}_us"])
+        forms = ("eager", "compile", "autotune", "solve_columns", "solve_triangular")
+        cells = lambda k: " | ".join(st(f"{f}_{k}_us") for f in forms)
+        print(f"| {r['N']}, {r['B']} | {r['forward_us']:.1f} | {cells('forward')} "
+              f"| {r['forward_us'] / best('forward'):.2f} | {r['forward_backward_us']:.1f} "
+              f"| {cells('both')} | {r['forward_backward_us'] / best('both'):.2f} | {r['check']} |")
     print("| N | kiln loss first | kiln loss last | fell | PyTorch loss first | PyTorch loss last "
           "| kiln / PyTorch last |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
