@@ -5,7 +5,8 @@ bench sizes: the median over events, the host time a call (wall time over back-t
 with no synchronization), the GPU time a call and its kernels (torch.profiler), so a slow form
 shows whether it is slow on the GPU or on the host, and in which kernels. Every compile is static
 (dynamic=False): a second size would otherwise recompile with dynamic shapes.
-usage: bench/gaussian_probe.py [NxB ...]  (env FORMS="name;name": only those forms)"""
+usage: bench/gaussian_probe.py [NxB ...]  (env FORMS="name;name": only those forms)
+       bench/gaussian_probe.py recompile  (a second size's dynamic recompile against static)"""
 import os
 import sys
 import time
@@ -113,8 +114,23 @@ def check_by_hand(a):
     assert err < 1e-10, err
 
 
+def recompile_check():
+    """torch.compile's forward + backward at N=10000 B=20000 after a call at N=1000 B=500 in the
+    same process (default settings: the second size recompiles with dynamic shapes), against a
+    static compile of that size alone."""
+    for label, kw in (("after another size (dynamic recompile)", {}), ("static", {"dynamic": False})):
+        torch._dynamo.reset()
+        fn = torch.compile(field, **kw)
+        if not kw:
+            both(fn, *inputs(1000, 500))()
+        us = median_us(both(fn, *inputs(10000, 20000)), reps=10)
+        print(f"compile forward + backward at N=10000 B=20000, {label}: {us:.1f} µs", flush=True)
+
+
 def main():
     torch.backends.cuda.matmul.allow_tf32 = False
+    if sys.argv[1:] == ["recompile"]:
+        return recompile_check()
     sizes = sys.argv[1:] or ["1000x500", "10000x20000"]
     for N, B in (tuple(int(v) for v in s.split("x")) for s in sizes):
         print(f"\n### N={N} B={B}\n")

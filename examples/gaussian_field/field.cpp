@@ -15,11 +15,15 @@ kiln::Template kernel(const std::string& dir, const std::string& name) {
   std::vector<std::string> shape = {"S", of_points ? "B" : "N"};
   if (name == "gauss_grad_x") shape.push_back("3");
   if (name == "gauss_grad_p") shape.push_back("10");
+  // The forward's threads own kFieldPoints points each (gauss_field's POINTS).
+  const bool forward = name == "gauss_field";
+  const std::string points = std::to_string(forward ? kFieldPoints : 1);
   kiln::Template t = kiln::Template::from_file(dir + "/gauss.cuh");
   t.params(params)
-      .instance(name + "<{x}, {BLOCK}, {logdiag}>")
+      .instance(name + "<{x}, {BLOCK}, {logdiag}" + (forward ? ", " + points : "") + ">")
       .tunable("BLOCK", {128, 256, 64})
-      .launch({of_points ? "ceilf(B / BLOCK)" : "ceilf(N / BLOCK)", "S"}, {"BLOCK"})
+      .launch({of_points ? "ceilf(B / (" + points + " * BLOCK))" : "ceilf(N / BLOCK)", "S"},
+              {"BLOCK"})
       .output("part", "x", shape);
   return t;
 }
@@ -37,7 +41,7 @@ kiln::Value summed(kiln::Value part) { return kiln::reduce("sum", part, false, 0
 
 kiln::Value forward(kiln::Graph& g, kiln::Value x, kiln::Value P, std::int64_t B, std::int64_t N,
                     int logdiag) {
-  const int S = slices(B, N);
+  const int S = slices((B + kFieldPoints - 1) / kFieldPoints, N);
   return summed(g.add("gauss_field", {x, P, double(B), double(N), double(S), double(logdiag)}));
 }
 

@@ -14,8 +14,11 @@ constexpr int kParams = 10;
 /// gauss.cuh's kernels: "gauss_field" (partials of f), "gauss_grad_x", "gauss_grad_p".
 kiln::Template kernel(const std::string& dir, const std::string& name);
 
-/// Slices of the other side for `rows` owned rows: enough blocks to fill the GPU, each slice
-/// at least 64 long.
+/// Points a thread of the forward kernel owns: each Gaussian it reads serves them all.
+constexpr int kFieldPoints = 2;
+
+/// Slices of the other side for `rows` owned rows (of threads): enough blocks to fill the GPU,
+/// each slice at least 64 long.
 inline int slices(std::int64_t rows, std::int64_t other) {
   const std::int64_t blocks = (rows + 127) / 128;
   const std::int64_t s = (2048 + blocks - 1) / blocks;

@@ -63,36 +63,93 @@ __device__ inline float3 back(const G& g, const Z& z, float s) {
   return u;
 }
 
-// The Gaussians of slice `s` ([lo, hi)) in chunks of BLOCK through `gs`, each handed to `fn`.
-template <int BLOCK, int LOGDIAG, class Fn>
-__device__ inline void over_gaussians(const float* P, int N, int S, G* gs, Fn fn) {
+// The forward's Gaussian: its mean scaled by kScale = sqrt(log2(e) / 2), as the points are, so
+// that exp(-|z|^2 / 2) is exp2(-|z'|^2) with z' = kScale z; 40 bytes, three shared loads.
+constexpr float kScale = 0.84932180028801904f;
+
+struct alignas(16) F {
+  float4 a;  // kScale mu0, kScale mu1, kScale mu2, 1/L00
+  float4 b;  // L10, 1/L11, L20, L21
+  float2 c;  // 1/L22, w
+};
+
+template <int LOGDIAG>
+__device__ inline F load_forward(const float* p) {
+  const G g = load<LOGDIAG>(p);
+  F f;
+  f.a = make_float4(kScale * g.a.x, kScale * g.a.y, kScale * g.a.z, g.a.w);
+  f.b = g.b;
+  f.c = make_float2(g.c.x, g.c.y);
+  return f;
+}
+
+__device__ inline F nothing_forward() {  // w = 0: pads a slice
+  F f;
+  f.a = make_float4(0.f, 0.f, 0.f, 1.f);
+  f.b = make_float4(0.f, 1.f, 0.f, 0.f);
+  f.c = make_float2(1.f, 0.f);
+  return f;
+}
+
+// w exp(-|z|^2 / 2) at a scaled point (x0, x1, x2) = kScale x.
+__device__ inline float term(const F& g, float x0, float x1, float x2) {
+  const float z0 = (x0 - g.a.x) * g.a.w;
+  const float z1 = (x1 - g.a.y - g.b.x * z0) * g.b.y;
+  const float z2 = (x2 - g.a.z - g.b.z * z0 - g.b.w * z1) * g.c.x;
+  const float q = -z0 * z0 - z1 * z1 - z2 * z2;
+  float e;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(q));  // underflows to 0, as exp does
+  return g.c.y * e;
+}
+
+// The Gaussians of slice `s` ([lo, hi)) in chunks of BLOCK through `gs`, each staged as
+// load(its 10 parameters) (or `pad` past the slice) and handed to `fn`.
+template <int BLOCK, class Q, class Load, class Fn>
+__device__ inline void over_gaussians(const float* P, int N, int S, Q* gs, const Q& pad, Load load,
+                                      Fn fn) {
   const int per = (N + S - 1) / S, lo = blockIdx.y * per, hi = min(N, lo + per);
   for (int c = lo; c < hi; c += BLOCK) {
     __syncthreads();
     const int n = c + threadIdx.x;
-    gs[threadIdx.x] = n < hi ? load<LOGDIAG>(P + 10ll * n) : nothing();
+    gs[threadIdx.x] = n < hi ? load(P + 10ll * n) : pad;
     __syncthreads();
     const int m = min(BLOCK, hi - c);
-    for (int k = 0; k < m; ++k) fn(gs[k]);
+#pragma unroll 4
+    for (int k = 0; k < m; ++k) {
+      const Q q = gs[k];  // whole, in vector loads, before any use
+      fn(q);
+    }
   }
 }
 
 }  // namespace gauss
 
-// part[s, b] = sum over slice s of the Gaussians of w exp(-|z|^2 / 2).
-template <class T, int BLOCK, int LOGDIAG>
+// part[s, b] = sum over slice s of the Gaussians of w exp(-|z|^2 / 2). A thread owns POINTS
+// points (BLOCK apart), so each Gaussian read from shared memory serves all of them.
+template <class T, int BLOCK, int LOGDIAG, int POINTS>
 __global__ void __launch_bounds__(BLOCK)
     gauss_field(const T* x, const T* P, T* part, int B, int N, int S) {
   static_assert(sizeof(T) == 4, "f32 points and Gaussians");
-  __shared__ gauss::G gs[BLOCK];
-  const int b = blockIdx.x * BLOCK + threadIdx.x;
-  const bool in = b < B;
-  const float x0 = in ? x[3 * b] : 0.f, x1 = in ? x[3 * b + 1] : 0.f, x2 = in ? x[3 * b + 2] : 0.f;
-  float acc = 0.f;
-  gauss::over_gaussians<BLOCK, LOGDIAG>(P, N, S, gs, [&](const gauss::G& g) {
-    acc = fmaf(g.c.y, gauss::solve(g, x0, x1, x2).e, acc);
-  });
-  if (in) part[(long long)blockIdx.y * B + b] = acc;
+  __shared__ gauss::F gs[BLOCK];
+  const int first = blockIdx.x * BLOCK * POINTS + threadIdx.x;
+  float px[POINTS][3], acc[POINTS];
+#pragma unroll
+  for (int i = 0; i < POINTS; ++i) {
+    const int b = first + i * BLOCK;
+#pragma unroll
+    for (int j = 0; j < 3; ++j) px[i][j] = b < B ? gauss::kScale * x[3 * b + j] : 0.f;
+    acc[i] = 0.f;
+  }
+  gauss::over_gaussians<BLOCK>(
+      P, N, S, gs, gauss::nothing_forward(),
+      [](const float* p) { return gauss::load_forward<LOGDIAG>(p); },
+      [&](const gauss::F& g) {
+#pragma unroll
+        for (int i = 0; i < POINTS; ++i) acc[i] += gauss::term(g, px[i][0], px[i][1], px[i][2]);
+      });
+#pragma unroll
+  for (int i = 0; i < POINTS; ++i)
+    if (first + i * BLOCK < B) part[(long long)blockIdx.y * B + first + i * BLOCK] = acc[i];
 }
 
 // part[s, b, :] = dx_b over slice s of the Gaussians.
@@ -106,13 +163,15 @@ __global__ void __launch_bounds__(BLOCK)
   const float x0 = in ? x[3 * b] : 0.f, x1 = in ? x[3 * b + 1] : 0.f, x2 = in ? x[3 * b + 2] : 0.f;
   const float g = in ? gf[b] : 0.f;
   float3 acc = make_float3(0.f, 0.f, 0.f);
-  gauss::over_gaussians<BLOCK, LOGDIAG>(P, N, S, gs, [&](const gauss::G& q) {
-    const gauss::Z z = gauss::solve(q, x0, x1, x2);
-    const float3 u = gauss::back(q, z, -g * q.c.y * z.e);
-    acc.x += u.x;
-    acc.y += u.y;
-    acc.z += u.z;
-  });
+  gauss::over_gaussians<BLOCK>(
+      P, N, S, gs, gauss::nothing(), [](const float* p) { return gauss::load<LOGDIAG>(p); },
+      [&](const gauss::G& q) {
+        const gauss::Z z = gauss::solve(q, x0, x1, x2);
+        const float3 u = gauss::back(q, z, -g * q.c.y * z.e);
+        acc.x += u.x;
+        acc.y += u.y;
+        acc.z += u.z;
+      });
   if (!in) return;
   T* out = part + ((long long)blockIdx.y * B + b) * 3;
   out[0] = acc.x;
