@@ -9,6 +9,7 @@ from common import ENGINE, REPO, kiln, report, time_us, torch
 
 K = kiln.ParamKind
 SOURCE = REPO / "examples" / "gaussian_field" / "gauss.cuh"
+FIELD_POINTS = 2  # points a thread of gauss_field owns (its POINTS; field.hpp's kFieldPoints)
 
 
 def template(name):
@@ -18,9 +19,12 @@ def template(name):
     params += [("part", K.tensor), ("B", K.i32), ("N", K.i32), ("S", K.i32), ("logdiag", K.i32)]
     shape = ["S", "B" if of_points else "N"] + {"gauss_grad_x": ["3"], "gauss_grad_p": ["10"]}.get(
         name, [])
+    points = FIELD_POINTS if name == "gauss_field" else 1
     t = kiln.Template.from_file(str(SOURCE))
-    t.params(params).instance(name + "<{x}, {BLOCK}, {logdiag}>").tunable("BLOCK", [128, 256, 64])
-    t.launch(["ceilf(B / BLOCK)" if of_points else "ceilf(N / BLOCK)", "S"], ["BLOCK"])
+    t.params(params).tunable("BLOCK", [128, 256, 64])
+    t.instance(name + "<{x}, {BLOCK}, {logdiag}" + (f", {points}>" if points > 1 else ">"))
+    grid = f"ceilf(B / ({points} * BLOCK))" if of_points else "ceilf(N / BLOCK)"
+    t.launch([grid, "S"], ["BLOCK"])
     return t.output("part", "x", shape)
 
 
@@ -39,11 +43,13 @@ def plans(B, N):
         return g, g.input("x", [B, 3], "f32"), g.input("P", [N, 10], "f32")
 
     g, x, P = graph()
-    g.output(kiln.sum(kiln._apply("gauss_field", x, P, B, N, slices(B, N), 0), axis=0), "f")
+    S = slices((B + FIELD_POINTS - 1) // FIELD_POINTS, N)
+    g.output(kiln.sum(kiln._apply("gauss_field", x, P, B, N, S, 0), axis=0), "f")
     forward = kiln.Plan(g)
     g, x, P = graph()
     gf = g.input("gf", [B], "f32")
-    for name, out, S in (("gauss_grad_x", "dx", slices(B, N)), ("gauss_grad_p", "dP", slices(N, B))):
+    for name, out, S in (("gauss_grad_x", "dx", slices(B, N)),
+                         ("gauss_grad_p", "dP", slices(N, B))):
         g.output(kiln.sum(kiln._apply(name, x, P, gf, B, N, S, 0), axis=0), out)
     return forward, kiln.Plan(g)
 
@@ -109,7 +115,8 @@ def check(B, N):
             fn(xa, Pa).backward(gf)
         return step
 
-    compiled = torch.compile(torch_field)
+    # Static per size: a second size would recompile with dynamic shapes (bench/NOTES.md).
+    compiled = torch.compile(torch_field, dynamic=False)
     return report(f"gaussian field N={N} B={B}, forward + backward", time_us(kiln_step),
                   {"eager": time_us(torch_step(torch_field)),
                    "torch.compile": time_us(torch_step(compiled))}, error, 1e-5)
