@@ -4,9 +4,10 @@
 //   f(x_b) = sum_n w_n exp(-|z_bn|^2 / 2),  z_bn = L_n^-1 (x_b - mu_n)  (forward substitution).
 // Backward, given gf = dloss/df: with e = exp(-|z|^2 / 2), c = -gf w e and u = L^-T (c z),
 //   dx_b = sum_n u,  dmu_n = -sum_b u,  dL_n = -sum_b u z^T (lower triangle),  dw_n = sum_b gf e.
-// Each kernel owns rows of one side (a thread each) and runs over slice blockIdx.y of the other
-// side (S slices), staged in shared memory; it writes that slice's partial sums, which kiln's sum
-// over axis 0 adds in a fixed order: no atomics, the same bits every run.
+// Each kernel owns rows of one side (a thread each; two in the forward) and runs over slice
+// blockIdx.y of the other side (S slices), staged in shared memory; it writes that slice's
+// partial sums, which kiln's sum over axis 0 adds in a fixed order: no atomics, the same bits
+// every run.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
