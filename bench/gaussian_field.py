@@ -51,17 +51,29 @@ def field_solve_cols(x, mu, L, w):
     return (w[:, None] * torch.exp(-0.5 * (z * z).sum(1))).sum(0)
 
 
-def timings(N, B):
-    """Median µs of each PyTorch form, forward (no grad) and forward + backward (all four
-    gradients). torch.compile is static per size (dynamic=False): in one process a second size
-    otherwise recompiles with dynamic shapes, and those kernels ran forward + backward 1.6x slower
-    at N=10000 B=20000 (bench/NOTES.md, session 25)."""
+def inputs(N, B, x_grad=True):
+    """Random points x, Gaussians mu, L, w (all requiring grad; x as `x_grad` says) and gf."""
     g = torch.Generator(device="cuda").manual_seed(0)
-    x = (torch.rand(B, 3, device="cuda", generator=g) * 4 - 2).requires_grad_()
+    x = (torch.rand(B, 3, device="cuda", generator=g) * 4 - 2).requires_grad_(x_grad)
     P = torch.rand(N, 10, device="cuda", generator=g)
     P[:, [3, 5, 8]] += 0.5
     mu, L, w = (t.detach().clone().requires_grad_() for t in unpack(P, False))
     gf = torch.rand(B, device="cuda", generator=g) * 2 - 1
+    return x, mu, L, w, gf
+
+
+def both(fn, x, mu, L, w, gf):
+    """A call of fn's forward and backward: the gradients of whatever requires grad."""
+    wrt = [t for t in (x, mu, L, w) if t.requires_grad]
+    return lambda: torch.autograd.grad(fn(x, mu, L, w), wrt, gf)
+
+
+def timings(N, B):
+    """Median µs of each PyTorch form, forward (no grad) and forward + backward (all four
+    gradients). torch.compile is static per size (dynamic=False): in one process a second size
+    otherwise recompiles with dynamic shapes, and those kernels ran forward + backward 1.6x slower
+    at N=10000 B=20000 (bench/NOTES.md)."""
+    a = inputs(N, B)
     out = {}
     forms = [("eager", field), ("compile", torch.compile(field, dynamic=False)),
              ("autotune", torch.compile(field, dynamic=False, mode="max-autotune-no-cudagraphs")),
@@ -70,9 +82,8 @@ def timings(N, B):
         forms.append(("solve_triangular", field_solve))
     for name, fn in forms:
         with torch.no_grad():
-            out[f"{name}_forward_us"] = median_us(lambda: fn(x, mu, L, w), reps=10)
-        out[f"{name}_both_us"] = median_us(
-            lambda: torch.autograd.grad(fn(x, mu, L, w), [x, mu, L, w], gf), reps=10)
+            out[f"{name}_forward_us"] = median_us(lambda: fn(*a[:4]), reps=10)
+        out[f"{name}_both_us"] = median_us(both(fn, *a), reps=10)
     return out
 
 

@@ -15,7 +15,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gaussian_field import field, field_solve, field_solve_cols, unpack  # noqa: E402
+from gaussian_field import both, field, field_solve, field_solve_cols, inputs  # noqa: E402
 from run import median_us  # noqa: E402
 
 
@@ -51,21 +51,6 @@ def field_and_grads(x, mu, L, w, gf):
                       torch.stack([cell(u1, z0), cell(u1, z1), zero], -1),
                       torch.stack([cell(u2, z0), cell(u2, z1), cell(u2, z2)], -1)], -2)
     return (w * ex).sum(-1), dx, dmu, dL, g.sum(0)
-
-
-def inputs(N, B, x_grad=True):
-    g = torch.Generator(device="cuda").manual_seed(0)
-    x = (torch.rand(B, 3, device="cuda", generator=g) * 4 - 2).requires_grad_(x_grad)
-    P = torch.rand(N, 10, device="cuda", generator=g)
-    P[:, [3, 5, 8]] += 0.5
-    mu, L, w = (t.detach().clone().requires_grad_() for t in unpack(P, False))
-    gf = torch.rand(B, device="cuda", generator=g) * 2 - 1
-    return x, mu, L, w, gf
-
-
-def both(fn, x, mu, L, w, gf):
-    wrt = [t for t in (x, mu, L, w) if t.requires_grad]
-    return lambda: torch.autograd.grad(fn(x, mu, L, w), wrt, gf)
 
 
 def vjp(fn):
@@ -118,7 +103,8 @@ def recompile_check():
     """torch.compile's forward + backward at N=10000 B=20000 after a call at N=1000 B=500 in the
     same process (default settings: the second size recompiles with dynamic shapes), against a
     static compile of that size alone."""
-    for label, kw in (("after another size (dynamic recompile)", {}), ("static", {"dynamic": False})):
+    for label, kw in (("after another size (dynamic recompile)", {}),
+                      ("static", {"dynamic": False})):
         torch._dynamo.reset()
         fn = torch.compile(field, **kw)
         if not kw:
