@@ -17,6 +17,18 @@ __device__ __forceinline__ float exp2_fast(float x) {
   return y;
 }
 
+/// a / b within about an ulp: the SFU's reciprocal and one Newton step on the quotient, which
+/// is skipped where its residual is NaN (a or b infinite, or b 0: the first quotient is then
+/// the IEEE one: inf / n = inf, rms_norm's rstd 0 on a row holding -inf). For the per-row
+/// parameters (one division a row): an IEEE division (div.rn, rcp.rn) is a subroutine that
+/// ptxas takes ~10 ms of a row kernel's cold compile to build.
+__device__ __forceinline__ float quotient(float a, float b) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  const float q = a * r, e = fmaf(-b, q, a);
+  return e == e ? fmaf(e, r, q) : q;
+}
+
 /// a[0] op a[1] op ... op a[V-1] as a tree (V a power of two): log2(V) dependent steps, not V.
 /// The folds below keep V accumulators (one per lane of a group), then merge them so.
 template <int V, class Op>
@@ -70,7 +82,7 @@ struct Sum : RowTraits {
 };
 
 struct Mean : Sum {
-  __device__ static float finish(Stat a, float n) { return a.s / n; }
+  __device__ static float finish(Stat a, float n) { return quotient(a.s, n); }
 };
 
 // max/min propagate NaN, as PyTorch does.
@@ -136,7 +148,7 @@ struct SoftmaxStat : RowTraits {
     if (m == -inf()) return a;  // both empty (or all -inf so far)
     return {m, a.s * exp2_fast((a.m - m) * kLog2e) + b.s * exp2_fast((b.m - m) * kLog2e)};
   }
-  __device__ static Params params(Stat a, float, float) { return {a.m, 1.0f / a.s}; }
+  __device__ static Params params(Stat a, float, float) { return {a.m, quotient(1.0f, a.s)}; }
 };
 
 struct Softmax : SoftmaxStat {
@@ -213,7 +225,7 @@ struct LayerNorm : RowTraits {
     return {n, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f};
   }
   __device__ static Params params(Stat a, float, float eps) {
-    return {a.mean, rsqrtf(a.m2 / a.n + eps)};
+    return {a.mean, rsqrtf(quotient(a.m2, a.n) + eps)};
   }
   __device__ static float apply(float x, Params p, float w, float b) {
     return (x - p.mean) * p.rstd * w + b;
@@ -239,7 +251,9 @@ struct RmsNorm : RowTraits {
   }
   __device__ static Stat to_stat(Local a) { return a; }
   __device__ static Stat merge(Stat a, Stat b) { return {a.ss + b.ss}; }
-  __device__ static Params params(Stat a, float n, float eps) { return {rsqrtf(a.ss / n + eps)}; }
+  __device__ static Params params(Stat a, float n, float eps) {
+    return {rsqrtf(quotient(a.ss, n) + eps)};
+  }
   __device__ static float apply(float x, Params p, float w, float b) { return x * p.rstd * w + b; }
 };
 
