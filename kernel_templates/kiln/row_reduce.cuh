@@ -9,38 +9,26 @@
 namespace kiln {
 namespace row {
 
-/// Lane 0's merge of the statistics of lanes 0 .. width-1 (a butterfly of log2(width) levels,
-/// width a power of two up to 32), in every lane of the warp. Every warp that holds the same
-/// values gets the same bits. The levels are a loop, not unrolled, so that the merge is
-/// compiled once (unrolled, a softmax's five copies cost ~5 % of a row kernel's cold compile);
-/// it runs once a row.
-template <class Row>
-__device__ __forceinline__ typename Row::Stat warp_reduce(typename Row::Stat x, int width) {
+/// Lane 0's merge of the statistics of lanes 0 .. Width-1 (a butterfly of log2(Width) levels),
+/// in every lane of the warp. Every warp that holds the same values gets the same bits.
+template <class Row, int Width>
+__device__ __forceinline__ typename Row::Stat warp_reduce(typename Row::Stat x) {
   using Stat = typename Row::Stat;
   static_assert(sizeof(Stat) % 4 == 0, "a statistic is made of floats");
+  static_assert(Width >= 1 && Width <= 32 && (Width & (Width - 1)) == 0, "a power of two lanes");
   constexpr int kFloats = sizeof(Stat) / 4;
   Stat other;
   float* const of = reinterpret_cast<float*>(&other);
   const float* const xf = reinterpret_cast<const float*>(&x);
-#pragma unroll 1
-  for (int o = width / 2; o > 0; o >>= 1) {
+#pragma unroll
+  for (int o = Width / 2; o > 0; o >>= 1) {
 #pragma unroll
     for (int i = 0; i < kFloats; ++i) of[i] = __shfl_xor_sync(0xffffffffu, xf[i], o);
     x = Row::merge(x, other);
   }
-  return x;
-}
-
-/// Lane 0's statistic in every lane.
-template <class Stat>
-__device__ __forceinline__ Stat from_lane0(Stat x) {
-  constexpr int kFloats = sizeof(Stat) / 4;
-  Stat out;
-  float* const of = reinterpret_cast<float*>(&out);
-  const float* const xf = reinterpret_cast<const float*>(&x);
 #pragma unroll
   for (int i = 0; i < kFloats; ++i) of[i] = __shfl_sync(0xffffffffu, xf[i], 0);
-  return out;
+  return other;
 }
 
 /// The smallest power of two >= n.
@@ -50,26 +38,18 @@ __host__ __device__ constexpr int pow2_at_least(int n) {
 
 /// The statistic of the whole block of `warps` warps (at most Block / 32), in every thread.
 /// Each warp merges its lanes, then every warp merges the warps' statistics itself (the same
-/// bits in each): one __syncthreads, and no warp waits for another to merge. The two rounds
-/// are one loop around one butterfly, so that the merge is compiled once. Once per kernel
+/// bits in each): one __syncthreads, and no warp waits for another to merge. Once per kernel
 /// (`partial` is not reused).
 template <class Row, int Block>
 __device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v, unsigned warps) {
   using Stat = typename Row::Stat;
   constexpr int kWarps = Block / 32;
   __shared__ Stat partial[kWarps];
+  v = warp_reduce<Row, 32>(v);
   const int lane = threadIdx.x % 32;
-  int width = 32;
-#pragma unroll 1
-  for (int round = 0;; ++round) {
-    v = warp_reduce<Row>(v, width);
-    if (round == 1 || kWarps == 1) break;
-    if (lane == 0) partial[threadIdx.x / 32] = v;
-    __syncthreads();
-    v = lane < int(warps) ? partial[lane] : Row::init();
-    width = pow2_at_least(kWarps);
-  }
-  return from_lane0(v);
+  if (lane == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  return warp_reduce<Row, pow2_at_least(kWarps)>(lane < int(warps) ? partial[lane] : Row::init());
 }
 
 // Clusters (sm_90 and later): used only by kernels compiled for those (rows_split in rows.cuh).
@@ -143,7 +123,7 @@ __device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat 
   using Stat = typename Row::Stat;
   constexpr int kWarps = Block / 32, kParts = Split * kWarps, kFloats = sizeof(Stat) / 4;
   auto& parts = cluster_parts<Row, Block, Split>();
-  v = from_lane0(warp_reduce<Row>(v, 32));
+  v = warp_reduce<Row, 32>(v);
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const unsigned bar = cluster_bar<Row, Block, Split>();
   cluster_wait();  // every block's mbarrier is initialized
@@ -176,7 +156,7 @@ __device__ __forceinline__ typename Row::Stat cluster_reduce(typename Row::Stat 
   for (int k = 32; k < kParts; k += 32)
     if (k + lane < present && (k + lane) % kWarps < warps)
       acc = Row::merge(acc, parts.part[k + lane]);
-  return from_lane0(warp_reduce<Row>(acc, pow2_at_least(kParts < 32 ? kParts : 32)));
+  return warp_reduce<Row, pow2_at_least(kParts < 32 ? kParts : 32)>(acc);
 }
 
 }  // namespace row
