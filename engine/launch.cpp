@@ -3,10 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <kiln/error.hpp>
 
 #include "engine/runtime/tensor_map.hpp"
 
 namespace kiln {
+
+void throw_grid_too_large(std::uint64_t blocks, const std::string& what) {
+  throw ShapeError(fmt::format(
+      "{}: needs {} blocks, more than a grid holds (2^31 - 1): split the tensor", what, blocks));
+}
 
 std::vector<unsigned char> KernelLaunch::args() const {
   const std::size_t floats = std::max<std::size_t>(scalars.size(), 1);

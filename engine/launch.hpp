@@ -54,6 +54,17 @@ struct KernelLaunch {
   std::vector<unsigned char> args() const;
 };
 
+/// ShapeError: `what` (the kernel and the shape it is for) needs `blocks` blocks.
+[[noreturn]] void throw_grid_too_large(std::uint64_t blocks, const std::string& what);
+
+/// `blocks` as a grid's x extent (kernels whose blocks take one share of the work each, no
+/// stride); ShapeError naming `what()` where that is more than a grid holds (2^31 - 1).
+template <class What>
+unsigned grid_x(std::uint64_t blocks, const What& what) {
+  if (blocks > 0x7fffffffu) throw_grid_too_large(blocks, what());
+  return unsigned(blocks);
+}
+
 /// A launch's kernel parameters (kiln's layout: the Args block, the Index, the geometry if any;
 /// or a family's own) where cuLaunchKernel's (or a CUDA graph node's) pointers can point.
 class LaunchParams {

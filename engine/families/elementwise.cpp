@@ -73,12 +73,9 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
   L.tunables = {{"block", block}, {"unroll", unroll}};
   const std::uint64_t per_block = std::uint64_t(block) * unroll;
   const std::uint64_t blocks = (std::uint64_t(groups) + per_block - 1) / per_block;
-  if (blocks > 0x7fffffffu)  // a grid's x extent; the kernel takes a group a thread, no stride
-    throw ShapeError(
-        fmt::format("{}: shape {} needs {} blocks of {} threads, more than a grid holds "
-                    "(2^31 - 1): split the tensor",
-                    stem, to_string(shape), blocks, block));
-  L.config.grid[0] = unsigned(blocks);
+  L.config.grid[0] = grid_x(blocks, [&] {
+    return fmt::format("{}: shape {} in blocks of {} threads", stem, to_string(shape), block);
+  });
   for (const TensorView* v : views) L.pointers.push_back(v->data);
   L.scalars = std::move(scalars);
   return L;

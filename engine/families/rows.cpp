@@ -244,7 +244,8 @@ Instance specialize_columns(const RowKernel& k, const std::string& stem, const L
   L.tunables = {{"block", bx * by}, {"cols", bx}};
   L.index_arg = L.groups;
   L.config.block[0] = unsigned(bx * by);
-  L.config.grid[0] = lp.groups ? unsigned(outer * ceil_div(ig, bx)) : 0;
+  L.config.grid[0] = grid_x(lp.groups ? std::uint64_t(outer * ceil_div(ig, bx)) : 0,
+                            [&] { return fmt::format("{}: shape {}", stem, to_string(shape)); });
   const bool tuned = bx != fallback.first || by != fallback.second;
   return {codegen::render_instance(
               "kiln::columns",
@@ -294,7 +295,11 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
   const BucketLaunch run = at ? bucket_launch(t, per_row, lp.vec) : BucketLaunch{t.block, t.split};
   L.config.block[0] = unsigned(run.block);
   L.config.cluster[0] = at ? unsigned(run.split) : 1u;
-  L.config.grid[0] = per_row ? unsigned(lp.groups / per_row * run.split) : 0;
+  L.config.grid[0] =
+      grid_x(per_row ? std::uint64_t(lp.groups / per_row) * std::uint64_t(run.split) : 0, [&] {
+        return fmt::format("{}: {} rows of {} groups, {} blocks a row", stem, lp.groups / per_row,
+                           per_row, run.split);
+      });
   if (at) L.geometry = rows_at_geometry(lp);
   // Streaming ops that write the row keep what they can of it in shared memory for pass 2.
   if (t.items == 0 && !k.op->reduces)

@@ -11,6 +11,7 @@
 #include "engine/families/family.hpp"
 #include "engine/fusion.hpp"
 #include "engine/op_call.hpp"
+#include "ops/op.hpp"
 #include "tests/support.hpp"
 
 using kiln::DType;
@@ -80,6 +81,32 @@ TEST_CASE("families: each group is claimed by the one family whose template comp
   auto z = r.input("z", {64, 48, 1}, DType::bf16);
   r.output(kiln::apply("sum", {z}, axis(1)));
   CHECK(claimed(r) == std::vector<std::string>{"rows"});
+}
+
+TEST_CASE(
+    "families: row and column kernels whose blocks would not fit in a grid are a ShapeError") {
+  // Views only (no memory): what matters is the grid each family asks for.
+  const auto grid = [](const char* op, kiln::Shape in, kiln::Shape out, kiln::Attrs attrs,
+                       const char* arch) {
+    const kiln::TensorView x = kiln::test::desc(std::move(in), DType::f32),
+                           y = kiln::test::desc(std::move(out), DType::f32);
+    return kiln::specialize_call(kiln::op_call(kiln::ops::find_op(op), y, {x}, attrs), arch)
+        .config.grid[0];
+  };
+  const std::int64_t most = 0x7fffffff;  // a grid's x extent
+  // One block a row.
+  CHECK(grid("softmax", {most, 2}, {most, 2}, {}, "sm_90a") == unsigned(most));
+  CHECK_THROWS_WITH_AS(grid("softmax", {most + 1, 2}, {most + 1, 2}, {}, "sm_90a"),
+                       doctest::Contains("more than a grid holds"), kiln::ShapeError);
+  // Rows of 65536 f32 split between 4 blocks where clusters run: 2^29 rows need 2^31 blocks.
+  const std::int64_t rows = std::int64_t(1) << 29;
+  CHECK(grid("softmax", {rows, 65536}, {rows, 65536}, {}, "sm_80") == unsigned(rows));
+  CHECK_THROWS_WITH_AS(grid("softmax", {rows, 65536}, {rows, 65536}, {}, "sm_90a"),
+                       doctest::Contains("4 blocks a row"), kiln::ShapeError);
+  // Columns: a block per outer index and column group.
+  CHECK(grid("sum", {most, 3, 4}, {most, 4}, axis(1), "sm_90a") == unsigned(most));
+  CHECK_THROWS_WITH_AS(grid("sum", {most + 1, 3, 4}, {most + 1, 4}, axis(1), "sm_90a"),
+                       doctest::Contains("more than a grid holds"), kiln::ShapeError);
 }
 
 TEST_CASE("families: an eager call's kernel is the one its one-node plan runs") {
