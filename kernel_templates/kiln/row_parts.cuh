@@ -70,6 +70,7 @@ struct Geometry {
 /// the group's index in the whole iteration; its row's first group is row * groups_per_row + lo.
 template <class L, class Index, int K>
 struct RowCursor {
+  static constexpr int kSlots = K;
   Index first;
   __device__ __forceinline__ RowCursor(Index row, Index groups_per_row, Index lo, NoGeometry)
       : first(row * groups_per_row + lo) {}
@@ -87,6 +88,7 @@ struct RowCursor {
 /// strides on.
 template <class InnerDim, int D, class Index, int K>
 struct RowCursor<RowsAt<InnerDim, D>, Index, K> {
+  static constexpr int kSlots = K;
   Index base[K];
   __device__ __forceinline__ RowCursor(Index row, Index, Index lo, const Geometry<D, K>& g) {
 #pragma unroll
@@ -133,6 +135,36 @@ __device__ __forceinline__ void load_group(const A& args, const At& at, Index j,
   InputPacks<L, V, NO, typename Body::Inputs> raw;
   raw.load(args.p, off);
   prologue<Body>(raw, args.s, x);
+}
+
+/// How many of a thread's Items groups in registers lie in its block's `count` groups of the
+/// row (group `it` is at it * block + threadIdx.x): a prefix of Items.
+template <int Items, class Index>
+__device__ __forceinline__ int groups_held(Index count, unsigned block) {
+  const unsigned c = unsigned(count), t = threadIdx.x;  // count <= block * Items
+  const int n = t < c ? int((c - t - 1) / block) + 1 : 0;
+  return n < Items ? n : Items;
+}
+
+/// Pass 1 of a thread's `held` groups in registers (groups_held): loaded, every load issued
+/// before the first is used, and through the prologue into `cached`. No load is predicated: a
+/// group past the thread's share loads its last one again, which the prologue computes and the
+/// fold ignores. Predicated (j < count each), the loads of a block known only at run time kept
+/// ptxas's 16 tests in a register, and it issued 9 of the 16 before the first was used (40
+/// registers, bench/NOTES.md).
+template <class Body, class L, int V, int NO, class Index, int Items, class A, class At>
+__device__ __forceinline__ void load_held(const A& args, const At& at, int held, unsigned block,
+                                          float (&cached)[Items][V]) {
+  if (held == 0) return;
+  InputPacks<L, V, NO, typename Body::Inputs> raw[Items];
+#pragma unroll
+  for (int it = 0; it < Items; ++it) {
+    Index off[At::kSlots];
+    at.offsets(Index(it < held ? it : held - 1) * Index(block) + threadIdx.x, off);
+    raw[it].load(args.p, off);
+  }
+#pragma unroll
+  for (int it = 0; it < Items; ++it) prologue<Body>(raw[it], args.s, cached[it]);
 }
 
 // What pass 2 reads for one group besides the row's values: the weight and bias (Extra) and

@@ -87,24 +87,9 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
   // Pass 1: the statistic (and, with Items, the row's values in registers).
   typename Row::Local local = Row::local_init();
   float cached[Items > 0 ? Items : 1][V];
+  const int loaded = Items > 0 ? groups_held<Items>(count, block) : 0;  // a prefix of cached
   if constexpr (Items > 0) {
-    Ins raw[Items];
-#pragma unroll
-    for (int it = 0; it < Items; ++it) {  // every load issued before the first is used
-      const Index j = Index(it) * Index(block) + threadIdx.x;
-      if (j < count) {
-        Index off[K];
-        at.offsets(j, off);
-        raw[it].load(args.p, off);
-      }
-    }
-    int loaded = 0;  // the thread's groups in this row: a prefix of `cached`
-#pragma unroll
-    for (int it = 0; it < Items; ++it)
-      if (Index(it) * Index(block) + threadIdx.x < count) {
-        prologue<Body>(raw[it], args.s, cached[it]);
-        loaded = it + 1;
-      }
+    load_held<Body, L, V, NO, Index>(args, at, loaded, block, cached);
     if constexpr (Row::kFoldsCached) {
       local = Row::fold(cached, loaded);
     } else {
@@ -185,7 +170,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
 #pragma unroll
       for (int it = 0; it < Items; ++it) {
         const Index j = Index(it) * Index(block) + threadIdx.x;
-        if (j < count) {
+        if (it < loaded) {
           Index off[K];
           at.offsets(j, off);
           if constexpr (Stage::kOn) {
@@ -283,13 +268,13 @@ __global__ void __launch_bounds__(Block,
 
 /// Rows of a length known at run time (L is a RowsAt layout), one block per row, of up to Block
 /// threads with Items > 0 (as many as the launch gives) or of Block threads streaming. Packs of
-/// fewer than 8 values in registers are held to 40 registers: under launch bounds of 1024 ptxas
-/// took 43 to 49, and blocks of 384 to 1000 threads then fit one block fewer on a
-/// multiprocessor than at 40 (softmax over 11013: 34 % occupancy against 69 %, 1.6 x the time
-/// of the kernel for that length). 40 holds them with no spill.
+/// fewer than 8 values in registers (16 values a thread) are held to 32 registers, so that
+/// blocks of any size run 2048 threads a multiprocessor: at 40, blocks of 832 threads ran one a
+/// multiprocessor (softmax over 12833: 0.67 x the kernel for that length; bench/NOTES.md), and
+/// under launch bounds of 1024 ptxas took 43 to 49. 32 holds them with no spill.
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
           int Items>
-__global__ void __maxnreg__(Items > 0 && V < 8 ? 40
+__global__ void __maxnreg__(Items > 0 && V < 8 ? 32
                             : Block > 256      ? 65536 / Block
                                                : 255)
     rows_at(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row,
