@@ -16,13 +16,12 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 int most_items(int vec) { return std::min(16, std::max(1, 32 / vec)); }
 
-// Groups a thread keeps in registers: default_row_tunables' first choice (16 f32 or 32 bf16
-// values), not the most it may take, which for 1-to-4-value packs ran out of registers under
-// 1024 threads' launch bounds (spills, and 0.77 x the kernel specialized for the length:
-// bench/NOTES.md).
-int bucket_items(int vec) {
-  return std::min(most_items(vec), vec >= 8 ? 4 : std::max(1, 16 / vec));
-}
+// Groups a thread keeps in registers: as many as it may (16, and at most 32 values), or 4 of
+// packs of 8 values or more (default_row_tunables' first choice). 1024 threads then hold rows
+// of 16384 values in packs of 1 and of 32768 in packs of 2 to 8, as the kernels for one length
+// do; at 16 values a thread, rows of 16384 to 32768 in packs of 2 or 4 were streamed, at 0.61
+// to 0.83 x the kernel for the length (bench/NOTES.md).
+int bucket_items(int vec) { return vec >= 8 ? std::min(most_items(vec), 4) : most_items(vec); }
 
 // The buckets of `vec`, shortest first: each one's longest row in groups (the last: none).
 struct Bucket {

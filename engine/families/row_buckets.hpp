@@ -17,7 +17,7 @@ namespace kiln {
 /// the target splits rows between the blocks of a cluster; `writes_row`: the op writes the row,
 /// as softmax and the norms do, rather than reducing it). `block` is the most threads a block
 /// of it runs, `split` the most blocks a row splits between (the launch picks how many).
-///   - Registers, one block: up to 1024 threads x 16 f32 or 32 bf16 values each.
+///   - Registers, one block: up to 1024 threads x 16 values each (packs of 1), else 32.
 ///   - With clusters, packs of 8 values or more in registers: 2 to 8 blocks of up to 256
 ///     threads.
 ///   - With clusters, a stash in shared memory: 2 to 8 blocks of 512 threads, 64 KiB each.

@@ -10,9 +10,12 @@ namespace kiln {
 namespace row {
 
 /// Lane 0's merge of the statistics of lanes 0 .. Width-1 (a butterfly of log2(Width) levels),
-/// in every lane of the warp. Every warp that holds the same values gets the same bits.
+/// in every lane of the warp. Every warp that holds the same values gets the same bits. With
+/// `live` (a power of two, the same in every lane) only lanes 0 .. live-1 are merged: the
+/// levels above are skipped.
 template <class Row, int Width>
-__device__ __forceinline__ typename Row::Stat warp_reduce(typename Row::Stat x) {
+__device__ __forceinline__ typename Row::Stat warp_reduce(typename Row::Stat x,
+                                                          unsigned live = Width) {
   using Stat = typename Row::Stat;
   static_assert(sizeof(Stat) % 4 == 0, "a statistic is made of floats");
   static_assert(Width >= 1 && Width <= 32 && (Width & (Width - 1)) == 0, "a power of two lanes");
@@ -22,6 +25,7 @@ __device__ __forceinline__ typename Row::Stat warp_reduce(typename Row::Stat x) 
   const float* const xf = reinterpret_cast<const float*>(&x);
 #pragma unroll
   for (int o = Width / 2; o > 0; o >>= 1) {
+    if (unsigned(o) >= live) continue;
 #pragma unroll
     for (int i = 0; i < kFloats; ++i) of[i] = __shfl_xor_sync(0xffffffffu, xf[i], o);
     x = Row::merge(x, other);
@@ -38,7 +42,8 @@ __host__ __device__ constexpr int pow2_at_least(int n) {
 
 /// The statistic of the whole block of `warps` warps (at most Block / 32), in every thread.
 /// Each warp merges its lanes, then every warp merges the warps' statistics itself (the same
-/// bits in each): one __syncthreads, and no warp waits for another to merge. Once per kernel
+/// bits in each; over as many levels as `warps` needs, which a bucket's kernel knows only at
+/// run time): one __syncthreads, and no warp waits for another to merge. Once per kernel
 /// (`partial` is not reused).
 template <class Row, int Block>
 __device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v, unsigned warps) {
@@ -49,7 +54,9 @@ __device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v,
   const int lane = threadIdx.x % 32;
   if (lane == 0) partial[threadIdx.x / 32] = v;
   __syncthreads();
-  return warp_reduce<Row, pow2_at_least(kWarps)>(lane < int(warps) ? partial[lane] : Row::init());
+  const unsigned live = warps <= 1 ? 1u : 1u << (32 - __clz(int(warps - 1)));
+  return warp_reduce<Row, pow2_at_least(kWarps)>(lane < int(warps) ? partial[lane] : Row::init(),
+                                                 live);
 }
 
 // Clusters (sm_90 and later): used only by kernels compiled for those (rows_split in rows.cuh).

@@ -268,15 +268,17 @@ __global__ void __launch_bounds__(Block,
 
 /// Rows of a length known at run time (L is a RowsAt layout), one block per row, of up to Block
 /// threads with Items > 0 (as many as the launch gives) or of Block threads streaming. Packs of
-/// fewer than 8 values in registers (16 values a thread) are held to 32 registers, so that
+/// fewer than 8 values, 16 values a thread in registers, are held to 32 registers, so that
 /// blocks of any size run 2048 threads a multiprocessor: at 40, blocks of 832 threads ran one a
 /// multiprocessor (softmax over 12833: 0.67 x the kernel for that length; bench/NOTES.md), and
-/// under launch bounds of 1024 ptxas took 43 to 49. 32 holds them with no spill.
+/// under launch bounds of 1024 ptxas took 43 to 49. 32 holds them with no spill. Softmax's packs
+/// of 8 (no weight or bias) are held to 48, which fits two blocks of up to 640 threads.
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
           int Items>
-__global__ void __maxnreg__(Items > 0 && V < 8 ? 32
-                            : Block > 256      ? 65536 / Block
-                                               : 255)
+__global__ void __maxnreg__(Items > 0 && Items * V <= 16              ? 32
+                            : Items > 0 && V == 8 && Extra::size == 0 ? 48
+                            : Block > 256                             ? 65536 / Block
+                                                                      : 255)
     rows_at(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row,
             const row::RowGeometry<Body, Epi, Extra, L> geometry) {
   row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1, (Items > 0), false>(
