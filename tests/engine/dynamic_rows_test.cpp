@@ -92,6 +92,28 @@ TEST_CASE("row buckets cover every length with whole warps, within the template'
         }
 }
 
+TEST_CASE("row buckets hold in one block's registers the rows that kernels for one length do") {
+  // As default_row_tunables: 16 values a thread in packs of 1, 32 in packs of 2 to 8, 1024
+  // threads. Streamed instead, rows of 16384 to 32768 values in packs of 2 or 4 ran at 0.61 to
+  // 0.83 x the kernel for their length (bench/NOTES.md, session 27).
+  for (int vec : {1, 2, 4, 8})
+    for (bool clusters : {false, true})
+      for (bool writes : {false, true}) {
+        const std::int64_t most = (vec == 1 ? 16384 : 32768) / vec;
+        for (std::int64_t g : {std::int64_t(1), most / 2 + 1, most - 1, most}) {
+          CAPTURE(vec);
+          CAPTURE(clusters);
+          CAPTURE(g);
+          const kiln::RowTunables t = kiln::bucket_row_tunables(g, vec, clusters, writes);
+          CHECK(t.items * vec == (vec == 1 ? 16 : 32));
+          CHECK(kiln::bucket_launch(t, g, vec).split == 1);
+        }
+        CAPTURE(vec);
+        const kiln::RowTunables past = kiln::bucket_row_tunables(most + 1, vec, clusters, writes);
+        CHECK((past.items == 0 || kiln::bucket_launch(past, most + 1, vec).split > 1));
+      }
+}
+
 TEST_CASE("a dynamic row length: at most 16 kernels for 200 lengths; precompile lists them all") {
   const std::vector<std::int64_t> lengths = kiln::bench::dynamic_row_lengths();
   REQUIRE(lengths.size() == 200);
