@@ -19,8 +19,7 @@ int most_items(int vec) { return std::min(16, std::max(1, 32 / vec)); }
 // Groups a thread keeps in registers: as many as it may (16, and at most 32 values), or at most
 // 4 of packs of 8 values or more (default_row_tunables' first choice). 1024 threads then hold rows
 // of 16384 values in packs of 1 and of 32768 in packs of 2 to 8, as the kernels for one length
-// do; at 16 values a thread, rows of 16384 to 32768 in packs of 2 or 4 were streamed, at 0.61
-// to 0.83 x the kernel for the length (bench/NOTES.md).
+// do, rather than streaming rows that those hold in registers.
 int bucket_items(int vec) { return vec >= 8 ? std::min(most_items(vec), 4) : most_items(vec); }
 
 // The buckets of `vec`, shortest first: each one's longest row in groups (the last: none).

@@ -149,9 +149,8 @@ __device__ __forceinline__ int groups_held(Index count, unsigned block) {
 /// Pass 1 of a thread's `held` groups in registers (groups_held): loaded, every load issued
 /// before the first is used, and through the prologue into `cached`. No load is predicated: a
 /// group past the thread's share loads its last one again, which the prologue computes and the
-/// fold ignores. Predicated (j < count each), the loads of a block known only at run time kept
-/// ptxas's 16 tests in a register, and it issued 9 of the 16 before the first was used (40
-/// registers, bench/NOTES.md).
+/// fold ignores. Predicated (j < count each) over a block known only at run time, ptxas keeps
+/// the tests in a register and issues only some of the loads before the first is used.
 template <class Body, class L, int V, int NO, class Index, int Items, class A, class At>
 __device__ __forceinline__ void load_held(const A& args, const At& at, int held, unsigned block,
                                           float (&cached)[Items][V]) {

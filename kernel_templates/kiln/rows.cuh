@@ -268,13 +268,12 @@ __global__ void __launch_bounds__(Block,
 
 /// Rows of a length known at run time (L is a RowsAt layout), one block per row, of up to Block
 /// threads with Items > 0 (as many as the launch gives) or of Block threads streaming. Packs of
-/// 1 value, 16 values a thread in registers, are held to 32 registers, so that registers no
-/// longer limit the blocks a multiprocessor runs: at 40, blocks of 832 threads ran one a
-/// multiprocessor (softmax over 12833: 0.67 x the kernel for that length; bench/NOTES.md), and
-/// under launch bounds of 1024 ptxas took 43 to 49. 32 holds them with no spill. Packs of 8
-/// and no weight or bias (softmax, the reductions: 39 to 48 with no spill) are held to 48, which
-/// fits two blocks of up to 672 threads (softmax over 20256: 640); layer_norm's spilled at 48.
-/// Packs of 2 and 4, 32 values a thread, have the 64 that 1024 threads leave.
+/// 1 value, 16 values a thread in registers, are held to 32 registers (no spill), so that
+/// registers do not limit the blocks a multiprocessor runs (at 40, a block of 832 threads runs
+/// alone; under launch bounds of 1024 ptxas takes more). Packs of 8 and no weight or bias
+/// (softmax, the reductions: 39 to 48 with no spill) are held to 48, which fits two blocks of up
+/// to 672 threads; layer_norm's spill at 48. Packs of 2 and 4, 32 values a thread, have the 64
+/// that 1024 threads leave.
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
           int Items>
 __global__ void __maxnreg__(Items > 0 && Items * V <= 16              ? 32

@@ -94,8 +94,7 @@ TEST_CASE("row buckets cover every length with whole warps, within the template'
 
 TEST_CASE("row buckets hold in one block's registers the rows that kernels for one length do") {
   // As default_row_tunables: 16 values a thread in packs of 1, 32 in packs of 2 to 8, 1024
-  // threads. Streamed instead, rows of 16384 to 32768 values in packs of 2 or 4 ran at 0.61 to
-  // 0.83 x the kernel for their length (bench/NOTES.md, session 27).
+  // threads. A bucket that streams rows its length's kernel holds in registers is slower.
   for (int vec : {1, 2, 4, 8})
     for (bool clusters : {false, true})
       for (bool writes : {false, true}) {
