@@ -218,8 +218,11 @@ struct LayerNorm : RowTraits {
   }
   __device__ static Stat to_stat(Local a) { return a; }
   __device__ static Stat merge(Stat a, Stat b) {
+    // An empty side returns the other whole: d * d would overflow to inf for |mean| past
+    // ~1.8e19, and inf * 0 is NaN.
+    if (b.n == 0.0f) return a;
+    if (a.n == 0.0f) return b;
     const float n = a.n + b.n;
-    if (n == 0.0f) return a;
     const float d = b.mean - a.mean,
                 f = __fdividef(b.n, n);  // not a full division: ~17 merges per row
     return {n, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f};
