@@ -105,9 +105,9 @@ fi
 fi
 
 if want sanity; then
-step "compute-sanitizer racecheck on the row kernels (shared-memory reductions)"
+step "compute-sanitizer racecheck on the row kernels (shared-memory reductions, the bucket kernels' cluster merge)"
 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 \
-  $bin/kiln_tests -tc="gpu: eager row ops*,gpu: random fused graphs*,gpu: regressions*,gpu: row ops along any axis*" \
+  $bin/kiln_tests -tc="gpu: eager row ops*,gpu: random fused graphs*,gpu: regressions*,gpu: row ops along any axis*,gpu: rows of a dynamic length*" \
   >"$OUT/racecheck.log" 2>&1
 rc=$?
 grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[doctest\] test cases" "$OUT/racecheck.log" | tail -n 3

@@ -274,6 +274,30 @@ RowTunables row_default(const RowKernel& k, std::int64_t per_row, int vec, bool 
   return fallback;
 }
 
+// The dynamic shared memory of a row launch (rows.cuh). A streaming op that writes the row keeps
+// what it can of it there for pass 2 (the stash: the rest is recomputed from L2). A bucket's
+// kernel holds the cluster's statistics for the most blocks it may split between (row_reduce.cuh,
+// ClusterParts: each warp's, at most 16 bytes, from each block) where the kernel for one length
+// holds them for its own split; its stash leaves that room, so that as many blocks fit a
+// multiprocessor (a block fewer runs the row at ~0.84 of the speed).
+// A bucket's rows split in registers stage a norm's weight and bias there (row_parts.cuh,
+// Staged: 16-byte groups), as much as the launch's block needs; a kernel whose extra operands
+// are not contiguous 16-byte groups stages nothing and leaves it unused.
+unsigned row_shared_bytes(const RowKernel& k, const RowTunables& t, BucketLaunch run,
+                          std::int64_t per_row, int vec, bool at) {
+  if (t.items == 0 && !k.op->reduces) {
+    std::uint64_t stash = std::uint64_t(ceil_div(per_row, run.split)) * std::uint64_t(vec) * 4;
+    if (at && t.split > 1) {
+      const std::uint64_t parts = std::uint64_t(t.split - run.split) * (t.block / 32) * 16;
+      stash -= std::min(stash, parts);
+    }
+    return unsigned(std::min<std::uint64_t>(stash, UINT32_MAX));
+  }
+  if (at && t.items > 0 && t.split > 1 && !k.extras.empty())
+    return unsigned(run.block * t.items * 16 * int(k.extras.size()));
+  return 0;
+}
+
 // The row template over the last axis or every element (tunables block, items, split), into
 // L's launch shape.
 Instance specialize_row_template(const RowKernel& k, const std::string& stem, const LayoutPlan& lp,
@@ -301,11 +325,7 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
                            per_row, run.split);
       });
   if (at) L.geometry = rows_at_geometry(lp);
-  // Streaming ops that write the row keep what they can of it in shared memory for pass 2.
-  if (t.items == 0 && !k.op->reduces)
-    L.config.shared = unsigned(std::min<std::uint64_t>(
-        std::uint64_t(ceil_div(per_row, run.split)) * std::uint64_t(lp.vec) * 4, UINT32_MAX));
-
+  L.config.shared = row_shared_bytes(k, t, run, per_row, lp.vec, at);
   std::vector<DType> extra_types;
   for (const TensorView& v : k.extras) extra_types.push_back(v.dtype);
   std::vector<std::string> args = {"kiln_body",

@@ -209,16 +209,18 @@ __device__ __forceinline__ void write_group(void* const* p, const Index (&off)[K
 
 // A split row's weight and bias (Extra, [C]) staged in shared memory: the block's slice of each,
 // its `count` groups from the block's first, copied in by the Tensor Memory Accelerator at the
-// start (plane e at e * kPlane), so that pass 2 reads them from shared memory instead of L2.
+// start (plane e at e * plane), so that pass 2 reads them from shared memory instead of L2.
 // On for rows_split kernels with Items whose extra operands are 16-byte contiguous groups and
-// fit in 32 KiB.
-template <class Extra, class L, int V, int Slot, int Block, int Items, int Split>
+// fit in 32 KiB. With RuntimeBlock the planes are as long as the launch's block needs, in the
+// launch's dynamic shared memory (rows.cpp gives it), so that a short block of a bucket kernel
+// does not hold the longest one's and fit fewer blocks a multiprocessor.
+template <class Extra, class L, int V, int Slot, int Block, int Items, int Split,
+          bool RuntimeBlock = false>
 struct Staged {
   template <int E>
   using T = typename detail::TypeAt<E, Extra>::type;
   static constexpr unsigned kGroupBytes = 16;
-  static constexpr unsigned kPlane = unsigned(Block) * unsigned(Items) * kGroupBytes;
-  static constexpr unsigned kBytes = kPlane * unsigned(Extra::size);
+  static constexpr unsigned kBytes = unsigned(Block) * unsigned(Items) * kGroupBytes * Extra::size;
   template <int E = 0>
   __host__ __device__ static constexpr bool contiguous() {
     if constexpr (E == Extra::size)
@@ -234,25 +236,44 @@ struct Staged {
   // kernel asks for the blocks of the 40 warps that 48 registers hold (0: no minimum).
   static constexpr int kMinBlocks = kOn ? 40 / (Block / 32) : 0;
 
+  unsigned char* base;
+  unsigned plane;  ///< bytes of one operand's slice: Items groups for each thread of the block
+
+  __device__ __forceinline__ explicit Staged(unsigned block)
+      : base(buffer()), plane(block * unsigned(Items) * kGroupBytes) {
+    if constexpr (kOn && RuntimeBlock) {
+      if (dynamic_smem_bytes() < plane * unsigned(Extra::size)) __trap();  // launched without it
+    }
+  }
+  __device__ __forceinline__ static unsigned char* buffer() {
+    if constexpr (RuntimeBlock) {
+      extern __shared__ float4 kiln_dynamic_smem[];
+      return reinterpret_cast<unsigned char*>(kiln_dynamic_smem);
+    } else {
+      __shared__ alignas(128) unsigned char fixed[kOn ? kBytes : 1];
+      return fixed;
+    }
+  }
+
   /// The block's slices (its first group at offsets `off`) copied in, counted on mbarrier `bar`.
   template <class Index, int K>
-  __device__ __forceinline__ static void copy(unsigned char* dst, void* const* p,
-                                              const Index (&off)[K], unsigned count, unsigned bar) {
+  __device__ __forceinline__ void copy(void* const* p, const Index (&off)[K], unsigned count,
+                                       unsigned bar) const {
 #pragma unroll
     for (int e = 0; e < Extra::size; ++e)  // each element is kGroupBytes / V bytes (contiguous())
       stage_copy(
-          dst + e * kPlane,
+          base + e * plane,
           static_cast<const unsigned char*>(p[Slot + e]) + off[Slot + e] * Index(kGroupBytes / V),
           count * kGroupBytes, bar);
   }
   /// Group j of the block's slice into `packs` (a Tail's extra).
   template <class Packs, class Index>
-  __device__ __forceinline__ static void load(Packs& packs, const unsigned char* src, Index j) {
+  __device__ __forceinline__ void load(Packs& packs, Index j) const {
     void* q[Slot + Extra::size] = {};
     Index off[Slot + Extra::size] = {};
 #pragma unroll
     for (int e = 0; e < Extra::size; ++e) {
-      q[Slot + e] = const_cast<unsigned char*>(src) + e * kPlane;
+      q[Slot + e] = base + e * plane;
       off[Slot + e] = j * Index(V);
     }
     packs.load(q, off);

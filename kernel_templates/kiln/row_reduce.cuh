@@ -65,6 +65,8 @@ __device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v,
 /// every block, and the mbarrier that counts their bytes in.
 template <class Row, int Block, int Split>
 struct ClusterParts {
+  static_assert(sizeof(typename Row::Stat) <= 16,
+                "a statistic of at most 16 bytes, as rows.cpp leaves room for in a bucket's stash");
   unsigned long long bar;
   typename Row::Stat part[Split * (Block / 32)];
 };

@@ -57,7 +57,10 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
   using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
   const unsigned block = RuntimeBlock ? blockDim.x : unsigned(Block), warps = block / 32;
   const unsigned split = RuntimeSplit ? cluster_blocks() : unsigned(Split);
-  const bool clustered = !RuntimeSplit || split > 1;  // with Split > 1
+  // A norm's weight and bias staged (Staged) need the cluster's mbarrier even in a cluster of
+  // one block; a runtime split of 1 otherwise merges in the block alone.
+  using Stage = Staged<Extra, L, V, NO + NI, Block, Items, Split, RuntimeBlock>;
+  const bool clustered = !RuntimeSplit || Stage::kOn || split > 1;  // with Split > 1
   unsigned part = Split > 1 ? cluster_rank() : 0u;
   const Index span = Split == 1  ? groups_per_row
                      : Items > 0 ? Index(block) * Index(Items)
@@ -70,8 +73,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
   const float eps = args.s[Body::scalars];
   const float* epi_scalars = args.s + Body::scalars + 1;
   const float n = float(groups_per_row) * float(V);
-  using Stage = Staged<Extra, L, V, NO + NI, Block, Items, RuntimeSplit ? 1 : Split>;
-  __shared__ alignas(128) unsigned char staged[Stage::kOn ? Stage::kBytes : 1];
+  const Stage stage(block);
   if constexpr (Split > 1) {
     const unsigned staged_bytes =
         Stage::kOn ? unsigned(count) * Stage::kGroupBytes * unsigned(Extra::size) : 0u;
@@ -80,7 +82,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
       if (threadIdx.x == 0 && count > 0) {
         Index off[K];
         at.offsets(Index(0), off);
-        Stage::copy(staged, args.p, off, unsigned(count), cluster_bar<Row, Block, Split>());
+        stage.copy(args.p, off, unsigned(count), cluster_bar<Row, Block, Split>());
       }
     }
   }
@@ -175,7 +177,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
           at.offsets(j, off);
           if constexpr (Stage::kOn) {
             Tail<Epi, Extra, L, V, NO, NI> tail;
-            Stage::load(tail.extra, staged, j);
+            stage.load(tail.extra, j);
             tail.epi.load(args.p, off);
             tail.store(args.p, off, cached[it], apply_cached, epi_scalars);
           } else {
@@ -267,19 +269,19 @@ __global__ void __launch_bounds__(Block,
 }
 
 /// Rows of a length known at run time (L is a RowsAt layout), one block per row, of up to Block
-/// threads with Items > 0 (as many as the launch gives) or of Block threads streaming. Packs of
-/// 1 value, 16 values a thread in registers, are held to 32 registers (no spill), so that
-/// registers do not limit the blocks a multiprocessor runs (at 40, a block of 832 threads runs
-/// alone; under launch bounds of 1024 ptxas takes more). Packs of 8 and no weight or bias
-/// (softmax, the reductions: 39 to 48 with no spill) are held to 48, which fits two blocks of up
-/// to 672 threads; layer_norm's spill at 48. Packs of 2 and 4, 32 values a thread, have the 64
-/// that 1024 threads leave.
+/// threads with Items > 0 (as many as the launch gives) or of Block threads streaming. Register
+/// caps, so that registers do not limit the blocks a multiprocessor runs as they do not for the
+/// kernels of one length (under launch bounds of 1024, ptxas takes more): packs of 1 value, 16
+/// values a thread, are held to 32 (no spill; at 40 a block of 832 threads runs alone); packs of
+/// 2 and 4, 32 values a thread, and packs of 8 with no weight or bias (softmax, the reductions)
+/// to 48, which fits two blocks of up to 672 threads (layer_norm's packs of 2 spill 4 bytes
+/// there); layer_norm's packs of 8, which spill at 48, have the 64 that 1024 threads leave.
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
           int Items>
-__global__ void __maxnreg__(Items > 0 && Items * V <= 16              ? 32
-                            : Items > 0 && V == 8 && Extra::size == 0 ? 48
-                            : Block > 256                             ? 65536 / Block
-                                                                      : 255)
+__global__ void __maxnreg__(Items > 0 && Items * V <= 16               ? 32
+                            : Items > 0 && (V < 8 || Extra::size == 0) ? 48
+                            : Block > 256                              ? 65536 / Block
+                                                                       : 255)
     rows_at(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row,
             const row::RowGeometry<Body, Epi, Extra, L> geometry) {
   row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1, (Items > 0), false>(
@@ -288,11 +290,12 @@ __global__ void __maxnreg__(Items > 0 && Items * V <= 16              ? 32
 
 /// rows_at split between the blocks of a cluster (sm_90 and later) as rows_split, in clusters
 /// of as many blocks as the launch gives, up to Split (a launch attribute: no compiled cluster
-/// dims). A norm's rows in registers have the launch bounds rows_split gives them staged: the
-/// blocks of 40 warps a multiprocessor (48 registers for bf16 layer_norm, as staged).
+/// dims). Rows in registers have the launch bounds of a staged rows_split: the blocks of 40
+/// warps a multiprocessor, 48 registers (without them softmax's take 63); a norm's weight and
+/// bias are staged in the launch's dynamic shared memory, as much as its block needs.
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
           int Items, int Split>
-__global__ void __launch_bounds__(Block, (Items > 0 && Extra::size > 0 ? 40 / (Block / 32) : 0))
+__global__ void __launch_bounds__(Block, (Items > 0 ? 40 / (Block / 32) : 0))
     rows_split_at(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row,
                   const row::RowGeometry<Body, Epi, Extra, L> geometry) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -13,6 +13,7 @@
 #include "engine/compiler/compiler.hpp"
 #include "engine/families/row_buckets.hpp"
 #include "engine/fusion.hpp"
+#include "engine/plan_impl.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
 
@@ -111,6 +112,70 @@ TEST_CASE("row buckets hold in one block's registers the rows that kernels for o
         const kiln::RowTunables past = kiln::bucket_row_tunables(most + 1, vec, clusters, writes);
         CHECK((past.items == 0 || kiln::bucket_launch(past, most + 1, vec).split > 1));
       }
+}
+
+TEST_CASE(
+    "a bucket's rows split in registers launch with the shared memory that their block's staged "
+    "weight and bias take") {
+  // rows_split_at stages a norm's weight and bias in the launch's dynamic shared memory, as
+  // much as its block needs (it traps with less): each of 2 operands, Items groups of 16 bytes
+  // for each thread. A shorter row runs a shorter block and takes less, so that more blocks fit.
+  for (const char* op : {"layer_norm", "softmax"}) {
+    const Graph g = dynamic_row_graph(op, 3, DType::bf16);
+    const kiln::detail::PlanImpl p(g, true);
+    for (std::int64_t length : {32776, 35144, 40720, 49384, 65536}) {
+      Graph scratch;
+      const Graph& b = p.bound_at(length, scratch);
+      std::vector<kiln::TensorView> values;
+      for (const auto& n : b.nodes()) values.push_back(kiln::detail::PlanImpl::desc(n));
+      REQUIRE(p.groups.size() == 1);
+      const kiln::KernelLaunch L = p.specialize(p.groups[0], values, b, "sm_90a");
+      CAPTURE(op);
+      CAPTURE(length);
+      CHECK(L.spec.name.find("i4s8") != std::string::npos);  // the split bucket in registers
+      const std::int64_t groups = length / 8, block = L.config.block[0];
+      CHECK(L.config.cluster[0] == 8);
+      CHECK(block % 32 == 0);
+      CHECK(8 * block * 4 >= groups);        // 8 blocks of `block` threads x 4 groups hold it
+      CHECK(8 * (block - 32) * 4 < groups);  // and one warp fewer would not
+      CHECK(L.config.shared == (std::string(op) == "layer_norm" ? block * 4 * 16 * 2 : 0));
+    }
+  }
+}
+
+TEST_CASE(
+    "a bucket's streaming kernel takes no more shared memory a block than the kernel for its "
+    "length") {
+  // The bucket's kernel holds the cluster's statistics (row_reduce.cuh, ClusterParts, at most
+  // 16 bytes each) of every warp of its most blocks, 8; the kernel for one length those of its
+  // own split. Its stash (the dynamic shared memory) leaves that difference, so that the two
+  // take the same shared memory a block at most, and as many blocks fit a multiprocessor.
+  const auto launch = [](const Graph& g, std::int64_t length) {
+    const kiln::detail::PlanImpl p(g, true);
+    Graph scratch;
+    const Graph& b = p.bound_at(length, scratch);
+    std::vector<kiln::TensorView> values;
+    for (const auto& n : b.nodes()) values.push_back(kiln::detail::PlanImpl::desc(n));
+    REQUIRE(p.groups.size() == 1);
+    return p.specialize(p.groups[0], values, b, "sm_90a");
+  };
+  int streamed = 0;
+  for (const char* op : {"softmax", "layer_norm"})
+    for (std::int64_t length : {16385, 20001, 28477, 40001, 65535, 100001, 131071}) {
+      const Graph g = dynamic_row_graph(op, 3, DType::bf16);
+      const kiln::KernelLaunch at = launch(g, length), one = launch(bound(g, length), length);
+      CAPTURE(op);
+      CAPTURE(length);
+      REQUIRE(at.tunables.at("items") == 0);  // both stream (odd lengths: packs of 1)
+      REQUIRE(one.tunables.at("items") == 0);
+      const std::int64_t warps = at.config.block[0] / 32, split = one.tunables.at("split");
+      CHECK(at.config.block[0] == one.config.block[0]);
+      CHECK(at.config.cluster[0] == split);
+      CHECK(at.config.shared + 8 * warps * 16 <= one.config.shared + split * warps * 16);
+      CHECK(at.config.shared + 8 * warps * 16 + 16 * 16 > one.config.shared + split * warps * 16);
+      streamed += split < 8;
+    }
+  CHECK(streamed >= 6);  // a split of fewer than 8 blocks, where the two differ
 }
 
 TEST_CASE("a dynamic row length: at most 16 kernels for 200 lengths; precompile lists them all") {
