@@ -69,6 +69,18 @@ std::string replay_differs(const std::vector<unsigned char>& got,
       kiln::load_element(DType::bf16, want.data() + 2 * first), got_off, want_off);
 }
 
+// The one kernel of `g`'s plan, with its dynamic dims at `length`, as a run on sm_90a
+// launches it (a static graph: its kernel for that length).
+kiln::KernelLaunch launch_at(const Graph& g, std::int64_t length) {
+  const kiln::detail::PlanImpl p(g, true);
+  Graph scratch;
+  const Graph& b = p.bound_at(length, scratch);
+  std::vector<kiln::TensorView> values;
+  for (const auto& n : b.nodes()) values.push_back(kiln::detail::PlanImpl::desc(n));
+  REQUIRE(p.groups.size() == 1);
+  return p.specialize(p.groups[0], values, b, "sm_90a");
+}
+
 }  // namespace
 
 TEST_CASE("row buckets cover every length with whole warps, within the template's limits") {
@@ -122,14 +134,8 @@ TEST_CASE(
   // for each thread. A shorter row runs a shorter block and takes less, so that more blocks fit.
   for (const char* op : {"layer_norm", "softmax"}) {
     const Graph g = dynamic_row_graph(op, 3, DType::bf16);
-    const kiln::detail::PlanImpl p(g, true);
     for (std::int64_t length : {32776, 35144, 40720, 49384, 65536}) {
-      Graph scratch;
-      const Graph& b = p.bound_at(length, scratch);
-      std::vector<kiln::TensorView> values;
-      for (const auto& n : b.nodes()) values.push_back(kiln::detail::PlanImpl::desc(n));
-      REQUIRE(p.groups.size() == 1);
-      const kiln::KernelLaunch L = p.specialize(p.groups[0], values, b, "sm_90a");
+      const kiln::KernelLaunch L = launch_at(g, length);
       CAPTURE(op);
       CAPTURE(length);
       CHECK(L.spec.name.find("i4s8") != std::string::npos);  // the split bucket in registers
@@ -150,20 +156,11 @@ TEST_CASE(
   // 16 bytes each) of every warp of its most blocks, 8; the kernel for one length those of its
   // own split. Its stash (the dynamic shared memory) leaves that difference, so that the two
   // take the same shared memory a block at most, and as many blocks fit a multiprocessor.
-  const auto launch = [](const Graph& g, std::int64_t length) {
-    const kiln::detail::PlanImpl p(g, true);
-    Graph scratch;
-    const Graph& b = p.bound_at(length, scratch);
-    std::vector<kiln::TensorView> values;
-    for (const auto& n : b.nodes()) values.push_back(kiln::detail::PlanImpl::desc(n));
-    REQUIRE(p.groups.size() == 1);
-    return p.specialize(p.groups[0], values, b, "sm_90a");
-  };
   int streamed = 0;
   for (const char* op : {"softmax", "layer_norm"})
     for (std::int64_t length : {16385, 20001, 28477, 40001, 65535, 100001, 131071}) {
       const Graph g = dynamic_row_graph(op, 3, DType::bf16);
-      const kiln::KernelLaunch at = launch(g, length), one = launch(bound(g, length), length);
+      const kiln::KernelLaunch at = launch_at(g, length), one = launch_at(bound(g, length), length);
       CAPTURE(op);
       CAPTURE(length);
       REQUIRE(at.tunables.at("items") == 0);  // both stream (odd lengths: packs of 1)
