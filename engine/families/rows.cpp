@@ -281,8 +281,9 @@ RowTunables row_default(const RowKernel& k, std::int64_t per_row, int vec, bool 
 // holds them for its own split; its stash leaves that room, so that as many blocks fit a
 // multiprocessor (a block fewer runs the row at ~0.84 of the speed).
 // A bucket's rows split in registers stage a norm's weight and bias there (row_parts.cuh,
-// Staged: 16-byte groups), as much as the launch's block needs; a kernel whose extra operands
-// are not contiguous 16-byte groups stages nothing and leaves it unused.
+// Staged: 16-byte groups), as much as the launch's block needs, from a 128-byte boundary; a
+// kernel whose extra operands are not contiguous 16-byte groups stages nothing and leaves it
+// unused.
 unsigned row_shared_bytes(const RowKernel& k, const RowTunables& t, BucketLaunch run,
                           std::int64_t per_row, int vec, bool at) {
   if (t.items == 0 && !k.op->reduces) {
@@ -294,7 +295,7 @@ unsigned row_shared_bytes(const RowKernel& k, const RowTunables& t, BucketLaunch
     return unsigned(std::min<std::uint64_t>(stash, UINT32_MAX));
   }
   if (at && t.items > 0 && t.split > 1 && !k.extras.empty())
-    return unsigned(run.block * t.items * 16 * int(k.extras.size()));
+    return unsigned(run.block * t.items * 16 * int(k.extras.size()) + 128);
   return 0;
 }
 

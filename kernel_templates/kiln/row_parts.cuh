@@ -212,8 +212,9 @@ __device__ __forceinline__ void write_group(void* const* p, const Index (&off)[K
 // start (plane e at e * plane), so that pass 2 reads them from shared memory instead of L2.
 // On for rows_split kernels with Items whose extra operands are 16-byte contiguous groups and
 // fit in 32 KiB. With RuntimeBlock the planes are as long as the launch's block needs, in the
-// launch's dynamic shared memory (rows.cpp gives it), so that a short block of a bucket kernel
-// does not hold the longest one's and fit fewer blocks a multiprocessor.
+// launch's dynamic shared memory (rows.cpp gives it, 128 bytes more), from a 128-byte boundary
+// (the TMA's copies into a 16-byte aligned one ran 1-4 % slower), so that a short block of a
+// bucket kernel does not hold the longest one's and fit fewer blocks a multiprocessor.
 template <class Extra, class L, int V, int Slot, int Block, int Items, int Split,
           bool RuntimeBlock = false>
 struct Staged {
@@ -242,13 +243,15 @@ struct Staged {
   __device__ __forceinline__ explicit Staged(unsigned block)
       : base(buffer()), plane(block * unsigned(Items) * kGroupBytes) {
     if constexpr (kOn && RuntimeBlock) {
-      if (dynamic_smem_bytes() < plane * unsigned(Extra::size)) __trap();  // launched without it
+      if (dynamic_smem_bytes() < plane * unsigned(Extra::size) + 128)
+        __trap();  // launched without it
     }
   }
   __device__ __forceinline__ static unsigned char* buffer() {
     if constexpr (RuntimeBlock) {
       extern __shared__ float4 kiln_dynamic_smem[];
-      return reinterpret_cast<unsigned char*>(kiln_dynamic_smem);
+      return reinterpret_cast<unsigned char*>(
+          (reinterpret_cast<unsigned long long>(kiln_dynamic_smem) + 127) & ~127ull);
     } else {
       __shared__ alignas(128) unsigned char fixed[kOn ? kBytes : 1];
       return fixed;
