@@ -102,6 +102,9 @@ TEST_CASE("row buckets cover every length with whole warps, within the template'
           if (t.items > 0) REQUIRE(std::int64_t(block) * t.items * split >= g);
           if (t.items == 0 && t.split > 1) REQUIRE((g + split - 1) / split * vec * 4 <= 65536);
           if (split > 1 && t.items > 0) REQUIRE(std::int64_t(t.block) * t.items * split / 2 < g);
+          // A split bucket in registers stages a norm's weight and bias through the cluster's
+          // mbarrier: every row it holds runs in clusters of its most blocks.
+          if (t.split > 1 && t.items > 0) REQUIRE(split == t.split);
         }
 }
 

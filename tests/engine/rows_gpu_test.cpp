@@ -176,3 +176,36 @@ TEST_CASE("gpu: rows holding NaN or -inf give what PyTorch gives, in every strat
       }
     }
 }
+
+TEST_CASE("gpu: layer_norm of rows whose mean passes 1.8e19 is finite, in every strategy" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  // A merge of a statistic with an empty one (a lane or warp past a short row's end) once
+  // computed d * d * 0 with d the mean: inf * 0 = NaN once d * d overflows. Row 0 all 3e19, row 1
+  // 3e19 plus steps of a few ulps of the dtype: every normalized value finite. (Their size is
+  // the rounding of a mean of 3e19, not checked.)
+  kiln::Engine e(kiln::test::on_gpu());
+  for (std::int64_t C : {1, 3, 33, 1000, 4097, 65536, 70001})
+    for (DType t : {DType::f32, DType::bf16}) {
+      CAPTURE(C);
+      CAPTURE(kiln::name_of(t));
+      const std::size_t size = kiln::size_of(t);
+      std::vector<unsigned char> h(std::size_t(2 * C) * size);
+      for (std::int64_t c = 0; c < 2 * C; ++c)
+        kiln::store_element(t,
+                            3e19 + double(c % C % 7) * (c < C             ? 0.0
+                                                        : t == DType::f32 ? 1e13
+                                                                          : 3e17),
+                            h.data() + std::size_t(c) * size);
+      kiln::Tensor x = e.from_host({2, C}, t, h.data());
+      Graph g;
+      g.output(kiln::norm("layer_norm", g.input("x", {2, C}, t)));
+      const auto outs = kiln::Plan(g).run(e, {{"x", x.view()}});
+      const std::vector<unsigned char> y = kiln::test::bytes_of(outs.begin()->second);
+      int wrong = 0;
+      for (std::int64_t c = 0; c < 2 * C; ++c) {
+        const double v = kiln::load_element(t, y.data() + std::size_t(c) * size);
+        wrong += !std::isfinite(v);
+      }
+      CHECK(wrong == 0);
+    }
+}
