@@ -57,8 +57,9 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
   using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
   const unsigned block = RuntimeBlock ? blockDim.x : unsigned(Block), warps = block / 32;
   const unsigned split = RuntimeSplit ? cluster_blocks() : unsigned(Split);
-  // A norm's weight and bias staged (Staged) need the cluster's mbarrier even in a cluster of
-  // one block; a runtime split of 1 otherwise merges in the block alone.
+  // A norm's weight and bias staged (Staged) need the cluster's mbarrier, so a kernel that
+  // stages takes the cluster path whatever its split (row_buckets launches its most blocks);
+  // a runtime split of 1 otherwise merges in the block alone.
   using Stage = Staged<Extra, L, V, NO + NI, Block, Items, Split, RuntimeBlock>;
   const bool clustered = !RuntimeSplit || Stage::kOn || split > 1;  // with Split > 1
   unsigned part = Split > 1 ? cluster_rank() : 0u;
@@ -275,7 +276,8 @@ __global__ void __launch_bounds__(Block,
 /// values a thread, are held to 32 (no spill; at 40 a block of 832 threads runs alone); packs of
 /// 2 and 4, 32 values a thread, and packs of 8 with no weight or bias (softmax, the reductions)
 /// to 48, which fits two blocks of up to 672 threads (layer_norm's packs of 2 spill 4 bytes
-/// there); layer_norm's packs of 8, which spill at 48, have the 64 that 1024 threads leave.
+/// there); the rest (packs of 8 with a weight or bias, which spill at 48; streaming) have what a
+/// block of Block threads leaves, 65536 / Block (64 at 1024).
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
           int Items>
 __global__ void __maxnreg__(Items > 0 && Items * V <= 16               ? 32
