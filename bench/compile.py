@@ -8,8 +8,10 @@ an empty cache, and its time read from the line kiln prints ("compiled NAME for 
 (kiln_bench_compile_baseline). Rounds alternate baseline and kernels, so a busy machine slows
 both alike; each figure is the median over the rounds.
 
-usage: bench/compile.py [--bin build/bin] [--baseline-bin DIR] [--arch sm_90a] [--rounds 3] [--json FILE]
-(--baseline-bin: where kiln_bench_compile_baseline is, when --bin is an older build without it)
+usage: bench/compile.py [--bin build/bin] [--baseline-bin DIR] [--arch sm_90a] [--rounds 3] [--cpu N] [--json FILE]
+(--baseline-bin: where kiln_bench_compile_baseline is, when --bin is an older build without it;
+--cpu: every process on that core alone, so that the baseline and the kernels share it: the cores
+of a small cloud machine can differ by 40 % for minutes at a time, bench/NOTES.md session 28)
 """
 import argparse
 import json
@@ -79,8 +81,14 @@ def main():
     ap.add_argument("--baseline-bin", default=None)
     ap.add_argument("--arch", default="sm_90a")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cpu", type=int, default=None)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    if args.cpu is not None:
+        try:
+            os.sched_setaffinity(0, {args.cpu})  # inherited by every process it starts
+        except (OSError, ValueError) as e:
+            sys.exit(f"compile.py: --cpu {args.cpu}: {e} (this machine's cores: {sorted(os.sched_getaffinity(0))})")
     with tempfile.TemporaryDirectory() as scratch:
         graphs = write_graphs(args.bin, scratch)
         base, times, names = [], {g[2]: [] for g in graphs}, {}
