@@ -286,16 +286,18 @@ RowTunables row_default(const RowKernel& k, std::int64_t per_row, int vec, bool 
 // unused.
 unsigned row_shared_bytes(const RowKernel& k, const RowTunables& t, BucketLaunch run,
                           std::int64_t per_row, int vec, bool at) {
+  constexpr std::uint64_t kStatBytes = 16;  // the most a statistic takes (row_reduce.cuh)
+  constexpr int kStagedGroupBytes = 16, kStagedAlign = 128;  // row_parts.cuh, Staged
   if (t.items == 0 && !k.op->reduces) {
     std::uint64_t stash = std::uint64_t(ceil_div(per_row, run.split)) * std::uint64_t(vec) * 4;
     if (at && t.split > 1) {
-      const std::uint64_t parts = std::uint64_t(t.split - run.split) * (t.block / 32) * 16;
+      const std::uint64_t parts = std::uint64_t(t.split - run.split) * (t.block / 32) * kStatBytes;
       stash -= std::min(stash, parts);
     }
     return unsigned(std::min<std::uint64_t>(stash, UINT32_MAX));
   }
   if (at && t.items > 0 && t.split > 1 && !k.extras.empty())
-    return unsigned(run.block * t.items * 16 * int(k.extras.size()) + 128);
+    return unsigned(run.block * t.items * kStagedGroupBytes * int(k.extras.size()) + kStagedAlign);
   return 0;
 }
 
