@@ -60,6 +60,11 @@ EngineImpl::EngineImpl(EngineOptions opts) : serial(next_serial()), options(std:
   }
   arch = options.arch.empty() ? context->info().arch() : options.arch;
   compiler::target_options(arch);  // validates the arch now, not at the first op
+  target = target_of(arch);
+  if (context) {  // the device's own limits, not its arch's largest part's
+    target.max_shared = context->info().max_shared_per_block_optin;
+    target.sms = context->info().sm_count;
+  }
   cache = std::make_unique<cache::KernelCache>(cache::cache_options(
       options.cache_dir, options.disk_cache, options.cache_max_bytes, options.bundles));
   const char* record_env = std::getenv("KILN_RECORD");

@@ -18,6 +18,7 @@
 #include "engine/launch_cache.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/module.hpp"
+#include "engine/target.hpp"
 #include "stages/kernel.hpp"
 
 namespace kiln::detail {
@@ -73,6 +74,7 @@ class EngineImpl {
   const std::uint64_t serial;
   EngineOptions options;
   std::string arch;
+  Target target;  ///< the arch and the limits kernels are specialized for (the device's)
   std::string cache_dir;
   std::shared_ptr<runtime::Context> context;  ///< null offline
   /// The stream launches go to: the one set_stream gave, else the engine's own, created at the

@@ -109,7 +109,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
   std::vector<std::pair<const FusedGroup*, KernelLaunch>> work;
   std::vector<const KernelSpec*> specs;
   for (const FusedGroup& grp : p.groups) {
-    KernelLaunch L = p.specialize_tuned(grp, values, bound, e.arch, e.tuning);
+    KernelLaunch L = p.specialize_tuned(grp, values, bound, e.target, e.tuning);
     if (L.groups != 0 && !L.config.empty()) work.emplace_back(&grp, std::move(L));
   }
   for (const auto& w : work) specs.push_back(&w.second.spec);

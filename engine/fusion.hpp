@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/codegen.hpp"
+#include "engine/target.hpp"
 #include "ops/op.hpp"
 #include "stages/kernel.hpp"
 
@@ -89,14 +90,19 @@ std::vector<FusedGroup> fuse(const Graph& graph, bool fuse);
 /// compiles): inputs are contiguous and aligned unless `inputs` gives views (strides, a data
 /// address for the alignment) for some of them; kernels as `records` tuned them, if given;
 /// for `arch` (a long row splits between blocks on sm_90 and later). Dynamic dims: the kernels
-/// that serve every extent of 2 or more (a batch: the launch's, not the kernel's), and a row
-/// kernel of a dynamic length compiles for every bucket of lengths
-/// (engine/families/row_buckets.hpp); GraphError naming the kernel if one depends on any other
-/// dynamic dim (a reduced batch).
+/// that serve every extent of 2 or more (a batch: the launch's, not the kernel's), those of an
+/// extent of 1, and a kernel its family chooses by a bucket of extents (rows of a dynamic
+/// length: engine/families/row_buckets.hpp; a product's dynamic M, N or K:
+/// engine/families/gemm_buckets.hpp) compiles for every bucket; GraphError naming the kernel,
+/// the arch and the dynamic dims if one depends on any other dynamic dim (a reduced batch).
 std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true,
                                    const std::map<std::string, TensorView>& inputs = {},
                                    const cache::TuningDb* records = nullptr,
                                    const std::string& arch = "sm_90a");
+/// The same for `target`, an arch with the limits of the GPU it is for (an engine's).
+std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse,
+                                   const std::map<std::string, TensorView>& inputs,
+                                   const cache::TuningDb* records, const Target& target);
 
 /// The kernel specs a run of `graph` (with dynamic dims) uses with every dynamic dim at
 /// `extent` and contiguous, aligned inputs, for `arch`: what a run compiles if nothing is
@@ -104,8 +110,8 @@ std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse = true,
 std::vector<KernelSpec> run_specs(const Graph& graph, std::int64_t extent, bool fuse = true,
                                   const std::string& arch = "sm_90a");
 
-/// Specs from a file: a graph (*.json, for `arch`, tuned as `records` say, if given) or a
-/// manifest (anything else; its specs are already what ran).
+/// Specs from a file: a graph (*.json, for `arch`, tuned as `records` say, if given; its
+/// errors name the file) or a manifest (anything else; its specs are already what ran).
 std::vector<KernelSpec> load_specs(const std::string& path,
                                    const cache::TuningDb* records = nullptr,
                                    const std::string& arch = "sm_90a");

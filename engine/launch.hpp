@@ -37,6 +37,10 @@ struct KernelLaunch {
   /// The row::Geometry parameter of a kernel for rows of a dynamic length (empty: none): it
   /// serves a bucket of lengths, and this launch's rows are placed by these bytes.
   std::vector<unsigned char> geometry;
+  /// Its family chose it for a bucket of a dynamic dim's extents (rows of a dynamic length, a
+  /// product's dynamic M), not for the extent at hand: a plan precompiles it at every extent the
+  /// family probes (Family::extent_probes).
+  bool bucketed = false;
   const Family* family = nullptr;  ///< the family that specialized it (engine/families)
   /// The kernel's parameters where a family lays them out itself (a user template's: one per
   /// parameter, in order), with where each of `pointers` sits in them (parameter, byte offset).

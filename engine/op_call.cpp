@@ -30,14 +30,14 @@ OpCall op_call(const ops::OpDef& op, const TensorView& out, const std::vector<Op
   return c;
 }
 
-KernelLaunch specialize_call(const OpCall& call, const std::string& arch,
+KernelLaunch specialize_call(const OpCall& call, const Target& target,
                              const Tunables& tunables) {
-  return specialize_group({call.group, call.values, call.graph, call.graph, arch}, tunables);
+  return specialize_group({call.group, call.values, call.graph, call.graph, target}, tunables);
 }
 
-KernelLaunch specialize_call(const OpCall& call, const std::string& arch,
+KernelLaunch specialize_call(const OpCall& call, const Target& target,
                              const cache::TuningDb& records) {
-  return specialize_tuned({call.group, call.values, call.graph, call.graph, arch}, records);
+  return specialize_tuned({call.group, call.values, call.graph, call.graph, target}, records);
 }
 
 }  // namespace kiln

@@ -11,6 +11,7 @@
 #include "cache/tuning.hpp"
 #include "engine/fusion.hpp"
 #include "engine/launch.hpp"
+#include "engine/target.hpp"
 #include "ops/op.hpp"
 
 namespace kiln {
@@ -26,15 +27,15 @@ struct OpCall {
 OpCall op_call(const ops::OpDef& op, const TensorView& out, const std::vector<Operand>& args,
                const Attrs& attrs);
 
-/// The call's kernel for `arch`, with `tunables` (missing ones: the default). Its pointers are
+/// The call's kernel for `target`, with `tunables` (missing ones: the default). Its pointers are
 /// the output's, then each tensor operand's; its scalars each scalar operand's, then the
 /// attributes' (clamp's bounds), then the family's own (a norm's eps).
-KernelLaunch specialize_call(const OpCall& call, const std::string& arch,
+KernelLaunch specialize_call(const OpCall& call, const Target& target,
                              const Tunables& tunables = {});
 
 /// The call's kernel as `records` (one GPU's) tuned it, as a plan of it would run it
 /// (specialize_tuned).
-KernelLaunch specialize_call(const OpCall& call, const std::string& arch,
+KernelLaunch specialize_call(const OpCall& call, const Target& target,
                              const cache::TuningDb& records);
 
 }  // namespace kiln

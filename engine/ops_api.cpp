@@ -95,7 +95,8 @@ std::shared_ptr<detail::PreparedOp> prepare_op(Engine& engine, const ops::OpDef&
                                                const Attrs& attrs) {
   auto p = std::make_shared<detail::PreparedOp>();
   p->launch =
-      specialize_call(op_call(op, out, args, attrs), engine.arch(), detail::impl_of(engine).tuning);
+      specialize_call(op_call(op, out, args, attrs), detail::impl_of(engine).target,
+                      detail::impl_of(engine).tuning);
   if (p->launch.groups == 0 || p->launch.config.empty()) return p;
   p->kernel = &detail::impl_of(engine).prepare(p->launch.spec);
   p->params = std::make_unique<LaunchParams>(p->launch);
@@ -160,7 +161,8 @@ KernelRecord precompile(Engine& engine, std::string_view name, const std::vector
   const TensorView out = ops::infer_result(op, args, attrs);
   check_operands(op, args, false);
   const KernelLaunch L =
-      specialize_call(op_call(op, out, args, attrs), engine.arch(), detail::impl_of(engine).tuning);
+      specialize_call(op_call(op, out, args, attrs), detail::impl_of(engine).target,
+                      detail::impl_of(engine).tuning);
   if (L.groups == 0)
     throw ShapeError(fmt::format("{}: the result {} is empty; there is no kernel to compile", name,
                                  out.describe()));

@@ -68,7 +68,7 @@ struct Planned {
 std::vector<KernelLaunch> specialize_groups(const detail::PlanImpl& p, const Graph& graph,
                                             const std::map<std::string, TensorView>& views,
                                             const cache::TuningDb* records,
-                                            const std::string& arch) {
+                                            const Target& target) {
   std::vector<TensorView> values;
   for (const auto& n : graph.nodes()) {
     values.push_back(detail::PlanImpl::desc(n));
@@ -81,21 +81,22 @@ std::vector<KernelLaunch> specialize_groups(const detail::PlanImpl& p, const Gra
   }
   std::vector<KernelLaunch> out;
   for (const FusedGroup& grp : p.groups)
-    out.push_back(records ? p.specialize_tuned(grp, values, graph, arch, *records)
-                          : p.specialize(grp, values, graph, arch));
+    out.push_back(records ? p.specialize_tuned(grp, values, graph, target, *records)
+                          : p.specialize(grp, values, graph, target));
   return out;
 }
 
 // Each group of `p` over the graph's shapes, as specialize_groups. A graph with dynamic dims
 // is specialized with them at 2 and at 3: a kernel the same both times serves every extent of
-// 2 or more (with 32-bit indices: the dims are the launch's, as a batch is); a row kernel of a
-// dynamic length is its bucket's (`buckets`); any other that differs is `per_extent`.
+// 2 or more (with 32-bit indices: the dims are the launch's, as a batch is); one its family
+// chose for a bucket of extents both times (rows of a dynamic length, a product's dynamic M) is
+// its bucket's (`buckets`); any other that differs is `per_extent`.
 std::vector<Planned> plan_groups(const detail::PlanImpl& p,
                                  const std::map<std::string, TensorView>& inputs,
-                                 const cache::TuningDb* records, const std::string& arch) {
+                                 const cache::TuningDb* records, const Target& target) {
   std::vector<Planned> planned;
   if (!p.dynamic()) {
-    for (KernelLaunch& L : specialize_groups(p, p.graph, inputs, records, arch))
+    for (KernelLaunch& L : specialize_groups(p, p.graph, inputs, records, target))
       planned.push_back({std::move(L), false});
     return planned;
   }
@@ -103,42 +104,60 @@ std::vector<Planned> plan_groups(const detail::PlanImpl& p,
     throw ArgumentError(
         "input views are for a graph with static shapes; this one has dynamic dims (\"?\")");
   Graph two, three;
-  std::vector<KernelLaunch> at2 = specialize_groups(p, p.bound_at(2, two), {}, records, arch),
-                            at3 = specialize_groups(p, p.bound_at(3, three), {}, records, arch);
+  std::vector<KernelLaunch> at2 = specialize_groups(p, p.bound_at(2, two), {}, records, target),
+                            at3 = specialize_groups(p, p.bound_at(3, three), {}, records, target);
   for (std::size_t i = 0; i < at2.size(); ++i) {
-    const bool buckets = !at2[i].geometry.empty() && !at3[i].geometry.empty();
+    const bool buckets = at2[i].bucketed && at3[i].bucketed;
     const bool differs = compiler::spec_id(at2[i].spec) != compiler::spec_id(at3[i].spec);
     planned.push_back({std::move(at2[i]), differs && !buckets, buckets});
   }
   return planned;
 }
 
-// The bucket kernels of `planned`'s bucketed groups: specialized at every extent their
-// families probe (Family::extent_probes), each distinct one once.
-std::vector<KernelSpec> bucket_specs(const detail::PlanImpl& p, const std::vector<Planned>& planned,
-                                     const cache::TuningDb* records, const std::string& arch) {
-  std::set<std::int64_t> probes;
+// The kernels a dynamic graph runs besides those planned at 2: its bucketed groups' at every
+// extent their families probe (Family::extent_probes), and every group's at an extent of 1,
+// where a unit dim drops out of a layout (a batch of 1 is a batch like any other: precompiled
+// too). Each distinct one once; `seen` holds the spec ids already listed.
+std::vector<KernelSpec> extra_specs(const detail::PlanImpl& p, const std::vector<Planned>& planned,
+                                    const cache::TuningDb* records, const Target& target,
+                                    std::set<std::string>& seen) {
+  std::set<std::int64_t> probes = {1};
   for (const Planned& k : planned)
     if (k.buckets)
       for (std::int64_t e : k.launch.family->extent_probes()) probes.insert(e);
   std::vector<KernelSpec> specs;
-  std::set<std::string> seen;
-  for (std::int64_t length : probes) {
+  for (std::int64_t extent : probes) {
     Graph scratch;
-    const std::vector<KernelLaunch> at =
-        specialize_groups(p, p.bound_at(length, scratch), {}, records, arch);
+    std::vector<KernelLaunch> at;
+    try {
+      at = specialize_groups(p, p.bound_at(extent, scratch), {}, records, target);
+    } catch (const ShapeError&) {
+      continue;  // the graph cannot run at this extent, so no kernel of it is needed
+    }
     for (std::size_t i = 0; i < at.size(); ++i)
-      if (planned[i].buckets && at[i].groups && seen.insert(compiler::spec_id(at[i].spec)).second)
+      if ((extent == 1 || planned[i].buckets) && at[i].groups &&
+          seen.insert(compiler::spec_id(at[i].spec)).second)
         specs.push_back(at[i].spec);
   }
   return specs;
+}
+
+// "x[?, 4, 768] dim 0, mask[?] dim 0": the dynamic dims of `g`'s inputs.
+std::string dynamic_dims(const Graph& g) {
+  std::vector<std::string> dims;
+  for (const auto& n : g.nodes())
+    if (n.op == "input")
+      for (std::size_t d = 0; d < n.shape.size(); ++d)
+        if (n.shape[d] < 0)
+          dims.push_back(fmt::format("{}{} dim {}", n.name, to_string(n.shape), d));
+  return fmt::format("{}", fmt::join(dims, ", "));
 }
 
 }  // namespace
 
 std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
   const bool dynamic = impl_->dynamic();
-  const std::vector<Planned> planned = plan_groups(*impl_, {}, nullptr, arch);
+  const std::vector<Planned> planned = plan_groups(*impl_, {}, nullptr, target_of(arch));
   std::vector<PlanKernel> out;
   for (std::size_t i = 0; i < planned.size(); ++i) {
     const FusedGroup& grp = impl_->groups[i];
@@ -154,11 +173,10 @@ std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
 }
 
 std::vector<KernelRecord> Plan::compile(Engine& engine) const {
-  const std::vector<KernelSpec> specs =
-      plan_specs(impl_->graph, impl_->fused, {}, nullptr, engine.arch());
+  detail::EngineImpl& e = detail::impl_of(engine);
+  const std::vector<KernelSpec> specs = plan_specs(impl_->graph, impl_->fused, {}, nullptr, e.target);
   std::vector<const KernelSpec*> todo;
   for (const KernelSpec& s : specs) todo.push_back(&s);
-  detail::EngineImpl& e = detail::impl_of(engine);
   const std::size_t before = e.records.size();  // records added now: kernels new to the engine
   std::set<std::size_t> listed;
   std::vector<KernelRecord> records;
@@ -171,23 +189,33 @@ std::vector<KernelRecord> Plan::compile(Engine& engine) const {
 
 std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops,
                                    const std::map<std::string, TensorView>& inputs,
-                                   const cache::TuningDb* records, const std::string& arch) {
+                                   const cache::TuningDb* records, const Target& target) {
   const detail::PlanImpl p(graph, fuse_ops);
   std::vector<KernelSpec> specs;
-  const std::vector<Planned> planned = plan_groups(p, inputs, records, arch);
+  std::set<std::string> seen;
+  const std::vector<Planned> planned = plan_groups(p, inputs, records, target);
   for (std::size_t i = 0; i < planned.size(); ++i) {
     const Planned& k = planned[i];
     if (k.per_extent)  // cannot be compiled ahead
-      throw GraphError(
-          fmt::format("kernel {} (fusing {}) depends on a dynamic dim (\"?\") beyond the batch, so "
-                      "it compiles once "
-                      "per extent: give the graph static shapes, or precompile a manifest recorded "
-                      "with KILN_RECORD",
-                      k.name(p.groups[i]), fmt::join(p.ops_of(p.groups[i]), ", ")));
-    if (k.launch.groups && !k.buckets) specs.push_back(k.launch.spec);
+      throw GraphError(fmt::format(
+          "kernel {} (fusing {}) for {} changes with the extent of a dynamic dim ({}), so it "
+          "compiles once per extent: give the graph static shapes, or precompile a manifest "
+          "recorded with KILN_RECORD",
+          k.name(p.groups[i]), fmt::join(p.ops_of(p.groups[i]), ", "), target.arch,
+          dynamic_dims(p.graph)));
+    if (k.launch.groups && !k.buckets && seen.insert(compiler::spec_id(k.launch.spec)).second)
+      specs.push_back(k.launch.spec);
   }
-  for (KernelSpec& s : bucket_specs(p, planned, records, arch)) specs.push_back(std::move(s));
+  if (p.dynamic())
+    for (KernelSpec& s : extra_specs(p, planned, records, target, seen))
+      specs.push_back(std::move(s));
   return specs;
+}
+
+std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops,
+                                   const std::map<std::string, TensorView>& inputs,
+                                   const cache::TuningDb* records, const std::string& arch) {
+  return plan_specs(graph, fuse_ops, inputs, records, target_of(arch));
 }
 
 std::vector<KernelSpec> run_specs(const Graph& graph, std::int64_t extent, bool fuse_ops,
@@ -195,16 +223,38 @@ std::vector<KernelSpec> run_specs(const Graph& graph, std::int64_t extent, bool 
   const detail::PlanImpl p(graph, fuse_ops);
   Graph scratch;
   std::vector<KernelSpec> specs;
-  for (KernelLaunch& L : specialize_groups(p, p.bound_at(extent, scratch), {}, nullptr, arch))
+  for (KernelLaunch& L :
+       specialize_groups(p, p.bound_at(extent, scratch), {}, nullptr, target_of(arch)))
     if (L.groups) specs.push_back(std::move(L.spec));
   return specs;
 }
 
+namespace {
+
+// `e` again, its message after "`path`: " (the same class, so callers catch it as before).
+template <class E>
+[[noreturn]] void rethrow_from(const std::string& path, const E& e) {
+  const std::string what = e.what();
+  if (what.compare(0, path.size() + 2, path + ": ") == 0) throw e;
+  throw E(path + ": " + what);
+}
+
+}  // namespace
+
 std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records,
                                    const std::string& arch) {
   const bool graph = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-  return graph ? plan_specs(Graph::load(path), fusion_enabled(), {}, records, arch)
-               : cache::read_manifest(path);
+  if (!graph) return cache::read_manifest(path);
+  const Graph g = Graph::load(path);
+  try {
+    return plan_specs(g, fusion_enabled(), {}, records, target_of(arch));
+  } catch (const GraphError& e) {
+    rethrow_from(path, e);
+  } catch (const ShapeError& e) {
+    rethrow_from(path, e);
+  } catch (const DtypeError& e) {
+    rethrow_from(path, e);
+  }
 }
 
 }  // namespace kiln

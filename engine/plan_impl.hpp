@@ -139,20 +139,20 @@ class PlanImpl {
   }
 
   // `grp`'s kernel by its family (engine/families): `g` gives the shapes (the bound graph when
-  // running, the graph itself when static); `arch` the target ("sm_90a"). `tunables`: the
+  // running, the graph itself when static); `target` the arch and its limits. `tunables`: the
   // template's parameters (missing ones: the default).
   KernelLaunch specialize(const FusedGroup& grp, const std::vector<TensorView>& values,
-                          const Graph& g, const std::string& arch,
+                          const Graph& g, const Target& target,
                           const Tunables& tunables = {}) const {
-    return specialize_group({grp, values, g, graph, arch}, tunables);
+    return specialize_group({grp, values, g, graph, target}, tunables);
   }
 
   // The kernel as `records` (one GPU's) tuned it: the record whose signature is the default
   // kernel's spec id, else the default. A record whose tunables no longer fit is ignored.
   KernelLaunch specialize_tuned(const FusedGroup& grp, const std::vector<TensorView>& values,
-                                const Graph& g, const std::string& arch,
+                                const Graph& g, const Target& target,
                                 const cache::TuningDb& records) const {
-    return kiln::specialize_tuned({grp, values, g, graph, arch}, records);
+    return kiln::specialize_tuned({grp, values, g, graph, target}, records);
   }
 };
 

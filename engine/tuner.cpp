@@ -200,7 +200,7 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
   std::vector<std::unique_ptr<LaunchParams>> params;
   KernelLaunch first;
   for (const std::vector<TensorView>& values : b.values) {
-    KernelLaunch L = p.specialize(grp, values, p.graph, engine.arch(), c);
+    KernelLaunch L = p.specialize(grp, values, p.graph, detail::impl_of(engine).target, c);
     params.push_back(std::make_unique<LaunchParams>(L));
     if (params.size() == 1) first = std::move(L);
   }
@@ -270,10 +270,10 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
   for (const FusedGroup& grp : p.groups) {
     KernelTuning t;
     t.ops = p.ops_of(grp);
-    const KernelLaunch base = p.specialize(grp, descs, graph, engine.arch());
+    const KernelLaunch base = p.specialize(grp, descs, graph, detail::impl_of(engine).target);
     t.kernel = base.spec.name;
     const std::string signature = compiler::spec_id(base.spec);
-    const Space space = base.family->space(grp, base, engine.arch());
+    const Space space = base.family->space(grp, base, detail::impl_of(engine).target);
     const std::vector<Candidate> candidates = space.candidates(limits);
     t.candidates = int(candidates.size());
     if (base.groups == 0)
@@ -293,7 +293,7 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
     std::vector<KernelSpec> specs;
     for (const Candidate& c : candidates) {
       try {
-        specs.push_back(p.specialize(grp, descs, graph, engine.arch(), c).spec);
+        specs.push_back(p.specialize(grp, descs, graph, detail::impl_of(engine).target, c).spec);
       } catch (const Error&) {
         continue;  // measuring it throws the same error: it is discarded with the reason
       }
@@ -342,7 +342,7 @@ std::vector<KernelTiming> time_kernels(Engine& engine, const Graph& graph, bool 
   std::vector<KernelTiming> out;
   for (const FusedGroup& grp : p.groups) {
     const KernelLaunch L =
-        p.specialize_tuned(grp, descs, graph, engine.arch(), detail::impl_of(engine).tuning);
+        p.specialize_tuned(grp, descs, graph, detail::impl_of(engine).target, detail::impl_of(engine).tuning);
     KernelTiming t{L.spec.name, p.ops_of(grp), 0, 0};
     if (L.groups > 0) {
       Buffers b = make_buffers(engine, p, grp, detail::impl_of(engine).context->info().l2_bytes);

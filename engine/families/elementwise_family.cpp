@@ -35,7 +35,7 @@ class ElementwiseFamily final : public Family {
     return specialize_elementwise(grp.body, grp.stem, w.views(grp.outputs), w.views(grp.inputs),
                                   grp.scalars, elementwise_tunables(t, grp.stem));
   }
-  autotune::Space space(const FusedGroup&, const KernelLaunch&, const std::string&) const override {
+  autotune::Space space(const FusedGroup&, const KernelLaunch&, const Target&) const override {
     return autotune::elementwise_space();
   }
   std::vector<std::string_view> headers() const override { return {"elementwise.cuh"}; }

@@ -18,6 +18,7 @@
 #include "engine/autotune.hpp"
 #include "engine/fusion.hpp"
 #include "engine/launch.hpp"
+#include "engine/target.hpp"
 
 namespace kiln {
 
@@ -29,7 +30,7 @@ struct GroupWork {
   const std::vector<TensorView>& values;
   const Graph& shapes;
   const Graph& planned;
-  const std::string& arch;  ///< "sm_90a"
+  const Target& target;  ///< the arch and the limits of the GPU the kernel is for
 
   /// The views of `ids`' values, in order.
   std::vector<TensorView> views(const std::vector<int>& ids) const;
@@ -48,7 +49,7 @@ class Family {
   /// What `kiln tune` searches for `base`, the kernel this family specialized for `grp` with
   /// its defaults, on `arch`.
   virtual autotune::Space space(const FusedGroup& grp, const KernelLaunch& base,
-                                const std::string& arch) const = 0;
+                                const Target& target) const = 0;
   /// The headers under kernel_templates/kiln its kernels include (none: a user's template
   /// brings its own).
   virtual std::vector<std::string_view> headers() const = 0;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <kiln/error.hpp>
 
+#include "engine/families/gemm_buckets.hpp"
 #include "engine/families/gemm_problem.hpp"
 #include "engine/families/rows.hpp"
 
@@ -37,8 +38,8 @@ char layout_letter(GemmLayout l) {
 int default_warps_m(const GemmTunables& t) { return t.bm == 64 && t.bn == 64 ? 2 : t.bm / 64; }
 int default_warps_n(const GemmTunables& t) { return t.bm == 64 && t.bn == 64 ? 2 : t.bn / 32; }
 
-GemmTunables resolved(GemmTunables t, const GemmProblem& p, bool clusters) {
-  const GemmTunables d = default_gemm_tunables(p.m, p.n, p.k, p.batches, clusters);
+GemmTunables resolved(GemmTunables t, const GemmSizing& s, bool clusters) {
+  const GemmTunables d = default_gemm_tunables(s, clusters);
   if (!t.bm) t.bm = d.bm;
   if (!t.bn) t.bn = d.bn;
   if (!t.warps_m) t.warps_m = default_warps_m(t);
@@ -80,27 +81,27 @@ GemmTunables gemm_tunables(const Tunables& t, const std::string& stem) {
   return g;
 }
 
-GemmTunables default_gemm_tunables(std::int64_t m, std::int64_t n, std::int64_t k,
-                                   std::int64_t batches, bool clusters) {
+GemmTunables default_gemm_tunables(const GemmSizing& s, bool clusters) {
+  const std::int64_t m = s.m, n = s.n, k = s.k, batches = s.batches;
   GemmTunables t;
   t.bm = m <= 64 ? 64 : 128;
   t.bn = n <= 64 || m <= 64 ? 64 : 128;
   auto blocks_of = [&](const GemmTunables& x) {
     return (m + x.bm - 1) / x.bm * ((n + x.bn - 1) / x.bn) * batches;
   };
-  if (blocks_of(t) * 2 <= kGemmSms) t.bm = t.bn = 64;  // too few tiles: smaller ones first
+  if (blocks_of(t) * 2 <= s.sms) t.bm = t.bn = 64;  // too few tiles: smaller ones first
   t.warps_m = default_warps_m(t);
   t.warps_n = default_warps_n(t);
   t.stages = 3;
   t.split = 1;
-  t.split = default_split(blocks_of(t), (k + 31) / 32, clusters);  // at the smaller stage depth
+  t.split = default_split(blocks_of(t), (k + 31) / 32, clusters, s.sms);  // the smaller stage
   return t;
 }
 
-int default_split(std::int64_t blocks, std::int64_t ktiles, bool clusters) {
+int default_split(std::int64_t blocks, std::int64_t ktiles, bool clusters, std::int64_t sms) {
   int split = 1;
   if (clusters)
-    while (split < 8 && blocks * split * 2 <= kGemmSms && ktiles >= 4 * split) split *= 2;
+    while (split < 8 && blocks * split * 2 <= sms && ktiles >= 4 * split) split *= 2;
   return split;
 }
 
@@ -148,8 +149,8 @@ double gemm_agreement(const GemmKernel& k, std::int64_t K) {
   return 2e-5 * std::sqrt(double(std::max<std::int64_t>(K, 1)));
 }
 
-KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
-                            GemmTunables t) {
+KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s,
+                            const std::string& stem, GemmTunables t) {
   const bool clusters = has_clusters(k.arch);
   if (t.wgmma == 1)
     throw ArgumentError(fmt::format(
@@ -157,10 +158,9 @@ KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std
         "or N, or f32 with both along K (16-byte aligned), no batch dims and no empty dim; this "
         "product runs on mma.sync",
         stem));
-  t = resolved(t, p, clusters);
+  t = resolved(t, s, clusters);
   const DType dtype = k.a.dtype;
-  // The most any arch from sm_80 grants; the device's own limit is the tuner's to apply.
-  if (std::string why = reject_gemm_tunables(t, 227 * 1024, clusters); !why.empty())
+  if (std::string why = reject_gemm_tunables(t, s.max_shared, clusters); !why.empty())
     throw ArgumentError(fmt::format("{}: bad GEMM tunables: {}", stem, why));
   const std::int64_t tiles = (p.m + t.bm - 1) / t.bm * ((p.n + t.bn - 1) / t.bn);
   if (tiles > std::numeric_limits<int>::max())
@@ -201,14 +201,16 @@ KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const std
 
 KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmTunables t) {
   const GemmProblem p = gemm_problem(k, stem);
+  const GemmSizing s = gemm_sizing(k, p);
   const bool clusters = has_clusters(k.arch);
   const bool skinny =
-      t.skinny == 1 || (t.skinny < 0 && t.wgmma < 0 && !t.bm && skinny_by_default(k, p));
+      t.skinny == 1 || (t.skinny < 0 && t.wgmma < 0 && !t.bm && skinny_by_default(k, p, s));
   if (t.columns && !skinny)
     throw ArgumentError(fmt::format("{}: columns is a tunable of the few-row path only", stem));
-  KernelLaunch L = skinny                             ? specialize_skinny(k, p, stem, t, clusters)
-                   : t.wgmma != 0 && wgmma_fits(k, p) ? specialize_wgmma(k, p, stem, t)
-                                                      : specialize_mma(k, p, stem, t);
+  KernelLaunch L = skinny                             ? specialize_skinny(k, p, s, stem, t, clusters)
+                   : t.wgmma != 0 && wgmma_fits(k, p) ? specialize_wgmma(k, p, s, stem, t)
+                                                      : specialize_mma(k, p, s, stem, t);
+  L.bucketed = k.dynamic.any();
   L.agreement = gemm_agreement(k, p.k);
   // Every GEMM template waits for the kernel before it (kiln/grid_dependency.cuh). Not in
   // clusters: their launch may not start early.

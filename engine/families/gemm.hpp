@@ -15,6 +15,21 @@
 
 namespace kiln {
 
+/// Which of a product's sizes a plan's dynamic dims set ("?"): the kernel is chosen for their
+/// bucket (engine/families/gemm_buckets.hpp), so every size of a bucket runs one kernel.
+struct GemmDynamic {
+  bool m = false, n = false, k = false, batches = false;
+  bool any() const { return m || n || k || batches; }
+};
+
+/// What a kernel's default tunables are chosen for: the product's sizes (each dynamic one its
+/// bucket's), and the limits of the GPU it is for.
+struct GemmSizing {
+  std::int64_t m = 0, n = 0, k = 0, batches = 1;
+  std::int64_t sms = 132;         ///< blocks that fill the GPU (the target's SMs)
+  int max_shared = 227 * 1024;    ///< bytes of shared memory a block may use
+};
+
 /// The operands and bodies of one GEMM kernel.
 struct GemmKernel {
   const ops::OpDef* op = nullptr;  ///< matmul or linear
@@ -29,6 +44,10 @@ struct GemmKernel {
   std::vector<TensorView> epilogue_inputs;
   std::vector<float> epilogue_scalars;
   std::string arch = "sm_80";  ///< the target: sm_90a takes the wgmma path where it fits
+  /// The target's limits (0: the arch's, engine/target.hpp): the shared memory a block may use
+  /// and the SMs a launch should fill.
+  int max_shared = 0, sms = 0;
+  GemmDynamic dynamic;  ///< the sizes a plan's dynamic dims set
 };
 
 /// The template's tunables: the block's tile of C (bm x bn), its warps (warps_m x warps_n) and
@@ -52,15 +71,14 @@ struct GemmTunables {
 /// `t`'s tunables by name; ArgumentError naming `stem` for any other name.
 GemmTunables gemm_tunables(const Tunables& t, const std::string& stem);
 
-/// The default tile for an M x N x K product (`batches` of them); where `clusters` run, K splits
-/// between the blocks of a cluster when the tiles alone would leave most of the GPU idle.
-GemmTunables default_gemm_tunables(std::int64_t m, std::int64_t n, std::int64_t k,
-                                   std::int64_t batches, bool clusters);
+/// The default tile for `s`'s M x N x K product (`batches` of them); where `clusters` run, K
+/// splits between the blocks of a cluster when the tiles alone would leave most of the GPU idle.
+GemmTunables default_gemm_tunables(const GemmSizing& s, bool clusters);
 
 /// How many blocks of a cluster split K by default: doubling (up to 8) while `blocks` tiles
-/// times the split fill at most half the SMs and each block keeps 4 or more of the `ktiles`
+/// times the split fill at most half of `sms` and each block keeps 4 or more of the `ktiles`
 /// stages along K; 1 where clusters do not run.
-int default_split(std::int64_t blocks, std::int64_t ktiles, bool clusters);
+int default_split(std::int64_t blocks, std::int64_t ktiles, bool clusters, std::int64_t sms);
 
 /// Why `t` cannot run with `max_shared` bytes of shared memory per block ("" if it can);
 /// `clusters`: whether the target runs thread-block clusters (a split needs them).

@@ -2,6 +2,7 @@
 // (kernel_templates/kiln/gemm.cuh). Its specialization is engine/families/gemm*.
 #include "engine/families/family.hpp"
 #include "engine/families/gemm.hpp"
+#include "engine/families/gemm_buckets.hpp"
 
 namespace kiln {
 namespace {
@@ -12,6 +13,22 @@ std::int64_t column0_of(const Graph& shapes, int id) {
   const Graph::Node& n = shapes.node(id);
   if (n.op != "slice") return 0;
   return ops::slice_range(shapes.node(std::get<int>(n.args[0])).shape, n.attrs, n.name).start;
+}
+
+// Which of the product's sizes the plan's dynamic dims set: M (and the batches, which may merge
+// into it) from the result's leading dims, N from its last (a result of rank 1 has both in its
+// one dim), K from a's last.
+GemmDynamic dynamic_sizes(const GroupWork& w) {
+  const FusedGroup& grp = w.group;
+  const Shape& out = w.planned.node(grp.anchor_node).shape;
+  const Shape& a = w.planned.node(grp.inputs.at(0)).shape;
+  GemmDynamic d;
+  for (std::size_t i = 0; i + 1 < out.size(); ++i) d.m = d.m || out[i] < 0;
+  d.n = !out.empty() && out.back() < 0;
+  if (out.size() == 1) d.m = d.n = d.m || d.n;
+  d.batches = d.m;
+  d.k = !a.empty() && a.back() < 0;
+  return d;
 }
 
 class GemmFamily final : public Family {
@@ -34,14 +51,18 @@ class GemmFamily final : public Family {
     if (!grp.extras.empty()) k.bias = w.values.at(std::size_t(grp.extras[0]));
     k.epilogue_inputs = w.views(grp.epilogue_inputs);
     k.epilogue_scalars = grp.epilogue_scalars;
-    k.arch = w.arch;
+    k.arch = w.target.arch;
+    k.max_shared = w.target.max_shared;
+    k.sms = w.target.sms;
+    k.dynamic = dynamic_sizes(w);
     return specialize_gemm(k, grp.stem, gemm_tunables(t, grp.stem));
   }
   autotune::Space space(const FusedGroup&, const KernelLaunch& base,
-                        const std::string&) const override {
+                        const Target&) const override {
     return autotune::gemm_space(base);
   }
   std::vector<std::string_view> headers() const override { return {"gemm.cuh", "gemm_sm90.cuh"}; }
+  std::vector<std::int64_t> extent_probes() const override { return gemm_bucket_probes(); }
 };
 
 }  // namespace

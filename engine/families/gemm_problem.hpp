@@ -12,9 +12,6 @@
 namespace kiln {
 
 constexpr std::size_t kGemmBatchDims = 4;  ///< gemm.cuh's kBatchDims
-/// The SMs the default tiles and splits plan for (an H100's): fewer blocks than this leave the
-/// GPU partly idle.
-constexpr std::int64_t kGemmSms = 132;
 /// The most rows the skinny path (gemm_skinny.cuh) takes.
 constexpr std::int64_t kSkinnyRows = 32;
 /// The largest N and K it takes: its index sums (a tile count, K plus a batch of steps) stay
@@ -78,16 +75,17 @@ bool wgmma_fits(const GemmKernel& k, const GemmProblem& p);
 std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact = false);
 /// The dynamic shared memory of a kernel of the sm_90a path with tunables `t` (resolved).
 int wgmma_shared_bytes(const GemmTunables& t, bool exact);
-/// Whether `p` of `k` takes the skinny path when no tunable says: up to 8 rows, or up to
-/// kSkinnyRows of an f32 product (not TF32) whose B is small (it is read once per 8 rows).
-bool skinny_by_default(const GemmKernel& k, const GemmProblem& p);
-/// The kernel of the path for up to kSkinnyRows rows (gemm_skinny.cuh), its split resolved;
-/// `clusters`: whether the target runs thread-block clusters.
-KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
-                               GemmTunables t, bool clusters);
+/// Whether `p` of `k` takes the skinny path when no tunable says: `s` (its sizes or their
+/// buckets') up to 8 rows, or up to kSkinnyRows of an f32 product (not TF32) whose B is small
+/// (it is read once per 8 rows).
+bool skinny_by_default(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s);
+/// The kernel of the path for up to kSkinnyRows rows (gemm_skinny.cuh), its tile and split
+/// chosen for `s`; `clusters`: whether the target runs thread-block clusters.
+KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s,
+                               const std::string& stem, GemmTunables t, bool clusters);
 
-/// The kernel of the sm_90a path, its tunables resolved (bn, stages).
-KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
-                              GemmTunables t);
+/// The kernel of the sm_90a path, its tunables resolved (bn, stages) for `s`.
+KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s,
+                              const std::string& stem, GemmTunables t);
 
 }  // namespace kiln

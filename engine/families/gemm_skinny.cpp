@@ -22,39 +22,43 @@ struct SkinnyTile {
 // The narrowest tile: lanes along N take whole warps of columns.
 int fewest_columns(bool n_contiguous) { return n_contiguous ? 32 : 8; }
 
-SkinnyTile skinny_tile(const GemmProblem& p, bool n_contiguous, int columns) {
+// Chosen for `s` (the sizes, or their buckets'); `tiles` counts `p`'s own.
+SkinnyTile skinny_tile(const GemmProblem& p, const GemmSizing& s, bool n_contiguous, int columns) {
   SkinnyTile t;
-  t.rows = p.m <= 1 ? 1 : p.m <= 2 ? 2 : p.m <= 4 ? 4 : 8;
-  const std::int64_t row_tiles = (p.m + t.rows - 1) / t.rows;
-  auto tiles = [&](int columns) { return (p.n + columns - 1) / columns * row_tiles; };
+  t.rows = s.m <= 1 ? 1 : s.m <= 2 ? 2 : s.m <= 4 ? 4 : 8;
+  auto tiles = [&](std::int64_t m, std::int64_t n, int columns) {
+    return (n + columns - 1) / columns * ((m + t.rows - 1) / t.rows);
+  };
   if (columns)
     t.columns = columns;
   else
-    while (t.columns > fewest_columns(n_contiguous) && tiles(t.columns) * p.batches < 2 * kGemmSms)
+    while (t.columns > fewest_columns(n_contiguous) &&
+           tiles(s.m, s.n, t.columns) * s.batches < 2 * s.sms)
       t.columns /= 2;
-  t.tiles = tiles(t.columns);
+  t.tiles = tiles(p.m, p.n, t.columns);
   return t;
 }
 
 // The default split: K in ranges of 512 or more, while the blocks fill at most one per SM.
-int default_split(const GemmProblem& p, const SkinnyTile& tile, bool clusters) {
-  const std::int64_t blocks = tile.tiles * p.batches;
+int default_split(const GemmSizing& s, const SkinnyTile& tile, bool clusters) {
+  const std::int64_t blocks = (s.n + tile.columns - 1) / tile.columns *
+                              ((s.m + tile.rows - 1) / tile.rows) * s.batches;
   int split = 1;
-  while (clusters && split < 8 && p.k / (2 * split) >= 512 && blocks * split <= kGemmSms)
-    split *= 2;
+  while (clusters && split < 8 && s.k / (2 * split) >= 512 && blocks * split <= s.sms) split *= 2;
   return split;
 }
 
 }  // namespace
 
-bool skinny_by_default(const GemmKernel& k, const GemmProblem& p) {
-  if (p.n > kSkinnyExtent || p.k > kSkinnyExtent) return false;
-  if (p.m <= 8) return true;
-  return p.m <= kSkinnyRows && k.a.dtype == DType::f32 && !k.tf32 && p.n * p.k <= (1 << 20);
+bool skinny_by_default(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s) {
+  if (p.n > kSkinnyExtent || p.k > kSkinnyExtent || s.n > kSkinnyExtent || s.k > kSkinnyExtent)
+    return false;
+  if (s.m <= 8) return true;
+  return s.m <= kSkinnyRows && k.a.dtype == DType::f32 && !k.tf32 && s.n * s.k <= (1 << 20);
 }
 
-KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
-                               GemmTunables t, bool clusters) {
+KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s,
+                               const std::string& stem, GemmTunables t, bool clusters) {
   if (p.m > kSkinnyRows)
     throw ArgumentError(
         fmt::format("{}: the skinny path takes at most {} rows, M is {}", stem, kSkinnyRows, p.m));
@@ -72,8 +76,8 @@ KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const 
     throw ArgumentError(fmt::format(
         "{}: a tile of {} columns: 8, 16, 32 or 64 ({}32 or 64 where B is contiguous along N)",
         stem, t.columns, n_contiguous ? "here " : ""));
-  const SkinnyTile tile = skinny_tile(p, n_contiguous, t.columns);
-  if (!t.split) t.split = default_split(p, tile, clusters);
+  const SkinnyTile tile = skinny_tile(p, s, n_contiguous, t.columns);
+  if (!t.split) t.split = default_split(s, tile, clusters);
   if (std::string why = reject_split(t.split, clusters); !why.empty())
     throw ArgumentError(fmt::format("{}: {}", stem, why));
   const DType dtype = k.a.dtype;

@@ -32,10 +32,10 @@ TensorView rows_view(std::uint64_t data, std::int64_t outer, std::int64_t inner,
 // 64 columns where N fits them, or where an exact product has 16 or fewer tiles 128 wide, which
 // split or not leave most SMs idle (M = 1024, N = 256, K = 4096: 16 tiles; at bn 64 and split 2,
 // 64 blocks); else 256 for f16 and bf16 products of 256 or more each way, 128 otherwise.
-int default_wgmma_bn(const GemmProblem& p, bool exact) {
-  const std::int64_t tiles128 = (p.m + kRows - 1) / kRows * ((p.n + 127) / 128);
-  if (p.n <= 64 || (exact && tiles128 * 4 * 2 <= kGemmSms)) return 64;
-  return p.n >= 256 && p.m >= 256 && !exact ? 256 : 128;
+int default_wgmma_bn(const GemmSizing& s, bool exact) {
+  const std::int64_t tiles128 = (s.m + kRows - 1) / kRows * ((s.n + 127) / 128);
+  if (s.n <= 64 || (exact && tiles128 * 4 * 2 <= s.sms)) return 64;
+  return s.n >= 256 && s.m >= 256 && !exact ? 256 : 128;
 }
 
 // An exact product splits K between the blocks of a cluster (2 or 4) while the blocks stay within
@@ -43,9 +43,9 @@ int default_wgmma_bn(const GemmProblem& p, bool exact) {
 // and an H100's GPCs are unequal, so more blocks in clusters of 4 may not start in one wave. f16
 // and bf16 products with few tiles are bound by reading B, which a split does not shorten: they
 // do not split by default.
-int exact_split(std::int64_t tiles, std::int64_t ktiles) {
+int exact_split(std::int64_t tiles, std::int64_t ktiles, std::int64_t sms) {
   int split = 1;
-  while (split < 4 && tiles * split * 2 <= kGemmSms / 2 && ktiles >= 8 * split * 2) split *= 2;
+  while (split < 4 && tiles * split * 2 <= sms / 2 && ktiles >= 8 * split * 2) split *= 2;
   return split;
 }
 
@@ -85,16 +85,19 @@ std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool ex
   return "";
 }
 
-KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const std::string& stem,
-                              GemmTunables t) {
+KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s,
+                              const std::string& stem, GemmTunables t) {
   const bool exact = exact_f32(k);
-  if (!t.bn) t.bn = default_wgmma_bn(p, exact);
+  if (!t.bn) t.bn = default_wgmma_bn(s, exact);
   if (!t.stages) t.stages = 4;
   const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + t.bn - 1) / t.bn);
   const int depth = kRowBytes / int(size_of(k.a.dtype));  // elements of K a stage
-  if (!t.split) t.split = exact ? exact_split(tiles, (p.k + depth - 1) / depth) : 1;
+  if (!t.split) {
+    const std::int64_t planned = (s.m + kRows - 1) / kRows * ((s.n + t.bn - 1) / t.bn);
+    t.split = exact ? exact_split(planned, (s.k + depth - 1) / depth, s.sms) : 1;
+  }
   t.wgmma = 1;
-  if (std::string why = reject_wgmma_tunables(t, 227 * 1024, exact); !why.empty())
+  if (std::string why = reject_wgmma_tunables(t, s.max_shared, exact); !why.empty())
     throw ArgumentError(fmt::format("{}: bad GEMM tunables: {}", stem, why));
   const DType dtype = k.a.dtype;
   const bool trans = p.b_layout == GemmLayout::mn_contiguous;

@@ -328,6 +328,7 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
                            per_row, run.split);
       });
   if (at) L.geometry = rows_at_geometry(lp);
+  L.bucketed = at;
   L.config.shared = row_shared_bytes(k, t, run, per_row, lp.vec, at);
   std::vector<DType> extra_types;
   for (const TensorView& v : k.extras) extra_types.push_back(v.dtype);

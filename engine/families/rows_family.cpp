@@ -94,7 +94,7 @@ KernelLaunch specialize_row_group(const GroupWork& w, const Tunables& tunables) 
   k.eps = ops::eps_of(attrs);
   k.axis = attrs.axis.value_or(-1);
   k.all_axes = attrs.all_axes;
-  k.clusters = has_clusters(w.arch);
+  k.clusters = has_clusters(w.target.arch);
   mark_dynamic_row(w, k);
   return specialize_rows(k, grp.stem, w.shapes.node(grp.x).shape, row_tunables(tunables, grp.stem));
 }
@@ -109,9 +109,9 @@ class RowsFamily final : public Family {
     return specialize_row_group(w, t);
   }
   autotune::Space space(const FusedGroup&, const KernelLaunch& base,
-                        const std::string& arch) const override {
+                        const Target& target) const override {
     return autotune::rows_space(std::int64_t(base.index_arg), base.vec, base.tunables,
-                                has_clusters(arch));
+                                has_clusters(target.arch));
   }
   std::vector<std::string_view> headers() const override { return {"rows.cuh"}; }
   std::vector<std::int64_t> extent_probes() const override { return row_bucket_probes(); }
@@ -127,7 +127,7 @@ class ColumnsFamily final : public Family {
     return specialize_row_group(w, t);
   }
   autotune::Space space(const FusedGroup&, const KernelLaunch& base,
-                        const std::string&) const override {
+                        const Target&) const override {
     return autotune::columns_space(base.tunables);
   }
   std::vector<std::string_view> headers() const override { return {"columns.cuh"}; }

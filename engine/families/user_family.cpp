@@ -62,7 +62,7 @@ class UserFamily final : public Family {
     return L;
   }
   autotune::Space space(const FusedGroup& grp, const KernelLaunch& base,
-                        const std::string&) const override {
+                        const Target&) const override {
     autotune::Space s;
     for (const auto& [name, candidates] : grp.anchor->tmpl->tunables())
       s.tunables.push_back({name, candidates});

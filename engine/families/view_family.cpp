@@ -62,7 +62,7 @@ class ViewFamily final : public Family {
     if (offset != 0) L.offsets = {0, offset};
     return L;
   }
-  autotune::Space space(const FusedGroup&, const KernelLaunch&, const std::string&) const override {
+  autotune::Space space(const FusedGroup&, const KernelLaunch&, const Target&) const override {
     return autotune::elementwise_space();
   }
   std::vector<std::string_view> headers() const override { return {"elementwise.cuh"}; }

@@ -39,7 +39,7 @@ inline kiln::KernelLaunch launch_at(const kiln::Graph& g, std::int64_t length) {
   std::vector<kiln::TensorView> values;
   for (const auto& n : b.nodes()) values.push_back(kiln::detail::PlanImpl::desc(n));
   REQUIRE(p.groups.size() == 1);
-  return p.specialize(p.groups[0], values, b, "sm_90a");
+  return p.specialize(p.groups[0], values, b, kiln::target_of("sm_90a"));
 }
 
 }  // namespace kiln::test

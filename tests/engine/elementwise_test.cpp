@@ -26,7 +26,7 @@ TensorView view(kiln::Shape shape, DType t, std::uint64_t data = 0x10000,
 }
 
 kiln::KernelLaunch spec(const char* op, const TensorView& out, std::vector<kiln::Operand> in) {
-  return kiln::specialize_call(kiln::op_call(kiln::ops::find_op(op), out, in, {}), "sm_90a");
+  return kiln::specialize_call(kiln::op_call(kiln::ops::find_op(op), out, in, {}), kiln::target_of("sm_90a"));
 }
 
 }  // namespace

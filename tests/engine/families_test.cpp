@@ -35,8 +35,8 @@ std::vector<std::string> claimed(const Graph& g) {
     for (const kiln::Family* f : kiln::families())
       if (f->claims(grp, g)) by.emplace_back(f->name());
     REQUIRE(by.size() == 1);
-    const std::string arch = "sm_90a";
-    const kiln::KernelLaunch L = kiln::specialize_group({grp, values, g, g, arch});
+    const kiln::Target target = kiln::target_of("sm_90a");
+    const kiln::KernelLaunch L = kiln::specialize_group({grp, values, g, g, target});
     REQUIRE(L.family != nullptr);
     CHECK(L.family->name() == by[0]);
     out.push_back(by[0]);
@@ -90,7 +90,8 @@ TEST_CASE(
                        const char* arch) {
     const kiln::TensorView x = kiln::test::desc(std::move(in), DType::f32),
                            y = kiln::test::desc(std::move(out), DType::f32);
-    return kiln::specialize_call(kiln::op_call(kiln::ops::find_op(op), y, {x}, attrs), arch)
+    return kiln::specialize_call(kiln::op_call(kiln::ops::find_op(op), y, {x}, attrs),
+                                 kiln::target_of(arch))
         .config.grid[0];
   };
   const std::int64_t most = 0x7fffffff;  // a grid's x extent
@@ -113,7 +114,7 @@ TEST_CASE("families: an eager call's kernel is the one its one-node plan runs") 
   const auto& softmax = kiln::ops::find_op("softmax");
   const kiln::TensorView x = kiln::test::desc({8, 1000}, DType::bf16);
   const kiln::OpCall call = kiln::op_call(softmax, x, {x}, {});
-  const kiln::KernelLaunch eager = kiln::specialize_call(call, "sm_90a");
+  const kiln::KernelLaunch eager = kiln::specialize_call(call, kiln::target_of("sm_90a"));
   Graph g;
   g.output(kiln::apply("softmax", {g.input("x", {8, 1000}, DType::bf16)}));
   const std::vector<kiln::KernelSpec> planned = kiln::plan_specs(g, true, {}, nullptr, "sm_90a");
@@ -127,7 +128,7 @@ TEST_CASE("families: an eager call's kernel is the one its one-node plan runs") 
   kiln::Attrs bounds;
   bounds.min = -1;
   bounds.max = 2;
-  const kiln::KernelLaunch c = kiln::specialize_call(kiln::op_call(clamp, v, {v}, bounds), "sm_80");
+  const kiln::KernelLaunch c = kiln::specialize_call(kiln::op_call(clamp, v, {v}, bounds), kiln::target_of("sm_80"));
   CHECK(c.pointers.size() == 2);
   CHECK(c.scalars == std::vector<float>{-1.f, 2.f});
 }
