@@ -31,7 +31,7 @@ std::string errno_text(int e) { return std::strerror(e); }
 // A file or directory must be ours and writable by nobody else.
 std::string ownership_problem(const struct stat& st) {
   if (st.st_uid != ::geteuid())
-    return fmt::format("owned by uid {}, not by this user (uid {})", st.st_uid, ::geteuid());
+    return fmt::format("owned by UID {}, not by this user (UID {})", st.st_uid, ::geteuid());
   if (st.st_mode & (S_IWGRP | S_IWOTH))
     return fmt::format("writable by group or others (mode {:04o})", st.st_mode & 07777);
   return "";
@@ -50,6 +50,20 @@ bool read_all(int fd, std::string& out) {
 
 bool disk_is_unusable(int e) {
   return e == EROFS || e == EACCES || e == EPERM || e == ENOSPC || e == EDQUOT;
+}
+
+// Removes `path` of `bytes` into `r`'s counts: removed, or failed and why. False if it is still
+// there; a file another process removed first is simply gone (true, not counted).
+bool remove_counted(const std::string& path, std::uint64_t bytes, GcResult& r) {
+  if (::unlink(path.c_str()) == 0) {
+    ++r.removed;
+    r.removed_bytes += bytes;
+    return true;
+  }
+  if (errno == ENOENT) return true;
+  if (r.failure.empty()) r.failure = errno_text(errno);
+  ++r.failed;
+  return false;
 }
 
 std::string random_suffix() {
@@ -131,12 +145,23 @@ std::string default_cache_dir() {
   throw CacheError("no cache directory: set KILN_CACHE_DIR (or XDG_CACHE_HOME or HOME)");
 }
 
-DiskCache::DiskCache(std::string dir, DiskIo io) : dir_(std::move(dir)), io_(std::move(io)) {
+DiskCache::DiskCache(std::string dir, DiskIo io) : DiskCache(std::move(dir), std::move(io), true) {}
+
+DiskCache DiskCache::open_existing(std::string dir) {
+  return DiskCache(std::move(dir), DiskIo::posix(), false);
+}
+
+DiskCache::DiskCache(std::string dir, DiskIo io, bool create)
+    : dir_(std::move(dir)), io_(std::move(io)) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
   if (dir_.empty()) throw CacheError("the cache directory path is empty");
   struct stat st {};
   if (::stat(dir_.c_str(), &st) != 0) {
-    make_dirs(dir_);
+    if (!create && errno == ENOENT) {
+      exists_ = false;
+      return;
+    }
+    if (create) make_dirs(dir_);
     if (::stat(dir_.c_str(), &st) != 0)
       throw CacheError(
           fmt::format("cache directory {} is not usable: {}", dir_, errno_text(errno)));
@@ -144,6 +169,12 @@ DiskCache::DiskCache(std::string dir, DiskIo io) : dir_(std::move(dir)), io_(std
   if (!S_ISDIR(st.st_mode))
     throw CacheError(fmt::format(
         "cache path {} is not a directory; remove it or set KILN_CACHE_DIR elsewhere", dir_));
+  // chmod can fix a loose mode, not another user's ownership.
+  if (st.st_uid != ::geteuid())
+    throw CacheError(fmt::format(
+        "refusing cache directory {}: it is owned by UID {} (this user is UID {}), who could plant "
+        "kernels there; use a directory of your own (KILN_CACHE_DIR, or the CLI's --cache-dir)",
+        dir_, st.st_uid, ::geteuid()));
   if (std::string why = ownership_problem(st); !why.empty())
     throw CacheError(fmt::format(
         "refusing cache directory {}: it is {}. Another user could plant kernels there; "
@@ -159,9 +190,9 @@ DiskCache::Loaded DiskCache::load(const CacheKey& key) const {
   const std::string path = path_of(key);
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return {Status::miss, std::nullopt, ""};
+    if (errno == ENOENT) return {Status::miss, std::nullopt, "", ""};
     return {Status::refused, std::nullopt,
-            fmt::format("cannot open {}: {}", path, errno_text(errno))};
+            fmt::format("cannot open {}: {}", path, errno_text(errno)), ""};
   }
   struct stat st {};
   std::string bytes;
@@ -175,7 +206,7 @@ DiskCache::Loaded DiskCache::load(const CacheKey& key) const {
   if (!problem.empty()) {
     ::close(fd);
     return {Status::refused, std::nullopt,
-            fmt::format("refusing cache entry {}: {}", path, problem)};
+            fmt::format("refusing cache entry {}: {}", path, problem), ""};
   }
   const bool ok = std::uint64_t(st.st_size) <= kMaxEntryBytes && read_all(fd, bytes);
   ::close(fd);
@@ -183,14 +214,18 @@ DiskCache::Loaded DiskCache::load(const CacheKey& key) const {
   if (d.kernel) {
     ::utimensat(AT_FDCWD, path.c_str(), nullptr,
                 AT_SYMLINK_NOFOLLOW);  // last use, for LRU eviction
-    return {Status::hit, std::move(d.kernel), ""};
+    return {Status::hit, std::move(d.kernel), "", ""};
   }
   // Remove the bad file, unless a writer has meanwhile renamed a good entry into its place.
   struct stat now {};
-  if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
-    ::unlink(path.c_str());
+  std::string stays;
+  if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev &&
+      ::unlink(path.c_str()) != 0 && errno != ENOENT)
+    stays = errno_text(errno);
   return {Status::bad, std::nullopt,
-          fmt::format("cache entry {} is bad ({}); removed", path, d.problem)};
+          fmt::format("cache entry {} is bad ({}); {}", path, d.problem,
+                      stays.empty() ? "removed" : "could not remove it: " + stays),
+          stays};
 }
 
 std::string DiskCache::store(const CacheKey& key, const CompiledKernel& kernel,
@@ -270,20 +305,19 @@ std::vector<EntryInfo> DiskCache::list() const {
   return out;
 }
 
-GcResult DiskCache::gc(std::uint64_t max_bytes) const {
+GcResult DiskCache::gc(std::uint64_t max_bytes, const std::unordered_set<std::string>& keep) const {
   GcResult r;
   std::vector<EntryInfo> entries = scan();
   std::sort(entries.begin(), entries.end(),
             [](const EntryInfo& a, const EntryInfo& b) { return a.last_use_ns < b.last_use_ns; });
   std::uint64_t total = 0;
-  for (const EntryInfo& e : entries) total += e.bytes;
+  for (const EntryInfo& e : entries) {
+    total += e.bytes;
+    if (keep.count(e.key)) r.needed_bytes += e.bytes;
+  }
   for (const EntryInfo& e : entries) {
     if (total <= max_bytes) break;
-    total -= e.bytes;
-    if (::unlink(e.path.c_str()) == 0) {
-      ++r.removed;
-      r.removed_bytes += e.bytes;
-    }
+    if (!keep.count(e.key) && remove_counted(e.path, e.bytes, r)) total -= e.bytes;
   }
   r.kept_bytes = total;
   r.removed += sweep();
@@ -314,18 +348,21 @@ std::size_t DiskCache::sweep() const {
   return removed;
 }
 
-std::size_t DiskCache::clear() const {
-  std::size_t removed = 0;
+GcResult DiskCache::clear() const {
+  GcResult r;
   DIR* d = ::opendir(dir_.c_str());
-  if (!d) return 0;
+  if (!d) return r;
   while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
+    const std::string name = e->d_name, path = dir_ + "/" + name;
     const bool entry = name.size() > 5 && name.compare(name.size() - 5, 5, kSuffix) == 0;
     const bool temp = name.rfind(kTempPrefix, 0) == 0 || name.rfind(KeyLock::kPrefix, 0) == 0;
-    if ((entry || temp) && ::unlink((dir_ + "/" + name).c_str()) == 0) ++removed;
+    struct stat st {};
+    if (!(entry || temp) || ::lstat(path.c_str(), &st) != 0) continue;
+    if (!remove_counted(path, std::uint64_t(st.st_size), r) && entry)
+      r.kept_bytes += std::uint64_t(st.st_size);
   }
   ::closedir(d);
-  return removed;
+  return r;
 }
 
 }  // namespace kiln::cache

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "cache/entry.hpp"
@@ -55,10 +56,15 @@ struct EntryInfo {
   std::string problem;                   ///< why it does not verify
 };
 
+/// What gc() or clear() did. Only files removed count; one another process removed first is
+/// simply gone; one that could not be removed (a directory that cannot be written) is `failed`.
 struct GcResult {
   std::size_t removed = 0;
   std::uint64_t removed_bytes = 0;
-  std::uint64_t kept_bytes = 0;
+  std::uint64_t kept_bytes = 0;    ///< of the entries still there
+  std::uint64_t needed_bytes = 0;  ///< of the entries gc() was told to keep
+  std::size_t failed = 0;          ///< files that could not be removed
+  std::string failure;             ///< why the first of them could not (errno text)
 };
 
 class DiskCache {
@@ -66,15 +72,20 @@ class DiskCache {
   /// Creates the directory (0700) if needed; throws CacheError if it cannot be used:
   /// not a directory, not owned by this user, writable by group or others.
   explicit DiskCache(std::string dir, DiskIo io = DiskIo::posix());
+  /// The same refusals, but never creates `dir` (the cache commands only read or remove): a
+  /// directory that does not exist is an empty cache, and exists() says so.
+  static DiskCache open_existing(std::string dir);
 
   enum class Status { hit, miss, bad, refused };
   struct Loaded {
     Status status = Status::miss;
     std::optional<CompiledKernel> kernel;
     std::string problem;  ///< for bad and refused
+    std::string stays;    ///< for bad: why the bad file is still there (empty: it is gone)
   };
   /// Reads and verifies the entry of `key`. A bad entry is removed (unless a good one
-  /// replaced it meanwhile); a refused one (foreign owner, loose mode) is left alone.
+  /// replaced it meanwhile, or the directory cannot be written: `problem` then says why it
+  /// stays); a refused one (foreign owner, loose mode) is left alone.
   Loaded load(const CacheKey& key) const;
 
   /// Publishes an entry. Returns an empty string, or why it could not be written
@@ -86,22 +97,27 @@ class DiskCache {
   std::vector<EntryInfo> list() const;
   /// Every entry file's key, size and last use (stat only).
   std::vector<EntryInfo> scan() const;
-  /// Removes least recently used entries until at most `max_bytes` remain, then sweep()s. Safe
-  /// while other processes read, write and evict: an entry another process removed first is simply
-  /// gone.
-  GcResult gc(std::uint64_t max_bytes) const;
+  /// Removes least recently used entries, except those whose key (hex) is in `keep`, until at
+  /// most `max_bytes` remain, then sweep()s. Safe while other processes read, write and evict:
+  /// an entry another process removed first is simply gone.
+  GcResult gc(std::uint64_t max_bytes, const std::unordered_set<std::string>& keep = {}) const;
   /// Removes temp files that writers left more than ten minutes ago, and the key locks of
   /// entries that are gone (unless held); returns how many files went. gc() calls it.
   std::size_t sweep() const;
-  /// Removes every entry and stray temp file; returns how many files went.
-  std::size_t clear() const;
+  /// Removes every entry, stray temp file and key lock.
+  GcResult clear() const;
 
   const std::string& dir() const { return dir_; }
+  /// False for a directory open_existing() did not find.
+  bool exists() const { return exists_; }
   std::string path_of(const CacheKey& key) const;
 
  private:
+  DiskCache(std::string dir, DiskIo io, bool create);
+
   std::string dir_;
   DiskIo io_;
+  bool exists_ = true;
 };
 
 }  // namespace kiln::cache

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <kiln/error.hpp>
+#include <unordered_set>
+#include <utility>
 
 #include "cache/key_lock.hpp"
 
@@ -156,11 +158,36 @@ bool KernelCache::publish(const CacheKey& key, const CompiledKernel& k) {
     }
     return false;
   }
-  const GcResult gc = disk_->gc(options_.max_bytes);
+  apply_cap(key);
+  return true;
+}
+
+// Evicts least recently used entries down to the cap, but never one this process uses (it
+// would only compile it again, here or in the next run): a cap smaller than those entries is
+// exceeded, with one warning.
+void KernelCache::apply_cap(const CacheKey& published) {
+  std::unordered_set<std::string> keep{published.hex()};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& entry : memory_) keep.insert(entry.first.hex());
+  }
+  const GcResult gc = disk_->gc(options_.max_bytes, keep);
   if (gc.removed)
     spdlog::info("kiln: evicted {} cache entries ({}) to stay under {}", gc.removed,
                  human_bytes(gc.removed_bytes), describe_cap(options_.max_bytes));
-  return true;
+  if (gc.kept_bytes <= options_.max_bytes) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::exchange(cap_warned_, true)) return;
+  }
+  if (gc.failed)
+    spdlog::warn("kiln: could not evict {} entries of {} ({}); it stays over its size cap of {}",
+                 gc.failed, disk_->dir(), gc.failure, describe_cap(options_.max_bytes));
+  else
+    spdlog::warn(
+        "kiln: the cache size cap ({}) is smaller than the entries this process uses ({} in {}); "
+        "they stay, over the cap, and the others were evicted; raise KILN_CACHE_MAX_BYTES",
+        describe_cap(options_.max_bytes), human_bytes(gc.needed_bytes), disk_->dir());
 }
 
 bool KernelCache::disk_writable() const {

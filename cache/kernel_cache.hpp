@@ -71,12 +71,14 @@ class KernelCache {
   std::optional<Result> from_disk(const CacheKey& key);
   void flush_stats();
   bool publish(const CacheKey& key, const CompiledKernel& k);
+  void apply_cap(const CacheKey& published);
 
   mutable std::mutex mutex_;
   KernelCacheOptions options_;
   std::vector<Bundle> bundles_;
   std::optional<DiskCache> disk_;
   bool disk_writable_ = true;
+  bool cap_warned_ = false;  ///< the cap could not be kept; said once
   std::string disk_problem_;
   std::unordered_map<CacheKey, Result, CacheKeyHash>
       memory_;  ///< as first served; source, saved kept

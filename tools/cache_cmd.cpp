@@ -1,7 +1,10 @@
 // kiln cache ls | stats | verify | gc | clear | pack | explain
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <kiln/error.hpp>
 #include <map>
@@ -24,6 +27,21 @@ struct CacheArgs {
   std::string arch;
 };
 
+// Appended to a command's summary where the directory is missing (it is never created to read).
+std::string missing(const cache::DiskCache& c) {
+  return c.exists() ? "" : " (it does not exist: nothing was cached there)";
+}
+
+// The error of a command that could not remove `n` files, as a directory that cannot be written
+// leaves them; its summary line already said what it did remove.
+CacheError not_removed(std::size_t n, const std::string& what, const cache::DiskCache& c,
+                       const std::string& why) {
+  return CacheError(fmt::format(
+      "could not remove {} {} from {} ({}); make it writable (its mode, `lsattr -d`, a read-only "
+      "mount) and run this again",
+      n, what, c.dir(), why));
+}
+
 std::string age(std::int64_t t) {
   const std::int64_t s = std::max<std::int64_t>(0, std::int64_t(std::time(nullptr)) - t);
   if (s < 120) return fmt::format("{}s", s);
@@ -43,7 +61,7 @@ int ls(const cache::DiskCache& c) {
                e.kernel ? e.kernel->arch : "-", e.bytes, age(e.last_use),
                e.problem.empty() ? "ok" : e.problem);
   }
-  fmt::print("{} entries, {} bytes in {}\n", entries.size(), total, c.dir());
+  fmt::print("{} entries, {} bytes in {}{}\n", entries.size(), total, c.dir(), missing(c));
   return 0;
 }
 
@@ -59,8 +77,8 @@ int stats(const cache::DiskCache& c) {
     ++a.first;
     a.second += e.bytes;
   }
-  fmt::print("cache {}: {} in {} entries (cap: {})\n", c.dir(), cache::human_bytes(total),
-             entries.size(), cache::describe_cap(cache::default_max_bytes()));
+  fmt::print("cache {}: {} in {} entries (cap: {}){}\n", c.dir(), cache::human_bytes(total),
+             entries.size(), cache::describe_cap(cache::default_max_bytes()), missing(c));
   for (auto& [arch, v] : by_arch)
     fmt::print("  {:<8} {:>6} entries {:>12}\n", arch, v.first, cache::human_bytes(v.second));
   fmt::print("  bad entries now: {}\n", bad);
@@ -75,21 +93,52 @@ int stats(const cache::DiskCache& c) {
   return 0;
 }
 
+// Removes a bad entry that list() found; returns why it is still there (empty: it is gone).
+std::string remove_bad(const cache::DiskCache& c, const cache::EntryInfo& e) {
+  if (const auto key = cache::CacheKey::parse(e.key)) {
+    const auto r = c.load(*key);  // removes a bad entry, unless a good one replaced it meanwhile
+    return r.status == cache::DiskCache::Status::refused ? r.problem : r.stays;
+  }
+  return ::unlink(e.path.c_str()) == 0 || errno == ENOENT ? "" : std::strerror(errno);
+}
+
 int verify(const cache::DiskCache& c) {
   int bad = 0;
+  std::size_t left = 0;
+  std::string why;
   auto entries = c.list();
   for (auto& e : entries) {
     if (e.problem.empty()) continue;
     ++bad;
-    const auto key = cache::CacheKey::parse(e.key);
-    if (key)
-      c.load(*key);  // load removes a bad entry
-    else
-      std::remove(e.path.c_str());
-    fmt::print("bad: {}: {} (removed)\n", e.path, e.problem);
+    const std::string stays = remove_bad(c, e);
+    fmt::print("bad: {}: {} ({})\n", e.path, e.problem,
+               stays.empty() ? "removed" : "not removed: " + stays);
+    if (!stays.empty() && left++ == 0) why = stays;
   }
-  fmt::print("{} entries checked, {} bad\n", entries.size(), bad);
+  fmt::print("{} entries checked, {} bad{}\n", entries.size(), bad, missing(c));
+  std::fflush(stdout);
+  if (left) throw not_removed(left, left == 1 ? "bad entry" : "bad entries", c, why);
   return bad ? 1 : 0;
+}
+
+int gc(const cache::DiskCache& c, const std::string& max_bytes) {
+  const std::uint64_t cap =
+      max_bytes.empty() ? cache::default_max_bytes() : cache::parse_size(max_bytes, "--max-bytes");
+  const auto r = c.gc(cap);
+  fmt::print("removed {} files ({}); {} remain (cap: {}){}\n", r.removed,
+             cache::human_bytes(r.removed_bytes), cache::human_bytes(r.kept_bytes),
+             cache::describe_cap(cap), missing(c));
+  std::fflush(stdout);
+  if (r.failed) throw not_removed(r.failed, r.failed == 1 ? "entry" : "entries", c, r.failure);
+  return 0;
+}
+
+int clear(const cache::DiskCache& c) {
+  const auto r = c.clear();
+  fmt::print("removed {} files from {}{}\n", r.removed, c.dir(), missing(c));
+  std::fflush(stdout);
+  if (r.failed) throw not_removed(r.failed, r.failed == 1 ? "file" : "files", c, r.failure);
+  return 0;
 }
 
 int pack(const cache::DiskCache* c, const CacheArgs& a) {
@@ -157,23 +206,14 @@ void add_cache(CLI::App& app, Command& run, const Globals& g) {
       if (*pack_cmd && args->out.empty())
         throw ArgumentError("pack needs an output file (kiln cache pack OUT.kbundle)");
       if (*pack_cmd && !args->merge.empty()) return pack(nullptr, *args);
-      const cache::DiskCache c(dir);
+      const cache::DiskCache c = cache::DiskCache::open_existing(dir);
       if (*ls_cmd) return ls(c);
       if (*stats_cmd) return stats(c);
       if (*verify_cmd) return verify(c);
       if (*pack_cmd) return pack(&c, *args);
       if (*explain_cmd) return cache_explain(c, args->manifest, args->arch);
-      if (*gc_cmd) {
-        const std::uint64_t cap = args->max_bytes.empty()
-                                      ? cache::default_max_bytes()
-                                      : cache::parse_size(args->max_bytes, "--max-bytes");
-        const auto r = c.gc(cap);
-        fmt::print("removed {} files ({}); {} remain (cap: {})\n", r.removed,
-                   cache::human_bytes(r.removed_bytes), cache::human_bytes(r.kept_bytes),
-                   cache::describe_cap(cap));
-        return 0;
-      }
-      if (*clear_cmd) fmt::print("removed {} files from {}\n", c.clear(), c.dir());
+      if (*gc_cmd) return gc(c, args->max_bytes);
+      if (*clear_cmd) return clear(c);
       return 0;
     };
   });

@@ -106,10 +106,8 @@ int cache_explain(const cache::DiskCache& c, const std::string& path, std::strin
     for (const auto& e : entries)
       if (verdict.empty() && e.key == key.hex())
         verdict = e.kernel ? "hit (disk)" : "miss: the entry is corrupt (" + e.problem + ")";
-    if (verdict.empty()) {
-      verdict = why_missed(spec, arch, entries, bundles);
-      ++misses;
-    }
+    if (verdict.empty()) verdict = why_missed(spec, arch, entries, bundles);
+    misses += verdict.rfind("miss", 0) == 0;  // a corrupt entry too: the kernel compiles again
     fmt::print("{:<30} {:<7} {}\n", spec.name, arch, verdict);
     if (graph)
       for (const std::string& note : tuning_notes(compiler::spec_id(defaults[i]), gpu, dbs))

@@ -1,11 +1,14 @@
 #include <dirent.h>
 #include <fcntl.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <sstream>
 
 #include "cache/kernel_cache.hpp"
 #include "tests/cache/fixtures.hpp"
@@ -100,7 +103,7 @@ TEST_CASE("disk cache: a temp file left by a killed writer is ignored and cleare
   kiln::test::write_file(tmp / (".tmp-" + key_of(5).hex() + "-123-dead"), "partial");
   CHECK(c.load(key_of(5)).status == DiskCache::Status::miss);
   CHECK(c.list().empty());
-  CHECK(c.clear() == 1);
+  CHECK(c.clear().removed == 1);
 }
 
 TEST_CASE("disk cache: a directory others can write is refused; the cache falls back to memory") {
@@ -140,11 +143,19 @@ TEST_CASE("disk cache: directory and entries of another owner are refused" *
     REQUIRE(::chown(c.path_of(key_of(7)).c_str(), 4242, 4242) == 0);
     auto r = c.load(key_of(7));
     CHECK(r.status == DiskCache::Status::refused);
-    CHECK(r.problem.find("owned by uid 4242") != std::string::npos);
+    CHECK(r.problem.find("owned by UID 4242") != std::string::npos);
     CHECK(::access(c.path_of(key_of(7)).c_str(), F_OK) == 0);  // refused, not deleted
   }
   REQUIRE(::chown(dir.c_str(), 4242, 4242) == 0);
-  CHECK_THROWS_WITH_AS(DiskCache{dir}, doctest::Contains("owned by uid 4242"), kiln::CacheError);
+  CHECK_THROWS_WITH_AS(DiskCache{dir}, doctest::Contains("owned by UID 4242"), kiln::CacheError);
+  // chmod cannot give a directory back to its user: the advice is another directory.
+  CHECK_THROWS_WITH_AS(DiskCache{dir}, doctest::Contains("use a directory of your own"),
+                       kiln::CacheError);
+  try {
+    DiskCache{dir};
+  } catch (const kiln::CacheError& e) {
+    CHECK(std::string(e.what()).find("chmod") == std::string::npos);
+  }
 }
 
 TEST_CASE("disk cache: read-only or full disk degrades to memory with one warning") {
@@ -225,4 +236,66 @@ TEST_CASE("disk cache: 8 processes publishing the same keys at once leave only v
   CHECK(entries.size() == kKeys);
   for (auto& e : entries) CHECK(e.problem.empty());
   CHECK(files_in(tmp.path()).size() == std::size_t(kKeys));  // no temp files
+}
+
+namespace {
+
+// Takes the warnings of the default logger, in place of its sinks, while it lives (the suite
+// otherwise logs only errors).
+class LogCapture {
+ public:
+  LogCapture()
+      : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)),
+        sinks_(spdlog::default_logger()->sinks()),
+        level_(spdlog::get_level()) {
+    spdlog::default_logger()->sinks() = {sink_};
+    spdlog::set_level(spdlog::level::warn);
+  }
+  ~LogCapture() {
+    spdlog::set_level(level_);
+    spdlog::default_logger()->sinks() = sinks_;
+  }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+  std::vector<spdlog::sink_ptr> sinks_;
+  spdlog::level::level_enum level_;
+};
+
+std::vector<int> keys_on_disk(const std::string& dir, int n) {
+  std::vector<int> out;
+  for (int i = 0; i < n; ++i)
+    if (::access(DiskCache(dir).path_of(key_of(i)).c_str(), F_OK) == 0) out.push_back(i);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("kernel cache: a cap smaller than an entry keeps this process's entries, warning once") {
+  TempDir tmp;
+  bool unusable = false;
+  REQUIRE(DiskCache(tmp.path()).store(key_of(9), kernel_of(9), &unusable).empty());  // another's
+  KernelCacheOptions o;
+  o.dir = tmp.path();
+  o.max_bytes = 1;
+  LogCapture log;
+  {
+    KernelCache c(o);
+    for (int i = 0; i < 3; ++i) c.get(key_of(i), [i] { return kernel_of(i); });
+  }
+  CHECK(keys_on_disk(tmp.path(), 10) == std::vector<int>{0, 1, 2});
+  const std::string text = log.text();
+  CAPTURE(text);
+  const auto first = text.find("is smaller than");
+  REQUIRE(first != std::string::npos);
+  CHECK(text.find("is smaller than", first + 1) == std::string::npos);
+  // The next process needs key 3 and the disk hit of key 1; the rest is evicted.
+  {
+    KernelCache c(o);
+    c.get(key_of(1), [] { return kernel_of(1); });
+    c.get(key_of(3), [] { return kernel_of(3); });
+  }
+  CHECK(keys_on_disk(tmp.path(), 10) == std::vector<int>{1, 3});
 }
