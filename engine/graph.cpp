@@ -302,6 +302,10 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
       g.add(op.get<std::string>(), gargs, attrs, name);
     } catch (const GraphError& e) {
       throw GraphError(fmt::format("{}: {}", origin, e.what()));
+    } catch (const ShapeError& e) {  // the same type, with the file named as every error here
+      throw ShapeError(fmt::format("{}: {}", origin, e.what()));
+    } catch (const DtypeError& e) {
+      throw DtypeError(fmt::format("{}: {}", origin, e.what()));
     }
   }
   const auto& outs = field(j, "outputs", "graph");
