@@ -7,7 +7,9 @@
 #include <cctype>
 #include <cstdlib>
 #include <kiln/graph.hpp>
+#include <memory>
 #include <string>
+#include <string_view>
 
 namespace kiln {
 namespace {
@@ -30,7 +32,39 @@ bool parse_level(std::string text, spdlog::level::level_enum& level) {
   return false;
 }
 
+// A command-line tool's log lines: "kiln: warning: ...", as compilers and git write theirs,
+// without spdlog's timestamp and logger name. Messages carry a "kiln: " prefix of their own (for
+// a host app's log); it is written once.
+class CliFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    std::string_view text(msg.payload.data(), msg.payload.size());
+    if (text.rfind("kiln: ", 0) == 0) text.remove_prefix(6);
+    const std::string_view level = msg.level == spdlog::level::warn       ? "warning"
+                                   : msg.level == spdlog::level::err      ? "error"
+                                   : msg.level == spdlog::level::critical ? "critical"
+                                   : msg.level == spdlog::level::info     ? "info"
+                                   : msg.level == spdlog::level::debug    ? "debug"
+                                                                          : "trace";
+    for (const std::string_view part :
+         {std::string_view("kiln: "), level, std::string_view(": "), text, std::string_view("\n")})
+      dest.append(part.data(), part.data() + part.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<CliFormatter>();
+  }
+};
+
 }  // namespace
+
+void configure_cli_logging() {
+  if (spdlog::default_logger()->name().empty()) {
+    auto logger = spdlog::stderr_color_mt("kiln");
+    logger->set_formatter(std::make_unique<CliFormatter>());
+    spdlog::set_default_logger(logger);
+  }
+  configure_logging();  // the level; it leaves the logger above in place
+}
 
 void configure_logging() {
   static const bool done = [] {

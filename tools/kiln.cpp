@@ -8,7 +8,7 @@
 #include "tools/report.hpp"
 
 int main(int argc, char** argv) {
-  kiln::configure_logging();
+  kiln::configure_cli_logging();
   CLI::App app{"kiln: a JIT kernel engine for NVIDIA GPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", KILN_VERSION);
@@ -40,10 +40,13 @@ int main(int argc, char** argv) {
     std::cerr << "kiln: " << e.what() << " (see kiln --help)\n";
     return 1;
   }
-  // Every failure ends here as one line (details at KILN_LOG_LEVEL=debug) and exit code 1;
-  // an exception that is not a kiln::Error is a bug of this tool, and says so.
+  // Every failure ends here as one line (details at KILN_LOG_LEVEL=debug) and exit code 1, but
+  // a failed compile, which shows the head of NVRTC's log too; an exception that is not a
+  // kiln::Error is a bug of this tool, and says so.
   try {
     return run ? run() : 0;
+  } catch (const kiln::CompileError& e) {  // the first lines of its log, and where the rest is
+    std::cerr << kiln::tools::compile_report(e, kiln::logs_debug());
   } catch (const kiln::Error& e) {
     std::cerr << kiln::tools::error_report(e.what(), kiln::logs_debug());
   } catch (const std::bad_alloc&) {

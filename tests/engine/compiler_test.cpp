@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "engine/compiler/cubin.hpp"
@@ -107,7 +108,8 @@ TEST_CASE("CompileError carries the NVRTC log and the numbered source around the
   }
 }
 
-TEST_CASE("the CLI prints a CompileError in one line, its log only at debug level") {
+TEST_CASE(
+    "the CLI prints a CompileError's first line, the head of its log and the file with all of it") {
   kiln::KernelSpec spec{"broken",
                         "__global__ void k(float* p) {\n  p[0] = undefined_name;\n}\n",
                         "k",
@@ -116,19 +118,38 @@ TEST_CASE("the CLI prints a CompileError in one line, its log only at debug leve
     kiln::compiler::compile(spec, "sm_80");
     FAIL("a broken kernel compiled");
   } catch (const kiln::CompileError& e) {
-    const std::string quiet = kiln::tools::error_report(e.what(), false);
+    const std::string quiet = kiln::tools::compile_report(e, false);
+    CAPTURE(quiet);
     CHECK(quiet.rfind("kiln: NVRTC could not compile kernel broken for sm_80", 0) == 0);
-    CHECK(std::count(quiet.begin(), quiet.end(), '\n') == 2);  // the error, then how to see the log
-    CHECK(quiet.find("KILN_LOG_LEVEL=debug") != std::string::npos);
-    CHECK(quiet.find("undefined_name") == std::string::npos);
-    const std::string loud = kiln::tools::error_report(e.what(), true);
+    CHECK(quiet.find("\n  broken.cu(2): error: identifier \"undefined_name\" is undefined\n") !=
+          std::string::npos);
+    CHECK(quiet.find("options:") == std::string::npos);  // the rest is in the file
+    const std::string lead = "\n  the full log, with the source around each error: ";
+    const auto at = quiet.find(lead);
+    REQUIRE(at != std::string::npos);
+    const std::string path = quiet.substr(at + lead.size(), quiet.size() - at - lead.size() - 1);
+    CHECK(path.find("kiln-broken-") != std::string::npos);
+    CHECK(kiln::test::read_file(path) == std::string(e.what()) + "\n");
+    std::remove(path.c_str());
+    const std::string loud = kiln::tools::compile_report(e, true);  // KILN_LOG_LEVEL=debug
     CHECK(loud.rfind(quiet.substr(0, quiet.find('\n') + 1), 0) == 0);
     CHECK(loud.find(">    2 |   p[0] = undefined_name;") != std::string::npos);
     CHECK(loud.back() == '\n');
   }
-  // A one-line message stays one line, with or without details.
+  // A long log shows its first lines and counts the rest.
+  std::string log;
+  for (int i = 1; i <= kiln::tools::kLogLines + 4; ++i) log += fmt::format("line {}\n\n", i);
+  const std::string head = kiln::tools::log_head("failed\nall of it", log, "k/../k");
+  CHECK(head.find(fmt::format("  line {}\n  ... 4 more lines\n", kiln::tools::kLogLines)) !=
+        std::string::npos);
+  const std::string path = head.substr(head.rfind(": ") + 2, head.size() - head.rfind(": ") - 3);
+  CHECK(path.find("/kiln-k____k-") != std::string::npos);  // no '/' of a kernel's name
+  std::remove(path.c_str());
+  // Any other message stays one line, with or without details.
   CHECK(kiln::tools::error_report("no GPU here", false) == "kiln: no GPU here\n");
   CHECK(kiln::tools::error_report("no GPU here", true) == "kiln: no GPU here\n");
+  CHECK(kiln::tools::error_report("a\nb", false) ==
+        "kiln: a\nkiln: (the details: KILN_LOG_LEVEL=debug)\n");
 }
 
 TEST_CASE("an error inside a template names the header and shows its lines") {
