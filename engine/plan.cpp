@@ -156,7 +156,6 @@ std::string dynamic_dims(const Graph& g) {
 }  // namespace
 
 std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
-  const bool dynamic = impl_->dynamic();
   const std::vector<Planned> planned = plan_groups(*impl_, {}, nullptr, target_of(arch));
   std::vector<PlanKernel> out;
   for (std::size_t i = 0; i < planned.size(); ++i) {
@@ -165,7 +164,14 @@ std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
     PlanKernel k;
     k.ops = impl_->ops_of(grp);
     k.name = planned[i].name(grp);
-    k.grid = dynamic ? 0 : L.config.grid[0];  // with dynamic dims, the launch's
+    // A grid is the launch's only where the kernel reads or writes a value with a dynamic dim
+    // (a dynamic input that no kernel reads changes no grid).
+    const std::vector<int> touched = grp.pointer_nodes();
+    const bool dynamic = std::any_of(touched.begin(), touched.end(), [&](int id) {
+      const Shape& s = impl_->graph.node(id).shape;
+      return std::find(s.begin(), s.end(), -1) != s.end();
+    });
+    k.grid = dynamic ? 0 : L.config.grid[0];
     k.block = planned[i].per_extent || planned[i].buckets ? 0 : L.config.block[0];
     out.push_back(std::move(k));
   }

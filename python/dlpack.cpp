@@ -149,9 +149,13 @@ void bind_tensors(py::module_& m) {
   py::class_<OwnedTensor>(m, "Tensor",
                           "Device memory kiln allocated (a run's outputs without torch); read it "
                           "with torch.from_dlpack or cupy.from_dlpack, no copy")
-      .def_property_readonly("shape", [](const OwnedTensor& t) { return t.tensor.shape(); })
-      .def_property_readonly("dtype", [](const OwnedTensor& t) { return t.tensor.dtype(); })
-      .def_property_readonly("data_ptr", [](const OwnedTensor& t) { return t.tensor.view().data; })
+      .def_property_readonly(
+          "shape", [](const OwnedTensor& t) { return t.tensor.shape(); }, "the extents")
+      .def_property_readonly(
+          "dtype", [](const OwnedTensor& t) { return t.tensor.dtype(); }, "a kiln.DType")
+      .def_property_readonly(
+          "data_ptr", [](const OwnedTensor& t) { return t.tensor.view().data; },
+          "the device address of its first element")
       .def(
           "__dlpack__",
           [](const OwnedTensor& t, const py::object& stream, const py::kwargs& kw) {

@@ -19,7 +19,8 @@ namespace {
 struct PrecompileArgs {
   std::vector<std::string> files;
   std::string archs = "sm_80,sm_90a";
-  int jobs = 0;
+  int jobs = 0;  ///< 0: not given (one per core)
+  bool jobs_given = false;
   std::string shard;
   bool json = false;
 };
@@ -90,6 +91,10 @@ void print_progress(int done, int total, const PrecompileItem& item) {
 }
 
 int run_precompile(const PrecompileArgs& a, const std::string& dir) {
+  if (a.jobs_given && a.jobs < 1)
+    throw ArgumentError(fmt::format(
+        "-j {}: the number of parallel compiles is at least 1 (leave -j out for one per core)",
+        a.jobs));
   PrecompileOptions o;
   o.archs = arch_list(a.archs);
   o.jobs = a.jobs;
@@ -125,13 +130,16 @@ void add_precompile(CLI::App& app, Command& run, const Globals& g) {
                   "Manifests written with KILN_RECORD, or graph files (*.json)")
       ->required();
   cmd->add_option("--arch", args->archs, "Target archs, comma-separated")->capture_default_str();
-  cmd->add_option("-j,--jobs", args->jobs, "Parallel NVRTC programs (default: one per core)");
+  auto* jobs =
+      cmd->add_option("-j,--jobs", args->jobs, "Parallel NVRTC programs (default: one per core)");
   cmd->add_option("--shard", args->shard,
                   "Compile only share I of N (0 <= I < N), for build farms");
   cmd->add_flag("--json", args->json,
                 "Print the summary as one JSON object on stdout (progress stays on stderr)");
-  cmd->callback(
-      [args, &run, &g] { run = [args, &g] { return run_precompile(*args, g.cache_dir); }; });
+  cmd->callback([args, jobs, &run, &g] {
+    args->jobs_given = jobs->count() > 0;
+    run = [args, &g] { return run_precompile(*args, g.cache_dir); };
+  });
 }
 
 }  // namespace kiln::tools

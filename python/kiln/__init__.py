@@ -3,17 +3,18 @@
 Every op of kiln's catalog (docs/ops.md) is a function here taking graph values and numbers,
 its attributes as keywords: ``kiln.softmax(x * 0.125 + mask)``,
 ``kiln.layer_norm(h, w, b, eps=1e-5)``, ``kiln.sum(x, axis="all")``. An optional operand may be
-given as None.
+given as None. ``g.define_op`` and ``g.define_template`` return a graph's own ops as functions.
 
 ``plan.run(engine, x=t, ...)`` runs on any tensors with ``__dlpack__`` (torch, CuPy, JAX) in
 place, on torch's current stream when torch is imported (CuPy's when only CuPy is), and returns
 the outputs by name: torch tensors when torch is imported, else CuPy arrays when CuPy is, else
 ``kiln.Tensor`` (DLPack). ``kiln.torch.op(plan, name)`` makes a plan a torch custom op.
 """
+import inspect
 import sys
 
 from ._kiln import *  # noqa: F401,F403
-from ._kiln import Plan, _apply, _outputs, _run, desc, op_names
+from ._kiln import Graph, Plan, __version__, _apply, _outputs, _run, desc, op_names
 
 
 def _op(name):
@@ -28,6 +29,48 @@ def _op(name):
 for _name in op_names():
     globals()[_name] = _op(_name)
 del _name
+
+
+def _graph_op(name, operands, doc):
+    """A graph's own op as a function with its operands' names as parameters (help() shows
+    them), each a graph value or a number."""
+    signature = inspect.Signature(
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in operands])
+
+    def op(*args, **kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise ArgumentError(f"{name}({', '.join(operands)}): {e}") from None
+        return _apply(name, *bound.args)
+
+    op.__name__ = op.__qualname__ = name
+    op.__signature__ = signature
+    op.__doc__ = doc
+    return op
+
+
+def _define_op(self, name, operands, expr):
+    """Declares custom elementwise op `name` of this graph: `expr` over `operands`
+    (docs/ops.md, "Custom ops"), fused like kiln's own. Returns it as a function of its
+    operands: ``mish = g.define_op("mish", ["x"], "x * tanhf(log1pf(expf(x)))")``, then
+    ``mish(x)``."""
+    self._define_op(name, operands, expr)
+    return _graph_op(name, list(operands), f"custom op {name!r}: {expr}")
+
+
+def _define_template(self, name, template):
+    """Declares user template `template` (its output named by Template.output) as op `name` of
+    this graph, a kernel of its own. Returns it as a function of the template's other
+    parameters, in order: ``window = g.define_template("window", t)``, then
+    ``window(x, n, alpha, beta)``."""
+    self._define_template(name, template)
+    operands = [p for p in template.param_names if p != template.output_param]
+    return _graph_op(name, operands, f"template op {name!r} ({template.name})")
+
+
+Graph.define_op = _define_op
+Graph.define_template = _define_template
 
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "bool": "bool"}
 

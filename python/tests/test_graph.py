@@ -37,7 +37,7 @@ def test_values_carry_shapes_and_dtypes():
     n = kiln.layer_norm(x, None, None, eps=1e-5)  # weight and bias optional
     assert n.shape == [4, 8]
     d = g.input("d", ["?", 8], "f32")  # a dynamic dim
-    assert d.shape == [-1, 8]
+    assert d.shape == [None, 8]
 
 
 def test_plan_fuses_and_json_round_trips(tmp_path):
@@ -54,9 +54,9 @@ def test_plan_fuses_and_json_round_trips(tmp_path):
 
 def test_custom_op_fuses():
     g = kiln.Graph()
-    g.define_op("mish", ["x"], "x * tanhf(log1pf(expf(x)))")
+    mish = g.define_op("mish", ["x"], "x * tanhf(log1pf(expf(x)))")
     x = g.input("x", [32, 256], "f32")
-    g.output(kiln.softmax(kiln._apply("mish", x)), "y")
+    g.output(kiln.softmax(mish(x)), "y")
     assert len(kiln.Plan(g).kernels()) == 1
 
 

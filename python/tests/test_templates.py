@@ -38,9 +38,9 @@ def test_a_template_compiles_offline_once(tmp_path):
 
 def test_a_template_node_in_a_plan():
     g = kiln.Graph()
-    g.define_template("window", window().output("y", "x"))
+    window_op = g.define_template("window", window().output("y", "x"))
     x = g.input("x", [64, 1000], "f32")
-    w = kiln._apply("window", kiln.silu(x) * 2.0, 64000, 0.5, 0.25)
+    w = window_op(kiln.silu(x) * 2.0, 64000, 0.5, 0.25)
     g.output(kiln.softmax(w), "out")
     kernels = kiln.Plan(g).kernels("sm_90a")
     assert [k["name"] for k in kernels][1] == "gauss_window_f32_f32_BLOCK256_ITEMS4"
