@@ -7,6 +7,7 @@
 
 #include "engine/tuner.hpp"
 #include "tools/commands.hpp"
+#include "tools/report.hpp"
 
 namespace kiln::tools {
 namespace {
@@ -27,9 +28,9 @@ int bench(const BenchArgs& a, const Globals& globals) {
   const Plan check(g, fuse);  // a graph that cannot be planned says so before the GPU is looked for
   if (std::string why; !gpu_available(&why))
     throw CudaError(-1, "kiln bench", "no GPU",
-                    fmt::format("bench: no GPU here ({}) to time the {} kernels of {}; `kiln plan "
+                    fmt::format("bench: no GPU here ({}) to time the {} of {}; `kiln plan "
                                 "--compile` works without one",
-                                why, check.kernels().size(), a.graph));
+                                why, counted(check.kernels().size(), "kernel"), a.graph));
   Engine e(globals.engine_options());
   autotune::TuneOptions o;
   o.reps = a.reps;
@@ -81,9 +82,10 @@ int bench(const BenchArgs& a, const Globals& globals) {
     fmt::print("{:<44} {:>10.2f} {:>12} {:>7.0f}  {}\n", k.kernel, k.us, k.bytes,
                gbps(k.bytes, k.us), fmt::join(k.ops, " "));
   fmt::print(
-      "plan: {} kernels, {:.2f} us alone in sum; Plan::run {:.2f} us, Plan::replay {:.2f} us; "
+      "plan: {}, {:.2f} us alone in sum; Plan::run {:.2f} us, Plan::replay {:.2f} us; "
       "graph inputs and outputs {} bytes ({:.0f} GB/s at replay)\n",
-      kernels.size(), sum_us, run_us, replay_us, io_bytes, gbps(io_bytes, replay_us));
+      counted(kernels.size(), "kernel"), sum_us, run_us, replay_us, io_bytes,
+      gbps(io_bytes, replay_us));
   return 0;
 }
 

@@ -11,6 +11,7 @@
 
 #include "tools/commands.hpp"
 #include "tools/npy.hpp"
+#include "tools/report.hpp"
 
 namespace kiln::tools {
 namespace {
@@ -57,7 +58,9 @@ int plan(const GraphArgs& a, const Globals& globals) {
       fmt::print("{:<40} grid {:>7} block {:>4}  fuses {}\n", k.name, shown(k.grid), shown(k.block),
                  fmt::join(ops, " "));
     }
-    fmt::print("{} kernels for {} nodes\n", kernels.size(), g.nodes().size());
+    const auto ops = std::count_if(g.nodes().begin(), g.nodes().end(),
+                                   [](const Graph::Node& n) { return n.op != "input"; });
+    fmt::print("{} for {}\n", counted(kernels.size(), "kernel"), counted(std::size_t(ops), "node"));
   }
   for (const auto& e : engines)
     for (const auto& r : p.compile(*e))
@@ -76,6 +79,17 @@ void make_output_dir(const std::string& dir) {
         fmt::format("--output-dir {}: cannot create it: {}", dir, std::strerror(errno)));
 }
 
+// ShapeError naming `file` unless its array fits input `n` (a dynamic dim fits any extent).
+void check_shape(const std::string& file, const Graph::Node& n, const NpyArray& array) {
+  bool fits = array.shape.size() == n.shape.size();
+  for (std::size_t d = 0; fits && d < n.shape.size(); ++d)
+    fits = n.shape[d] < 0 || n.shape[d] == array.shape[d];
+  if (!fits)
+    throw ShapeError(fmt::format("{}: input '{}': got {}{}, the graph wants {}", file,
+                                 printable_name(n.name), name_of(array.dtype),
+                                 to_string(array.shape), to_string(n.shape)));
+}
+
 int run(const GraphArgs& a, const Globals& globals) {
   const Graph g = Graph::load(a.graph);
   const Plan p(g, fuse_ops(a.no_fuse));
@@ -92,7 +106,9 @@ int run(const GraphArgs& a, const Globals& globals) {
           fmt::format("--input {}: the graph has no input '{}'", spec, printable_name(name)));
     if (arrays.count(name))
       throw ArgumentError(fmt::format("--input {}: input '{}' is given twice", spec, name));
-    arrays[name] = read_npy(spec.substr(eq + 1), g.node(id).dtype);
+    const std::string file = spec.substr(eq + 1);
+    arrays[name] = read_npy(file, g.node(id).dtype);
+    check_shape(file, g.node(id), arrays[name]);
   }
   for (const auto& n : g.nodes())
     if (n.op == "input" && !arrays.count(n.name))

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -20,13 +21,15 @@
 #include "engine/runtime/driver.hpp"
 #include "engine/tuner.hpp"
 #include "tools/commands.hpp"
+#include "tools/report.hpp"
 
 namespace kiln::tools {
 namespace {
 
 struct TuneArgs {
   std::vector<std::string> graphs;
-  double budget_s = 0;
+  double budget_s = 0;  ///< 0: not given (no budget)
+  bool budget_given = false;
   std::string export_file;
   std::string import_file;
   std::string gpu;
@@ -102,6 +105,9 @@ class Progress {
 };
 
 int run_tune(const TuneArgs& a, const std::string& dir) {
+  if (a.budget_given && !(a.budget_s > 0 && std::isfinite(a.budget_s)))
+    throw ArgumentError(fmt::format(
+        "--budget-s {}: a number of seconds above 0 (leave it out for no budget)", a.budget_s));
   if (!a.export_file.empty() && !a.import_file.empty())
     throw ArgumentError("--export and --import: give one of them");
   if (!a.import_file.empty()) return run_import(a, dir);
@@ -157,8 +163,8 @@ int run_tune(const TuneArgs& a, const std::string& dir) {
                t.result.default_us, t.result.winner_us, t.result.default_us / t.result.winner_us,
                autotune::describe(t.result.winner));
   }
-  fmt::print("tune: {} kernels tuned on '{}'; records in {}\n", tuned, engine.device_name(),
-             cache::TuningDb::path(dir, engine.device_name()));
+  fmt::print("tune: {} tuned on '{}'; records in {}\n", counted(std::size_t(tuned), "kernel"),
+             engine.device_name(), cache::TuningDb::path(dir, engine.device_name()));
   return 0;
 }
 
@@ -169,14 +175,18 @@ void add_tune(CLI::App& app, Command& run, const Globals& g) {
   auto* cmd = app.add_subcommand(
       "tune", "Pick the fastest template parameters per kernel on this GPU; ship records");
   cmd->add_option("graphs", args->graphs, "Graph files (*.json) whose kernels to tune");
-  cmd->add_option("--budget-s", args->budget_s,
-                  "Start no kernel after this many seconds (the rest keep their defaults)");
+  auto* budget =
+      cmd->add_option("--budget-s", args->budget_s,
+                      "Start no kernel after this many seconds (the rest keep their defaults)");
   cmd->add_option("--export", args->export_file,
                   "Write the tuning records of one GPU (this one, or --gpu) to FILE");
   cmd->add_option("--import", args->import_file,
                   "Merge tuning records from FILE (a --export file)");
   cmd->add_option("--gpu", args->gpu, "GPU name for --export (default: this machine's)");
-  cmd->callback([args, &run, &g] { run = [args, &g] { return run_tune(*args, g.dir()); }; });
+  cmd->callback([args, budget, &run, &g] {
+    args->budget_given = budget->count() > 0;
+    run = [args, &g] { return run_tune(*args, g.dir()); };
+  });
 }
 
 }  // namespace kiln::tools

@@ -174,18 +174,23 @@ int main(int argc, char** argv) {
   app.add_option("--save-graphs", save,
                  "Also write the model's graph at each batch to DIR/spectral_autoencoder_B.json "
                  "(for kiln bench)");
+  // The graphs need no GPU: written offline too, before compiling or running.
+  const auto save_graphs = [&] {
+    if (!save.empty())
+      for (std::int64_t B : kBatches)
+        model(B).save(fmt::format("{}/spectral_autoencoder_{}.json", save, B));
+  };
   return seed_app::run_main(
       app, argc, argv,
       [&](const std::string& arch) {
+        save_graphs();
         kiln::Engine e = seed_app::offline_engine(arch);
         for (std::int64_t B : kBatches) kiln::Plan(model(B)).compile(e);
         return seed_app::print_kernels(e);
       },
       [&](kiln::Engine& e) {
+        save_graphs();
         int status = 0;
-        if (!save.empty())
-          for (std::int64_t B : kBatches)
-            model(B).save(fmt::format("{}/spectral_autoencoder_{}.json", save, B));
         for (std::int64_t B : kBatches) status |= run_case(e, B);
         return status;
       });

@@ -225,6 +225,24 @@ TEST_CASE(
                        doctest::Contains("is an input of the graph"), kiln::GraphError);
 }
 
+TEST_CASE(
+    "Plan::kernels: a malformed arch is an ArgumentError; a dynamic input no kernel reads leaves "
+    "its grids static") {
+  Graph g;
+  g.output(kiln::exp(g.input("x", {4, 64}, DType::f32)));
+  g.input("unused", {-1, 3}, DType::f32);
+  const kiln::Plan p(g);
+  for (const char* arch : {"garbage", "", "sm_", "90a"})
+    CHECK_THROWS_WITH_AS(p.kernels(arch), doctest::Contains("bad arch"), kiln::ArgumentError);
+  const auto k = p.kernels("sm_80");
+  REQUIRE(k.size() == 1);
+  CHECK(k[0].grid >= 1);
+  CHECK(k[0].block >= 1);
+  Graph d;  // a dynamic batch that the kernel reads: its grid is the launch's
+  d.output(kiln::exp(d.input("x", {-1, 64}, DType::f32)));
+  CHECK(kiln::Plan(d).kernels("sm_80").at(0).grid == 0);
+}
+
 TEST_CASE("fused patterns NVRTC-compile for sm_80 and sm_90a") {
   std::vector<Graph> graphs;
   for (DType t : kiln::kFloatDTypes) graphs.push_back(chain_graph(10, t));

@@ -1,4 +1,8 @@
 // kiln plan and kiln run, as a user runs them.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
 #include "tests/support.hpp"
 #include "tools/npy.hpp"
 
@@ -28,7 +32,7 @@ TEST_CASE(
   kiln::test::write_file(tmp / "g.json", kChain);
   auto plan = kiln_cli("plan " + (tmp / "g.json"));
   CHECK(plan.status == 0);
-  CHECK(plan.output.find("1 kernels for 8 nodes") != std::string::npos);
+  CHECK(plan.output.find("\n1 kernel for 6 nodes\n") != std::string::npos);  // inputs are no nodes
   CHECK(plan.output.find("fuses t u v w s y") != std::string::npos);
   auto json = kiln_cli("plan " + (tmp / "g.json") + " --json");
   CHECK(json.output.find(R"("ops":["t","u","v","w","s","y"])") != std::string::npos);
@@ -70,6 +74,47 @@ TEST_CASE(
   auto per_extent = kiln_cli("plan " + (tmp / "c.json"));
   CHECK(per_extent.status == 0);
   CHECK(per_extent.output.find("sum_f32__dynamic") != std::string::npos);
+  // A dynamic input that no kernel reads leaves every grid static.
+  kiln::test::write_file(tmp / "u.json",
+                         R"({"inputs": [{"name": "x", "shape": [4, 64], "dtype": "f32"},
+    {"name": "unused", "shape": ["?", 3], "dtype": "f32"}],
+    "nodes": [{"name": "y", "op": "exp", "args": ["x"]}], "outputs": ["y"]})");
+  auto unused = kiln_cli("plan " + (tmp / "u.json"));
+  CAPTURE(unused.output);
+  CHECK(unused.status == 0);
+  CHECK(unused.output.find("grid       ?") == std::string::npos);
+  CHECK(unused.output.find("grid       1 block") != std::string::npos);
+}
+
+TEST_CASE("kiln plan --compile: a kernel NVRTC rejects shows its log's first lines and its file") {
+  kiln::test::TempDir tmp;
+  kiln::test::write_file(tmp / "bad.cuh", R"(template <class T, int B>
+__global__ void bad_kernel(const T* x, T* y, long n) {
+  y[0] = undefined_thing;
+}
+)");
+  kiln::test::write_file(tmp / "t.json", R"({"templates": [{"name": "badop", "file": "bad.cuh",
+    "params": [{"name": "x", "kind": "tensor"}, {"name": "y", "kind": "tensor"},
+               {"name": "n", "kind": "i64"}],
+    "instance": "bad_kernel<{x}, 256>", "grid": ["1"], "block": ["256"],
+    "output": {"param": "y", "like": "x"}}],
+  "inputs": [{"name": "x", "shape": [64], "dtype": "f32"}],
+  "nodes": [{"name": "w", "op": "badop", "args": ["x", 64]}], "outputs": ["w"]})");
+  const auto r =
+      kiln_cli("plan --compile --arch sm_80 " + (tmp / "t.json") + " --cache-dir " + (tmp / "c"));
+  CAPTURE(r.err);
+  CHECK(r.status == 1);
+  CHECK(r.err.rfind("kiln: NVRTC could not compile kernel bad_kernel_f32_f32 for sm_80", 0) == 0);
+  CHECK(r.err.find("\n  bad.cuh(3): error: identifier \"undefined_thing\" is undefined\n") !=
+        std::string::npos);
+  const std::string lead = "  the full log, with the source around each error: ";
+  const auto at = r.err.find(lead);
+  REQUIRE(at != std::string::npos);
+  const std::string path = r.err.substr(at + lead.size(), r.err.find('\n', at) - at - lead.size());
+  const std::string full = kiln::test::read_file(path);
+  std::remove(path.c_str());
+  CHECK(full.find(">    3 |   y[0] = undefined_thing;") != std::string::npos);
+  CHECK(full.find("options: ") != std::string::npos);
 }
 
 TEST_CASE("kiln plan and run: a bad graph file is a one-line error naming the node") {
@@ -82,6 +127,25 @@ TEST_CASE("kiln plan and run: a bad graph file is a one-line error naming the no
   CHECK(r.output.find("node 'v': field op: unknown op 'tanx'") != std::string::npos);
   CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
   CHECK(kiln_cli("plan " + (tmp / "missing.json")).status == 1);
+}
+
+namespace {
+const std::string kSpectral = std::string(KILN_BINARY_DIR) + "/bin/spectral_autoencoder";
+}  // namespace
+
+TEST_CASE("spectral_autoencoder --offline --save-graphs DIR writes the graphs that kiln reads" *
+          doctest::skip(!std::filesystem::exists(kSpectral))) {  // examples built
+  kiln::test::TempDir tmp;
+  const std::string cmd = "KILN_CACHE_DIR=" + (tmp / "c") + " " + kSpectral +
+                          " --offline --arch sm_80 --save-graphs " + tmp.path() + " >" +
+                          (tmp / "out") + " 2>&1";
+  CHECK(std::system(cmd.c_str()) == 0);
+  CAPTURE(kiln::test::read_file(tmp / "out"));
+  for (const char* batch : {"1", "1024"}) {
+    const auto plan = kiln_cli("plan " + (tmp / "spectral_autoencoder_") + batch + ".json");
+    CHECK(plan.status == 0);
+    CHECK(plan.output.find("\n6 kernels for 10 nodes\n") != std::string::npos);
+  }
 }
 
 TEST_CASE("kiln run without a GPU says so in one line" * doctest::skip(kiln::test::has_gpu())) {
