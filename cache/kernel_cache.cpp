@@ -98,13 +98,18 @@ std::optional<KernelCache::Result> KernelCache::from_disk(const CacheKey& key) {
   return std::nullopt;
 }
 
-KernelCache::Result KernelCache::get(const CacheKey& key,
-                                     const std::function<CompiledKernel()>& compile) {
+std::optional<KernelCache::Result> KernelCache::find(const CacheKey& key) {
+  if (auto hit = from_memory(key)) return hit;
+  if (disk_) return from_disk(key);
+  return std::nullopt;
+}
+
+std::optional<KernelCache::Result> KernelCache::from_memory(const CacheKey& key) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = memory_.find(key); it != memory_.end()) {
       ++counters_.memory_hits;
-      return {it->second.kernel, Source::memory, it->second.saved};
+      return Result{it->second.kernel, Source::memory, it->second.saved};
     }
     for (const Bundle& b : bundles_)
       if (auto k = b.find(key)) {
@@ -115,6 +120,12 @@ KernelCache::Result KernelCache::get(const CacheKey& key,
         return r;
       }
   }
+  return std::nullopt;
+}
+
+KernelCache::Result KernelCache::get(const CacheKey& key,
+                                     const std::function<CompiledKernel()>& compile) {
+  if (auto hit = from_memory(key)) return *hit;
   std::optional<KeyLock> key_lock;
   if (disk_) {
     if (auto hit = from_disk(key)) return *hit;

@@ -55,6 +55,9 @@ class KernelCache {
   /// which is then published to disk (under a per-key lock, then the size cap is applied).
   /// Exceptions of `compile` pass through; nothing is stored then. Thread-safe.
   Result get(const CacheKey& key, const std::function<CompiledKernel()>& compile);
+  /// The kernel of `key` from memory, a bundle or the disk, as get() finds it; none, and
+  /// nothing compiled, where no layer holds it. Thread-safe.
+  std::optional<Result> find(const CacheKey& key);
 
   /// Counts `n` hits served by a layer in front of this cache (the engine's loaded kernels).
   void count_memory_hit(std::uint64_t n = 1);
@@ -68,6 +71,7 @@ class KernelCache {
   std::string describe() const;
 
  private:
+  std::optional<Result> from_memory(const CacheKey& key);  ///< memory, then the bundles
   std::optional<Result> from_disk(const CacheKey& key);
   void flush_stats();
   bool publish(const CacheKey& key, const CompiledKernel& k);

@@ -140,6 +140,23 @@ EngineImpl::Fetched EngineImpl::fetch(const KernelSpec& spec) const {
   const compiler::SourceUnit unit(spec);
   Fetched f{compiler::key_of(spec, arch, unit), {}};
   if (recorder) recorder->record(spec);
+  // A cubin of an older arch of the same major runs here (an sm_80 bundle on an sm_86 GPU):
+  // the same spec, so the same resources, which this engine's target chose to fit.
+  const std::vector<std::string> older = older_compatible_archs(arch);
+  if (!older.empty()) {
+    if (auto own = cache->find(f.key)) {
+      f.got = *own;
+      return f;
+    }
+    for (const std::string& a : older) {
+      const cache::CacheKey key = compiler::key_of(spec, a, unit);
+      if (auto got = cache->find(key)) {
+        f.key = key;
+        f.got = *got;
+        return f;
+      }
+    }
+  }
   f.got = cache->get(f.key, [&] {
     const runtime::NvtxRange range(("kiln compile " + spec.name).c_str());
     return compiler::compile(spec, arch, unit);

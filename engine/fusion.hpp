@@ -115,5 +115,8 @@ std::vector<KernelSpec> run_specs(const Graph& graph, std::int64_t extent, bool 
 std::vector<KernelSpec> load_specs(const std::string& path,
                                    const cache::TuningDb* records = nullptr,
                                    const std::string& arch = "sm_90a");
+/// The same for `target` (an arch with the limits of a GPU: a device's, as its engine has them).
+std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records,
+                                   const Target& target);
 
 }  // namespace kiln

@@ -145,11 +145,14 @@ std::vector<KernelSpec> extra_specs(const detail::PlanImpl& p, const std::vector
 // "x[?, 4, 768] dim 0, mask[?] dim 0": the dynamic dims of `g`'s inputs.
 std::string dynamic_dims(const Graph& g) {
   std::vector<std::string> dims;
-  for (const auto& n : g.nodes())
-    if (n.op == "input")
-      for (std::size_t d = 0; d < n.shape.size(); ++d)
-        if (n.shape[d] < 0)
-          dims.push_back(fmt::format("{}{} dim {}", n.name, to_string(n.shape), d));
+  for (const auto& n : g.nodes()) {
+    if (n.op != "input") continue;
+    std::vector<std::string> extents;
+    for (std::int64_t e : n.shape) extents.push_back(e < 0 ? "?" : std::to_string(e));
+    for (std::size_t d = 0; d < n.shape.size(); ++d)
+      if (n.shape[d] < 0)
+        dims.push_back(fmt::format("{}[{}] dim {}", n.name, fmt::join(extents, ", "), d));
+  }
   return fmt::format("{}", fmt::join(dims, ", "));
 }
 
@@ -209,8 +212,10 @@ std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse_ops,
           "recorded with KILN_RECORD",
           k.name(p.groups[i]), fmt::join(p.ops_of(p.groups[i]), ", "), target.arch,
           dynamic_dims(p.graph)));
-    if (k.launch.groups && !k.buckets && seen.insert(compiler::spec_id(k.launch.spec)).second)
+    if (k.launch.groups && !k.buckets) {  // one per kernel of the plan, as Plan::compile lists
+      seen.insert(compiler::spec_id(k.launch.spec));
       specs.push_back(k.launch.spec);
+    }
   }
   if (p.dynamic())
     for (KernelSpec& s : extra_specs(p, planned, records, target, seen))
@@ -249,11 +254,16 @@ template <class E>
 
 std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records,
                                    const std::string& arch) {
+  return load_specs(path, records, target_of(arch));
+}
+
+std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records,
+                                   const Target& target) {
   const bool graph = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   if (!graph) return cache::read_manifest(path);
   const Graph g = Graph::load(path);
   try {
-    return plan_specs(g, fusion_enabled(), {}, records, target_of(arch));
+    return plan_specs(g, fusion_enabled(), {}, records, target);
   } catch (const GraphError& e) {
     rethrow_from(path, e);
   } catch (const ShapeError& e) {

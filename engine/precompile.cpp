@@ -12,29 +12,34 @@
 
 namespace kiln {
 
-PrecompileSummary precompile_specs(
-    const std::vector<KernelSpec>& specs, const PrecompileOptions& options,
-    cache::KernelCache& cache,
-    const std::function<void(int, int, const PrecompileItem&)>& progress) {
+PrecompileSummary precompile_specs(const std::vector<KernelSpec>& specs,
+                                   const PrecompileOptions& options, cache::KernelCache& cache,
+                                   const PrecompileProgress& progress) {
+  if (options.archs.empty())
+    throw ArgumentError("precompile needs at least one arch (--arch sm_80,sm_90a)");
+  std::vector<PrecompileWork> work;
+  for (const KernelSpec& spec : specs)
+    for (const std::string& arch : options.archs) work.push_back({spec, arch});
+  return precompile_work(work, options, cache, progress);
+}
+
+PrecompileSummary precompile_work(const std::vector<PrecompileWork>& all,
+                                  const PrecompileOptions& options, cache::KernelCache& cache,
+                                  const PrecompileProgress& progress) {
   if (options.shard_count < 1 || options.shard_index < 0 ||
       options.shard_index >= options.shard_count)
     throw ArgumentError(fmt::format("bad shard {}/{}: expected I/N with 0 <= I < N",
                                     options.shard_index, options.shard_count));
-  if (options.archs.empty())
-    throw ArgumentError("precompile needs at least one arch (--arch sm_80,sm_90a)");
-  for (const std::string& arch : options.archs)
-    compiler::target_options(arch);  // validate all first
+  for (const PrecompileWork& w : all) compiler::target_options(w.arch);  // validate all first
 
   struct Work {
     const KernelSpec* spec;
     const std::string* arch;
   };
   std::vector<Work> work;
-  std::size_t i = 0;
-  for (const KernelSpec& spec : specs)
-    for (const std::string& arch : options.archs)
-      if (i++ % std::size_t(options.shard_count) == std::size_t(options.shard_index))
-        work.push_back({&spec, &arch});
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (i % std::size_t(options.shard_count) == std::size_t(options.shard_index))
+      work.push_back({&all[i].spec, &all[i].arch});
 
   PrecompileSummary summary;
   summary.total = int(work.size());

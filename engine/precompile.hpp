@@ -38,11 +38,24 @@ struct PrecompileSummary {
   std::vector<PrecompileItem> failures;
 };
 
+/// One kernel to compile: a spec and the arch it is for.
+struct PrecompileWork {
+  KernelSpec spec;
+  std::string arch;
+};
+
+using PrecompileProgress = std::function<void(int done, int total, const PrecompileItem&)>;
+
 /// Compiles `specs` x `options.archs` (this shard's share) into `cache`. `progress` is called
 /// after each item, from one thread at a time, with the count done so far and the total.
-PrecompileSummary precompile_specs(
-    const std::vector<KernelSpec>& specs, const PrecompileOptions& options,
-    cache::KernelCache& cache,
-    const std::function<void(int done, int total, const PrecompileItem&)>& progress = {});
+PrecompileSummary precompile_specs(const std::vector<KernelSpec>& specs,
+                                   const PrecompileOptions& options, cache::KernelCache& cache,
+                                   const PrecompileProgress& progress = {});
+
+/// Compiles `work` (this shard's share; `options.archs` unused: each item names its arch) into
+/// `cache`, as precompile_specs.
+PrecompileSummary precompile_work(const std::vector<PrecompileWork>& work,
+                                  const PrecompileOptions& options, cache::KernelCache& cache,
+                                  const PrecompileProgress& progress = {});
 
 }  // namespace kiln

@@ -13,6 +13,7 @@
 #include "engine/fusion.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/driver.hpp"
+#include "engine/target.hpp"
 #include "tools/commands.hpp"
 
 namespace kiln::tools {
@@ -57,6 +58,28 @@ std::string why_missed(const KernelSpec& spec, const std::string& arch,
          (reasons.empty() ? std::string("no entry") : fmt::format("{}", fmt::join(reasons, "; ")));
 }
 
+// Where the engine finds `spec` for `arch` without compiling, as EngineImpl::fetch looks: its
+// own entry, else one of an older arch whose cubins run on `arch` ("" if none serves it; a
+// miss naming the corrupt entry it would have read).
+std::string served_from(const KernelSpec& spec, const std::string& arch,
+                        const std::vector<cache::EntryInfo>& entries,
+                        const std::vector<cache::Bundle>& bundles) {
+  std::vector<std::string> archs = {arch};
+  for (std::string& a : older_compatible_archs(arch)) archs.push_back(std::move(a));
+  std::string corrupt;
+  for (const std::string& a : archs) {
+    const cache::CacheKey key = compiler::key_of(spec, a);
+    const std::string of = a == arch ? "" : ", the " + a + " cubin, which runs on " + arch;
+    for (const auto& b : bundles)
+      if (b.find(key)) return "hit (bundle " + b.path() + of + ")";
+    for (const auto& e : entries)
+      if (e.key == key.hex() && e.kernel) return "hit (disk" + of + ")";
+      else if (e.key == key.hex() && corrupt.empty())
+        corrupt = "miss: the entry is corrupt (" + e.problem + ")";
+  }
+  return corrupt;
+}
+
 // What the tuning records say of the kernel whose default spec id is `signature`.
 std::vector<std::string> tuning_notes(const std::string& signature, const std::string& gpu,
                                       const std::vector<cache::TuningDb>& dbs) {
@@ -78,13 +101,19 @@ std::vector<std::string> tuning_notes(const std::string& signature, const std::s
 
 int cache_explain(const cache::DiskCache& c, const std::string& path, std::string arch) {
   std::string why, gpu;
+  std::optional<runtime::DeviceInfo> device;
   if (runtime::device_available(&why)) {
-    runtime::Context ctx(0);
-    gpu = ctx.info().name;
-    if (arch.empty()) arch = ctx.info().arch();
+    device = runtime::Context(0).info();
+    gpu = device->name;
+    if (arch.empty()) arch = device->arch();
   }
   if (arch.empty())
     throw ArgumentError("no GPU here to take the arch from; pass --arch (e.g. sm_90a)");
+  Target target = target_of(arch);
+  if (device && device->arch() == arch) {  // specialized as this GPU's engine specializes
+    target.max_shared = device->max_shared_per_block_optin;
+    target.sms = device->sm_count;
+  }
   std::vector<cache::Bundle> bundles;
   for (const std::string& b : cache::bundles_from_env()) bundles.push_back(cache::Bundle::open(b));
   const auto entries = c.list();
@@ -94,18 +123,12 @@ int cache_explain(const cache::DiskCache& c, const std::string& path, std::strin
   const cache::TuningDb* mine = nullptr;
   for (const auto& db : dbs)
     if (db.gpu() == gpu) mine = &db;
-  const std::vector<KernelSpec> defaults = load_specs(path, nullptr, arch),
-                                specs = mine ? load_specs(path, mine, arch) : defaults;
+  const std::vector<KernelSpec> defaults = load_specs(path, nullptr, target),
+                                specs = mine ? load_specs(path, mine, target) : defaults;
   int misses = 0;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const KernelSpec& spec = specs[i];
-    const cache::CacheKey key = compiler::key_of(spec, arch);
-    std::string verdict;
-    for (const auto& b : bundles)
-      if (verdict.empty() && b.find(key)) verdict = "hit (bundle " + b.path() + ")";
-    for (const auto& e : entries)
-      if (verdict.empty() && e.key == key.hex())
-        verdict = e.kernel ? "hit (disk)" : "miss: the entry is corrupt (" + e.problem + ")";
+    std::string verdict = served_from(spec, arch, entries, bundles);
     if (verdict.empty()) verdict = why_missed(spec, arch, entries, bundles);
     misses += verdict.rfind("miss", 0) == 0;  // a corrupt entry too: the kernel compiles again
     fmt::print("{:<30} {:<7} {}\n", spec.name, arch, verdict);

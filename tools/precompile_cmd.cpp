@@ -37,26 +37,29 @@ void parse_shard(const std::string& s, PrecompileOptions& o) {
   o.shard_count = n;
 }
 
-// The manifests' and graphs' specs, a graph's for each arch (a long row is split between blocks
-// on sm_90 and later): their union, each compiled for every arch (a split kernel compiles for
-// sm_80 into one that is never launched there), so that any arch finds its own. A file with no
-// kernels is an error: precompiling it would ship nothing.
-std::vector<KernelSpec> specs_of(const std::vector<std::string>& files,
-                                 const std::vector<std::string>& archs) {
-  std::vector<KernelSpec> specs;
+// What to compile: a graph's kernels as planned for each arch, for that arch alone (sm_90a's
+// wgmma kernels are never compiled for sm_80, nor sm_80's for sm_90a); a manifest's, which
+// name no arch, for every arch. Each (spec, arch) once. A file with no kernels is an error:
+// precompiling it would ship nothing.
+std::vector<PrecompileWork> work_of(const std::vector<std::string>& files,
+                                    const std::vector<std::string>& archs) {
+  std::vector<PrecompileWork> work;
   std::set<std::string> seen;
   for (const std::string& path : files) {
     std::size_t found = 0;
     for (const std::string& arch : archs)
       for (KernelSpec& spec : load_specs(path, nullptr, arch)) {
         ++found;
-        if (seen.insert(compiler::spec_id(spec)).second) specs.push_back(std::move(spec));
+        const bool graph = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+        for (const std::string& to : archs)
+          if ((!graph || to == arch) && seen.insert(compiler::spec_id(spec) + ' ' + to).second)
+            work.push_back({spec, to});
       }
     if (found == 0)
       throw ArgumentError(
           fmt::format("{}: no kernels in it (an empty manifest?): nothing to precompile", path));
   }
-  return specs;
+  return work;
 }
 
 // The cache precompile writes into, refused up front when it could keep nothing.
@@ -99,17 +102,17 @@ int run_precompile(const PrecompileArgs& a, const std::string& dir) {
   o.archs = arch_list(a.archs);
   o.jobs = a.jobs;
   parse_shard(a.shard, o);
-  const std::vector<KernelSpec> specs = specs_of(a.files, o.archs);
+  const std::vector<PrecompileWork> work = work_of(a.files, o.archs);
   cache::KernelCache cache(writable_cache(dir));
-  const auto summary = precompile_specs(specs, o, cache, print_progress);
+  const auto summary = precompile_work(work, o, cache, print_progress);
   for (const auto& f : summary.failures)
     fmt::print(stderr, "failed: {} for {}: {}\n", f.name, f.arch, f.error);
   // Prose on stderr; with --json, stdout holds the JSON object alone.
   fmt::print(stderr,
              "precompile: {} compiled, {} already cached, {} failed, {} total in {:.1f} s ({} "
-             "specs x {} archs, shard {}/{}) into {}\n",
+             "kernels for {} archs, shard {}/{}) into {}\n",
              summary.compiled, summary.cached, summary.failed, summary.total, summary.seconds,
-             specs.size(), o.archs.size(), o.shard_index, o.shard_count, cache.describe());
+             work.size(), o.archs.size(), o.shard_index, o.shard_count, cache.describe());
   if (a.json)
     fmt::print("{}\n", nlohmann::json{{"compiled", summary.compiled},
                                       {"cached", summary.cached},

@@ -329,7 +329,9 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
       });
   if (at) L.geometry = rows_at_geometry(lp);
   L.bucketed = at;
+  // A stash past what the target grants is cut at launch anyway (the kernel reads its size).
   L.config.shared = row_shared_bytes(k, t, run, per_row, lp.vec, at);
+  if (k.max_shared > 0) L.config.shared = std::min(L.config.shared, unsigned(k.max_shared));
   std::vector<DType> extra_types;
   for (const TensorView& v : k.extras) extra_types.push_back(v.dtype);
   std::vector<std::string> args = {"kiln_body",

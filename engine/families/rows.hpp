@@ -28,6 +28,7 @@ struct RowKernel {
   double eps = 1e-5;
   std::int64_t axis = -1;  ///< the axis it works along (negative: from the end)
   bool all_axes = false;   ///< a reduction over every element
+  int max_shared = 0;      ///< bytes of shared memory a block may use on the target (0: no cap)
   bool clusters = false;   ///< the target runs thread-block clusters (sm_90 and later): long rows
                            ///< split between blocks
   /// The row's length is a dynamic dim: the kernel of its bucket (engine/families/row_buckets.hpp),

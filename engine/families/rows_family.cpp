@@ -95,6 +95,7 @@ KernelLaunch specialize_row_group(const GroupWork& w, const Tunables& tunables) 
   k.axis = attrs.axis.value_or(-1);
   k.all_axes = attrs.all_axes;
   k.clusters = has_clusters(w.target.arch);
+  k.max_shared = w.target.max_shared;
   mark_dynamic_row(w, k);
   return specialize_rows(k, grp.stem, w.shapes.node(grp.x).shape, row_tunables(tunables, grp.stem));
 }

@@ -149,7 +149,7 @@ TEST_CASE("kiln precompile: bad input is a one-line error") {
       kiln_cli("precompile " + (tmp / "empty.manifest") + " --arch sm_1 --cache-dir " + (tmp / "c"))
           .status == 1);
   // A graph with a kernel per extent of a dynamic dim (a sum over a dynamic batch) cannot be
-  // compiled ahead: one line naming the kernel.
+  // compiled ahead: one line naming the file, the kernel, the arch and the dynamic dim.
   kiln::Graph g;
   g.output(kiln::reduce("sum", g.input("x", {-1, 64}, kiln::DType::f32), false, 0));
   g.save(tmp / "rows.json");
@@ -157,7 +157,9 @@ TEST_CASE("kiln precompile: bad input is a one-line error") {
   CHECK(dyn.status == 1);
   CHECK(dyn.output.find("kernel sum_f32__dynamic (fusing ") !=
         std::string::npos);  // as `kiln plan` names it
-  CHECK(dyn.output.find("depends on a dynamic dim") != std::string::npos);
+  CHECK(dyn.output.find("rows.json: ") != std::string::npos);
+  CHECK(dyn.output.find("for sm_80 changes with the extent of a dynamic dim (x[?, 64] dim 0)") !=
+        std::string::npos);
   CHECK(dyn.output.find("KILN_RECORD") != std::string::npos);  // what to do instead
 }
 
@@ -181,8 +183,8 @@ TEST_CASE("kiln precompile takes several files; --cache-dir goes before or after
 }
 
 TEST_CASE(
-    "kiln precompile: a graph with a dynamic batch compiles the kernels every batch of 2 or more "
-    "runs") {
+    "kiln precompile: a graph with a dynamic batch compiles the kernels every batch runs, 1 "
+    "included") {
   kiln::test::TempDir tmp;
   kiln::Graph g;
   auto x = g.input("x", {-1, 4096}, kiln::DType::bf16);
@@ -191,7 +193,15 @@ TEST_CASE(
   const std::string cache = " --cache-dir " + (tmp / "c");
   auto pre = kiln_cli("precompile " + (tmp / "g.json") + " --arch sm_90a --json" + cache);
   CHECK(pre.status == 0);
-  CHECK(nlohmann::json::parse(pre.out).at("compiled") == 1);
+  // The kernel of every batch of 2 or more, and that of a batch of 1, where the batch dim drops
+  // out of the layout (the mask no longer broadcasts along it).
+  CHECK(nlohmann::json::parse(pre.out).at("compiled") == 2);
+  kiln::Graph one;
+  auto ox = one.input("x", {1, 4096}, kiln::DType::bf16);
+  one.output(kiln::softmax(ox * 0.125 + one.input("mask", {4096}, kiln::DType::bf16)));
+  one.save(tmp / "one.json");
+  auto single = kiln_cli("precompile " + (tmp / "one.json") + " --arch sm_90a --json" + cache);
+  CHECK(nlohmann::json::parse(single.out).at("compiled") == 0);
   // The static graph of batch 300 needs nothing more.
   kiln::Graph s;
   auto sx = s.input("x", {300, 4096}, kiln::DType::bf16);
