@@ -100,7 +100,9 @@ void add_bench(CLI::App& app, Command& run_cmd, const Globals& g) {
       ->capture_default_str();
   b->add_flag("--no-fuse", args->no_fuse, "One kernel per op (as KILN_DISABLE_FUSION=1)");
   b->add_flag("--json", args->json, "Print one JSON object for scripts");
-  b->callback([args, &run_cmd, &g] { run_cmd = [args, &g] { return bench(*args, g); }; });
+  b->callback([args, &run_cmd, &g] {
+    run_cmd = [args, &g] { return naming_file(args->graph, [&] { return bench(*args, g); }); };
+  });
 }
 
 }  // namespace kiln::tools

@@ -92,7 +92,7 @@ void check_shape(const std::string& file, const Graph::Node& n, const NpyArray& 
 
 int run(const GraphArgs& a, const Globals& globals) {
   const Graph g = Graph::load(a.graph);
-  const Plan p(g, fuse_ops(a.no_fuse));
+  const Plan p = naming_file(a.graph, [&] { return Plan(g, fuse_ops(a.no_fuse)); });
   // Every input file is read and checked against the graph before the GPU is touched.
   std::map<std::string, NpyArray> arrays;
   for (const std::string& spec : a.inputs) {
@@ -160,7 +160,9 @@ void add_graph_commands(CLI::App& app, Command& run_cmd, const Globals& g) {
   p->add_option("--arch", args->archs, "Archs for --compile, comma-separated")
       ->capture_default_str();
   p->add_flag("--no-fuse", args->no_fuse, "One kernel per op (as KILN_DISABLE_FUSION=1)");
-  p->callback([args, &run_cmd, &g] { run_cmd = [args, &g] { return plan(*args, g); }; });
+  p->callback([args, &run_cmd, &g] {
+    run_cmd = [args, &g] { return naming_file(args->graph, [&] { return plan(*args, g); }); };
+  });
 
   auto* r = app.add_subcommand(
       "run", "Run a graph on the GPU: inputs from .npy files, outputs to DIR/<name>.npy");

@@ -2,11 +2,8 @@
 // How the kiln CLI reports a failure, and counts in words.
 
 #include <cstddef>
+#include <kiln/error.hpp>
 #include <string>
-
-namespace kiln {
-class CompileError;
-}
 
 namespace kiln::tools {
 
@@ -26,6 +23,25 @@ std::string log_head(const std::string& what, const std::string& log, const std:
 /// The text the CLI prints for a kernel that NVRTC rejected: the message's first line after
 /// "kiln: ", then its log_head; with `details` (KILN_LOG_LEVEL=debug), the whole message.
 std::string compile_report(const CompileError& e, bool details);
+
+/// fn()'s result; a GraphError, ShapeError or DtypeError it throws is thrown again as the same
+/// type with the graph file `path` first (unless the message starts with it already), so that
+/// an error planning a file names it as an error loading it does.
+template <class F>
+auto naming_file(const std::string& path, const F& fn) -> decltype(fn()) {
+  const auto named = [&](const std::string& what) {
+    return what.compare(0, path.size() + 2, path + ": ") == 0 ? what : path + ": " + what;
+  };
+  try {
+    return fn();
+  } catch (const GraphError& e) {
+    throw GraphError(named(e.what()));
+  } catch (const ShapeError& e) {
+    throw ShapeError(named(e.what()));
+  } catch (const DtypeError& e) {
+    throw DtypeError(named(e.what()));
+  }
+}
 
 /// "1 kernel", "3 kernels": `n` and `noun`, plural unless n is 1.
 std::string counted(std::size_t n, const std::string& noun);

@@ -123,7 +123,7 @@ int run_tune(const TuneArgs& a, const std::string& dir) {
           "that made them, so their candidates cannot be built: tune the graphs",
           path));
     graphs.push_back(Graph::load(path));
-    kernels += int(plan_specs(graphs.back()).size());
+    kernels += int(naming_file(path, [&] { return plan_specs(graphs.back()); }).size());
   }
   std::string why;
   if (local_gpu(&why).empty())

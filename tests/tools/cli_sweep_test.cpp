@@ -69,6 +69,8 @@ std::vector<Case> cases(const std::string& d) {
       // A graph whose shapes or dtypes clash names its file, as its other errors do.
       {"plan " + d + "/shape.json", "", d + "/shape.json: node 'y'"},
       {"plan " + d + "/dtype.json", "", d + "/dtype.json: node 'y'"},
+      // So does one planning it: a kernel compiled once per extent cannot be compiled ahead.
+      {"tune " + d + "/sum.json" + cache, "", d + "/sum.json: kernel sum_f32"},
       // kiln run's inputs: all checked against the graph before any GPU is looked for.
       {"run " + g + " --input x=" + d, "", "is a directory"},
       {"run " + g + " --input x", "", "expected NAME=FILE.npy"},
@@ -114,6 +116,9 @@ void make_files(const std::string& d) {
                          R"({"inputs": [{"name": "x", "shape": [4, 8], "dtype": "f32"},
     {"name": "b", "shape": [5], "dtype": "f32"}],
     "nodes": [{"name": "y", "op": "add", "args": ["x", "b"]}], "outputs": ["y"]})");
+  kiln::test::write_file(d + "/sum.json",
+                         R"({"inputs": [{"name": "x", "shape": ["?", 64], "dtype": "f32"}],
+    "nodes": [{"name": "y", "op": "sum", "args": ["x"], "attrs": {"axis": 0}}], "outputs": ["y"]})");
   kiln::test::write_file(d + "/dtype.json",
                          R"({"inputs": [{"name": "x", "shape": [4, 8], "dtype": "bool"}],
     "nodes": [{"name": "y", "op": "softmax", "args": ["x"]}], "outputs": ["y"]})");

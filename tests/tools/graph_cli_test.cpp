@@ -74,6 +74,11 @@ TEST_CASE(
   auto per_extent = kiln_cli("plan " + (tmp / "c.json"));
   CHECK(per_extent.status == 0);
   CHECK(per_extent.output.find("sum_f32__dynamic") != std::string::npos);
+  // It cannot be compiled ahead: the error after the plan names the file, as a load's would.
+  auto ahead = kiln_cli("plan --compile --arch sm_80 " + (tmp / "c.json") + " --cache-dir " +
+                        (tmp / "cache"));
+  CHECK(ahead.status == 1);
+  CHECK(ahead.err.rfind("kiln: " + (tmp / "c.json") + ": kernel sum_f32__dynamic", 0) == 0);
   // A dynamic input that no kernel reads leaves every grid static.
   kiln::test::write_file(tmp / "u.json",
                          R"({"inputs": [{"name": "x", "shape": [4, 64], "dtype": "f32"},
