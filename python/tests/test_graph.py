@@ -124,3 +124,20 @@ def test_qkv_slices_are_windows_of_one_product():
     assert len(kernels) == 1 and kernels[0]["ops"][-3:] == ["q", "k", "v"]
     with pytest.raises(kiln.ShapeError, match="stop 97 is outside axis -1 of extent 96"):
         kiln.slice(y, axis=-1, start=0, stop=97)
+
+
+def test_a_dynamic_batch_linear_compiles_its_m_buckets(tmp_path):
+    # gelu(linear(x, w, b)) over a dynamic token count: before M buckets, a GraphError.
+    g = kiln.Graph()
+    x = g.input("x", [None, 768], "bfloat16")
+    w = g.input("w", [3072, 768], "bfloat16")
+    b = g.input("b", [3072], "bfloat16")
+    g.output(kiln.gelu(kiln.linear(x, w, b)), "y")
+    plan = kiln.Plan(g)
+    assert [k["name"] for k in plan.kernels("sm_90a")] == ["linear__gelu_bf16__buckets"]
+    for arch in ("sm_80", "sm_90a"):
+        e = kiln.Engine(arch=arch, offline=True, cache_dir=str(tmp_path))
+        records = plan.compile(e)
+        names = [r["name"] for r in records]
+        assert len(names) == 6, names
+        assert any("rows1x" in n for n in names)  # a batch of 1 has its bucket too
