@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh
+# Everything: a build configured by scripts/demo.sh (no tests, benchmarks or Python) is switched
+# back.
+scripts/build.sh -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCH=ON -DKILN_PYTHON=ON
 # libcuda is opened with dlopen, never linked: a binary linking it would not start without a GPU.
 if readelf -d build/lib/libkiln.so | grep -q 'libcuda\.so'; then
   echo "test.sh: build/lib/libkiln.so links libcuda; it must only dlopen it" >&2
