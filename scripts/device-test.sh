@@ -13,7 +13,8 @@
 #   beside torch (not part of all); gemm: `kiln bench` of bench/gemm/*.json, then their peers
 #   (bench/gemm/peers.py: cuBLAS, torch.compile) in the same call (not part of all);
 #   APP one of diffusion|gfn|rusty_ops|gaussian_field|spectral_autoencoder: the seed app beside PyTorch (bench/APP.py;
-#   not part of all).
+#   not part of all); dyngemm: bench/dynamic_gemm.py on a bundle of bench/dynamic_mlp.json made
+#   beforehand without a GPU into .device/mlp.kbundle (not part of all).
 # Env: FUZZ_SEEDS=A:B FUZZ_TIMEOUT=s FUZZ_SANITIZE=A:B (see below).
 # The image lacks xxhash.h: carry it in .deps/include (see README, "GPU machine").
 set -uo pipefail
@@ -200,6 +201,14 @@ for ex in diffusion_step layer_norm_block gaussian_field; do
     >"$OUT/pyexample-$ex.log" 2>&1 || status=1
   tail -n 4 "$OUT/pyexample-$ex.log"
 done
+fi
+
+if [[ "$modes" == *" dyngemm "* ]]; then
+step "a dynamic-batch MLP from a bundle made without a GPU (.device/mlp.kbundle of bench/dynamic_mlp.json)"
+KILN_BUNDLE=.device/mlp.kbundle KILN_CACHE_DIR=$(mktemp -d) $bin/kiln cache explain bench/dynamic_mlp.json
+KILN_BUNDLE=.device/mlp.kbundle KILN_CACHE_DIR=$(mktemp -d) PYTHONPATH="$PWD/build-device/python" \
+  PYTHONUNBUFFERED=1 timeout 300 python3 bench/dynamic_gemm.py 2>&1 | tee "$OUT/dynamic-gemm.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 
 for app in diffusion gfn rusty_ops gaussian_field spectral_autoencoder; do
