@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-echo "== building kiln, its CLI and the example apps (about 8 minutes on 2 cores, less on more;"
+echo "== building kiln, its CLI and the example apps (about 3 minutes on 2 cores, less on more;"
 echo "   ninja counts the steps as [done/total]; the whole log goes to build.log)"
 scripts/build.sh -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCH=OFF -DKILN_PYTHON=OFF
 echo "== built in $((SECONDS / 60)) min $((SECONDS % 60)) s"

@@ -35,6 +35,17 @@ inline std::vector<double> values_of(kiln::DType t, const std::vector<unsigned c
   return v;
 }
 
+/// Where compile() also writes each graph it compiles (--save-graphs DIR), "" for nowhere.
+inline std::string saved_graphs_dir;
+
+/// Compiles `g`'s plan into `e`; with --save-graphs, also writes `g` as DIR/<app>_<n>.json (its
+/// kernels are then `kiln precompile DIR/*.json` away on any machine).
+inline void compile(kiln::Engine& e, const kiln::Graph& g) {
+  static int saved = 0;
+  if (!saved_graphs_dir.empty()) g.save(fmt::format("{}/graph_{}.json", saved_graphs_dir, saved++));
+  kiln::Plan(g).compile(e);
+}
+
 /// An engine that compiles for `arch` without a GPU.
 inline kiln::Engine offline_engine(const std::string& arch) {
   kiln::EngineOptions o;
@@ -62,6 +73,9 @@ inline int run_main(CLI::App& app, int argc, char** argv,
   app.add_option("--arch", arch, "Target arch when compiling offline");
   app.add_flag("--offline", compile_only,
                "Only compile (for --arch) into the cache; no GPU needed");
+  if (!app.get_option_no_throw("--save-graphs"))
+    app.add_option("--save-graphs", saved_graphs_dir,
+                   "With --offline, also write each graph compiled to DIR/graph_N.json");
   CLI11_PARSE(app, argc, argv);
   try {
     std::string why;

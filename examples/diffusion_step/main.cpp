@@ -160,8 +160,8 @@ int main(int argc, char** argv) {
       [](const std::string& arch) {
         kiln::Engine e = seed_app::offline_engine(arch);
         for (const Shape& s : kShapes) {
-          kiln::Plan(step_graph(s)).compile(e);
-          kiln::Plan(loop_graph(s, 0.7)).compile(e);
+          seed_app::compile(e, step_graph(s));
+          seed_app::compile(e, loop_graph(s, 0.7));
         }
         return seed_app::print_kernels(e);
       },

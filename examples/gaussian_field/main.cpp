@@ -207,8 +207,8 @@ int main(int argc, char** argv) {
       app, argc, argv,
       [&](const std::string& arch) {
         kiln::Engine e = seed_app::offline_engine(arch);
-        for (const auto& [N, B] : kBench) kiln::Plan(field_graph(dir, N, B, true)).compile(e);
-        for (std::int64_t N : {20, 1000}) kiln::Plan(train::step_graph(dir, N)).compile(e);
+        for (const auto& [N, B] : kBench) seed_app::compile(e, field_graph(dir, N, B, true));
+        for (std::int64_t N : {20, 1000}) seed_app::compile(e, train::step_graph(dir, N));
         return seed_app::print_kernels(e);
       },
       [&](kiln::Engine& e) { return run_all(e, dir, dump); });

@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
         kiln::Engine e = seed_app::offline_engine(arch);
         for (const Case& c : kCases)
           for (DType dt : {DType::f32, DType::bf16})
-            kiln::Plan(steps_graph(leapfrog(dir, c.B), c, dt)).compile(e);
+            seed_app::compile(e, steps_graph(leapfrog(dir, c.B), c, dt));
         return seed_app::print_kernels(e);
       },
       [&](kiln::Engine& e) {

@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
         kiln::Engine e = seed_app::offline_engine(arch);
         for (const Op& op : op_set())
           for (DType t : kDTypes)
-            for (std::int64_t n : kSizes) kiln::Plan(graph_of(op, n, t)).compile(e);
+            for (std::int64_t n : kSizes) seed_app::compile(e, graph_of(op, n, t));
         return seed_app::print_kernels(e);
       },
       [&](kiln::Engine& e) {
