@@ -110,8 +110,8 @@ std::vector<KernelSpec> plan_specs(const Graph& graph, bool fuse,
 std::vector<KernelSpec> run_specs(const Graph& graph, std::int64_t extent, bool fuse = true,
                                   const std::string& arch = "sm_90a");
 
-/// Specs from a file: a graph (*.json, for `arch`, tuned as `records` say, if given; its
-/// errors name the file) or a manifest (anything else; its specs are already what ran).
+/// Specs from a file: a graph (*.json, for `arch`, tuned as `records` say, if given) or a
+/// manifest (anything else; its specs are already what ran).
 std::vector<KernelSpec> load_specs(const std::string& path,
                                    const cache::TuningDb* records = nullptr,
                                    const std::string& arch = "sm_90a");

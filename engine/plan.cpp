@@ -240,18 +240,6 @@ std::vector<KernelSpec> run_specs(const Graph& graph, std::int64_t extent, bool 
   return specs;
 }
 
-namespace {
-
-// `e` again, its message after "`path`: " (the same class, so callers catch it as before).
-template <class E>
-[[noreturn]] void rethrow_from(const std::string& path, const E& e) {
-  const std::string what = e.what();
-  if (what.compare(0, path.size() + 2, path + ": ") == 0) throw e;
-  throw E(path + ": " + what);
-}
-
-}  // namespace
-
 std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningDb* records,
                                    const std::string& arch) {
   return load_specs(path, records, target_of(arch));
@@ -261,16 +249,7 @@ std::vector<KernelSpec> load_specs(const std::string& path, const cache::TuningD
                                    const Target& target) {
   const bool graph = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   if (!graph) return cache::read_manifest(path);
-  const Graph g = Graph::load(path);
-  try {
-    return plan_specs(g, fusion_enabled(), {}, records, target);
-  } catch (const GraphError& e) {
-    rethrow_from(path, e);
-  } catch (const ShapeError& e) {
-    rethrow_from(path, e);
-  } catch (const DtypeError& e) {
-    rethrow_from(path, e);
-  }
+  return plan_specs(Graph::load(path), fusion_enabled(), {}, records, target);
 }
 
 }  // namespace kiln

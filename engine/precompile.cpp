@@ -59,8 +59,9 @@ PrecompileSummary precompile_work(const std::vector<PrecompileWork>& all,
       item.status = got.source == cache::KernelCache::Source::compiled ? "compiled" : "cached";
     } catch (const std::exception& e) {
       item.status = "failed";
-      const std::string what = e.what();
-      item.error = what.substr(0, what.find('\n'));
+      item.message = e.what();
+      item.error = item.message.substr(0, item.message.find('\n'));
+      if (const auto* c = dynamic_cast<const CompileError*>(&e)) item.log = c->log();
     }
     item.ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

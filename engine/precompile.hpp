@@ -27,6 +27,8 @@ struct PrecompileItem {
   std::string status;  ///< "compiled", "cached" or "failed"
   std::string error;   ///< the first line of the error, when failed
   double ms = 0;
+  std::string message;  ///< the whole error message, when failed
+  std::string log;      ///< NVRTC's log, when NVRTC rejected the kernel
 };
 
 struct PrecompileSummary {

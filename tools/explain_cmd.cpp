@@ -15,6 +15,7 @@
 #include "engine/runtime/driver.hpp"
 #include "engine/target.hpp"
 #include "tools/commands.hpp"
+#include "tools/report.hpp"
 
 namespace kiln::tools {
 namespace {
@@ -123,8 +124,10 @@ int cache_explain(const cache::DiskCache& c, const std::string& path, std::strin
   const cache::TuningDb* mine = nullptr;
   for (const auto& db : dbs)
     if (db.gpu() == gpu) mine = &db;
-  const std::vector<KernelSpec> defaults = load_specs(path, nullptr, target),
-                                specs = mine ? load_specs(path, mine, target) : defaults;
+  const std::vector<KernelSpec> defaults =
+      naming_file(path, [&] { return load_specs(path, nullptr, target); });
+  const std::vector<KernelSpec> specs =
+      mine ? naming_file(path, [&] { return load_specs(path, mine, target); }) : defaults;
   int misses = 0;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const KernelSpec& spec = specs[i];

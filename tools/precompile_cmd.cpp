@@ -12,6 +12,7 @@
 #include "engine/fusion.hpp"
 #include "engine/precompile.hpp"
 #include "tools/commands.hpp"
+#include "tools/report.hpp"
 
 namespace kiln::tools {
 namespace {
@@ -48,7 +49,7 @@ std::vector<PrecompileWork> work_of(const std::vector<std::string>& files,
   for (const std::string& path : files) {
     std::size_t found = 0;
     for (const std::string& arch : archs)
-      for (KernelSpec& spec : load_specs(path, nullptr, arch)) {
+      for (KernelSpec& spec : naming_file(path, [&] { return load_specs(path, nullptr, arch); })) {
         ++found;
         const bool graph = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
         for (const std::string& to : archs)
@@ -106,7 +107,8 @@ int run_precompile(const PrecompileArgs& a, const std::string& dir) {
   cache::KernelCache cache(writable_cache(dir));
   const auto summary = precompile_work(work, o, cache, print_progress);
   for (const auto& f : summary.failures)
-    fmt::print(stderr, "failed: {} for {}: {}\n", f.name, f.arch, f.error);
+    fmt::print(stderr, "failed: {} for {}: {}\n{}", f.name, f.arch, f.error,
+               f.log.empty() ? "" : log_head(f.message, f.log, f.name));
   // Prose on stderr; with --json, stdout holds the JSON object alone.
   fmt::print(stderr,
              "precompile: {} compiled, {} already cached, {} failed, {} total in {:.1f} s ({} "

@@ -120,6 +120,20 @@ __global__ void bad_kernel(const T* x, T* y, long n) {
   std::remove(path.c_str());
   CHECK(full.find(">    3 |   y[0] = undefined_thing;") != std::string::npos);
   CHECK(full.find("options: ") != std::string::npos);
+  // kiln precompile names the kernel and arch, and shows the same.
+  const auto pre =
+      kiln_cli("precompile --arch sm_80 " + (tmp / "t.json") + " --cache-dir " + (tmp / "c"));
+  CAPTURE(pre.err);
+  CHECK(pre.status == 1);
+  CHECK(pre.err.find("failed: bad_kernel_f32_f32 for sm_80: NVRTC could not compile") !=
+        std::string::npos);
+  CHECK(pre.err.find("\n  bad.cuh(3): error: identifier \"undefined_thing\" is undefined\n") !=
+        std::string::npos);
+  const auto pre_at = pre.err.find(lead);
+  REQUIRE(pre_at != std::string::npos);
+  std::remove(
+      pre.err.substr(pre_at + lead.size(), pre.err.find('\n', pre_at) - pre_at - lead.size())
+          .c_str());
 }
 
 TEST_CASE("kiln plan and run: a bad graph file is a one-line error naming the node") {
