@@ -15,7 +15,7 @@ import torch
 import kiln
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import graphed  # noqa: E402
+from run import graphed, median_us  # noqa: E402
 
 K, N = 768, 3072
 
@@ -34,19 +34,10 @@ def reference(x, w, b):
     return torch.nn.functional.gelu(h)
 
 
-def replay_us(fn, calls=10, replays=25):
-    """Median of `replays` replays of a CUDA graph of `calls` calls, per call."""
+def replay_us(fn, calls=10):
+    """Median of 25 replays of a CUDA graph of `calls` calls, per call."""
     replay, _ = graphed(lambda: [fn() for _ in range(calls)])
-    times = []
-    for _ in range(replays):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        replay()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1e3 / calls)
-    times.sort()
-    return times[len(times) // 2]
+    return median_us(replay, reps=25) / calls
 
 
 def main():

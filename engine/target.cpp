@@ -7,40 +7,19 @@ namespace {
 
 constexpr int kKB = 1024;
 
-// The archs a build may target, oldest first (NVRTC's sm_XY names without a suffix).
-constexpr int kArchs[] = {80, 86, 87, 89, 90, 100, 103, 110, 120, 121};
-
-struct Limits {
+struct ArchLimits {
+  int number;
   int max_shared;
   int sms;
 };
 
-// Data-sheet figures of each arch's largest part: A100, A40, Orin, L40, H100, B200, GB300, Thor,
-// RTX 5090, DGX Spark. An arch not listed takes the smallest opt-in a current GPU allows.
-Limits limits_of(int number) {
-  switch (number) {
-    case 80:
-      return {163 * kKB, 108};
-    case 86:
-      return {99 * kKB, 84};
-    case 87:
-      return {163 * kKB, 16};
-    case 89:
-      return {99 * kKB, 142};
-    case 90:
-      return {227 * kKB, 132};
-    case 100:
-    case 103:
-      return {227 * kKB, 148};
-    case 110:
-      return {227 * kKB, 20};
-    case 120:
-      return {99 * kKB, 170};
-    case 121:
-      return {99 * kKB, 48};
-  }
-  return {99 * kKB, 132};
-}
+// The archs a build may target, oldest first, with the data-sheet figures of each one's largest
+// part: A100, A40, Orin, L40, H100, B200, GB300, Thor, RTX 5090, DGX Spark.
+constexpr ArchLimits kArchs[] = {
+    {80, 163 * kKB, 108},  {86, 99 * kKB, 84},    {87, 163 * kKB, 16},   {89, 99 * kKB, 142},
+    {90, 227 * kKB, 132},  {100, 227 * kKB, 148}, {103, 227 * kKB, 148}, {110, 227 * kKB, 20},
+    {120, 99 * kKB, 170},  {121, 99 * kKB, 48},
+};
 
 bool specific(const std::string& arch) {
   const char last = arch.empty() ? 0 : arch.back();
@@ -50,8 +29,10 @@ bool specific(const std::string& arch) {
 }  // namespace
 
 Target target_of(const std::string& arch) {
-  const Limits l = limits_of(compiler::arch_number(arch));
-  return {arch, l.max_shared, l.sms};
+  const int number = compiler::arch_number(arch);
+  for (const ArchLimits& a : kArchs)
+    if (a.number == number) return {arch, a.max_shared, a.sms};
+  return {arch, 99 * kKB, 132};  // an arch not listed: the smallest opt-in a current GPU allows
 }
 
 bool runs_on(const std::string& built, const std::string& device) {
@@ -64,7 +45,7 @@ std::vector<std::string> older_compatible_archs(const std::string& device) {
   const int d = compiler::arch_number(device);
   std::vector<std::string> out;
   for (auto it = std::rbegin(kArchs); it != std::rend(kArchs); ++it) {
-    const std::string arch = "sm_" + std::to_string(*it);
+    const std::string arch = "sm_" + std::to_string(it->number);
     if (arch != device && runs_on(arch, device)) out.push_back(arch);
   }
   return out;
