@@ -31,6 +31,13 @@ std::vector<std::string> arch_list(const std::string& s, const char* option) {
   if (archs.empty())
     throw ArgumentError(
         fmt::format("{} '{}': name one or more archs, e.g. {} sm_80,sm_90a", option, s, option));
+  // A list with an empty entry or a repeated one is a typo, not a wish: say so.
+  if (s.front() == ',' || s.back() == ',' || s.find(",,") != std::string::npos)
+    throw ArgumentError(fmt::format("{} '{}': an empty arch in the list", option, s));
+  for (std::size_t i = 0; i < archs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (archs[i] == archs[j])
+        throw ArgumentError(fmt::format("{} '{}': {} is named twice", option, s, archs[i]));
   for (const std::string& arch : archs) {
     try {
       compiler::target_options(arch);

@@ -55,6 +55,9 @@ std::vector<Case> cases(const std::string& d) {
       {"precompile --arch '' " + g + cache, "", "--arch ''"},
       {"precompile --arch , " + g + cache, "", "--arch ','"},
       {"precompile --arch sm_9000 " + g + cache, "", "sm_9000"},
+      {"precompile --arch sm_90a,,sm_80 " + g + cache, "", "'sm_90a,,sm_80': an empty arch"},
+      {"precompile --arch sm_80, " + g + cache, "", "an empty arch in the list"},
+      {"plan --arch sm_80,sm_80 " + g, "", "sm_80 is named twice"},
       {"cache explain " + g + " --arch nope" + cache, "", "bad arch 'nope'"},
       // Shards and counts.
       {"precompile --shard 1/0 " + g + cache, "", "bad shard"},
