@@ -2,7 +2,10 @@
 // What an Engine holds: the device context and stream (unless offline), the kernel cache, and
 // the kernels already loaded, looked up by their specialization.
 
+#include <fmt/format.h>
+
 #include <kiln/engine.hpp>
+#include <kiln/error.hpp>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,6 +42,11 @@ struct LoadedKernel {
   /// one block per SM.
   LaunchConfig config_for(const KernelLaunch& L) const {
     LaunchConfig c = L.config;
+    if (sm_count && c.shared_required && c.shared > max_dynamic_shared)  // on a device
+      throw ArgumentError(fmt::format(
+          "kernel {} needs {} bytes of shared memory a block; this device grants {}: it was "
+          "specialized for another GPU (an engine specializes for its own)",
+          L.spec.name, c.shared, max_dynamic_shared));
     c.shared = std::min(c.shared, max_dynamic_shared) / 16 * 16;
     if (c.persistent && sm_count) c.grid[0] = std::min(c.grid[0], sm_count);
     return c;

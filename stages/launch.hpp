@@ -19,6 +19,9 @@ struct LaunchConfig {
   /// Dynamic shared memory per block, bytes. A family states what the kernel can use; the
   /// launch gets that much, up to what the device grants.
   unsigned shared = 0;
+  /// The kernel needs all of `shared` (a GEMM's stage ring), where others only use what they
+  /// get (a row's stash): a device that grants less never runs it.
+  bool shared_required = false;
   /// grid[0] counts the work's blocks, and the kernel strides over them by gridDim.x: a launch
   /// runs at most one block per SM (LoadedKernel::config_for), each taking several.
   bool persistent = false;

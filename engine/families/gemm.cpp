@@ -211,6 +211,7 @@ KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmT
                    : t.wgmma != 0 && wgmma_fits(k, p) ? specialize_wgmma(k, p, s, stem, t)
                                                       : specialize_mma(k, p, s, stem, t);
   L.bucketed = k.dynamic.any();
+  L.config.shared_required = true;
   L.agreement = gemm_agreement(k, p.k);
   // Every GEMM template waits for the kernel before it (kiln/grid_dependency.cuh). Not in
   // clusters: their launch may not start early.

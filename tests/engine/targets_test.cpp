@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/compiler/compiler.hpp"
+#include "engine/engine_impl.hpp"
 #include "engine/families/gemm.hpp"
 #include "engine/fusion.hpp"
 #include "engine/plan_impl.hpp"
@@ -169,4 +170,21 @@ TEST_CASE("an sm_86 engine takes an sm_80 cache's kernels where the specializati
   CHECK(explain.status == 0);
   CHECK(explain.output.find("hit (disk, the sm_80 cubin, which runs on sm_86)") !=
         std::string::npos);
+}
+
+TEST_CASE("a kernel that needs more shared memory than a device grants is never launched there") {
+  // The sm_90a tile of a 4096-row product rings 196 KB; a device of 99 KB (sm_86) refuses it,
+  // where a row's stash, which uses what it gets, is cut to what the device grants.
+  const kiln::KernelLaunch gemm = only_launch(mlp({4096, 768}, 3072), kiln::target_of("sm_90a"));
+  REQUIRE(gemm.config.shared > 99u * 1024);
+  kiln::detail::LoadedKernel small;
+  small.max_dynamic_shared = 99 * 1024;
+  small.sm_count = 84;
+  CHECK_THROWS_WITH_AS(small.config_for(gemm), doctest::Contains("this device grants 101376"),
+                       kiln::ArgumentError);
+  kiln::Graph g;
+  g.output(kiln::softmax(g.input("x", {64, 200000}, DType::f32)));
+  const kiln::KernelLaunch rows = only_launch(g, kiln::target_of("sm_90a"));
+  REQUIRE(rows.config.shared > 99u * 1024);
+  CHECK(small.config_for(rows).shared == 99u * 1024);
 }
