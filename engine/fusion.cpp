@@ -11,8 +11,6 @@
 namespace kiln {
 namespace {
 
-using codegen::Ref;
-
 // Whether node `id` is an op of fusion class `c`.
 bool fuses_as(const Graph& g, int id, ops::FusionClass c) {
   const auto& n = g.node(id);
@@ -82,82 +80,6 @@ void collect(const Graph& g, const std::vector<int>& roots, const std::set<int>&
   }
   grp.steps.assign(steps.begin(), steps.end());
   grp.inputs.assign(inputs.begin(), inputs.end());
-}
-
-// A body computing `steps` from `inputs` (and, for an epilogue, the row op's value `row`).
-codegen::Body make_body(const Graph& g, const std::vector<int>& steps,
-                        const std::vector<int>& inputs, int row, std::vector<float>& scalars,
-                        std::map<int, Ref>& refs) {
-  codegen::Body b;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    refs[inputs[i]] = {Ref::Kind::input, int(i)};
-    b.inputs.push_back(g.node(inputs[i]).dtype);
-  }
-  if (row >= 0) refs[row] = {Ref::Kind::row, 0};
-  auto scalar = [&](double v) {
-    scalars.push_back(float(v));
-    return Ref{Ref::Kind::scalar, b.scalars++};
-  };
-  for (int id : steps) {
-    const Graph::Node& n = g.node(id);
-    const ops::OpDef& op = op_def(g, n.op);
-    codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, n.dtype, op.expr};
-    for (const auto& a : n.args)
-      step.args.push_back(std::holds_alternative<int>(a) ? refs.at(std::get<int>(a))
-                                                         : scalar(std::get<double>(a)));
-    for (double s : ops::attr_scalars(op, n.attrs)) step.args.push_back(scalar(s));
-    refs[id] = {Ref::Kind::step, int(b.steps.size())};
-    b.steps.push_back(step);
-  }
-  return b;
-}
-
-std::string op_names(const Graph& g, const std::vector<int>& steps) {
-  std::vector<std::string> names;
-  for (int id : steps) names.push_back(g.node(id).op);
-  if (names.size() > 4)
-    names = {names[0], names[1], names[2], fmt::format("{}_more", names.size() - 3)};
-  return fmt::format("{}", fmt::join(names, "_"));
-}
-
-// The value output `id` of a kernel takes: a slice's operand where the kernel writes the slice
-// as a window of the operand's columns (window_slices), else `id` itself.
-int window_source(const Graph& g, int id) {
-  return g.node(id).op == "slice" ? std::get<int>(g.node(id).args[0]) : id;
-}
-
-// Fills the bodies of a collected group.
-void build_body(const Graph& g, FusedGroup& grp) {
-  if (grp.anchor && (grp.anchor->tmpl || grp.anchor->fusion == ops::FusionClass::view)) {
-    // a user template's or a view's copy: no bodies
-    grp.stem = fmt::format("{}_{}", grp.anchor->name, name_of(g.node(grp.anchor_node).dtype));
-    return;
-  }
-  std::map<int, Ref> refs;
-  grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
-  const std::string dtype(name_of(g.node(grp.outputs[0]).dtype));
-  if (grp.anchor) {
-    if (grp.x >= 0) {  // a row op's prologue; a matrix product reads its operands as they are
-      grp.body.outputs = {DType::f32};
-      grp.body.results = {refs.at(grp.x)};
-    }
-    std::map<int, Ref> erefs;
-    grp.epilogue = make_body(g, grp.epilogue_steps, grp.epilogue_inputs, grp.anchor_node,
-                             grp.epilogue_scalars, erefs);
-    for (int id : grp.outputs) {
-      grp.epilogue.outputs.push_back(g.node(id).dtype);
-      grp.epilogue.results.push_back(erefs.at(window_source(g, id)));
-    }
-    const std::string pro = op_names(g, grp.steps), epi = op_names(g, grp.epilogue_steps);
-    grp.stem = fmt::format("{}{}{}{}{}_{}", pro, pro.empty() ? "" : "__", grp.anchor->name,
-                           epi.empty() ? "" : "__", epi, name_of(g.node(grp.anchor_node).dtype));
-    return;
-  }
-  for (int id : grp.outputs) {
-    grp.body.outputs.push_back(g.node(id).dtype);
-    grp.body.results.push_back(refs.at(id));
-  }
-  grp.stem = fmt::format("{}_{}", op_names(g, grp.steps), dtype);
 }
 
 FusedGroup row_group(const Graph& g, int id, const std::set<int>& stop) {
@@ -240,8 +162,10 @@ std::vector<std::pair<int, int>> view_aliases(const Graph& g,
   return out;
 }
 
-std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
-  // The nodes the outputs need, and which of them are materialized.
+namespace {
+
+// The nodes the outputs need.
+std::set<int> needed_nodes(const Graph& g) {
   std::set<int> needed;
   for (std::vector<int> todo = g.outputs(); !todo.empty();) {
     const int id = todo.back();
@@ -249,120 +173,164 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
     if (!needed.insert(id).second) continue;
     for (int a : tensor_args(g, id)) todo.push_back(a);
   }
+  return needed;
+}
+
+// With fusion off: one kernel per op, every value materialized.
+std::vector<FusedGroup> unfused_groups(const Graph& g, const std::set<int>& needed) {
   std::vector<FusedGroup> groups;
-  if (!enabled) {
-    std::set<int> all(needed.begin(), needed.end());  // every value is materialized
-    for (int id : needed) {
-      if (g.node(id).op == "input") continue;
-      if (is_row(g, id)) {
-        groups.push_back(row_group(g, id, all));
-      } else if (is_gemm(g, id)) {
-        groups.push_back(gemm_group(g, id));
-      } else if (is_view(g, id)) {
-        if (view_copies(g, id)) groups.push_back(kernel_group(g, id));
-      } else if (is_kernel(g, id)) {
-        groups.push_back(kernel_group(g, id));
-      } else {
-        FusedGroup grp;
-        grp.outputs = {id};
-        grp.steps = {id};
-        for (int a : tensor_args(g, id))
-          if (std::find(grp.inputs.begin(), grp.inputs.end(), a) == grp.inputs.end())
-            grp.inputs.push_back(a);
-        groups.push_back(std::move(grp));
-      }
+  std::set<int> all(needed.begin(), needed.end());
+  for (int id : needed) {
+    if (g.node(id).op == "input") continue;
+    if (is_row(g, id)) {
+      groups.push_back(row_group(g, id, all));
+    } else if (is_gemm(g, id)) {
+      groups.push_back(gemm_group(g, id));
+    } else if (is_view(g, id)) {
+      if (view_copies(g, id)) groups.push_back(kernel_group(g, id));
+    } else if (is_kernel(g, id)) {
+      groups.push_back(kernel_group(g, id));
+    } else {
+      FusedGroup grp;
+      grp.outputs = {id};
+      grp.steps = {id};
+      for (int a : tensor_args(g, id))
+        if (std::find(grp.inputs.begin(), grp.inputs.end(), a) == grp.inputs.end())
+          grp.inputs.push_back(a);
+      groups.push_back(std::move(grp));
     }
-    for (FusedGroup& grp : groups) build_body(g, grp);
-    return groups;
   }
-  std::set<int> materialized(g.outputs().begin(), g.outputs().end());
-  std::map<int, int> depth;  // row ops on the longest path from the inputs
-  for (int id : needed) {    // ids ascend: arguments come first
+  for (FusedGroup& grp : groups) build_body(g, grp);
+  return groups;
+}
+
+// What the fusion pass learns of the needed nodes before it groups them.
+struct Layers {
+  std::set<int> needed;
+  std::set<int> materialized;  // values written to memory
+  std::map<int, int> depth;    // row ops on the longest path from the inputs
+  int max_depth = 0;
+  std::map<int, std::vector<int>> epilogue_of;  // row node -> absorbed elementwise outputs
+  std::set<int> absorbed;
+};
+
+// Each needed node's depth, and the values that must be materialized: the outputs and what an
+// anchor reads from memory.
+void find_depths(const Graph& g, Layers& l) {
+  l.materialized.insert(g.outputs().begin(), g.outputs().end());
+  for (int id : l.needed) {  // ids ascend: arguments come first
     int d = 0;
-    for (int a : tensor_args(g, id)) d = std::max(d, depth[a]);
-    depth[id] = d + (is_anchor(g, id) ? 1 : 0);
+    for (int a : tensor_args(g, id)) d = std::max(d, l.depth[a]);
+    l.depth[id] = d + (is_anchor(g, id) ? 1 : 0);
     const std::vector<int> args = tensor_args(g, id);
     if (is_anchor(g, id))  // what a row op reads past x, all a template's or product's node reads
       for (std::size_t i = is_row(g, id) ? 1 : 0; i < args.size(); ++i)
-        materialized.insert(args[i]);
+        l.materialized.insert(args[i]);
   }
-  const int max_depth =
-      depth.empty() ? 0 : std::max_element(depth.begin(), depth.end(), [](auto& a, auto& b) {
-                            return a.second < b.second;
-                          })->second;
-  // Elementwise consumers that fuse as a row op's epilogue: materialized values of the same
-  // depth and shape that read the row result (the highest such row op of that depth takes
-  // them, so any other row result they read is computed first).
-  std::map<int, std::vector<int>> epilogue_of;  // row node -> absorbed elementwise outputs
-  std::set<int> absorbed;
-  for (int id : materialized) {
+  l.max_depth =
+      l.depth.empty() ? 0 : std::max_element(l.depth.begin(), l.depth.end(), [](auto& a, auto& b) {
+                              return a.second < b.second;
+                            })->second;
+}
+
+// Elementwise consumers that fuse as a row op's epilogue: materialized values of the same
+// depth and shape that read the row result (the highest such row op of that depth takes
+// them, so any other row result they read is computed first).
+void find_epilogues(const Graph& g, Layers& l) {
+  for (int id : l.materialized) {
     if (g.node(id).op == "input" || is_anchor(g, id)) continue;
     FusedGroup probe;
     collect(g, {id}, {}, probe);
     int host = -1, last_row = -1;
     for (int in : probe.inputs) {
-      if (!hosts_epilogue(g, in) || depth[in] != depth[id]) continue;
+      if (!hosts_epilogue(g, in) || l.depth[in] != l.depth[id]) continue;
       last_row = std::max(last_row, in);
       if (g.node(in).shape == g.node(id).shape) host = std::max(host, in);
     }
     // The host must run after every row result the epilogue reads: reductions of its depth run
     // first, then softmax and norms in id order.
     if (host < 0 || host != last_row) continue;
-    epilogue_of[host].push_back(id);
-    absorbed.insert(id);
+    l.epilogue_of[host].push_back(id);
+    l.absorbed.insert(id);
   }
-  for (int level = 0; level <= max_depth; ++level) {
-    // Row ops of this depth (they read only values of lower depths): reductions, then the
-    // others with their epilogues...
-    std::vector<int> rows;
-    for (int id : needed)
-      if (is_row(g, id) && depth[id] == level && reduces(g, id)) rows.push_back(id);
-    for (int id : needed)
-      if (hosts_epilogue(g, id) && depth[id] == level) rows.push_back(id);
-    for (int id : needed)
-      if (is_kernel(g, id) && depth[id] == level) groups.push_back(kernel_group(g, id));
-    for (int id : needed)
-      if (is_view(g, id) && depth[id] == level && view_copies(g, id))
-        groups.push_back(kernel_group(g, id));
-    for (int id : rows) {
-      FusedGroup grp = is_gemm(g, id) ? gemm_group(g, id) : row_group(g, id, {});
-      if (auto it = epilogue_of.find(id); it != epilogue_of.end()) {
-        FusedGroup epi;
-        collect(g, it->second, {}, epi);
-        grp.epilogue_steps = epi.steps;
-        for (int in : epi.inputs)
-          if (in != id) grp.epilogue_inputs.push_back(in);
-        grp.outputs = it->second;  // the row result itself is added below if anything else reads it
-      }
-      groups.push_back(std::move(grp));
+}
+
+// The anchors of depth `level` (they read only values of lower depths): user templates' nodes
+// and views' copies, reductions, then the others with their epilogues.
+void add_anchor_groups(const Graph& g, Layers& l, int level, std::vector<FusedGroup>& groups) {
+  std::vector<int> rows;
+  for (int id : l.needed)
+    if (is_row(g, id) && l.depth[id] == level && reduces(g, id)) rows.push_back(id);
+  for (int id : l.needed)
+    if (hosts_epilogue(g, id) && l.depth[id] == level) rows.push_back(id);
+  for (int id : l.needed)
+    if (is_kernel(g, id) && l.depth[id] == level) groups.push_back(kernel_group(g, id));
+  for (int id : l.needed)
+    if (is_view(g, id) && l.depth[id] == level && view_copies(g, id))
+      groups.push_back(kernel_group(g, id));
+  for (int id : rows) {
+    FusedGroup grp = is_gemm(g, id) ? gemm_group(g, id) : row_group(g, id, {});
+    if (auto it = l.epilogue_of.find(id); it != l.epilogue_of.end()) {
+      FusedGroup epi;
+      collect(g, it->second, {}, epi);
+      grp.epilogue_steps = epi.steps;
+      for (int in : epi.inputs)
+        if (in != id) grp.epilogue_inputs.push_back(in);
+      grp.outputs = it->second;  // the row result itself is added later if anything else reads it
     }
-    // ...then the materialized elementwise values of this depth, one kernel per shape.
-    std::vector<Shape> shapes;
-    std::vector<FusedGroup> level_groups;
-    for (int id : materialized) {
-      if (g.node(id).op == "input" || is_anchor(g, id) || depth[id] != level || absorbed.count(id))
-        continue;
-      const Shape& s = g.node(id).shape;
-      auto it = std::find(shapes.begin(), shapes.end(), s);
-      if (it == shapes.end()) {
-        shapes.push_back(s);
-        level_groups.emplace_back();
-        it = shapes.end() - 1;
-      }
-      level_groups[std::size_t(it - shapes.begin())].outputs.push_back(id);
-    }
-    for (FusedGroup& grp : level_groups) {
-      collect(g, grp.outputs, {}, grp);
-      groups.push_back(std::move(grp));
-    }
+    groups.push_back(std::move(grp));
   }
-  window_slices(g, needed, groups);
-  // A row result with an epilogue is written only if a graph output or another kernel reads it.
+}
+
+// The materialized elementwise values of depth `level` that no epilogue took, one kernel per
+// shape.
+void add_elementwise_groups(const Graph& g, Layers& l, int level, std::vector<FusedGroup>& groups) {
+  std::vector<Shape> shapes;
+  std::vector<FusedGroup> level_groups;
+  for (int id : l.materialized) {
+    if (g.node(id).op == "input" || is_anchor(g, id) || l.depth[id] != level ||
+        l.absorbed.count(id))
+      continue;
+    const Shape& s = g.node(id).shape;
+    auto it = std::find(shapes.begin(), shapes.end(), s);
+    if (it == shapes.end()) {
+      shapes.push_back(s);
+      level_groups.emplace_back();
+      it = shapes.end() - 1;
+    }
+    level_groups[std::size_t(it - shapes.begin())].outputs.push_back(id);
+  }
+  for (FusedGroup& grp : level_groups) {
+    collect(g, grp.outputs, {}, grp);
+    groups.push_back(std::move(grp));
+  }
+}
+
+// A row result with an epilogue is written only if a graph output or another kernel reads it.
+void write_read_anchors(const Graph& g, const std::set<int>& needed,
+                        std::vector<FusedGroup>& groups) {
   for (FusedGroup& grp : groups) {
     if (!grp.anchor || (grp.outputs.size() == 1 && grp.outputs[0] == grp.anchor_node)) continue;
     if (read_outside(g, needed, groups, grp, grp.anchor_node))
       grp.outputs.insert(grp.outputs.begin(), grp.anchor_node);
   }
+}
+
+}  // namespace
+
+std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
+  Layers l;
+  l.needed = needed_nodes(g);
+  if (!enabled) return unfused_groups(g, l.needed);
+  find_depths(g, l);
+  find_epilogues(g, l);
+  std::vector<FusedGroup> groups;
+  for (int level = 0; level <= l.max_depth; ++level) {
+    add_anchor_groups(g, l, level, groups);
+    add_elementwise_groups(g, l, level, groups);
+  }
+  window_slices(g, l.needed, groups);
+  write_read_anchors(g, l.needed, groups);
   for (FusedGroup& grp : groups) build_body(g, grp);
   check_order(g, groups);
   return groups;

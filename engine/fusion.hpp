@@ -75,6 +75,10 @@ std::string describe_group(const Graph& graph, const FusedGroup& grp);
 void window_slices(const Graph& graph, const std::set<int>& needed,
                    std::vector<FusedGroup>& groups);
 
+/// Part of fuse: fills the bodies of `grp` (prologue or elementwise body, epilogue) from the
+/// nodes it collected, and its kernel's name stem.
+void build_body(const Graph& graph, FusedGroup& grp);
+
 /// Whether `id` is read outside kernel `self` of `groups`: a graph output, read by another
 /// kernel, or the memory of a reshape among `needed` that shares it.
 bool read_outside(const Graph& graph, const std::set<int>& needed,
