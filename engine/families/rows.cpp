@@ -21,78 +21,9 @@ codegen::Body identity_epilogue(DType dtype) {
 
 namespace {
 
-constexpr int kMaxItems = 16;  // rows.cuh's limit
-// A split row's part kept whole in shared memory, at most this much: three blocks per SM.
-constexpr std::int64_t kSplitStashBytes = 64 * 1024;
-
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
-
-RowTunables row_tunables(const Tunables& t, const std::string& stem) {
-  RowTunables r;
-  for (const auto& [name, value] : t) {
-    if (name == "block")
-      r.block = value;
-    else if (name == "items")
-      r.items = value;
-    else if (name == "cols")
-      r.cols = value;
-    else if (name == "split")
-      r.split = value;
-    else
-      throw ArgumentError(
-          fmt::format("{}: '{}' is not a tunable of the row templates (block, items, cols, split)",
-                      stem, name));
-  }
-  return r;
-}
-
-RowTunables default_row_tunables(std::int64_t row_groups, int vec) {
-  const std::int64_t most = std::min<std::int64_t>(kMaxItems, std::max(1, 32 / vec));
-  // About 64 bytes of the row per thread at full width: 16 f32 or 32 bf16/f16 values (`kiln
-  // tune` found 32 best for bf16 on an H100: bench/NOTES.md).
-  const std::int64_t want = std::min<std::int64_t>(most, vec >= 8 ? 4 : std::max(1, 16 / vec));
-  std::int64_t items = std::max<std::int64_t>(1, std::min(want, ceil_div(row_groups, 32)));
-  while (items < most && items * 1024 < row_groups) items = std::min(most, items * 2);
-  if (items * 1024 < row_groups) return {1024, 0};
-  return {int(std::max<std::int64_t>(32, ceil_div(ceil_div(row_groups, items), 32) * 32)),
-          int(items)};
-}
-
-RowTunables split_row_tunables(std::int64_t row_groups, int vec) {
-  if (vec >= 8)  // 2-byte values: in registers, 32 per thread, 256 threads per block
-    for (int split : {2, 4, 8})
-      if (std::int64_t(split) * 256 * 4 >= row_groups)
-        return {int(ceil_div(ceil_div(row_groups, split * 4), 32) * 32), 4, 0, split};
-  for (int split : {2, 4, 8})
-    if (ceil_div(row_groups, split) * vec * 4 <= kSplitStashBytes) return {512, 0, 0, split};
-  return {0, 0, 0, 1};
-}
-
-std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, int vec,
-                                bool clusters) {
-  if (t.block < 32 || t.block > 1024 || t.block % 32)
-    return fmt::format("{} threads per block: a row block is 32 to 1024 threads, whole warps",
-                       t.block);
-  if (t.items < 0 || t.items > kMaxItems)
-    return fmt::format("{} groups per thread: 0 to {}", t.items, kMaxItems);
-  if (t.items * vec > 32)
-    return fmt::format("{} values per thread in registers: at most 32", t.items * vec);
-  if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8)
-    return fmt::format("a row split between {} blocks: 1, 2, 4 or 8", t.split);
-  if (t.split > 1 && !clusters)
-    return fmt::format("a row split between {} blocks needs thread-block clusters (sm_90 or later)",
-                       t.split);
-  const std::int64_t per_pass = std::int64_t(t.block) * std::max(t.items, 1) * t.split;
-  if (t.items > 0 && per_pass < row_groups)
-    return fmt::format("{} threads x {} groups x {} blocks do not cover a row of {} groups",
-                       t.block, t.items, t.split, row_groups);
-  if ((t.block > 32 || t.items > 1 || t.split > 1) && per_pass / 2 >= row_groups)
-    return fmt::format("{} threads x {} groups x {} blocks for rows of {} groups: half would idle",
-                       t.block, std::max(t.items, 1), t.split, row_groups);
-  return "";
-}
 
 bool along_columns(std::int64_t axis, bool all_axes, const Shape& x) {
   const std::int64_t rank = std::int64_t(x.size());
@@ -223,9 +154,9 @@ struct Instance {
 };
 
 // The column template along `axis` of `shape` (tunables block, cols), into L's launch shape.
-Instance specialize_columns(const RowKernel& k, const std::string& stem, const LayoutPlan& lp,
-                            const Shape& shape, std::size_t axis, int group_bytes, RowTunables t,
-                            KernelLaunch& L) {
+Instance specialize_column_template(const RowKernel& k, const std::string& stem,
+                                    const LayoutPlan& lp, const Shape& shape, std::size_t axis,
+                                    int group_bytes, RowTunables t, KernelLaunch& L) {
   const std::int64_t outer = product(shape, 0, axis), r = shape[axis],
                      ig = product(shape, axis + 1, shape.size()) / lp.vec;
   const auto fallback = column_block(outer, r, ig, group_bytes);
@@ -361,11 +292,15 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
           "rows.cuh"};
 }
 
-}  // namespace
-
-KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& x_shape,
-                             RowTunables t) {
+// `k` over `x_shape` with the column template (`columns`) or the row template: what both share
+// (the operands' layout, the launch's pointers and scalars) around the template's own part.
+KernelLaunch specialize_row_op(const RowKernel& k, const std::string& stem, const Shape& x_shape,
+                               RowTunables t, bool columns) {
   const std::size_t axis = checked_axis(k, stem, x_shape);
+  // The family chose the template; the other one would run along another axis than k's.
+  if (columns != along_columns(k.axis, k.all_axes, x_shape))
+    throw ArgumentError(fmt::format("{}: the {} template does not run along axis {} of x {}", stem,
+                                    columns ? "column" : "row", k.axis, to_string(x_shape)));
   Shape shape = x_shape;
   const std::vector<TensorView> all = slot_views(k, stem, shape, axis);
   std::vector<const TensorView*> views;
@@ -376,7 +311,6 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
   }
   std::vector<bool> reduced(shape.size(), k.all_axes);
   if (!k.all_axes) reduced[axis] = true;
-  const bool columns = along_columns(k.axis, k.all_axes, x_shape);
   const LayoutPlan lp =
       plan_layout(views, k.outputs.size(), shape, !k.all_axes && !columns, 0, reduced);
 
@@ -385,7 +319,7 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
   L.vec = lp.vec;
   L.groups = std::uint64_t(lp.groups);
   const Instance instance =
-      columns ? specialize_columns(k, stem, lp, shape, axis, lp.vec * int(widest), t, L)
+      columns ? specialize_column_template(k, stem, lp, shape, axis, lp.vec * int(widest), t, L)
               : specialize_row_template(k, stem, lp, t, L);
   L.spec.source = codegen::render_source(
       instance.header, {{"kiln_body", &k.prologue}, {"kiln_epilogue", &k.epilogue}});
@@ -397,6 +331,18 @@ KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const 
   L.scalars.push_back(float(k.eps));
   L.scalars.insert(L.scalars.end(), k.epilogue_scalars.begin(), k.epilogue_scalars.end());
   return L;
+}
+
+}  // namespace
+
+KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& x_shape,
+                             RowTunables t) {
+  return specialize_row_op(k, stem, x_shape, t, false);
+}
+
+KernelLaunch specialize_columns(const RowKernel& k, const std::string& stem, const Shape& x_shape,
+                                RowTunables t) {
+  return specialize_row_op(k, stem, x_shape, t, true);
 }
 
 }  // namespace kiln

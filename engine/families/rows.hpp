@@ -83,12 +83,17 @@ std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, i
 /// template: a dim other than 1 follows the axis (else the row template, as for `all_axes`).
 bool along_columns(std::int64_t axis, bool all_axes, const Shape& x);
 
-/// Specializes `k` over `shape` (the prologue's result shape): the row template along the last
-/// axis or every element (tunables block, items), the column template
-/// (kernel_templates/kiln/columns.cuh; tunables block, cols) along another axis. Throws
-/// ShapeError for outputs that do not fit, ArgumentError for tunables that cannot run this row.
+/// Specializes `k` over `shape` (the prologue's result shape) with the row template, along the
+/// last axis or every element (tunables block, items, split). Throws ShapeError for outputs that
+/// do not fit, ArgumentError for tunables that cannot run this row or for an axis that takes the
+/// column template (along_columns).
 KernelLaunch specialize_rows(const RowKernel& k, const std::string& stem, const Shape& shape,
                              RowTunables tunables = {});
+
+/// The same with the column template (kernel_templates/kiln/columns.cuh; tunables block, cols),
+/// along an axis a dim other than 1 follows (along_columns; any other is an ArgumentError).
+KernelLaunch specialize_columns(const RowKernel& k, const std::string& stem, const Shape& shape,
+                                RowTunables tunables = {});
 
 namespace autotune {
 /// The row template for rows of `row_groups` groups of `vec` elements: threads per block,

@@ -78,7 +78,8 @@ void mark_dynamic_row(const GroupWork& w, RowKernel& k) {
   }
 }
 
-KernelLaunch specialize_row_group(const GroupWork& w, const Tunables& tunables) {
+// The bodies and operands of `w`'s row kernel, for either template.
+RowKernel row_kernel(const GroupWork& w) {
   const FusedGroup& grp = w.group;
   RowKernel k;
   k.op = grp.anchor;
@@ -97,7 +98,7 @@ KernelLaunch specialize_row_group(const GroupWork& w, const Tunables& tunables) 
   k.clusters = has_clusters(w.target.arch);
   k.max_shared = w.target.max_shared;
   mark_dynamic_row(w, k);
-  return specialize_rows(k, grp.stem, w.shapes.node(grp.x).shape, row_tunables(tunables, grp.stem));
+  return k;
 }
 
 class RowsFamily final : public Family {
@@ -107,7 +108,9 @@ class RowsFamily final : public Family {
     return row_anchor(grp) && !on_columns(grp, shapes);
   }
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
-    return specialize_row_group(w, t);
+    const std::string& stem = w.group.stem;
+    return specialize_rows(row_kernel(w), stem, w.shapes.node(w.group.x).shape,
+                           row_tunables(t, stem));
   }
   autotune::Space space(const FusedGroup&, const KernelLaunch& base,
                         const Target& target) const override {
@@ -125,10 +128,11 @@ class ColumnsFamily final : public Family {
     return row_anchor(grp) && on_columns(grp, shapes);
   }
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
-    return specialize_row_group(w, t);
+    const std::string& stem = w.group.stem;
+    return specialize_columns(row_kernel(w), stem, w.shapes.node(w.group.x).shape,
+                              row_tunables(t, stem));
   }
-  autotune::Space space(const FusedGroup&, const KernelLaunch& base,
-                        const Target&) const override {
+  autotune::Space space(const FusedGroup&, const KernelLaunch& base, const Target&) const override {
     return autotune::columns_space(base.tunables);
   }
   std::vector<std::string_view> headers() const override { return {"columns.cuh"}; }
