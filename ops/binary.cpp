@@ -11,28 +11,44 @@ namespace {
 double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
 double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
 
+OpDef binary(std::string_view name, std::string_view functor, Rule rule, Domain domain,
+             double (*reference)(double, double, double), std::string_view doc) {
+  OpDef d{name, {"a", "b"}, functor, rule, domain, reference};
+  d.doc = doc;
+  return d;
+}
+
+OpDef fill(Domain domain) {
+  OpDef d{"fill", {"x", "value"}, "kiln::op::Fill", Rule::arithmetic, domain,
+          [](double, double b, double) { return b; }};
+  d.doc = "value, in the shape broadcasting gives x and value (x's data is not read).";
+  return d;
+}
+
 }  // namespace
 
 std::vector<OpDef> binary_ops() {
   const Domain any{-4, 4};
   const Domain nonzero{0.25, 4};   // div: keep the divisor away from 0
   const Domain positive{0.25, 2};  // pow: positive base, moderate results
+  const Rule arith = Rule::arithmetic, cmp = Rule::compare;
   return {
-      {"add", {"a", "b"}, "kiln::op::Add", Rule::arithmetic, any, KILN_REF(a + b)},
-      {"sub", {"a", "b"}, "kiln::op::Sub", Rule::arithmetic, any, KILN_REF(a - b)},
-      {"mul", {"a", "b"}, "kiln::op::Mul", Rule::arithmetic, any, KILN_REF(a * b)},
-      {"div", {"a", "b"}, "kiln::op::Div", Rule::arithmetic, nonzero, KILN_REF(a / b)},
-      {"pow", {"a", "b"}, "kiln::op::Pow", Rule::arithmetic, positive, KILN_REF(std::pow(a, b))},
-      {"maximum", {"a", "b"}, "kiln::op::Maximum", Rule::arithmetic, any, KILN_REF(nan_max(a, b))},
-      {"minimum", {"a", "b"}, "kiln::op::Minimum", Rule::arithmetic, any, KILN_REF(nan_min(a, b))},
-      {"eq", {"a", "b"}, "kiln::op::Eq", Rule::compare, any, KILN_REF(a == b)},
-      {"ne", {"a", "b"}, "kiln::op::Ne", Rule::compare, any, KILN_REF(a != b)},
-      {"lt", {"a", "b"}, "kiln::op::Lt", Rule::compare, any, KILN_REF(a < b)},
-      {"le", {"a", "b"}, "kiln::op::Le", Rule::compare, any, KILN_REF(a <= b)},
-      {"gt", {"a", "b"}, "kiln::op::Gt", Rule::compare, any, KILN_REF(a > b)},
-      {"ge", {"a", "b"}, "kiln::op::Ge", Rule::compare, any, KILN_REF(a >= b)},
-      {"fill", {"x", "value"}, "kiln::op::Fill", Rule::arithmetic, any,
-       [](double, double b, double) { return b; }},
+      binary("add", "kiln::op::Add", arith, any, KILN_REF(a + b), "a + b."),
+      binary("sub", "kiln::op::Sub", arith, any, KILN_REF(a - b), "a - b."),
+      binary("mul", "kiln::op::Mul", arith, any, KILN_REF(a * b), "a b."),
+      binary("div", "kiln::op::Div", arith, nonzero, KILN_REF(a / b), "a / b."),
+      binary("pow", "kiln::op::Pow", arith, positive, KILN_REF(std::pow(a, b)), "a^b."),
+      binary("maximum", "kiln::op::Maximum", arith, any, KILN_REF(nan_max(a, b)),
+             "The larger of a and b; NaN if either is."),
+      binary("minimum", "kiln::op::Minimum", arith, any, KILN_REF(nan_min(a, b)),
+             "The smaller of a and b; NaN if either is."),
+      binary("eq", "kiln::op::Eq", cmp, any, KILN_REF(a == b), "a == b."),
+      binary("ne", "kiln::op::Ne", cmp, any, KILN_REF(a != b), "a != b."),
+      binary("lt", "kiln::op::Lt", cmp, any, KILN_REF(a < b), "a < b."),
+      binary("le", "kiln::op::Le", cmp, any, KILN_REF(a <= b), "a <= b."),
+      binary("gt", "kiln::op::Gt", cmp, any, KILN_REF(a > b), "a > b."),
+      binary("ge", "kiln::op::Ge", cmp, any, KILN_REF(a >= b), "a >= b."),
+      fill(any),
   };
 }
 

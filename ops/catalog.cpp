@@ -194,7 +194,23 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
   return r;
 }
 
-double eps_of(const Attrs& attrs) { return attrs.eps.value_or(1e-5); }
+std::string_view dtype_rule_doc(Rule rule) {
+  switch (rule) {
+    case Rule::arithmetic:
+      return "float operands (f32, f16, bf16), mixed ones promoted (f16 with bf16, or either "
+             "with f32, give f32); a scalar never changes the dtype; bool refused.";
+    case Rule::compare:
+      return "operands of any dtype; the result is bool.";
+    case Rule::select:
+      return "cond of any dtype (true where nonzero); a and b promoted as arithmetic's (both "
+             "bool allowed).";
+    case Rule::cast:
+      return "x of any dtype; the result is dtype.";
+  }
+  return "";
+}
+
+double eps_of(const Attrs& attrs) { return attrs.eps.value_or(kDefaultEps); }
 
 std::vector<double> attr_scalars(const OpDef& op, const Attrs& attrs) {
   if (op.name != "clamp") return {};

@@ -26,7 +26,7 @@ bool identifier(std::string_view s) {
 // An OpDef whose views point into its own strings (it is never moved: made and kept by
 // shared_ptr).
 struct CustomOpDef : OpDef {
-  std::string name_text, functor_text;
+  std::string name_text, functor_text, doc_text;
   std::vector<std::string> operand_text;
   std::unique_ptr<Expr> parsed;
   std::shared_ptr<const Template> kept;
@@ -72,6 +72,8 @@ std::shared_ptr<const OpDef> make_custom_op(const CustomOp& op) {
   for (const std::string& o : def->operand_text) def->operands.push_back(o);
   def->rule = Rule::arithmetic;
   def->expr = def->parsed.get();
+  def->doc_text = fmt::format("A custom elementwise op of the graph: {}.", op.expr);
+  def->doc = def->doc_text;
   return def;
 }
 
@@ -99,6 +101,11 @@ std::shared_ptr<const OpDef> make_template_op(const std::string& name,
   def->fusion = FusionClass::kernel;
   def->kept = std::move(t);
   def->tmpl = def->kept.get();
+  def->doc_text = fmt::format("The graph's op for user template {}, a kernel of its own.",
+                              printable_name(def->kept->name()));
+  def->doc = def->doc_text;
+  def->dtypes = "each operand as the template's parameter takes it; the result is like its "
+                "output's `like` parameter.";
   return def;
 }
 

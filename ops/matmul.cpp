@@ -100,8 +100,14 @@ TensorView infer_linear(const OpDef& op, const std::vector<Operand>& args) {
 }
 
 OpDef gemm_op(std::string_view name, std::vector<std::string_view> operands,
-              std::size_t min_operands) {
+              std::size_t min_operands, std::string_view doc) {
   OpDef d;
+  d.attrs = {{"tf32", AttrType::flag, AttrValue(false), false, {},
+              "f32 operands on TF32 tensor cores (about 1e-3 relative), faster than the default "
+              "three TF32 products per term (about 1e-5)"}};
+  d.doc = doc;
+  d.dtypes = "every operand of one float dtype, the result's (a mix is a DtypeError: cast one); "
+             "accumulated in f32.";
   d.name = name;
   d.operands = std::move(operands);
   d.fusion = FusionClass::gemm;
@@ -114,8 +120,11 @@ OpDef gemm_op(std::string_view name, std::vector<std::string_view> operands,
 
 std::vector<OpDef> gemm_ops() {
   return {
-      gemm_op("matmul", {"a", "b"}, 0),
-      gemm_op("linear", {"x", "w", "bias"}, 2),
+      gemm_op("matmul", {"a", "b"}, 0,
+              "a[..., M, K] @ b[..., K, N]: batch dims broadcast; a 1-D a is [1, K] and a 1-D b "
+              "[K, 1], that dim left out of the result (NumPy's matmul)."),
+      gemm_op("linear", {"x", "w", "bias"}, 2,
+              "x[..., K] @ w[N, K]^T + bias[N] (torch.nn.functional.linear); bias is optional."),
   };
 }
 

@@ -2,7 +2,9 @@
 // The op catalog: for each op its operands, shape/dtype rule, fusion class, the device functor
 // it binds to in kernel_templates/kiln/ops.cuh, and its fp64 CPU reference.
 
+#include <kiln/op_schema.hpp>
 #include <kiln/ops.hpp>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +29,10 @@ enum class FusionClass { elementwise, row, kernel, gemm, view };
 /// `w` and `b` are the norms' weight and bias (null when absent).
 using RowReference = void (*)(const double* x, std::int64_t n, const double* w, const double* b,
                               double eps, double* out);
+
+/// A norm's eps when its attrs give none.
+constexpr double kDefaultEps = 1e-5;
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// Which dtype rule applies.
 enum class Rule {
@@ -59,7 +65,20 @@ struct OpDef {
   const Expr* expr = nullptr;
   /// A user template's node (FusionClass::kernel): the template; null otherwise.
   const Template* tmpl = nullptr;
+  /// Its attribute schema (kiln/op_schema.hpp): JSON, Python and the eager signature read and
+  /// write attributes through it. Operands from `min_operands` on are optional.
+  std::vector<AttrSpec> attrs = {};
+  std::string_view doc = {};     ///< one paragraph: what it computes
+  std::string_view dtypes = {};  ///< its dtype rule; empty: `rule`'s (dtype_rule_doc)
 };
+
+/// `op`'s schema: views into `op`.
+OpSchema schema_of(const OpDef& op);
+/// Dtype rule `rule` in a sentence (docs/ops.md's).
+std::string_view dtype_rule_doc(Rule rule);
+/// ArgumentError (unknown_attr's message, hint included) when `attrs` sets an attribute that
+/// `op`'s schema does not have.
+void check_attr_names(const OpDef& op, const Attrs& attrs);
 
 /// The op called `name`; ArgumentError listing the known ops otherwise.
 const OpDef& find_op(std::string_view name);

@@ -50,8 +50,26 @@ void rms_norm(const double* x, std::int64_t n, const double* w, const double* b,
   for (std::int64_t i = 0; i < n; ++i) out[i] = x[i] * r * (w ? w[i] : 1) + (b ? b[i] : 0);
 }
 
+// The attributes of a row op: reductions take an axis or "all"; every row op takes keepdim, as
+// graph files written before the schema carry it on softmax and norms too.
+std::vector<AttrSpec> row_attrs(bool reduces, bool affine) {
+  std::vector<AttrSpec> a;
+  if (affine)
+    a.push_back({"eps", AttrType::number, AttrValue(kDefaultEps), false, {0, kInf, true},
+                 "added to the variance (the mean square) before its square root"});
+  a.push_back({"axis", reduces ? AttrType::axis : AttrType::integer, AttrValue(std::int64_t{-1}),
+               false, {},
+               reduces  ? "the axis to reduce (from the end if negative), or \"all\" for every one"
+               : affine ? "the axis to normalize: the last one only"
+                        : "the axis to work along (from the end if negative)"});
+  a.push_back({"keepdim", AttrType::flag, AttrValue(false), false, {},
+               reduces ? "keep the reduced axes with extent 1"
+                       : "no effect (every axis is kept); taken as reductions take it"});
+  return a;
+}
+
 OpDef row_op(std::string_view name, std::string_view functor, RowReference ref, bool reduces,
-             bool affine) {
+             bool affine, std::string_view doc) {
   OpDef d;
   d.name = name;
   d.operands = affine ? std::vector<std::string_view>{"x", "weight", "bias"}
@@ -61,6 +79,11 @@ OpDef row_op(std::string_view name, std::string_view functor, RowReference ref, 
   d.fusion = FusionClass::row;
   d.row_reference = ref;
   d.reduces = reduces;
+  d.attrs = row_attrs(reduces, affine);
+  d.doc = doc;
+  d.dtypes = affine ? "x a float tensor, the result's dtype; weight and bias float tensors of "
+                      "shape [C], C the last extent of x."
+                    : "x a float tensor; the result has its dtype.";
   return d;
 }
 
@@ -68,14 +91,22 @@ OpDef row_op(std::string_view name, std::string_view functor, RowReference ref, 
 
 std::vector<OpDef> row_ops() {
   return {
-      row_op("sum", "kiln::row::Sum", sum, true, false),
-      row_op("mean", "kiln::row::Mean", mean, true, false),
-      row_op("max", "kiln::row::Max", extreme<true>, true, false),
-      row_op("min", "kiln::row::Min", extreme<false>, true, false),
-      row_op("softmax", "kiln::row::Softmax", softmax<false>, false, false),
-      row_op("log_softmax", "kiln::row::LogSoftmax", softmax<true>, false, false),
-      row_op("layer_norm", "kiln::row::LayerNorm", layer_norm, false, true),
-      row_op("rms_norm", "kiln::row::RmsNorm", rms_norm, false, true),
+      row_op("sum", "kiln::row::Sum", sum, true, false, "The sum of x along axis."),
+      row_op("mean", "kiln::row::Mean", mean, true, false, "The mean of x along axis."),
+      row_op("max", "kiln::row::Max", extreme<true>, true, false,
+             "The largest element of x along axis; NaN if any is."),
+      row_op("min", "kiln::row::Min", extreme<false>, true, false,
+             "The smallest element of x along axis; NaN if any is."),
+      row_op("softmax", "kiln::row::Softmax", softmax<false>, false, false,
+             "e^(x - max) / sum(e^(x - max)) along axis (a NaN, or +inf, makes the row NaN)."),
+      row_op("log_softmax", "kiln::row::LogSoftmax", softmax<true>, false, false,
+             "x - max - log(sum(e^(x - max))) along axis."),
+      row_op("layer_norm", "kiln::row::LayerNorm", layer_norm, false, true,
+             "(x - mean) / sqrt(var + eps) * weight + bias over the last axis of x (torch's "
+             "layer_norm over one dim); weight and bias are optional."),
+      row_op("rms_norm", "kiln::row::RmsNorm", rms_norm, false, true,
+             "x / sqrt(mean(x^2) + eps) * weight + bias over the last axis of x; weight and "
+             "bias are optional."),
   };
 }
 

@@ -13,37 +13,42 @@ double gelu_tanh(double x) {
 
 #define KILN_REF(expr) [](double x, double, double) { return double(expr); }
 
+OpDef unary(std::string_view name, std::string_view functor, Domain domain,
+            double (*reference)(double, double, double), std::string_view doc) {
+  OpDef d{name, {"x"}, functor, Rule::arithmetic, domain, reference};
+  d.doc = doc;
+  return d;
+}
+
 }  // namespace
 
 std::vector<OpDef> unary_ops() {
   const Domain any{-4, 4};
   const Domain positive{0.05, 4};
   return {
-      {"neg", {"x"}, "kiln::op::Neg", Rule::arithmetic, any, KILN_REF(-x)},
-      {"abs", {"x"}, "kiln::op::Abs", Rule::arithmetic, any, KILN_REF(std::fabs(x))},
-      {"exp", {"x"}, "kiln::op::Exp", Rule::arithmetic, any, KILN_REF(std::exp(x))},
-      {"log", {"x"}, "kiln::op::Log", Rule::arithmetic, positive, KILN_REF(std::log(x))},
-      {"sqrt", {"x"}, "kiln::op::Sqrt", Rule::arithmetic, positive, KILN_REF(std::sqrt(x))},
-      {"rsqrt", {"x"}, "kiln::op::Rsqrt", Rule::arithmetic, positive, KILN_REF(1.0 / std::sqrt(x))},
-      {"sin", {"x"}, "kiln::op::Sin", Rule::arithmetic, any, KILN_REF(std::sin(x))},
-      {"cos", {"x"}, "kiln::op::Cos", Rule::arithmetic, any, KILN_REF(std::cos(x))},
-      {"tanh", {"x"}, "kiln::op::Tanh", Rule::arithmetic, any, KILN_REF(std::tanh(x))},
-      {"sigmoid",
-       {"x"},
-       "kiln::op::Sigmoid",
-       Rule::arithmetic,
-       any,
-       KILN_REF(1.0 / (1.0 + std::exp(-x)))},
-      {"relu", {"x"}, "kiln::op::Relu", Rule::arithmetic, any, KILN_REF(x < 0 ? 0.0 : x)},
-      {"gelu", {"x"}, "kiln::op::Gelu", Rule::arithmetic, any, KILN_REF(gelu(x))},
-      {"gelu_tanh", {"x"}, "kiln::op::GeluTanh", Rule::arithmetic, any, KILN_REF(gelu_tanh(x))},
-      {"silu", {"x"}, "kiln::op::Silu", Rule::arithmetic, any, KILN_REF(x / (1.0 + std::exp(-x)))},
-      {"softplus",
-       {"x"},
-       "kiln::op::Softplus",
-       Rule::arithmetic,
-       any,
-       KILN_REF(x > 20 ? x : std::log1p(std::exp(x)))},
+      unary("neg", "kiln::op::Neg", any, KILN_REF(-x), "-x, element by element."),
+      unary("abs", "kiln::op::Abs", any, KILN_REF(std::fabs(x)), "|x|, element by element."),
+      unary("exp", "kiln::op::Exp", any, KILN_REF(std::exp(x)), "e^x, element by element."),
+      unary("log", "kiln::op::Log", positive, KILN_REF(std::log(x)),
+            "The natural logarithm of x, element by element."),
+      unary("sqrt", "kiln::op::Sqrt", positive, KILN_REF(std::sqrt(x)),
+            "The square root of x, element by element."),
+      unary("rsqrt", "kiln::op::Rsqrt", positive, KILN_REF(1.0 / std::sqrt(x)),
+            "1 / sqrt(x), element by element."),
+      unary("sin", "kiln::op::Sin", any, KILN_REF(std::sin(x)), "The sine of x (radians)."),
+      unary("cos", "kiln::op::Cos", any, KILN_REF(std::cos(x)), "The cosine of x (radians)."),
+      unary("tanh", "kiln::op::Tanh", any, KILN_REF(std::tanh(x)), "The hyperbolic tangent of x."),
+      unary("sigmoid", "kiln::op::Sigmoid", any, KILN_REF(1.0 / (1.0 + std::exp(-x))),
+            "1 / (1 + e^-x), element by element."),
+      unary("relu", "kiln::op::Relu", any, KILN_REF(x < 0 ? 0.0 : x), "max(x, 0)."),
+      unary("gelu", "kiln::op::Gelu", any, KILN_REF(gelu(x)),
+            "x Φ(x), Φ the standard normal CDF computed with erf (torch's gelu)."),
+      unary("gelu_tanh", "kiln::op::GeluTanh", any, KILN_REF(gelu_tanh(x)),
+            "The tanh approximation of gelu (torch's gelu(approximate='tanh'))."),
+      unary("silu", "kiln::op::Silu", any, KILN_REF(x / (1.0 + std::exp(-x))),
+            "x sigmoid(x) (swish)."),
+      unary("softplus", "kiln::op::Softplus", any, KILN_REF(x > 20 ? x : std::log1p(std::exp(x))),
+            "log(1 + e^x); x itself above 20, where the two agree in float."),
   };
 }
 

@@ -15,8 +15,22 @@ std::vector<OpDef> view_ops() {
   reshape.name = "reshape";
   reshape.operands = {"x"};
   reshape.fusion = FusionClass::view;
+  reshape.dtypes = "x of any dtype; the result has its dtype and as many elements.";
   OpDef slice = reshape;
+  reshape.attrs = {{"shape", AttrType::extents, std::nullopt, true, {},
+                    "the result's extents; one may be -1: what the element count leaves"}};
+  reshape.doc = "x's elements in row-major order under another shape (its memory where the plan "
+                "allows, else a copy).";
   slice.name = "slice";
+  slice.attrs = {
+      {"axis", AttrType::integer, AttrValue(std::int64_t{-1}), false, {},
+       "the axis to slice (from the end if negative)"},
+      {"start", AttrType::integer, std::nullopt, true, {},
+       "the first index kept (from the end if negative)"},
+      {"stop", AttrType::integer, std::nullopt, true, {},
+       "the index after the last kept (from the end if negative)"},
+  };
+  slice.doc = "x[..., start:stop, ...] along axis, Python's indexes (both within the axis).";
   return {reshape, slice};
 }
 
