@@ -104,6 +104,11 @@ Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, co
   } catch (const Error& e) {
     throw GraphError(fmt::format("node '{}': field op: {}", name, e.what()));
   }
+  try {
+    ops::check_attr_names(*op, attrs);
+  } catch (const ArgumentError& e) {
+    throw GraphError(fmt::format("node '{}': {}", name, e.what()));
+  }
   Node n{name, std::string(op_name), {}, attrs, {}, DType::f32};
   std::vector<Operand> descs;
   for (const GraphArg& a : args) {
@@ -160,19 +165,38 @@ void Graph::output(Value v, const std::string& name) {
     outputs_.push_back(v.id());
 }
 
-Graph Graph::parse(std::string_view text, const std::string& origin) {
+namespace {
+
+// Field `key` of JSON object `obj`; GraphError naming `origin` and `where` if it is missing.
+const nlohmann::json& field(const nlohmann::json& obj, const char* key, const std::string& where,
+                            const std::string& origin) {
+  if (!obj.is_object() || !obj.contains(key))
+    throw GraphError(fmt::format("{}: {}: missing field '{}'", origin, where, key));
+  return obj.at(key);
+}
+
+// A string field that must hold a valid name (of an input or a node).
+std::string name_field(const nlohmann::json& obj, const std::string& where, const char* what,
+                       const std::string& origin) {
+  const auto& nm = field(obj, "name", where, origin);
+  if (!nm.is_string())
+    throw GraphError(fmt::format("{}: {}: field name must be a string", origin, where));
+  const std::string name = nm.get<std::string>();
+  try {
+    check_name(name, what);
+  } catch (const GraphError& e) {
+    throw GraphError(fmt::format("{}: {}: {}", origin, where, e.what()));
+  }
+  return name;
+}
+
+nlohmann::json parse_top_level(std::string_view text, const std::string& origin) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     throw GraphError(fmt::format("{}: not valid JSON: {}", origin, e.what()));
   }
-  auto field = [&](const nlohmann::json& obj, const char* key,
-                   const std::string& where) -> const nlohmann::json& {
-    if (!obj.is_object() || !obj.contains(key))
-      throw GraphError(fmt::format("{}: {}: missing field '{}'", origin, where, key));
-    return obj.at(key);
-  };
   if (!j.is_object())
     throw GraphError(
         fmt::format("{}: the top level must be an object with inputs, nodes, outputs", origin));
@@ -181,134 +205,104 @@ Graph Graph::parse(std::string_view text, const std::string& origin) {
         it.key() != "templates")
       throw GraphError(
           fmt::format("{}: unknown top-level field '{}'", origin, printable_name(it.key())));
+  return j;
+}
+
+void parse_input(const nlohmann::json& in, std::size_t i, Graph& g, const std::string& origin) {
+  const std::string name = name_field(in, fmt::format("input {}", i), "input", origin);
+  const auto& sh = field(in, "shape", "input '" + name + "'", origin);
+  if (!sh.is_array())
+    throw GraphError(fmt::format("{}: input '{}': field shape must be an array", origin, name));
+  Shape shape;
+  for (const auto& e : sh) {
+    if (e.is_string() && e.get<std::string>() == "?")
+      shape.push_back(-1);
+    else if (e.is_number_integer() && e.get<std::int64_t>() >= 0)
+      shape.push_back(e.get<std::int64_t>());
+    else
+      throw GraphError(fmt::format(
+          "{}: input '{}': field shape: {} is not an extent (an integer >= 0, or \"?\")", origin,
+          name, e.dump()));
+  }
+  const auto& dt = field(in, "dtype", "input '" + name + "'", origin);
+  if (!dt.is_string())
+    throw GraphError(fmt::format("{}: input '{}': field dtype must be a string", origin, name));
+  try {
+    g.input(name, shape, parse_dtype(dt.get<std::string>()));
+  } catch (const Error& e) {
+    throw GraphError(fmt::format("{}: input '{}': {}", origin, name, e.what()));
+  }
+}
+
+std::vector<GraphArg> node_args(const nlohmann::json& args, Graph& g, const std::string& where) {
+  if (!args.is_array()) throw GraphError(fmt::format("{}: field args must be an array", where));
+  std::vector<GraphArg> out;
+  for (std::size_t a = 0; a < args.size(); ++a) {
+    if (args[a].is_number()) {
+      out.emplace_back(args[a].get<double>());
+    } else if (args[a].is_string()) {
+      const int id = g.find(args[a].get<std::string>());
+      if (id < 0)
+        throw GraphError(fmt::format(
+            "{}: field args[{}]: '{}' is not an input or an earlier node (a typo, a forward "
+            "reference or a cycle)",
+            where, a, printable_name(args[a].get<std::string>())));
+      out.emplace_back(Value(&g, id));
+    } else {
+      throw GraphError(fmt::format("{}: field args[{}] must be a name or a number", where, a));
+    }
+  }
+  return out;
+}
+
+void parse_node(const nlohmann::json& nd, std::size_t i, Graph& g, const std::string& origin) {
+  const std::string name = name_field(nd, fmt::format("node {}", i), "node", origin);
+  const std::string where = "node '" + name + "'";
+  const auto& op = field(nd, "op", where, origin);
+  if (!op.is_string())
+    throw GraphError(fmt::format("{}: {}: field op must be a string", origin, where));
+  const std::vector<GraphArg> args =
+      node_args(field(nd, "args", where, origin), g, origin + ": " + where);
+  Attrs attrs;
+  if (nd.contains("attrs")) {
+    const auto& at = nd.at("attrs");
+    if (!at.is_object())
+      throw GraphError(fmt::format("{}: {}: field attrs must be an object", origin, where));
+    const ops::OpDef* def = nullptr;
+    try {
+      def = &op_def(g, op.get<std::string>());
+    } catch (const Error&) {  // Graph::add names the unknown op, as without attrs
+    }
+    if (def) attrs = attrs_from_json(at, *def, origin + ": " + where);
+  }
+  try {
+    g.add(op.get<std::string>(), args, attrs, name);
+  } catch (const GraphError& e) {
+    throw GraphError(fmt::format("{}: {}", origin, e.what()));
+  } catch (const ShapeError& e) {  // the same type, with the file named as every error here
+    throw ShapeError(fmt::format("{}: {}", origin, e.what()));
+  } catch (const DtypeError& e) {
+    throw DtypeError(fmt::format("{}: {}", origin, e.what()));
+  }
+}
+
+}  // namespace
+
+Graph Graph::parse(std::string_view text, const std::string& origin) {
+  const nlohmann::json j = parse_top_level(text, origin);
   Graph g;
   if (j.contains("ops")) parse_custom_ops(j.at("ops"), g, origin);
   if (j.contains("templates"))
     parse_templates(j.at("templates"), g, std::filesystem::path(origin).parent_path().string(),
                     origin);
-  const auto& inputs = field(j, "inputs", "graph");
+  const auto& inputs = field(j, "inputs", "graph", origin);
   if (!inputs.is_array())
     throw GraphError(fmt::format("{}: field inputs must be an array", origin));
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const auto& in = inputs[i];
-    const std::string where = fmt::format("input {}", i);
-    const auto& nm = field(in, "name", where);
-    if (!nm.is_string())
-      throw GraphError(fmt::format("{}: {}: field name must be a string", origin, where));
-    const std::string name = nm.get<std::string>();
-    try {
-      check_name(name, "input");
-    } catch (const GraphError& e) {
-      throw GraphError(fmt::format("{}: {}: {}", origin, where, e.what()));
-    }
-    const auto& sh = field(in, "shape", "input '" + name + "'");
-    if (!sh.is_array())
-      throw GraphError(fmt::format("{}: input '{}': field shape must be an array", origin, name));
-    Shape shape;
-    for (const auto& e : sh) {
-      if (e.is_string() && e.get<std::string>() == "?")
-        shape.push_back(-1);
-      else if (e.is_number_integer() && e.get<std::int64_t>() >= 0)
-        shape.push_back(e.get<std::int64_t>());
-      else
-        throw GraphError(fmt::format(
-            "{}: input '{}': field shape: {} is not an extent (an integer >= 0, or \"?\")", origin,
-            name, e.dump()));
-    }
-    const auto& dt = field(in, "dtype", "input '" + name + "'");
-    if (!dt.is_string())
-      throw GraphError(fmt::format("{}: input '{}': field dtype must be a string", origin, name));
-    try {
-      g.input(name, shape, parse_dtype(dt.get<std::string>()));
-    } catch (const Error& e) {
-      throw GraphError(fmt::format("{}: input '{}': {}", origin, name, e.what()));
-    }
-  }
-  const auto& nodes = field(j, "nodes", "graph");
+  for (std::size_t i = 0; i < inputs.size(); ++i) parse_input(inputs[i], i, g, origin);
+  const auto& nodes = field(j, "nodes", "graph", origin);
   if (!nodes.is_array()) throw GraphError(fmt::format("{}: field nodes must be an array", origin));
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const auto& nd = nodes[i];
-    const auto& nm = field(nd, "name", fmt::format("node {}", i));
-    if (!nm.is_string())
-      throw GraphError(fmt::format("{}: node {}: field name must be a string", origin, i));
-    const std::string name = nm.get<std::string>();
-    try {
-      check_name(name, "node");
-    } catch (const GraphError& e) {
-      throw GraphError(fmt::format("{}: node {}: {}", origin, i, e.what()));
-    }
-    const std::string where = "node '" + name + "'";
-    const auto& op = field(nd, "op", where);
-    if (!op.is_string())
-      throw GraphError(fmt::format("{}: {}: field op must be a string", origin, where));
-    const auto& args = field(nd, "args", where);
-    if (!args.is_array())
-      throw GraphError(fmt::format("{}: {}: field args must be an array", origin, where));
-    std::vector<GraphArg> gargs;
-    for (std::size_t a = 0; a < args.size(); ++a) {
-      if (args[a].is_number()) {
-        gargs.emplace_back(args[a].get<double>());
-      } else if (args[a].is_string()) {
-        const int id = g.find(args[a].get<std::string>());
-        if (id < 0)
-          throw GraphError(fmt::format(
-              "{}: {}: field args[{}]: '{}' is not an input or an earlier node (a typo, a "
-              "forward reference or a cycle)",
-              origin, where, a, printable_name(args[a].get<std::string>())));
-        gargs.emplace_back(Value(&g, id));
-      } else {
-        throw GraphError(
-            fmt::format("{}: {}: field args[{}] must be a name or a number", origin, where, a));
-      }
-    }
-    Attrs attrs;
-    if (nd.contains("attrs")) {
-      const auto& at = nd.at("attrs");
-      if (!at.is_object())
-        throw GraphError(fmt::format("{}: {}: field attrs must be an object", origin, where));
-      for (auto it = at.begin(); it != at.end(); ++it) {
-        const std::string k = it.key();
-        if ((k == "min" || k == "max") && it->is_number())
-          (k == "min" ? attrs.min : attrs.max) = it->get<double>();
-        else if (k == "eps" && it->is_number())
-          attrs.eps = it->get<double>();
-        else if (k == "axis" && it->is_number_integer())
-          attrs.axis = it->get<std::int64_t>();
-        else if (k == "axis" && *it == "all")
-          attrs.all_axes = true;
-        else if (k == "keepdim" && it->is_boolean())
-          attrs.keepdim = it->get<bool>();
-        else if (k == "tf32" && it->is_boolean())
-          attrs.tf32 = it->get<bool>();
-        else if ((k == "start" || k == "stop") && it->is_number_integer())
-          (k == "start" ? attrs.start : attrs.stop) = it->get<std::int64_t>();
-        else if (k == "shape" && it->is_array() &&
-                 std::all_of(it->begin(), it->end(),
-                             [](const auto& d) { return d.is_number_integer(); }))
-          attrs.shape = it->get<std::vector<std::int64_t>>();
-        else if (k == "dtype" && it->is_string()) {
-          try {
-            attrs.dtype = parse_dtype(it->get<std::string>());
-          } catch (const Error& e) {
-            throw GraphError(fmt::format("{}: {}: field attrs.dtype: {}", origin, where, e.what()));
-          }
-        } else
-          throw GraphError(
-              fmt::format("{}: {}: field attrs.{}: unknown or mistyped attribute for op '{}'",
-                          origin, where, printable_name(k), printable_name(op.get<std::string>())));
-      }
-    }
-    try {
-      g.add(op.get<std::string>(), gargs, attrs, name);
-    } catch (const GraphError& e) {
-      throw GraphError(fmt::format("{}: {}", origin, e.what()));
-    } catch (const ShapeError& e) {  // the same type, with the file named as every error here
-      throw ShapeError(fmt::format("{}: {}", origin, e.what()));
-    } catch (const DtypeError& e) {
-      throw DtypeError(fmt::format("{}: {}", origin, e.what()));
-    }
-  }
-  const auto& outs = field(j, "outputs", "graph");
+  for (std::size_t i = 0; i < nodes.size(); ++i) parse_node(nodes[i], i, g, origin);
+  const auto& outs = field(j, "outputs", "graph", origin);
   if (!outs.is_array() || outs.empty())
     throw GraphError(fmt::format("{}: field outputs must be a non-empty array", origin));
   for (const auto& o : outs) {
@@ -346,18 +340,7 @@ std::string Graph::to_json() const {
       args.push_back(std::holds_alternative<int>(a)
                          ? nlohmann::json(nodes_[std::size_t(std::get<int>(a))].name).dump()
                          : nlohmann::json(std::get<double>(a)).dump());
-    nlohmann::json attrs = nlohmann::json::object();
-    if (n.attrs.min) attrs["min"] = *n.attrs.min;
-    if (n.attrs.max) attrs["max"] = *n.attrs.max;
-    if (n.attrs.dtype) attrs["dtype"] = std::string(name_of(*n.attrs.dtype));
-    if (n.attrs.eps) attrs["eps"] = *n.attrs.eps;
-    if (n.attrs.axis) attrs["axis"] = *n.attrs.axis;
-    if (n.attrs.all_axes) attrs["axis"] = "all";
-    if (n.attrs.keepdim) attrs["keepdim"] = true;
-    if (n.attrs.tf32) attrs["tf32"] = true;
-    if (n.attrs.shape) attrs["shape"] = *n.attrs.shape;
-    if (n.attrs.start) attrs["start"] = *n.attrs.start;
-    if (n.attrs.stop) attrs["stop"] = *n.attrs.stop;
+    const nlohmann::json attrs = attrs_json(n.attrs);
     nodes.push_back(fmt::format(R"(    {{"name": {}, "op": "{}", "args": [{}]{}}})",
                                 nlohmann::json(n.name).dump(), n.op, fmt::join(args, ", "),
                                 attrs.empty() ? "" : ", \"attrs\": " + attrs.dump()));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <kiln/op_schema.hpp>
 #include <map>
 #include <set>
 
@@ -271,6 +272,71 @@ std::string templates_json(const Graph& g) {
     out.push_back("    " + j.dump());
   }
   return out.empty() ? "" : fmt::format("  \"templates\": [\n{}\n  ],\n", fmt::join(out, ",\n"));
+}
+
+namespace {
+
+// `j` as a value of `type`, or nothing when it is not one.
+std::optional<AttrValue> attr_value(const nlohmann::json& j, AttrType type) {
+  const bool integer = j.is_number_integer();
+  switch (type) {
+    case AttrType::number:
+      if (integer) return AttrValue(j.get<std::int64_t>());
+      if (j.is_number()) return AttrValue(j.get<double>());
+      break;
+    case AttrType::axis:
+      if (j.is_string() && j.get<std::string>() == "all") return AttrValue(std::string("all"));
+      [[fallthrough]];
+    case AttrType::integer:
+      if (integer) return AttrValue(j.get<std::int64_t>());
+      break;
+    case AttrType::flag:
+      if (j.is_boolean()) return AttrValue(j.get<bool>());
+      break;
+    case AttrType::dtype:
+      if (j.is_string()) return AttrValue(j.get<std::string>());
+      break;
+    case AttrType::extents:
+      if (j.is_array() && std::all_of(j.begin(), j.end(),
+                                      [](const auto& d) { return d.is_number_integer(); }))
+        return AttrValue(j.get<std::vector<std::int64_t>>());
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+OpSchema op_schema(std::string_view op, const Graph* graph) {
+  return ops::schema_of(graph ? op_def(*graph, op) : ops::find_op(op));
+}
+
+Attrs attrs_from_json(const nlohmann::json& at, const ops::OpDef& op, const std::string& where) {
+  const OpSchema schema = ops::schema_of(op);
+  Attrs attrs;
+  for (auto it = at.begin(); it != at.end(); ++it) {
+    const std::string field = fmt::format("{}: field attrs.{}", where, printable_name(it.key()));
+    const AttrSpec* spec = find_attr(schema, it.key());
+    if (!spec) throw GraphError(fmt::format("{}: {}", field, unknown_attr(schema, it.key())));
+    const std::optional<AttrValue> v = attr_value(*it, spec->type);
+    if (!v)
+      throw GraphError(fmt::format("{}: {} is not {} (op '{}')", field,
+                                   printable_name(it->dump()), type_text(spec->type),
+                                   printable_name(op.name)));
+    try {
+      set_attr(attrs, *spec, *v);
+    } catch (const Error& e) {
+      throw GraphError(fmt::format("{}: {}", field, e.what()));
+    }
+  }
+  return attrs;
+}
+
+nlohmann::json attrs_json(const Attrs& attrs) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, v] : attr_values(attrs))
+    std::visit([&, key = std::string(name)](const auto& x) { j[key] = x; }, v);
+  return j;
 }
 
 }  // namespace kiln

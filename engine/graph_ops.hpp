@@ -41,4 +41,12 @@ void parse_templates(const nlohmann::json& templates, Graph& g, const std::strin
 /// `g`'s templates as graph JSON's "templates" array, sources inline ("" when it has none).
 std::string templates_json(const Graph& g);
 
+/// A node's "attrs" object read through `op`'s schema. GraphError starting with `where` (the
+/// file and the node) naming the key for one the op does not have (with unknown_attr's hint), a
+/// value of another type or outside the attribute's range.
+Attrs attrs_from_json(const nlohmann::json& attrs, const ops::OpDef& op, const std::string& where);
+
+/// Every attribute `attrs` sets, as a node's "attrs" object (empty when it sets none).
+nlohmann::json attrs_json(const Attrs& attrs);
+
 }  // namespace kiln
