@@ -5,6 +5,7 @@
 #include <cstring>
 #include <kiln/error.hpp>
 #include <kiln/graph.hpp>
+#include <kiln/op_schema.hpp>
 #include <kiln/ops.hpp>
 #include <memory>
 #include <mutex>
@@ -55,30 +56,36 @@ struct PreparedOp {
 
 namespace {
 
+void add_attr_value(detail::Signature& s, bool v) { s.add(v); }
+void add_attr_value(detail::Signature& s, std::int64_t v) { s.add(v); }
+void add_attr_value(detail::Signature& s, double v) {
+  std::int64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof v);
+  s.add(bits);
+}
+void add_attr_value(detail::Signature& s, const std::string& v) {
+  s.add(std::int64_t(v.size()));
+  for (char c : v) s.add(c);
+}
+void add_attr_value(detail::Signature& s, const std::vector<std::int64_t>& v) {
+  s.add(std::int64_t(v.size()));
+  for (std::int64_t d : v) s.add(d);
+}
+
 // The op, its attributes, the output and every operand: what picks the kernel (scalars' values
 // do not: they are the kernel's arguments).
 detail::Signature op_signature(const ops::OpDef& op, const TensorView& out,
                                const std::vector<Operand>& args, const Attrs& attrs) {
   detail::Signature s;
   s.add(std::int64_t(reinterpret_cast<std::uintptr_t>(&op)));
-  // Each optional attribute as a presence word and its value (no value stands for "absent").
-  s.add(attrs.axis.has_value());
-  s.add(attrs.axis.value_or(0));
-  s.add(attrs.all_axes * 2 + attrs.keepdim + 4 * attrs.tf32);
-  s.add(attrs.shape ? std::int64_t(attrs.shape->size()) : -1);
-  if (attrs.shape)
-    for (std::int64_t d : *attrs.shape) s.add(d);
-  for (const auto& bound : {attrs.start, attrs.stop}) {
-    s.add(bound.has_value());
-    s.add(bound.value_or(0));
+  // Each attribute it sets: which one (its name's address: a literal of the field table), its
+  // value's alternative and the value (every attribute, so that one outside the op's schema
+  // reaches infer_result's refusal on a later call too).
+  for (const auto& [name, v] : attr_values(attrs)) {
+    s.add(std::int64_t(reinterpret_cast<std::uintptr_t>(name.data())));
+    s.add(std::int64_t(v.index()));
+    std::visit([&](const auto& x) { add_attr_value(s, x); }, v);
   }
-  s.add(attrs.dtype.has_value());
-  s.add(attrs.dtype ? std::int64_t(*attrs.dtype) : 0);
-  const double eps = attrs.eps.value_or(0);
-  std::int64_t eps_bits = 0;
-  std::memcpy(&eps_bits, &eps, sizeof eps);
-  s.add(attrs.eps.has_value());
-  s.add(eps_bits);
   s.add_view(out);
   for (const Operand& a : args) {
     if (auto* v = std::get_if<TensorView>(&a))
