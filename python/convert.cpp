@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <kiln/op_schema.hpp>
 #include <string_view>
 #include <utility>
 
@@ -36,61 +37,46 @@ std::int64_t index_of(const py::handle& o) {
 
 bool is_number(const py::handle& o) { return is_integer(o) || py::isinstance<py::float_>(o); }
 
-// One attribute of an op call, read as the type kiln needs; an ArgumentError naming the op,
-// the attribute and what it takes otherwise.
-struct Attr {
-  std::string op, key;
-  py::handle value;
-
-  [[noreturn]] void fail(std::string_view takes) const {
+// Attribute `key`=`value` of op `op` as a value of `type`; an ArgumentError naming the op, the
+// attribute and what it takes otherwise.
+AttrValue attr_value(std::string_view op, const std::string& key, const py::handle& value,
+                     AttrType type) {
+  const auto fail = [&]() {
     throw ArgumentError(fmt::format("{}: attribute {}={} is not {}", printable_name(op),
-                                    printable_name(key), repr_of(value), takes));
-  }
-  double number() const {
-    if (!is_number(value)) fail("a number");
-    return value.cast<double>();
-  }
-  std::int64_t integer(std::string_view takes = "an integer") const {
-    if (!is_integer(value)) fail(takes);
-    return index_of(value);
-  }
-  bool flag() const {
-    if (!py::isinstance<py::bool_>(value)) fail("True or False");
-    return value.cast<bool>();
-  }
-  std::vector<std::int64_t> extents() const {
-    std::vector<std::int64_t> out;
-    if (py::isinstance<py::str>(value) || !py::isinstance<py::sequence>(value))
-      fail("a list of integers");
-    for (const py::handle d : value.cast<py::sequence>()) {
-      if (!is_integer(d)) fail("a list of integers");
-      out.push_back(index_of(d));
+                                    printable_name(key), repr_of(value), type_text(type, true)));
+  };
+  switch (type) {
+    case AttrType::number:
+      if (!is_number(value)) fail();
+      return value.cast<double>();
+    case AttrType::axis:
+      if (py::isinstance<py::str>(value) && value.cast<std::string>() == "all")
+        return std::string("all");
+      [[fallthrough]];
+    case AttrType::integer:
+      if (!is_integer(value)) fail();
+      return index_of(value);
+    case AttrType::flag:
+      if (!py::isinstance<py::bool_>(value)) fail();
+      return value.cast<bool>();
+    case AttrType::dtype:
+      return std::string(name_of(dtype_of(value)));
+    case AttrType::extents: {
+      std::vector<std::int64_t> out;
+      if (py::isinstance<py::str>(value) || !py::isinstance<py::sequence>(value)) fail();
+      for (const py::handle d : value.cast<py::sequence>()) {
+        if (!is_integer(d)) fail();
+        out.push_back(index_of(d));
+      }
+      return out;
     }
-    return out;
   }
-};
-
-// The names other libraries give kiln's attributes (torch's dim, numpy's keepdims, aten's end),
-// so that a misspelt call says which one kiln means.
-std::string_view kiln_spelling(std::string_view key) {
-  if (key == "dim") return "axis";
-  if (key == "keepdims") return "keepdim";
-  if (key == "end") return "stop";
-  if (key == "allow_tf32") return "tf32";
-  if (key == "epsilon") return "eps";
-  return "";
+  fail();
+  return false;
 }
 
-[[noreturn]] void unknown_attribute(const std::string& op, const std::string& key) {
-  const std::string_view spelling = kiln_spelling(key);
-  const std::string hint = spelling.empty()
-                               ? ""
-                               : fmt::format(": kiln calls it {} (kiln.{}(..., {}=...))", spelling,
-                                             printable_name(op), spelling);
-  throw ArgumentError(fmt::format(
-      "{}: unknown attribute '{}'{}; kiln's attributes are min, max, dtype, axis, keepdim, eps, "
-      "tf32, shape, start, stop",
-      printable_name(op), printable_name(key), hint));
+py::object py_value(const AttrValue& v) {
+  return std::visit([](const auto& x) { return py::object(py::cast(x)); }, v);
 }
 
 }  // namespace
@@ -142,40 +128,44 @@ py::list dims_of(const Shape& shape) {
   return out;
 }
 
-Attrs attrs_of(const std::string& op, const py::kwargs& kw) {
+Attrs attrs_of(const OpSchema& op, const py::kwargs& kw) {
   Attrs a;
-  for (const auto& [key, value] : kw) {
+  for (const auto& [k, value] : kw) {
     if (value.is_none()) continue;  // an attribute left at its default
-    const Attr attr{op, key.cast<std::string>(), value};
-    const std::string& k = attr.key;
-    if (k == "min") {
-      a.min = attr.number();
-    } else if (k == "max") {
-      a.max = attr.number();
-    } else if (k == "dtype") {
-      a.dtype = dtype_of(value);
-    } else if (k == "axis" && py::isinstance<py::str>(value) &&
-               value.cast<std::string>() == "all") {
-      a.all_axes = true;
-    } else if (k == "axis") {
-      a.axis = attr.integer("an integer or \"all\"");
-    } else if (k == "keepdim") {
-      a.keepdim = attr.flag();
-    } else if (k == "eps") {
-      a.eps = attr.number();
-    } else if (k == "tf32") {
-      a.tf32 = attr.flag();
-    } else if (k == "shape") {
-      a.shape = attr.extents();  // a reshape's, where -1 is the extent the count leaves
-    } else if (k == "start") {
-      a.start = attr.integer();
-    } else if (k == "stop") {
-      a.stop = attr.integer();
-    } else {
-      unknown_attribute(op, k);
+    const std::string key = k.cast<std::string>();
+    const AttrSpec* spec = find_attr(op, key);
+    if (!spec) throw ArgumentError(unknown_attr(op, key));
+    try {
+      set_attr(a, *spec, attr_value(op.name, key, value, spec->type));
+    } catch (const ArgumentError& e) {  // a range: name the op, as Python's other messages do
+      throw ArgumentError(fmt::format("{}: {}", printable_name(op.name), e.what()));
     }
   }
   return a;
+}
+
+py::dict schema_dict(const OpSchema& op) {
+  py::list attrs;
+  for (const AttrSpec& a : op.attrs) {
+    py::dict d;
+    d["name"] = std::string(a.name);
+    d["type"] = std::string(type_text(a.type, true));
+    d["default"] = a.fallback ? py_value(*a.fallback) : py::object(py::none());
+    d["required"] = a.required;
+    d["range"] = range_text(a.range);
+    d["doc"] = std::string(a.doc);
+    attrs.append(d);
+  }
+  py::dict d;
+  d["name"] = std::string(op.name);
+  py::list operands;
+  for (std::string_view o : op.operands) operands.append(std::string(o));
+  d["operands"] = operands;
+  d["required_operands"] = op.required_operands;
+  d["attrs"] = attrs;
+  d["doc"] = std::string(op.doc);
+  d["dtypes"] = std::string(op.dtypes);
+  return d;
 }
 
 py::dict record_of(const KernelRecord& r) {

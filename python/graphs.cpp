@@ -38,10 +38,23 @@ GraphArg arg_of(const py::handle& h, std::shared_ptr<Graph>& graph) {
 PyValue apply(const std::string& op, const py::args& args, const py::kwargs& kw) {
   std::shared_ptr<Graph> graph;
   std::vector<GraphArg> operands;
-  for (const py::handle h : args)
-    if (!h.is_none()) operands.push_back(arg_of(h, graph));
+  bool absent = false;
+  for (const py::handle h : args) {
+    if (h.is_none()) {
+      absent = true;
+    } else if (absent) {  // dropping the None would shift this operand into its slot
+      throw ArgumentError(fmt::format(
+          "{}: an operand follows an absent (None) one; optional operands may only be left out "
+          "from the end",
+          printable_name(op)));
+    } else {
+      operands.push_back(arg_of(h, graph));
+    }
+  }
   if (!graph) throw ArgumentError(printable_name(op) + ": at least one operand is a graph value");
-  return {graph, graph->add(op, operands, attrs_of(op, kw))};
+  // Without keywords the op is not looked up here: Graph::add names an unknown one.
+  const Attrs attrs = kw.empty() ? Attrs{} : attrs_of(op_schema(op, graph.get()), kw);
+  return {graph, graph->add(op, operands, attrs)};
 }
 
 PyValue binary(const std::string& op, const py::object& a, const py::object& b) {
@@ -106,6 +119,9 @@ void bind_values(py::module_& m) {
       .def("__neg__", [](py::object a) { return apply("neg", py::make_tuple(a), py::kwargs()); });
   m.def("_apply", &apply, py::arg("op"));
   m.def("op_names", &op_names, "the names of kiln's ops (docs/ops.md), in catalog order");
+  m.def(
+      "_op_schema", [](const std::string& op) { return schema_dict(op_schema(op)); },
+      py::arg("op"), "catalog op `op`'s operands, attributes and doc, as dicts");
 }
 
 // What Graph's constructor, input, output, JSON and repr do; the custom ops' definitions are

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>  // in every file of the module: one set of type casters
 
 #include <kiln/kiln.hpp>
+#include <kiln/op_schema.hpp>
 #include <string>
 
 namespace kiln::python {
@@ -19,9 +20,13 @@ DType dtype_of(const py::handle& o);
 Shape shape_of(const py::handle& dims);
 /// A shape as Python reads it: a dynamic dim is None.
 py::list dims_of(const Shape& shape);
-/// Op `op`'s keyword attributes; ArgumentError naming the op and the attribute for an unknown
-/// one (with kiln's name where torch's differs: dim is axis) or a value of the wrong type.
-Attrs attrs_of(const std::string& op, const py::kwargs& kw);
+/// Op `op`'s keyword attributes, read through its schema; ArgumentError naming the op and the
+/// attribute for an unknown one (with a hint: kiln's name where torch's differs, dim is axis; the
+/// attribute a typo is near), a value of the wrong type or outside its range.
+Attrs attrs_of(const OpSchema& op, const py::kwargs& kw);
+/// `op`'s schema for Python: name, operands, required_operands, attrs (dicts of name, type,
+/// default, required, range, doc), doc and dtypes: what kiln/__init__.py writes docstrings from.
+py::dict schema_dict(const OpSchema& op);
 /// A KernelRecord as a dict (name, key, source, compile_ms, registers, spill_bytes).
 py::dict record_of(const KernelRecord& r);
 

@@ -14,15 +14,61 @@ import inspect
 import sys
 
 from ._kiln import *  # noqa: F401,F403
-from ._kiln import Graph, Plan, __version__, _apply, _outputs, _run, desc, op_names
+from ._kiln import Graph, Plan, __version__, _apply, _op_schema, _outputs, _run, desc, op_names
+
+
+def _signature(schema):
+    """The op's signature for help(): operands (optional ones default to None), then its
+    attributes as keywords with their defaults (a required one has none)."""
+    P = inspect.Parameter
+    params = [P(o, P.POSITIONAL_OR_KEYWORD,
+                default=P.empty if i < schema["required_operands"] else None)
+              for i, o in enumerate(schema["operands"])]
+    params += [P(a["name"], P.KEYWORD_ONLY,
+                 default=P.empty if a["required"] else a["default"])
+               for a in schema["attrs"]]
+    return inspect.Signature(params)
+
+
+def _docstring(schema, signature):
+    """The op's docstring, every word of it from its definition in kiln's ops/."""
+    name = schema["name"]
+    operands = [o if i < schema["required_operands"] else f"{o} (optional)"
+                for i, o in enumerate(schema["operands"])]
+    lines = [f"{name}{signature}", "", schema["doc"], "",
+             f"Operands: {', '.join(operands)}: graph values or numbers."]
+    if schema["attrs"]:
+        lines.append("Attributes (keywords):")
+    for a in schema["attrs"]:
+        default = "required" if a["required"] else (
+            "default none" if a["default"] is None else f"default {a['default']!r}")
+        limits = f", {a['range']}" if a["range"] else ""
+        lines.append(f"    {a['name']}: {a['type']}, {default}{limits}: {a['doc']}")
+    lines += [f"Dtypes: {schema['dtypes']}", "", "kiln's op (docs/ops.md); adds a node to the "
+              "operands' graph and returns its kiln.Value."]
+    return "\n".join(lines)
 
 
 def _op(name):
-    def op(*args, **attrs):
-        return _apply(name, *args, **attrs)
+    """Catalog op `name` as a function: operands by position or name, attributes as keywords,
+    checked against the op's schema by kiln (an unknown one gets a hint)."""
+    schema = _op_schema(name)
+    operands = schema["operands"]
 
+    def op(*args, **kwargs):
+        args = list(args)
+        for i, o in enumerate(operands):
+            if o not in kwargs:
+                continue
+            if i < len(args):
+                raise ArgumentError(f"{name}: operand {o} given by position and by name")
+            args += [None] * (i - len(args)) + [kwargs.pop(o)]
+        return _apply(name, *args, **kwargs)
+
+    signature = _signature(schema)
     op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"kiln's op {name!r} on graph values (docs/ops.md); attributes as keywords"
+    op.__signature__ = signature
+    op.__doc__ = _docstring(schema, signature)
     return op
 
 
