@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <kiln/error.hpp>
 #include <kiln/graph.hpp>
 #include <kiln/op_schema.hpp>
@@ -146,12 +145,14 @@ std::string unknown_attr(const OpSchema& schema, std::string_view key) {
   std::string hint;
   for (const auto& [other, ours] : kOtherNames)
     if (key == other && find_attr(schema, ours)) hint = fmt::format(": kiln calls it {}", ours);
-  std::size_t best = key.size() <= 3 ? 2 : 3;  // a typo is this close; further, another word
-  for (std::string_view n : names)
-    if (const std::size_t d = distance(key, n); hint.rfind(": kiln", 0) != 0 && d < best) {
-      best = d;
-      hint = fmt::format(": did you mean {}?", n);
-    }
+  if (hint.empty()) {
+    std::size_t best = key.size() <= 3 ? 2 : 3;  // a typo is this close; further, another word
+    for (std::string_view n : names)
+      if (const std::size_t d = distance(key, n); d < best) {
+        best = d;
+        hint = fmt::format(": did you mean {}?", n);
+      }
+  }
   return fmt::format("{}: unknown attribute '{}'{}; {}'s attributes are {}", op,
                      printable_name(key), hint, op, fmt::join(names, ", "));
 }
