@@ -32,6 +32,61 @@ __device__ __forceinline__ float tile_sum(const float* tile, int at) {
   }
 }
 
+/// The block's accumulators over its `ktiles` tiles of K from tile `kt0`: a ring of Stages
+/// shared-memory stages in `smem` that cp.async fills ahead of the warps' tensor-core products.
+template <class T, class OpA, class OpB, int ALayout, int BLayout, int BK, int MI, int NI,
+          bool Exact, int Stages, int Threads, int SlotA, class Arg>
+__device__ __forceinline__ void accumulate_over_k(float (&acc)[MI][NI][4], char* smem,
+                                                  const Arg& args, const T* A, const T* B, int m0,
+                                                  int n0, int kt0, int ktiles, int M, int N, int K,
+                                                  int tid, int wm0, int wn0, int lane) {
+  constexpr int kStage = OpA::bytes + OpB::bytes, kSlotB = SlotA + 1;
+  auto load = [&](int kt) {
+    char* st = smem + kt % Stages * kStage;
+    const int k0 = (kt0 + kt) * BK;
+    OpA::template load<Threads>(st, A, args.row[SlotA], args.col[SlotA], m0, k0, M, K, tid);
+    OpB::template load<Threads>(st + OpA::bytes, B, args.col[kSlotB], args.row[kSlotB], n0, k0, N,
+                                K, tid);
+  };
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[mi][ni][q] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < Stages - 1; ++s) {
+    if (s < ktiles) load(s);
+    mma::cp_async_commit();
+  }
+  for (int kt = 0; kt < ktiles; ++kt) {
+    mma::cp_async_wait<Stages - 2>();
+    __syncthreads();  // stage kt landed for every thread; stage kt - 1 is free again
+    if (kt + Stages - 1 < ktiles) load(kt + Stages - 1);
+    mma::cp_async_commit();
+    const char* st = smem + kt % Stages * kStage;
+    stage_products<T, OpA, OpB, ALayout, BLayout, BK, MI, NI, Exact>(acc, st, st + OpA::bytes, wm0,
+                                                                     wn0, lane);
+  }
+}
+
+/// The warp's accumulators into `tile` (rows of Ld floats) at the warp's place in the block's
+/// tile, so that the epilogue walks rows.
+template <int MI, int NI, int Ld>
+__device__ __forceinline__ void store_accumulators(float* tile, const float (&acc)[MI][NI][4],
+                                                   int wm0, int wn0, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<float2*>(tile + (wm0 + mi * 16 + g + h * 8) * Ld + wn0 + ni * 8 + 2 * t) =
+            make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+}
+
 template <class T, class Epi, bool Bias, int BM, int BN, int BK, int WM, int WN, int Stages,
           int ALayout, int BLayout, bool Exact, int Split, int V>
 __global__ void __launch_bounds__(WM* WN * 32)
@@ -44,7 +99,6 @@ __global__ void __launch_bounds__(WM* WN * 32)
   static_assert(BK % 16 == 0 && Stages >= 2, "BK a multiple of 16, two stages or more");
   using OpA = OperandTile<T, BM, BK, ALayout>;
   using OpB = OperandTile<T, BN, BK, BLayout>;
-  constexpr int kStage = OpA::bytes + OpB::bytes;
   constexpr int kLd = BN + 8;  // the accumulator tile's row, in floats (padded: no bank conflicts)
   constexpr int kA = NO, kB = NO + 1;
   extern __shared__ __align__(128) char smem[];
@@ -71,48 +125,13 @@ __global__ void __launch_bounds__(WM* WN * 32)
     batch_index(args, b, bi);
     const T* A = static_cast<const T*>(args.p[kA]) + batch_offset(args, kA, bi);
     const T* B = static_cast<const T*>(args.p[kB]) + batch_offset(args, kB, bi);
-    auto load = [&](int kt) {
-      char* st = smem + kt % Stages * kStage;
-      const int k0 = (kt0 + kt) * BK;
-      OpA::template load<kThreads>(st, A, args.row[kA], args.col[kA], m0, k0, M, K, tid);
-      OpB::template load<kThreads>(st + OpA::bytes, B, args.col[kB], args.row[kB], n0, k0, N, K,
-                                   tid);
-    };
     float acc[MI][NI][4];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) acc[mi][ni][q] = 0.0f;
-
-#pragma unroll
-    for (int s = 0; s < Stages - 1; ++s) {
-      if (s < ktiles) load(s);
-      mma::cp_async_commit();
-    }
-    for (int kt = 0; kt < ktiles; ++kt) {
-      mma::cp_async_wait<Stages - 2>();
-      __syncthreads();  // stage kt landed for every thread; stage kt - 1 is free again
-      if (kt + Stages - 1 < ktiles) load(kt + Stages - 1);
-      mma::cp_async_commit();
-      const char* st = smem + kt % Stages * kStage;
-      stage_products<T, OpA, OpB, ALayout, BLayout, BK, MI, NI, Exact>(acc, st, st + OpA::bytes,
-                                                                       wm0, wn0, lane);
-    }
+    accumulate_over_k<T, OpA, OpB, ALayout, BLayout, BK, MI, NI, Exact, Stages, kThreads, kA>(
+        acc, smem, args, A, B, m0, n0, kt0, ktiles, M, N, K, tid, wm0, wn0, lane);
     mma::cp_async_wait<0>();
     __syncthreads();  // the ring is free: the accumulators pass through it
     float* tile = reinterpret_cast<float*>(smem);
-    const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-          *reinterpret_cast<float2*>(tile + (wm0 + mi * 16 + g + h * 8) * kLd + wn0 + ni * 8 +
-                                     2 * t) =
-              make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+    store_accumulators<MI, NI, kLd>(tile, acc, wm0, wn0, lane);
     split_barrier<Split, true>();
     // The epilogue, a thread per V columns of a row at a time: loads and stores along rows
     // coalesce.
