@@ -153,6 +153,12 @@ KernelCache::Result KernelCache::get(const CacheKey& key,
 }
 
 bool KernelCache::publish(const CacheKey& key, const CompiledKernel& k) {
+  {
+    // Before the store: a cap applied by another thread's publish meanwhile keeps this entry,
+    // which reaches memory_ only after its own publish returns.
+    std::lock_guard<std::mutex> lock(mutex_);
+    published_.insert(key.hex());
+  }
   bool unusable = false;
   if (std::string why = disk_->store(key, k, &unusable); !why.empty()) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -181,6 +187,7 @@ void KernelCache::apply_cap(const CacheKey& published) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& entry : memory_) keep.insert(entry.first.hex());
+    keep.insert(published_.begin(), published_.end());
   }
   const GcResult gc = disk_->gc(options_.max_bytes, keep);
   if (gc.removed)

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cache/bundle.hpp"
@@ -83,6 +84,7 @@ class KernelCache {
   std::optional<DiskCache> disk_;
   bool disk_writable_ = true;
   bool cap_warned_ = false;  ///< the cap could not be kept; said once
+  std::unordered_set<std::string> published_;  ///< keys this process stored (hex), kept by the cap
   std::string disk_problem_;
   std::unordered_map<CacheKey, Result, CacheKeyHash>
       memory_;  ///< as first served; source, saved kept
