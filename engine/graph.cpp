@@ -10,6 +10,7 @@
 #include <set>
 
 #include "cache/atomic_file.hpp"
+#include "engine/error_context.hpp"
 #include "engine/graph_ops.hpp"
 #include "ops/op.hpp"
 
@@ -275,15 +276,8 @@ void parse_node(const nlohmann::json& nd, std::size_t i, Graph& g, const std::st
     }
     if (def) attrs = attrs_from_json(at, *def, origin + ": " + where);
   }
-  try {
-    g.add(op.get<std::string>(), args, attrs, name);
-  } catch (const GraphError& e) {
-    throw GraphError(fmt::format("{}: {}", origin, e.what()));
-  } catch (const ShapeError& e) {  // the same type, with the file named as every error here
-    throw ShapeError(fmt::format("{}: {}", origin, e.what()));
-  } catch (const DtypeError& e) {
-    throw DtypeError(fmt::format("{}: {}", origin, e.what()));
-  }
+  // The same error type, with the file named as every error here.
+  with_origin(origin, [&] { g.add(op.get<std::string>(), args, attrs, name); });
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <kiln/error.hpp>
+
+#include "engine/error_context.hpp"
 #include <string>
 
 namespace kiln::tools {
@@ -24,23 +26,11 @@ std::string log_head(const std::string& what, const std::string& log, const std:
 /// "kiln: ", then its log_head; with `details` (KILN_LOG_LEVEL=debug), the whole message.
 std::string compile_report(const CompileError& e, bool details);
 
-/// fn()'s result; a GraphError, ShapeError or DtypeError it throws is thrown again as the same
-/// type with the graph file `path` first (unless the message starts with it already), so that
-/// an error planning a file names it as an error loading it does.
+/// fn()'s result, an error planning the graph file `path` naming it as an error loading it
+/// does (with_origin).
 template <class F>
 auto naming_file(const std::string& path, const F& fn) -> decltype(fn()) {
-  const auto named = [&](const std::string& what) {
-    return what.compare(0, path.size() + 2, path + ": ") == 0 ? what : path + ": " + what;
-  };
-  try {
-    return fn();
-  } catch (const GraphError& e) {
-    throw GraphError(named(e.what()));
-  } catch (const ShapeError& e) {
-    throw ShapeError(named(e.what()));
-  } catch (const DtypeError& e) {
-    throw DtypeError(named(e.what()));
-  }
+  return with_origin(path, fn);
 }
 
 /// "1 kernel", "3 kernels": `n` and `noun`, plural unless n is 1.
