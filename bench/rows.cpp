@@ -34,7 +34,7 @@ kiln::Graph workload_graph(const Workload& w) {
   if (op == "layer_norm" || op == "rms_norm") args.push_back(g.input("w", {w.cols}, t));
   if (op == "layer_norm") args.push_back(g.input("b", {w.cols}, t));
   kiln::Attrs a;
-  if (w.axis != -1) a.axis = w.axis;
+  if (w.axis != -1) a.set("axis", w.axis);
   g.output(kiln::apply(w.op, args, a));
   return g;
 }

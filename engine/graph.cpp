@@ -106,9 +106,11 @@ Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, co
     throw GraphError(fmt::format("node '{}': field op: {}", name, e.what()));
   }
   try {
-    ops::check_attr_names(*op, attrs);
+    ops::check_attrs(*op, attrs);
   } catch (const ArgumentError& e) {
     throw GraphError(fmt::format("node '{}': {}", name, e.what()));
+  } catch (const DtypeError& e) {
+    throw DtypeError(fmt::format("node '{}': {}", name, e.what()));
   }
   Node n{name, std::string(op_name), {}, attrs, {}, DType::f32};
   std::vector<Operand> descs;

@@ -78,11 +78,10 @@ detail::Signature op_signature(const ops::OpDef& op, const TensorView& out,
                                const std::vector<Operand>& args, const Attrs& attrs) {
   detail::Signature s;
   s.add(std::int64_t(reinterpret_cast<std::uintptr_t>(&op)));
-  // Each attribute it sets: which one (its name's address: a literal of the field table), its
-  // value's alternative and the value (every attribute, so that one outside the op's schema
-  // reaches infer_result's refusal on a later call too).
+  // Each attribute it sets: its name, its value's alternative and the value (every attribute,
+  // so that one outside the op's schema reaches infer_result's refusal on a later call too).
   for (const auto& [name, v] : attr_values(attrs)) {
-    s.add(std::int64_t(reinterpret_cast<std::uintptr_t>(name.data())));
+    add_attr_value(s, std::string(name));
     s.add(std::int64_t(v.index()));
     std::visit([&](const auto& x) { add_attr_value(s, x); }, v);
   }

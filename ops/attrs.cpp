@@ -1,5 +1,6 @@
-// Attributes through the schema: the table of Attrs' fields (each read and written as an
-// AttrValue), values checked against an op's AttrSpec, and the hints of an unknown key.
+// Attributes through the schema: values checked against an op's AttrSpec (as graph JSON and
+// Python set them, and as the engine's entry points check a C++ caller's), and the hints of an
+// unknown key.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,71 +13,6 @@
 
 namespace kiln {
 namespace {
-
-// One field of Attrs as the schema sees it: absent (nullopt) or a value. A false flag counts as
-// absent: false is every flag's default, and graph JSON has never written one.
-struct Field {
-  std::string_view name;
-  std::optional<AttrValue> (*get)(const Attrs&);
-  void (*set)(Attrs&, const AttrValue&);
-};
-
-template <class T>
-std::optional<AttrValue> read(const std::optional<T>& v) {
-  return v ? std::optional<AttrValue>(*v) : std::nullopt;
-}
-std::optional<AttrValue> read(const std::optional<DType>& v) {
-  return v ? std::optional<AttrValue>(std::string(name_of(*v))) : std::nullopt;
-}
-std::optional<AttrValue> read(bool v) { return v ? std::optional<AttrValue>(true) : std::nullopt; }
-
-void write(std::optional<double>& f, const AttrValue& v) {
-  f = std::holds_alternative<std::int64_t>(v) ? double(std::get<std::int64_t>(v))
-                                              : std::get<double>(v);
-}
-void write(std::optional<std::int64_t>& f, const AttrValue& v) { f = std::get<std::int64_t>(v); }
-void write(bool& f, const AttrValue& v) { f = std::get<bool>(v); }
-void write(std::optional<DType>& f, const AttrValue& v) { f = parse_dtype(std::get<std::string>(v)); }
-void write(std::optional<std::vector<std::int64_t>>& f, const AttrValue& v) {
-  f = std::get<std::vector<std::int64_t>>(v);
-}
-
-template <auto kMember>
-Field field(std::string_view name) {
-  return {name, [](const Attrs& a) { return read(a.*kMember); },
-          [](Attrs& a, const AttrValue& v) { write(a.*kMember, v); }};
-}
-
-// axis is two fields of Attrs: an integer, or all_axes for "all".
-std::optional<AttrValue> read_axis(const Attrs& a) {
-  if (a.all_axes) return AttrValue(std::string("all"));
-  return read(a.axis);
-}
-void write_axis(Attrs& a, const AttrValue& v) {
-  if (std::holds_alternative<std::string>(v))
-    a.all_axes = true;
-  else
-    a.axis = std::get<std::int64_t>(v);
-}
-
-// Every field, in the order graph JSON wrote them before the schema (its keys sort anyway).
-const std::vector<Field>& fields() {
-  static const std::vector<Field> all = {
-      field<&Attrs::min>("min"),         field<&Attrs::max>("max"),
-      field<&Attrs::dtype>("dtype"),     field<&Attrs::eps>("eps"),
-      {"axis", read_axis, write_axis},   field<&Attrs::keepdim>("keepdim"),
-      field<&Attrs::tf32>("tf32"),       field<&Attrs::shape>("shape"),
-      field<&Attrs::start>("start"),     field<&Attrs::stop>("stop"),
-  };
-  return all;
-}
-
-const Field& field_of(std::string_view name) {
-  for (const Field& f : fields())
-    if (f.name == name) return f;
-  throw ArgumentError(fmt::format("attribute '{}' has no field in kiln::Attrs (ops/attrs.cpp)",
-                                  printable_name(name)));
-}
 
 bool holds(AttrType t, const AttrValue& v) {
   switch (t) {
@@ -95,6 +31,23 @@ bool holds(AttrType t, const AttrValue& v) {
              (std::holds_alternative<std::string>(v) && std::get<std::string>(v) == "all");
   }
   return false;
+}
+
+// ArgumentError when `v` is not a value `spec` takes (its type, then its range), DtypeError
+// for a dtype name kiln does not know.
+void check_value(const AttrSpec& spec, const AttrValue& v) {
+  if (!holds(spec.type, v))
+    throw ArgumentError(
+        fmt::format("attribute {}={} is not {}", spec.name, value_text(v), type_text(spec.type)));
+  if (spec.type == AttrType::number || std::holds_alternative<std::int64_t>(v)) {
+    const double x =
+        std::holds_alternative<double>(v) ? std::get<double>(v) : double(std::get<std::int64_t>(v));
+    const AttrRange& r = spec.range;
+    if (x < r.lo || (r.lo_open && x == r.lo) || x > r.hi)
+      throw ArgumentError(
+          fmt::format("attribute {}={} is not {}", spec.name, value_text(v), range_text(r)));
+  }
+  if (spec.type == AttrType::dtype) parse_dtype(std::get<std::string>(v));
 }
 
 // Levenshtein distance, for "did you mean": attribute names are a few letters long.
@@ -192,24 +145,18 @@ std::string value_text(const AttrValue& v) {
 }
 
 void set_attr(Attrs& attrs, const AttrSpec& spec, const AttrValue& v) {
-  if (!holds(spec.type, v))
-    throw ArgumentError(fmt::format("attribute {}={} is not {}", spec.name, value_text(v),
-                                    type_text(spec.type)));
-  if (spec.type == AttrType::number || std::holds_alternative<std::int64_t>(v)) {
-    const double x = std::holds_alternative<double>(v) ? std::get<double>(v)
-                                                       : double(std::get<std::int64_t>(v));
-    const AttrRange& r = spec.range;
-    if (x < r.lo || (r.lo_open && x == r.lo) || x > r.hi)
-      throw ArgumentError(fmt::format("attribute {}={} is not {}", spec.name, value_text(v),
-                                      range_text(r)));
-  }
-  field_of(spec.name).set(attrs, v);
+  check_value(spec, v);
+  // A number is stored as a float however it was written: graph JSON writes back what it read.
+  if (spec.type == AttrType::number && std::holds_alternative<std::int64_t>(v))
+    attrs.set(spec.name, double(std::get<std::int64_t>(v)));
+  else
+    attrs.set(spec.name, v);
 }
 
 std::vector<std::pair<std::string_view, AttrValue>> attr_values(const Attrs& attrs) {
   std::vector<std::pair<std::string_view, AttrValue>> out;
-  for (const Field& f : fields())
-    if (auto v = f.get(attrs)) out.emplace_back(f.name, std::move(*v));
+  for (const auto& [name, v] : attrs.values())
+    if (!(std::holds_alternative<bool>(v) && !std::get<bool>(v))) out.emplace_back(name, v);
   return out;
 }
 
@@ -226,10 +173,19 @@ OpSchema schema_of(const OpDef& op) {
   return s;
 }
 
-void check_attr_names(const OpDef& op, const Attrs& attrs) {
-  const OpSchema s = schema_of(op);
-  for (const auto& [name, value] : attr_values(attrs))
-    if (!find_attr(s, name)) throw ArgumentError(unknown_attr(s, name));
+void check_attrs(const OpDef& op, const Attrs& attrs) {
+  for (const auto& [key, v] : attrs.values()) {
+    const auto spec = std::find_if(op.attrs.begin(), op.attrs.end(),
+                                   [&, &key = key](const AttrSpec& a) { return a.name == key; });
+    if (spec == op.attrs.end()) throw ArgumentError(unknown_attr(schema_of(op), key));
+    try {
+      check_value(*spec, v);
+    } catch (const ArgumentError& e) {
+      throw ArgumentError(fmt::format("{}: {}", printable_name(op.name), e.what()));
+    } catch (const DtypeError& e) {
+      throw DtypeError(fmt::format("{}: {}", printable_name(op.name), e.what()));
+    }
+  }
 }
 
 }  // namespace ops

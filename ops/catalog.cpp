@@ -74,11 +74,9 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
   if (rank == 0)
     throw ShapeError(fmt::format("{}: x has no axis to work along", describe_args(op, args)));
   numel_of(x->shape);
-  if (attrs.all_axes && (!op.reduces || attrs.axis))
-    throw ArgumentError(fmt::format("{}: {}", describe_args(op, args),
-                                    op.reduces ? "give either an axis or all axes, not both"
-                                               : "only reductions work over all axes"));
-  const std::int64_t axis = attrs.axis.value_or(-1);
+  // Only a reduction gets here with "all": check_attrs refuses it for an integer axis (softmax).
+  const bool all = all_axes(attrs);
+  const std::int64_t axis = axis_of(attrs);
   if (axis < -rank || axis >= rank)
     throw ShapeError(fmt::format("{}: axis {} is out of range for rank {}", describe_args(op, args),
                                  axis, rank));
@@ -86,9 +84,9 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
   if (op.operands.size() > 1 && a + 1 != x->shape.size())
     throw ShapeError(fmt::format("{}: a norm works along the last axis, not axis {}",
                                  describe_args(op, args), axis));
-  if (attrs.all_axes ? numel_of(x->shape) == 0 : x->shape[a] == 0)
+  if (all ? numel_of(x->shape) == 0 : x->shape[a] == 0)
     throw ShapeError(fmt::format("{}: {} is empty", describe_args(op, args),
-                                 attrs.all_axes ? "x" : fmt::format("axis {}", axis)));
+                                 all ? "x" : fmt::format("axis {}", axis)));
   for (std::size_t i = 1; i < args.size(); ++i) {
     const auto* v = std::get_if<TensorView>(&args[i]);
     if (!v || v->shape != Shape{x->shape.back()})
@@ -98,15 +96,15 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
       throw DtypeError(
           fmt::format("{}: {} must be a float tensor", describe_args(op, args), op.operands[i]));
   }
-  if (attrs.eps && !(*attrs.eps > 0))
+  if (const auto eps = attrs.number("eps"); eps && !(*eps > 0))  // NaN passes the range check
     throw ArgumentError(fmt::format("{}: eps must be > 0", describe_args(op, args)));
   TensorView r;
   r.shape = x->shape;
   r.dtype = x->dtype;
   if (op.reduces) {
     for (std::size_t d = r.shape.size(); d-- > 0;) {
-      if (!attrs.all_axes && d != a) continue;
-      if (attrs.keepdim)
+      if (!all && d != a) continue;
+      if (attrs.flag("keepdim"))
         r.shape[d] = 1;
       else
         r.shape.erase(r.shape.begin() + std::ptrdiff_t(d));
@@ -118,6 +116,7 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
 }  // namespace
 
 TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+  check_attrs(op, attrs);  // every entry point infers first: no reader meets an unchecked value
   if (op.tmpl) return infer_template(op, args);
   const std::size_t least = op.min_operands ? op.min_operands : op.operands.size();
   if (args.size() < least || args.size() > op.operands.size())
@@ -126,7 +125,7 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
                                     op.operands.size(), fmt::join(op.operands, ", "), args.size(),
                                     describe_args(op, args)));
   if (op.fusion == FusionClass::row) return infer_row(op, args, attrs);
-  if (op.fusion == FusionClass::gemm) return infer_gemm(op, args, attrs);
+  if (op.fusion == FusionClass::gemm) return infer_gemm(op, args);
   if (op.fusion == FusionClass::view) return infer_view(op, args, attrs);
   if (args.size() != op.operands.size())
     throw ArgumentError(fmt::format("{} takes {} operand(s) ({}), got {}: {}", op.name,
@@ -179,15 +178,17 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
     case Rule::select:
       break;
     case Rule::cast:
-      if (!attrs.dtype)
+      if (const std::optional<DType> to = attrs.dtype("dtype"))
+        out = *to;
+      else
         throw ArgumentError(fmt::format("{}: needs attribute dtype (f32, f16, bf16, bool)",
                                         describe_args(op, args)));
-      out = *attrs.dtype;
       break;
   }
-  if (op.name == "clamp" && attrs.min && attrs.max && *attrs.min > *attrs.max)
-    throw ArgumentError(fmt::format("{}: min {} is greater than max {}", describe_args(op, args),
-                                    *attrs.min, *attrs.max));
+  if (const auto lo = attrs.number("min"), hi = attrs.number("max");
+      op.name == "clamp" && lo && hi && *lo > *hi)
+    throw ArgumentError(
+        fmt::format("{}: min {} is greater than max {}", describe_args(op, args), *lo, *hi));
   TensorView r;
   r.shape = shape;
   r.dtype = out;
@@ -210,12 +211,21 @@ std::string_view dtype_rule_doc(Rule rule) {
   return "";
 }
 
-double eps_of(const Attrs& attrs) { return attrs.eps.value_or(kDefaultEps); }
+double eps_of(const Attrs& attrs) { return attrs.number("eps").value_or(kDefaultEps); }
+
+bool all_axes(const Attrs& attrs) {
+  const AttrValue* v = attrs.find("axis");
+  return v && std::holds_alternative<std::string>(*v) && std::get<std::string>(*v) == "all";
+}
+
+std::int64_t axis_of(const Attrs& attrs, std::int64_t fallback) {
+  return all_axes(attrs) ? fallback : attrs.integer("axis").value_or(fallback);
+}
 
 std::vector<double> attr_scalars(const OpDef& op, const Attrs& attrs) {
   if (op.name != "clamp") return {};
   constexpr double inf = std::numeric_limits<double>::infinity();
-  return {attrs.min.value_or(-inf), attrs.max.value_or(inf)};
+  return {attrs.number("min").value_or(-inf), attrs.number("max").value_or(inf)};
 }
 
 std::vector<Operand> kernel_operands(const OpDef& op, const std::vector<Operand>& args,

@@ -128,10 +128,7 @@ std::vector<OpDef> gemm_ops() {
   };
 }
 
-TensorView infer_gemm(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
-  if (attrs.min || attrs.max || attrs.dtype || attrs.axis || attrs.all_axes || attrs.keepdim ||
-      attrs.eps || attrs.shape || attrs.start || attrs.stop)
-    throw ArgumentError(fmt::format("{}: takes no attribute but tf32", describe_args(op, args)));
+TensorView infer_gemm(const OpDef& op, const std::vector<Operand>& args) {
   return op.name == "matmul" ? infer_matmul(op, args) : infer_linear(op, args);
 }
 

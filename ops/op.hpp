@@ -39,7 +39,7 @@ enum class Rule {
   arithmetic,  ///< float operands promoted; bool operands refused
   compare,     ///< any operands; result bool
   select,      ///< where: cond any, values promoted (bool allowed)
-  cast,        ///< result is attrs.dtype
+  cast,        ///< result is attribute dtype
 };
 
 /// Inputs for which an op is well conditioned; tests and benchmarks draw from it.
@@ -76,9 +76,11 @@ struct OpDef {
 OpSchema schema_of(const OpDef& op);
 /// Dtype rule `rule` in a sentence (docs/ops.md's).
 std::string_view dtype_rule_doc(Rule rule);
-/// ArgumentError (unknown_attr's message, hint included) when `attrs` sets an attribute that
-/// `op`'s schema does not have.
-void check_attr_names(const OpDef& op, const Attrs& attrs);
+/// Checks `attrs` against `op`'s schema: ArgumentError (unknown_attr's message, hint included)
+/// for an attribute it does not have, ArgumentError naming the op, the attribute and what it
+/// takes for a value of another type or outside its range (DtypeError for an unknown dtype
+/// name). Attributes a schema requires are the readers' to ask for (infer_result).
+void check_attrs(const OpDef& op, const Attrs& attrs);
 
 /// The op called `name`; ArgumentError listing the known ops otherwise.
 const OpDef& find_op(std::string_view name);
@@ -97,7 +99,7 @@ std::vector<OpDef> view_ops();
 std::string describe_args(const OpDef& op, const std::vector<Operand>& args);
 
 /// The result of a matrix product (matmul, linear): ShapeError/DtypeError naming every operand.
-TensorView infer_gemm(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);
+TensorView infer_gemm(const OpDef& op, const std::vector<Operand>& args);
 
 /// A slice's range: its axis (from 0) and [start, stop) within it, from `attrs` for an operand
 /// of shape `x` (negative indexes resolved). ShapeError (ArgumentError for a missing start or
@@ -120,8 +122,12 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
 /// infinity); nothing for other ops.
 std::vector<double> attr_scalars(const OpDef& op, const Attrs& attrs);
 
-/// The eps of a norm (attrs.eps, default 1e-5).
+/// The eps of a norm (attribute eps, default 1e-5).
 double eps_of(const Attrs& attrs);
+/// Whether a reduction's attributes ask for every axis (axis "all").
+bool all_axes(const Attrs& attrs);
+/// A row op's integer axis, `fallback` when none is set or it is "all".
+std::int64_t axis_of(const Attrs& attrs, std::int64_t fallback = -1);
 
 /// The kernel's operand slots: clamp's bounds become scalar operands (an absent bound an
 /// infinity); every other op passes its args through.

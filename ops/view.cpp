@@ -35,10 +35,11 @@ std::vector<OpDef> view_ops() {
 }
 
 SliceRange slice_range(const Shape& x, const Attrs& attrs, const std::string& what) {
-  if (!attrs.start || !attrs.stop)
+  const std::optional<std::int64_t> start = attrs.integer("start"), stop = attrs.integer("stop");
+  if (!start || !stop)
     throw ArgumentError(fmt::format("{}: needs attributes start and stop", what));
   const auto rank = std::int64_t(x.size());
-  const std::int64_t axis = attrs.axis.value_or(-1);
+  const std::int64_t axis = attrs.integer("axis").value_or(-1);
   if (rank == 0 || axis < -rank || axis >= rank)
     throw ShapeError(fmt::format("{}: axis {} is outside x's {} dims", what, axis, rank));
   SliceRange r;
@@ -53,11 +54,11 @@ SliceRange slice_range(const Shape& x, const Attrs& attrs, const std::string& wh
           fmt::format("{}: {} {} is outside axis {} of extent {}", what, name, i, axis, extent));
     return at;
   };
-  r.start = index(*attrs.start, "start");
-  r.stop = index(*attrs.stop, "stop");
+  r.start = index(*start, "start");
+  r.stop = index(*stop, "stop");
   if (r.stop < r.start)
     throw ShapeError(fmt::format("{}: stop {} comes before start {} (axis {} of extent {})", what,
-                                 *attrs.stop, *attrs.start, axis, extent));
+                                 *stop, *start, axis, extent));
   return r;
 }
 
@@ -65,10 +66,6 @@ namespace {
 
 TensorView infer_slice(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs,
                        const TensorView& x) {
-  if (attrs.min || attrs.max || attrs.dtype || attrs.all_axes || attrs.keepdim || attrs.eps ||
-      attrs.tf32 || attrs.shape)
-    throw ArgumentError(
-        fmt::format("{}: takes no attribute but axis, start and stop", describe_args(op, args)));
   const SliceRange r = slice_range(x.shape, attrs, describe_args(op, args));
   TensorView out;
   out.shape = x.shape;
@@ -83,17 +80,14 @@ TensorView infer_view(const OpDef& op, const std::vector<Operand>& args, const A
   const auto* x = std::get_if<TensorView>(&args[0]);
   if (!x) throw ArgumentError(fmt::format("{}: x must be a tensor", describe_args(op, args)));
   if (op.name == "slice") return infer_slice(op, args, attrs, *x);
-  if (attrs.min || attrs.max || attrs.dtype || attrs.axis || attrs.all_axes || attrs.keepdim ||
-      attrs.eps || attrs.tf32 || attrs.start || attrs.stop)
-    throw ArgumentError(fmt::format("{}: takes no attribute but shape", describe_args(op, args)));
-  if (!attrs.shape)
-    throw ArgumentError(fmt::format("{}: needs attribute shape", describe_args(op, args)));
+  std::optional<Shape> to = attrs.extents("shape");
+  if (!to) throw ArgumentError(fmt::format("{}: needs attribute shape", describe_args(op, args)));
   for (std::int64_t d : x->shape)
     if (d < 0)
       throw ShapeError(fmt::format("{}: x has a dynamic dim; reshape takes static shapes",
                                    describe_args(op, args)));
   const std::int64_t n = numel_of(x->shape);
-  Shape shape = *attrs.shape;
+  Shape shape = std::move(*to);
   std::int64_t known = 1, infer = -1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1 && infer < 0) {

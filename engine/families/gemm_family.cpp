@@ -41,7 +41,7 @@ class GemmFamily final : public Family {
     const FusedGroup& grp = w.group;
     GemmKernel k;
     k.op = grp.anchor;
-    k.tf32 = w.shapes.node(grp.anchor_node).attrs.tf32;
+    k.tf32 = w.shapes.node(grp.anchor_node).attrs.flag("tf32");
     k.epilogue = grp.epilogue;
     k.outputs = w.views(grp.outputs);
     for (int id : grp.outputs) k.column0.push_back(column0_of(w.shapes, id));

@@ -57,7 +57,7 @@ bool row_anchor(const FusedGroup& grp) {
 }
 bool on_columns(const FusedGroup& grp, const Graph& shapes) {
   const Attrs& attrs = shapes.node(grp.anchor_node).attrs;
-  return along_columns(attrs.axis.value_or(-1), attrs.all_axes, shapes.node(grp.x).shape);
+  return along_columns(ops::axis_of(attrs), ops::all_axes(attrs), shapes.node(grp.x).shape);
 }
 
 // Whether the row length of `w` is a dynamic dim of the plan, and if so which of the kernel's
@@ -93,8 +93,8 @@ RowKernel row_kernel(const GroupWork& w) {
   k.epilogue_scalars = grp.epilogue_scalars;
   const Attrs& attrs = w.shapes.node(grp.anchor_node).attrs;
   k.eps = ops::eps_of(attrs);
-  k.axis = attrs.axis.value_or(-1);
-  k.all_axes = attrs.all_axes;
+  k.axis = ops::axis_of(attrs);
+  k.all_axes = ops::all_axes(attrs);
   k.clusters = has_clusters(w.target.arch);
   k.max_shared = w.target.max_shared;
   mark_dynamic_row(w, k);

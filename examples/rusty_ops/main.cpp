@@ -38,12 +38,6 @@ struct Op {
   std::function<double(double, double)> ref;  ///< elementwise: on (first input, second input)
 };
 
-kiln::Attrs all_axes() {
-  kiln::Attrs a;
-  a.all_axes = true;
-  return a;
-}
-
 double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 
 const std::vector<Op>& op_set() {
@@ -66,7 +60,7 @@ const std::vector<Op>& op_set() {
       {"powf", "pow", {'p'}, {1.5}, {}, [](double a, double) { return std::pow(a, 1.5); }},
       {"softmax", "softmax", {'x'}, {}, {}, nullptr},
       {"layernorm", "layer_norm", {'x', 'w', 'b'}, {}, {}, nullptr},
-      {"sum", "sum", {'x'}, {}, all_axes(), nullptr},
+      {"sum", "sum", {'x'}, {}, {{"axis", "all"}}, nullptr},
       {"fill", "fill", {'x'}, {0.5}, {}, [](double, double) { return 0.5; }},
       {"copy", "copy", {'x'}, {}, {}, [](double a, double) { return a; }},
       {"scalar_mul", "mul", {'x'}, {1.5}, {}, [](double a, double) { return a * 1.5; }},

@@ -165,69 +165,50 @@ inline Value where(GraphArg cond, GraphArg a, GraphArg b) { return apply("where"
 /// x limited to [min, max]; either bound may be left out.
 inline Value clamp(Value x, std::optional<double> min, std::optional<double> max) {
   Attrs a;
-  a.min = min;
-  a.max = max;
+  if (min) a.set("min", *min);
+  if (max) a.set("max", *max);
   return apply("clamp", {x}, a);
 }
 /// x converted to `to` (rounded as a store to that dtype rounds).
-inline Value cast(Value x, DType to) {
-  Attrs a;
-  a.dtype = to;
-  return apply("cast", {x}, a);
-}
+inline Value cast(Value x, DType to) { return apply("cast", {x}, Attrs().set("dtype", to)); }
 /// x's elements, row-major, in `shape` (one extent may be -1): x's memory where the plan
 /// allows, else a copy.
 inline Value reshape(Value x, std::vector<std::int64_t> shape) {
-  Attrs a;
-  a.shape = std::move(shape);
-  return apply("reshape", {x}, a);
+  return apply("reshape", {x}, Attrs().set("shape", std::move(shape)));
 }
 /// x[..., start:stop, ...] along `axis` (Python indexes: a negative one counts from the end).
 /// A slice of a matrix product's columns (QKV) is written by the product's kernel; any other
 /// is a copy.
 inline Value slice(Value x, std::int64_t axis, std::int64_t start, std::int64_t stop) {
-  Attrs a;
-  a.axis = axis;
-  a.start = start;
-  a.stop = stop;
-  return apply("slice", {x}, a);
+  return apply("slice", {x}, Attrs().set("axis", axis).set("start", start).set("stop", stop));
 }
 /// a[..., M, K] @ b[..., K, N] (batch dims broadcast; `tf32` for f32 on plain TF32).
 inline Value matmul(Value a, Value b, bool tf32 = false) {
-  Attrs at;
-  at.tf32 = tf32;
-  return apply("matmul", {a, b}, at);
+  return apply("matmul", {a, b}, Attrs().set("tf32", tf32));
 }
 /// x[..., K] @ w[N, K]ᵀ (+ bias[N]), as torch.nn.functional.linear.
 inline Value linear(Value x, Value w, std::optional<Value> bias = std::nullopt, bool tf32 = false) {
-  Attrs at;
-  at.tf32 = tf32;
   std::vector<GraphArg> args = {x, w};
   if (bias) args.push_back(*bias);
-  return apply("linear", args, at);
+  return apply("linear", args, Attrs().set("tf32", tf32));
 }
 /// Reductions "sum", "mean", "max", "min" over `axis` (default: the last).
 inline Value reduce(std::string_view op, Value x, bool keepdim = false, std::int64_t axis = -1) {
   Attrs a;
-  a.keepdim = keepdim;
-  if (axis != -1) a.axis = axis;
+  a.set("keepdim", keepdim);
+  if (axis != -1) a.set("axis", axis);
   return apply(op, {x}, a);
 }
 /// A reduction over every element of x: shape [] (all ones with keepdim).
 inline Value reduce_all(std::string_view op, Value x, bool keepdim = false) {
-  Attrs a;
-  a.keepdim = keepdim;
-  a.all_axes = true;
-  return apply(op, {x}, a);
+  return apply(op, {x}, Attrs().set("keepdim", keepdim).set("axis", "all"));
 }
 /// layer_norm / rms_norm over the last axis, with optional weight and bias ([C]).
 inline Value norm(std::string_view op, Value x, std::vector<GraphArg> affine = {},
                   double eps = 1e-5) {
-  Attrs a;
-  a.eps = eps;
   std::vector<GraphArg> args = {x};
   for (auto& v : affine) args.push_back(v);
-  return apply(op, args, a);
+  return apply(op, args, Attrs().set("eps", eps));
 }
 
 namespace detail {

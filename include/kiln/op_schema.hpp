@@ -27,9 +27,6 @@ enum class AttrType {
   axis,     ///< an integer, or "all" (every axis)
 };
 
-/// One attribute's value as graph JSON and Python hold it: a dtype and "all" are strings.
-using AttrValue = std::variant<bool, std::int64_t, double, std::string, std::vector<std::int64_t>>;
-
 /// The values a number or integer attribute takes: [lo, hi], lo excluded when `lo_open`.
 struct AttrRange {
   double lo = -std::numeric_limits<double>::infinity();
@@ -42,7 +39,7 @@ std::string range_text(const AttrRange& range);
 
 /// One attribute of an op.
 struct AttrSpec {
-  std::string_view name;  ///< also the Attrs field it lives in (ops/attrs.cpp)
+  std::string_view name;  ///< also its key in Attrs
   AttrType type = AttrType::number;
   /// The value an absent attribute stands for; none where absent means "unset" (clamp's bounds)
   /// or the attribute is `required`.
@@ -82,12 +79,13 @@ std::string_view type_text(AttrType type, bool python = false);
 std::string value_text(const AttrValue& v);
 
 /// Sets attribute `spec` of `attrs` to `v`, a value of spec.type's alternative (an integer for
-/// a number is taken). ArgumentError saying what the attribute takes for a value of another
-/// alternative or outside its range, DtypeError for an unknown dtype name.
+/// a number is taken, and stored as a float). ArgumentError saying what the attribute takes for
+/// a value of another alternative or outside its range, DtypeError for an unknown dtype name.
 void set_attr(Attrs& attrs, const AttrSpec& spec, const AttrValue& v);
 
-/// The attributes `attrs` sets, by name, in the order of kiln's attribute fields (every field,
-/// in or out of any schema): what graph JSON writes and the eager signature keys on.
+/// The attributes `attrs` sets, by name, in name order: what graph JSON writes and the eager
+/// signature keys on. A false flag is left out: false is every flag's default, so
+/// {keepdim: false} is the same call as {}, and graph JSON has never written one.
 std::vector<std::pair<std::string_view, AttrValue>> attr_values(const Attrs& attrs);
 
 }  // namespace kiln

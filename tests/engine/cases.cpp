@@ -102,9 +102,9 @@ std::vector<Case> sweep(std::int64_t R, std::int64_t C, bool with_misaligned) {
           c.hi = op.domain.hi;
           if (op.rule == ops::Rule::compare) c.step = 0.5;  // equal values do occur
           if (op.name == "clamp")
-            c.attrs = Attrs{-1.0, l == Layout::strided ? std::nullopt : std::optional<double>(1.5),
-                            std::nullopt};
-          c.attrs.dtype = to;
+            c.attrs =
+                l == Layout::strided ? Attrs{{"min", -1.0}} : Attrs{{"min", -1.0}, {"max", 1.5}};
+          if (to) c.attrs.set("dtype", *to);
           c.label =
               fmt::format("{} {}{} {} [{}, {}]", op.name, kiln::name_of(t),
                           to ? fmt::format("->{}", kiln::name_of(*to)) : "", name_of(l), R, C);
@@ -131,9 +131,7 @@ std::vector<Graph> row_graphs(DType t, std::int64_t R, std::int64_t C) {
         args.push_back(g.input("w", {C}, t));
         args.push_back(g.input("b", {C}, DType::f32));
       }
-      Attrs a;
-      a.keepdim = variant == 1;
-      auto y = apply(op.name, args, a);
+      auto y = apply(op.name, args, Attrs().set("keepdim", variant == 1));
       if (variant == 3) g.output(y * 2.0 + x);
       g.output(y);
       out.push_back(g);
@@ -153,10 +151,10 @@ std::vector<Graph> axis_graphs(DType t, const Shape& shape) {
       auto b = g.input("b", Shape(shape.begin() + 1, shape.end()), DType::f32);
       Attrs a;
       if (axis < 0)
-        a.all_axes = true;
+        a.set("axis", "all");
       else
-        a.axis = axis;
-      a.keepdim = axis < 0 ? rank == 2 : axis % 2 == 1;
+        a.set("axis", axis);
+      a.set("keepdim", axis < 0 ? rank == 2 : axis % 2 == 1);
       auto y = apply(op.name, {silu(x * 0.5 + b)}, a);
       if (!op.reduces && op.name == "softmax") g.output(y * 2.0 + x);
       g.output(y);

@@ -166,9 +166,7 @@ TEST_CASE(
     graphs.push_back(g);
     Graph r;  // a reduction along a dynamic row, and rms_norm with a weight
     auto rx = r.input("x", {7, -1}, t);
-    kiln::Attrs last;
-    last.axis = -1;
-    r.output(kiln::apply("max", {rx}, last));
+    r.output(kiln::apply("max", {rx}, {{"axis", -1}}));
     r.output(kiln::apply("rms_norm", {rx, r.input("w", {-1}, t)}));
     graphs.push_back(r);
   }

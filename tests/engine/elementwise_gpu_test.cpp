@@ -86,8 +86,8 @@ std::vector<std::string> run_case(kiln::Engine& e, const kiln::test::Case& c,
     double in[3] = {0, 0, 0};
     for (std::size_t k = 0; k < ops.size(); ++k) in[k] = value_at(ops[k], r.shape, idx);
     if (c.op == "clamp") {
-      in[1] = c.attrs.min.value_or(-INFINITY);
-      in[2] = c.attrs.max.value_or(INFINITY);
+      in[1] = c.attrs.number("min").value_or(-INFINITY);
+      in[2] = c.attrs.number("max").value_or(INFINITY);
     }
     const double want = def.reference(in[0], in[1], in[2]);
     const unsigned char* raw = got.data() + i * kiln::size_of(r.dtype);
@@ -256,13 +256,10 @@ TEST_CASE("gpu: an eager op seen before takes this call's buffers, scalars and b
   }
   CHECK(e.counters().compiles == 2);  // add, clamp: each once
   // What the signature does not pin is still checked on a hit: clamp's bounds, an eps given.
-  kiln::Attrs crossed;
-  crossed.min = 2;
-  crossed.max = 1;
+  const kiln::Attrs crossed{{"min", 2.0}, {"max", 1.0}};
   CHECK_THROWS_AS(kiln::call_into(e, "clamp", ys[0], {xs[0]}, crossed), kiln::ArgumentError);
   kiln::Tensor rows = e.empty({7, 111}, DType::f32), normed = e.empty({7, 111}, DType::f32);
   kiln::call_into(e, "rms_norm", normed, {rows});
-  kiln::Attrs negative;
-  negative.eps = -1;
-  CHECK_THROWS_AS(kiln::call_into(e, "rms_norm", normed, {rows}, negative), kiln::ArgumentError);
+  CHECK_THROWS_AS(kiln::call_into(e, "rms_norm", normed, {rows}, {{"eps", -1.0}}),
+                  kiln::ArgumentError);
 }

@@ -220,9 +220,7 @@ TEST_CASE(
   bf16.output(kiln::silu(b));
   kiln::Graph cast;  // f32 in and out, but a cast to f16 inside the chain
   auto c = cast.input("c", {64}, kiln::DType::f32);
-  kiln::Attrs to_f16;
-  to_f16.dtype = kiln::DType::f16;
-  cast.output(kiln::apply("cast", {c * 3.0}, to_f16) * 1.0 + c);
+  cast.output(kiln::cast(c * 3.0, kiln::DType::f16) * 1.0 + c);
   kiln::Graph norm;  // f32 rows with a bf16 weight: the half type is in the instantiation only
   auto x = norm.input("x", {4, 64}, kiln::DType::f32);
   auto w = norm.input("w", {64}, kiln::DType::bf16);

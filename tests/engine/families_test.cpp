@@ -19,11 +19,7 @@ using kiln::Graph;
 
 namespace {
 
-kiln::Attrs axis(std::int64_t a) {
-  kiln::Attrs at;
-  at.axis = a;
-  return at;
-}
+kiln::Attrs axis(std::int64_t a) { return kiln::Attrs().set("axis", a); }
 
 // The families claiming each group of `g`'s plan, by name, and the launches' families.
 std::vector<std::string> claimed(const Graph& g) {
@@ -67,9 +63,7 @@ TEST_CASE("families: each group is claimed by the one family whose template comp
   (void)w;
   g.output(kiln::apply("softmax", {y}));       // rows: the last axis
   g.output(kiln::apply("sum", {y}, axis(0)));  // columns: a dim follows it
-  kiln::Attrs all;
-  all.all_axes = true;
-  g.output(kiln::apply("sum", {y}, all));                                   // rows: every element
+  g.output(kiln::apply("sum", {y}, {{"axis", "all"}}));                     // rows: every element
   g.output(y + w);                                                          // elementwise
   g.output(kiln::apply("matmul", {y, g.input("b", {48, 8}, DType::f32)}));  // gemm
   const std::vector<std::string> got = claimed(g);
@@ -125,9 +119,7 @@ TEST_CASE("families: an eager call's kernel is the one its one-node plan runs") 
   // Its slots: the output, then each tensor operand; its scalars the call's, then eps.
   const auto& clamp = kiln::ops::find_op("clamp");
   const kiln::TensorView v = kiln::test::desc({100}, DType::f32);
-  kiln::Attrs bounds;
-  bounds.min = -1;
-  bounds.max = 2;
+  const kiln::Attrs bounds{{"min", -1.0}, {"max", 2.0}};
   const kiln::KernelLaunch c = kiln::specialize_call(kiln::op_call(clamp, v, {v}, bounds), kiln::target_of("sm_80"));
   CHECK(c.pointers.size() == 2);
   CHECK(c.scalars == std::vector<float>{-1.f, 2.f});

@@ -139,9 +139,8 @@ TEST_CASE("gpu: matmul of every dtype on odd, edge, transposed and misaligned vi
                                  : view == 3     ? Shape{2 * s.n, 2}
                                                  : Shape{s.n, 1},
                                  0, t, rng);
-          kiln::Attrs at;
-          at.tf32 = tf32;
-          const kiln::Tensor c = kiln::call(e, "matmul", {a.view, b.view}, at);
+          const kiln::Tensor c =
+              kiln::call(e, "matmul", {a.view, b.view}, kiln::Attrs().set("tf32", tf32));
           check_product(c, a, b, s.m, s.n, s.k, out_tol(t), acc);
         }
     }

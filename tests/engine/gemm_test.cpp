@@ -92,10 +92,8 @@ TEST_CASE("matmul and linear: result shapes, and errors that name both operands"
             .find("bias must be a vector [2]") != std::string::npos);
   CHECK(error_of("linear", {desc({4, 8}, DType::f32), desc({2, 4, 8}, DType::f32)})
             .find("w must be a matrix [N, K]") != std::string::npos);
-  kiln::Attrs eps;
-  eps.eps = 1e-3;
-  CHECK(error_of("matmul", {desc({4, 8}, DType::f32), desc({8, 2}, DType::f32)}, eps)
-            .find("takes no attribute but tf32") != std::string::npos);
+  CHECK(error_of("matmul", {desc({4, 8}, DType::f32), desc({8, 2}, DType::f32)}, {{"eps", 1e-3}}) ==
+        "matmul: unknown attribute 'eps'; matmul's attributes are tf32");
   CHECK_THROWS_AS(kiln::infer("linear", {desc({4, 8}, DType::f32)}), kiln::ArgumentError);
 }
 
@@ -191,9 +189,7 @@ TEST_CASE("GEMM kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled"
       Graph g;
       const auto a = g.input("a", c.a.shape, c.t);
       const auto b = g.input("b", c.b.shape, c.t);
-      kiln::Attrs at;
-      at.tf32 = c.tf32;
-      g.output(kiln::silu(kiln::apply("matmul", {a, b}, at) * 0.5), "y");
+      g.output(kiln::silu(kiln::matmul(a, b, c.tf32) * 0.5), "y");
       const auto specs = kiln::plan_specs(g, true, {{"a", c.a}, {"b", c.b}}, nullptr, arch);
       REQUIRE(specs.size() == 1);
       CAPTURE(specs[0].name);

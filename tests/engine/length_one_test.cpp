@@ -28,7 +28,7 @@ kiln::Graph row_graph(const std::string& op, DType t, const kiln::Shape& shape, 
   auto x = g.input("x", shape, t);
   kiln::Attrs a;
   const bool norm = op == "layer_norm" || op == "rms_norm";
-  if (!norm) a.axis = axis;
+  if (!norm) a.set("axis", axis);
   auto y = g.add(op, {x * 1.5 + 0.25}, a, "y");
   g.output(kiln::ops::find_op(op).reduces ? y : kiln::exp(y), "out");
   return g;
@@ -137,9 +137,7 @@ TEST_CASE(
         const std::int64_t n = std::int64_t(rows.size());
         const kiln::Shape shape = axis == 1 ? kiln::Shape{n, 4} : kiln::Shape{4, n};
         kiln::Graph g;
-        kiln::Attrs a;
-        a.axis = axis;
-        g.output(g.add(op, {g.input("x", shape, t)}, a, "y"));
+        g.output(g.add(op, {g.input("x", shape, t)}, kiln::Attrs().set("axis", axis), "y"));
         std::vector<unsigned char> bytes(std::size_t(4 * n) * kiln::size_of(t));
         for (std::int64_t r = 0; r < n; ++r)
           for (std::int64_t i = 0; i < 4; ++i) {

@@ -42,7 +42,7 @@ Graph random_graph(std::mt19937_64& rng, DType t, std::int64_t R, std::int64_t C
         v = kiln::apply("where", {kiln::apply("gt", {x, 0.0}), v, b});
         break;
       case 6:
-        v = kiln::apply("clamp", {v}, {-2.0, 2.0, std::nullopt});
+        v = kiln::apply("clamp", {v}, {{"min", -2.0}, {"max", 2.0}});
         break;
       default:
         v = kiln::sigmoid(v) * r;

@@ -41,11 +41,11 @@ RowView row_view(const Graph& g, int id) {
   const Shape& xs = g.node(std::get<int>(n.args[0])).shape;
   const std::int64_t rank = std::int64_t(xs.size()), numel = numel_of(xs);
   RowView v;
-  if (n.attrs.all_axes || rank == 0) {
+  if (ops::all_axes(n.attrs) || rank == 0) {
     v.C = numel;
     return v;
   }
-  const std::int64_t a = (n.attrs.axis.value_or(-1) + rank) % rank;
+  const std::int64_t a = (ops::axis_of(n.attrs) + rank) % rank;
   v.C = xs[std::size_t(a)];
   for (std::int64_t d = a + 1; d < rank; ++d) v.inner *= xs[std::size_t(d)];
   v.outer = v.C * v.inner ? numel / (v.C * v.inner) : 0;

@@ -17,9 +17,7 @@ using kiln::Graph;
 TEST_CASE("reference: a plan's model rounds what its kernels store, and casts; nothing else") {
   Graph g;
   auto x = g.input("x", {2, 8}, DType::f32);
-  kiln::Attrs to_bf16, to_f32;
-  to_bf16.dtype = DType::bf16;
-  to_f32.dtype = DType::f32;
+  const kiln::Attrs to_bf16{{"dtype", "bf16"}}, to_f32{{"dtype", "f32"}};
   auto b = kiln::apply("cast", {x * 3.0}, to_bf16);  // id 2
   auto y = b * 1.1;                                  // id 3, bf16
   auto w = kiln::apply("cast", {y}, to_f32);         // id 4

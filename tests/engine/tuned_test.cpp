@@ -102,9 +102,7 @@ TEST_CASE(
     "tuning records of the column template: block and cols; one that cannot run leaves the "
     "default") {
   Graph g;
-  kiln::Attrs a;
-  a.axis = 0;
-  g.output(kiln::apply("sum", {g.input("x", {32768, 4096}, DType::f32)}, a));
+  g.output(kiln::apply("sum", {g.input("x", {32768, 4096}, DType::f32)}, {{"axis", 0}}));
   const kiln::KernelSpec base = kiln::plan_specs(g).at(0);
   CHECK(base.name == "sum_f32__col2v4");
   CHECK(base.expression.find(", 8, 64, 32768, 1024>") != std::string::npos);  // BX 8, BY 64, R, IG

@@ -16,11 +16,7 @@ using kiln::test::desc;
 
 namespace {
 
-kiln::Attrs shape(Shape s) {
-  kiln::Attrs a;
-  a.shape = std::move(s);
-  return a;
-}
+kiln::Attrs shape(Shape s) { return kiln::Attrs().set("shape", std::move(s)); }
 
 std::string error_of(const kiln::TensorView& x, Shape s) {
   try {

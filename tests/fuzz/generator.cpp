@@ -86,14 +86,11 @@ Graph random_graph(std::uint64_t seed) {
           fits({a, b, c});
           values.push_back(apply("where", {apply(pick(kCompare), {a, 0.25}), b, c}));
         } else if (kind < 74) {
-          Attrs at;
-          at.min = -1.5;
-          if (chance(50)) at.max = 2.0;
+          Attrs at{{"min", -1.5}};
+          if (chance(50)) at.set("max", 2.0);
           values.push_back(apply("clamp", {a}, at));
         } else if (kind < 82) {
-          Attrs at;
-          at.dtype = kFloatDTypes[rng() % 3];
-          values.push_back(apply("cast", {a}, at));
+          values.push_back(apply("cast", {a}, Attrs().set("dtype", kFloatDTypes[rng() % 3])));
         } else {
           const char* op = pick(kRows);
           std::vector<GraphArg> args = {apply("tanh", {a})};  // bounded input: exp stays finite
@@ -105,13 +102,13 @@ Graph random_graph(std::uint64_t seed) {
               args.push_back(g.input(fmt::format("b{}", n), {s.back()}, kFloatDTypes[rng() % 3]));
           }
           Attrs at;
-          at.keepdim = chance(50);
+          at.set("keepdim", chance(50));
           if (args.size() == 1 && !s.empty() &&
               chance(40)) {  // another axis (the column template), or all of them
             if (def.reduces && chance(25))
-              at.all_axes = true;
+              at.set("axis", "all");
             else
-              at.axis = std::int64_t(rng() % s.size());
+              at.set("axis", std::int64_t(rng() % s.size()));
           }
           Value r = apply(op, args, at);
           values.push_back(

@@ -6,14 +6,16 @@
 
 #include <kiln/graph.hpp>
 
+#include "ops/op.hpp"
+
 TEST_CASE("fuzz generator: its graphs reach the column template and all-element reductions") {
   int other_axis = 0, all = 0, column_kernels = 0, all_kernels = 0;
   for (std::uint64_t seed = 0; seed < 200; ++seed) {
     const kiln::Graph g = kiln::fuzz::random_graph(seed);
     for (const auto& n : g.nodes()) {
-      if (n.attrs.all_axes) ++all;
-      if (n.attrs.axis && *n.attrs.axis != -1 &&
-          *n.attrs.axis + 1 != std::int64_t(g.node(std::get<int>(n.args[0])).shape.size()))
+      if (kiln::ops::all_axes(n.attrs)) ++all;
+      const std::int64_t axis = kiln::ops::axis_of(n.attrs);
+      if (axis != -1 && axis + 1 != std::int64_t(g.node(std::get<int>(n.args[0])).shape.size()))
         ++other_axis;
     }
     for (const auto& k : kiln::Plan(g).kernels()) {

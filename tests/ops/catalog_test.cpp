@@ -40,8 +40,7 @@ TEST_CASE("dtype rules: promotion, comparisons, where, cast") {
         DType::bf16);
   CHECK(kiln::infer("where", {desc({2}, DType::f32), desc({2}, DType::f16), desc({2}, DType::f16)})
             .dtype == DType::f16);
-  CHECK(kiln::infer("cast", {desc({2}, DType::f32)}, {std::nullopt, std::nullopt, DType::bf16})
-            .dtype == DType::bf16);
+  CHECK(kiln::infer("cast", {desc({2}, DType::f32)}, {{"dtype", "bf16"}}).dtype == DType::bf16);
   CHECK_THROWS_AS(kiln::infer("cast", {desc({2}, DType::f32)}), kiln::ArgumentError);
   CHECK_THROWS_WITH_AS(kiln::infer("add", {desc({2}, DType::boolean), desc({2}, DType::boolean)}),
                        doctest::Contains("cast them to a float dtype"), kiln::DtypeError);
@@ -54,7 +53,7 @@ TEST_CASE("bad calls are typed errors naming the op and operands") {
                        kiln::ArgumentError);
   CHECK_THROWS_AS(kiln::infer("neg", {desc({-1}, DType::f32)}), kiln::ShapeError);
   CHECK_THROWS_AS(kiln::infer("neg", {desc({1ll << 40, 1ll << 40}, DType::f32)}), kiln::ShapeError);
-  CHECK_THROWS_AS(kiln::infer("clamp", {desc({2}, DType::f32)}, {2.0, 1.0, std::nullopt}),
+  CHECK_THROWS_AS(kiln::infer("clamp", {desc({2}, DType::f32)}, {{"min", 2.0}, {"max", 1.0}}),
                   kiln::ArgumentError);
   CHECK_THROWS_AS(kiln::parse_dtype("int7"), kiln::DtypeError);
 }
