@@ -103,7 +103,7 @@ int run(int argc, char** argv) {
       std::vector<double> col(std::size_t(w.rows));
       for (std::int64_t c = 0; c < w.cols; c += 16) {
         for (std::int64_t r = 0; r < w.rows; ++r) col[std::size_t(r)] = at(hx, r * w.cols + c);
-        op.row_reference(col.data(), w.rows, nullptr, nullptr, 1e-5, ref.data());
+        op.row_reference(col.data(), w.rows, nullptr, nullptr, kiln::Attrs{}, ref.data());
         worst = std::max(worst, std::fabs(at(got, c) - ref[0]) / std::max(1.0, std::fabs(ref[0])));
       }
     }
@@ -112,7 +112,7 @@ int run(int argc, char** argv) {
         row[std::size_t(c)] =
             w.masked ? at(hx, r * w.cols + c) * 0.125 + at(hm, c) : at(hx, r * w.cols + c);
       op.row_reference(row.data(), w.cols, ins.count("w") ? wv.data() : nullptr,
-                       ins.count("b") ? bv.data() : nullptr, 1e-5, ref.data());
+                       ins.count("b") ? bv.data() : nullptr, kiln::Attrs{}, ref.data());
       const std::int64_t outs_per_row = op.reduces ? 1 : w.cols;
       for (std::int64_t c = 0; c < outs_per_row; ++c) {
         const double want = ref[std::size_t(c)], have = at(got, r * outs_per_row + c);

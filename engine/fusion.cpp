@@ -11,27 +11,27 @@
 namespace kiln {
 namespace {
 
-// Whether node `id` is an op of fusion class `c`.
-bool fuses_as(const Graph& g, int id, ops::FusionClass c) {
+// Node `id`'s fusion roles (an input's are a chain member's: it is never asked).
+const ops::FusionRoles& roles(const Graph& g, int id) {
+  static const ops::FusionRoles input;
   const auto& n = g.node(id);
-  return n.op != "input" && op_def(g, n.op).fusion == c;
+  return n.op == "input" ? input : op_def(g, n.op).fusion;
 }
 
-bool is_row(const Graph& g, int id) { return fuses_as(g, id, ops::FusionClass::row); }
+// A kernel of its own (its family's).
+bool is_kernel_anchor(const Graph& g, int id) {
+  return roles(g, id).kind == ops::FusionKind::anchor;
+}
 
-// A user template's node: a kernel of its own, reading and writing memory only.
-bool is_kernel(const Graph& g, int id) { return fuses_as(g, id, ops::FusionClass::kernel); }
+// A view: its operand's memory read another way, or a copy of it.
+bool is_view(const Graph& g, int id) { return roles(g, id).kind == ops::FusionKind::view; }
 
-// A matrix product: a kernel of its own that reads its operands from memory.
-bool is_gemm(const Graph& g, int id) { return fuses_as(g, id, ops::FusionClass::gemm); }
+// A node read from memory by what uses it: an anchor or a view.
+bool is_anchor(const Graph& g, int id) { return is_kernel_anchor(g, id) || is_view(g, id); }
 
-// A view (reshape): its operand's memory under another shape, or a copy of it.
-bool is_view(const Graph& g, int id) { return fuses_as(g, id, ops::FusionClass::view); }
-
-// A node read from memory by what uses it: a row op, a matrix product, a user template's node
-// (each a kernel of its own) or a view.
-bool is_anchor(const Graph& g, int id) {
-  return is_row(g, id) || is_kernel(g, id) || is_gemm(g, id) || is_view(g, id);
+// An anchor whose producers of x fuse as its prologue.
+bool takes_prologue(const Graph& g, int id) {
+  return is_kernel_anchor(g, id) && roles(g, id).prologue;
 }
 
 bool is_output(const Graph& g, int id) {
@@ -47,11 +47,9 @@ bool view_copies(const Graph& g, int id) {
          is_output(g, id);
 }
 
-bool reduces(const Graph& g, int id) { return is_row(g, id) && op_def(g, g.node(id).op).reduces; }
-
 // An anchor whose elementwise consumers of its shape fuse as its epilogue.
 bool hosts_epilogue(const Graph& g, int id) {
-  return (is_row(g, id) && !reduces(g, id)) || is_gemm(g, id);
+  return is_kernel_anchor(g, id) && roles(g, id).epilogue;
 }
 
 std::vector<int> tensor_args(const Graph& g, int id) {
@@ -82,35 +80,42 @@ void collect(const Graph& g, const std::vector<int>& roots, const std::set<int>&
   grp.inputs.assign(inputs.begin(), inputs.end());
 }
 
-FusedGroup row_group(const Graph& g, int id, const std::set<int>& stop) {
+// A node as a kernel of its own (an anchor, a view's copy) writing its result; its tensor
+// operands are named by their roles (the op's operand names).
+FusedGroup anchored(const Graph& g, int id) {
   FusedGroup grp;
-  grp.anchor = &op_def(g, g.node(id).op);
+  const Graph::Node& n = g.node(id);
+  grp.anchor = &op_def(g, n.op);
   grp.anchor_node = id;
   grp.outputs = {id};
+  for (std::size_t i = 0; i < n.args.size(); ++i)
+    if (const int* a = std::get_if<int>(&n.args[i]))
+      grp.roles.emplace_back(i < grp.anchor->operands.size() ? grp.anchor->operands[i] : "", *a);
+  return grp;
+}
+
+// An anchor's kernel: x computed by its prologue (collected up to memory or `stop`) where it
+// takes one, else its operands read from memory in order; its side operands (from the op's
+// side_from on) read from memory as extras.
+FusedGroup anchor_group(const Graph& g, int id, const std::set<int>& stop) {
+  FusedGroup grp = anchored(g, id);
   const std::vector<int> args = tensor_args(g, id);
-  grp.x = args[0];
-  grp.extras.assign(args.begin() + 1, args.end());
-  collect(g, {grp.x}, stop, grp);
+  const ops::FusionRoles& r = grp.anchor->fusion;
+  const auto side = std::ptrdiff_t(std::min(r.side_from, args.size()));
+  grp.extras.assign(args.begin() + side, args.end());
+  if (r.prologue) {
+    grp.x = args[0];
+    collect(g, {grp.x}, stop, grp);
+  } else {
+    grp.inputs.assign(args.begin(), args.begin() + side);
+  }
   return grp;
 }
 
-// A node as a kernel of its own (a user template's node, a view's copy): it reads its tensor
-// arguments (in order, each materialized) and writes its result.
-FusedGroup kernel_group(const Graph& g, int id) {
-  FusedGroup grp;
-  grp.anchor = &op_def(g, g.node(id).op);
-  grp.anchor_node = id;
-  grp.outputs = {id};
+// A view's copy: a kernel reading its operand and writing its result.
+FusedGroup copy_group(const Graph& g, int id) {
+  FusedGroup grp = anchored(g, id);
   grp.inputs = tensor_args(g, id);
-  return grp;
-}
-
-// A matrix product as its own kernel: it reads its operands (a, b; linear's x, w) and bias
-// (an extra) from memory.
-FusedGroup gemm_group(const Graph& g, int id) {
-  FusedGroup grp = kernel_group(g, id);
-  grp.extras.assign(grp.inputs.begin() + 2, grp.inputs.end());
-  grp.inputs.resize(2);
   return grp;
 }
 
@@ -182,14 +187,10 @@ std::vector<FusedGroup> unfused_groups(const Graph& g, const std::set<int>& need
   std::set<int> all(needed.begin(), needed.end());
   for (int id : needed) {
     if (g.node(id).op == "input") continue;
-    if (is_row(g, id)) {
-      groups.push_back(row_group(g, id, all));
-    } else if (is_gemm(g, id)) {
-      groups.push_back(gemm_group(g, id));
+    if (is_kernel_anchor(g, id)) {
+      groups.push_back(anchor_group(g, id, all));
     } else if (is_view(g, id)) {
-      if (view_copies(g, id)) groups.push_back(kernel_group(g, id));
-    } else if (is_kernel(g, id)) {
-      groups.push_back(kernel_group(g, id));
+      if (view_copies(g, id)) groups.push_back(copy_group(g, id));
     } else {
       FusedGroup grp;
       grp.outputs = {id};
@@ -223,8 +224,8 @@ void find_depths(const Graph& g, Layers& l) {
     for (int a : tensor_args(g, id)) d = std::max(d, l.depth[a]);
     l.depth[id] = d + (is_anchor(g, id) ? 1 : 0);
     const std::vector<int> args = tensor_args(g, id);
-    if (is_anchor(g, id))  // what a row op reads past x, all a template's or product's node reads
-      for (std::size_t i = is_row(g, id) ? 1 : 0; i < args.size(); ++i)
+    if (is_anchor(g, id))  // what an anchor reads past a prologue's x, all a view reads
+      for (std::size_t i = takes_prologue(g, id) ? 1 : 0; i < args.size(); ++i)
         l.materialized.insert(args[i]);
   }
   l.max_depth =
@@ -255,21 +256,25 @@ void find_epilogues(const Graph& g, Layers& l) {
   }
 }
 
-// The anchors of depth `level` (they read only values of lower depths): user templates' nodes
-// and views' copies, reductions, then the others with their epilogues.
+// The anchors of depth `level` (they read only values of lower depths): those that take neither
+// a prologue nor an epilogue (users' templates) and views' copies, those with a prologue only
+// (reductions), then those hosting epilogues.
 void add_anchor_groups(const Graph& g, Layers& l, int level, std::vector<FusedGroup>& groups) {
   std::vector<int> rows;
   for (int id : l.needed)
-    if (is_row(g, id) && l.depth[id] == level && reduces(g, id)) rows.push_back(id);
+    if (takes_prologue(g, id) && !hosts_epilogue(g, id) && l.depth[id] == level)
+      rows.push_back(id);
   for (int id : l.needed)
     if (hosts_epilogue(g, id) && l.depth[id] == level) rows.push_back(id);
   for (int id : l.needed)
-    if (is_kernel(g, id) && l.depth[id] == level) groups.push_back(kernel_group(g, id));
+    if (is_kernel_anchor(g, id) && !takes_prologue(g, id) && !hosts_epilogue(g, id) &&
+        l.depth[id] == level)
+      groups.push_back(anchor_group(g, id, {}));
   for (int id : l.needed)
     if (is_view(g, id) && l.depth[id] == level && view_copies(g, id))
-      groups.push_back(kernel_group(g, id));
+      groups.push_back(copy_group(g, id));
   for (int id : rows) {
-    FusedGroup grp = is_gemm(g, id) ? gemm_group(g, id) : row_group(g, id, {});
+    FusedGroup grp = anchor_group(g, id, {});
     if (auto it = l.epilogue_of.find(id); it != l.epilogue_of.end()) {
       FusedGroup epi;
       collect(g, it->second, {}, epi);

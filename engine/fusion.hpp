@@ -36,15 +36,25 @@ struct FusedGroup {
   std::string stem;            ///< kernel name stem: the ops it fused
   codegen::Body body;          ///< the elementwise body, or a row op's prologue
   std::vector<float> scalars;  ///< runtime scalars of the body, in order
-  // Groups anchored on an op that is not elementwise (a row op) only:
+  // Groups anchored on an op that is not elementwise (a family's kernel, a view's copy) only:
   const ops::OpDef* anchor = nullptr;
   int anchor_node = -1;
-  std::vector<int> extras;           ///< the anchor's other operands (weight, bias node ids)
+  /// The anchor's tensor operands by role, its op's operand names ("x", "weight", "bias"; "a",
+  /// "b"), in order: what its family reads them by.
+  std::vector<std::pair<std::string_view, int>> roles;
+  std::vector<int> extras;           ///< the anchor's side operands (weight, bias node ids)
   int x = -1;                        ///< the node whose value the prologue computes
   std::vector<int> epilogue_steps;   ///< elementwise nodes computed after the anchor
   std::vector<int> epilogue_inputs;  ///< node ids the epilogue reads from memory
   codegen::Body epilogue;
   std::vector<float> epilogue_scalars;
+
+  /// The node of the anchor's operand `role`; -1 if it has none (an optional one left out).
+  int role(std::string_view name) const {
+    for (const auto& [r, id] : roles)
+      if (r == name) return id;
+    return -1;
+  }
 
   /// The node whose data each pointer of the group's kernel takes, in the kernel's order
   /// (KernelLaunch::pointers): outputs, then inputs, then extras and epilogue inputs.

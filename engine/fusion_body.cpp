@@ -57,8 +57,8 @@ int window_source(const Graph& g, int id) {
 }  // namespace
 
 void build_body(const Graph& g, FusedGroup& grp) {
-  if (grp.anchor && (grp.anchor->tmpl || grp.anchor->fusion == ops::FusionClass::view)) {
-    // a user template's or a view's copy: no bodies
+  if (grp.anchor && !grp.anchor->fusion.prologue && !grp.anchor->fusion.epilogue) {
+    // an anchor without prologue or epilogue (a user template's) or a view's copy: no bodies
     grp.stem = fmt::format("{}_{}", grp.anchor->name, name_of(g.node(grp.anchor_node).dtype));
     return;
   }

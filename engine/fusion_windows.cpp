@@ -9,10 +9,11 @@
 namespace kiln {
 namespace {
 
-// The product's node of a group anchored on a matrix product whose result's last axis is its
-// columns (N; not matmul's with a 1-D b, whose last axis is M); -1 for any other group.
+// The product's node of a group anchored on an op whose kernel writes windows (a matrix
+// product) and whose result's last axis is its columns (N; not matmul's with a 1-D b, whose
+// last axis is M); -1 for any other group.
 int columns_host(const Graph& g, const FusedGroup& grp) {
-  if (!grp.anchor || grp.anchor->fusion != ops::FusionClass::gemm) return -1;
+  if (!grp.anchor || !grp.anchor->fusion.windows) return -1;
   const Graph::Node& n = g.node(grp.anchor_node);
   const bool has_n = n.op == "linear" || g.node(std::get<int>(n.args[1])).shape.size() >= 2;
   return has_n ? grp.anchor_node : -1;

@@ -119,7 +119,7 @@ Value Graph::add(std::string_view op_name, const std::vector<GraphArg>& args, co
       if (v->graph() != this || v->id() < 0 || v->id() >= int(nodes_.size()))
         throw GraphError(fmt::format("node '{}': an argument belongs to another graph", name));
       const Shape& shape = nodes_[std::size_t(v->id())].shape;
-      if (op->fusion == ops::FusionClass::view &&
+      if (op->fusion.kind == ops::FusionKind::view &&
           std::any_of(shape.begin(), shape.end(), [](std::int64_t e) { return e < 0; }))
         throw ShapeError(
             fmt::format("node '{}': {} of a value with a dynamic dim ({}); views take "

@@ -36,11 +36,27 @@ DType promote(DType a, DType b) {
 
 }  // namespace
 
+// The op files, in catalog order: each defines the function named here, returning its ops.
+// An op file is registered by its line here.
+#define KILN_OP_FILES(X) \
+  X(unary_ops)           \
+  X(binary_ops)          \
+  X(select_ops)          \
+  X(row_ops)             \
+  X(gemm_ops)            \
+  X(view_ops)
+
+#define KILN_DECLARE_OP_FILE(f) std::vector<OpDef> f();
+KILN_OP_FILES(KILN_DECLARE_OP_FILE)
+#undef KILN_DECLARE_OP_FILE
+
 const std::vector<OpDef>& all_ops() {
   static const std::vector<OpDef> ops = [] {
     std::vector<OpDef> all;
-    for (auto family : {unary_ops, binary_ops, select_ops, row_ops, gemm_ops, view_ops})
-      for (auto& op : family()) all.push_back(op);
+#define KILN_ADD_OP_FILE(f) \
+  for (auto& op : f()) all.push_back(op);
+    KILN_OP_FILES(KILN_ADD_OP_FILE)
+#undef KILN_ADD_OP_FILE
     return all;
   }();
   return ops;
@@ -59,8 +75,6 @@ const OpDef& find_op(std::string_view name) {
   throw ArgumentError(
       fmt::format("unknown op '{}'; known ops: {}", printable_name(name), fmt::join(names, " ")));
 }
-
-namespace {
 
 // Shapes and dtypes of the row ops: reductions over one axis or every element, softmax over
 // one axis, norms over the last axis.
@@ -113,20 +127,15 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
   return r;
 }
 
-}  // namespace
-
 TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
   check_attrs(op, attrs);  // every entry point infers first: no reader meets an unchecked value
-  if (op.tmpl) return infer_template(op, args);
   const std::size_t least = op.min_operands ? op.min_operands : op.operands.size();
   if (args.size() < least || args.size() > op.operands.size())
     throw ArgumentError(fmt::format("{} takes {}{} operand(s) ({}), got {}: {}", op.name,
                                     least == op.operands.size() ? "" : fmt::format("{} to ", least),
                                     op.operands.size(), fmt::join(op.operands, ", "), args.size(),
                                     describe_args(op, args)));
-  if (op.fusion == FusionClass::row) return infer_row(op, args, attrs);
-  if (op.fusion == FusionClass::gemm) return infer_gemm(op, args);
-  if (op.fusion == FusionClass::view) return infer_view(op, args, attrs);
+  if (op.infer) return op.infer(op, args, attrs);
   if (args.size() != op.operands.size())
     throw ArgumentError(fmt::format("{} takes {} operand(s) ({}), got {}: {}", op.name,
                                     op.operands.size(), fmt::join(op.operands, ", "), args.size(),

@@ -98,7 +98,10 @@ std::shared_ptr<const OpDef> make_template_op(const std::string& name,
     if (q.name != t->output_param()) def->operand_text.push_back(q.name);
   def->name = def->name_text;
   for (const std::string& o : def->operand_text) def->operands.push_back(o);
-  def->fusion = FusionClass::kernel;
+  def->fusion = {FusionKind::anchor, "template"};
+  def->infer = [](const OpDef& o, const std::vector<Operand>& args, const Attrs&) {
+    return infer_template(o, args);
+  };
   def->kept = std::move(t);
   def->tmpl = def->kept.get();
   def->doc_text = fmt::format("The graph's op for user template {}, a kernel of its own.",

@@ -22,7 +22,7 @@ constexpr std::size_t kMaxCustomOpName = 64;
 /// distinct identifiers (1 to 8 of them), or an expression outside the grammar.
 std::shared_ptr<const OpDef> make_custom_op(const CustomOp& op);
 
-/// The op a graph's node of user template `t` is, named `name`: FusionClass::kernel, its
+/// The op a graph's node of user template `t` is, named `name`: an anchor of the "template" family (a kernel of its own), its
 /// operands the template's parameters but its output. GraphError naming it for a name that is
 /// not an identifier or is a built-in op's, or an output that is not a tensor parameter (nor
 /// its `like`).

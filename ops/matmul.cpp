@@ -110,7 +110,10 @@ OpDef gemm_op(std::string_view name, std::vector<std::string_view> operands,
              "accumulated in f32.";
   d.name = name;
   d.operands = std::move(operands);
-  d.fusion = FusionClass::gemm;
+  // Its operands a and b (x and weight) are read from memory as they are, its bias as a side
+  // operand; its elementwise consumers fuse as its epilogue; it writes windows of its columns.
+  d.fusion = {FusionKind::anchor, "gemm", false, true, 2, true};
+  d.infer = infer_gemm;
   d.min_operands = min_operands;
   d.domain = {-1, 1};
   return d;
@@ -128,7 +131,7 @@ std::vector<OpDef> gemm_ops() {
   };
 }
 
-TensorView infer_gemm(const OpDef& op, const std::vector<Operand>& args) {
+TensorView infer_gemm(const OpDef& op, const std::vector<Operand>& args, const Attrs&) {
   return op.name == "matmul" ? infer_matmul(op, args) : infer_linear(op, args);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// The op catalog: for each op its operands, shape/dtype rule, fusion class, the device functor
-// it binds to in kernel_templates/kiln/ops.cuh, and its fp64 CPU reference.
+// The op catalog: for each op its operands, attribute schema, shape/dtype rule, fusion roles,
+// the device functor it binds to in kernel_templates/kiln/ops.cuh (or the family computing it),
+// its fp64 CPU reference and its doc. Each op file registers its ops (catalog.cpp lists them).
 
 #include <kiln/op_schema.hpp>
 #include <kiln/ops.hpp>
@@ -17,18 +18,33 @@ namespace kiln::ops {
 
 class Expr;
 
-/// How an op fuses (docs/ops.md): elementwise ops fuse into chains and into
-/// the prologue of row ops; row ops (reductions, softmax, norms over the last axis) anchor a
-/// kernel of their own and materialize their result; a user template's node (`kernel`) is a
-/// kernel of its own that reads and writes memory only; a matrix product (`gemm`) anchors a
-/// kernel whose elementwise consumers fuse as its epilogue; a `view` (reshape) is its operand's
-/// memory read with another shape, a copy only where it cannot be (engine/fusion.hpp).
-enum class FusionClass { elementwise, row, kernel, gemm, view };
+/// What an op is to the fusion pass (engine/fusion.cpp asks nothing else of it; docs/ops.md).
+enum class FusionKind {
+  chain,   ///< elementwise: fuses into chains, and into an anchor's prologue or epilogue
+  anchor,  ///< a kernel of its own, computed by the family `FusionRoles::family` names
+  view,    ///< its operand's memory read another way (ViewRule), a copy where it cannot be
+};
+
+/// How an op takes part in fusion. An anchor's kernel reads its operands from memory, except
+/// its first (`x`) where it takes a prologue: the elementwise nodes computing x fuse into it.
+/// Operands from `side_from` on are side operands (a norm's weight and bias, a product's bias):
+/// read from memory, in the group's `extras`. With `epilogue`, the elementwise consumers of its
+/// result (of its shape and depth) fuse into its kernel after it.
+struct FusionRoles {
+  FusionKind kind = FusionKind::chain;
+  std::string_view family = {};  ///< an anchor's family (engine/families): "rows", "gemm", ...
+  bool prologue = false;
+  bool epilogue = false;
+  std::size_t side_from = std::numeric_limits<std::size_t>::max();
+  /// Its kernel can write a slice of its result's last axis as a window of the columns it
+  /// computes (a product's: QKV), so that the slice needs no copy (engine/fusion_windows.cpp).
+  bool windows = false;
+};
 
 /// fp64 reference of a row op on one row of n values: writes n values (1 for a reduction).
-/// `w` and `b` are the norms' weight and bias (null when absent).
+/// `w` and `b` are the norms' weight and bias (null when absent); `attrs` the node's.
 using RowReference = void (*)(const double* x, std::int64_t n, const double* w, const double* b,
-                              double eps, double* out);
+                              const Attrs& attrs, double* out);
 
 /// A norm's eps when its attrs give none.
 constexpr double kDefaultEps = 1e-5;
@@ -48,6 +64,13 @@ struct Domain {
   double hi = 4;
 };
 
+struct OpDef;
+
+/// The shape and dtype of an op's result on `args` (data 0, strides empty): ShapeError,
+/// DtypeError or ArgumentError naming the op and every operand.
+using InferRule = TensorView (*)(const OpDef& op, const std::vector<Operand>& args,
+                                 const Attrs& attrs);
+
 struct OpDef {
   std::string_view name;
   std::vector<std::string_view> operands;  ///< names in messages: {"a", "b"}
@@ -56,20 +79,24 @@ struct OpDef {
   Domain domain;
   /// fp64 reference on (up to three) operand values; clamp gets (x, min, max).
   double (*reference)(double a, double b, double c) = nullptr;
-  FusionClass fusion = FusionClass::elementwise;
+  FusionRoles fusion = {};
+  /// Its result's shape and dtype; null: the elementwise rule (NumPy broadcasting, `rule`).
+  InferRule infer = nullptr;
   RowReference row_reference = nullptr;  ///< row ops
   bool reduces = false;                  ///< writes one value per row
   std::size_t min_operands = 0;          ///< when some operands are optional (norms); 0 = all
   /// A custom op's expression (ops/custom.hpp): codegen renders its functor from it, references
   /// evaluate it; null for kiln's own ops.
   const Expr* expr = nullptr;
-  /// A user template's node (FusionClass::kernel): the template; null otherwise.
+  /// A user template's node (an anchor of the "template" family): the template; null otherwise.
   const Template* tmpl = nullptr;
   /// Its attribute schema (kiln/op_schema.hpp): JSON, Python and the eager signature read and
   /// write attributes through it. Operands from `min_operands` on are optional.
   std::vector<AttrSpec> attrs = {};
   std::string_view doc = {};     ///< one paragraph: what it computes
   std::string_view dtypes = {};  ///< its dtype rule; empty: `rule`'s (dtype_rule_doc)
+  /// Its gradient rule: an empty slot, for the autodiff work to fill.
+  const void* gradient = nullptr;
 };
 
 /// `op`'s schema: views into `op`.
@@ -87,19 +114,16 @@ const OpDef& find_op(std::string_view name);
 /// Every op, in catalog order.
 const std::vector<OpDef>& all_ops();
 
-// Each family registers its ops (one file each).
-std::vector<OpDef> unary_ops();
-std::vector<OpDef> binary_ops();
-std::vector<OpDef> select_ops();
-std::vector<OpDef> row_ops();
-std::vector<OpDef> gemm_ops();
-std::vector<OpDef> view_ops();
 
 /// "matmul(a: f32[64,128], b: f32[256,32])": an op call in messages.
 std::string describe_args(const OpDef& op, const std::vector<Operand>& args);
 
+/// The result of a row op (reduction, softmax, norm): ShapeError/DtypeError naming every
+/// operand.
+TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);
+
 /// The result of a matrix product (matmul, linear): ShapeError/DtypeError naming every operand.
-TensorView infer_gemm(const OpDef& op, const std::vector<Operand>& args);
+TensorView infer_gemm(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);
 
 /// A slice's range: its axis (from 0) and [start, stop) within it, from `attrs` for an operand
 /// of shape `x` (negative indexes resolved). ShapeError (ArgumentError for a missing start or

@@ -8,33 +8,37 @@
 namespace kiln::ops {
 namespace {
 
-void sum(const double* x, std::int64_t n, const double*, const double*, double, double* out) {
+void sum(const double* x, std::int64_t n, const double*, const double*, const Attrs&,
+         double* out) {
   double s = 0;
   for (std::int64_t i = 0; i < n; ++i) s += x[i];
   *out = s;
 }
-void mean(const double* x, std::int64_t n, const double* w, const double* b, double e,
+void mean(const double* x, std::int64_t n, const double* w, const double* b, const Attrs& a,
           double* out) {
-  sum(x, n, w, b, e, out);
+  sum(x, n, w, b, a, out);
   *out /= double(n);
 }
 template <bool kMax>
-void extreme(const double* x, std::int64_t n, const double*, const double*, double, double* out) {
+void extreme(const double* x, std::int64_t n, const double*, const double*, const Attrs&,
+             double* out) {
   double m = kMax ? -INFINITY : INFINITY;
   for (std::int64_t i = 0; i < n; ++i)
     if (std::isnan(x[i]) || (kMax ? x[i] > m : x[i] < m)) m = x[i];
   *out = m;
 }
 template <bool kLog>
-void softmax(const double* x, std::int64_t n, const double*, const double*, double, double* out) {
+void softmax(const double* x, std::int64_t n, const double*, const double*, const Attrs&,
+             double* out) {
   double m = -INFINITY, s = 0;
   for (std::int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
   for (std::int64_t i = 0; i < n; ++i) s += std::exp(x[i] - m);
   for (std::int64_t i = 0; i < n; ++i)
     out[i] = kLog ? x[i] - m - std::log(s) : std::exp(x[i] - m) / s;
 }
-void layer_norm(const double* x, std::int64_t n, const double* w, const double* b, double eps,
-                double* out) {
+void layer_norm(const double* x, std::int64_t n, const double* w, const double* b,
+                const Attrs& attrs, double* out) {
+  const double eps = eps_of(attrs);
   double mu = 0, var = 0;
   for (std::int64_t i = 0; i < n; ++i) mu += x[i];
   mu /= double(n);
@@ -42,8 +46,9 @@ void layer_norm(const double* x, std::int64_t n, const double* w, const double* 
   const double r = 1 / std::sqrt(var / double(n) + eps);
   for (std::int64_t i = 0; i < n; ++i) out[i] = (x[i] - mu) * r * (w ? w[i] : 1) + (b ? b[i] : 0);
 }
-void rms_norm(const double* x, std::int64_t n, const double* w, const double* b, double eps,
-              double* out) {
+void rms_norm(const double* x, std::int64_t n, const double* w, const double* b,
+              const Attrs& attrs, double* out) {
+  const double eps = eps_of(attrs);
   double ss = 0;
   for (std::int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
   const double r = 1 / std::sqrt(ss / double(n) + eps);
@@ -76,7 +81,10 @@ OpDef row_op(std::string_view name, std::string_view functor, RowReference ref, 
                       : std::vector<std::string_view>{"x"};
   d.min_operands = 1;
   d.functor = functor;
-  d.fusion = FusionClass::row;
+  // Its producers fuse as a prologue computing x; a row op that writes the row takes its
+  // consumers as an epilogue; a norm's weight and bias are side operands.
+  d.fusion = {FusionKind::anchor, "rows", true, !reduces, 1};
+  d.infer = infer_row;
   d.row_reference = ref;
   d.reduces = reduces;
   d.attrs = row_attrs(reduces, affine);

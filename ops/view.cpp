@@ -14,7 +14,8 @@ std::vector<OpDef> view_ops() {
   OpDef reshape;
   reshape.name = "reshape";
   reshape.operands = {"x"};
-  reshape.fusion = FusionClass::view;
+  reshape.fusion = {FusionKind::view};
+  reshape.infer = infer_view;
   reshape.dtypes = "x of any dtype; the result has its dtype and as many elements.";
   OpDef slice = reshape;
   reshape.attrs = {{"shape", AttrType::extents, std::nullopt, true, {},

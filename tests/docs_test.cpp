@@ -39,9 +39,10 @@ std::vector<std::string> cells(const std::string& row) {
 }
 
 const char* rule_name(const kiln::ops::OpDef& op) {
-  if (op.fusion == kiln::ops::FusionClass::row) return "row";
-  if (op.fusion == kiln::ops::FusionClass::gemm) return "matmul";
-  if (op.fusion == kiln::ops::FusionClass::view) return "view";
+  if (op.fusion.kind == kiln::ops::FusionKind::view) return "view";
+  if (op.fusion.family == "rows") return "row";
+  if (op.fusion.family == "gemm") return "matmul";
+  if (op.fusion.family == "scan") return "scan";
   switch (op.rule) {
     case kiln::ops::Rule::arithmetic:
       return "arithmetic";
@@ -97,10 +98,9 @@ TEST_CASE(
         shown.end());
     CHECK(shown == operands);
     CHECK(c[3] == rule_name(*op));
-    CHECK(c[4] == (op->fusion == kiln::ops::FusionClass::row    ? "row"
-                   : op->fusion == kiln::ops::FusionClass::gemm ? "gemm"
-                   : op->fusion == kiln::ops::FusionClass::view ? "view"
-                                                                : "elementwise"));
+    CHECK(c[4] == (op->fusion.kind == kiln::ops::FusionKind::anchor ? std::string(op->fusion.family)
+                   : op->fusion.kind == kiln::ops::FusionKind::view ? "view"
+                                                                     : "elementwise"));
   }
   for (const auto& op : kiln::ops::all_ops()) {
     CAPTURE(op.name);

@@ -6,7 +6,8 @@
 // `kiln tune` searches, and names its template headers. The registry (registry.cpp) asks the
 // families in order; nothing outside a family's own files branches on which family it is.
 // Adding a family: its files (with a function returning it), their line in
-// engine/CMakeLists.txt, and two lines in registry.cpp.
+// engine/CMakeLists.txt, and its line in registry.cpp. The ops it computes name it
+// (ops::FusionRoles::family) and claims() checks that name.
 
 #include <cstdint>
 #include <kiln/graph.hpp>

@@ -21,7 +21,7 @@ std::int64_t column0_of(const Graph& shapes, int id) {
 GemmDynamic dynamic_sizes(const GroupWork& w) {
   const FusedGroup& grp = w.group;
   const Shape& out = w.planned.node(grp.anchor_node).shape;
-  const Shape& a = w.planned.node(grp.inputs.at(0)).shape;
+  const Shape& a = w.planned.node(grp.role(grp.anchor->operands.at(0))).shape;
   GemmDynamic d;
   for (std::size_t i = 0; i + 1 < out.size(); ++i) d.m = d.m || out[i] < 0;
   d.n = !out.empty() && out.back() < 0;
@@ -35,7 +35,7 @@ class GemmFamily final : public Family {
  public:
   std::string_view name() const override { return "gemm"; }
   bool claims(const FusedGroup& grp, const Graph&) const override {
-    return grp.anchor && grp.anchor->fusion == ops::FusionClass::gemm;
+    return grp.anchor && grp.anchor->fusion.family == name();
   }
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
     const FusedGroup& grp = w.group;
@@ -45,10 +45,9 @@ class GemmFamily final : public Family {
     k.epilogue = grp.epilogue;
     k.outputs = w.views(grp.outputs);
     for (int id : grp.outputs) k.column0.push_back(column0_of(w.shapes, id));
-    const std::vector<TensorView> operands = w.views(grp.inputs);
-    k.a = operands.at(0);
-    k.b = operands.at(1);
-    if (!grp.extras.empty()) k.bias = w.values.at(std::size_t(grp.extras[0]));
+    k.a = w.values.at(std::size_t(grp.role(k.op->operands.at(0))));  // a (linear's x)
+    k.b = w.values.at(std::size_t(grp.role(k.op->operands.at(1))));  // b (linear's w)
+    if (const int bias = grp.role("bias"); bias >= 0) k.bias = w.values.at(std::size_t(bias));
     k.epilogue_inputs = w.views(grp.epilogue_inputs);
     k.epilogue_scalars = grp.epilogue_scalars;
     k.arch = w.target.arch;

@@ -11,19 +11,24 @@
 
 namespace kiln {
 
-// Each family's files define its function.
-const Family& elementwise_family();
-const Family& rows_family();
-const Family& columns_family();
-const Family& gemm_family();
-const Family& view_family();
-const Family& user_family();
+// The families, in the order they are asked: each one's files define the function named here.
+// A family is registered by its line here.
+#define KILN_FAMILIES(X) \
+  X(elementwise_family)  \
+  X(rows_family)         \
+  X(columns_family)      \
+  X(gemm_family)         \
+  X(view_family)         \
+  X(user_family)
+
+#define KILN_DECLARE_FAMILY(f) const Family& f();
+KILN_FAMILIES(KILN_DECLARE_FAMILY)
+#undef KILN_DECLARE_FAMILY
 
 const std::vector<const Family*>& families() {
-  static const std::vector<const Family*> all = {
-      &elementwise_family(), &rows_family(), &columns_family(),
-      &gemm_family(),        &view_family(), &user_family(),
-  };
+#define KILN_FAMILY_ADDRESS(f) &f(),
+  static const std::vector<const Family*> all = {KILN_FAMILIES(KILN_FAMILY_ADDRESS)};
+#undef KILN_FAMILY_ADDRESS
   return all;
 }
 

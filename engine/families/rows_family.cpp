@@ -53,7 +53,7 @@ namespace {
 
 // Whether `grp`'s anchor is a row op, and if so whether it runs along columns.
 bool row_anchor(const FusedGroup& grp) {
-  return grp.anchor && grp.anchor->fusion == ops::FusionClass::row;
+  return grp.anchor && grp.anchor->fusion.family == "rows";
 }
 bool on_columns(const FusedGroup& grp, const Graph& shapes) {
   const Attrs& attrs = shapes.node(grp.anchor_node).attrs;

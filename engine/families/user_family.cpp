@@ -33,7 +33,7 @@ class UserFamily final : public Family {
  public:
   std::string_view name() const override { return "template"; }
   bool claims(const FusedGroup& grp, const Graph&) const override {
-    return grp.anchor && grp.anchor->tmpl;
+    return grp.anchor && grp.anchor->fusion.family == name();
   }
   KernelLaunch specialize(const GroupWork& w, const Tunables& tunables) const override {
     const Template& t = *w.group.anchor->tmpl;

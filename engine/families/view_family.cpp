@@ -34,7 +34,7 @@ class ViewFamily final : public Family {
  public:
   std::string_view name() const override { return "view"; }
   bool claims(const FusedGroup& grp, const Graph&) const override {
-    return grp.anchor && grp.anchor->fusion == ops::FusionClass::view;
+    return grp.anchor && grp.anchor->fusion.kind == ops::FusionKind::view;
   }
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
     const FusedGroup& grp = w.group;

@@ -87,7 +87,7 @@ std::vector<Case> sweep(std::int64_t R, std::int64_t C, bool with_misaligned) {
                                  Layout::scalar};
   if (with_misaligned) layouts.push_back(Layout::misaligned);
   for (const ops::OpDef& op : ops::all_ops()) {
-    if (op.fusion != ops::FusionClass::elementwise) continue;  // row ops have their own sweep
+    if (op.fusion.kind != ops::FusionKind::chain) continue;  // row ops have their own sweep
     for (DType t : kFloatDTypes) {
       std::vector<std::optional<DType>> targets = {std::nullopt};
       if (op.rule == ops::Rule::cast)
@@ -119,7 +119,7 @@ std::vector<Case> sweep(std::int64_t R, std::int64_t C, bool with_misaligned) {
 std::vector<Graph> row_graphs(DType t, std::int64_t R, std::int64_t C) {
   std::vector<Graph> out;
   for (const ops::OpDef& op : ops::all_ops()) {
-    if (op.fusion != ops::FusionClass::row) continue;
+    if (op.fusion.family != "rows") continue;
     for (int variant = 0; variant < 4; ++variant) {
       if (variant == 3 && op.reduces) continue;
       Graph g;
@@ -144,7 +144,7 @@ std::vector<Graph> axis_graphs(DType t, const Shape& shape) {
   std::vector<Graph> out;
   const std::int64_t rank = std::int64_t(shape.size());
   for (const ops::OpDef& op : ops::all_ops()) {
-    if (op.fusion != ops::FusionClass::row || op.operands.size() > 1) continue;
+    if (op.fusion.family != "rows" || op.operands.size() > 1) continue;
     for (std::int64_t axis = op.reduces ? -1 : 0; axis < (op.reduces ? rank : rank - 1); ++axis) {
       Graph g;
       auto x = g.input("x", shape, t);

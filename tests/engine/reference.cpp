@@ -78,14 +78,14 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
   const auto& n = g.node(id);
   std::vector<double> out(std::size_t(numel_of(n.shape)));
   const auto& op = op_def(g, n.op);
-  if (op.fusion == ops::FusionClass::gemm) return gemm_reference(g, id, arg, mag);
-  if (op.fusion == ops::FusionClass::view) {  // the same elements in row-major order
+  if (op.fusion.family == "gemm") return gemm_reference(g, id, arg, mag);
+  if (op.fusion.kind == ops::FusionKind::view) {  // the same elements in row-major order
     const int x = std::get<int>(n.args[0]);
     if (mag) *mag = std::vector<double>(out.size(), 0.0);
     if (n.op == "slice") return slice_reference(g.node(x).shape, n.attrs, arg(x));
     return arg(x);
   }
-  if (op.fusion == ops::FusionClass::row) {
+  if (op.row_reference) {  // a row op or a scan, along its axis
     const int x = std::get<int>(n.args[0]);
     const auto& xv = arg(x);
     const RowView rv = row_view(g, id);
@@ -101,7 +101,7 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
           row[std::size_t(c)] = xv[std::size_t(rv.at(o, c, i))];
           m = std::max(m, std::fabs(row[std::size_t(c)]));
         }
-        op.row_reference(row.data(), C, w, b, ops::eps_of(n.attrs), res.data());
+        op.row_reference(row.data(), C, w, b, n.attrs, res.data());
         for (std::int64_t c = 0; c < (op.reduces ? 1 : C); ++c) {
           const std::size_t at = std::size_t(op.reduces ? o * inner + i : rv.at(o, c, i));
           out[at] = res[std::size_t(c)];
@@ -202,7 +202,7 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
       std::vector<double> mag;
       std::vector<double> v;
       const auto& op = op_def(g, g.node(id).op);
-      if (op.fusion == ops::FusionClass::row && jitter != 0) {
+      if (op.row_reference && jitter != 0) {
         // A row op's own f32 arithmetic (its sum, mean, max) errs by a few ulps of the row's
         // largest element; x - mean amplifies that by 1/std when a row is nearly constant.
         // Model it as the row's elements read 2^-22 * (|x| + row max) off, even if stored exactly.
