@@ -106,6 +106,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
     else
       call->made.push_back({n.name, o, n.shape, n.dtype});
   }
+  view_values(bound, p.groups, values);
   std::vector<std::pair<const FusedGroup*, KernelLaunch>> work;
   std::vector<const KernelSpec*> specs;
   for (const FusedGroup& grp : p.groups) {

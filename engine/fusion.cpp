@@ -38,13 +38,38 @@ bool is_output(const Graph& g, int id) {
   return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
 }
 
-// Whether view `id` needs a kernel copying its operand: a slice (unless a product's kernel
-// writes it: window_slices), or a reshape of a graph input or output (memory the caller owns and
-// the view cannot share) or that is an output itself.
+const ops::ViewRule& view_rule(const Graph& g, int id) { return op_def(g, g.node(id).op).view; }
+
+// Whether a kernel that reads only contiguous memory (a user's template) reads `id`.
+bool read_contiguous(const Graph& g, int id) {
+  for (std::size_t c = 0; c < g.nodes().size(); ++c) {
+    const auto& args = g.nodes()[c].args;
+    if (is_kernel_anchor(g, int(c)) && !roles(g, int(c)).strided &&
+        std::find(args.begin(), args.end(), std::variant<int, double>(id)) != args.end())
+      return true;
+  }
+  return false;
+}
+
+// Whether view `id` needs a kernel copying its operand: an output itself; a view that is never
+// read in place (a slice, unless a product's kernel writes it: window_slices); one read in
+// place in the arena whose operand is not a value there (a graph input or output: memory the
+// caller owns and the view cannot share, or another view read in place elsewhere); one read in
+// place anywhere that a kernel reading only contiguous memory reads.
 bool view_copies(const Graph& g, int id) {
+  if (is_output(g, id)) return true;
   const int src = std::get<int>(g.node(id).args[0]);
-  return g.node(id).op == "slice" || g.node(src).op == "input" || is_output(g, src) ||
-         is_output(g, id);
+  switch (view_rule(g, id).in_place) {
+    case ops::ViewRule::InPlace::never:
+      return true;
+    case ops::ViewRule::InPlace::arena:
+      return g.node(src).op == "input" || is_output(g, src) ||
+             (is_view(g, src) && !view_copies(g, src) &&
+              view_rule(g, src).in_place != ops::ViewRule::InPlace::arena);
+    case ops::ViewRule::InPlace::anywhere:
+      return read_contiguous(g, id);
+  }
+  return true;
 }
 
 // An anchor whose elementwise consumers of its shape fuse as its epilogue.
@@ -148,8 +173,10 @@ void check_order(const Graph& g, const std::vector<FusedGroup>& groups) {
 bool read_outside(const Graph& g, const std::set<int>& needed,
                   const std::vector<FusedGroup>& groups, const FusedGroup& self, int id) {
   if (is_output(g, id)) return true;
-  for (int v : needed)  // a reshape that shares its memory
-    if (g.node(v).op == "reshape" && std::get<int>(g.node(v).args[0]) == id) return true;
+  for (int v : needed)  // a view that may share its memory
+    if (is_view(g, v) && view_rule(g, v).in_place != ops::ViewRule::InPlace::never &&
+        std::get<int>(g.node(v).args[0]) == id)
+      return true;
   for (const FusedGroup& other : groups)
     for (const auto* list : {&other.inputs, &other.extras, &other.epilogue_inputs})
       if (&other != &self && std::find(list->begin(), list->end(), id) != list->end()) return true;
@@ -165,6 +192,23 @@ std::vector<std::pair<int, int>> view_aliases(const Graph& g,
     if (is_view(g, int(id)) && !written.count(int(id)))
       out.emplace_back(int(id), std::get<int>(g.nodes()[id].args[0]));
   return out;
+}
+
+void view_values(const Graph& g, const std::vector<FusedGroup>& groups,
+                 std::vector<TensorView>& values) {
+  for (const auto& [view, src] : view_aliases(g, groups)) {  // node order: a view's view follows
+    const Graph::Node& n = g.node(view);
+    const ops::ViewRule& rule = view_rule(g, view);
+    const TensorView& x = values.at(std::size_t(src));
+    std::optional<TensorView> v = rule.of ? rule.of(x, n.shape, n.attrs) : std::nullopt;
+    if (!v || v->data != x.data)
+      throw Error(fmt::format(
+          "internal error in the fusion pass: view '{}' ({}) is read in place but is no view of "
+          "{} starting where it does (set KILN_DISABLE_FUSION=1 to work around it, and please "
+          "report the graph)",
+          n.name, n.op, x.describe()));
+    values[std::size_t(view)] = *v;
+  }
 }
 
 namespace {

@@ -72,6 +72,12 @@ struct FusedGroup {
 std::vector<std::pair<int, int>> view_aliases(const Graph& graph,
                                               const std::vector<FusedGroup>& groups);
 
+/// `values` (each node's view, by id) with each view of `view_aliases` set to its rule's view of
+/// its operand's (ops::ViewRule::of; a view read in place starts where its operand does): what
+/// the kernels reading it see.
+void view_values(const Graph& graph, const std::vector<FusedGroup>& groups,
+                 std::vector<TensorView>& values);
+
 /// What `grp`'s kernel computes, as an expression over the values it reads (graph names):
 /// "softmax(mul(x,2)+b)", its outputs joined by "; ", each cut at 200 bytes. NVTX names its
 /// launches so.
@@ -84,6 +90,9 @@ std::string describe_group(const Graph& graph, const FusedGroup& grp);
 /// outputs).
 void window_slices(const Graph& graph, const std::set<int>& needed,
                    std::vector<FusedGroup>& groups);
+
+/// Whether node `id` is a view that a kernel writing windows may write (a slice: ViewRule::window).
+bool is_window(const Graph& graph, int id);
 
 /// Part of fuse: fills the bodies of `grp` (prologue or elementwise body, epilogue) from the
 /// nodes it collected, and its kernel's name stem.

@@ -51,7 +51,7 @@ std::string op_names(const Graph& g, const std::vector<int>& steps) {
 // The value output `id` of a kernel takes: a slice's operand where the kernel writes the slice
 // as a window of the operand's columns (window_slices), else `id` itself.
 int window_source(const Graph& g, int id) {
-  return g.node(id).op == "slice" ? std::get<int>(g.node(id).args[0]) : id;
+  return is_window(g, id) ? std::get<int>(g.node(id).args[0]) : id;
 }
 
 }  // namespace

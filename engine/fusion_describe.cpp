@@ -54,7 +54,7 @@ std::string describe_group(const Graph& g, const FusedGroup& grp) {
   computed.insert(grp.epilogue_steps.begin(), grp.epilogue_steps.end());
   if (grp.anchor) computed.insert(grp.anchor_node);
   for (int o : grp.outputs)  // a product's kernel writing a slice of its columns
-    if (grp.anchor && o != grp.anchor_node && g.node(o).op == "slice") computed.insert(o);
+    if (grp.anchor && o != grp.anchor_node && is_window(g, o)) computed.insert(o);
   std::map<int, std::string> memo;
   std::vector<std::string> outs;
   for (int o : grp.outputs) outs.push_back(render(g, o, computed, memo));

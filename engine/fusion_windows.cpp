@@ -21,15 +21,20 @@ int columns_host(const Graph& g, const FusedGroup& grp) {
 
 }  // namespace
 
+bool is_window(const Graph& g, int id) {
+  const Graph::Node& n = g.node(id);
+  return n.op != "input" && op_def(g, n.op).view.window != nullptr;
+}
+
 void window_slices(const Graph& g, const std::set<int>& needed, std::vector<FusedGroup>& groups) {
   std::set<std::size_t> gone;
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const FusedGroup& s = groups[i];
-    if (!s.anchor || s.anchor->name != "slice") continue;
+    if (!s.anchor || !s.anchor->view.window) continue;
     const Graph::Node& n = g.node(s.anchor_node);
     const int src = std::get<int>(n.args[0]);
-    if (g.node(src).op == "slice" || g.node(src).shape.empty() ||
-        ops::slice_range(g.node(src).shape, n.attrs, n.name).axis + 1 != n.shape.size())
+    if (is_window(g, src) || g.node(src).shape.empty() ||
+        !s.anchor->view.window(g.node(src).shape, n.attrs))
       continue;
     for (std::size_t h = 0; h < i; ++h) {
       FusedGroup& host = groups[h];
@@ -46,11 +51,11 @@ void window_slices(const Graph& g, const std::set<int>& needed, std::vector<Fuse
   for (FusedGroup& host : groups) {  // what else a kernel writing windows writes
     if (columns_host(g, host) < 0 ||
         std::none_of(host.outputs.begin(), host.outputs.end(),
-                     [&g](int id) { return g.node(id).op == "slice"; }))
+                     [&g](int id) { return is_window(g, id); }))
       continue;
     std::vector<int> kept;
     for (int id : host.outputs)
-      if (g.node(id).op == "slice" || read_outside(g, needed, groups, host, id)) kept.push_back(id);
+      if (is_window(g, id) || read_outside(g, needed, groups, host, id)) kept.push_back(id);
     host.outputs = kept;
   }
 }

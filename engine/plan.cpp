@@ -79,6 +79,7 @@ std::vector<KernelLaunch> specialize_groups(const detail::PlanImpl& p, const Gra
       values.back() = it->second;
     }
   }
+  view_values(graph, p.groups, values);
   std::vector<KernelLaunch> out;
   for (const FusedGroup& grp : p.groups)
     out.push_back(records ? p.specialize_tuned(grp, values, graph, target, *records)

@@ -266,6 +266,7 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
     limits.max_shared_bytes_per_block = dev.max_shared_per_block_optin;
   std::vector<TensorView> descs;
   for (const auto& n : graph.nodes()) descs.push_back(detail::PlanImpl::desc(n));
+  view_values(graph, p.groups, descs);
   std::vector<KernelTuning> out;
   for (const FusedGroup& grp : p.groups) {
     KernelTuning t;
@@ -339,6 +340,7 @@ std::vector<KernelTiming> time_kernels(Engine& engine, const Graph& graph, bool 
         "shapes");
   std::vector<TensorView> descs;
   for (const auto& n : graph.nodes()) descs.push_back(detail::PlanImpl::desc(n));
+  view_values(graph, p.groups, descs);
   std::vector<KernelTiming> out;
   for (const FusedGroup& grp : p.groups) {
     const KernelLaunch L =

@@ -6,6 +6,7 @@
 #include <kiln/op_schema.hpp>
 #include <kiln/ops.hpp>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,32 @@ struct FusionRoles {
   /// Its kernel can write a slice of its result's last axis as a window of the columns it
   /// computes (a product's: QKV), so that the slice needs no copy (engine/fusion_windows.cpp).
   bool windows = false;
+  /// Its kernel reads operands of any strides in place (a view such as a permute's result);
+  /// false: each operand it reads is contiguous memory (a user's template), so a view it reads
+  /// is copied first.
+  bool strided = true;
+};
+
+/// A view op's rule (FusionKind::view): where its result is read in its operand's memory, and
+/// as what view of it.
+struct ViewRule {
+  enum class InPlace {
+    never,     ///< a copy (or a window its operand's producer writes: `window`)
+    arena,     ///< where its operand is a value the plan writes (contiguous) in its arena
+    anywhere,  ///< whatever its operand's strides (permute, transpose)
+  };
+  InPlace in_place = InPlace::never;
+  /// Its result is x's elements in row-major order (reshape): a copy may write the result seen
+  /// in x's shape, whatever x's strides.
+  bool row_major = false;
+  /// The result (of shape `result`) as a view of `x`'s memory: its strides, and its data moved
+  /// to its first element; none where x's layout does not allow one (reshape of a strided x:
+  /// its copy then reads x as it lies, in row-major order).
+  std::optional<TensorView> (*of)(const TensorView& x, const Shape& result,
+                                  const Attrs& attrs) = nullptr;
+  /// A slice of x's last axis that a kernel writing windows may write (engine/fusion_windows.cpp):
+  /// its first column; none for another slice. Null for views that are no such slice.
+  std::optional<std::int64_t> (*window)(const Shape& x, const Attrs& attrs) = nullptr;
 };
 
 /// fp64 reference of a row op on one row of n values: writes n values (1 for a reduction).
@@ -82,6 +109,7 @@ struct OpDef {
   FusionRoles fusion = {};
   /// Its result's shape and dtype; null: the elementwise rule (NumPy broadcasting, `rule`).
   InferRule infer = nullptr;
+  ViewRule view = {};  ///< a view op's (FusionKind::view)
   RowReference row_reference = nullptr;  ///< row ops
   bool reduces = false;                  ///< writes one value per row
   std::size_t min_operands = 0;          ///< when some operands are optional (norms); 0 = all

@@ -10,6 +10,37 @@
 
 namespace kiln::ops {
 
+namespace {
+
+// reshape's result in x's memory: x itself under the result's shape, where x is contiguous.
+std::optional<TensorView> reshape_of(const TensorView& x, const Shape& result, const Attrs&) {
+  if (!x.is_contiguous()) return std::nullopt;
+  TensorView v = x;
+  v.shape = result;
+  v.strides.clear();
+  return v;
+}
+
+// slice's result in x's memory: x narrowed to the range, its address moved to the range's first
+// element.
+std::optional<TensorView> slice_of(const TensorView& x, const Shape&, const Attrs& attrs) {
+  const SliceRange r = slice_range(x.shape, attrs, "slice");
+  TensorView v = x;
+  v.strides = x.resolved_strides();
+  v.shape[r.axis] = r.stop - r.start;
+  v.data += std::uint64_t(r.start * v.strides[r.axis] * std::int64_t(size_of(x.dtype)));
+  return v;
+}
+
+// A slice along x's last axis: its first column.
+std::optional<std::int64_t> slice_window(const Shape& x, const Attrs& attrs) {
+  const SliceRange r = slice_range(x, attrs, "slice");
+  if (r.axis + 1 != x.size()) return std::nullopt;
+  return r.start;
+}
+
+}  // namespace
+
 std::vector<OpDef> view_ops() {
   OpDef reshape;
   reshape.name = "reshape";
@@ -22,6 +53,7 @@ std::vector<OpDef> view_ops() {
                     "the result's extents; one may be -1: what the element count leaves"}};
   reshape.doc = "x's elements in row-major order under another shape (its memory where the plan "
                 "allows, else a copy).";
+  reshape.view = {ViewRule::InPlace::arena, /*row_major=*/true, reshape_of};
   slice.name = "slice";
   slice.attrs = {
       {"axis", AttrType::integer, AttrValue(std::int64_t{-1}), false, {},
@@ -32,6 +64,7 @@ std::vector<OpDef> view_ops() {
        "the index after the last kept (from the end if negative)"},
   };
   slice.doc = "x[..., start:stop, ...] along axis, Python's indexes (both within the axis).";
+  slice.view = {ViewRule::InPlace::never, /*row_major=*/false, slice_of, slice_window};
   return {reshape, slice};
 }
 

@@ -3,6 +3,7 @@
 #include "engine/families/family.hpp"
 #include "engine/families/gemm.hpp"
 #include "engine/families/gemm_buckets.hpp"
+#include "engine/graph_ops.hpp"
 
 namespace kiln {
 namespace {
@@ -10,9 +11,10 @@ namespace {
 // The product's column that output `id`'s column 0 holds: a slice's start where the output is a
 // slice of the product's columns (engine/fusion_windows.cpp), else 0.
 std::int64_t column0_of(const Graph& shapes, int id) {
+  if (!is_window(shapes, id)) return 0;
   const Graph::Node& n = shapes.node(id);
-  if (n.op != "slice") return 0;
-  return ops::slice_range(shapes.node(std::get<int>(n.args[0])).shape, n.attrs, n.name).start;
+  const Shape& x = shapes.node(std::get<int>(n.args[0])).shape;
+  return op_def(shapes, n.op).view.window(x, n.attrs).value_or(0);
 }
 
 // Which of the product's sizes the plan's dynamic dims set: M (and the batches, which may merge

@@ -1,7 +1,8 @@
-// The view family: a reshape that cannot share its operand's memory (engine/fusion.hpp) copies
-// it with the elementwise template, one side read in the other's shape (row-major order is the
-// same); a slice copies its range, the operand read through a view that starts there. Views that
-// share memory, and slices a product's kernel writes, have no kernel.
+// The view family: a view that is not read in its operand's memory (engine/fusion.hpp) is a copy
+// with the elementwise template: the operand read through the view its rule gives of it
+// (ops::ViewRule::of: a slice's starts at its range), or, for a view in row-major order (a
+// reshape), the result written in the operand's shape. Views read in place, and slices a
+// product's kernel writes, have no kernel.
 #include <fmt/format.h>
 
 #include <kiln/error.hpp>
@@ -19,17 +20,6 @@ TensorView reshaped(TensorView v, const Shape& shape) {
   return v;
 }
 
-// `v` narrowed to the range of a slice with `attrs` (its address moved to the range's first
-// element); returns how many bytes it moved.
-std::int64_t sliced(TensorView& v, const Attrs& attrs, const std::string& stem) {
-  const ops::SliceRange r = ops::slice_range(v.shape, attrs, stem);
-  v.strides = v.resolved_strides();
-  const std::int64_t offset = r.start * v.strides[r.axis] * std::int64_t(size_of(v.dtype));
-  v.shape[r.axis] = r.stop - r.start;
-  v.data += std::uint64_t(offset);
-  return offset;
-}
-
 class ViewFamily final : public Family {
  public:
   std::string_view name() const override { return "view"; }
@@ -40,18 +30,18 @@ class ViewFamily final : public Family {
     const FusedGroup& grp = w.group;
     TensorView out = w.values.at(std::size_t(grp.outputs[0]));
     TensorView in = w.values.at(std::size_t(grp.inputs[0]));
-    std::int64_t offset = 0;  // bytes from the operand's address to the slice's first element
-    if (grp.anchor->name == "slice")
-      offset = sliced(in, w.shapes.node(grp.anchor_node).attrs, grp.stem);
-    else if (out.is_contiguous())
+    const ops::ViewRule& rule = grp.anchor->view;
+    std::int64_t offset = 0;  // bytes from the operand's address to the view's first element
+    if (rule.row_major && out.is_contiguous()) {  // the result written in x's shape
       out = reshaped(out, in.shape);
-    else if (in.is_contiguous())
-      in = reshaped(in, out.shape);
-    else
-      throw ShapeError(
-          fmt::format("{}: a reshape copies from {} into {}: one of them must be "
-                      "contiguous",
-                      grp.stem, in.describe(), out.describe()));
+    } else if (auto v = rule.of ? rule.of(in, out.shape, w.shapes.node(grp.anchor_node).attrs)
+                                : std::nullopt) {
+      offset = std::int64_t(v->data - in.data);
+      in = *v;
+    } else {
+      throw ShapeError(fmt::format("{}: a {} copies from {} into {}: one of them must be contiguous",
+                                   grp.stem, grp.anchor->name, in.describe(), out.describe()));
+    }
     codegen::Body copy;
     copy.inputs = {in.dtype};
     copy.outputs = {out.dtype};
