@@ -172,6 +172,8 @@ TEST_CASE("docs/graph-format.md's attribute table names every attribute of every
       // The table's row of the key: it names the op among those that take it.
       const std::size_t at = doc.find("\n| `" + std::string(a.name) + "`");
       const std::size_t also = doc.find(", `" + std::string(a.name) + "` |");
+      REQUIRE_MESSAGE((at != std::string::npos || also != std::string::npos),
+                      "the attribute has no row in the table");
       const std::size_t row = at != std::string::npos ? at : doc.rfind('\n', also);
       REQUIRE(row != std::string::npos);
       const std::string line = doc.substr(row + 1, doc.find('\n', row + 1) - row - 1);
