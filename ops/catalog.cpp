@@ -44,7 +44,8 @@ DType promote(DType a, DType b) {
   X(select_ops)          \
   X(row_ops)             \
   X(gemm_ops)            \
-  X(view_ops)
+  X(view_ops)            \
+  X(permute_ops)
 
 #define KILN_DECLARE_OP_FILE(f) std::vector<OpDef> f();
 KILN_OP_FILES(KILN_DECLARE_OP_FILE)

@@ -68,6 +68,33 @@ std::vector<double> slice_reference(const Shape& x, const Attrs& attrs,
   return out;
 }
 
+// x's values (row-major over `x`) with its dims reordered: permute's dims, or transpose's dim0
+// and dim1 swapped; written apart from ops/permute.cpp so that the two check each other.
+std::vector<double> permute_reference(const Shape& x, const Graph::Node& n,
+                                      const std::vector<double>& xv) {
+  const std::int64_t rank = std::int64_t(x.size());
+  auto pos = [rank](std::int64_t d) { return std::size_t(d < 0 ? d + rank : d); };
+  std::vector<std::size_t> order(x.size());
+  for (std::size_t d = 0; d < order.size(); ++d) order[d] = d;
+  if (n.op == "transpose")
+    std::swap(order[pos(n.attrs.integer("dim0").value_or(0))],
+              order[pos(n.attrs.integer("dim1").value_or(1))]);
+  else
+    for (std::size_t d = 0; d < order.size(); ++d) order[d] = pos((*n.attrs.extents("dims"))[d]);
+  std::vector<std::int64_t> stride(x.size(), 1);  // x's, row-major
+  for (std::size_t d = x.size(); d-- > 1;) stride[d - 1] = stride[d] * x[d];
+  std::vector<double> out(xv.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::int64_t rest = std::int64_t(i), at = 0;
+    for (std::size_t d = n.shape.size(); d-- > 0;) {
+      at += rest % n.shape[d] * stride[order[d]];
+      rest /= n.shape[d];
+    }
+    out[i] = xv[std::size_t(at)];
+  }
+  return out;
+}
+
 using Values = std::vector<std::vector<double>>;
 using Lookup = std::function<const std::vector<double>&(int)>;
 
@@ -83,6 +110,8 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
     const int x = std::get<int>(n.args[0]);
     if (mag) *mag = std::vector<double>(out.size(), 0.0);
     if (n.op == "slice") return slice_reference(g.node(x).shape, n.attrs, arg(x));
+    if (n.op == "permute" || n.op == "transpose")
+      return permute_reference(g.node(x).shape, n, arg(x));
     return arg(x);
   }
   if (op.row_reference) {  // a row op or a scan, along its axis
