@@ -45,7 +45,8 @@ DType promote(DType a, DType b) {
   X(row_ops)             \
   X(gemm_ops)            \
   X(view_ops)            \
-  X(permute_ops)
+  X(permute_ops)         \
+  /* a new op file's line goes above */
 
 #define KILN_DECLARE_OP_FILE(f) std::vector<OpDef> f();
 KILN_OP_FILES(KILN_DECLARE_OP_FILE)

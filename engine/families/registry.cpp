@@ -19,7 +19,8 @@ namespace kiln {
   X(columns_family)      \
   X(gemm_family)         \
   X(view_family)         \
-  X(user_family)
+  X(user_family)         \
+  /* a new family's line goes above */
 
 #define KILN_DECLARE_FAMILY(f) const Family& f();
 KILN_FAMILIES(KILN_DECLARE_FAMILY)
