@@ -20,6 +20,7 @@ namespace kiln {
   X(gemm_family)         \
   X(view_family)         \
   X(user_family)         \
+  X(scan_family)         \
   /* a new family's line goes above */
 
 #define KILN_DECLARE_FAMILY(f) const Family& f();
