@@ -46,6 +46,7 @@ DType promote(DType a, DType b) {
   X(gemm_ops)            \
   X(view_ops)            \
   X(permute_ops)         \
+  X(scan_ops)            \
   /* a new op file's line goes above */
 
 #define KILN_DECLARE_OP_FILE(f) std::vector<OpDef> f();

@@ -42,7 +42,7 @@ const char* rule_name(const kiln::ops::OpDef& op) {
   if (op.fusion.kind == kiln::ops::FusionKind::view) return "view";
   if (op.fusion.family == "rows") return "row";
   if (op.fusion.family == "gemm") return "matmul";
-  if (op.fusion.family == "scan") return "scan";
+  if (op.fusion.family == "scan") return "row";  // x a float tensor, the result of its dtype
   switch (op.rule) {
     case kiln::ops::Rule::arithmetic:
       return "arithmetic";
