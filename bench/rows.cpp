@@ -1,5 +1,5 @@
-// Row-op benchmark driver (softmax, norms, reductions over the last axis, and a fused
-// softmax(x*0.125 + mask)): times kiln's plan, checks a sample of rows against the fp64
+// Row-op benchmark driver (softmax, norms, reductions over the last axis, a fused
+// softmax(x*0.125 + mask), and cumsum): times kiln's plan, checks a sample of rows against the fp64
 // reference, prints one JSON object a line for bench/run.py.
 #include <fmt/format.h>
 
@@ -54,6 +54,8 @@ int run(int argc, char** argv) {
   work.push_back({"sum", "sum", 32768, 4096, DType::f32, false});
   work.push_back({"sum (first axis)", "sum", 32768, 4096, DType::f32, false, 0});
   work.push_back({"softmax(x*0.125+mask)", "softmax", 32768, 4096, DType::bf16, true});
+  for (DType t : {DType::f32, DType::bf16})
+    work.push_back({"cumsum", "cumsum", 32768, 4096, t, false});
   if (argc == 3 && std::string(argv[1]) == "--save-graphs") {
     for (std::size_t i = 0; i < work.size(); ++i)
       workload_graph(work[i]).save(fmt::format(

@@ -67,6 +67,7 @@ def workload_fn(r):
         "sum": (lambda a: a.sum(-1), lambda: (x,)),
         "sum (first axis)": (lambda a: a.sum(0), lambda: (x,)),
         "softmax(x*0.125+mask)": (lambda a, m: torch.softmax(a * 0.125 + m, -1), lambda: (x, w())),
+        "cumsum": (lambda a: torch.cumsum(a, -1), lambda: (x,)),
     }
     f, make = table[r["workload"]]
     return f, make()
