@@ -43,7 +43,8 @@ std::vector<std::string> claimed(const Graph& g) {
 }  // namespace
 
 TEST_CASE(
-    "families: elementwise, rows, columns, gemm and template are registered, each named once") {
+    "families: elementwise, rows, columns, gemm, view, template and scan are registered, each "
+    "named once; every anchor op names a registered family") {
   std::set<std::string> names;
   for (const kiln::Family* f : kiln::families()) {
     CHECK(names.insert(std::string(f->name())).second);
@@ -51,8 +52,15 @@ TEST_CASE(
     for (std::string_view h : f->headers())
       CHECK(kiln::compiler::HeaderTable::embedded().contains("kiln/" + std::string(h)));
   }
-  CHECK(names ==
-        std::set<std::string>{"elementwise", "rows", "columns", "gemm", "view", "template"});
+  CHECK(names == std::set<std::string>{"elementwise", "rows", "columns", "gemm", "view", "template",
+                                       "scan"});
+  for (const auto& op : kiln::ops::all_ops()) {
+    CAPTURE(op.name);
+    if (op.fusion.kind == kiln::ops::FusionKind::anchor)
+      CHECK(names.count(std::string(op.fusion.family)) == 1);
+    else
+      CHECK(op.fusion.family.empty());
+  }
 }
 
 TEST_CASE("families: each group is claimed by the one family whose template computes it") {

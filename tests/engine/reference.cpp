@@ -219,9 +219,17 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
     }
   const std::vector<FusedGroup> groups = fuse(g, fused);
   const auto aliases = view_aliases(g, groups);
+  // A view sharing memory reads what is stored there, reordered as the view reads it.
+  const Lookup in_memory = [&](int id) -> const std::vector<double>& {
+    return stored[std::size_t(id)];
+  };
+  const auto read_views = [&] {
+    for (const auto& [view, src] : aliases)
+      if (stored[std::size_t(view)].empty() && !stored[std::size_t(src)].empty())
+        stored[std::size_t(view)] = compute(g, view, in_memory);
+  };
   for (const FusedGroup& grp : groups) {
-    for (const auto& [view, src] : aliases)  // a view sharing memory reads what is stored there
-      if (stored[std::size_t(view)].empty()) stored[std::size_t(view)] = stored[std::size_t(src)];
+    read_views();
     std::map<int, std::vector<double>> local;  // values inside the kernel: f32, not rounded
     const Lookup arg = [&](int id) -> const std::vector<double>& {
       auto it = local.find(id);
@@ -266,8 +274,7 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
       round_to(g.node(id).dtype, stored[std::size_t(id)]);
     }
   }
-  for (const auto& [view, src] : aliases)
-    if (stored[std::size_t(view)].empty()) stored[std::size_t(view)] = stored[std::size_t(src)];
+  read_views();
   return stored;
 }
 
