@@ -43,6 +43,10 @@ namespace row {
 // With RuntimeBlock the block is launched with up to Block threads (the kernel serves rows of
 // every length of a bucket), else with Block; with RuntimeSplit the launch's clusters are of 1
 // to Split blocks, else of Split. G: the layout's kernel parameter (RowCursor).
+// One function over every strategy (registers, stash, cluster split), ~180 lines, on purpose:
+// split into per-strategy functions, ptxas gave layer_norm f32 over rows of 65536 70 registers
+// instead of 63 (one block a multiprocessor instead of two) and the kernel ran 30 % slower
+// (244.7 us against 187.6-188.6 on an H100; bench/NOTES.md, "A split of row::run").
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
           int Items, int Split, bool RuntimeBlock, bool RuntimeSplit, class A, class G>
 __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G& geometry) {
