@@ -7,6 +7,12 @@
 
 namespace kiln::autotune {
 
+std::string block_too_large(const Candidate& c, const DeviceLimits& d) {
+  const int block = c.at("block");
+  if (block <= d.max_threads_per_block) return "";
+  return fmt::format("{} threads per block, the device allows {}", block, d.max_threads_per_block);
+}
+
 std::string describe(const Candidate& c) {
   std::vector<std::string> parts;
   for (const auto& [name, value] : c) parts.push_back(fmt::format("{}={}", name, value));

@@ -63,4 +63,8 @@ Result tune(const std::vector<Candidate>& candidates, const Candidate& fallback,
 /// "block=256 unroll=2"
 std::string describe(const Candidate& c);
 
+/// Why candidate `c`'s "block" is more threads than the device allows; "" when it is not: what
+/// every family's space rejects first.
+std::string block_too_large(const Candidate& c, const DeviceLimits& d);
+
 }  // namespace kiln::autotune

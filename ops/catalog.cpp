@@ -81,12 +81,17 @@ const OpDef& find_op(std::string_view name) {
 
 // Shapes and dtypes of the row ops: reductions over one axis or every element, softmax over
 // one axis, norms over the last axis.
-TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+const TensorView& float_x(const OpDef& op, const std::vector<Operand>& args) {
   const auto* x = std::get_if<TensorView>(&args[0]);
   if (!x) throw ArgumentError(fmt::format("{}: x must be a tensor", describe_args(op, args)));
   if (!is_float(x->dtype))
     throw DtypeError(
         fmt::format("{}: x is bool; cast it to a float dtype first", describe_args(op, args)));
+  return *x;
+}
+
+TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+  const TensorView* x = &float_x(op, args);
   const std::int64_t rank = std::int64_t(x->shape.size());
   if (rank == 0)
     throw ShapeError(fmt::format("{}: x has no axis to work along", describe_args(op, args)));

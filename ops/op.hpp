@@ -146,6 +146,10 @@ const std::vector<OpDef>& all_ops();
 /// "matmul(a: f32[64,128], b: f32[256,32])": an op call in messages.
 std::string describe_args(const OpDef& op, const std::vector<Operand>& args);
 
+/// Operand x of `op`'s call, a float tensor: ArgumentError (not a tensor) or DtypeError (bool)
+/// naming the call otherwise.
+const TensorView& float_x(const OpDef& op, const std::vector<Operand>& args);
+
 /// The result of a row op (reduction, softmax, norm): ShapeError/DtypeError naming every
 /// operand.
 TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);

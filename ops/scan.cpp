@@ -22,11 +22,7 @@ void cumsum(const double* x, std::int64_t n, const double*, const double*, const
 }
 
 TensorView infer_cumsum(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
-  const auto* x = std::get_if<TensorView>(&args[0]);
-  if (!x) throw ArgumentError(fmt::format("{}: x must be a tensor", describe_args(op, args)));
-  if (!is_float(x->dtype))
-    throw DtypeError(
-        fmt::format("{}: x is bool; cast it to a float dtype first", describe_args(op, args)));
+  const TensorView* x = &float_x(op, args);
   numel_of(x->shape);
   const std::int64_t rank = std::int64_t(x->shape.size());
   const std::int64_t axis = attrs.integer("axis").value_or(-1);

@@ -13,12 +13,7 @@ Space elementwise_space() {
   s.tunables = {{"block", {64, 128, 256, 512, 1024}}, {"unroll", {1, 2, 4, 8}}};
   s.fallback = {{"block", ElementwiseTunables::kDefaultBlock},
                 {"unroll", ElementwiseTunables::kDefaultUnroll}};
-  s.reject = [](const Candidate& c, const DeviceLimits& d) -> std::string {
-    if (c.at("block") > d.max_threads_per_block)
-      return fmt::format("{} threads per block, the device allows {}", c.at("block"),
-                         d.max_threads_per_block);
-    return "";
-  };
+  s.reject = block_too_large;
   return s;
 }
 

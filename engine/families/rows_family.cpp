@@ -20,10 +20,8 @@ Space rows_space(long long row_groups, int vec, const Candidate& fallback, bool 
   if (!clusters) s.fallback.erase("split");
   s.reject = [row_groups, vec, clusters](const Candidate& c,
                                          const DeviceLimits& limits) -> std::string {
+    if (std::string why = block_too_large(c, limits); !why.empty()) return why;
     const int block = c.at("block");
-    if (block > limits.max_threads_per_block)
-      return fmt::format("{} threads per block, the device allows {}", block,
-                         limits.max_threads_per_block);
     const auto split = c.find("split");
     return reject_row_tunables({block, c.at("items"), 0, split == c.end() ? 1 : split->second},
                                row_groups, vec, clusters);
@@ -36,10 +34,8 @@ Space columns_space(const Candidate& fallback) {
   s.tunables = {{"block", {64, 128, 256, 512}}, {"cols", {1, 2, 4, 8, 16, 32}}};
   s.fallback = fallback;
   s.reject = [](const Candidate& c, const DeviceLimits& limits) -> std::string {
+    if (std::string why = block_too_large(c, limits); !why.empty()) return why;
     const int block = c.at("block"), cols = c.at("cols");
-    if (block > limits.max_threads_per_block)
-      return fmt::format("{} threads per block, the device allows {}", block,
-                         limits.max_threads_per_block);
     return cols > block / 2
                ? fmt::format("{} column groups for {} threads: fewer than 2 threads per column",
                              cols, block)

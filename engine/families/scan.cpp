@@ -31,12 +31,7 @@ Space scan_space(const Candidate& fallback) {
   Space s;
   s.tunables = {{"block", {32, 64, 128, 256, 512, 1024}}, {"items", {1, 2, 4, 8}}};
   s.fallback = fallback;
-  s.reject = [](const Candidate& c, const DeviceLimits& d) -> std::string {
-    if (c.at("block") > d.max_threads_per_block)
-      return fmt::format("{} threads per block, the device allows {}", c.at("block"),
-                         d.max_threads_per_block);
-    return "";
-  };
+  s.reject = block_too_large;
   return s;
 }
 }  // namespace autotune

@@ -52,6 +52,11 @@ std::vector<std::vector<double>> evaluate(const Graph& g, const HostInputs& inpu
 std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs& inputs, bool fused,
                                                int jitter = 0, int only = -1);
 
+/// Where evaluate_plan's model of `g` (fused and unfused, on random_inputs from `rng`) differs
+/// from evaluate's exact values by more than `epsilon` of max(1, |exact|): a line each, at most
+/// 8 (none where it agrees).
+std::vector<std::string> model_differences(const Graph& g, std::mt19937_64& rng, double epsilon);
+
 /// A plan's model and its jittered variants: the eight patterns of evaluate_plan, and, at each
 /// f16/bf16 rounding whose direction some pattern changed, that node alone moved up and down
 /// (a flip the patterns cancel downstream, e.g. through abs). sensitivity(o, i): how far

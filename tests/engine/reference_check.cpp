@@ -134,4 +134,27 @@ std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const Ho
   return failures;
 }
 
+std::vector<std::string> model_differences(const Graph& g, std::mt19937_64& rng, double epsilon) {
+  const HostInputs inputs = random_inputs(g, rng);
+  const std::vector<std::vector<double>> exact = evaluate(g, inputs);
+  std::vector<std::string> out;
+  for (bool fused : {true, false}) {
+    const std::vector<std::vector<double>> model = evaluate_plan(g, inputs, fused);
+    for (int o : g.outputs()) {
+      const auto& m = model[std::size_t(o)];
+      const auto& x = exact[std::size_t(o)];
+      if (m.size() != x.size()) {
+        out.push_back(fmt::format("{} {}: {} values, the exact evaluation has {}",
+                                  fused ? "fused" : "unfused", g.node(o).name, m.size(), x.size()));
+        continue;
+      }
+      for (std::size_t i = 0; i < x.size() && out.size() < 8; ++i)
+        if (!(std::fabs(m[i] - x[i]) <= epsilon * std::max(1.0, std::fabs(x[i]))))
+          out.push_back(fmt::format("{} {} [{}]: model {}, exact {}", fused ? "fused" : "unfused",
+                                    g.node(o).name, i, m[i], x[i]));
+    }
+  }
+  return out;
+}
+
 }  // namespace kiln::test
