@@ -75,7 +75,7 @@ std::set<std::string> env_vars_in_code() {
 }  // namespace
 
 TEST_CASE(
-    "docs/ops.md lists every catalog op with its operands, dtype rule and fusion class, and "
+    "docs/ops.md lists every catalog op with its operands, dtype rule and fusion role, and "
     "nothing else") {
   std::set<std::string> documented;
   std::istringstream in(source("docs/ops.md"));
