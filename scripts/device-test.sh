@@ -16,7 +16,7 @@
 #   not part of all); dyngemm: bench/dynamic_gemm.py on a bundle of bench/dynamic_mlp.json made
 #   beforehand without a GPU into .device/mlp.kbundle (not part of all).
 # Env: FUZZ_SEEDS=A:B FUZZ_TIMEOUT=s FUZZ_SANITIZE=A:B (see below).
-# The image lacks xxhash.h: carry it in .deps/include (see README, "GPU machine").
+# Where xxhash.h is not installed, a copy in .deps/include serves (docs/testing.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/device-out}"
