@@ -26,6 +26,9 @@ else
   echo "test.sh: no Python module was built (pybind11-dev missing?)" >&2
   status=1
 fi
+# The layer check (scripts/layers.txt), and its own test.
+python3 scripts/test_layer_check.py || status=1
+python3 scripts/layer_check.py || status=1
 # 500 random fused graphs, planned and NVRTC-compiled (no GPU needed); failures are shrunk.
 build/bin/kiln_fuzz --compile-only --seeds 0:500 -j 2 || status=1
 set -e
