@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 
 #include "ops/op.hpp"
@@ -63,6 +64,51 @@ Graph random_graph(std::uint64_t seed) {
     }
     if (numel_of(out) > 4 * numel_of(base)) throw ShapeError("fuzz: broadcast too large");
   };
+  // A row op of tanh(a) (bounded: exp stays finite), along the last axis, another or all.
+  auto row_op = [&](const Value& a, int n) -> Value {
+    const char* op = pick(kRows);
+    std::vector<GraphArg> args = {apply("tanh", {a})};
+    const auto& def = ops::find_op(op);
+    const Shape s = g.node(a.id()).shape;  // a copy: adding inputs below moves the nodes
+    if (def.operands.size() == 3 && chance(60) && !s.empty()) {
+      args.push_back(g.input(fmt::format("w{}", n), {s.back()}, kFloatDTypes[rng() % 3]));
+      if (chance(50))
+        args.push_back(g.input(fmt::format("b{}", n), {s.back()}, kFloatDTypes[rng() % 3]));
+    }
+    Attrs at;
+    at.set("keepdim", chance(50));
+    if (args.size() == 1 && !s.empty() && chance(40)) {  // another axis (columns), or all
+      if (def.reduces && chance(25))
+        at.set("axis", "all");
+      else
+        at.set("axis", std::int64_t(rng() % s.size()));
+    }
+    Value r = apply(op, args, at);
+    return def.reduces ? r : apply("tanh", {r});  // keep norms' outputs bounded downstream
+  };
+  // cumsum of tanh(a) along any axis, forward or reversed; its sums scaled back into tanh.
+  auto scan_op = [&](const Value& a) -> Value {
+    const Shape s = g.node(a.id()).shape;
+    if (s.empty()) throw ShapeError("fuzz: cumsum of a scalar");
+    const Attrs at = Attrs()
+                         .set("axis", std::int64_t(rng() % s.size()) - std::int64_t(s.size()))
+                         .set("reverse", chance(50));
+    return apply("tanh", {apply("cumsum", {apply("tanh", {a})}, at) * 0.25});
+  };
+  // A permuted view of a (rank 2 or more): a random order, or two dims swapped.
+  auto view_op = [&](const Value& a) -> Value {
+    const std::size_t r = g.node(a.id()).shape.size();
+    if (r < 2) throw ShapeError("fuzz: permute of rank < 2");
+    if (chance(50))
+      return apply(
+          "transpose", {a},
+          Attrs().set("dim0", std::int64_t(rng() % r)).set("dim1", std::int64_t(rng() % r)));
+    std::vector<std::int64_t> dims(r);
+    for (std::size_t d = 0; d < r; ++d) dims[d] = std::int64_t(d);
+    for (std::size_t d = r; d-- > 1;)  // Fisher-Yates on rng() itself: the same graph anywhere
+      std::swap(dims[d], dims[std::size_t(rng() % (d + 1))]);
+    return apply("permute", {a}, Attrs().set("dims", dims));
+  };
   const int nodes = 1 + int(rng() % 30);
   for (int n = 0; n < nodes; ++n) {
     for (int attempt = 0; attempt < 8; ++attempt) {
@@ -91,28 +137,12 @@ Graph random_graph(std::uint64_t seed) {
           values.push_back(apply("clamp", {a}, at));
         } else if (kind < 82) {
           values.push_back(apply("cast", {a}, Attrs().set("dtype", kFloatDTypes[rng() % 3])));
+        } else if (kind < 90) {
+          values.push_back(row_op(a, n));
+        } else if (kind < 95) {
+          values.push_back(scan_op(a));
         } else {
-          const char* op = pick(kRows);
-          std::vector<GraphArg> args = {apply("tanh", {a})};  // bounded input: exp stays finite
-          const auto& def = ops::find_op(op);
-          const Shape s = g.node(a.id()).shape;  // a copy: adding inputs below moves the nodes
-          if (def.operands.size() == 3 && chance(60) && !s.empty()) {
-            args.push_back(g.input(fmt::format("w{}", n), {s.back()}, kFloatDTypes[rng() % 3]));
-            if (chance(50))
-              args.push_back(g.input(fmt::format("b{}", n), {s.back()}, kFloatDTypes[rng() % 3]));
-          }
-          Attrs at;
-          at.set("keepdim", chance(50));
-          if (args.size() == 1 && !s.empty() &&
-              chance(40)) {  // another axis (the column template), or all of them
-            if (def.reduces && chance(25))
-              at.set("axis", "all");
-            else
-              at.set("axis", std::int64_t(rng() % s.size()));
-          }
-          Value r = apply(op, args, at);
-          values.push_back(
-              def.reduces ? r : apply("tanh", {r}));  // keep norms' outputs bounded downstream
+          values.push_back(view_op(a));
         }
         break;
       } catch (const Error&) {

@@ -28,3 +28,28 @@ TEST_CASE("fuzz generator: its graphs reach the column template and all-element 
   CHECK(column_kernels >= 5);
   CHECK(all_kernels >= 3);
 }
+
+TEST_CASE("fuzz generator: its graphs reach cumsum (the scan family) and permuted views") {
+  int scans = 0, reversed = 0, views = 0, scan_kernels = 0, in_place = 0;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    const kiln::Graph g = kiln::fuzz::random_graph(seed);
+    int graph_views = 0;
+    for (const auto& n : g.nodes()) {
+      scans += n.op == "cumsum";
+      reversed += n.op == "cumsum" && n.attrs.flag("reverse");
+      graph_views += n.op == "permute" || n.op == "transpose";
+    }
+    views += graph_views;
+    std::size_t copies = 0;
+    for (const auto& k : kiln::Plan(g).kernels()) {
+      scan_kernels += k.name.find("__scan") != std::string::npos;
+      copies += k.name.rfind("permute", 0) == 0 || k.name.rfind("transpose", 0) == 0;
+    }
+    in_place += graph_views > 0 && copies < std::size_t(graph_views);
+  }
+  CHECK(scans >= 20);
+  CHECK(reversed >= 5);
+  CHECK(scan_kernels >= 10);
+  CHECK(views >= 10);
+  CHECK(in_place >= 3);  // graphs where a view is read in place by the kernels after it
+}
