@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <kiln/engine.hpp>
+#include <kiln/cache_counters.hpp>
 #include <memory>
 #include <mutex>
 #include <optional>

@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <kiln/kiln.hpp>
+#include <kiln/engine.hpp>
+#include <kiln/graph.hpp>
+#include <kiln/tune.hpp>
 #include <optional>
 #include <set>
 #include <string>

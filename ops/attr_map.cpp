@@ -6,7 +6,6 @@
 #include <kiln/error.hpp>
 #include <kiln/graph.hpp>
 #include <kiln/op_schema.hpp>
-#include <kiln/ops.hpp>
 
 namespace kiln {
 namespace {

@@ -4,7 +4,7 @@
 // its fp64 CPU reference and its doc. Each op file registers its ops (catalog.cpp lists them).
 
 #include <kiln/op_schema.hpp>
-#include <kiln/ops.hpp>
+#include <kiln/attrs.hpp>
 #include <limits>
 #include <optional>
 #include <string>

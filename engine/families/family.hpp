@@ -1,6 +1,6 @@
 #pragma once
 // Kernel families: what turns one fused group of a plan into a specialized kernel. A family
-// (elementwise, rows, columns; GEMM and users' templates next) claims the groups it computes,
+// (elementwise, rows, columns, gemm, scan, view, users' templates) claims the groups it computes,
 // specializes one for its operands' views, the target arch and a tuning record into a
 // KernelLaunch (the spec, its launch configuration and arguments), declares the tunables
 // `kiln tune` searches, and names its template headers. The registry (registry.cpp) asks the

@@ -68,10 +68,9 @@ RowTunables default_row_tunables(std::int64_t row_groups, int vec);
 /// The default for rows that default_row_tunables streams, where clusters run: the row split
 /// between the fewest blocks (2, 4 or 8) that hold it: groups of 8 values (2-byte dtypes) in
 /// registers, 32 values per thread in 256 threads; others in a stash of at most 64 KiB per
-/// block, streamed by 512 threads (the stash keeps f32, twice a 2-byte value's bytes). {0}
-/// when 8 blocks cannot hold it. From `kiln tune` on an H100, rows of 65536 (bench/NOTES.md):
-/// f32 softmax 187 us stashed against 193 in registers and 207 unsplit; bf16 softmax 118 us in
-/// registers against 145 stashed and 129 unsplit.
+/// block, streamed by 512 threads (the stash keeps f32, twice a 2-byte value's bytes): what
+/// `kiln tune` found fastest for rows of 65536 (the measurements: bench/NOTES.md). {0} when 8
+/// blocks cannot hold it.
 RowTunables split_row_tunables(std::int64_t row_groups, int vec);
 
 /// Why `t` cannot run rows of `row_groups` groups of `vec` ("" if it can); `clusters`: whether

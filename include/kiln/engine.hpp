@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <kiln/cache_counters.hpp>
 #include <kiln/tensor.hpp>
 #include <memory>
 #include <optional>
@@ -33,16 +34,6 @@ struct EngineOptions {
   /// Apply this GPU's tuning records (`kiln tune`, in <cache dir>/tuning/) when specializing.
   /// Also off when KILN_DISABLE_TUNING=1; never on an offline engine (no GPU to match).
   bool tuning = true;
-};
-
-/// Counters of the kernel cache, for this engine.
-struct CacheCounters {
-  std::uint64_t compiles = 0;     ///< NVRTC compilations
-  std::uint64_t memory_hits = 0;  ///< served from this process's memory
-  std::uint64_t bundle_hits = 0;  ///< served from a bundle
-  std::uint64_t disk_hits = 0;    ///< served from the disk cache
-  std::uint64_t bad_entries = 0;  ///< corrupt entries found, removed and recompiled
-  double compile_ms = 0;          ///< total NVRTC time
 };
 
 /// One kernel the engine prepared: where it came from and what it cost.

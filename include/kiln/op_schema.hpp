@@ -4,7 +4,7 @@
 /// paragraph of doc. Graph JSON, Python and the eager call signature read and write attributes
 /// through the schema, so an op's new attribute is one entry of its schema (ops/ registers them).
 
-#include <kiln/ops.hpp>
+#include <kiln/attrs.hpp>
 #include <limits>
 #include <optional>
 #include <string>
