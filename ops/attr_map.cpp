@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <kiln/error.hpp>
-#include <kiln/graph.hpp>
 #include <kiln/op_schema.hpp>
 
 namespace kiln {

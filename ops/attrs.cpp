@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <kiln/error.hpp>
-#include <kiln/graph.hpp>
 #include <kiln/op_schema.hpp>
 
 #include "ops/op.hpp"

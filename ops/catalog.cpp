@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <kiln/error.hpp>
-#include <kiln/graph.hpp>
 #include <limits>
 #include <unordered_map>
 

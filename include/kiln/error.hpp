@@ -4,8 +4,13 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace kiln {
+
+/// `name` as messages and tables print it: quotes, backslashes, control and non-ASCII bytes
+/// escaped (`\n`, `\x1b`), cut at 80 bytes with "...".
+std::string printable_name(std::string_view name);
 
 /// Base of every exception kiln throws. what() says what happened, to which object, and
 /// what the user can do about it.

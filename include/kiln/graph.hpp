@@ -110,9 +110,6 @@ class Graph {
   std::vector<std::shared_ptr<const ops::OpDef>> custom_defs_;  ///< custom_ops_' entries
 };
 
-/// `name` as messages and tables print it: quotes, backslashes, control and non-ASCII bytes
-/// escaped (`\n`, `\x1b`), cut at 80 bytes with "...".
-std::string printable_name(std::string_view name);
 
 // Operators and op functions on graph values.
 Value operator+(Value a, GraphArg b);
