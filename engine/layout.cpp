@@ -8,9 +8,7 @@
 #include "engine/codegen.hpp"
 
 namespace kiln {
-namespace {
 
-// Strides of `v` broadcast to `shape` (right-aligned); ShapeError if it does not broadcast.
 std::vector<std::int64_t> broadcast_strides(const TensorView& v, const Shape& shape,
                                             const char* role) {
   const Shape vs = v.resolved_strides();
@@ -34,8 +32,6 @@ std::vector<std::int64_t> broadcast_strides(const TensorView& v, const Shape& sh
   }
   return out;
 }
-
-}  // namespace
 
 std::string LayoutPlan::type() const {
   std::vector<std::string> parts;

@@ -28,6 +28,12 @@ struct LayoutPlan {
   std::string type() const;
 };
 
+/// The strides of `v` broadcast to `shape` (right-aligned, 0 along a broadcast dim); ShapeError
+/// naming the `role` ("input", "output") of a view that does not broadcast to it or has a
+/// negative stride.
+std::vector<std::int64_t> broadcast_strides(const TensorView& v, const Shape& shape,
+                                            const char* role);
+
 /// Plans the layout of `views` (outputs first) over `shape`. Outputs may broadcast (step by 0:
 /// one value for the whole extent) along the dims flagged in `reduced` (empty: none); a reduced
 /// dim stays its own dim even when extent 1, unless all are reduced. With `rows`, the last dim

@@ -63,7 +63,7 @@ void add_attr_value(detail::Signature& s, double v) {
   std::memcpy(&bits, &v, sizeof v);
   s.add(bits);
 }
-void add_attr_value(detail::Signature& s, const std::string& v) {
+void add_attr_value(detail::Signature& s, std::string_view v) {
   s.add(std::int64_t(v.size()));
   for (char c : v) s.add(c);
 }
@@ -80,8 +80,10 @@ detail::Signature op_signature(const ops::OpDef& op, const TensorView& out,
   s.add(std::int64_t(reinterpret_cast<std::uintptr_t>(&op)));
   // Each attribute it sets: its name, its value's alternative and the value (every attribute,
   // so that one outside the op's schema reaches infer_result's refusal on a later call too).
-  for (const auto& [name, v] : attr_values(attrs)) {
-    add_attr_value(s, std::string(name));
+  // A flag set to false is left out, as attr_values leaves it out ({keepdim: false} is {}).
+  for (const auto& [name, v] : attrs.values()) {
+    if (std::holds_alternative<bool>(v) && !std::get<bool>(v)) continue;
+    add_attr_value(s, std::string_view(name));
     s.add(std::int64_t(v.index()));
     std::visit([&](const auto& x) { add_attr_value(s, x); }, v);
   }
@@ -100,9 +102,8 @@ std::shared_ptr<detail::PreparedOp> prepare_op(Engine& engine, const ops::OpDef&
                                                const std::vector<Operand>& args,
                                                const Attrs& attrs) {
   auto p = std::make_shared<detail::PreparedOp>();
-  p->launch =
-      specialize_call(op_call(op, out, args, attrs), detail::impl_of(engine).target,
-                      detail::impl_of(engine).tuning);
+  p->launch = specialize_call(op_call(op, out, args, attrs), detail::impl_of(engine).target,
+                              detail::impl_of(engine).tuning);
   if (p->launch.groups == 0 || p->launch.config.empty()) return p;
   p->kernel = &detail::impl_of(engine).prepare(p->launch.spec);
   p->params = std::make_unique<LaunchParams>(p->launch);

@@ -40,14 +40,10 @@ namespace {
 
 // `v` seen at x's `shape` with explicit strides (0 where it broadcasts), its dims permuted so
 // that `axis` comes last: the scan's rows are the layout's last dim.
-TensorView along_last(const TensorView& v, const Shape& shape, std::size_t axis) {
-  const Shape st = v.resolved_strides();
+TensorView along_last(const TensorView& v, const Shape& shape, std::size_t axis, const char* role) {
   TensorView r = v;
+  r.strides = broadcast_strides(v, shape, role);
   r.shape = shape;
-  r.strides.assign(shape.size(), 0);
-  const std::size_t lead = shape.size() - v.shape.size();
-  for (std::size_t d = 0; d < v.shape.size(); ++d)
-    if (v.shape[d] != 1) r.strides[lead + d] = st[d];
   std::rotate(r.shape.begin() + std::ptrdiff_t(axis), r.shape.begin() + std::ptrdiff_t(axis) + 1,
               r.shape.end());
   std::rotate(r.strides.begin() + std::ptrdiff_t(axis),
@@ -62,15 +58,10 @@ std::vector<TensorView> slot_views(const ScanKernel& k, const std::string& stem,
     if (o.shape != k.shape)
       throw ShapeError(
           fmt::format("{}: output {} is not of shape {}", stem, o.describe(), to_string(k.shape)));
-    all.push_back(along_last(o, k.shape, axis));
+    all.push_back(along_last(o, k.shape, axis, "output"));
   }
   for (const auto* group : {&k.inputs, &k.epilogue_inputs})
-    for (const TensorView& v : *group) {
-      if (v.shape.size() > k.shape.size())
-        throw ShapeError(fmt::format("{}: input {} has more dims than x {}", stem, v.describe(),
-                                     to_string(k.shape)));
-      all.push_back(along_last(v, k.shape, axis));
-    }
+    for (const TensorView& v : *group) all.push_back(along_last(v, k.shape, axis, "input"));
   return all;
 }
 
