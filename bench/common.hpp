@@ -1,6 +1,6 @@
 #pragma once
 // Helpers the benchmark drivers share: random host data, fetching a tensor, comparing outputs
-// (the tuner's own, engine/tuner.hpp).
+// (the tuner's own, engine/tune/tuner.hpp).
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <kiln/kiln.hpp>
 #include <vector>
 
-#include "engine/tuner.hpp"
+#include "engine/tune/tuner.hpp"
 
 namespace kiln::bench {
 

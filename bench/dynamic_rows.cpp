@@ -17,7 +17,8 @@
 
 #include "bench/common.hpp"
 #include "bench/lengths.hpp"
-#include "engine/fusion.hpp"
+#include "engine/exec/plan_specs.hpp"
+#include "engine/passes/fusion.hpp"
 #include "ops/op.hpp"
 
 namespace {

@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "bench/common.hpp"
-#include "engine/engine_impl.hpp"
-#include "engine/op_call.hpp"
+#include "engine/exec/engine_impl.hpp"
+#include "engine/exec/op_call.hpp"
 #include "ops/op.hpp"
 
 namespace {

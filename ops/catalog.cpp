@@ -6,7 +6,6 @@
 #include <limits>
 #include <unordered_map>
 
-#include "ops/custom.hpp"
 #include "ops/op.hpp"
 
 namespace kiln::ops {

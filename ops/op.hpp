@@ -19,7 +19,7 @@ namespace kiln::ops {
 
 class Expr;
 
-/// What an op is to the fusion pass (engine/fusion.cpp asks nothing else of it; docs/ops.md).
+/// What an op is to the fusion pass (engine/passes/fusion.cpp asks nothing else of it; docs/ops.md).
 enum class FusionKind {
   chain,   ///< elementwise: fuses into chains, and into an anchor's prologue or epilogue
   anchor,  ///< a kernel of its own, computed by the family `FusionRoles::family` names
@@ -38,7 +38,7 @@ struct FusionRoles {
   bool epilogue = false;
   std::size_t side_from = std::numeric_limits<std::size_t>::max();
   /// Its kernel can write a slice of its result's last axis as a window of the columns it
-  /// computes (a product's: QKV), so that the slice needs no copy (engine/fusion_windows.cpp).
+  /// computes (a product's: QKV), so that the slice needs no copy (engine/passes/fusion_windows.cpp).
   bool windows = false;
   /// Its kernel reads operands of any strides in place (a view such as a permute's result);
   /// false: each operand it reads is contiguous memory (a user's template), so a view it reads
@@ -63,7 +63,7 @@ struct ViewRule {
   /// its copy then reads x as it lies, in row-major order).
   std::optional<TensorView> (*of)(const TensorView& x, const Shape& result,
                                   const Attrs& attrs) = nullptr;
-  /// A slice of x's last axis that a kernel writing windows may write (engine/fusion_windows.cpp):
+  /// A slice of x's last axis that a kernel writing windows may write (engine/passes/fusion_windows.cpp):
   /// its first column; none for another slice. Null for views that are no such slice.
   std::optional<std::int64_t> (*window)(const Shape& x, const Attrs& attrs) = nullptr;
 };
@@ -113,7 +113,7 @@ struct OpDef {
   RowReference row_reference = nullptr;  ///< row ops
   bool reduces = false;                  ///< writes one value per row
   std::size_t min_operands = 0;          ///< when some operands are optional (norms); 0 = all
-  /// A custom op's expression (ops/custom.hpp): codegen renders its functor from it, references
+  /// A custom op's expression (engine/ir/custom_ops.hpp): codegen renders its functor from it, references
   /// evaluate it; null for kiln's own ops.
   const Expr* expr = nullptr;
   /// A user template's node (an anchor of the "template" family): the template; null otherwise.

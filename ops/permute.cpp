@@ -1,7 +1,7 @@
 // permute and transpose: views of their operand's memory with its dims reordered (torch's).
 // Every kernel that takes strides (elementwise chains, row ops, a product's operands) reads one
 // in place; a copy only where the view is an output or a kernel reading contiguous memory (a
-// user's template) reads it (engine/fusion.cpp, view_copies).
+// user's template) reads it (engine/passes/fusion.cpp, view_copies).
 #include <fmt/format.h>
 
 #include <kiln/error.hpp>

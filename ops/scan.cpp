@@ -1,5 +1,5 @@
 // cumsum: the inclusive prefix sum along one axis (torch.cumsum), computed by the scan family
-// (engine/families/scan_family.cpp) with its producers fused as a prologue and its consumers
+// (engine/families/scan/scan_family.cpp) with its producers fused as a prologue and its consumers
 // as an epilogue.
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // View ops: reshape, its operand's elements in row-major order under another shape (its memory
-// is the operand's where the plan allows, engine/fusion.hpp, else a copy), and slice, a range
+// is the operand's where the plan allows, engine/passes/fusion.hpp, else a copy), and slice, a range
 // along one axis (a copy, or columns a matrix product's kernel writes).
 #include <fmt/format.h>
 

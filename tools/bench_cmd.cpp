@@ -5,7 +5,7 @@
 #include <kiln/kiln.hpp>
 #include <nlohmann/json.hpp>
 
-#include "engine/tuner.hpp"
+#include "engine/tune/tuner.hpp"
 #include "tools/commands.hpp"
 #include "tools/report.hpp"
 

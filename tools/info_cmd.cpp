@@ -6,7 +6,7 @@
 #include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
 #include "engine/compiler/compiler.hpp"
-#include "engine/fusion.hpp"
+#include "engine/passes/fusion.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/driver.hpp"
 #include "tools/commands.hpp"

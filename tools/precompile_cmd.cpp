@@ -9,8 +9,9 @@
 
 #include "cache/disk_cache.hpp"
 #include "engine/compiler/compiler.hpp"
-#include "engine/fusion.hpp"
-#include "engine/precompile.hpp"
+#include "engine/exec/plan_specs.hpp"
+#include "engine/passes/fusion.hpp"
+#include "engine/exec/precompile.hpp"
 #include "tools/commands.hpp"
 #include "tools/report.hpp"
 

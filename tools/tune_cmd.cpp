@@ -16,10 +16,11 @@
 #include "cache/atomic_file.hpp"
 #include "cache/disk_cache.hpp"
 #include "cache/tuning.hpp"
-#include "engine/fusion.hpp"
+#include "engine/exec/plan_specs.hpp"
+#include "engine/passes/fusion.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/driver.hpp"
-#include "engine/tuner.hpp"
+#include "engine/tune/tuner.hpp"
 #include "tools/commands.hpp"
 #include "tools/report.hpp"
 

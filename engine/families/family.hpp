@@ -5,8 +5,8 @@
 // KernelLaunch (the spec, its launch configuration and arguments), declares the tunables
 // `kiln tune` searches, and names its template headers. The registry (registry.cpp) asks the
 // families in order; nothing outside a family's own files branches on which family it is.
-// Adding a family: its files (with a function returning it), their line in
-// engine/CMakeLists.txt, and its line in registry.cpp. The ops it computes name it
+// Adding a family: its folder here (its files, with a function returning it, and a
+// CMakeLists.txt listing them), and its line in registry.cpp. The ops it computes name it
 // (ops::FusionRoles::family) and claims() checks that name.
 
 #include <cstdint>
@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "cache/tuning.hpp"
-#include "engine/autotune.hpp"
-#include "engine/fusion.hpp"
-#include "engine/launch.hpp"
+#include "engine/codegen/autotune.hpp"
+#include "engine/passes/fusion.hpp"
+#include "engine/codegen/launch.hpp"
 #include "engine/target.hpp"
 
 namespace kiln {

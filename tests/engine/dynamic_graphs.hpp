@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/plan_impl.hpp"
+#include "engine/exec/plan_impl.hpp"
 
 namespace kiln::test {
 

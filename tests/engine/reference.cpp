@@ -5,8 +5,8 @@
 #include <cmath>
 #include <functional>
 
-#include "engine/fusion.hpp"
-#include "engine/graph_ops.hpp"
+#include "engine/passes/fusion.hpp"
+#include "engine/ir/graph_ops.hpp"
 #include "ops/expr.hpp"
 #include "ops/op.hpp"
 #include "tests/support.hpp"

@@ -1,7 +1,7 @@
 // The fp64 reference of a matrix product node (matmul, linear), for reference.cpp.
 #include <cmath>
 
-#include "engine/graph_ops.hpp"
+#include "engine/ir/graph_ops.hpp"
 #include "tests/engine/reference.hpp"
 
 namespace kiln::test {

@@ -1,14 +1,15 @@
-// Targets (engine/target.hpp) and GEMM buckets (engine/families/gemm_buckets.hpp), without a
+// Targets (engine/target.hpp) and GEMM buckets (engine/families/gemm/gemm_buckets.hpp), without a
 // GPU: what a dynamic-batch product precompiles, what an sm_86 engine specializes, and which
 // cubins of an older arch it takes.
 #include <kiln/graph.hpp>
 #include <set>
 
 #include "engine/compiler/compiler.hpp"
-#include "engine/engine_impl.hpp"
-#include "engine/families/gemm.hpp"
-#include "engine/fusion.hpp"
-#include "engine/plan_impl.hpp"
+#include "engine/exec/engine_impl.hpp"
+#include "engine/exec/plan_specs.hpp"
+#include "engine/families/gemm/gemm.hpp"
+#include "engine/passes/fusion.hpp"
+#include "engine/exec/plan_impl.hpp"
 #include "engine/target.hpp"
 #include "tests/support.hpp"
 

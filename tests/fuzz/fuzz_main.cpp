@@ -16,8 +16,9 @@
 #include <thread>
 #include <typeinfo>
 
-#include "engine/engine_impl.hpp"
-#include "engine/fusion.hpp"
+#include "engine/exec/engine_impl.hpp"
+#include "engine/exec/plan_specs.hpp"
+#include "engine/passes/fusion.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/fuzz/generator.hpp"
 #include "tests/fuzz/shrink.hpp"

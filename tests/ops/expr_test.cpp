@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/codegen.hpp"
+#include "engine/codegen/codegen.hpp"
 #include "engine/compiler/compiler.hpp"
-#include "engine/families/elementwise.hpp"
+#include "engine/families/elementwise/elementwise.hpp"
 #include "tests/support.hpp"
 
 using kiln::ops::Expr;

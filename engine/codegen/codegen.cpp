@@ -1,0 +1,188 @@
+#include "engine/codegen/codegen.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <kiln/error.hpp>
+#include <set>
+
+namespace kiln::codegen {
+namespace {
+
+std::string ref(const Ref& r, const Body& b, std::size_t step) {
+  switch (r.kind) {
+    case Ref::Kind::input:
+      if (r.index < 0 || r.index >= int(b.inputs.size())) break;
+      return fmt::format("x[{}]", r.index);
+    case Ref::Kind::scalar:
+      if (r.index < 0 || r.index >= b.scalars) break;
+      return fmt::format("s[{}]", r.index);
+    case Ref::Kind::step:
+      if (r.index < 0 || std::size_t(r.index) >= step) break;
+      return fmt::format("t{}", r.index);
+    case Ref::Kind::row:
+      return fmt::format("x[{}]", b.inputs.size());
+  }
+  throw ArgumentError(fmt::format("codegen: a reference of step {} points outside the body", step));
+}
+
+}  // namespace
+
+std::string render_types(const std::vector<DType>& dtypes) {
+  std::vector<std::string_view> names;
+  for (DType t : dtypes) names.push_back(device_type_of(t));
+  return fmt::format("kiln::Types<{}>", fmt::join(names, ", "));
+}
+
+std::string render_index(bool index64) { return index64 ? "unsigned long long" : "unsigned int"; }
+
+std::string render_instance(std::string_view name, const std::vector<std::string>& args) {
+  return fmt::format("{}<{}>", name, fmt::join(args, ", "));
+}
+
+std::string render_dim(std::int64_t extent, const std::vector<std::int64_t>& strides) {
+  return fmt::format("kiln::Dim<{}, {}>", extent, fmt::join(strides, ", "));
+}
+
+std::string render_source(std::string_view header,
+                          const std::vector<std::pair<std::string_view, const Body*>>& bodies) {
+  std::vector<std::string> structs;
+  std::set<std::string_view> functors;  // custom ops', each defined once
+  for (const auto& [name, body] : bodies)
+    for (const Step& st : body->steps)
+      if (st.expr && functors.insert(st.functor).second)
+        structs.push_back(render_functor(st.functor, *st.expr));
+  for (const auto& [name, body] : bodies) structs.push_back(render_body(*body, name));
+  return fmt::format("#include <kiln/{}>\n\n{}", header, fmt::join(structs, "\n"));
+}
+
+std::string render_body(const Body& b, std::string_view name) {
+  if (b.results.size() != b.outputs.size())
+    throw ArgumentError(
+        fmt::format("codegen: {} results for {} outputs", b.results.size(), b.outputs.size()));
+  std::string out = fmt::format("struct {} {{\n", name);
+  out += fmt::format("  using Inputs = {};\n", render_types(b.inputs));
+  out += fmt::format("  using Outputs = {};\n", render_types(b.outputs));
+  out += fmt::format("  static constexpr int scalars = {};\n", b.scalars);
+  out +=
+      "  __device__ __forceinline__ static void apply(const float* x, const float* s, float* y) "
+      "{\n";
+  out += "    (void)x;\n    (void)s;\n";
+  for (std::size_t i = 0; i < b.steps.size(); ++i) {
+    const Step& st = b.steps[i];
+    std::vector<std::string> args;
+    for (const Ref& r : st.args) args.push_back(ref(r, b, i));
+    std::string call = fmt::format("{}::apply({})", st.functor, fmt::join(args, ", "));
+    if (st.round) call = fmt::format("kiln::round_to<{}>({})", device_type_of(st.dtype), call);
+    out += fmt::format("    const float t{} = {};\n", i, call);
+  }
+  for (std::size_t j = 0; j < b.results.size(); ++j)
+    out += fmt::format("    y[{}] = {};\n", j, ref(b.results[j], b, b.steps.size()));
+  out += "  }\n};\n";
+  return out;
+}
+
+namespace {
+
+// An f32 literal for `v`: C++ text that reads back as the same float.
+std::string float_literal(double v) {
+  std::string s = fmt::format("{:.9g}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+std::string render_node(const ops::ExprNode& n) {
+  using Kind = ops::ExprNode::Kind;
+  const auto arg = [&](std::size_t i) { return render_node(*n.args.at(i)); };
+  switch (n.kind) {
+    case Kind::literal:
+      return float_literal(n.value);
+    case Kind::operand:
+      return fmt::format("x{}", n.operand);
+    case Kind::negate:
+      return fmt::format("(-{})", arg(0));
+    case Kind::logical_not:
+      return fmt::format("({} == 0.0f ? 1.0f : 0.0f)", arg(0));
+    case Kind::conditional:
+      return fmt::format("({} != 0.0f ? {} : {})", arg(0), arg(1), arg(2));
+    case Kind::call: {
+      std::vector<std::string> args;
+      for (std::size_t i = 0; i < n.args.size(); ++i) args.push_back(arg(i));
+      return fmt::format("{}({})", n.symbol, fmt::join(args, ", "));
+    }
+    case Kind::binary:
+      if (n.symbol == "&&" || n.symbol == "||")
+        return fmt::format("(({} != 0.0f) {} ({} != 0.0f) ? 1.0f : 0.0f)", arg(0), n.symbol,
+                           arg(1));
+      if (n.symbol == "+" || n.symbol == "-" || n.symbol == "*" || n.symbol == "/")
+        return fmt::format("({} {} {})", arg(0), n.symbol, arg(1));
+      return fmt::format("({} {} {} ? 1.0f : 0.0f)", arg(0), n.symbol, arg(1));
+  }
+  throw ArgumentError("codegen: an expression node outside the grammar");
+}
+
+}  // namespace
+
+std::string render_functor(std::string_view name, const ops::Expr& expr) {
+  std::vector<std::string> params;
+  for (std::size_t i = 0; i < expr.operands(); ++i) params.push_back(fmt::format("float x{}", i));
+  return fmt::format(
+      "struct {} {{\n  static constexpr int arity = {};\n"
+      "  __device__ __forceinline__ static float apply({}) {{ return {}; }}\n}};\n",
+      name, expr.operands(), fmt::join(params, ", "), render_node(expr.root()));
+}
+
+std::vector<std::string> builtin_options() { return {"-std=c++17", "--minimal"}; }
+
+std::string render_include(std::string_view name) { return fmt::format("#include \"{}\"\n", name); }
+
+std::string_view render_user_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return "float";
+    case DType::f16:
+      return "__half";
+    case DType::bf16:
+      return "__nv_bfloat16";
+    case DType::boolean:
+      return "bool";
+  }
+  return "float";
+}
+
+std::string render_user_instance(std::string_view instance,
+                                 const std::vector<std::pair<std::string, std::string>>& values) {
+  std::string out;
+  for (std::size_t i = 0; i < instance.size(); ++i) {
+    if (instance[i] == '{') {
+      const std::size_t close = instance.find('}', i);
+      if (close == std::string_view::npos)
+        throw ArgumentError(fmt::format("instance '{}': a '{{' without its '}}'", instance));
+      const std::string_view name = instance.substr(i + 1, close - i - 1);
+      const auto it = std::find_if(values.begin(), values.end(),
+                                   [&](const auto& v) { return v.first == name; });
+      if (it == values.end())
+        throw ArgumentError(fmt::format(
+            "instance '{}': {{{}}} is neither a tensor parameter nor a tunable", instance, name));
+      out += it->second;
+      i = close;
+      continue;
+    }
+    const char c = instance[i];
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) ||
+                    std::string_view("_:<>, ").find(c) != std::string_view::npos;
+    if (!ok)
+      throw ArgumentError(fmt::format(
+          "instance '{}': '{}' has no place in a name expression (letters, digits, _ : < > , "
+          "and spaces)",
+          instance, c));
+    out += c;
+  }
+  if (out.empty()) throw ArgumentError("a template's instance is empty");
+  return out;
+}
+
+std::vector<std::string> user_options() { return {"-std=c++17"}; }
+
+}  // namespace kiln::codegen

@@ -1,0 +1,84 @@
+#include "engine/families/elementwise/elementwise.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <kiln/error.hpp>
+
+namespace kiln {
+namespace {
+
+constexpr int kDefaultBlock = ElementwiseTunables::kDefaultBlock;
+constexpr int kDefaultUnroll = ElementwiseTunables::kDefaultUnroll;
+
+}  // namespace
+
+ElementwiseTunables elementwise_tunables(const Tunables& t, const std::string& stem) {
+  ElementwiseTunables e;
+  for (const auto& [name, value] : t) {
+    if (name == "block")
+      e.block = value;
+    else if (name == "unroll")
+      e.unroll = value;
+    else
+      throw ArgumentError(fmt::format(
+          "{}: '{}' is not a tunable of the elementwise template (block, unroll)", stem, name));
+  }
+  return e;
+}
+
+KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
+                                    const std::vector<TensorView>& outputs,
+                                    const std::vector<TensorView>& inputs,
+                                    std::vector<float> scalars, ElementwiseTunables tunables) {
+  const int block = tunables.block ? tunables.block : kDefaultBlock;
+  const int unroll = tunables.unroll ? tunables.unroll : kDefaultUnroll;
+  if (block < 32 || block > 1024 || block % 32 != 0 || unroll < 1 || unroll > 16)
+    throw ArgumentError(
+        fmt::format("{}: bad elementwise tunables block {} unroll {}", stem, block, unroll));
+  if (outputs.empty() || outputs.size() != body.outputs.size() ||
+      inputs.size() != body.inputs.size() || int(scalars.size()) != body.scalars)
+    throw ArgumentError(
+        fmt::format("{}: {} outputs, {} inputs, {} scalars do not match the body's {}, {}, {}",
+                    stem, outputs.size(), inputs.size(), scalars.size(), body.outputs.size(),
+                    body.inputs.size(), body.scalars));
+  const Shape& shape = outputs[0].shape;
+  std::vector<const TensorView*> views;
+  for (const TensorView& o : outputs) {
+    if (o.shape != shape)
+      throw ShapeError(fmt::format("{}: outputs of one kernel must share a shape: {} vs {}", stem,
+                                   o.describe(), to_string(shape)));
+    views.push_back(&o);
+  }
+  for (const TensorView& i : inputs) views.push_back(&i);
+  const LayoutPlan lp = plan_layout(views, outputs.size(), shape, false, block * unroll);
+  KernelLaunch L;
+  L.index64 = lp.index64;
+  const int vec = lp.vec;
+  const std::int64_t groups = lp.groups;
+  L.spec.source = codegen::render_source("elementwise.cuh", {{"kiln_body", &body}});
+  L.spec.expression = codegen::render_instance(
+      "kiln::elementwise",
+      {"kiln_body", lp.type(), std::to_string(vec), codegen::render_index(L.index64),
+       std::to_string(block), std::to_string(unroll)});
+  L.spec.options = codegen::builtin_options();
+  const bool tuned = block != kDefaultBlock || unroll != kDefaultUnroll;
+  L.spec.name = fmt::format("{}__r{}v{}{}{}", stem, lp.dims.size(), vec, L.index64 ? "_i64" : "",
+                            tuned ? fmt::format("_b{}u{}", block, unroll) : "");
+  L.vec = vec;
+  L.groups = std::uint64_t(groups);
+  L.index_arg = L.groups;
+  L.config.block[0] = unsigned(block);
+  L.tunables = {{"block", block}, {"unroll", unroll}};
+  const std::uint64_t per_block = std::uint64_t(block) * unroll;
+  const std::uint64_t blocks = (std::uint64_t(groups) + per_block - 1) / per_block;
+  L.config.grid[0] = grid_x(blocks, [&] {
+    return fmt::format("{}: shape {} in blocks of {} threads", stem, to_string(shape), block);
+  });
+  for (const TensorView* v : views) L.pointers.push_back(v->data);
+  L.scalars = std::move(scalars);
+  return L;
+}
+
+}  // namespace kiln

@@ -1,0 +1,48 @@
+#pragma once
+// Specialization of the elementwise template for the exact operands of one kernel (its layout
+// planned by engine/codegen/layout.hpp).
+
+#include <cstdint>
+#include <cstring>
+#include <kiln/ops.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/codegen/autotune.hpp"
+#include "engine/codegen/codegen.hpp"
+#include "engine/codegen/launch.hpp"
+#include "engine/codegen/layout.hpp"
+#include "ops/op.hpp"
+#include "stages/kernel.hpp"
+
+namespace kiln {
+
+/// The template's tunables. Zero means the heuristic default.
+struct ElementwiseTunables {
+  // One group a thread, 128 threads a block: as fast as any other at 64M elements, and the
+  // most blocks for small grids, where a thread's chain of costly math (pow) is the time
+  // (kiln_bench_variants sweeps them).
+  static constexpr int kDefaultBlock = 128;
+  static constexpr int kDefaultUnroll = 1;
+  int block = 0;   ///< threads per block
+  int unroll = 0;  ///< groups per thread, all loaded before the first is used
+};
+
+/// `t`'s "block" and "unroll" (missing: 0, the default); ArgumentError naming `stem` for any
+/// other name.
+ElementwiseTunables elementwise_tunables(const Tunables& t, const std::string& stem);
+
+/// Specializes `body` writing `outputs` (all of one shape) from `inputs` (broadcast to it).
+/// `stem` names the kernel ("silu_add_mul"); dtypes, rank and vector width are appended.
+/// Throws ShapeError for views that do not fit.
+KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
+                                    const std::vector<TensorView>& outputs,
+                                    const std::vector<TensorView>& inputs,
+                                    std::vector<float> scalars, ElementwiseTunables tunables = {});
+
+namespace autotune {
+/// The elementwise template's tunables: threads per block x groups per thread.
+Space elementwise_space();
+}  // namespace autotune
+
+}  // namespace kiln

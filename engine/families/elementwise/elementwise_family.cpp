@@ -1,0 +1,46 @@
+// The elementwise family: a fused chain of elementwise ops (kernel_templates/kiln/elementwise.cuh).
+#include <fmt/format.h>
+
+#include "engine/families/elementwise/elementwise.hpp"
+#include "engine/families/family.hpp"
+
+namespace kiln {
+
+namespace autotune {
+
+Space elementwise_space() {
+  Space s;
+  s.tunables = {{"block", {64, 128, 256, 512, 1024}}, {"unroll", {1, 2, 4, 8}}};
+  s.fallback = {{"block", ElementwiseTunables::kDefaultBlock},
+                {"unroll", ElementwiseTunables::kDefaultUnroll}};
+  s.reject = block_too_large;
+  return s;
+}
+
+}  // namespace autotune
+
+namespace {
+
+class ElementwiseFamily final : public Family {
+ public:
+  std::string_view name() const override { return "elementwise"; }
+  bool claims(const FusedGroup& grp, const Graph&) const override { return !grp.anchor; }
+  KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
+    const FusedGroup& grp = w.group;
+    return specialize_elementwise(grp.body, grp.stem, w.views(grp.outputs), w.views(grp.inputs),
+                                  grp.scalars, elementwise_tunables(t, grp.stem));
+  }
+  autotune::Space space(const FusedGroup&, const KernelLaunch&, const Target&) const override {
+    return autotune::elementwise_space();
+  }
+  std::vector<std::string_view> headers() const override { return {"elementwise.cuh"}; }
+};
+
+}  // namespace
+
+const Family& elementwise_family() {
+  static const ElementwiseFamily family;
+  return family;
+}
+
+}  // namespace kiln

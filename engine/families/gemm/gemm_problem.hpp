@@ -1,0 +1,91 @@
+#pragma once
+// A matrix product's geometry as the GEMM template takes it: M, N, K, up to four batch dims,
+// and per slot (outputs, a, b, bias, epilogue inputs) its address and strides along each.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/families/gemm/gemm.hpp"
+
+namespace kiln {
+
+constexpr std::size_t kGemmBatchDims = 4;  ///< gemm.cuh's kBatchDims
+/// The most rows the skinny path (gemm_skinny.cuh) takes.
+constexpr std::int64_t kSkinnyRows = 32;
+/// The largest N and K it takes: its index sums (a tile count, K plus a batch of steps) stay
+/// within int.
+constexpr std::int64_t kSkinnyExtent = (std::int64_t(1) << 31) - 1024;
+
+/// One pointer of the kernel and its strides in elements.
+struct GemmSlot {
+  std::uint64_t data = 0;
+  std::size_t element = 1;  ///< bytes per element
+  std::int64_t row = 0;     ///< along M (b: along K)
+  std::int64_t col = 0;     ///< along N (a: along K)
+  std::array<std::int64_t, kGemmBatchDims> batch{};
+  /// An output's columns [lo, hi) of the product; `data` is where its column 0 would be, `offset`
+  /// bytes from its tensor's address (lo columns before it).
+  std::int64_t lo = 0, hi = 0;
+  std::int64_t offset = 0;
+};
+
+/// How the template reads an operand (gemm.cuh's layout classes).
+enum class GemmLayout { k_contiguous = 0, mn_contiguous = 1, strided = 2 };
+
+struct GemmProblem {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::array<std::int64_t, kGemmBatchDims> batch_ext{1, 1, 1, 1};
+  std::int64_t batches = 1;
+  std::vector<GemmSlot> slots;  ///< outputs, a, b, the bias if any, epilogue inputs
+  GemmLayout a_layout = GemmLayout::strided, b_layout = GemmLayout::strided;
+  std::size_t outputs = 0;
+};
+
+/// `k`'s geometry: batch dims merged where every slot allows it (into M first), each operand's
+/// layout class. ShapeError naming `stem` when more than four batch dims remain or M, N or K
+/// reach 2^31.
+GemmProblem gemm_problem(const GemmKernel& k, const std::string& stem);
+
+/// The kernel's parameter (gemm.cuh's Args<P, S>) for `p` with `scalars`.
+std::vector<unsigned char> gemm_args(const GemmProblem& p, const std::vector<float>& scalars);
+
+/// Columns per thread in the epilogue (gemm_epilogue.cuh's V): 8 where every output of `p` runs
+/// contiguously along N and the bias and every epilogue input does or is constant along it, each
+/// 16-byte aligned at every row and batch, with N and the outputs' column windows multiples of
+/// 8; else 1.
+int epilogue_columns(const GemmProblem& p);
+
+/// `L`'s parameters for `p`: the Args block (its first parameter; `extra` more of 128 bytes,
+/// the tensor maps), where each pointer sits in it, the pointers and `scalars`.
+void set_gemm_params(KernelLaunch& L, const GemmProblem& p, const std::vector<float>& scalars,
+                     std::size_t extra = 0);
+
+/// Why `split` blocks of a cluster cannot split K ("" if they can); `clusters`: whether the
+/// target runs thread-block clusters.
+std::string reject_split(int split, bool clusters);
+
+/// Whether the sm_90a path (gemm_sm90.cuh) computes `p` of `k`: sm_90a, f16 or bf16 with A
+/// contiguous along K and B along K or N, or f32 with both along K (16-byte aligned), no batch,
+/// nothing empty.
+bool wgmma_fits(const GemmKernel& k, const GemmProblem& p);
+/// Why `t` cannot run on the sm_90a path with `max_shared` bytes per block ("" if it can);
+/// `exact`: an f32 product to 1e-5 (its stages hold twice the bytes).
+std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact = false);
+/// The dynamic shared memory of a kernel of the sm_90a path with tunables `t` (resolved).
+int wgmma_shared_bytes(const GemmTunables& t, bool exact);
+/// Whether `p` of `k` takes the skinny path when no tunable says: `s` (its sizes or their
+/// buckets') up to 8 rows, or up to kSkinnyRows of an f32 product (not TF32) whose B is small
+/// (it is read once per 8 rows).
+bool skinny_by_default(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s);
+/// The kernel of the path for up to kSkinnyRows rows (gemm_skinny.cuh), its tile and split
+/// chosen for `s`; `clusters`: whether the target runs thread-block clusters.
+KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s,
+                               const std::string& stem, GemmTunables t, bool clusters);
+
+/// The kernel of the sm_90a path, its tunables resolved (bn, stages) for `s`.
+KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s,
+                              const std::string& stem, GemmTunables t);
+
+}  // namespace kiln

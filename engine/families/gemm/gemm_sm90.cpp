@@ -1,0 +1,139 @@
+// The GEMM family's sm_90a path (kernel_templates/kiln/gemm_sm90.cuh): TMA maps of A and B,
+// wgmma, a producer and two consumer warpgroups; f16, bf16, and f32 on TF32 (three products per
+// term unless the op asks for plain TF32).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <kiln/error.hpp>
+
+#include "engine/families/gemm/gemm_problem.hpp"
+#include "engine/runtime/tensor_map.hpp"
+
+namespace kiln {
+namespace {
+
+constexpr int kRows = 128, kRowBytes = 128, kThreads = 384;
+
+bool exact_f32(const GemmKernel& k) { return k.a.dtype == DType::f32 && !k.tf32; }
+
+// A view of the operand at `data`: `outer` rows of `inner` contiguous elements `stride` apart
+// (a stride of 0, one row, replaced by any multiple of 16 bytes the map accepts).
+TensorView rows_view(std::uint64_t data, std::int64_t outer, std::int64_t inner,
+                     std::int64_t stride, DType t) {
+  TensorView v;
+  v.data = data;
+  v.dtype = t;
+  v.shape = {outer, inner};
+  const std::int64_t e = std::int64_t(size_of(t));
+  v.strides = {stride ? stride : (inner * e + 15) / 16 * 16 / e, 1};
+  return v;
+}
+
+// 64 columns where N fits them, or where an exact product has 16 or fewer tiles 128 wide, which
+// split or not leave most SMs idle (M = 1024, N = 256, K = 4096: 16 tiles; at bn 64 and split 2,
+// 64 blocks); else 256 for f16 and bf16 products of 256 or more each way, 128 otherwise.
+int default_wgmma_bn(const GemmSizing& s, bool exact) {
+  const std::int64_t tiles128 = (s.m + kRows - 1) / kRows * ((s.n + 127) / 128);
+  if (s.n <= 64 || (exact && tiles128 * 4 * 2 <= s.sms)) return 64;
+  return s.n >= 256 && s.m >= 256 && !exact ? 256 : 128;
+}
+
+// An exact product splits K between the blocks of a cluster (2 or 4) while the blocks stay within
+// half the SMs and each keeps 8 stages or more: a cluster needs all its blocks in one GPC at once,
+// and an H100's GPCs are unequal, so more blocks in clusters of 4 may not start in one wave. f16
+// and bf16 products with few tiles are bound by reading B, which a split does not shorten: they
+// do not split by default.
+int exact_split(std::int64_t tiles, std::int64_t ktiles, std::int64_t sms) {
+  int split = 1;
+  while (split < 4 && tiles * split * 2 <= sms / 2 && ktiles >= 8 * split * 2) split *= 2;
+  return split;
+}
+
+}  // namespace
+
+// A stage holds 128 bytes of K per row of A and B; an exact f32 product (three TF32 products
+// per term) as much again for B's rest. Past the ring, each consumer group's staging of its 64
+// rows, 32 + 8 floats wide (gemm_sm90.cuh); a split's whole tile passes through the ring
+// instead. Plus 1024 bytes: the ring's alignment.
+int wgmma_shared_bytes(const GemmTunables& t, bool exact) {
+  const int barriers = (exact ? 3 : 2) * 8 * t.stages;  // full, empty (and split) per stage
+  const int ring = t.stages * (kRows + t.bn * (exact ? 2 : 1)) * kRowBytes + barriers;
+  if (t.split > 1) return std::max(ring, kRows * (t.bn + 8) * 4) + 1024;
+  return ring + 2 * 64 * (32 + 8) * 4 + 1024;
+}
+
+bool wgmma_fits(const GemmKernel& k, const GemmProblem& p) {
+  const DType t = k.a.dtype;
+  const bool b_fits =
+      t == DType::f32 ? p.b_layout == GemmLayout::k_contiguous : p.b_layout != GemmLayout::strided;
+  return k.arch == "sm_90a" && (t == DType::f16 || t == DType::bf16 || t == DType::f32) &&
+         p.a_layout == GemmLayout::k_contiguous && b_fits && p.batches == 1 && p.m > 0 && p.n > 0 &&
+         p.k > 0;
+}
+
+std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact) {
+  if (t.bn != 64 && t.bn != 128 && t.bn != 256)
+    return fmt::format("bn {}: the wgmma path takes 64, 128 or 256", t.bn);
+  if (exact && t.bn == 256) return fmt::format("bn {}: an exact f32 product takes 64 or 128", t.bn);
+  if (t.bm || t.warps_m || t.warps_n)
+    return "bm, warps_m and warps_n are the mma.sync path's (the wgmma path's tile has 128 rows)";
+  if (std::string why = reject_split(t.split ? t.split : 1, true); !why.empty()) return why;
+  if (t.stages < 2 || t.stages > 8) return fmt::format("{} stages: 2 to 8", t.stages);
+  if (wgmma_shared_bytes(t, exact) > max_shared)
+    return fmt::format("{} bytes of shared memory per block, the device allows {}",
+                       wgmma_shared_bytes(t, exact), max_shared);
+  return "";
+}
+
+KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s,
+                              const std::string& stem, GemmTunables t) {
+  const bool exact = exact_f32(k);
+  if (!t.bn) t.bn = default_wgmma_bn(s, exact);
+  if (!t.stages) t.stages = 4;
+  const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + t.bn - 1) / t.bn);
+  const int depth = kRowBytes / int(size_of(k.a.dtype));  // elements of K a stage
+  if (!t.split) {
+    const std::int64_t planned = (s.m + kRows - 1) / kRows * ((s.n + t.bn - 1) / t.bn);
+    t.split = exact ? exact_split(planned, (s.k + depth - 1) / depth, s.sms) : 1;
+  }
+  t.wgmma = 1;
+  if (std::string why = reject_wgmma_tunables(t, s.max_shared, exact); !why.empty())
+    throw ArgumentError(fmt::format("{}: bad GEMM tunables: {}", stem, why));
+  const DType dtype = k.a.dtype;
+  const bool trans = p.b_layout == GemmLayout::mn_contiguous;
+  const GemmSlot& a = p.slots[p.outputs];
+  const GemmSlot& b = p.slots[p.outputs + 1];
+  KernelLaunch L;
+  L.spec.source = codegen::render_source("gemm_sm90.cuh", {{"kiln_epilogue", &k.epilogue}});
+  L.spec.expression = codegen::render_instance(
+      "kiln::gemm::gemm_sm90",
+      {std::string(device_type_of(dtype)), "kiln_epilogue", k.bias ? "true" : "false",
+       std::to_string(t.bn), std::to_string(t.stages), trans ? "1" : "0",
+       std::to_string(epilogue_columns(p)), exact ? "true" : "false", std::to_string(t.split)});
+  L.spec.options = codegen::builtin_options();
+  L.spec.name = fmt::format("{}__wg{}x{}s{}{}_k{}{}{}", stem, kRows, t.bn, t.stages,
+                            t.split > 1 ? fmt::format("k{}", t.split) : "", trans ? 't' : 'k',
+                            k.bias ? "_bias" : "", dtype == DType::f32 && k.tf32 ? "_tf32" : "");
+  L.config.grid = {unsigned(tiles), 1, unsigned(t.split)};
+  L.config.cluster = {1, 1, unsigned(t.split)};
+  L.config.persistent = t.split == 1;
+  L.config.block = {kThreads, 1, 1};
+  L.config.shared = unsigned(wgmma_shared_bytes(t, exact));
+  L.groups = 1;
+  set_gemm_params(L, p, k.epilogue_scalars, 2);
+  const TensorView va = rows_view(a.data, p.m, p.k, a.row, dtype);
+  const TensorView vb =
+      trans ? rows_view(b.data, p.k, p.n, b.row, dtype) : rows_view(b.data, p.n, p.k, b.col, dtype);
+  const std::vector<std::uint32_t> box_b =
+      trans ? std::vector<std::uint32_t>{unsigned(depth), 64}
+            : std::vector<std::uint32_t>{unsigned(t.bn), unsigned(depth)};
+  L.maps.push_back(
+      {1, std::uint32_t(p.outputs),
+       runtime::describe_tensor_map(va, {kRows, unsigned(depth)}, 128, stem + ": a's map")});
+  L.maps.push_back({2, std::uint32_t(p.outputs + 1),
+                    runtime::describe_tensor_map(vb, box_b, 128, stem + ": b's map")});
+  L.tunables = {{"bn", t.bn}, {"stages", t.stages}, {"wgmma", 1}, {"split", t.split}};
+  return L;
+}
+
+}  // namespace kiln

@@ -1,0 +1,149 @@
+// The row families: a row op (reduction, softmax, norm) with its fused prologue and epilogue,
+// along the last axis or every element (rows, kernel_templates/kiln/rows.cuh) or along another
+// axis (columns, kernel_templates/kiln/columns.cuh). Their specialization is
+// engine/families/rows.*.
+#include <fmt/format.h>
+
+#include "engine/families/family.hpp"
+#include "engine/families/rows/row_buckets.hpp"
+#include "engine/families/rows/rows.hpp"
+
+namespace kiln {
+
+namespace autotune {
+
+Space rows_space(long long row_groups, int vec, const Candidate& fallback, bool clusters) {
+  Space s;
+  s.tunables = {{"block", {32, 64, 128, 256, 512, 1024}}, {"items", {0, 1, 2, 4, 8, 16}}};
+  if (clusters) s.tunables.push_back({"split", {1, 2, 4, 8}});
+  s.fallback = fallback;
+  if (!clusters) s.fallback.erase("split");
+  s.reject = [row_groups, vec, clusters](const Candidate& c,
+                                         const DeviceLimits& limits) -> std::string {
+    if (std::string why = block_too_large(c, limits); !why.empty()) return why;
+    const int block = c.at("block");
+    const auto split = c.find("split");
+    return reject_row_tunables({block, c.at("items"), 0, split == c.end() ? 1 : split->second},
+                               row_groups, vec, clusters);
+  };
+  return s;
+}
+
+Space columns_space(const Candidate& fallback) {
+  Space s;
+  s.tunables = {{"block", {64, 128, 256, 512}}, {"cols", {1, 2, 4, 8, 16, 32}}};
+  s.fallback = fallback;
+  s.reject = [](const Candidate& c, const DeviceLimits& limits) -> std::string {
+    if (std::string why = block_too_large(c, limits); !why.empty()) return why;
+    const int block = c.at("block"), cols = c.at("cols");
+    return cols > block / 2
+               ? fmt::format("{} column groups for {} threads: fewer than 2 threads per column",
+                             cols, block)
+               : "";
+  };
+  return s;
+}
+}  // namespace autotune
+
+namespace {
+
+// Whether `grp`'s anchor is a row op, and if so whether it runs along columns.
+bool row_anchor(const FusedGroup& grp) {
+  return grp.anchor && grp.anchor->fusion.family == "rows";
+}
+bool on_columns(const FusedGroup& grp, const Graph& shapes) {
+  const Attrs& attrs = shapes.node(grp.anchor_node).attrs;
+  return along_columns(ops::axis_of(attrs), ops::all_axes(attrs), shapes.node(grp.x).shape);
+}
+
+// Whether the row length of `w` is a dynamic dim of the plan, and if so which of the kernel's
+// slots run along the row (RowKernel::dynamic_row, along_row).
+void mark_dynamic_row(const GroupWork& w, RowKernel& k) {
+  const FusedGroup& grp = w.group;
+  const Shape& x = w.planned.node(grp.x).shape;
+  const std::int64_t rank = std::int64_t(x.size());
+  const std::int64_t axis = k.axis < 0 ? k.axis + rank : k.axis;
+  if (k.all_axes || axis < 0 || axis >= rank || x[std::size_t(axis)] >= 0) return;
+  k.dynamic_row = true;
+  for (int id : grp.pointer_nodes()) {
+    const Shape& s = w.planned.node(id).shape;
+    const std::int64_t d = axis - (rank - std::int64_t(s.size()));
+    const bool output = k.along_row.size() < grp.outputs.size();
+    k.along_row.push_back(output ? !k.op->reduces
+                                 : d >= 0 && d < std::int64_t(s.size()) && s[std::size_t(d)] != 1);
+  }
+}
+
+// The bodies and operands of `w`'s row kernel, for either template.
+RowKernel row_kernel(const GroupWork& w) {
+  const FusedGroup& grp = w.group;
+  RowKernel k;
+  k.op = grp.anchor;
+  k.prologue = grp.body;
+  k.epilogue = grp.epilogue;
+  k.outputs = w.views(grp.outputs);
+  k.inputs = w.views(grp.inputs);
+  k.extras = w.views(grp.extras);
+  k.epilogue_inputs = w.views(grp.epilogue_inputs);
+  k.scalars = grp.scalars;
+  k.epilogue_scalars = grp.epilogue_scalars;
+  const Attrs& attrs = w.shapes.node(grp.anchor_node).attrs;
+  k.eps = ops::eps_of(attrs);
+  k.axis = ops::axis_of(attrs);
+  k.all_axes = ops::all_axes(attrs);
+  k.clusters = has_clusters(w.target.arch);
+  k.max_shared = w.target.max_shared;
+  mark_dynamic_row(w, k);
+  return k;
+}
+
+class RowsFamily final : public Family {
+ public:
+  std::string_view name() const override { return "rows"; }
+  bool claims(const FusedGroup& grp, const Graph& shapes) const override {
+    return row_anchor(grp) && !on_columns(grp, shapes);
+  }
+  KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
+    const std::string& stem = w.group.stem;
+    return specialize_rows(row_kernel(w), stem, w.shapes.node(w.group.x).shape,
+                           row_tunables(t, stem));
+  }
+  autotune::Space space(const FusedGroup&, const KernelLaunch& base,
+                        const Target& target) const override {
+    return autotune::rows_space(std::int64_t(base.index_arg), base.vec, base.tunables,
+                                has_clusters(target.arch));
+  }
+  std::vector<std::string_view> headers() const override { return {"rows.cuh"}; }
+  std::vector<std::int64_t> extent_probes() const override { return row_bucket_probes(); }
+};
+
+class ColumnsFamily final : public Family {
+ public:
+  std::string_view name() const override { return "columns"; }
+  bool claims(const FusedGroup& grp, const Graph& shapes) const override {
+    return row_anchor(grp) && on_columns(grp, shapes);
+  }
+  KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
+    const std::string& stem = w.group.stem;
+    return specialize_columns(row_kernel(w), stem, w.shapes.node(w.group.x).shape,
+                              row_tunables(t, stem));
+  }
+  autotune::Space space(const FusedGroup&, const KernelLaunch& base, const Target&) const override {
+    return autotune::columns_space(base.tunables);
+  }
+  std::vector<std::string_view> headers() const override { return {"columns.cuh"}; }
+};
+
+}  // namespace
+
+const Family& rows_family() {
+  static const RowsFamily family;
+  return family;
+}
+
+const Family& columns_family() {
+  static const ColumnsFamily family;
+  return family;
+}
+
+}  // namespace kiln

@@ -1,0 +1,388 @@
+#include "engine/passes/fusion.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "engine/ir/graph_ops.hpp"
+
+namespace kiln {
+namespace {
+
+// Node `id`'s fusion roles (an input's are a chain member's: it is never asked).
+const ops::FusionRoles& roles(const Graph& g, int id) {
+  static const ops::FusionRoles input;
+  const auto& n = g.node(id);
+  return n.op == "input" ? input : op_def(g, n.op).fusion;
+}
+
+// A kernel of its own (its family's).
+bool is_kernel_anchor(const Graph& g, int id) {
+  return roles(g, id).kind == ops::FusionKind::anchor;
+}
+
+// A view: its operand's memory read another way, or a copy of it.
+bool is_view(const Graph& g, int id) { return roles(g, id).kind == ops::FusionKind::view; }
+
+// A node read from memory by what uses it: an anchor or a view.
+bool is_anchor(const Graph& g, int id) { return is_kernel_anchor(g, id) || is_view(g, id); }
+
+// An anchor whose producers of x fuse as its prologue.
+bool takes_prologue(const Graph& g, int id) {
+  return is_kernel_anchor(g, id) && roles(g, id).prologue;
+}
+
+bool is_output(const Graph& g, int id) {
+  return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
+}
+
+const ops::ViewRule& view_rule(const Graph& g, int id) { return op_def(g, g.node(id).op).view; }
+
+// Whether a kernel that reads only contiguous memory (a user's template) reads `id`.
+bool read_contiguous(const Graph& g, int id) {
+  for (std::size_t c = 0; c < g.nodes().size(); ++c) {
+    const auto& args = g.nodes()[c].args;
+    if (is_kernel_anchor(g, int(c)) && !roles(g, int(c)).strided &&
+        std::find(args.begin(), args.end(), std::variant<int, double>(id)) != args.end())
+      return true;
+  }
+  return false;
+}
+
+// Whether view `id` needs a kernel copying its operand: an output itself; a view that is never
+// read in place (a slice, unless a product's kernel writes it: window_slices); one read in
+// place in the arena whose operand is not a value there (a graph input or output: memory the
+// caller owns and the view cannot share, or another view read in place elsewhere); one read in
+// place anywhere that a kernel reading only contiguous memory reads.
+bool view_copies(const Graph& g, int id) {
+  if (is_output(g, id)) return true;
+  const int src = std::get<int>(g.node(id).args[0]);
+  switch (view_rule(g, id).in_place) {
+    case ops::ViewRule::InPlace::never:
+      return true;
+    case ops::ViewRule::InPlace::arena:
+      return g.node(src).op == "input" || is_output(g, src) ||
+             (is_view(g, src) && !view_copies(g, src) &&
+              view_rule(g, src).in_place != ops::ViewRule::InPlace::arena);
+    case ops::ViewRule::InPlace::anywhere:
+      return read_contiguous(g, id);
+  }
+  return true;
+}
+
+// An anchor whose elementwise consumers of its shape fuse as its epilogue.
+bool hosts_epilogue(const Graph& g, int id) {
+  return is_kernel_anchor(g, id) && roles(g, id).epilogue;
+}
+
+std::vector<int> tensor_args(const Graph& g, int id) {
+  std::vector<int> out;
+  for (const auto& a : g.node(id).args)
+    if (std::holds_alternative<int>(a)) out.push_back(std::get<int>(a));
+  return out;
+}
+
+// Elementwise nodes needed to compute `roots` from memory (inputs, row results, or anything in
+// `stop`), in topological order; the memory nodes read go to `inputs`.
+void collect(const Graph& g, const std::vector<int>& roots, const std::set<int>& stop,
+             FusedGroup& grp) {
+  std::set<int> steps, inputs;
+  std::vector<int> todo = roots;
+  while (!todo.empty()) {
+    const int id = todo.back();
+    todo.pop_back();
+    if (steps.count(id) || inputs.count(id)) continue;
+    if (g.node(id).op == "input" || is_anchor(g, id) || stop.count(id)) {
+      inputs.insert(id);
+      continue;
+    }
+    steps.insert(id);
+    for (int a : tensor_args(g, id)) todo.push_back(a);
+  }
+  grp.steps.assign(steps.begin(), steps.end());
+  grp.inputs.assign(inputs.begin(), inputs.end());
+}
+
+// A node as a kernel of its own (an anchor, a view's copy) writing its result; its tensor
+// operands are named by their roles (the op's operand names).
+FusedGroup anchored(const Graph& g, int id) {
+  FusedGroup grp;
+  const Graph::Node& n = g.node(id);
+  grp.anchor = &op_def(g, n.op);
+  grp.anchor_node = id;
+  grp.outputs = {id};
+  for (std::size_t i = 0; i < n.args.size(); ++i)
+    if (const int* a = std::get_if<int>(&n.args[i]))
+      grp.roles.emplace_back(i < grp.anchor->operands.size() ? grp.anchor->operands[i] : "", *a);
+  return grp;
+}
+
+// An anchor's kernel: x computed by its prologue (collected up to memory or `stop`) where it
+// takes one, else its operands read from memory in order; its side operands (from the op's
+// side_from on) read from memory as extras.
+FusedGroup anchor_group(const Graph& g, int id, const std::set<int>& stop) {
+  FusedGroup grp = anchored(g, id);
+  const std::vector<int> args = tensor_args(g, id);
+  const ops::FusionRoles& r = grp.anchor->fusion;
+  const auto side = std::ptrdiff_t(std::min(r.side_from, args.size()));
+  grp.extras.assign(args.begin() + side, args.end());
+  if (r.prologue) {
+    grp.x = args[0];
+    collect(g, {grp.x}, stop, grp);
+  } else {
+    grp.inputs.assign(args.begin(), args.begin() + side);
+  }
+  return grp;
+}
+
+// A view's copy: a kernel reading its operand and writing its result.
+FusedGroup copy_group(const Graph& g, int id) {
+  FusedGroup grp = anchored(g, id);
+  grp.inputs = tensor_args(g, id);
+  return grp;
+}
+
+// Every value a kernel reads is a graph input or written by an earlier kernel (a fusion bug
+// otherwise: the kernel would read memory nothing wrote yet); a view no kernel copies is its
+// operand's memory.
+void check_order(const Graph& g, const std::vector<FusedGroup>& groups) {
+  std::set<int> written;
+  std::map<int, int> source;
+  for (const auto& [view, src] : view_aliases(g, groups)) source[view] = src;
+  auto resolved = [&source](int id) {
+    for (auto it = source.find(id); it != source.end(); it = source.find(id)) id = it->second;
+    return id;
+  };
+  for (const FusedGroup& grp : groups) {
+    for (const auto* list : {&grp.inputs, &grp.extras, &grp.epilogue_inputs})
+      for (int read : *list)
+        if (const int id = resolved(read);
+            g.node(id).op != "input" && !written.count(id) && id != grp.anchor_node)
+          throw Error(fmt::format(
+              "internal error in the fusion pass: kernel {} reads '{}' before any kernel writes it "
+              "(set KILN_DISABLE_FUSION=1 to work around it, and please report the graph)",
+              grp.stem, g.node(id).name));
+    written.insert(grp.outputs.begin(), grp.outputs.end());
+  }
+}
+
+}  // namespace
+
+bool read_outside(const Graph& g, const std::set<int>& needed,
+                  const std::vector<FusedGroup>& groups, const FusedGroup& self, int id) {
+  if (is_output(g, id)) return true;
+  for (int v : needed)  // a view that may share its memory
+    if (is_view(g, v) && view_rule(g, v).in_place != ops::ViewRule::InPlace::never &&
+        std::get<int>(g.node(v).args[0]) == id)
+      return true;
+  for (const FusedGroup& other : groups)
+    for (const auto* list : {&other.inputs, &other.extras, &other.epilogue_inputs})
+      if (&other != &self && std::find(list->begin(), list->end(), id) != list->end()) return true;
+  return false;
+}
+
+std::vector<std::pair<int, int>> view_aliases(const Graph& g,
+                                              const std::vector<FusedGroup>& groups) {
+  std::set<int> written;
+  for (const FusedGroup& grp : groups) written.insert(grp.outputs.begin(), grp.outputs.end());
+  std::vector<std::pair<int, int>> out;
+  for (std::size_t id = 0; id < g.nodes().size(); ++id)
+    if (is_view(g, int(id)) && !written.count(int(id)))
+      out.emplace_back(int(id), std::get<int>(g.nodes()[id].args[0]));
+  return out;
+}
+
+void view_values(const Graph& g, const std::vector<FusedGroup>& groups,
+                 std::vector<TensorView>& values) {
+  for (const auto& [view, src] : view_aliases(g, groups)) {  // node order: a view's view follows
+    const Graph::Node& n = g.node(view);
+    const ops::ViewRule& rule = view_rule(g, view);
+    const TensorView& x = values.at(std::size_t(src));
+    std::optional<TensorView> v = rule.of ? rule.of(x, n.shape, n.attrs) : std::nullopt;
+    if (!v || v->data != x.data)
+      throw Error(fmt::format(
+          "internal error in the fusion pass: view '{}' ({}) is read in place but is no view of "
+          "{} starting where it does (set KILN_DISABLE_FUSION=1 to work around it, and please "
+          "report the graph)",
+          n.name, n.op, x.describe()));
+    values[std::size_t(view)] = *v;
+  }
+}
+
+namespace {
+
+// The nodes the outputs need.
+std::set<int> needed_nodes(const Graph& g) {
+  std::set<int> needed;
+  for (std::vector<int> todo = g.outputs(); !todo.empty();) {
+    const int id = todo.back();
+    todo.pop_back();
+    if (!needed.insert(id).second) continue;
+    for (int a : tensor_args(g, id)) todo.push_back(a);
+  }
+  return needed;
+}
+
+// With fusion off: one kernel per op, every value materialized.
+std::vector<FusedGroup> unfused_groups(const Graph& g, const std::set<int>& needed) {
+  std::vector<FusedGroup> groups;
+  std::set<int> all(needed.begin(), needed.end());
+  for (int id : needed) {
+    if (g.node(id).op == "input") continue;
+    if (is_kernel_anchor(g, id)) {
+      groups.push_back(anchor_group(g, id, all));
+    } else if (is_view(g, id)) {
+      if (view_copies(g, id)) groups.push_back(copy_group(g, id));
+    } else {
+      FusedGroup grp;
+      grp.outputs = {id};
+      grp.steps = {id};
+      for (int a : tensor_args(g, id))
+        if (std::find(grp.inputs.begin(), grp.inputs.end(), a) == grp.inputs.end())
+          grp.inputs.push_back(a);
+      groups.push_back(std::move(grp));
+    }
+  }
+  for (FusedGroup& grp : groups) build_body(g, grp);
+  return groups;
+}
+
+// What the fusion pass learns of the needed nodes before it groups them.
+struct Layers {
+  std::set<int> needed;
+  std::set<int> materialized;  // values written to memory
+  std::map<int, int> depth;    // row ops on the longest path from the inputs
+  int max_depth = 0;
+  std::map<int, std::vector<int>> epilogue_of;  // row node -> absorbed elementwise outputs
+  std::set<int> absorbed;
+};
+
+// Each needed node's depth, and the values that must be materialized: the outputs and what an
+// anchor reads from memory.
+void find_depths(const Graph& g, Layers& l) {
+  l.materialized.insert(g.outputs().begin(), g.outputs().end());
+  for (int id : l.needed) {  // ids ascend: arguments come first
+    int d = 0;
+    for (int a : tensor_args(g, id)) d = std::max(d, l.depth[a]);
+    l.depth[id] = d + (is_anchor(g, id) ? 1 : 0);
+    const std::vector<int> args = tensor_args(g, id);
+    if (is_anchor(g, id))  // what an anchor reads past a prologue's x, all a view reads
+      for (std::size_t i = takes_prologue(g, id) ? 1 : 0; i < args.size(); ++i)
+        l.materialized.insert(args[i]);
+  }
+  l.max_depth =
+      l.depth.empty() ? 0 : std::max_element(l.depth.begin(), l.depth.end(), [](auto& a, auto& b) {
+                              return a.second < b.second;
+                            })->second;
+}
+
+// Elementwise consumers that fuse as a row op's epilogue: materialized values of the same
+// depth and shape that read the row result (the highest such row op of that depth takes
+// them, so any other row result they read is computed first).
+void find_epilogues(const Graph& g, Layers& l) {
+  for (int id : l.materialized) {
+    if (g.node(id).op == "input" || is_anchor(g, id)) continue;
+    FusedGroup probe;
+    collect(g, {id}, {}, probe);
+    int host = -1, last_row = -1;
+    for (int in : probe.inputs) {
+      if (!hosts_epilogue(g, in) || l.depth[in] != l.depth[id]) continue;
+      last_row = std::max(last_row, in);
+      if (g.node(in).shape == g.node(id).shape) host = std::max(host, in);
+    }
+    // The host must run after every row result the epilogue reads: reductions of its depth run
+    // first, then softmax and norms in id order.
+    if (host < 0 || host != last_row) continue;
+    l.epilogue_of[host].push_back(id);
+    l.absorbed.insert(id);
+  }
+}
+
+// The anchors of depth `level` (they read only values of lower depths): those that take neither
+// a prologue nor an epilogue (users' templates) and views' copies, those with a prologue only
+// (reductions), then those hosting epilogues.
+void add_anchor_groups(const Graph& g, Layers& l, int level, std::vector<FusedGroup>& groups) {
+  std::vector<int> rows;
+  for (int id : l.needed)
+    if (takes_prologue(g, id) && !hosts_epilogue(g, id) && l.depth[id] == level)
+      rows.push_back(id);
+  for (int id : l.needed)
+    if (hosts_epilogue(g, id) && l.depth[id] == level) rows.push_back(id);
+  for (int id : l.needed)
+    if (is_kernel_anchor(g, id) && !takes_prologue(g, id) && !hosts_epilogue(g, id) &&
+        l.depth[id] == level)
+      groups.push_back(anchor_group(g, id, {}));
+  for (int id : l.needed)
+    if (is_view(g, id) && l.depth[id] == level && view_copies(g, id))
+      groups.push_back(copy_group(g, id));
+  for (int id : rows) {
+    FusedGroup grp = anchor_group(g, id, {});
+    if (auto it = l.epilogue_of.find(id); it != l.epilogue_of.end()) {
+      FusedGroup epi;
+      collect(g, it->second, {}, epi);
+      grp.epilogue_steps = epi.steps;
+      for (int in : epi.inputs)
+        if (in != id) grp.epilogue_inputs.push_back(in);
+      grp.outputs = it->second;  // the row result itself is added later if anything else reads it
+    }
+    groups.push_back(std::move(grp));
+  }
+}
+
+// The materialized elementwise values of depth `level` that no epilogue took, one kernel per
+// shape.
+void add_elementwise_groups(const Graph& g, Layers& l, int level, std::vector<FusedGroup>& groups) {
+  std::vector<Shape> shapes;
+  std::vector<FusedGroup> level_groups;
+  for (int id : l.materialized) {
+    if (g.node(id).op == "input" || is_anchor(g, id) || l.depth[id] != level ||
+        l.absorbed.count(id))
+      continue;
+    const Shape& s = g.node(id).shape;
+    auto it = std::find(shapes.begin(), shapes.end(), s);
+    if (it == shapes.end()) {
+      shapes.push_back(s);
+      level_groups.emplace_back();
+      it = shapes.end() - 1;
+    }
+    level_groups[std::size_t(it - shapes.begin())].outputs.push_back(id);
+  }
+  for (FusedGroup& grp : level_groups) {
+    collect(g, grp.outputs, {}, grp);
+    groups.push_back(std::move(grp));
+  }
+}
+
+// A row result with an epilogue is written only if a graph output or another kernel reads it.
+void write_read_anchors(const Graph& g, const std::set<int>& needed,
+                        std::vector<FusedGroup>& groups) {
+  for (FusedGroup& grp : groups) {
+    if (!grp.anchor || (grp.outputs.size() == 1 && grp.outputs[0] == grp.anchor_node)) continue;
+    if (read_outside(g, needed, groups, grp, grp.anchor_node))
+      grp.outputs.insert(grp.outputs.begin(), grp.anchor_node);
+  }
+}
+
+}  // namespace
+
+std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
+  Layers l;
+  l.needed = needed_nodes(g);
+  if (!enabled) return unfused_groups(g, l.needed);
+  find_depths(g, l);
+  find_epilogues(g, l);
+  std::vector<FusedGroup> groups;
+  for (int level = 0; level <= l.max_depth; ++level) {
+    add_anchor_groups(g, l, level, groups);
+    add_elementwise_groups(g, l, level, groups);
+  }
+  window_slices(g, l.needed, groups);
+  write_read_anchors(g, l.needed, groups);
+  for (FusedGroup& grp : groups) build_body(g, grp);
+  check_order(g, groups);
+  return groups;
+}
+
+}  // namespace kiln

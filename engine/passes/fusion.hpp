@@ -1,0 +1,112 @@
+#pragma once
+// The fusion pass. Elementwise ops fuse into chains: every materialized elementwise value of
+// one shape (and one depth, below) is computed by one kernel that evaluates, per element,
+// all the nodes it depends on (recomputing broadcast values is cheap: they are elementwise on
+// inputs). Row ops (reductions, softmax, norms) anchor kernels of their own, with the
+// elementwise nodes that feed them fused as a prologue; elementwise consumers of a softmax or
+// norm of its shape fuse as its epilogue. A row result is materialized only when something
+// outside its kernel reads it.
+// Groups run in order of depth (the number of row ops on the longest path from the inputs).
+// With fusion off, each op is its own kernel and every intermediate is materialized.
+// A view (reshape) is its operand's memory under another shape where that operand is a value a
+// kernel of the plan writes to its arena; a kernel copies it where the operand is memory the
+// caller owns (a graph input or output) or the view is an output itself.
+
+#include <kiln/graph.hpp>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/codegen/codegen.hpp"
+#include "engine/target.hpp"
+#include "ops/op.hpp"
+#include "stages/kernel.hpp"
+
+namespace kiln {
+namespace cache {
+class TuningDb;
+}
+
+/// One kernel of a plan.
+struct FusedGroup {
+  std::vector<int> steps;      ///< elementwise node ids it computes, in topological order
+  std::vector<int> inputs;     ///< node ids it reads from memory
+  std::vector<int> outputs;    ///< node ids it writes
+  std::string stem;            ///< kernel name stem: the ops it fused
+  codegen::Body body;          ///< the elementwise body, or a row op's prologue
+  std::vector<float> scalars;  ///< runtime scalars of the body, in order
+  // Groups anchored on an op that is not elementwise (a family's kernel, a view's copy) only:
+  const ops::OpDef* anchor = nullptr;
+  int anchor_node = -1;
+  /// The anchor's tensor operands by role, its op's operand names ("x", "weight", "bias"; "a",
+  /// "b"), in order: what its family reads them by.
+  std::vector<std::pair<std::string_view, int>> roles;
+  std::vector<int> extras;           ///< the anchor's side operands (weight, bias node ids)
+  int x = -1;                        ///< the node whose value the prologue computes
+  std::vector<int> epilogue_steps;   ///< elementwise nodes computed after the anchor
+  std::vector<int> epilogue_inputs;  ///< node ids the epilogue reads from memory
+  codegen::Body epilogue;
+  std::vector<float> epilogue_scalars;
+
+  /// The node of the anchor's operand `role`; -1 if it has none (an optional one left out).
+  int role(std::string_view name) const {
+    for (const auto& [r, id] : roles)
+      if (r == name) return id;
+    return -1;
+  }
+
+  /// The node whose data each pointer of the group's kernel takes, in the kernel's order
+  /// (KernelLaunch::pointers): outputs, then inputs, then extras and epilogue inputs.
+  std::vector<int> pointer_nodes() const {
+    std::vector<int> nodes = outputs;
+    for (const auto* list : {&inputs, &extras, &epilogue_inputs})
+      nodes.insert(nodes.end(), list->begin(), list->end());
+    return nodes;
+  }
+};
+
+/// The views (reshapes) of `graph` that no kernel of `groups` copies, each with the node whose
+/// memory it is (view, operand), in node order: the operand is materialized in the arena, and
+/// the view reads it there.
+std::vector<std::pair<int, int>> view_aliases(const Graph& graph,
+                                              const std::vector<FusedGroup>& groups);
+
+/// `values` (each node's view, by id) with each view of `view_aliases` set to its rule's view of
+/// its operand's (ops::ViewRule::of; a view read in place starts where its operand does): what
+/// the kernels reading it see.
+void view_values(const Graph& graph, const std::vector<FusedGroup>& groups,
+                 std::vector<TensorView>& values);
+
+/// What `grp`'s kernel computes, as an expression over the values it reads (graph names):
+/// "softmax(mul(x,2)+b)", its outputs joined by "; ", each cut at 200 bytes. NVTX names its
+/// launches so.
+std::string describe_group(const Graph& graph, const FusedGroup& grp);
+
+/// Part of fuse (`needed`: the nodes the outputs need): a slice along the last axis of a value a
+/// matrix product's kernel writes (the product, or one of its epilogue's results) becomes a
+/// window of its columns that kernel writes (its copy kernel leaves `groups`), and the value
+/// itself stays an output of that kernel only if read_outside it (QKV: one product, three
+/// outputs).
+void window_slices(const Graph& graph, const std::set<int>& needed,
+                   std::vector<FusedGroup>& groups);
+
+/// Whether node `id` is a view that a kernel writing windows may write (a slice: ViewRule::window).
+bool is_window(const Graph& graph, int id);
+
+/// Part of fuse: fills the bodies of `grp` (prologue or elementwise body, epilogue) from the
+/// nodes it collected, and its kernel's name stem.
+void build_body(const Graph& graph, FusedGroup& grp);
+
+/// Whether `id` is read outside kernel `self` of `groups`: a graph output, read by another
+/// kernel, or the memory of a reshape among `needed` that shares it.
+bool read_outside(const Graph& graph, const std::set<int>& needed,
+                  const std::vector<FusedGroup>& groups, const FusedGroup& self, int id);
+
+/// False when KILN_DISABLE_FUSION=1 (plans then run one kernel per op).
+bool fusion_enabled();
+
+/// Groups `graph`'s op nodes into kernels (one per op when `fuse` is false).
+std::vector<FusedGroup> fuse(const Graph& graph, bool fuse);
+
+}  // namespace kiln

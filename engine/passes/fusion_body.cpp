@@ -1,0 +1,92 @@
+// build_body (engine/passes/fusion.hpp): the elementwise bodies of a collected group and its
+// kernel's name stem.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "engine/passes/fusion.hpp"
+#include "engine/ir/graph_ops.hpp"
+
+namespace kiln {
+namespace {
+
+using codegen::Ref;
+
+// A body computing `steps` from `inputs` (and, for an epilogue, the row op's value `row`).
+codegen::Body make_body(const Graph& g, const std::vector<int>& steps,
+                        const std::vector<int>& inputs, int row, std::vector<float>& scalars,
+                        std::map<int, Ref>& refs) {
+  codegen::Body b;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    refs[inputs[i]] = {Ref::Kind::input, int(i)};
+    b.inputs.push_back(g.node(inputs[i]).dtype);
+  }
+  if (row >= 0) refs[row] = {Ref::Kind::row, 0};
+  auto scalar = [&](double v) {
+    scalars.push_back(float(v));
+    return Ref{Ref::Kind::scalar, b.scalars++};
+  };
+  for (int id : steps) {
+    const Graph::Node& n = g.node(id);
+    const ops::OpDef& op = op_def(g, n.op);
+    codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, n.dtype, op.expr};
+    for (const auto& a : n.args)
+      step.args.push_back(std::holds_alternative<int>(a) ? refs.at(std::get<int>(a))
+                                                         : scalar(std::get<double>(a)));
+    for (double s : ops::attr_scalars(op, n.attrs)) step.args.push_back(scalar(s));
+    refs[id] = {Ref::Kind::step, int(b.steps.size())};
+    b.steps.push_back(step);
+  }
+  return b;
+}
+
+std::string op_names(const Graph& g, const std::vector<int>& steps) {
+  std::vector<std::string> names;
+  for (int id : steps) names.push_back(g.node(id).op);
+  if (names.size() > 4)
+    names = {names[0], names[1], names[2], fmt::format("{}_more", names.size() - 3)};
+  return fmt::format("{}", fmt::join(names, "_"));
+}
+
+// The value output `id` of a kernel takes: a slice's operand where the kernel writes the slice
+// as a window of the operand's columns (window_slices), else `id` itself.
+int window_source(const Graph& g, int id) {
+  return is_window(g, id) ? std::get<int>(g.node(id).args[0]) : id;
+}
+
+}  // namespace
+
+void build_body(const Graph& g, FusedGroup& grp) {
+  if (grp.anchor && !grp.anchor->fusion.prologue && !grp.anchor->fusion.epilogue) {
+    // an anchor without prologue or epilogue (a user template's) or a view's copy: no bodies
+    grp.stem = fmt::format("{}_{}", grp.anchor->name, name_of(g.node(grp.anchor_node).dtype));
+    return;
+  }
+  std::map<int, Ref> refs;
+  grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
+  const std::string dtype(name_of(g.node(grp.outputs[0]).dtype));
+  if (grp.anchor) {
+    if (grp.x >= 0) {  // a row op's prologue; a matrix product reads its operands as they are
+      grp.body.outputs = {DType::f32};
+      grp.body.results = {refs.at(grp.x)};
+    }
+    std::map<int, Ref> erefs;
+    grp.epilogue = make_body(g, grp.epilogue_steps, grp.epilogue_inputs, grp.anchor_node,
+                             grp.epilogue_scalars, erefs);
+    for (int id : grp.outputs) {
+      grp.epilogue.outputs.push_back(g.node(id).dtype);
+      grp.epilogue.results.push_back(erefs.at(window_source(g, id)));
+    }
+    const std::string pro = op_names(g, grp.steps), epi = op_names(g, grp.epilogue_steps);
+    grp.stem = fmt::format("{}{}{}{}{}_{}", pro, pro.empty() ? "" : "__", grp.anchor->name,
+                           epi.empty() ? "" : "__", epi, name_of(g.node(grp.anchor_node).dtype));
+    return;
+  }
+  for (int id : grp.outputs) {
+    grp.body.outputs.push_back(g.node(id).dtype);
+    grp.body.results.push_back(refs.at(id));
+  }
+  grp.stem = fmt::format("{}_{}", op_names(g, grp.steps), dtype);
+}
+
+}  // namespace kiln

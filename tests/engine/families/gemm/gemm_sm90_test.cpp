@@ -1,0 +1,89 @@
+// The GEMM family's sm_90a path without a GPU: persistent blocks and their launch, programmatic
+// launches, and the tuning space of an exact f32 product.
+#include <doctest/doctest.h>
+
+#include <kiln/ops.hpp>
+
+#include "engine/exec/engine_impl.hpp"
+#include "engine/families/gemm/gemm.hpp"
+#include "engine/families/gemm/gemm_problem.hpp"
+#include "engine/families/rows/rows.hpp"
+#include "tests/support.hpp"
+
+using kiln::DType;
+using kiln::test::desc;
+
+TEST_CASE(
+    "the wgmma path's blocks are persistent unless K is split; a launch clamps them; GEMM launches "
+    "are programmatic outside clusters") {
+  kiln::GemmKernel k;
+  k.arch = "sm_90a";
+  k.op = &kiln::ops::find_op("matmul");
+  k.a = desc({8192, 1024}, DType::bf16);
+  k.b = desc({1024, 3072}, DType::bf16);
+  k.b.strides = {1, 1024};  // [N, K] read transposed: contiguous along K
+  k.outputs = {desc({8192, 3072}, DType::bf16)};
+  k.epilogue = kiln::identity_epilogue(DType::bf16);
+  const kiln::KernelLaunch L = kiln::specialize_gemm(k, "matmul_bf16");
+  REQUIRE(L.tunables.at("wgmma") == 1);
+  CHECK(L.tunables.at("split") == 1);
+  CHECK(L.config.persistent);
+  CHECK(L.config.grid[0] == 64u * 12);  // every tile of 128 x 256; the launch takes fewer
+  kiln::detail::LoadedKernel loaded;
+  loaded.max_dynamic_shared = 227 * 1024;
+  loaded.sm_count = 132;
+  CHECK(loaded.config_for(L).grid[0] == 132);
+  loaded.sm_count = 0;  // offline: nothing to clamp to
+  CHECK(loaded.config_for(L).grid[0] == 64u * 12);
+  // A split of K: a block per tile and range of K, summed in its cluster.
+  kiln::GemmTunables split;
+  split.split = 4;
+  const kiln::KernelLaunch S = kiln::specialize_gemm(k, "matmul_bf16", split);
+  CHECK_FALSE(S.config.persistent);
+  loaded.sm_count = 132;
+  CHECK(loaded.config_for(S).grid[0] == 64u * 12);
+  // Every GEMM kernel waits for the kernel before it, so it may launch early (sm_90 and later),
+  // unless it runs in clusters.
+  CHECK(L.config.programmatic);
+  CHECK_FALSE(S.config.programmatic);
+  k.a = desc({4, 1024}, DType::bf16);  // the few-row path
+  k.outputs = {desc({4, 3072}, DType::bf16)};
+  const kiln::KernelLaunch few = kiln::specialize_gemm(k, "matmul_bf16");
+  CHECK(few.spec.name.find("__rows") != std::string::npos);
+  CHECK(few.config.programmatic == !few.config.clustered());
+  k.arch = "sm_80";
+  CHECK_FALSE(kiln::specialize_gemm(k, "matmul_bf16").config.programmatic);
+}
+
+TEST_CASE("the wgmma path's tuning space of an exact f32 product offers only what fits") {
+  // Its stages hold B's rest beside B: bn 256, and 5 or more stages at bn 128 with a split's
+  // tile or without, would not fit in 227 KiB (bn 64 fits 6); the space knows that from the
+  // default's needs.
+  kiln::GemmKernel k;
+  k.arch = "sm_90a";
+  k.op = &kiln::ops::find_op("linear");
+  k.a = desc({4096, 1024}, DType::f32);
+  k.b = desc({1024, 1024}, DType::f32);  // linear's weight [N, K]: contiguous along K
+  k.outputs = {desc({4096, 1024}, DType::f32)};
+  k.epilogue = kiln::identity_epilogue(DType::f32);
+  kiln::autotune::DeviceLimits limits;
+  limits.max_shared_bytes_per_block = 227 * 1024;
+  for (bool tf32 : {false, true}) {
+    CAPTURE(tf32);
+    k.tf32 = tf32;
+    const kiln::KernelLaunch base = kiln::specialize_gemm(k, "linear_f32");
+    REQUIRE(base.tunables.at("wgmma") == 1);
+    const auto candidates = kiln::autotune::gemm_space(base).candidates(limits);
+    int bn256 = 0;
+    for (const auto& c : candidates) {
+      CAPTURE(kiln::autotune::describe(c));
+      CHECK_NOTHROW(kiln::specialize_gemm(k, "linear_f32", kiln::gemm_tunables(c, "linear_f32")));
+      bn256 += c.at("bn") == 256;
+      if (!tf32 && c.at("bn") == 128) CHECK(c.at("stages") <= 4);
+    }
+    // Exact: bn 64 at 3 to 6 stages and bn 128 at 3 or 4, each split: 24. TF32: three widths,
+    // what fits: more.
+    if (!tf32) CHECK(candidates.size() == 24u);
+    CHECK((bn256 > 0) == tf32);
+  }
+}
