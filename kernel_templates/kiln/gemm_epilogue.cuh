@@ -1,7 +1,7 @@
 #pragma once
 // The GEMM epilogue (included from gemm.cuh): at row r, columns c..c+V-1 of C, v = acc (+ bias),
 // Epi::apply(x, s, y) per column with the epilogue's inputs in x and v after them, y to the
-// outputs. With V > 1 the host guarantees (engine/families/gemm_problem.cpp, epilogue_columns)
+// outputs. With V > 1 the host guarantees (engine/families/gemm/gemm_problem.cpp, epilogue_columns)
 // that every output and the bias run contiguously along N, each input contiguously or not at
 // all (a per-row operand), each 16-byte aligned at every row, N and each output's column window
 // multiples of V: a thread's V columns load and store as whole vectors, and their address math

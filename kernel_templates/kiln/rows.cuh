@@ -23,7 +23,7 @@
 // rows_at and rows_split_at serve rows whose length is known only at run time (a dynamic dim):
 // their layout is a RowsAt (where each row starts comes in a row::Geometry parameter), and with
 // Items > 0 a block runs as many threads as the launch gives, up to Block, so that one kernel
-// serves a bucket of lengths (engine/families/row_buckets.hpp).
+// serves a bucket of lengths (engine/families/rows/row_buckets.hpp).
 //
 // Slots of the layout and of Args::p: Epi's outputs, Body's inputs, Extra (the norms' weight
 // and bias, [C]), then Epi's inputs. Scalars: Body's, eps, then Epi's. The layout's last Dim
