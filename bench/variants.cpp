@@ -67,8 +67,9 @@ void probe(kiln::Engine& e, const std::string& name, kiln::DType t, std::int64_t
   for (const auto& functor : functors)
     for (int block : {128, 256, 512})
       for (int unroll : {1, 2, 4, 8}) {
-        kiln::KernelLaunch L = kiln::specialize_call(kiln::op_call(op, out, args, {}), kiln::target_of(e.arch()),
-                                                     {{"block", block}, {"unroll", unroll}});
+        kiln::KernelLaunch L =
+            kiln::specialize_call(kiln::op_call(op, out, args, {}), kiln::target_of(e.arch()),
+                                  {{"block", block}, {"unroll", unroll}});
         if (functor != op.functor) {
           const std::size_t at = L.spec.source.find(op.functor);
           L.spec.source.replace(at, op.functor.size(), functor);

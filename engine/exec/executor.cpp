@@ -1,6 +1,6 @@
 // The executor: Plan::run launches a plan's kernels one by one; Plan::replay builds a CUDA graph
-// of them once and replays it. A call whose signature (engine/exec/launch_cache.hpp) was seen before
-// skips binding and specialization: it writes its data pointers into the prepared parameter
+// of them once and replays it. A call whose signature (engine/exec/launch_cache.hpp) was seen
+// before skips binding and specialization: it writes its data pointers into the prepared parameter
 // blocks and launches (run), or replays the graph, updating only the nodes whose pointers
 // changed (replay). Intermediates live in one arena per signature, laid out by engine/planner.
 #include "engine/exec/executor.hpp"

@@ -9,10 +9,10 @@
 #include "cache/manifest.hpp"
 #include "engine/compiler/compiler.hpp"
 #include "engine/exec/engine_impl.hpp"
+#include "engine/exec/plan_impl.hpp"
 #include "engine/exec/plan_specs.hpp"
 #include "engine/families/family.hpp"
 #include "engine/passes/fusion.hpp"
-#include "engine/exec/plan_impl.hpp"
 
 namespace kiln {
 
@@ -68,8 +68,7 @@ struct Planned {
 // `records` says, if given).
 std::vector<KernelLaunch> specialize_groups(const detail::PlanImpl& p, const Graph& graph,
                                             const std::map<std::string, TensorView>& views,
-                                            const cache::TuningDb* records,
-                                            const Target& target) {
+                                            const cache::TuningDb* records, const Target& target) {
   std::vector<TensorView> values;
   for (const auto& n : graph.nodes()) {
     values.push_back(detail::PlanImpl::desc(n));
@@ -185,7 +184,8 @@ std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
 
 std::vector<KernelRecord> Plan::compile(Engine& engine) const {
   detail::EngineImpl& e = detail::impl_of(engine);
-  const std::vector<KernelSpec> specs = plan_specs(impl_->graph, impl_->fused, {}, nullptr, e.target);
+  const std::vector<KernelSpec> specs =
+      plan_specs(impl_->graph, impl_->fused, {}, nullptr, e.target);
   std::vector<const KernelSpec*> todo;
   for (const KernelSpec& s : specs) todo.push_back(&s);
   const std::size_t before = e.records.size();  // records added now: kernels new to the engine

@@ -22,10 +22,10 @@ constexpr std::size_t kMaxCustomOpName = 64;
 /// distinct identifiers (1 to 8 of them), or an expression outside the grammar.
 std::shared_ptr<const OpDef> make_custom_op(const CustomOp& op);
 
-/// The op a graph's node of user template `t` is, named `name`: an anchor of the "template" family (a kernel of its own), its
-/// operands the template's parameters but its output. GraphError naming it for a name that is
-/// not an identifier or is a built-in op's, or an output that is not a tensor parameter (nor
-/// its `like`).
+/// The op a graph's node of user template `t` is, named `name`: an anchor of the "template" family
+/// (a kernel of its own), its operands the template's parameters but its output. GraphError naming
+/// it for a name that is not an identifier or is a built-in op's, or an output that is not a tensor
+/// parameter (nor its `like`).
 std::shared_ptr<const OpDef> make_template_op(const std::string& name,
                                               std::shared_ptr<const Template> t);
 

@@ -207,7 +207,7 @@ KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmT
       t.skinny == 1 || (t.skinny < 0 && t.wgmma < 0 && !t.bm && skinny_by_default(k, p, s));
   if (t.columns && !skinny)
     throw ArgumentError(fmt::format("{}: columns is a tunable of the few-row path only", stem));
-  KernelLaunch L = skinny                             ? specialize_skinny(k, p, s, stem, t, clusters)
+  KernelLaunch L = skinny ? specialize_skinny(k, p, s, stem, t, clusters)
                    : t.wgmma != 0 && wgmma_fits(k, p) ? specialize_wgmma(k, p, s, stem, t)
                                                       : specialize_mma(k, p, s, stem, t);
   L.bucketed = k.dynamic.any();

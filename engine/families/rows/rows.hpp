@@ -31,8 +31,9 @@ struct RowKernel {
   int max_shared = 0;      ///< bytes of shared memory a block may use on the target (0: no cap)
   bool clusters = false;   ///< the target runs thread-block clusters (sm_90 and later): long rows
                            ///< split between blocks
-  /// The row's length is a dynamic dim: the kernel of its bucket (engine/families/rows/row_buckets.hpp),
-  /// which serves every length of it, rather than one for this length.
+  /// The row's length is a dynamic dim: the kernel of its bucket
+  /// (engine/families/rows/row_buckets.hpp), which serves every length of it, rather than one for
+  /// this length.
   bool dynamic_row = false;
   /// With dynamic_row, per slot (outputs, inputs, extras, epilogue inputs): whether it runs
   /// along the row (else it is broadcast along it), as rows of 2 or more show it. Rows of 1

@@ -1,5 +1,5 @@
-// The view family: a view that is not read in its operand's memory (engine/passes/fusion.hpp) is a copy
-// with the elementwise template: the operand read through the view its rule gives of it
+// The view family: a view that is not read in its operand's memory (engine/passes/fusion.hpp) is a
+// copy with the elementwise template: the operand read through the view its rule gives of it
 // (ops::ViewRule::of: a slice's starts at its range), or, for a view in row-major order (a
 // reshape), the result written in the operand's shape. Views read in place, and slices a
 // product's kernel writes, have no kernel.
@@ -39,8 +39,9 @@ class ViewFamily final : public Family {
       offset = std::int64_t(v->data - in.data);
       in = *v;
     } else {
-      throw ShapeError(fmt::format("{}: a {} copies from {} into {}: one of them must be contiguous",
-                                   grp.stem, grp.anchor->name, in.describe(), out.describe()));
+      throw ShapeError(
+          fmt::format("{}: a {} copies from {} into {}: one of them must be contiguous", grp.stem,
+                      grp.anchor->name, in.describe(), out.describe()));
     }
     codegen::Body copy;
     copy.inputs = {in.dtype};
