@@ -29,6 +29,8 @@ fi
 # The layer check (scripts/layers.txt), and its own test.
 python3 scripts/test_layer_check.py || status=1
 python3 scripts/layer_check.py || status=1
+# File and function sizes, engine/'s top level (scripts/size_check.py).
+python3 scripts/size_check.py || status=1
 # 500 random fused graphs, planned and NVRTC-compiled (no GPU needed); failures are shrunk.
 build/bin/kiln_fuzz --compile-only --seeds 0:500 -j 2 || status=1
 set -e

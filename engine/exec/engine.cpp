@@ -139,7 +139,6 @@ std::string memo_of(const KernelSpec& spec) {
 EngineImpl::Fetched EngineImpl::fetch(const KernelSpec& spec) const {
   const compiler::SourceUnit unit(spec);
   Fetched f{compiler::key_of(spec, arch, unit), {}};
-  if (recorder) recorder->record(spec);
   // A cubin of an older arch of the same major runs here (an sm_80 bundle on an sm_86 GPU):
   // the same spec, so the same resources, which this engine's target chose to fit.
   const std::vector<std::string> older = older_compatible_archs(arch);
@@ -191,6 +190,9 @@ const LoadedKernel& EngineImpl::load(const KernelSpec& spec, std::string memo, c
 }
 
 const LoadedKernel& EngineImpl::prepare(const KernelSpec& spec, std::string* source) {
+  // Every spec asked for is recorded, a loaded one too: two specs that differ only by name
+  // share a loaded kernel, and a manifest names both.
+  if (recorder) recorder->record(spec);
   std::string memo = memo_of(spec);
   if (auto it = loaded_.find(memo); it != loaded_.end()) {
     cache->count_memory_hit();
@@ -205,9 +207,11 @@ std::vector<const LoadedKernel*> EngineImpl::prepare_all(
   // The specs not loaded yet, each once, fetched side by side, then loaded in plan order.
   std::vector<std::pair<const KernelSpec*, std::string>> todo;  // with their memos
   std::set<std::string> fresh;
-  for (const KernelSpec* s : specs)
+  for (const KernelSpec* s : specs) {
+    if (recorder) recorder->record(*s);  // as prepare() does
     if (std::string memo = memo_of(*s); !loaded_.count(memo) && fresh.insert(memo).second)
       todo.emplace_back(s, std::move(memo));
+  }
   std::vector<std::optional<Fetched>> fetched(todo.size());
   std::vector<std::exception_ptr> errors(todo.size());
   parallel_each(todo.size(), compile_threads_, [&](std::size_t i) {

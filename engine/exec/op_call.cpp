@@ -26,6 +26,7 @@ OpCall op_call(const ops::OpDef& op, const TensorView& out, const std::vector<Op
   if (groups.size() != 1)
     throw Error(
         fmt::format("internal error: a call of {} fused into {} kernels", op.name, groups.size()));
+  analyze_groups(c.graph, groups);
   c.group = std::move(groups[0]);
   return c;
 }

@@ -28,6 +28,7 @@ struct PreparedCall;
 class PlanImpl {
  public:
   PlanImpl(const Graph& g, bool fuse_ops) : graph(g), fused(fuse_ops), groups(fuse(g, fuse_ops)) {
+    analyze_groups(graph, groups);
     if (!dynamic()) arena = plan_arena(graph, groups);
   }
   Graph graph;

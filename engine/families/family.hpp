@@ -11,14 +11,15 @@
 
 #include <cstdint>
 #include <kiln/graph.hpp>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cache/tuning.hpp"
 #include "engine/codegen/autotune.hpp"
-#include "engine/passes/fusion.hpp"
 #include "engine/codegen/launch.hpp"
+#include "engine/passes/fusion.hpp"
 #include "engine/target.hpp"
 
 namespace kiln {
@@ -51,6 +52,12 @@ class Family {
   /// its defaults, on `arch`.
   virtual autotune::Space space(const FusedGroup& grp, const KernelLaunch& base,
                                 const Target& target) const = 0;
+  /// What this family keeps of `grp` from `planned` (the graph as planned: a dynamic dim
+  /// negative) for its every specialization: worked out once per plan instead of per extent a
+  /// run meets. None by default.
+  virtual std::shared_ptr<const GroupPayload> analyze(const FusedGroup&, const Graph&) const {
+    return nullptr;
+  }
   /// The headers under kernel_templates/kiln its kernels include (none: a user's template
   /// brings its own).
   virtual std::vector<std::string_view> headers() const = 0;
@@ -65,6 +72,10 @@ const std::vector<const Family*>& families();
 
 /// The family that computes `grp`: the first that claims it (an internal error if none does).
 const Family& family_of(const FusedGroup& grp, const Graph& shapes);
+
+/// Sets the payload of each group of `planned` anchored on an op of a family (the family its
+/// op names), as that family analyzes it.
+void analyze_groups(const Graph& planned, std::vector<FusedGroup>& groups);
 
 /// `work`'s kernel by its family, with `tunables`; the launch names its family.
 KernelLaunch specialize_group(const GroupWork& work, const Tunables& tunables = {});

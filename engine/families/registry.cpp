@@ -47,6 +47,14 @@ const Family& family_of(const FusedGroup& grp, const Graph& shapes) {
                           grp.stem));
 }
 
+void analyze_groups(const Graph& planned, std::vector<FusedGroup>& groups) {
+  for (FusedGroup& grp : groups) {
+    if (!grp.anchor) continue;
+    for (const Family* f : families())
+      if (f->name() == grp.anchor->fusion.family) grp.payload = f->analyze(grp, planned);
+  }
+}
+
 KernelLaunch specialize_group(const GroupWork& work, const Tunables& tunables) {
   const Family& f = family_of(work.group, work.shapes);
   KernelLaunch L = f.specialize(work, tunables);

@@ -14,6 +14,7 @@
 
 #include <kiln/graph.hpp>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +28,12 @@ namespace kiln {
 namespace cache {
 class TuningDb;
 }
+
+/// What a group's family works out once, from the graph as planned, and reads at every
+/// specialization (Family::analyze): the family's own type, derived from this.
+struct GroupPayload {
+  virtual ~GroupPayload() = default;
+};
 
 /// One kernel of a plan.
 struct FusedGroup {
@@ -48,12 +55,21 @@ struct FusedGroup {
   std::vector<int> epilogue_inputs;  ///< node ids the epilogue reads from memory
   codegen::Body epilogue;
   std::vector<float> epilogue_scalars;
+  /// Its family's analysis (analyze_groups, when a plan or an eager call is built); none for a
+  /// group straight from fuse(), or one its family has nothing to keep for.
+  std::shared_ptr<const GroupPayload> payload;
 
   /// The node of the anchor's operand `role`; -1 if it has none (an optional one left out).
   int role(std::string_view name) const {
     for (const auto& [r, id] : roles)
       if (r == name) return id;
     return -1;
+  }
+
+  /// The payload as its family's type `T`; null if there is none (or another family's).
+  template <class T>
+  const T* payload_as() const {
+    return dynamic_cast<const T*>(payload.get());
   }
 
   /// The node whose data each pointer of the group's kernel takes, in the kernel's order

@@ -1,5 +1,8 @@
 #include "cache/manifest.hpp"
 
+#include <kiln/graph.hpp>
+#include <set>
+
 #include "tests/support.hpp"
 
 TEST_CASE("manifest: an engine records each specialization once; the file reads back") {
@@ -43,4 +46,29 @@ TEST_CASE("manifest: a KILN_RECORD path that cannot be written fails at engine c
   CHECK_THROWS_WITH_AS(
       kiln::Engine{kiln::test::offline("sm_90a", "", tmp / "missing-dir/app.manifest")},
       doctest::Contains("cannot record into manifest"), kiln::ArgumentError);
+}
+
+TEST_CASE(
+    "manifest: KILN_RECORD names every kernel a plan asks for, also one whose code an "
+    "earlier kernel of another name already loaded") {
+  // A transpose's copy and a permute's are one kernel apart from their names: the engine loads
+  // it once, and the manifest must still list both, or a bundle built from it misses one.
+  kiln::test::TempDir tmp;
+  kiln::Engine engine{kiln::test::offline("sm_90a", tmp / "cache", tmp / "app.manifest")};
+  kiln::Graph t, p;
+  t.output(kiln::apply("transpose", {t.input("x", {40, 24}, kiln::DType::f32)},
+                       kiln::Attrs().set("dim0", std::int64_t(0)).set("dim1", std::int64_t(1))),
+           "y");
+  p.output(kiln::apply("permute", {p.input("x", {40, 24}, kiln::DType::f32)},
+                       kiln::Attrs().set("dims", std::vector<std::int64_t>{1, 0})),
+           "y");
+  const auto a = kiln::Plan(t).compile(engine);
+  const auto b = kiln::Plan(p).compile(engine);
+  REQUIRE(a.size() == 1);
+  REQUIRE(b.size() == 1);
+  CHECK(b[0].source == "memory");  // the second plan's kernel is the first's, loaded
+  std::set<std::string> names;
+  for (const kiln::KernelSpec& s : kiln::cache::read_manifest(tmp / "app.manifest"))
+    names.insert(s.name);
+  CHECK(names == std::set<std::string>{"transpose_f32__r2v1", "permute_f32__r2v1"});
 }

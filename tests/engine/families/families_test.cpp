@@ -8,11 +8,12 @@
 #include <string>
 
 #include "engine/compiler/headers.hpp"
+#include "engine/exec/op_call.hpp"
 #include "engine/exec/plan_specs.hpp"
 #include "engine/families/family.hpp"
 #include "engine/passes/fusion.hpp"
-#include "engine/exec/op_call.hpp"
 #include "ops/op.hpp"
+#include "tests/engine/dynamic_graphs.hpp"
 #include "tests/support.hpp"
 
 using kiln::DType;
@@ -70,10 +71,10 @@ TEST_CASE("families: each group is claimed by the one family whose template comp
   auto w = g.input("w", {48}, DType::f32);
   auto y = kiln::apply("silu", {x * 2.0});
   (void)w;
-  g.output(kiln::apply("softmax", {y}));       // rows: the last axis
-  g.output(kiln::apply("sum", {y}, axis(0)));  // columns: a dim follows it
-  g.output(kiln::apply("sum", {y}, {{"axis", "all"}}));                     // rows: every element
-  g.output(y + w);                                                          // elementwise
+  g.output(kiln::apply("softmax", {y}));                 // rows: the last axis
+  g.output(kiln::apply("sum", {y}, axis(0)));            // columns: a dim follows it
+  g.output(kiln::apply("sum", {y}, {{"axis", "all"}}));  // rows: every element
+  g.output(y + w);                                       // elementwise
   g.output(kiln::apply("matmul", {y, g.input("b", {48, 8}, DType::f32)}));  // gemm
   const std::vector<std::string> got = claimed(g);
   CHECK(std::multiset<std::string>(got.begin(), got.end()) ==
@@ -129,7 +130,43 @@ TEST_CASE("families: an eager call's kernel is the one its one-node plan runs") 
   const auto& clamp = kiln::ops::find_op("clamp");
   const kiln::TensorView v = kiln::test::desc({100}, DType::f32);
   const kiln::Attrs bounds{{"min", -1.0}, {"max", 2.0}};
-  const kiln::KernelLaunch c = kiln::specialize_call(kiln::op_call(clamp, v, {v}, bounds), kiln::target_of("sm_80"));
+  const kiln::KernelLaunch c =
+      kiln::specialize_call(kiln::op_call(clamp, v, {v}, bounds), kiln::target_of("sm_80"));
   CHECK(c.pointers.size() == 2);
   CHECK(c.scalars == std::vector<float>{-1.f, 2.f});
+}
+
+TEST_CASE(
+    "families: a plan's product group carries the GEMM family's payload (its dynamic sizes from "
+    "the planned graph); the kernel is the same with it as worked out at specialization") {
+  Graph g;
+  auto x = g.input("x", {-1, 64}, DType::f32);  // a dynamic batch: M
+  g.output(kiln::apply("linear", {x, g.input("w", {32, 64}, DType::f32)}));
+  std::vector<kiln::FusedGroup> groups = kiln::fuse(g, true);
+  REQUIRE(groups.size() == 1);
+  CHECK(groups[0].payload == nullptr);  // fuse() alone: no family has looked at it
+  kiln::analyze_groups(g, groups);
+  REQUIRE(groups[0].payload != nullptr);
+
+  Graph elementwise;
+  elementwise.output(kiln::apply("exp", {elementwise.input("x", {-1, 8}, DType::f32)}));
+  std::vector<kiln::FusedGroup> chain = kiln::fuse(elementwise, true);
+  kiln::analyze_groups(elementwise, chain);
+  CHECK(chain.at(0).payload == nullptr);  // a chain has no anchor, so no family's payload
+
+  // Bound at M = 100, the kernel from the payload and the one worked out without it agree, and
+  // both serve M's bucket (the payload said M is dynamic), not the static extent.
+  const Graph b = kiln::test::bound(g, 100);
+  std::vector<kiln::TensorView> values;
+  for (const auto& n : b.nodes()) values.push_back(kiln::test::desc(n.shape, n.dtype));
+  const kiln::Target target = kiln::target_of("sm_90a");
+  kiln::FusedGroup bare = groups[0];
+  bare.payload = nullptr;
+  const kiln::KernelLaunch with = kiln::specialize_group({groups[0], values, b, g, target});
+  const kiln::KernelLaunch without = kiln::specialize_group({bare, values, b, g, target});
+  CHECK(with.spec.name == without.spec.name);
+  CHECK(with.spec.expression == without.spec.expression);
+  CHECK(with.bucketed);
+  const kiln::KernelLaunch static_m = kiln::specialize_group({bare, values, b, b, target});
+  CHECK_FALSE(static_m.bucketed);
 }
