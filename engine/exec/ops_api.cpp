@@ -118,15 +118,13 @@ void launch_op(Engine& engine, detail::PreparedOp& p, const ops::OpDef& op, cons
   std::lock_guard<std::mutex> lock(p.mutex);
   std::size_t pointer = 0, scalar = 0;
   p.params->set_pointer(pointer++, out.data);
-  const std::size_t pointers = p.launch.pointers.size();
   for (const Operand& a : args) {
     if (auto* v = std::get_if<TensorView>(&a))
       p.params->set_pointer(pointer++, v->data);
     else
-      p.params->set_scalar(pointers, scalar++, float(std::get<double>(a)));
+      p.params->set_scalar(scalar++, std::get<double>(a));
   }
-  for (double s : ops::attr_scalars(op, attrs))
-    p.params->set_scalar(pointers, scalar++, float(s));  // clamp's bounds
+  for (double s : ops::attr_scalars(op, attrs)) p.params->set_scalar(scalar++, s);  // clamp's
   detail::EngineImpl& e = detail::impl_of(engine);
   const runtime::NvtxRange range(op.name.data());  // catalog names are NUL-terminated literals
   runtime::ContextGuard guard(*e.context);

@@ -14,7 +14,6 @@
 #include "engine/families/user/user_template.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/nvtx.hpp"
-#include "engine/runtime/tensor_map.hpp"
 
 namespace kiln {
 
@@ -23,8 +22,9 @@ namespace detail {
 /// What a launch() signature prepared: the specialized call and its loaded kernel.
 struct PreparedTemplate {
   std::mutex mutex;  ///< one call at a time writes the parameters
-  UserLaunch launch;
+  KernelLaunch launch;
   const LoadedKernel* kernel = nullptr;
+  std::unique_ptr<LaunchParams> params;
 };
 
 }  // namespace detail
@@ -71,6 +71,7 @@ std::shared_ptr<detail::PreparedTemplate> prepare_launch(
     throw ArgumentError(fmt::format("template {}: {} bytes of shared memory; the device allows {}",
                                     t.name(), p->launch.config.shared,
                                     p->kernel->max_dynamic_shared));
+  p->params = std::make_unique<LaunchParams>(p->launch);
   return p;
 }
 
@@ -89,24 +90,18 @@ void launch(Engine& engine, const Template& t, const std::vector<Operand>& args,
   } else {
     p = e.templates.insert(s, prepare_launch(e, t, args, tunables));
   }
-  UserLaunch& L = p->launch;
+  const KernelLaunch& L = p->launch;
   if (L.config.empty()) return;  // nothing to do
   std::lock_guard<std::mutex> lock(p->mutex);
-  pack_params(t, args, L);
-  std::vector<void*> params;
-  for (auto& b : L.params) params.push_back(b.data());
+  set_template_args(t, args, *p->params);
   const runtime::NvtxRange range(L.spec.name.c_str());
   runtime::ContextGuard guard(*e.context);  // the driver encodes tensor maps in a context
-  for (const TensorMapArg& m : L.maps)
-    runtime::encode_tensor_map(
-        m.desc, std::get<TensorView>(args[m.param]).data, L.params[m.param].data(),
-        fmt::format("template {}: tensor map {}", t.name(), t.param_list()[m.param].name));
-  p->kernel->module->launch(L.config, e.stream(), params.data());
+  p->kernel->module->launch(L.config, e.stream(), p->params->pointers());
 }
 
 KernelRecord precompile(Engine& engine, const Template& t, const std::vector<Operand>& args,
                         const std::map<std::string, int>& tunables) {
-  const UserLaunch L = specialize_template(t, args, tunables, false);
+  const KernelLaunch L = specialize_template(t, args, tunables, false);
   detail::EngineImpl& e = detail::impl_of(engine);
   std::string source;
   KernelRecord r = e.records[e.prepare(L.spec, &source).record];
