@@ -128,7 +128,7 @@ TEST_CASE("launch params: a layout that places a different number of pointers is
   kiln::KernelLaunch L;
   L.pointers = {0x10, 0x20};
   L.layout = kiln::kiln_layout({0x10}, {}, 1, false);
-  CHECK_THROWS_AS(kiln::LaunchParams(L), kiln::Error);
+  CHECK_THROWS_AS(kiln::LaunchParams{L}, kiln::Error);
 }
 
 TEST_CASE("launch params: a tensor map's pointer is the map's address, never written bytes") {
