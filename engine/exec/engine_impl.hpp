@@ -16,8 +16,8 @@
 #include "cache/kernel_cache.hpp"
 #include "cache/manifest.hpp"
 #include "cache/tuning.hpp"
-#include "engine/compiler/headers.hpp"
 #include "engine/codegen/launch.hpp"
+#include "engine/compiler/headers.hpp"
 #include "engine/exec/launch_cache.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/module.hpp"
@@ -26,8 +26,7 @@
 
 namespace kiln::detail {
 
-struct PreparedOp;
-struct PreparedTemplate;
+struct PreparedCall;
 
 /// A kernel ready to launch (or, offline, compiled and cached only).
 struct LoadedKernel {
@@ -95,10 +94,10 @@ class EngineImpl {
   std::vector<KernelRecord> records;
   /// This GPU's tuning records (none offline, with tuning off, or when the file is unreadable).
   cache::TuningDb tuning{""};
-  /// What each eager op call signature seen prepared (engine/exec/ops_api.cpp).
-  SignatureCache<PreparedOp> ops{256};
-  /// What each kiln::launch signature of a template seen prepared (engine/exec/template_api.cpp).
-  SignatureCache<PreparedTemplate> templates{256};
+  /// What each eager op call signature (engine/exec/ops_api.cpp) and each kiln::launch
+  /// signature of a template (engine/exec/template_api.cpp) seen prepared; a signature's first
+  /// word is its CallKind.
+  SignatureCache<PreparedCall> calls{512};
 
  private:
   struct Fetched {

@@ -118,16 +118,14 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
   for (std::size_t i = 0; i < work.size(); ++i) {
     const FusedGroup& grp = *work[i].first;
     KernelLaunch& L = work[i].second;
-    PreparedCall::Launch launch;
-    launch.kernel = kernels[i];
-    launch.nodes = grp.pointer_nodes();
-    if (launch.nodes.size() != L.pointers.size())
+    std::vector<int> nodes = grp.pointer_nodes();
+    if (nodes.size() != L.pointers.size())
       throw Error(fmt::format("internal error: kernel {} takes {} pointers for {} values",
-                              L.spec.name, L.pointers.size(), launch.nodes.size()));
-    launch.config = launch.kernel->config_for(L);
+                              L.spec.name, L.pointers.size(), nodes.size()));
+    const LaunchConfig config = kernels[i]->config_for(L);
+    PreparedCall::Launch launch = prepared_launch(std::move(L), *kernels[i], config);
+    launch.nodes = std::move(nodes);
     launch.label = describe_group(bound, grp);
-    launch.params = std::make_unique<LaunchParams>(L);
-    launch.launch = std::move(L);
     call->launches.push_back(std::move(launch));
   }
   call->data.assign(bound.nodes().size(), 0);

@@ -12,6 +12,7 @@
 
 #include "engine/exec/engine_impl.hpp"
 #include "engine/exec/op_call.hpp"
+#include "engine/exec/prepared_call.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/nvtx.hpp"
 #include "ops/op.hpp"
@@ -41,19 +42,6 @@ Tensor call(Engine& engine, std::string_view name, const std::vector<Operand>& a
   return out;
 }
 
-namespace detail {
-
-/// What an eager op call signature prepared: its kernel and parameter block.
-struct PreparedOp {
-  std::mutex mutex;  ///< one call at a time writes the block
-  KernelLaunch launch;
-  const LoadedKernel* kernel = nullptr;
-  std::unique_ptr<LaunchParams> params;
-  LaunchConfig config;  ///< the launch's, with the shared memory the device grants
-};
-
-}  // namespace detail
-
 namespace {
 
 void add_attr_value(detail::Signature& s, bool v) { s.add(v); }
@@ -77,6 +65,7 @@ void add_attr_value(detail::Signature& s, const std::vector<std::int64_t>& v) {
 detail::Signature op_signature(const ops::OpDef& op, const TensorView& out,
                                const std::vector<Operand>& args, const Attrs& attrs) {
   detail::Signature s;
+  s.add(std::int64_t(detail::CallKind::op));
   s.add(std::int64_t(reinterpret_cast<std::uintptr_t>(&op)));
   // Each attribute it sets: its name, its value's alternative and the value (every attribute,
   // so that one outside the op's schema reaches infer_result's refusal on a later call too).
@@ -97,40 +86,40 @@ detail::Signature op_signature(const ops::OpDef& op, const TensorView& out,
   return s;
 }
 
-std::shared_ptr<detail::PreparedOp> prepare_op(Engine& engine, const ops::OpDef& op,
-                                               const TensorView& out,
-                                               const std::vector<Operand>& args,
-                                               const Attrs& attrs) {
-  auto p = std::make_shared<detail::PreparedOp>();
-  p->launch = specialize_call(op_call(op, out, args, attrs), detail::impl_of(engine).target,
-                              detail::impl_of(engine).tuning);
-  if (p->launch.groups == 0 || p->launch.config.empty()) return p;
-  p->kernel = &detail::impl_of(engine).prepare(p->launch.spec);
-  p->params = std::make_unique<LaunchParams>(p->launch);
-  p->config = p->kernel->config_for(p->launch);
+// The call's kernel, loaded, and its parameters (no launch when it has no work).
+std::shared_ptr<detail::PreparedCall> prepare_op(Engine& engine, const ops::OpDef& op,
+                                                 const TensorView& out,
+                                                 const std::vector<Operand>& args,
+                                                 const Attrs& attrs) {
+  auto p = std::make_shared<detail::PreparedCall>();
+  KernelLaunch L = specialize_call(op_call(op, out, args, attrs), detail::impl_of(engine).target,
+                                   detail::impl_of(engine).tuning);
+  if (L.groups == 0 || L.config.empty()) return p;
+  const detail::LoadedKernel& k = detail::impl_of(engine).prepare(L.spec);
+  const LaunchConfig config = k.config_for(L);
+  p->launches.push_back(detail::prepared_launch(std::move(L), k, config));
   return p;
 }
 
 // Writes this call's pointers (the output's, then each tensor operand's) and scalars (the
-// scalar operands', then the attributes') into the prepared block, and launches it.
-void launch_op(Engine& engine, detail::PreparedOp& p, const ops::OpDef& op, const TensorView& out,
+// scalar operands', then the attributes') into the prepared parameters, and launches them.
+void launch_op(Engine& engine, detail::PreparedCall& p, const ops::OpDef& op, const TensorView& out,
                const std::vector<Operand>& args, const Attrs& attrs) {
   std::lock_guard<std::mutex> lock(p.mutex);
+  detail::PreparedCall::Launch& l = p.launches.front();
   std::size_t pointer = 0, scalar = 0;
-  p.params->set_pointer(pointer++, out.data);
-  const std::size_t pointers = p.launch.pointers.size();
+  l.params->set_pointer(pointer++, out.data);
   for (const Operand& a : args) {
     if (auto* v = std::get_if<TensorView>(&a))
-      p.params->set_pointer(pointer++, v->data);
+      l.params->set_pointer(pointer++, v->data);
     else
-      p.params->set_scalar(pointers, scalar++, float(std::get<double>(a)));
+      l.params->set_scalar(scalar++, std::get<double>(a));
   }
-  for (double s : ops::attr_scalars(op, attrs))
-    p.params->set_scalar(pointers, scalar++, float(s));  // clamp's bounds
+  for (double s : ops::attr_scalars(op, attrs)) l.params->set_scalar(scalar++, s);  // clamp's
   detail::EngineImpl& e = detail::impl_of(engine);
   const runtime::NvtxRange range(op.name.data());  // catalog names are NUL-terminated literals
   runtime::ContextGuard guard(*e.context);
-  p.kernel->module->launch(p.config, e.stream(), p.params->pointers());
+  l.kernel->module->launch(l.config, e.stream(), l.params->pointers());
 }
 
 }  // namespace
@@ -139,7 +128,7 @@ void call_into(Engine& engine, std::string_view name, const TensorView& out,
                const std::vector<Operand>& args, const Attrs& attrs) {
   const ops::OpDef& op = ops::find_op(name);
   const detail::Signature s = op_signature(op, out, args, attrs);
-  std::shared_ptr<detail::PreparedOp> p = detail::impl_of(engine).ops.find(s);
+  std::shared_ptr<detail::PreparedCall> p = detail::impl_of(engine).calls.find(s);
   // The first call of a signature checks every rule; a later one only what the signature does
   // not pin: the values of the attributes that become scalars (clamp's bounds, min <= max).
   if (!p || !ops::attr_scalars(op, attrs).empty()) {
@@ -156,10 +145,10 @@ void call_into(Engine& engine, std::string_view name, const TensorView& out,
   if (!engine.has_device())
     detail::impl_of(engine).require_device(fmt::format("running {}", name).c_str());
   if (!p)
-    p = detail::impl_of(engine).ops.insert(s, prepare_op(engine, op, out, args, attrs));
-  else if (p->kernel)
+    p = detail::impl_of(engine).calls.insert(s, prepare_op(engine, op, out, args, attrs));
+  else if (!p->launches.empty())
     detail::impl_of(engine).cache->count_memory_hit();
-  if (p->kernel) launch_op(engine, *p, op, out, args, attrs);
+  if (!p->launches.empty()) launch_op(engine, *p, op, out, args, attrs);
 }
 
 KernelRecord precompile(Engine& engine, std::string_view name, const std::vector<Operand>& args,

@@ -11,23 +11,12 @@
 #include <mutex>
 
 #include "engine/exec/engine_impl.hpp"
+#include "engine/exec/prepared_call.hpp"
 #include "engine/families/user/user_template.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/nvtx.hpp"
-#include "engine/runtime/tensor_map.hpp"
 
 namespace kiln {
-
-namespace detail {
-
-/// What a launch() signature prepared: the specialized call and its loaded kernel.
-struct PreparedTemplate {
-  std::mutex mutex;  ///< one call at a time writes the parameters
-  UserLaunch launch;
-  const LoadedKernel* kernel = nullptr;
-};
-
-}  // namespace detail
 
 namespace {
 
@@ -38,6 +27,7 @@ bool launch_signature(const Template& t, const std::vector<Operand>& args,
                       const std::map<std::string, int>& tunables, detail::Signature& s) {
   const auto& params = t.param_list();
   if (args.size() != params.size()) return false;
+  s.add(std::int64_t(detail::CallKind::template_launch));
   s.add(std::int64_t(t.serial()));
   for (std::size_t i = 0; i < args.size(); ++i) {
     const TensorView* v = std::get_if<TensorView>(&args[i]);
@@ -61,16 +51,19 @@ bool launch_signature(const Template& t, const std::vector<Operand>& args,
   return true;
 }
 
-std::shared_ptr<detail::PreparedTemplate> prepare_launch(
-    detail::EngineImpl& e, const Template& t, const std::vector<Operand>& args,
-    const std::map<std::string, int>& tunables) {
-  auto p = std::make_shared<detail::PreparedTemplate>();
-  p->launch = specialize_template(t, args, tunables, true);
-  p->kernel = &e.prepare(p->launch.spec);
-  if (p->launch.config.shared > p->kernel->max_dynamic_shared)
+// The call's kernel (loaded even when the launch has nothing to do), checked against the
+// device's shared memory, and its parameters; it runs with the template's own launch dims.
+std::shared_ptr<detail::PreparedCall> prepare_launch(detail::EngineImpl& e, const Template& t,
+                                                     const std::vector<Operand>& args,
+                                                     const std::map<std::string, int>& tunables) {
+  KernelLaunch L = specialize_template(t, args, tunables, true);
+  const detail::LoadedKernel& k = e.prepare(L.spec);
+  if (L.config.shared > k.max_dynamic_shared)
     throw ArgumentError(fmt::format("template {}: {} bytes of shared memory; the device allows {}",
-                                    t.name(), p->launch.config.shared,
-                                    p->kernel->max_dynamic_shared));
+                                    t.name(), L.config.shared, k.max_dynamic_shared));
+  auto p = std::make_shared<detail::PreparedCall>();
+  const LaunchConfig config = L.config;
+  p->launches.push_back(detail::prepared_launch(std::move(L), k, config));
   return p;
 }
 
@@ -81,32 +74,26 @@ void launch(Engine& engine, const Template& t, const std::vector<Operand>& args,
   detail::EngineImpl& e = detail::impl_of(engine);
   e.require_device(fmt::format("launching template {}", t.name()).c_str());
   detail::Signature s;
-  std::shared_ptr<detail::PreparedTemplate> p;
+  std::shared_ptr<detail::PreparedCall> p;
   if (!launch_signature(t, args, tunables, s)) {
     p = prepare_launch(e, t, args, tunables);  // throws what is wrong with the call
-  } else if ((p = e.templates.find(s))) {
+  } else if ((p = e.calls.find(s))) {
     e.cache->count_memory_hit(1);  // as a lookup of the kernel would
   } else {
-    p = e.templates.insert(s, prepare_launch(e, t, args, tunables));
+    p = e.calls.insert(s, prepare_launch(e, t, args, tunables));
   }
-  UserLaunch& L = p->launch;
-  if (L.config.empty()) return;  // nothing to do
+  detail::PreparedCall::Launch& l = p->launches.front();
+  if (l.config.empty()) return;  // nothing to do
   std::lock_guard<std::mutex> lock(p->mutex);
-  pack_params(t, args, L);
-  std::vector<void*> params;
-  for (auto& b : L.params) params.push_back(b.data());
-  const runtime::NvtxRange range(L.spec.name.c_str());
+  set_template_args(t, args, *l.params);
+  const runtime::NvtxRange range(l.launch.spec.name.c_str());
   runtime::ContextGuard guard(*e.context);  // the driver encodes tensor maps in a context
-  for (const TensorMapArg& m : L.maps)
-    runtime::encode_tensor_map(
-        m.desc, std::get<TensorView>(args[m.param]).data, L.params[m.param].data(),
-        fmt::format("template {}: tensor map {}", t.name(), t.param_list()[m.param].name));
-  p->kernel->module->launch(L.config, e.stream(), params.data());
+  l.kernel->module->launch(l.config, e.stream(), l.params->pointers());
 }
 
 KernelRecord precompile(Engine& engine, const Template& t, const std::vector<Operand>& args,
                         const std::map<std::string, int>& tunables) {
-  const UserLaunch L = specialize_template(t, args, tunables, false);
+  const KernelLaunch L = specialize_template(t, args, tunables, false);
   detail::EngineImpl& e = detail::impl_of(engine);
   std::string source;
   KernelRecord r = e.records[e.prepare(L.spec, &source).record];

@@ -62,8 +62,8 @@ class Family {
   /// brings its own).
   virtual std::vector<std::string_view> headers() const = 0;
   /// Extents of a dynamic dim at which this family's kernels that serve a range of extents
-  /// (KernelLaunch::geometry) differ: `kiln precompile` specializes a plan at each. None by
-  /// default: a family's kernels serve every extent, or are one per extent.
+  /// (rows placed by a geometry parameter) differ: `kiln precompile` specializes a plan at each.
+  /// None by default: a family's kernels serve every extent, or are one per extent.
   virtual std::vector<std::int64_t> extent_probes() const { return {}; }
 };
 

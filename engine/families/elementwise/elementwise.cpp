@@ -54,21 +54,19 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
   for (const TensorView& i : inputs) views.push_back(&i);
   const LayoutPlan lp = plan_layout(views, outputs.size(), shape, false, block * unroll);
   KernelLaunch L;
-  L.index64 = lp.index64;
   const int vec = lp.vec;
   const std::int64_t groups = lp.groups;
   L.spec.source = codegen::render_source("elementwise.cuh", {{"kiln_body", &body}});
   L.spec.expression = codegen::render_instance(
       "kiln::elementwise",
-      {"kiln_body", lp.type(), std::to_string(vec), codegen::render_index(L.index64),
+      {"kiln_body", lp.type(), std::to_string(vec), codegen::render_index(lp.index64),
        std::to_string(block), std::to_string(unroll)});
   L.spec.options = codegen::builtin_options();
   const bool tuned = block != kDefaultBlock || unroll != kDefaultUnroll;
-  L.spec.name = fmt::format("{}__r{}v{}{}{}", stem, lp.dims.size(), vec, L.index64 ? "_i64" : "",
+  L.spec.name = fmt::format("{}__r{}v{}{}{}", stem, lp.dims.size(), vec, lp.index64 ? "_i64" : "",
                             tuned ? fmt::format("_b{}u{}", block, unroll) : "");
   L.vec = vec;
   L.groups = std::uint64_t(groups);
-  L.index_arg = L.groups;
   L.config.block[0] = unsigned(block);
   L.tunables = {{"block", block}, {"unroll", unroll}};
   const std::uint64_t per_block = std::uint64_t(block) * unroll;
@@ -78,6 +76,7 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
   });
   for (const TensorView* v : views) L.pointers.push_back(v->data);
   L.scalars = std::move(scalars);
+  L.layout = kiln_layout(L.pointers, L.scalars, L.groups, lp.index64);
   return L;
 }
 

@@ -300,13 +300,16 @@ std::vector<unsigned char> gemm_args(const GemmProblem& p, const std::vector<flo
 
 void set_gemm_params(KernelLaunch& L, const GemmProblem& p, const std::vector<float>& scalars,
                      std::size_t extra) {
-  L.own_params = {gemm_args(p, scalars)};
-  for (std::size_t i = 0; i < extra; ++i) L.own_params.emplace_back(128, 0);
+  L.layout.params = {ParamBytes(gemm_args(p, scalars))};
+  for (std::size_t i = 0; i < extra; ++i) L.layout.params.emplace_back(128);
   for (std::uint32_t i = 0; i < p.slots.size(); ++i) {
-    L.pointer_at.emplace_back(0, 8 * i);
+    L.layout.pointers.push_back({0, 8 * i});
     L.pointers.push_back(p.slots[i].data);
     L.offsets.push_back(p.slots[i].offset);
   }
+  // The Args block's floats follow its pointers (gemm_args).
+  for (std::uint32_t i = 0; i < scalars.size(); ++i)
+    L.layout.scalars.push_back({0, std::uint32_t(8 * p.slots.size()) + 4 * i});
   L.scalars = scalars;
 }
 

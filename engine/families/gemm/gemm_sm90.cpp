@@ -127,11 +127,13 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
   const std::vector<std::uint32_t> box_b =
       trans ? std::vector<std::uint32_t>{unsigned(depth), 64}
             : std::vector<std::uint32_t>{unsigned(t.bn), unsigned(depth)};
-  L.maps.push_back(
-      {1, std::uint32_t(p.outputs),
-       runtime::describe_tensor_map(va, {kRows, unsigned(depth)}, 128, stem + ": a's map")});
-  L.maps.push_back({2, std::uint32_t(p.outputs + 1),
-                    runtime::describe_tensor_map(vb, box_b, 128, stem + ": b's map")});
+  L.layout.maps.push_back(
+      {{1, std::uint32_t(p.outputs),
+        runtime::describe_tensor_map(va, {kRows, unsigned(depth)}, 128, stem + ": a's map")},
+       "the tensor map of parameter 1"});
+  L.layout.maps.push_back({{2, std::uint32_t(p.outputs + 1),
+                            runtime::describe_tensor_map(vb, box_b, 128, stem + ": b's map")},
+                           "the tensor map of parameter 2"});
   L.tunables = {{"bn", t.bn}, {"stages", t.stages}, {"wgmma", 1}, {"split", t.split}};
   return L;
 }

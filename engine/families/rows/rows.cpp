@@ -153,10 +153,19 @@ struct Instance {
   std::string_view header;  ///< the template's, under kernel_templates/kiln
 };
 
-// The column template along `axis` of `shape` (tunables block, cols), into L's launch shape.
+// What a template puts after kiln's Args block: its Index, and the geometry of rows of a
+// dynamic length (empty: none).
+struct IndexArgs {
+  std::uint64_t index = 0;
+  std::vector<unsigned char> geometry;
+};
+
+// The column template along `axis` of `shape` (tunables block, cols), into L's launch shape
+// and `index`.
 Instance specialize_column_template(const RowKernel& k, const std::string& stem,
                                     const LayoutPlan& lp, const Shape& shape, std::size_t axis,
-                                    int group_bytes, RowTunables t, KernelLaunch& L) {
+                                    int group_bytes, RowTunables t, KernelLaunch& L,
+                                    IndexArgs& index) {
   const std::int64_t outer = product(shape, 0, axis), r = shape[axis],
                      ig = product(shape, axis + 1, shape.size()) / lp.vec;
   const auto fallback = column_block(outer, r, ig, group_bytes);
@@ -173,7 +182,7 @@ Instance specialize_column_template(const RowKernel& k, const std::string& stem,
     by = t.block / t.cols;
   }
   L.tunables = {{"block", bx * by}, {"cols", bx}};
-  L.index_arg = L.groups;
+  index.index = L.groups;
   L.config.block[0] = unsigned(bx * by);
   L.config.grid[0] = grid_x(lp.groups ? std::uint64_t(outer * ceil_div(ig, bx)) : 0,
                             [&] { return fmt::format("{}: shape {}", stem, to_string(shape)); });
@@ -233,9 +242,9 @@ unsigned row_shared_bytes(const RowKernel& k, const RowTunables& t, BucketLaunch
 }
 
 // The row template over the last axis or every element (tunables block, items, split), into
-// L's launch shape.
+// L's launch shape and `index`.
 Instance specialize_row_template(const RowKernel& k, const std::string& stem, const LayoutPlan& lp,
-                                 RowTunables t, KernelLaunch& L) {
+                                 RowTunables t, KernelLaunch& L, IndexArgs& index) {
   const std::int64_t per_row = k.all_axes ? lp.groups : lp.dims.back().extent;
   const bool at = k.dynamic_row && !k.all_axes;  // rows placed at run time: a bucket's kernel
   const RowTunables fallback = row_default(k, per_row, lp.vec, at);
@@ -248,7 +257,7 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
     throw ArgumentError(fmt::format("{}: {}", stem, why));
   }
   L.tunables = {{"block", t.block}, {"items", t.items}, {"split", t.split}};
-  L.index_arg = std::uint64_t(per_row);
+  index.index = std::uint64_t(per_row);
   // A bucket's kernel takes its block and its blocks per row (a cluster) from the launch.
   const BucketLaunch run = at ? bucket_launch(t, per_row, lp.vec) : BucketLaunch{t.block, t.split};
   L.config.block[0] = unsigned(run.block);
@@ -258,7 +267,7 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
         return fmt::format("{}: {} rows of {} groups, {} blocks a row", stem, lp.groups / per_row,
                            per_row, run.split);
       });
-  if (at) L.geometry = rows_at_geometry(lp);
+  if (at) index.geometry = rows_at_geometry(lp);
   L.bucketed = at;
   // A stash past what the target grants is cut at launch anyway (the kernel reads its size).
   L.config.shared = row_shared_bytes(k, t, run, per_row, lp.vec, at);
@@ -315,12 +324,12 @@ KernelLaunch specialize_row_op(const RowKernel& k, const std::string& stem, cons
       plan_layout(views, k.outputs.size(), shape, !k.all_axes && !columns, 0, reduced);
 
   KernelLaunch L;
-  L.index64 = lp.index64;
+  IndexArgs index;
   L.vec = lp.vec;
   L.groups = std::uint64_t(lp.groups);
-  const Instance instance =
-      columns ? specialize_column_template(k, stem, lp, shape, axis, lp.vec * int(widest), t, L)
-              : specialize_row_template(k, stem, lp, t, L);
+  const Instance instance = columns ? specialize_column_template(k, stem, lp, shape, axis,
+                                                                 lp.vec * int(widest), t, L, index)
+                                    : specialize_row_template(k, stem, lp, t, L, index);
   L.spec.source = codegen::render_source(
       instance.header, {{"kiln_body", &k.prologue}, {"kiln_epilogue", &k.epilogue}});
   L.spec.expression = instance.expression;
@@ -330,6 +339,7 @@ KernelLaunch specialize_row_op(const RowKernel& k, const std::string& stem, cons
   L.scalars = k.scalars;
   L.scalars.push_back(float(k.eps));
   L.scalars.insert(L.scalars.end(), k.epilogue_scalars.begin(), k.epilogue_scalars.end());
+  L.layout = kiln_layout(L.pointers, L.scalars, index.index, lp.index64, std::move(index.geometry));
   return L;
 }
 

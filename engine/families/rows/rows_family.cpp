@@ -48,9 +48,7 @@ Space columns_space(const Candidate& fallback) {
 namespace {
 
 // Whether `grp`'s anchor is a row op, and if so whether it runs along columns.
-bool row_anchor(const FusedGroup& grp) {
-  return grp.anchor && grp.anchor->fusion.family == "rows";
-}
+bool row_anchor(const FusedGroup& grp) { return grp.anchor && grp.anchor->fusion.family == "rows"; }
 bool on_columns(const FusedGroup& grp, const Graph& shapes) {
   const Attrs& attrs = shapes.node(grp.anchor_node).attrs;
   return along_columns(ops::axis_of(attrs), ops::all_axes(attrs), shapes.node(grp.x).shape);
@@ -110,7 +108,7 @@ class RowsFamily final : public Family {
   }
   autotune::Space space(const FusedGroup&, const KernelLaunch& base,
                         const Target& target) const override {
-    return autotune::rows_space(std::int64_t(base.index_arg), base.vec, base.tunables,
+    return autotune::rows_space(std::int64_t(kiln_index(base.layout)), base.vec, base.tunables,
                                 has_clusters(target.arch));
   }
   std::vector<std::string_view> headers() const override { return {"rows.cuh"}; }

@@ -122,10 +122,8 @@ KernelLaunch specialize_scan(const ScanKernel& k, const std::string& stem, const
   std::tie(tp.block, tp.items) = scan_shape(t, fallback, stem);
 
   KernelLaunch L;
-  L.index64 = lp.index64;
   L.vec = lp.vec;
   L.groups = std::uint64_t(lp.groups);
-  L.index_arg = std::uint64_t(tp.groups);
   L.tunables = {{"block", tp.block}, {"items", tp.items}};
   L.config.block[0] = unsigned(tp.block);
   L.config.grid[0] = grid_x(tp.groups ? std::uint64_t(lp.groups / tp.groups) : 0, [&] {
@@ -143,6 +141,7 @@ KernelLaunch specialize_scan(const ScanKernel& k, const std::string& stem, const
   for (const TensorView* v : views) L.pointers.push_back(v->data);
   L.scalars = k.scalars;
   L.scalars.insert(L.scalars.end(), k.epilogue_scalars.begin(), k.epilogue_scalars.end());
+  L.layout = kiln_layout(L.pointers, L.scalars, std::uint64_t(tp.groups), lp.index64);
   return L;
 }
 

@@ -37,29 +37,7 @@ class UserFamily final : public Family {
   }
   KernelLaunch specialize(const GroupWork& w, const Tunables& tunables) const override {
     const Template& t = *w.group.anchor->tmpl;
-    const std::vector<Operand> args = node_args(w, t);
-    UserLaunch U = specialize_template(t, args, tunables, false);
-    KernelLaunch L;
-    L.spec = std::move(U.spec);
-    L.config = U.config;
-    L.tunables = U.tunables;
-    L.groups = U.config.empty() ? 0 : 1;
-    L.own_params = std::move(U.params);
-    // Pointers in the plan's order (KernelLaunch::pointers): the output, then the inputs.
-    std::vector<std::uint32_t> output, inputs;
-    for (std::uint32_t i = 0; i < t.param_list().size(); ++i)
-      if (std::holds_alternative<TensorView>(args[i]))
-        (t.param_list()[i].name == t.output_param() ? output : inputs).push_back(i);
-    for (std::uint32_t i : output) L.pointer_at.emplace_back(i, 0);
-    for (std::uint32_t i : inputs) L.pointer_at.emplace_back(i, 0);
-    for (const auto& [param, offset] : L.pointer_at)
-      L.pointers.push_back(std::get<TensorView>(args[param]).data);
-    for (TensorMapArg m : U.maps) {  // its pointer: where its parameter is among the pointers
-      for (std::uint32_t k = 0; k < L.pointer_at.size(); ++k)
-        if (L.pointer_at[k].first == m.param) m.pointer = k;
-      L.maps.push_back(m);
-    }
-    return L;
+    return specialize_template(t, node_args(w, t), tunables, false);
   }
   autotune::Space space(const FusedGroup& grp, const KernelLaunch& base,
                         const Target&) const override {

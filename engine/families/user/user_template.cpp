@@ -10,17 +10,15 @@
 
 #include "engine/codegen/codegen.hpp"
 #include "engine/compiler/headers.hpp"
+#include "engine/ir/custom_ops.hpp"
 #include "engine/ir/template_check.hpp"
 #include "engine/runtime/tensor_map.hpp"
-#include "engine/ir/custom_ops.hpp"
 #include "ops/expr.hpp"
 
 namespace kiln {
 namespace {
 
 using Kind = TemplateParam::Kind;
-
-
 
 using Variables = ops::RuleVariables;
 
@@ -50,19 +48,67 @@ unsigned rule_value(const Template& t, const std::string& what, const std::strin
   return unsigned(v);
 }
 
-// Each tensor map's description from its view and box (the box's expressions over `vars`).
+// Each tensor map's description from its view and box (the box's expressions over `vars`), a
+// map of the pointer its parameter has among L's pointers.
 void describe_maps(const Template& t, const std::vector<Operand>& args, const Variables& vars,
-                   UserLaunch& L) {
+                   KernelLaunch& L) {
   for (std::uint32_t i = 0; i < args.size(); ++i) {
     const TemplateParam& p = t.param_list()[i];
     if (p.kind != Kind::tensor_map) continue;
+    std::uint32_t k = 0;  // its pointer
+    while (L.layout.pointers[k].param != i) ++k;
     const std::string who = fmt::format("template {}: parameter {}", t.name(), p.name);
     std::vector<std::uint32_t> box;
     for (std::size_t d = 0; d < p.box.size(); ++d)
       box.push_back(rule_value(t, fmt::format("{} box dim {}", p.name, d), p.box[d], vars, 256));
-    L.maps.push_back(
-        {i, i, runtime::describe_tensor_map(std::get<TensorView>(args[i]), box, p.swizzle, who)});
+    L.layout.maps.push_back(
+        {{i, k, runtime::describe_tensor_map(std::get<TensorView>(args[i]), box, p.swizzle, who)},
+         fmt::format("template {}: tensor map {}", t.name(), p.name)});
   }
+}
+
+// Calls `f(i)` for each tensor parameter `i` in the order of a launch's pointers: the output
+// parameter's (the plan's order: outputs first), then the others'.
+template <class F>
+void for_each_pointer(const Template& t, F f) {
+  const auto& params = t.param_list();
+  for (std::uint32_t i = 0; i < params.size(); ++i)
+    if (params[i].takes_tensor() && params[i].name == t.output_param()) f(i);
+  for (std::uint32_t i = 0; i < params.size(); ++i)
+    if (params[i].takes_tensor() && params[i].name != t.output_param()) f(i);
+}
+
+bool is_float(const TemplateParam& p) { return p.kind == Kind::f32 || p.kind == Kind::f64; }
+
+// One parameter per template parameter (a tensor map's 128 bytes zero: launches encode it), and
+// where the pointers and floats sit.
+void lay_out_params(const Template& t, const std::vector<Operand>& args, KernelLaunch& L) {
+  ParamLayout& l = L.layout;
+  for (std::uint32_t i = 0; i < args.size(); ++i) {
+    const TemplateParam& p = t.param_list()[i];
+    if (p.kind == Kind::tensor_map) {
+      l.params.emplace_back(runtime::kTensorMapBytes);
+    } else if (p.kind == Kind::tensor) {
+      const std::uint64_t data = std::get<TensorView>(args[i]).data;
+      l.params.emplace_back(&data, 8);
+    } else if (p.kind == Kind::i32) {
+      const std::int32_t x = std::int32_t(std::get<double>(args[i]));
+      l.params.emplace_back(&x, 4);
+    } else if (p.kind == Kind::i64) {
+      const std::int64_t x = std::int64_t(std::get<double>(args[i]));
+      l.params.emplace_back(&x, 8);
+    } else if (p.kind == Kind::f32) {
+      const float x = float(std::get<double>(args[i]));
+      l.params.emplace_back(&x, 4);
+    } else {
+      l.params.emplace_back(&std::get<double>(args[i]), 8);
+    }
+    if (is_float(p)) l.scalars.push_back({i, 0, p.kind == Kind::f64});
+  }
+  for_each_pointer(t, [&](std::uint32_t i) {
+    l.pointers.push_back({i, 0});
+    L.pointers.push_back(std::get<TensorView>(args[i]).data);
+  });
 }
 
 void check_args(const Template& t, const std::vector<Operand>& args, bool need_data) {
@@ -90,7 +136,6 @@ void check_args(const Template& t, const std::vector<Operand>& args, bool need_d
   }
 }
 
-
 Tunables chosen(const Template& t, const Tunables& given) {
   Tunables out;
   for (const auto& [name, candidates] : t.tunables()) out[name] = candidates.front();
@@ -105,46 +150,19 @@ Tunables chosen(const Template& t, const Tunables& given) {
 
 }  // namespace
 
-
-
-void pack_params(const Template& t, const std::vector<Operand>& args, UserLaunch& L) {
-  L.params.clear();
-  const auto put = [&](const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    L.params.emplace_back(b, b + n);
-  };
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const TemplateParam& p = t.param_list()[i];
-    if (p.kind == Kind::tensor_map) {
-      L.params.emplace_back(runtime::kTensorMapBytes, 0);
-      continue;
-    }
-    if (p.kind == Kind::tensor) {
-      const std::uint64_t data = std::get<TensorView>(args[i]).data;
-      put(&data, 8);
-      continue;
-    }
-    const double v = std::get<double>(args[i]);
-    if (p.kind == Kind::i32) {
-      const std::int32_t x = std::int32_t(v);
-      put(&x, 4);
-    } else if (p.kind == Kind::i64) {
-      const std::int64_t x = std::int64_t(v);
-      put(&x, 8);
-    } else if (p.kind == Kind::f32) {
-      const float x = float(v);
-      put(&x, 4);
-    } else {
-      put(&v, 8);
-    }
-  }
+void set_template_args(const Template& t, const std::vector<Operand>& args, LaunchParams& p) {
+  std::size_t pointer = 0, scalar = 0;
+  for_each_pointer(
+      t, [&](std::uint32_t i) { p.set_pointer(pointer++, std::get<TensorView>(args[i]).data); });
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (is_float(t.param_list()[i])) p.set_scalar(scalar++, std::get<double>(args[i]));
 }
 
-UserLaunch specialize_template(const Template& t, const std::vector<Operand>& args,
-                               const Tunables& tunables, bool need_data) {
+KernelLaunch specialize_template(const Template& t, const std::vector<Operand>& args,
+                                 const Tunables& tunables, bool need_data) {
   check_template(t);
   check_args(t, args, need_data);
-  UserLaunch L;
+  KernelLaunch L;
   L.tunables = chosen(t, tunables);
   std::vector<std::pair<std::string, std::string>> subs;
   std::vector<std::string> dtypes;
@@ -184,8 +202,9 @@ UserLaunch specialize_template(const Template& t, const std::vector<Operand>& ar
     throw ArgumentError(fmt::format("template {}: a block of {} x {} x {} threads: 1 to 1024",
                                     t.name(), b[0], b[1], b[2]));
   L.config.shared = rule_value(t, "shared bytes", t.shared(), vars, 227.0 * 1024);
+  L.groups = L.config.empty() ? 0 : 1;
+  lay_out_params(t, args, L);
   describe_maps(t, args, vars, L);
-  pack_params(t, args, L);
   return L;
 }
 

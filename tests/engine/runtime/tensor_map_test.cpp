@@ -11,6 +11,8 @@
 #include <cmath>
 #include <kiln/kiln.hpp>
 
+#include "engine/codegen/launch.hpp"
+#include "engine/families/user/user_template.hpp"
 #include "tests/support.hpp"
 
 using kiln::DType;
@@ -136,6 +138,22 @@ TEST_CASE("tensor maps: a TMA template compiles for sm_90a offline; bad maps ref
   kiln::Engine again(kiln::test::offline("sm_90a", tmp / "cache"));
   CHECK(kiln::precompile(again, tile_scale(), args_of(padded(300, 250, 256, DType::f32), out))
             .source == "disk");
+}
+
+TEST_CASE("tensor maps: a template's map is a parameter of its pointer, zero until encoded") {
+  const kiln::TensorView src = padded(300, 250, 256, DType::f32),
+                         out = kiln::test::desc({300, 250}, DType::f32);
+  const kiln::KernelLaunch L =
+      kiln::specialize_template(tile_scale(), args_of(src, out), {}, false);
+  REQUIRE(L.layout.maps.size() == 1);
+  CHECK(L.layout.maps[0].map.param == 0);
+  CHECK(L.layout.maps[0].map.pointer == 0);  // no output parameter: pointers in order
+  CHECK(L.layout.maps[0].map.desc.rank == 2);
+  CHECK(L.layout.maps[0].what == "template tile_scale.cuh: tensor map src");
+  CHECK(L.layout.params[0].bytes() ==
+        std::vector<unsigned char>(kiln::runtime::kTensorMapBytes, 0));
+  kiln::LaunchParams p(L);
+  CHECK(p.maps_stale());  // the first launch encodes it
 }
 
 TEST_CASE("tensor maps in graph JSON: box and swizzle read, written back, refused typed") {

@@ -1,12 +1,12 @@
 // Specialization decisions, checked on the CPU: coalescing, vector width, index width.
-#include "engine/exec/plan_specs.hpp"
 #include "engine/families/elementwise/elementwise.hpp"
 
 #include <kiln/graph.hpp>
 
 #include "engine/compiler/compiler.hpp"
-#include "engine/passes/fusion.hpp"
 #include "engine/exec/op_call.hpp"
+#include "engine/exec/plan_specs.hpp"
+#include "engine/passes/fusion.hpp"
 #include "ops/op.hpp"
 #include "tests/support.hpp"
 
@@ -27,7 +27,8 @@ TensorView view(kiln::Shape shape, DType t, std::uint64_t data = 0x10000,
 }
 
 kiln::KernelLaunch spec(const char* op, const TensorView& out, std::vector<kiln::Operand> in) {
-  return kiln::specialize_call(kiln::op_call(kiln::ops::find_op(op), out, in, {}), kiln::target_of("sm_90a"));
+  return kiln::specialize_call(kiln::op_call(kiln::ops::find_op(op), out, in, {}),
+                               kiln::target_of("sm_90a"));
 }
 
 }  // namespace
@@ -39,8 +40,8 @@ TEST_CASE("contiguous operands coalesce to one dim with 16-byte packs") {
   CHECK(f32.spec.expression.find("kiln::Layout<kiln::Dim<0, 4, 4, 4>>") != std::string::npos);
   CHECK(f32.spec.source.find("kiln::op::Add::apply(x[0], x[1])") != std::string::npos);
   CHECK(f32.groups == 16384);
-  CHECK(f32.config.grid[0] == 128);  // 128 threads x 1 pack per block
-  CHECK_FALSE(f32.index64);
+  CHECK(f32.config.grid[0] == 128);            // 128 threads x 1 pack per block
+  CHECK(f32.layout.params.at(1).size() == 4);  // a 32-bit Index
   auto bf16 = spec("silu", view({3, 5, 8}, DType::bf16), {view({3, 5, 8}, DType::bf16)});
   CHECK(bf16.spec.name == "silu_bf16__r1v8");
 }
@@ -98,7 +99,8 @@ TEST_CASE(
   CHECK((one == kiln::compiler::spec_id(at1[0]) || one == kiln::compiler::spec_id(at1[1])));
   CHECK_THROWS_AS(kiln::plan_specs(batch_graph(-1), true, {{"x", view({4, 8, 1000}, DType::bf16)}}),
                   kiln::ArgumentError);
-  // A dynamic row length: a kernel per bucket of lengths (tests/engine/families/rows/dynamic_rows_test.cpp).
+  // A dynamic row length: a kernel per bucket of lengths
+  // (tests/engine/families/rows/dynamic_rows_test.cpp).
   Graph r;
   r.output(kiln::softmax(r.input("x", {4, -1}, DType::f32)));
   const auto buckets = kiln::plan_specs(r, true);
@@ -110,7 +112,8 @@ TEST_CASE(
   c.output(kiln::reduce("sum", c.input("x", {-1, 64}, DType::f32), false, 0));
   CHECK_THROWS_WITH_AS(kiln::plan_specs(c, true),
                        doctest::Contains("kernel sum_f32__dynamic (fusing "), kiln::GraphError);
-  CHECK_THROWS_WITH_AS(kiln::plan_specs(c, true), doctest::Contains("changes with the extent of a dynamic dim"),
+  CHECK_THROWS_WITH_AS(kiln::plan_specs(c, true),
+                       doctest::Contains("changes with the extent of a dynamic dim"),
                        kiln::GraphError);
   CHECK(softmax(3, 1000).expression.find("kiln::Layout<kiln::Dim<0, 8000, 0, 8000>, kiln::Dim<8, "
                                          "1000, 1000, 1000>, kiln::Dim<125, 8, 8, 8>>") !=
@@ -153,19 +156,23 @@ TEST_CASE("scalars are runtime arguments, not part of the kernel") {
   REQUIRE(a.scalars.size() == 1);
   CHECK(a.scalars[0] == 2.0f);
   CHECK(a.spec.source.find("kiln::op::Mul::apply(x[0], s[0])") != std::string::npos);
-  // The parameter block: 2 pointers, then the scalar, padded to 8 bytes.
-  CHECK(a.args().size() == 24);
+  // The Args block: 2 pointers, then the scalar, padded to 8 bytes, where the scalar's slot says.
+  CHECK(a.layout.params.at(0).size() == 24);
+  REQUIRE(a.layout.scalars.size() == 1);
+  CHECK(a.layout.scalars[0].offset == 16);
 }
 
 TEST_CASE("64-bit indexing from 2^31 elements on") {
   const std::int64_t big = (1ll << 31) + 8;
   auto L = spec("neg", view({big}, DType::bf16), {view({big}, DType::bf16)});
-  CHECK(L.index64);
+  CHECK(L.layout.params.at(1).size() == 8);  // a 64-bit Index
   CHECK(L.spec.name == "neg_bf16__r1v8_i64");
   const std::int64_t below = (1ll << 31) - 4096;
-  CHECK_FALSE(spec("neg", view({below}, DType::bf16), {view({below}, DType::bf16)}).index64);
+  CHECK(spec("neg", view({below}, DType::bf16), {view({below}, DType::bf16)})
+            .layout.params.at(1)
+            .size() == 4);
   auto odd = spec("neg", view({big + 1}, DType::bf16), {view({big + 1}, DType::bf16)});
-  CHECK(odd.index64);
+  CHECK(odd.layout.params.at(1).size() == 8);
   CHECK(odd.spec.name == "neg_bf16__r1v1_i64");
 }
 
