@@ -1,5 +1,5 @@
 // The GEMM family: a matrix product (matmul, linear) with its fused epilogue
-// (kernel_templates/kiln/gemm.cuh). Its specialization is engine/families/gemm*.
+// (kernel_templates/kiln/gemm.cuh). Its specialization is the rest of this folder.
 #include "engine/families/family.hpp"
 #include "engine/families/gemm/gemm.hpp"
 #include "engine/families/gemm/gemm_buckets.hpp"

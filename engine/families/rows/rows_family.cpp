@@ -1,7 +1,7 @@
 // The row families: a row op (reduction, softmax, norm) with its fused prologue and epilogue,
 // along the last axis or every element (rows, kernel_templates/kiln/rows.cuh) or along another
 // axis (columns, kernel_templates/kiln/columns.cuh). Their specialization is
-// engine/families/rows.*.
+// engine/families/rows/rows.*.
 #include <fmt/format.h>
 
 #include "engine/families/family.hpp"

@@ -1,5 +1,5 @@
 // The scan family: cumsum with its fused prologue and epilogue (kernel_templates/kiln/scan.cuh);
-// its specialization is engine/families/scan.*.
+// its specialization is scan.*.
 #include "engine/families/family.hpp"
 #include "engine/families/scan/scan.hpp"
 

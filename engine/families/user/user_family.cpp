@@ -1,8 +1,6 @@
 // The family of users' templates in plans: a graph node of a template (Graph::define_template)
-// is a kernel of its own, specialized by engine/families/user_template.* with the node's
+// is a kernel of its own, specialized by user_template.* with the node's
 // arguments, its tunables those the template declares.
-#include <fmt/format.h>
-
 #include "engine/families/family.hpp"
 #include "engine/families/user/user_template.hpp"
 
