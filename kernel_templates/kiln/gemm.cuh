@@ -30,6 +30,7 @@
 
 #include <kiln/cluster.cuh>
 #include <kiln/elementwise.cuh>
+#include <kiln/gemm_config.cuh>
 #include <kiln/grid_dependency.cuh>
 #include <kiln/mma.cuh>
 

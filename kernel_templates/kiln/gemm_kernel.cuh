@@ -99,7 +99,12 @@ __global__ void __launch_bounds__(WM* WN * 32)
   static_assert(BK % 16 == 0 && Stages >= 2, "BK a multiple of 16, two stages or more");
   using OpA = OperandTile<T, BM, BK, ALayout>;
   using OpB = OperandTile<T, BN, BK, BLayout>;
-  constexpr int kLd = BN + 8;  // the accumulator tile's row, in floats (padded: no bank conflicts)
+  // The dynamic shared memory the host gives (gemm_config.cuh): the ring, then the accumulator
+  // tile in its place.
+  static_assert(OpA::bytes + OpB::bytes == config::mma_stage_bytes(BM, BN),
+                "a stage of the ring is what gemm_config.cuh sizes");
+  static_assert(BK == config::stage_k(int(sizeof(T))), "BK is a 128-byte row of K");
+  constexpr int kLd = config::mma_tile_ld(BN);  // the accumulator tile's row, in floats
   constexpr int kA = NO, kB = NO + 1;
   extern __shared__ __align__(128) char smem[];
 

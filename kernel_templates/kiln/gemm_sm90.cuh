@@ -24,6 +24,7 @@
 // rows of K per 64 columns).
 
 #include <kiln/gemm.cuh>
+#include <kiln/gemm_config.cuh>
 #include <kiln/gemm_sm90_exact.cuh>
 #include <kiln/tma.cuh>
 #include <kiln/wgmma.cuh>
@@ -36,10 +37,14 @@ namespace kiln::gemm {
 /// for Exact its split barriers (B's rest written).
 template <class T, int BN, int Stages, bool Exact>
 struct Ring {
-  static constexpr int kRows = 128, kDepth = 128 / int(sizeof(T));  // K per stage
-  static constexpr int kTileA = kRows * 128, kTileB = BN * 128, kLoad = kTileA + kTileB;
-  static constexpr int kStage = Exact ? kLoad + kTileB : kLoad;
-  static constexpr int kBarriers = Exact ? 3 : 2;  // per stage
+  // The layout the host sizes (gemm_config.cuh).
+  static constexpr int kRows = config::kWgmmaRows;
+  static constexpr int kDepth = config::stage_k(int(sizeof(T)));  // K per stage
+  static constexpr int kTileA = config::wgmma_tile_bytes(kRows);
+  static constexpr int kTileB = config::wgmma_tile_bytes(BN);
+  static constexpr int kLoad = kTileA + kTileB;  // what TMA writes a stage
+  static constexpr int kStage = config::wgmma_stage_bytes(BN, Exact);
+  static constexpr int kBarriers = config::wgmma_barriers(Exact);  // per stage
   unsigned char* smem;
   unsigned long long* full;
   unsigned long long* empty;
@@ -157,7 +162,7 @@ __device__ __forceinline__ void epilogue_rows(const A& args, const float* tile, 
 template <class T, class Epi, bool Bias, int BN, int V, class A>
 __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc)[BN / 2],
                                                 float* stage, int m0, int n0, int c, int tid) {
-  constexpr int kChunk = 32, kLd = kChunk + 8;
+  constexpr int kChunk = config::kStagingChunk, kLd = config::kStagingLd;
   const int me = tid % 128, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int r = me / 32 * 16 + g;  // this thread's rows r, r + 8 of the group's 64
   const int rows = min(args.m - m0 - c * 64, 64);
@@ -177,7 +182,8 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
 template <class T, class Epi, bool Bias, int BN, int V, int Split, class A>
 __device__ __forceinline__ void cluster_epilogue(const A& args, const float (&acc)[BN / 2],
                                                  unsigned char* smem, int m0, int n0, int tid) {
-  constexpr int BM = 128, kLd = BN + 8, kThreads = 384;
+  constexpr int BM = config::kWgmmaRows, kLd = config::wgmma_tile_ld(BN);
+  constexpr int kThreads = config::kWgmmaThreads;
   __syncthreads();
   float* tile = reinterpret_cast<float*>(smem);
   const int group = tid / 128;
@@ -197,7 +203,7 @@ __device__ __forceinline__ void cluster_epilogue(const A& args, const float (&ac
 
 template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
           int Split>
-__global__ void __launch_bounds__(384, 1)
+__global__ void __launch_bounds__(config::kWgmmaThreads, 1)
     gemm_sm90(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args,
               const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -208,7 +214,8 @@ __global__ void __launch_bounds__(384, 1)
   static_assert(Split >= 1 && R::kRows % Split == 0, "a split of the tile's rows");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+      (reinterpret_cast<unsigned long long>(smem_raw) + (config::kWgmmaAlign - 1)) &
+      ~(unsigned long long)(config::kWgmmaAlign - 1));
   unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + Stages * R::kStage);
   const R ring{smem, full, full + Stages, full + 2 * Stages};
   // Split 1: each consumer group's staging area for its epilogue, 64 rows of 32 + 8 floats.
@@ -261,8 +268,9 @@ __global__ void __launch_bounds__(384, 1)
         products<T, R, BN, Stages, BTrans>(acc, ring, it, w.ktiles, group - 1, tid);
       it += w.padded;
       if constexpr (Split == 1)
-        staged_epilogue<T, Epi, Bias, BN, V>(args, acc, staging + (group - 1) * 64 * 40,
-                                             tm * R::kRows, tn * BN, group - 1, tid);
+        staged_epilogue<T, Epi, Bias, BN, V>(
+            args, acc, staging + (group - 1) * config::kStagingRows * config::kStagingLd,
+            tm * R::kRows, tn * BN, group - 1, tid);
     }
   }
   if constexpr (Split > 1) {  // one tile a block: blockIdx.x's

@@ -14,18 +14,31 @@ constexpr int kDefaultUnroll = ElementwiseTunables::kDefaultUnroll;
 
 }  // namespace
 
+const codegen::TunableTable<ElementwiseTunables>& elementwise_tunable_table() {
+  using T = ElementwiseTunables;
+  static const codegen::TunableTable<T> table = {
+      {"block", &T::block, {64, 128, 256, 512, 1024}},
+      {"unroll", &T::unroll, {1, 2, 4, 8}},
+  };
+  return table;
+}
+
 ElementwiseTunables elementwise_tunables(const Tunables& t, const std::string& stem) {
-  ElementwiseTunables e;
-  for (const auto& [name, value] : t) {
-    if (name == "block")
-      e.block = value;
-    else if (name == "unroll")
-      e.unroll = value;
-    else
-      throw ArgumentError(fmt::format(
-          "{}: '{}' is not a tunable of the elementwise template (block, unroll)", stem, name));
-  }
-  return e;
+  return codegen::parse_tunables(elementwise_tunable_table(), t, ElementwiseTunables{}, stem,
+                                 "elementwise template");
+}
+
+std::string ElementwiseTemplate::expression() const {
+  return codegen::render_instance(
+      "kiln::elementwise",
+      {"kiln_body", layout, std::to_string(vec), codegen::render_index(index64),
+       std::to_string(block), std::to_string(unroll)});
+}
+
+std::string ElementwiseTemplate::name(std::string_view stem, std::size_t dims) const {
+  const bool tuned = block != kDefaultBlock || unroll != kDefaultUnroll;
+  return fmt::format("{}__r{}v{}{}{}", stem, dims, vec, index64 ? "_i64" : "",
+                     tuned ? fmt::format("_b{}u{}", block, unroll) : "");
 }
 
 KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
@@ -56,19 +69,19 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
   KernelLaunch L;
   const int vec = lp.vec;
   const std::int64_t groups = lp.groups;
-  L.spec.source = codegen::render_source("elementwise.cuh", {{"kiln_body", &body}});
-  L.spec.expression = codegen::render_instance(
-      "kiln::elementwise",
-      {"kiln_body", lp.type(), std::to_string(vec), codegen::render_index(lp.index64),
-       std::to_string(block), std::to_string(unroll)});
+  ElementwiseTemplate tp;
+  tp.layout = lp.type();
+  tp.vec = vec;
+  tp.index64 = lp.index64;
+  tp.block = block, tp.unroll = unroll;
+  L.spec.source = codegen::render_source(tp.kHeader, {{"kiln_body", &body}});
+  L.spec.expression = tp.expression();
   L.spec.options = codegen::builtin_options();
-  const bool tuned = block != kDefaultBlock || unroll != kDefaultUnroll;
-  L.spec.name = fmt::format("{}__r{}v{}{}{}", stem, lp.dims.size(), vec, lp.index64 ? "_i64" : "",
-                            tuned ? fmt::format("_b{}u{}", block, unroll) : "");
+  L.spec.name = tp.name(stem, lp.dims.size());
   L.vec = vec;
   L.groups = std::uint64_t(groups);
   L.config.block[0] = unsigned(block);
-  L.tunables = {{"block", block}, {"unroll", unroll}};
+  L.tunables = codegen::launch_tunables(elementwise_tunable_table(), {block, unroll}, ~0u);
   const std::uint64_t per_block = std::uint64_t(block) * unroll;
   const std::uint64_t blocks = (std::uint64_t(groups) + per_block - 1) / per_block;
   L.config.grid[0] = grid_x(blocks, [&] {

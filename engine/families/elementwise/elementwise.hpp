@@ -6,12 +6,14 @@
 #include <cstring>
 #include <kiln/ops.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/codegen/autotune.hpp"
 #include "engine/codegen/codegen.hpp"
 #include "engine/codegen/launch.hpp"
 #include "engine/codegen/layout.hpp"
+#include "engine/codegen/tunable_table.hpp"
 #include "ops/op.hpp"
 #include "stages/kernel.hpp"
 
@@ -28,9 +30,29 @@ struct ElementwiseTunables {
   int unroll = 0;  ///< groups per thread, all loaded before the first is used
 };
 
+/// The template's tunables, once: elementwise_tunables() parses by it, a launch records its
+/// rows and autotune::elementwise_space() searches them.
+const codegen::TunableTable<ElementwiseTunables>& elementwise_tunable_table();
+
 /// `t`'s "block" and "unroll" (missing: 0, the default); ArgumentError naming `stem` for any
 /// other name.
 ElementwiseTunables elementwise_tunables(const Tunables& t, const std::string& stem);
+
+/// The template's parameters (elementwise.cuh's `elementwise<Body, L, V, Index, Block,
+/// Unroll>`) as the specialization chose them.
+struct ElementwiseTemplate {
+  static constexpr std::string_view kHeader = "elementwise.cuh";
+  std::string layout;
+  int vec = 1;
+  bool index64 = false;
+  int block = ElementwiseTunables::kDefaultBlock;
+  int unroll = ElementwiseTunables::kDefaultUnroll;
+
+  std::string expression() const;
+  /// "<stem>__r2v4", with "_b<block>u<unroll>" where they are not the defaults; `dims` the
+  /// layout's.
+  std::string name(std::string_view stem, std::size_t dims) const;
+};
 
 /// Specializes `body` writing `outputs` (all of one shape) from `inputs` (broadcast to it).
 /// `stem` names the kernel ("silu_add_mul"); dtypes, rank and vector width are appended.

@@ -10,7 +10,7 @@ namespace autotune {
 
 Space elementwise_space() {
   Space s;
-  s.tunables = {{"block", {64, 128, 256, 512, 1024}}, {"unroll", {1, 2, 4, 8}}};
+  s.tunables = codegen::space_tunables(elementwise_tunable_table(), ~0u);
   s.fallback = {{"block", ElementwiseTunables::kDefaultBlock},
                 {"unroll", ElementwiseTunables::kDefaultUnroll}};
   s.reject = block_too_large;

@@ -8,31 +8,12 @@
 
 #include "engine/families/gemm/gemm_buckets.hpp"
 #include "engine/families/gemm/gemm_problem.hpp"
+#include "engine/families/gemm/gemm_templates.hpp"
 #include "engine/families/rows/rows.hpp"
+#include "kernel_templates/kiln/gemm_config.cuh"
 
 namespace kiln {
 namespace {
-
-// K per stage: 64 two-byte or 32 four-byte elements, a 128-byte swizzled row (gemm.cuh).
-int stage_k(DType dtype) { return size_of(dtype) == 4 ? 32 : 64; }
-
-// Shared memory per block: the ring (every dtype's stage holds bm + bn rows of 128 bytes), which
-// then holds the accumulator tile (gemm_kernel.cuh's kLd).
-int shared_bytes(const GemmTunables& t) {
-  return std::max(t.stages * (t.bm + t.bn) * 128, t.bm * (t.bn + 8) * 4);
-}
-
-char layout_letter(GemmLayout l) {
-  switch (l) {
-    case GemmLayout::k_contiguous:
-      return 'k';
-    case GemmLayout::mn_contiguous:
-      return 't';
-    case GemmLayout::strided:
-      break;
-  }
-  return 's';
-}
 
 // The default warps of a bm x bn tile: warp tiles of 64 x 32, or 32 x 32 on 64 x 64.
 int default_warps_m(const GemmTunables& t) { return t.bm == 64 && t.bn == 64 ? 2 : t.bm / 64; }
@@ -52,33 +33,7 @@ GemmTunables resolved(GemmTunables t, const GemmSizing& s, bool clusters) {
 }  // namespace
 
 GemmTunables gemm_tunables(const Tunables& t, const std::string& stem) {
-  GemmTunables g;
-  for (const auto& [name, value] : t) {
-    if (name == "bm")
-      g.bm = value;
-    else if (name == "bn")
-      g.bn = value;
-    else if (name == "warps_m")
-      g.warps_m = value;
-    else if (name == "warps_n")
-      g.warps_n = value;
-    else if (name == "stages")
-      g.stages = value;
-    else if (name == "wgmma")
-      g.wgmma = value;
-    else if (name == "split")
-      g.split = value;
-    else if (name == "skinny")
-      g.skinny = value;
-    else if (name == "columns")
-      g.columns = value;
-    else
-      throw ArgumentError(
-          fmt::format("{}: '{}' is not a tunable of the GEMM template (bm, bn, "
-                      "warps_m, warps_n, stages, wgmma, split, skinny, columns)",
-                      stem, name));
-  }
-  return g;
+  return codegen::parse_tunables(gemm_tunable_table(), t, GemmTunables{}, stem, "GEMM template");
 }
 
 GemmTunables default_gemm_tunables(const GemmSizing& s, bool clusters) {
@@ -130,7 +85,7 @@ std::string reject_gemm_tunables(const GemmTunables& t, int max_shared, bool clu
     return fmt::format("{} accumulators per thread: at most 128 (more warps or a smaller tile)",
                        accumulators);
   if (t.stages < 2 || t.stages > 8) return fmt::format("{} stages: 2 to 8", t.stages);
-  const int shared = shared_bytes(t);
+  const int shared = gemm::config::mma_shared_bytes(t.bm, t.bn, t.stages);
   if (shared > max_shared)
     return fmt::format("{} bytes of shared memory per block, the device allows {}", shared,
                        max_shared);
@@ -166,34 +121,28 @@ KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const Gem
   if (tiles > std::numeric_limits<int>::max())
     throw ShapeError(
         fmt::format("{}: {} tiles of {}x{}: too many for one launch", stem, tiles, t.bm, t.bn));
-  const bool exact = dtype == DType::f32 && !k.tf32;
+  GemmMmaTemplate tp;
+  tp.dtype = dtype;
+  tp.bias = k.bias.has_value();
+  tp.bm = t.bm, tp.bn = t.bn, tp.warps_m = t.warps_m, tp.warps_n = t.warps_n, tp.stages = t.stages;
+  tp.a_layout = p.a_layout, tp.b_layout = p.b_layout;
+  tp.exact = dtype == DType::f32 && !k.tf32;
+  tp.split = t.split;
+  tp.columns = epilogue_columns(p);
   KernelLaunch L;
-  L.spec.source = codegen::render_source("gemm.cuh", {{"kiln_epilogue", &k.epilogue}});
-  L.spec.expression = codegen::render_instance(
-      "kiln::gemm::gemm",
-      {std::string(device_type_of(dtype)), "kiln_epilogue", k.bias ? "true" : "false",
-       std::to_string(t.bm), std::to_string(t.bn), std::to_string(stage_k(dtype)),
-       std::to_string(t.warps_m), std::to_string(t.warps_n), std::to_string(t.stages),
-       std::to_string(int(p.a_layout)), std::to_string(int(p.b_layout)), exact ? "true" : "false",
-       std::to_string(t.split), std::to_string(epilogue_columns(p))});
+  L.spec.source = gemm_source(tp.kHeader, k.epilogue);
+  L.spec.expression = tp.expression();
   L.spec.options = codegen::builtin_options();
-  L.spec.name = fmt::format("{}__{}x{}w{}x{}s{}{}_{}{}{}{}", stem, t.bm, t.bn, t.warps_m, t.warps_n,
-                            t.stages, t.split > 1 ? fmt::format("k{}", t.split) : "",
-                            layout_letter(p.a_layout), layout_letter(p.b_layout),
-                            k.bias ? "_bias" : "", dtype == DType::f32 && k.tf32 ? "_tf32" : "");
+  L.spec.name = tp.name(stem);
   L.config.grid = {unsigned(p.m && p.n && p.batches ? tiles : 0),
                    unsigned(std::min<std::int64_t>(p.batches, 65535)), unsigned(t.split)};
   L.config.cluster = {1, 1, unsigned(t.split)};
-  L.config.block = {unsigned(32 * t.warps_m * t.warps_n), 1, 1};
-  L.config.shared = unsigned(shared_bytes(t));
+  L.config.block = {tp.threads(), 1, 1};
+  L.config.shared = unsigned(tp.shared_bytes());
   L.groups = L.config.empty() ? 0 : 1;
   set_gemm_params(L, p, k.epilogue_scalars);
-  L.tunables = {{"bm", t.bm},
-                {"bn", t.bn},
-                {"warps_m", t.warps_m},
-                {"warps_n", t.warps_n},
-                {"stages", t.stages}};
-  if (clusters) L.tunables["split"] = t.split;
+  L.tunables =
+      codegen::launch_tunables(gemm_tunable_table(), t, kGemmMma | (clusters ? kGemmClusters : 0));
   return L;
 }
 
@@ -222,52 +171,38 @@ KernelLaunch specialize_gemm(const GemmKernel& k, const std::string& stem, GemmT
 namespace autotune {
 
 Space gemm_space(const KernelLaunch& base) {
-  const Candidate& fallback = base.tunables;
+  const auto& table = gemm_tunable_table();
+  const auto parse = [](const Candidate& c) { return gemm_tunables(c, "gemm_space"); };
   Space s;
-  if (auto sk = fallback.find("skinny"); sk != fallback.end() && sk->second == 1) {
-    s.tunables = {{"skinny", {1}}};
+  s.fallback = base.tunables;
+  const bool clusters = s.fallback.count("split") > 0;
+  const unsigned where = clusters ? kGemmClusters : 0;
+  if (auto sk = s.fallback.find("skinny"); sk != s.fallback.end() && sk->second == 1) {
+    s.tunables = codegen::space_tunables(table, kGemmSkinny | where);
     // A default 32 or more wide may have lanes along N, where 8 and 16 do not exist.
-    if (auto c = fallback.find("columns"); c != fallback.end())
-      s.tunables.push_back({"columns", c->second >= 32 ? std::vector<int>{32, 64}
-                                                       : std::vector<int>{8, 16, 32, 64}});
-    if (fallback.count("split")) s.tunables.push_back({"split", {1, 2, 4, 8}});
-    s.fallback = fallback;
-    s.reject = [](const Candidate&, const DeviceLimits&) { return std::string(); };
-    return s;
-  }
-  if (auto w = fallback.find("wgmma"); w != fallback.end() && w->second == 1) {
-    // An exact f32 product's stages also hold B's rest: its default asked for that much.
-    GemmTunables d;
-    d.bn = fallback.at("bn"), d.stages = fallback.at("stages"), d.split = fallback.at("split");
-    const bool exact = base.config.shared == unsigned(wgmma_shared_bytes(d, true));
-    s.tunables = {{"bn", exact ? std::vector<int>{64, 128} : std::vector<int>{64, 128, 256}},
-                  {"stages", {3, 4, 5, 6}},
-                  {"wgmma", {1}},
-                  {"split", {1, 2, 4, 8}}};
-    s.fallback = fallback;
-    s.reject = [exact](const Candidate& c, const DeviceLimits& limits) {
-      GemmTunables t;
-      t.bn = c.at("bn"), t.stages = c.at("stages"), t.wgmma = 1, t.split = c.at("split");
-      return reject_wgmma_tunables(t, limits.max_shared_bytes_per_block, exact);
+    const bool wide = s.fallback.at("columns") >= 32;
+    s.reject = [wide](const Candidate& c, const DeviceLimits&) {
+      return wide && c.at("columns") < 32 ? std::string("lanes along N take 32 or 64 columns")
+                                          : std::string();
     };
     return s;
   }
-  s.tunables = {{"bm", {64, 128, 256}},
-                {"bn", {64, 128, 256}},
-                {"warps_m", {1, 2, 4}},
-                {"warps_n", {1, 2, 4}},
-                {"stages", {2, 3, 4, 5}}};
-  const bool clusters = fallback.count("split") > 0;
-  if (clusters) s.tunables.push_back({"split", {1, 2, 4, 8}});
-  s.fallback = fallback;
-  s.reject = [clusters](const Candidate& c, const DeviceLimits& limits) -> std::string {
-    GemmTunables t{c.at("bm"),
-                   c.at("bn"),
-                   c.at("warps_m"),
-                   c.at("warps_n"),
-                   c.at("stages"),
-                   0,
-                   clusters ? c.at("split") : 1};
+  if (auto w = s.fallback.find("wgmma"); w != s.fallback.end() && w->second == 1) {
+    // An exact f32 product's stages also hold B's rest: its default asked for that much.
+    const GemmTunables d = parse(s.fallback);
+    const bool exact = base.config.shared ==
+                       unsigned(gemm::config::wgmma_shared_bytes(d.bn, d.stages, true, d.split));
+    s.tunables = codegen::space_tunables(table, kGemmWgmma | kGemmClusters);
+    s.reject = [exact, parse](const Candidate& c, const DeviceLimits& limits) {
+      return reject_wgmma_tunables(parse(c), limits.max_shared_bytes_per_block, exact);
+    };
+    return s;
+  }
+  s.tunables = codegen::space_tunables(table, kGemmMma | where);
+  s.reject = [clusters, parse](const Candidate& c, const DeviceLimits& limits) -> std::string {
+    GemmTunables t = parse(c);
+    t.wgmma = 0;
+    if (!clusters) t.split = 1;
     if (32 * t.warps_m * t.warps_n > limits.max_threads_per_block)
       return fmt::format("{} threads per block, the device allows {}", 32 * t.warps_m * t.warps_n,
                          limits.max_threads_per_block);

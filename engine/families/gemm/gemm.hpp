@@ -53,7 +53,8 @@ struct GemmKernel {
 /// The template's tunables: the block's tile of C (bm x bn), its warps (warps_m x warps_n) and
 /// the stages of the shared-memory ring along K. 0: the heuristic default. `wgmma`: 1 the
 /// sm_90a path (gemm_sm90.cuh: bn, stages and split only, its tile 128 rows), 0 the mma.sync path,
-/// -1 the first where it fits.
+/// -1 the first where it fits. Each is a row of gemm_tunable_table() (gemm_templates.hpp): its
+/// name, values and paths.
 struct GemmTunables {
   int bm = 0;
   int bn = 0;

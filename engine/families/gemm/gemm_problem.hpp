@@ -73,8 +73,6 @@ bool wgmma_fits(const GemmKernel& k, const GemmProblem& p);
 /// Why `t` cannot run on the sm_90a path with `max_shared` bytes per block ("" if it can);
 /// `exact`: an f32 product to 1e-5 (its stages hold twice the bytes).
 std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact = false);
-/// The dynamic shared memory of a kernel of the sm_90a path with tunables `t` (resolved).
-int wgmma_shared_bytes(const GemmTunables& t, bool exact);
 /// Whether `p` of `k` takes the skinny path when no tunable says: `s` (its sizes or their
 /// buckets') up to 8 rows, or up to kSkinnyRows of an f32 product (not TF32) whose B is small
 /// (it is read once per 8 rows).

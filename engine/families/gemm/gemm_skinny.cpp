@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "engine/families/gemm/gemm_problem.hpp"
+#include "engine/families/gemm/gemm_templates.hpp"
 
 namespace kiln {
 namespace {
@@ -41,8 +42,8 @@ SkinnyTile skinny_tile(const GemmProblem& p, const GemmSizing& s, bool n_contigu
 
 // The default split: K in ranges of 512 or more, while the blocks fill at most one per SM.
 int default_split(const GemmSizing& s, const SkinnyTile& tile, bool clusters) {
-  const std::int64_t blocks = (s.n + tile.columns - 1) / tile.columns *
-                              ((s.m + tile.rows - 1) / tile.rows) * s.batches;
+  const std::int64_t blocks =
+      (s.n + tile.columns - 1) / tile.columns * ((s.m + tile.rows - 1) / tile.rows) * s.batches;
   int split = 1;
   while (clusters && split < 8 && s.k / (2 * split) >= 512 && blocks * split <= s.sms) split *= 2;
   return split;
@@ -80,18 +81,18 @@ KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const 
   if (!t.split) t.split = default_split(s, tile, clusters);
   if (std::string why = reject_split(t.split, clusters); !why.empty())
     throw ArgumentError(fmt::format("{}: {}", stem, why));
-  const DType dtype = k.a.dtype;
+  GemmSkinnyTemplate tp;
+  tp.dtype = k.a.dtype;
+  tp.bias = k.bias.has_value();
+  tp.rows = tile.rows;
+  tp.split = t.split;
+  tp.n_contiguous = n_contiguous;
+  tp.columns = tile.columns;
   KernelLaunch L;
-  L.spec.source = codegen::render_source("gemm_skinny.cuh", {{"kiln_epilogue", &k.epilogue}});
-  L.spec.expression = codegen::render_instance(
-      "kiln::gemm::gemm_skinny",
-      {std::string(device_type_of(dtype)), "kiln_epilogue", k.bias ? "true" : "false",
-       std::to_string(tile.rows), std::to_string(t.split), n_contiguous ? "true" : "false",
-       std::to_string(tile.columns)});
+  L.spec.source = gemm_source(tp.kHeader, k.epilogue);
+  L.spec.expression = tp.expression();
   L.spec.options = codegen::builtin_options();
-  L.spec.name = fmt::format("{}__rows{}x{}{}_{}{}", stem, tile.rows, tile.columns,
-                            t.split > 1 ? fmt::format("k{}", t.split) : "",
-                            n_contiguous ? 'n' : 'k', k.bias ? "_bias" : "");
+  L.spec.name = tp.name(stem);
   const bool empty = p.m == 0 || p.n == 0 || p.batches == 0;
   if (tile.tiles > std::numeric_limits<int>::max())
     throw ShapeError(fmt::format("{}: {} tiles of {}x{}: too many for one launch", stem, tile.tiles,
@@ -102,8 +103,10 @@ KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const 
   L.config.cluster = {1, 1, unsigned(t.split)};
   L.groups = L.config.empty() ? 0 : 1;
   set_gemm_params(L, p, k.epilogue_scalars);
-  L.tunables = {{"skinny", 1}, {"columns", tile.columns}};
-  if (clusters) L.tunables["split"] = t.split;
+  t.skinny = 1;
+  t.columns = tile.columns;
+  L.tunables = codegen::launch_tunables(gemm_tunable_table(), t,
+                                        kGemmSkinny | (clusters ? kGemmClusters : 0));
   return L;
 }
 

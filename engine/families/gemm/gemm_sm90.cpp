@@ -7,12 +7,14 @@
 #include <kiln/error.hpp>
 
 #include "engine/families/gemm/gemm_problem.hpp"
+#include "engine/families/gemm/gemm_templates.hpp"
 #include "engine/runtime/tensor_map.hpp"
+#include "kernel_templates/kiln/gemm_config.cuh"
 
 namespace kiln {
 namespace {
 
-constexpr int kRows = 128, kRowBytes = 128, kThreads = 384;
+constexpr int kRows = gemm::config::kWgmmaRows;
 
 bool exact_f32(const GemmKernel& k) { return k.a.dtype == DType::f32 && !k.tf32; }
 
@@ -51,17 +53,6 @@ int exact_split(std::int64_t tiles, std::int64_t ktiles, std::int64_t sms) {
 
 }  // namespace
 
-// A stage holds 128 bytes of K per row of A and B; an exact f32 product (three TF32 products
-// per term) as much again for B's rest. Past the ring, each consumer group's staging of its 64
-// rows, 32 + 8 floats wide (gemm_sm90.cuh); a split's whole tile passes through the ring
-// instead. Plus 1024 bytes: the ring's alignment.
-int wgmma_shared_bytes(const GemmTunables& t, bool exact) {
-  const int barriers = (exact ? 3 : 2) * 8 * t.stages;  // full, empty (and split) per stage
-  const int ring = t.stages * (kRows + t.bn * (exact ? 2 : 1)) * kRowBytes + barriers;
-  if (t.split > 1) return std::max(ring, kRows * (t.bn + 8) * 4) + 1024;
-  return ring + 2 * 64 * (32 + 8) * 4 + 1024;
-}
-
 bool wgmma_fits(const GemmKernel& k, const GemmProblem& p) {
   const DType t = k.a.dtype;
   const bool b_fits =
@@ -79,9 +70,10 @@ std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool ex
     return "bm, warps_m and warps_n are the mma.sync path's (the wgmma path's tile has 128 rows)";
   if (std::string why = reject_split(t.split ? t.split : 1, true); !why.empty()) return why;
   if (t.stages < 2 || t.stages > 8) return fmt::format("{} stages: 2 to 8", t.stages);
-  if (wgmma_shared_bytes(t, exact) > max_shared)
-    return fmt::format("{} bytes of shared memory per block, the device allows {}",
-                       wgmma_shared_bytes(t, exact), max_shared);
+  const int shared = gemm::config::wgmma_shared_bytes(t.bn, t.stages, exact, t.split ? t.split : 1);
+  if (shared > max_shared)
+    return fmt::format("{} bytes of shared memory per block, the device allows {}", shared,
+                       max_shared);
   return "";
 }
 
@@ -91,7 +83,7 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
   if (!t.bn) t.bn = default_wgmma_bn(s, exact);
   if (!t.stages) t.stages = 4;
   const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + t.bn - 1) / t.bn);
-  const int depth = kRowBytes / int(size_of(k.a.dtype));  // elements of K a stage
+  const int depth = gemm::config::stage_k(int(size_of(k.a.dtype)));  // elements of K a stage
   if (!t.split) {
     const std::int64_t planned = (s.m + kRows - 1) / kRows * ((s.n + t.bn - 1) / t.bn);
     t.split = exact ? exact_split(planned, (s.k + depth - 1) / depth, s.sms) : 1;
@@ -103,22 +95,24 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
   const bool trans = p.b_layout == GemmLayout::mn_contiguous;
   const GemmSlot& a = p.slots[p.outputs];
   const GemmSlot& b = p.slots[p.outputs + 1];
+  GemmWgmmaTemplate tp;
+  tp.dtype = dtype;
+  tp.bias = k.bias.has_value();
+  tp.bn = t.bn, tp.stages = t.stages;
+  tp.b_trans = trans;
+  tp.columns = epilogue_columns(p);
+  tp.exact = exact;
+  tp.split = t.split;
   KernelLaunch L;
-  L.spec.source = codegen::render_source("gemm_sm90.cuh", {{"kiln_epilogue", &k.epilogue}});
-  L.spec.expression = codegen::render_instance(
-      "kiln::gemm::gemm_sm90",
-      {std::string(device_type_of(dtype)), "kiln_epilogue", k.bias ? "true" : "false",
-       std::to_string(t.bn), std::to_string(t.stages), trans ? "1" : "0",
-       std::to_string(epilogue_columns(p)), exact ? "true" : "false", std::to_string(t.split)});
+  L.spec.source = gemm_source(tp.kHeader, k.epilogue);
+  L.spec.expression = tp.expression();
   L.spec.options = codegen::builtin_options();
-  L.spec.name = fmt::format("{}__wg{}x{}s{}{}_k{}{}{}", stem, kRows, t.bn, t.stages,
-                            t.split > 1 ? fmt::format("k{}", t.split) : "", trans ? 't' : 'k',
-                            k.bias ? "_bias" : "", dtype == DType::f32 && k.tf32 ? "_tf32" : "");
+  L.spec.name = tp.name(stem);
   L.config.grid = {unsigned(tiles), 1, unsigned(t.split)};
   L.config.cluster = {1, 1, unsigned(t.split)};
   L.config.persistent = t.split == 1;
-  L.config.block = {kThreads, 1, 1};
-  L.config.shared = unsigned(wgmma_shared_bytes(t, exact));
+  L.config.block = {unsigned(gemm::config::kWgmmaThreads), 1, 1};
+  L.config.shared = unsigned(tp.shared_bytes());
   L.groups = 1;
   set_gemm_params(L, p, k.epilogue_scalars, 2);
   const TensorView va = rows_view(a.data, p.m, p.k, a.row, dtype);
@@ -134,7 +128,7 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
   L.layout.maps.push_back({{2, std::uint32_t(p.outputs + 1),
                             runtime::describe_tensor_map(vb, box_b, 128, stem + ": b's map")},
                            "the tensor map of parameter 2"});
-  L.tunables = {{"bn", t.bn}, {"stages", t.stages}, {"wgmma", 1}, {"split", t.split}};
+  L.tunables = codegen::launch_tunables(gemm_tunable_table(), t, kGemmWgmma | kGemmClusters);
   return L;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <kiln/error.hpp>
 
+#include "engine/families/rows/row_templates.hpp"
 #include "engine/families/rows/rows.hpp"
 
 namespace kiln {
@@ -20,22 +21,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 }  // namespace
 
 RowTunables row_tunables(const Tunables& t, const std::string& stem) {
-  RowTunables r;
-  for (const auto& [name, value] : t) {
-    if (name == "block")
-      r.block = value;
-    else if (name == "items")
-      r.items = value;
-    else if (name == "cols")
-      r.cols = value;
-    else if (name == "split")
-      r.split = value;
-    else
-      throw ArgumentError(
-          fmt::format("{}: '{}' is not a tunable of the row templates (block, items, cols, split)",
-                      stem, name));
-  }
-  return r;
+  return codegen::parse_tunables(row_tunable_table(), t, RowTunables{}, stem, "row templates");
 }
 
 RowTunables default_row_tunables(std::int64_t row_groups, int vec) {

@@ -7,6 +7,7 @@
 
 #include "engine/compiler/compiler.hpp"
 #include "engine/families/rows/row_buckets.hpp"
+#include "engine/families/rows/row_templates.hpp"
 
 namespace kiln {
 
@@ -181,20 +182,21 @@ Instance specialize_column_template(const RowKernel& k, const std::string& stem,
     bx = t.cols;
     by = t.block / t.cols;
   }
-  L.tunables = {{"block", bx * by}, {"cols", bx}};
+  t.block = bx * by, t.cols = bx;
+  L.tunables = codegen::launch_tunables(row_tunable_table(), t, kColumnTemplate);
   index.index = L.groups;
   L.config.block[0] = unsigned(bx * by);
   L.config.grid[0] = grid_x(lp.groups ? std::uint64_t(outer * ceil_div(ig, bx)) : 0,
                             [&] { return fmt::format("{}: shape {}", stem, to_string(shape)); });
+  ColumnTemplate tp;
+  tp.functor = std::string(k.op->functor);
+  tp.layout = lp.type();
+  tp.vec = lp.vec;
+  tp.index64 = lp.index64;
+  tp.bx = bx, tp.by = by;
+  tp.r = r, tp.ig = ig;
   const bool tuned = bx != fallback.first || by != fallback.second;
-  return {codegen::render_instance(
-              "kiln::columns",
-              {"kiln_body", std::string(k.op->functor), "kiln_epilogue", lp.type(),
-               std::to_string(lp.vec), codegen::render_index(lp.index64), std::to_string(bx),
-               std::to_string(by), std::to_string(r), std::to_string(ig)}),
-          fmt::format("{}__col{}v{}{}{}", stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
-                      tuned ? fmt::format("_b{}c{}", bx * by, bx) : ""),
-          "columns.cuh"};
+  return {tp.expression(), tp.name(stem, lp.dims.size(), tuned), tp.kHeader};
 }
 
 // The row template's default for rows of `per_row` groups: the heuristic's, or, for rows of a
@@ -256,7 +258,8 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
   } else if (std::string why = reject_row_tunables(t, per_row, lp.vec, k.clusters); !why.empty()) {
     throw ArgumentError(fmt::format("{}: {}", stem, why));
   }
-  L.tunables = {{"block", t.block}, {"items", t.items}, {"split", t.split}};
+  L.tunables = codegen::launch_tunables(row_tunable_table(), t,
+                                        kRowTemplate | (k.clusters ? kRowClusters : 0));
   index.index = std::uint64_t(per_row);
   // A bucket's kernel takes its block and its blocks per row (a cluster) from the launch.
   const BucketLaunch run = at ? bucket_launch(t, per_row, lp.vec) : BucketLaunch{t.block, t.split};
@@ -274,31 +277,15 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
   if (k.max_shared > 0) L.config.shared = std::min(L.config.shared, unsigned(k.max_shared));
   std::vector<DType> extra_types;
   for (const TensorView& v : k.extras) extra_types.push_back(v.dtype);
-  std::vector<std::string> args = {"kiln_body",
-                                   std::string(k.op->functor),
-                                   "kiln_epilogue",
-                                   codegen::render_types(extra_types),
-                                   at ? rows_at_type(lp, row_strides(k, lp)) : lp.type(),
-                                   std::to_string(lp.vec),
-                                   codegen::render_index(lp.index64),
-                                   std::to_string(t.block),
-                                   std::to_string(t.items)};
-  if (t.split > 1) args.push_back(std::to_string(t.split));
-  const bool tuned =
-      t.block != fallback.block || t.items != fallback.items || t.split != fallback.split;
-  return {codegen::render_instance(
-              fmt::format("kiln::rows{}{}", t.split > 1 ? "_split" : "", at ? "_at" : ""), args),
-          fmt::format("{}__{}{}v{}{}{}{}{}", stem,
-                      at           ? "at"
-                      : k.all_axes ? "all"
-                                   : "r",
-                      lp.dims.size(), lp.vec, at && t.items ? fmt::format("i{}", t.items) : "",
-                      fallback.split > 1 ? fmt::format("s{}", fallback.split) : "",
-                      lp.index64 ? "_i64" : "",
-                      tuned ? fmt::format("_b{}i{}{}", t.block, t.items,
-                                          t.split > 1 ? fmt::format("s{}", t.split) : "")
-                            : ""),
-          "rows.cuh"};
+  RowTemplate tp;
+  tp.functor = std::string(k.op->functor);
+  tp.extras = codegen::render_types(extra_types);
+  tp.layout = at ? rows_at_type(lp, row_strides(k, lp)) : lp.type();
+  tp.vec = lp.vec;
+  tp.index64 = lp.index64;
+  tp.block = t.block, tp.items = t.items, tp.split = t.split;
+  tp.at = at;
+  return {tp.expression(), tp.name(stem, k.all_axes, lp.dims.size(), fallback), tp.kHeader};
 }
 
 // `k` over `x_shape` with the column template (`columns`) or the row template: what both share

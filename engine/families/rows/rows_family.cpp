@@ -6,6 +6,7 @@
 
 #include "engine/families/family.hpp"
 #include "engine/families/rows/row_buckets.hpp"
+#include "engine/families/rows/row_templates.hpp"
 #include "engine/families/rows/rows.hpp"
 
 namespace kiln {
@@ -14,8 +15,8 @@ namespace autotune {
 
 Space rows_space(long long row_groups, int vec, const Candidate& fallback, bool clusters) {
   Space s;
-  s.tunables = {{"block", {32, 64, 128, 256, 512, 1024}}, {"items", {0, 1, 2, 4, 8, 16}}};
-  if (clusters) s.tunables.push_back({"split", {1, 2, 4, 8}});
+  s.tunables =
+      codegen::space_tunables(row_tunable_table(), kRowTemplate | (clusters ? kRowClusters : 0));
   s.fallback = fallback;
   if (!clusters) s.fallback.erase("split");
   s.reject = [row_groups, vec, clusters](const Candidate& c,
@@ -31,7 +32,7 @@ Space rows_space(long long row_groups, int vec, const Candidate& fallback, bool 
 
 Space columns_space(const Candidate& fallback) {
   Space s;
-  s.tunables = {{"block", {64, 128, 256, 512}}, {"cols", {1, 2, 4, 8, 16, 32}}};
+  s.tunables = codegen::space_tunables(row_tunable_table(), kColumnTemplate);
   s.fallback = fallback;
   s.reject = [](const Candidate& c, const DeviceLimits& limits) -> std::string {
     if (std::string why = block_too_large(c, limits); !why.empty()) return why;

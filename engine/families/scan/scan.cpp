@@ -18,6 +18,19 @@ std::string ScanTemplate::expression() const {
        reverse ? "true" : "false"});
 }
 
+std::string ScanTemplate::name(std::string_view stem, std::size_t dims, bool tuned) const {
+  return fmt::format("{}__scan{}v{}{}{}{}", stem, dims, vec, reverse ? "_rev" : "",
+                     index64 ? "_i64" : "", tuned ? fmt::format("_b{}i{}", block, items) : "");
+}
+
+const codegen::TunableTable<ScanTemplate>& scan_tunable_table() {
+  static const codegen::TunableTable<ScanTemplate> table = {
+      {"block", &ScanTemplate::block, {32, 64, 128, 256, 512, 1024}},
+      {"items", &ScanTemplate::items, {1, 2, 4, 8}},
+  };
+  return table;
+}
+
 std::pair<int, int> default_scan_shape(std::int64_t groups) {
   constexpr int kItems = 4, kMaxBlock = 256;
   int block = 32;
@@ -29,7 +42,7 @@ std::pair<int, int> default_scan_shape(std::int64_t groups) {
 namespace autotune {
 Space scan_space(const Candidate& fallback) {
   Space s;
-  s.tunables = {{"block", {32, 64, 128, 256, 512, 1024}}, {"items", {1, 2, 4, 8}}};
+  s.tunables = codegen::space_tunables(scan_tunable_table(), ~0u);
   s.fallback = fallback;
   s.reject = block_too_large;
   return s;
@@ -74,25 +87,17 @@ void check_bodies(const ScanKernel& k, const std::string& stem) {
     throw ArgumentError(fmt::format("{}: the bodies do not match their operands", stem));
 }
 
-// `t` over the defaults `fallback`; ArgumentError for a name or value scan.cuh does not take.
-std::pair<int, int> scan_shape(const Tunables& t, std::pair<int, int> fallback,
-                               const std::string& stem) {
-  auto [block, items] = fallback;
-  for (const auto& [name, value] : t) {
-    if (name == "block")
-      block = value;
-    else if (name == "items")
-      items = value;
-    else
-      throw ArgumentError(
-          fmt::format("{}: '{}' is not a tunable of the scan template (block, items)", stem, name));
-  }
+// `t` over `tp`'s block and items (the defaults); ArgumentError for a name or value scan.cuh
+// does not take.
+ScanTemplate scan_shape(const Tunables& t, const ScanTemplate& tp, const std::string& stem) {
+  ScanTemplate r = codegen::parse_tunables(scan_tunable_table(), t, tp, stem, "scan template");
+  const int block = r.block, items = r.items;
   if (block < 32 || block > 1024 || block % 32 != 0 || items < 1 || items > 16)
     throw ArgumentError(fmt::format(
         "{}: block {} items {}: the scan template takes 32 to 1024 threads (whole warps) and 1 "
         "to 16 items",
         stem, block, items));
-  return {block, items};
+  return r;
 }
 
 }  // namespace
@@ -119,25 +124,24 @@ KernelLaunch specialize_scan(const ScanKernel& k, const std::string& stem, const
   tp.groups = lp.dims.back().extent;
   tp.reverse = k.reverse;
   const auto fallback = default_scan_shape(tp.groups);
-  std::tie(tp.block, tp.items) = scan_shape(t, fallback, stem);
+  std::tie(tp.block, tp.items) = fallback;
+  tp = scan_shape(t, tp, stem);
 
   KernelLaunch L;
   L.vec = lp.vec;
   L.groups = std::uint64_t(lp.groups);
-  L.tunables = {{"block", tp.block}, {"items", tp.items}};
+  L.tunables = codegen::launch_tunables(scan_tunable_table(), tp, ~0u);
   L.config.block[0] = unsigned(tp.block);
   L.config.grid[0] = grid_x(tp.groups ? std::uint64_t(lp.groups / tp.groups) : 0, [&] {
     return fmt::format("{}: {} rows of {}", stem, lp.groups / std::max<std::int64_t>(tp.groups, 1),
                        to_string(k.shape));
   });
   L.spec.source = codegen::render_source(
-      "scan.cuh", {{"kiln_body", &k.prologue}, {"kiln_epilogue", &k.epilogue}});
+      tp.kHeader, {{"kiln_body", &k.prologue}, {"kiln_epilogue", &k.epilogue}});
   L.spec.expression = tp.expression();
   L.spec.options = codegen::builtin_options();
   const bool tuned = std::pair(tp.block, tp.items) != fallback;
-  L.spec.name = fmt::format("{}__scan{}v{}{}{}{}", stem, lp.dims.size(), lp.vec,
-                            k.reverse ? "_rev" : "", lp.index64 ? "_i64" : "",
-                            tuned ? fmt::format("_b{}i{}", tp.block, tp.items) : "");
+  L.spec.name = tp.name(stem, lp.dims.size(), tuned);
   for (const TensorView* v : views) L.pointers.push_back(v->data);
   L.scalars = k.scalars;
   L.scalars.insert(L.scalars.end(), k.epilogue_scalars.begin(), k.epilogue_scalars.end());

@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <kiln/tensor.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cache/tuning.hpp"
 #include "engine/codegen/autotune.hpp"
 #include "engine/codegen/codegen.hpp"
 #include "engine/codegen/launch.hpp"
+#include "engine/codegen/tunable_table.hpp"
 
 namespace kiln {
 
@@ -30,8 +32,10 @@ struct ScanKernel {
 };
 
 /// The template's parameters (scan.cuh's scan_rows), as the specialization chose them: one
-/// instance, rendered by expression().
+/// instance, rendered by expression(), its kernel named by name(). Its tunables are fields
+/// (block, items), declared once in scan_tunable_table().
 struct ScanTemplate {
+  static constexpr std::string_view kHeader = "scan.cuh";
   std::string layout;  ///< kiln::Layout<...>: the rows, the scanned axis last in groups of `vec`
   int vec = 1;
   bool index64 = false;
@@ -42,7 +46,14 @@ struct ScanTemplate {
 
   /// `kiln::scan_rows<kiln_body, kiln_epilogue, ...>`.
   std::string expression() const;
+  /// "<stem>__scan2v4_rev", with "_b<block>i<items>" where `tuned` (not the default); `dims`
+  /// the layout's.
+  std::string name(std::string_view stem, std::size_t dims, bool tuned) const;
 };
+
+/// The scan template's tunables, once: specialize_scan parses by it, its launch records its
+/// rows and autotune::scan_space() searches them.
+const codegen::TunableTable<ScanTemplate>& scan_tunable_table();
 
 /// The default block and items for rows of `groups` groups: a chunk of block * items groups
 /// covers a row of up to 1024 groups at once (one barrier); longer rows take 256 x 4.

@@ -6,6 +6,7 @@
 #include "engine/exec/plan_specs.hpp"
 #include "engine/passes/fusion.hpp"
 #include "engine/exec/precompile.hpp"
+#include "engine/families/rows/row_templates.hpp"
 #include "ops/op.hpp"
 #include "tests/engine/cases.hpp"
 #include "tests/support.hpp"
@@ -174,4 +175,26 @@ TEST_CASE(
   const kiln::PrecompileSummary sum = kiln::precompile_specs(specs, po, cache);
   for (const auto& f : sum.failures) FAIL_CHECK(f.name << " " << f.arch << ": " << f.error);
   CHECK(sum.compiled + sum.cached == int(2 * specs.size()));
+}
+
+TEST_CASE("the row templates' tunables: the parse and both spaces are the table's rows") {
+  CHECK_THROWS_WITH_AS(kiln::row_tunables({{"unroll", 2}}, "softmax_f32"),
+                       "softmax_f32: 'unroll' is not a tunable of the row templates (block, items, "
+                       "cols, split)",
+                       kiln::ArgumentError);
+  const auto names = [](const kiln::autotune::Space& s) {
+    std::vector<std::string> out;
+    for (const auto& t : s.tunables) out.push_back(t.name);
+    return out;
+  };
+  CHECK(names(kiln::autotune::rows_space(100, 4, {}, false)) ==
+        std::vector<std::string>{"block", "items"});
+  CHECK(names(kiln::autotune::rows_space(100, 4, {}, true)) ==
+        std::vector<std::string>{"block", "items", "split"});
+  CHECK(names(kiln::autotune::columns_space({})) == std::vector<std::string>{"block", "cols"});
+  for (const auto& row : kiln::row_tunable_table()) {
+    CAPTURE(std::string(row.name));
+    for (int v : row.values)
+      CHECK(kiln::row_tunables({{std::string(row.name), v}}, "x").*(row.field) == v);
+  }
 }

@@ -179,3 +179,23 @@ TEST_CASE("gpu: cumsum along any axis, forward and reversed, fused, matches the 
   y.copy_to_host(got.data());
   CHECK(got == std::vector<float>{1, 5, 12, 22, 2, 7, 15, 26, 3, 9, 18, 30});
 }
+
+TEST_CASE(
+    "the scan template's tunables: its space, its launches' tunables and the parse are the "
+    "table's rows") {
+  const kiln::KernelLaunch base = kiln::specialize_scan(plain({64, 4096}), "cs", {});
+  const kiln::autotune::Space space = kiln::autotune::scan_space(base.tunables);
+  std::vector<std::string> names, space_names, launch_names;
+  for (const auto& row : kiln::scan_tunable_table()) names.emplace_back(row.name);
+  for (const auto& t : space.tunables) space_names.push_back(t.name);
+  for (const auto& [name, value] : base.tunables) launch_names.push_back(name);
+  CHECK(space_names == names);
+  CHECK(launch_names == names);  // a map: sorted, as block, items are
+  for (const auto& c : space.candidates({})) {
+    CAPTURE(kiln::autotune::describe(c));
+    CHECK(kiln::specialize_scan(plain({64, 4096}), "cs", c).tunables == c);
+  }
+  CHECK_THROWS_WITH_AS(kiln::specialize_scan(plain({64, 4096}), "cs", {{"unroll", 2}}),
+                       "cs: 'unroll' is not a tunable of the scan template (block, items)",
+                       kiln::ArgumentError);
+}

@@ -1,0 +1,70 @@
+#pragma once
+// The GEMM templates' shared-memory layouts, in bytes, as constexpr functions of ints: the
+// templates (gemm_kernel.cuh, gemm_sm90.cuh) lay their shared memory out with them and the host
+// (engine/families/gemm) sizes each launch's dynamic shared memory with them, so the two cannot
+// drift apart. Plain C++ with no CUDA types: g++ compiles it into the host (as
+// "kernel_templates/kiln/gemm_config.cuh"), NVRTC into the kernels (as <kiln/gemm_config.cuh>).
+
+#if defined(__CUDACC__)
+#define KILN_GEMM_CONFIG_FN __host__ __device__ constexpr
+#else
+#define KILN_GEMM_CONFIG_FN constexpr
+#endif
+
+namespace kiln::gemm::config {
+
+/// Bytes of K a stage holds per row of A or B: one 128-byte swizzled row.
+constexpr int kRowBytes = 128;
+
+/// Elements of K per stage for elements of `element_bytes`: 64 two-byte or 32 four-byte.
+KILN_GEMM_CONFIG_FN int stage_k(int element_bytes) { return kRowBytes / element_bytes; }
+
+// The mma.sync template (gemm_kernel.cuh): a ring of `stages` stages, each bm rows of A then bn
+// rows of B; once the products are done, the ring holds the bm x bn accumulator tile instead,
+// its rows padded by 8 floats (no bank conflicts).
+
+/// One stage of the ring.
+KILN_GEMM_CONFIG_FN int mma_stage_bytes(int bm, int bn) { return (bm + bn) * kRowBytes; }
+/// The accumulator tile's row, in floats.
+KILN_GEMM_CONFIG_FN int mma_tile_ld(int bn) { return bn + 8; }
+/// The kernel's dynamic shared memory: the ring or the accumulator tile, the larger.
+KILN_GEMM_CONFIG_FN int mma_shared_bytes(int bm, int bn, int stages) {
+  const int ring = stages * mma_stage_bytes(bm, bn), tile = bm * mma_tile_ld(bn) * 4;
+  return ring > tile ? ring : tile;
+}
+
+// The wgmma template (gemm_sm90.cuh): past an alignment pad to 1024 bytes, the ring of `stages`
+// stages (128 rows of A, bn of B, and for an exact f32 product bn more: B's rest), then 8-byte
+// mbarriers per stage (full, empty; exact: split), then (split 1) each consumer group's staging
+// area for its epilogue. A split's blocks pass their 128 x bn tile (rows padded by 8 floats)
+// through the ring instead.
+
+constexpr int kWgmmaRows = 128;                ///< the tile's rows (two consumer groups of 64)
+constexpr int kWgmmaThreads = 384;             ///< a producer and two consumer warpgroups
+constexpr int kWgmmaAlign = 1024;              ///< the ring's alignment (128-byte swizzle atoms)
+constexpr int kConsumers = 2;                  ///< consumer warpgroups, a staging area each
+constexpr int kStagingRows = 64;               ///< a consumer group's rows
+constexpr int kStagingChunk = 32;              ///< columns staged at a time
+constexpr int kStagingLd = kStagingChunk + 8;  ///< a staged row, in floats
+
+/// One operand tile of `rows` rows in a stage.
+KILN_GEMM_CONFIG_FN int wgmma_tile_bytes(int rows) { return rows * kRowBytes; }
+/// One stage of the ring: A, B, and for `exact` B's rest.
+KILN_GEMM_CONFIG_FN int wgmma_stage_bytes(int bn, bool exact) {
+  return wgmma_tile_bytes(kWgmmaRows) + wgmma_tile_bytes(bn) * (exact ? 2 : 1);
+}
+/// A split's tile's row, in floats.
+KILN_GEMM_CONFIG_FN int wgmma_tile_ld(int bn) { return bn + 8; }
+/// mbarriers per stage.
+KILN_GEMM_CONFIG_FN int wgmma_barriers(bool exact) { return exact ? 3 : 2; }
+/// The kernel's dynamic shared memory.
+KILN_GEMM_CONFIG_FN int wgmma_shared_bytes(int bn, int stages, bool exact, int split) {
+  const int ring = stages * wgmma_stage_bytes(bn, exact) + wgmma_barriers(exact) * 8 * stages;
+  const int tile = kWgmmaRows * wgmma_tile_ld(bn) * 4;
+  if (split > 1) return (ring > tile ? ring : tile) + kWgmmaAlign;
+  return ring + kConsumers * kStagingRows * kStagingLd * 4 + kWgmmaAlign;
+}
+
+}  // namespace kiln::gemm::config
+
+#undef KILN_GEMM_CONFIG_FN
