@@ -11,7 +11,7 @@ record of the tree before with the record after. No GPU needed.
 (their --offline --save-graphs), the sanitize graphs (tests/sanitize*/) and the fuzz seeds
 (kiln_fuzz --compile-only), through KILN_RECORD manifests; compiles each arch's manifest into a
 cache of its own; and writes OUT_DIR/<arch>.specs (name, name expression, options, a line each)
-and OUT_DIR/<arch>.code (name, lowered name, sha256 of the cubin's code sections). `compare`
+and OUT_DIR/<arch>.code (name, lowered name, spec id, sha256 of the cubin's code sections). `compare`
 prints every kernel whose expression, options or code differs, or that only one side has, and
 exits 1 if any does.
 """
@@ -74,7 +74,10 @@ def code_hash(cubin):
 
 
 def read_cache(cache):
-    """name -> (lowered name, code hash) of every entry of a kiln disk cache."""
+    """(name, lowered name, spec id) -> code hash of every entry of a kiln disk cache. The spec
+    id (the hash of the kernel's own source, expression and options, without kiln's headers)
+    tells apart kernels of one name and instantiation whose fused bodies differ (a fuzz graph's
+    "tanh_cos_2_more" and another's), which would otherwise stand for each other."""
     out = {}
     for path in glob.glob(f"{cache}/**/*", recursive=True):
         if not os.path.isfile(path):
@@ -86,7 +89,7 @@ def read_cache(cache):
         payload, = struct.unpack_from("<Q", data, 32)
         meta = json.loads(data[48:48 + meta_len])
         cubin = data[48 + meta_len:48 + meta_len + payload]
-        out[f"{meta['name']}\t{meta['lowered_name']}"] = code_hash(cubin)
+        out[f"{meta['name']}\t{meta['lowered_name']}\t{meta['spec']}"] = code_hash(cubin)
     return out
 
 
@@ -127,7 +130,7 @@ def table(path, key_fields):
 def compare(args):
     differ = 0
     for arch in ARCHS:
-        for kind, key_fields in (("specs", 3), ("code", 2)):
+        for kind, key_fields in (("specs", 3), ("code", 3)):
             old = table(os.path.join(args.old, f"{arch}.{kind}"), key_fields)
             new = table(os.path.join(args.new, f"{arch}.{kind}"), key_fields)
             for k in sorted(set(old) | set(new)):
