@@ -5,6 +5,7 @@
 // row's weight and bias staged in shared memory. Slots are rows.cuh's.
 
 #include <kiln/elementwise.cuh>
+#include <kiln/row_config.cuh>
 #include <kiln/row_reduce.cuh>
 
 namespace kiln {
@@ -212,7 +213,7 @@ __device__ __forceinline__ void write_group(void* const* p, const Index (&off)[K
 // start (plane e at e * plane), so that pass 2 reads them from shared memory instead of L2.
 // On for rows_split kernels with Items whose extra operands are 16-byte contiguous groups and
 // fit in 32 KiB. With RuntimeBlock the planes are as long as the launch's block needs, in the
-// launch's dynamic shared memory (rows.cpp gives it, 128 bytes more), from a 128-byte boundary
+// launch's dynamic shared memory (row_config.cuh: rows.cpp gives it, kStagedAlign more), from that boundary
 // (the TMA's copies into a 16-byte aligned one ran 1-4 % slower), so that a short block of a
 // bucket kernel does not hold the longest one's and fit fewer blocks a multiprocessor.
 template <class Extra, class L, int V, int Slot, int Block, int Items, int Split,
@@ -220,7 +221,7 @@ template <class Extra, class L, int V, int Slot, int Block, int Items, int Split
 struct Staged {
   template <int E>
   using T = typename detail::TypeAt<E, Extra>::type;
-  static constexpr unsigned kGroupBytes = 16;
+  static constexpr unsigned kGroupBytes = config::kStagedGroupBytes;
   static constexpr unsigned kBytes = unsigned(Block) * unsigned(Items) * kGroupBytes * Extra::size;
   template <int E = 0>
   __host__ __device__ static constexpr bool contiguous() {
@@ -243,7 +244,7 @@ struct Staged {
   __device__ __forceinline__ explicit Staged(unsigned block)
       : base(buffer()), plane(block * unsigned(Items) * kGroupBytes) {
     if constexpr (kOn && RuntimeBlock) {
-      if (dynamic_smem_bytes() < plane * unsigned(Extra::size) + 128)
+      if (dynamic_smem_bytes() < plane * unsigned(Extra::size) + config::kStagedAlign)
         __trap();  // launched without it
     }
   }
@@ -251,9 +252,10 @@ struct Staged {
     if constexpr (RuntimeBlock) {
       extern __shared__ float4 kiln_dynamic_smem[];
       return reinterpret_cast<unsigned char*>(
-          (reinterpret_cast<unsigned long long>(kiln_dynamic_smem) + 127) & ~127ull);
+          (reinterpret_cast<unsigned long long>(kiln_dynamic_smem) + (config::kStagedAlign - 1)) &
+          ~(config::kStagedAlign - 1ull));
     } else {
-      __shared__ alignas(128) unsigned char fixed[kOn ? kBytes : 1];
+      __shared__ alignas(config::kStagedAlign) unsigned char fixed[kOn ? kBytes : 1];
       return fixed;
     }
   }

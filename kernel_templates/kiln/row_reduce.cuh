@@ -5,6 +5,7 @@
 // merged there in one fixed order, so that every block holds the same bits.
 
 #include <kiln/cluster.cuh>
+#include <kiln/row_config.cuh>
 
 namespace kiln {
 namespace row {
@@ -65,8 +66,8 @@ __device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v,
 /// every block, and the mbarrier that counts their bytes in.
 template <class Row, int Block, int Split>
 struct ClusterParts {
-  static_assert(sizeof(typename Row::Stat) <= 16,
-                "a statistic of at most 16 bytes, as rows.cpp leaves room for in a bucket's stash");
+  static_assert(sizeof(typename Row::Stat) <= config::kStatBytes,
+                "a statistic of at most row_config.cuh's kStatBytes, as a bucket's stash leaves");
   unsigned long long bar;
   typename Row::Stat part[Split * (Block / 32)];
 };

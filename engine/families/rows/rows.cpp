@@ -8,6 +8,7 @@
 #include "engine/compiler/compiler.hpp"
 #include "engine/families/rows/row_buckets.hpp"
 #include "engine/families/rows/row_templates.hpp"
+#include "kernel_templates/kiln/row_config.cuh"
 
 namespace kiln {
 
@@ -228,18 +229,19 @@ RowTunables row_default(const RowKernel& k, std::int64_t per_row, int vec, bool 
 // unused.
 unsigned row_shared_bytes(const RowKernel& k, const RowTunables& t, BucketLaunch run,
                           std::int64_t per_row, int vec, bool at) {
-  constexpr std::uint64_t kStatBytes = 16;  // the most a statistic takes (row_reduce.cuh)
-  constexpr int kStagedGroupBytes = 16, kStagedAlign = 128;  // row_parts.cuh, Staged
+  using namespace row::config;  // the sizes the templates lay shared memory out by
   if (t.items == 0 && !k.op->reduces) {
     std::uint64_t stash = std::uint64_t(ceil_div(per_row, run.split)) * std::uint64_t(vec) * 4;
     if (at && t.split > 1) {
-      const std::uint64_t parts = std::uint64_t(t.split - run.split) * (t.block / 32) * kStatBytes;
+      const std::uint64_t parts =
+          std::uint64_t(t.split - run.split) * std::uint64_t(t.block / 32) * kStatBytes;
       stash -= std::min(stash, parts);
     }
     return unsigned(std::min<std::uint64_t>(stash, UINT32_MAX));
   }
   if (at && t.items > 0 && t.split > 1 && !k.extras.empty())
-    return unsigned(run.block * t.items * kStagedGroupBytes * int(k.extras.size()) + kStagedAlign);
+    return unsigned(run.block * t.items) * kStagedGroupBytes * unsigned(k.extras.size()) +
+           kStagedAlign;
   return 0;
 }
 
