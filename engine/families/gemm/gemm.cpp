@@ -130,10 +130,7 @@ KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const Gem
   tp.split = t.split;
   tp.columns = epilogue_columns(p);
   KernelLaunch L;
-  L.spec.source = gemm_source(tp.kHeader, k.epilogue);
-  L.spec.expression = tp.expression();
-  L.spec.options = codegen::builtin_options();
-  L.spec.name = tp.name(stem);
+  L.spec = gemm_spec(tp, k.epilogue, stem);
   L.config.grid = {unsigned(p.m && p.n && p.batches ? tiles : 0),
                    unsigned(std::min<std::int64_t>(p.batches, 65535)), unsigned(t.split)};
   L.config.cluster = {1, 1, unsigned(t.split)};

@@ -89,10 +89,7 @@ KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const 
   tp.n_contiguous = n_contiguous;
   tp.columns = tile.columns;
   KernelLaunch L;
-  L.spec.source = gemm_source(tp.kHeader, k.epilogue);
-  L.spec.expression = tp.expression();
-  L.spec.options = codegen::builtin_options();
-  L.spec.name = tp.name(stem);
+  L.spec = gemm_spec(tp, k.epilogue, stem);
   const bool empty = p.m == 0 || p.n == 0 || p.batches == 0;
   if (tile.tiles > std::numeric_limits<int>::max())
     throw ShapeError(fmt::format("{}: {} tiles of {}x{}: too many for one launch", stem, tile.tiles,

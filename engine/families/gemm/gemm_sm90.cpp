@@ -104,10 +104,7 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
   tp.exact = exact;
   tp.split = t.split;
   KernelLaunch L;
-  L.spec.source = gemm_source(tp.kHeader, k.epilogue);
-  L.spec.expression = tp.expression();
-  L.spec.options = codegen::builtin_options();
-  L.spec.name = tp.name(stem);
+  L.spec = gemm_spec(tp, k.epilogue, stem);
   L.config.grid = {unsigned(tiles), 1, unsigned(t.split)};
   L.config.cluster = {1, 1, unsigned(t.split)};
   L.config.persistent = t.split == 1;

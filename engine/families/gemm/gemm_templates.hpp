@@ -80,4 +80,16 @@ struct GemmSkinnyTemplate {
 /// A GEMM kernel's translation unit: `header` with the epilogue as `kiln_epilogue`.
 std::string gemm_source(std::string_view header, const codegen::Body& epilogue);
 
+/// The spec of GEMM template descriptor `tp` (any of the three) with `epilogue` fused, named
+/// after `stem`.
+template <class Template>
+KernelSpec gemm_spec(const Template& tp, const codegen::Body& epilogue, const std::string& stem) {
+  KernelSpec spec;
+  spec.source = gemm_source(tp.kHeader, epilogue);
+  spec.expression = tp.expression();
+  spec.options = codegen::builtin_options();
+  spec.name = tp.name(stem);
+  return spec;
+}
+
 }  // namespace kiln
