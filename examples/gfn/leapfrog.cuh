@@ -2,149 +2,98 @@
 // (positions x = s[0], velocities v = s[1]), the force f [B, D]; the Christoffel term is Gamma(v) =
 // (v U)^2 W^T with U, W of shape [D, R]:
 //   vh = v + dt/2 (f - Gamma(v));  x' = x + dt vh;  v' = vh + dt/2 (f - Gamma(vh)).
-// T is the storage type (float, __half, __nv_bfloat16); the math is f32. gfn_leapfrog: a warp
-// steps two tokens at a time, each lane holding D/32 of their elements, U and W staged in shared
-// memory for the block's warps; gfn_leapfrog_small (few tokens): the warps of a block step two
-// tokens, U and W read through L1.
+// T is the storage type (float, __half, __nv_bfloat16); the math is f32. gfn_leapfrog: a block
+// steps 16 tokens with Gamma on tensor cores; gfn_leapfrog_small (few tokens): the warps of a
+// block step two tokens on CUDA cores, U and W read through L1.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-namespace gfn {
+#include "leapfrog_mma.cuh"
 
-// Where U[i][j] sits in shared memory: rows of R, each lane group's span of rows (hidden_sq)
-// R words further on, so that the groups read different banks at once.
-template <int D, int R>
-__device__ inline int u_at(int i, int j) {
-  return i * R + j + (i / (D / (32 / R))) * R;
-}
-template <int D, int R>
-__host__ __device__ constexpr int u_words() {
-  return D * R + 32;
-}
-
-// h = (v U)^2 for the warp's two tokens, from their v in `vs` ([2][D]), U[i][j] as u(i, j);
-// lanes j < R of the first group hold h[t][j]: the other lane groups sum other parts of D.
-template <int D, int R, class UAt>
-__device__ inline float2 hidden_sq(const UAt& u, const float* vs, int lane) {
-  constexpr int kGroups = 32 / R, kSpan = D / kGroups;
-  const int j = lane % R, first = (lane / R) * kSpan;
-  // Four partial sums per token: independent chains, so the FMA latency overlaps.
-  float4 h0 = make_float4(0.f, 0.f, 0.f, 0.f), h1 = h0;
-#pragma unroll 4
-  for (int i = first; i < first + kSpan; i += 4) {
-    const float4 a = *reinterpret_cast<const float4*>(vs + i);
-    const float4 b = *reinterpret_cast<const float4*>(vs + D + i);
-    const float u0 = u(i, j), u1 = u(i + 1, j), u2 = u(i + 2, j), u3 = u(i + 3, j);
-    h0 = make_float4(fmaf(a.x, u0, h0.x), fmaf(a.y, u1, h0.y), fmaf(a.z, u2, h0.z),
-                     fmaf(a.w, u3, h0.w));
-    h1 = make_float4(fmaf(b.x, u0, h1.x), fmaf(b.y, u1, h1.y), fmaf(b.z, u2, h1.z),
-                     fmaf(b.w, u3, h1.w));
-  }
-  float s0 = (h0.x + h0.y) + (h0.z + h0.w), s1 = (h1.x + h1.y) + (h1.z + h1.w);
-#pragma unroll
-  for (int o = R; o < 32; o <<= 1) {
-    s0 += __shfl_xor_sync(0xffffffffu, s0, o);
-    s1 += __shfl_xor_sync(0xffffffffu, s1, o);
-  }
-  return make_float2(s0 * s0, s1 * s1);
-}
-
-// g = Gamma(v) for the warp's two tokens: v in registers (element lane + 32 c of each token),
-// `vs` and `hs` the warp's scratch ([2][D] and [R] float2), U[i][j] and W[i][j] as u and w.
-template <int D, int R, class UAt, class WAt>
-__device__ inline void christoffel(const UAt& u, const WAt& w, float* vs, float2* hs,
-                                   const float (&v)[2][D / 32], float (&g)[2][D / 32], int lane) {
-#pragma unroll
-  for (int c = 0; c < D / 32; ++c) {
-    vs[c * 32 + lane] = v[0][c];
-    vs[D + c * 32 + lane] = v[1][c];
-  }
-  __syncwarp();
-  const float2 h = hidden_sq<D, R>(u, vs, lane);
-  if (lane < R) hs[lane] = h;
-  __syncwarp();
-#pragma unroll
-  for (int c = 0; c < D / 32; ++c) g[0][c] = g[1][c] = 0.f;
-  for (int j = 0; j < R; ++j) {
-    const float2 hj = hs[j];
-#pragma unroll
-    for (int c = 0; c < D / 32; ++c) {
-      const float wv = w(c * 32 + lane, j);
-      g[0][c] = fmaf(hj.x, wv, g[0][c]);
-      g[1][c] = fmaf(hj.y, wv, g[1][c]);
-    }
-  }
-  __syncwarp();  // vs and hs are written again by the next call
-}
-
-// One leapfrog step of tokens 2 pair and 2 pair + 1 (if < B) by one warp.
-template <class T, int D, int R, class UAt, class WAt>
-__device__ inline void step_pair(const UAt& u, const WAt& w, float* vs, float2* hs, const T* s,
-                                 const T* f, T* s_out, int B, long long pair, float dt, int lane) {
-  const T *x = s, *v = s + (long long)B * D;
-  T *x_out = s_out, *v_out = s_out + (long long)B * D;
-  const float half_dt = 0.5f * dt;
-  const long long t0 = 2 * pair;
-  const bool second = t0 + 1 < B;
-  const long long row[2] = {t0 * D, (second ? t0 + 1 : t0) * D};
-  float vv[2][D / 32], ff[2][D / 32], g[2][D / 32];
-#pragma unroll
-  for (int t = 0; t < 2; ++t)
-#pragma unroll
-    for (int c = 0; c < D / 32; ++c) {
-      vv[t][c] = float(v[row[t] + c * 32 + lane]);
-      ff[t][c] = float(f[row[t] + c * 32 + lane]);
-    }
-  christoffel<D, R>(u, w, vs, hs, vv, g, lane);
-#pragma unroll
-  for (int t = 0; t < 2; ++t)
-#pragma unroll
-    for (int c = 0; c < D / 32; ++c) {
-      vv[t][c] = fmaf(half_dt, ff[t][c] - g[t][c], vv[t][c]);  // vh
-      if (t == 0 || second) {
-        const long long i = row[t] + c * 32 + lane;
-        x_out[i] = T(fmaf(dt, vv[t][c], float(x[i])));
-      }
-    }
-  christoffel<D, R>(u, w, vs, hs, vv, g, lane);
-#pragma unroll
-  for (int t = 0; t < 2; ++t)
-    if (t == 0 || second)
-#pragma unroll
-      for (int c = 0; c < D / 32; ++c)
-        v_out[row[t] + c * 32 + lane] = T(fmaf(half_dt, ff[t][c] - g[t][c], vv[t][c]));
-}
-
-}  // namespace gfn
-
-#define GFN_SHAPE_CHECK                                                                      \
-  static_assert(D % 128 == 0 && R >= 1 && R <= 32 && 32 % R == 0 && (D / (32 / R)) % 4 == 0, \
-                "D a multiple of 128, R a divisor of 32")
-
-// Many tokens: WARPS warps a block, U and W staged in shared memory as f32 (W transposed) once
-// per block, then each warp steps pairs of tokens.
-template <class T, int D, int R, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32)
+// Many tokens: a block of WD warps steps 16 tokens, each warp D / WD of their columns, Gamma on
+// tensor cores (leapfrog_mma.cuh); the partial sums of h = v U over the warps' columns meet in
+// shared memory. The second Gamma's h accumulates while the first's g is applied, group by group.
+// v, then vh, wait in shared memory (each thread's own vectors, in lane order): held in
+// registers, a warp's share of 16 tokens left too few for the products. 16 warps an SM (the
+// register cap of __launch_bounds__) keep enough loads in flight; UNROLL groups at a time.
+template <class T, int D, int R, int WD, int UNROLL>
+__global__ void __launch_bounds__(WD * 32, 16 / WD)
     gfn_leapfrog(const T* s, const T* f, const T* U, const T* W, T* s_out, int B, int d, int r,
                  float dt) {
-  GFN_SHAPE_CHECK;
-  extern __shared__ float4 smem4[];
-  float* Us = reinterpret_cast<float*>(smem4);  // [D][R], laid out by u_at
-  float* Wt = Us + gfn::u_words<D, R>();        // [R][D]
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float* vs = Wt + R * D + warp * 2 * D;  // this warp's [2][D]
-  float2* hs = reinterpret_cast<float2*>(Wt + R * D + WARPS * 2 * D) + warp * R;
-#pragma unroll 8  // loads in flight together: U and W are read once per block
-  for (int k = threadIdx.x; k < D * R; k += blockDim.x) {
-    Us[gfn::u_at<D, R>(k / R, k % R)] = float(U[k]);
-    Wt[(k % R) * D + k / R] = float(W[k]);
+  using P = gfn::mma::Products<T, R>;
+  using V = gfn::mma::Vec<T>;
+  constexpr int E = V::E, NT = R / 8, DW = D / WD, G = DW / (4 * E);
+  static_assert(R % 8 == 0 && R <= 32 && DW % (4 * E) == 0,
+                "R a multiple of 8 up to 32, D of 4 E WD");
+  extern __shared__ float4 smem[];  // [2][WD][32][NT] partial h, then [WD][G][2][E / 4][32] state
+  auto red = reinterpret_cast<float4(*)[WD][32][NT]>(smem);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = lane / 4, t = lane % 4;
+  const gfn::mma::Stash<E> stash{smem + 2 * WD * 32 * NT + warp * G * 2 * E / 4 * 32 + lane};
+  const long long tok = 16ll * blockIdx.x + q;
+  const bool ok[2] = {tok < B, tok + 8 < B};
+  const int col0 = warp * DW + t * E;  // the thread's first column; group k adds 4 E k
+  const auto at = [&](int row, int k) { return (tok + 8 * row) * D + col0 + 4 * E * k; };
+  const T *x = s, *v = s + (long long)B * D;
+  T *x_out = s_out, *v_out = s_out + (long long)B * D;
+  const auto load = [&](const T* p, int row, int k, float(&y)[E]) {
+    V::unpack(
+        ok[row] ? __ldcs(reinterpret_cast<const uint4*>(p + at(row, k))) : make_uint4(0, 0, 0, 0),
+        y);
+  };
+  const auto store = [&](T* p, int row, int k, const float(&y)[E]) {
+    if (ok[row]) __stcs(reinterpret_cast<uint4*>(p + at(row, k)), V::pack(y));
+  };
+  const auto u_at = [&](int k) { return U + (col0 + 4 * E * k) * R + NT * q; };
+  const float half_dt = 0.5f * dt;
+  const auto kick = [&](int k, const typename P::HSq& hs, float(&y)[2][E]) {  // += dt/2 (f - g)
+    const auto w_row = [&](int e) {
+      return W + (warp * DW + 4 * E * k + (q / 2) * E + 2 * e + q % 2) * R + 2 * NT * t;
+    };
+    float g[2][E], fk[2][E];
+    load(f, 0, k, fk[0]);
+    load(f, 1, k, fk[1]);
+    P::gamma(g, hs, w_row);
+#pragma unroll
+    for (int row = 0; row < 2; ++row)
+#pragma unroll
+      for (int i = 0; i < E; ++i) y[row][i] = fmaf(half_dt, fk[row][i] - g[row][i], y[row][i]);
+  };
+  float h[NT][4] = {}, h2[NT][4] = {};
+#pragma unroll UNROLL
+  for (int k = 0; k < G; ++k) {
+    float vk[2][E];
+    load(v, 0, k, vk[0]);
+    load(v, 1, k, vk[1]);
+    stash.put(k, vk);
+    P::template hidden<true>(h, vk, u_at(k));
   }
-  __syncthreads();
-  const auto u = [&](int i, int j) { return Us[gfn::u_at<D, R>(i, j)]; };
-  const auto w = [&](int i, int j) { return Wt[j * D + i]; };
-  for (long long pair = (long long)blockIdx.x * WARPS + warp; 2 * pair < B;
-       pair += (long long)gridDim.x * WARPS)
-    gfn::step_pair<T, D, R>(u, w, vs, hs, s, f, s_out, B, pair, dt, lane);
+  gfn::mma::sum_warps<WD, NT>(h, red[0], warp, lane);
+  const typename P::HSq hs1 = P::squared(h);
+#pragma unroll UNROLL
+  for (int k = 0; k < G; ++k) {
+    float vk[2][E], xk[E];
+    stash.get(k, vk);
+    kick(k, hs1, vk);  // vh; x' = x + dt vh
+#pragma unroll
+    for (int row = 0; row < 2; ++row) {
+      load(x, row, k, xk);
+#pragma unroll
+      for (int i = 0; i < E; ++i) xk[i] = fmaf(dt, vk[row][i], xk[i]);
+      store(x_out, row, k, xk);
+    }
+    stash.put(k, vk);
+    P::template hidden<false>(h2, vk, u_at(k));
+  }
+  gfn::mma::sum_warps<WD, NT>(h2, red[1], warp, lane);
+  const typename P::HSq hs2 = P::squared(h2);
+#pragma unroll UNROLL
+  for (int k = 0; k < G; ++k) {
+    float vk[2][E];
+    stash.get(k, vk);
+    kick(k, hs2, vk);
+#pragma unroll
+    for (int row = 0; row < 2; ++row) store(v_out, row, k, vk[row]);
+  }
 }
 
 // Few tokens: a block of WARPS warps per pair of tokens, each thread D/(32 WARPS) elements of
@@ -154,7 +103,8 @@ template <class T, int D, int R, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
     gfn_leapfrog_small(const T* s, const T* f, const T* U, const T* W, T* s_out, int B, int d,
                        int r, float dt) {
-  GFN_SHAPE_CHECK;
+  static_assert(D % 128 == 0 && R >= 1 && R <= 32 && 32 % R == 0 && (D / (32 / R)) % 4 == 0,
+                "D a multiple of 128, R a divisor of 32");
   constexpr int N = WARPS * 32, E = D / N, kSpan = D / WARPS / (32 / R);
   static_assert(D % N == 0 && kSpan % 2 == 0, "D a multiple of the block's threads");
   __shared__ alignas(16) float vs[2 * D];
