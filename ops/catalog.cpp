@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <kiln/error.hpp>
+#include <cmath>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "ops/op.hpp"
@@ -25,11 +27,56 @@ std::string describe_args(const OpDef& op, const std::vector<Operand>& args) {
 
 namespace {
 
-DType promote(DType a, DType b) {
+// bool gives way to anything, i32 with i64 is i64, f16 with bf16 (or either with f32) f32; a
+// float with an integer is none: they never mix unless a cast says so.
+std::optional<DType> promote(DType a, DType b) {
   if (a == b) return a;
   if (a == DType::boolean) return b;
   if (b == DType::boolean) return a;
-  return DType::f32;  // f16 with bf16, or either with f32
+  if (is_integer(a) != is_integer(b)) return std::nullopt;
+  return is_integer(a) ? DType::i64 : DType::f32;
+}
+
+// The dtype of an elementwise op's result on `args` (DtypeError naming the call otherwise).
+DType result_dtype(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+  std::optional<DType> values;  // promoted dtype of the value operands
+  bool all_bool = true;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto* v = std::get_if<TensorView>(&args[i]);
+    if (!v || (op.rule == Rule::select && i == 0)) continue;
+    const std::optional<DType> p = values ? promote(*values, v->dtype) : v->dtype;
+    if (!p)
+      throw DtypeError(fmt::format("{}: {} and {} do not mix; cast one of them first",
+                                   describe_args(op, args), name_of(*values), name_of(v->dtype)));
+    values = p;
+    all_bool = all_bool && v->dtype == DType::boolean;
+  }
+  if (values && is_integer(*values) && op.rule != Rule::cast)
+    for (const Operand& a : args)  // scalars reach kernels as f32: whole and exact there
+      if (const auto* d = std::get_if<double>(&a); d && !(*d == std::trunc(*d) && std::fabs(*d) <= 16777216))
+        throw ArgumentError(fmt::format(
+            "{}: a scalar with {} operands must be a whole number of at most 2^24 in magnitude",
+            describe_args(op, args), name_of(*values)));
+  switch (op.rule) {
+    case Rule::arithmetic:
+      if (values && all_bool)
+        throw DtypeError(
+            fmt::format("{}: arithmetic on bool operands; cast them to a float dtype first",
+                        describe_args(op, args)));
+      if (values && is_integer(*values) && !op.integers)
+        throw DtypeError(fmt::format("{}: {} takes float operands, not {}; cast first",
+                                     describe_args(op, args), op.name, name_of(*values)));
+      return values.value_or(DType::f32);
+    case Rule::compare:
+      return DType::boolean;
+    case Rule::select:
+      return values.value_or(DType::f32);
+    case Rule::cast:
+      if (const std::optional<DType> to = attrs.dtype("dtype")) return *to;
+      throw ArgumentError(fmt::format("{}: needs attribute dtype (f32, f16, bf16, bool, i32, i64)",
+                                      describe_args(op, args)));
+  }
+  return DType::f32;
 }
 
 }  // namespace
@@ -83,8 +130,8 @@ const TensorView& float_x(const OpDef& op, const std::vector<Operand>& args) {
   const auto* x = std::get_if<TensorView>(&args[0]);
   if (!x) throw ArgumentError(fmt::format("{}: x must be a tensor", describe_args(op, args)));
   if (!is_float(x->dtype))
-    throw DtypeError(
-        fmt::format("{}: x is bool; cast it to a float dtype first", describe_args(op, args)));
+    throw DtypeError(fmt::format("{}: x is {}; cast it to a float dtype first",
+                                 describe_args(op, args), name_of(x->dtype)));
   return *x;
 }
 
@@ -170,36 +217,7 @@ TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const
     throw ArgumentError(
         fmt::format("{}: needs at least one tensor operand", describe_args(op, args)));
 
-  // Dtype.
-  std::optional<DType> values;  // promoted dtype of the value operands
-  bool all_bool = true;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto* v = std::get_if<TensorView>(&args[i]);
-    if (!v || (op.rule == Rule::select && i == 0)) continue;
-    values = values ? promote(*values, v->dtype) : v->dtype;
-    all_bool = all_bool && v->dtype == DType::boolean;
-  }
-  DType out = values.value_or(DType::f32);
-  switch (op.rule) {
-    case Rule::arithmetic:
-      if (values && all_bool)
-        throw DtypeError(
-            fmt::format("{}: arithmetic on bool operands; cast them to a float dtype first",
-                        describe_args(op, args)));
-      break;
-    case Rule::compare:
-      out = DType::boolean;
-      break;
-    case Rule::select:
-      break;
-    case Rule::cast:
-      if (const std::optional<DType> to = attrs.dtype("dtype"))
-        out = *to;
-      else
-        throw ArgumentError(fmt::format("{}: needs attribute dtype (f32, f16, bf16, bool)",
-                                        describe_args(op, args)));
-      break;
-  }
+  const DType out = result_dtype(op, args, attrs);
   if (const auto lo = attrs.number("min"), hi = attrs.number("max");
       op.name == "clamp" && lo && hi && *lo > *hi)
     throw ArgumentError(
@@ -214,12 +232,14 @@ std::string_view dtype_rule_doc(Rule rule) {
   switch (rule) {
     case Rule::arithmetic:
       return "float operands (f32, f16, bf16), mixed ones promoted (f16 with bf16, or either "
-             "with f32, give f32); a scalar never changes the dtype; bool refused.";
+             "with f32, give f32); integers (i32, i64; i32 with i64 gives i64) where the op "
+             "takes them; a float with an integer refused (cast one); a scalar never changes "
+             "the dtype (with integers, a whole number up to 2^24); bool refused.";
     case Rule::compare:
-      return "operands of any dtype; the result is bool.";
+      return "operands of any dtype, but not a float with an integer; the result is bool.";
     case Rule::select:
       return "cond of any dtype (true where nonzero); a and b promoted as arithmetic's (both "
-             "bool allowed).";
+             "bool allowed, a float with an integer refused).";
     case Rule::cast:
       return "x of any dtype; the result is dtype.";
   }

@@ -125,6 +125,9 @@ struct OpDef {
   std::string_view dtypes = {};  ///< its dtype rule; empty: `rule`'s (dtype_rule_doc)
   /// Its gradient rule: an empty slot, for the autodiff work to fill.
   const void* gradient = nullptr;
+  /// Takes integer operands (an arithmetic op): wrapping, floor division, Python's remainder
+  /// (kernel_templates/kiln/integer.cuh); its functor has int and long long overloads.
+  bool integers = false;
 };
 
 /// `op`'s schema: views into `op`.

@@ -26,10 +26,13 @@ std::vector<OpDef> select_ops() {
   OpDef copy{"copy", {"x"}, "kiln::op::Identity", Rule::arithmetic, any,
              [](double x, double, double) { return x; }};
   copy.doc = "x, as a new value.";
+  copy.integers = true;
   OpDef cast{"cast", {"x"}, "kiln::op::Identity", Rule::cast, any,
              [](double x, double, double) { return x; }};
   cast.attrs = {{"dtype", AttrType::dtype, std::nullopt, true, {}, "the result's dtype"}};
-  cast.doc = "x rounded to dtype (to bool: x != 0).";
+  cast.doc =
+      "x rounded to dtype (to bool: x != 0; a float to an integer truncated toward zero, "
+      "saturating, NaN to 0; an integer to a narrower one wraps).";
   return {where, clamp, copy, cast};
 }
 

@@ -1,4 +1,4 @@
-// Unary ops: f(x) on floats.
+// Unary ops: f(x) on floats (neg and abs on integers too).
 #include <cmath>
 
 #include "ops/op.hpp"
@@ -20,14 +20,22 @@ OpDef unary(std::string_view name, std::string_view functor, Domain domain,
   return d;
 }
 
+OpDef on_integers(OpDef d, std::string_view doc) {
+  d.integers = true;
+  d.doc = doc;
+  return d;
+}
+
 }  // namespace
 
 std::vector<OpDef> unary_ops() {
   const Domain any{-4, 4};
   const Domain positive{0.05, 4};
   return {
-      unary("neg", "kiln::op::Neg", any, KILN_REF(-x), "-x, element by element."),
-      unary("abs", "kiln::op::Abs", any, KILN_REF(std::fabs(x)), "|x|, element by element."),
+      on_integers(unary("neg", "kiln::op::Neg", any, KILN_REF(-x), ""),
+                  "-x, element by element (integers wrap: the minimum stays itself)."),
+      on_integers(unary("abs", "kiln::op::Abs", any, KILN_REF(std::fabs(x)), ""),
+                  "|x|, element by element (integers wrap: the minimum stays itself)."),
       unary("exp", "kiln::op::Exp", any, KILN_REF(std::exp(x)), "e^x, element by element."),
       unary("log", "kiln::op::Log", positive, KILN_REF(std::log(x)),
             "The natural logarithm of x, element by element."),

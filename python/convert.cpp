@@ -16,11 +16,13 @@ namespace {
 // torch's dtype names, which a torch user types first ("bfloat16", str(torch.bfloat16) without
 // its "torch." prefix, numpy's str(dtype)). "float" and "half" are left out: numpy's "float" is
 // float64.
-constexpr std::array<std::pair<std::string_view, DType>, 4> kTorchNames{{
+constexpr std::array<std::pair<std::string_view, DType>, 6> kTorchNames{{
     {"float32", DType::f32},
     {"float16", DType::f16},
     {"bfloat16", DType::bf16},
     {"bool", DType::boolean},
+    {"int32", DType::i32},
+    {"int64", DType::i64},
 }};
 
 std::string repr_of(const py::handle& o) { return std::string(py::repr(o)); }
@@ -93,8 +95,8 @@ DType dtype_of(const py::handle& o) {
   for (const auto& [torch_name, t] : kTorchNames)
     if (name == torch_name) return t;
   throw DtypeError(fmt::format(
-      "dtype {}: kiln takes f32, f16, bf16 and bool (torch's float32, float16, bfloat16 and "
-      "bool), as a name, a kiln.DType or a torch.dtype",
+      "dtype {}: kiln takes f32, f16, bf16, bool, i32 and i64 (torch's float32, float16, "
+      "bfloat16, bool, int32 and int64), as a name, a kiln.DType or a torch.dtype",
       repr_of(o)));
 }
 

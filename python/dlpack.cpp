@@ -17,10 +17,12 @@ DType dtype_of(const DLDataType& t, const std::string& what) {
     if (t.code == kDLFloat && t.bits == 16) return DType::f16;
     if (t.code == kDLBfloat && t.bits == 16) return DType::bf16;
     if (t.code == kDLBoolCode && t.bits == 8) return DType::boolean;
+    if (t.code == kDLInt && t.bits == 32) return DType::i32;
+    if (t.code == kDLInt && t.bits == 64) return DType::i64;
   }
   throw DtypeError(
       fmt::format("{}: a tensor of DLPack type (code {}, {} bits, {} lanes); kiln "
-                  "takes f32, f16, bf16 and bool",
+                  "takes f32, f16, bf16, bool, i32 and i64",
                   what, t.code, t.bits, t.lanes));
 }
 
@@ -34,6 +36,10 @@ DLDataType dl_type_of(DType d) {
       return {kDLBfloat, 16, 1};
     case DType::boolean:
       return {kDLBoolCode, 8, 1};
+    case DType::i32:
+      return {kDLInt, 32, 1};
+    case DType::i64:
+      return {kDLInt, 64, 1};
   }
   return {kDLFloat, 32, 1};
 }
@@ -115,8 +121,8 @@ TensorView torch_view(const py::handle& t, const TorchTypes& torch, int device,
   check_device(index < 0 ? kDLCPU : kDLCUDA, index, device, what);
   const py::object dtype = t.attr("dtype");
   if (!torch.dtypes.contains(dtype))
-    throw DtypeError(fmt::format("{}: a tensor of {}; kiln takes f32, f16, bf16 and bool", what,
-                                 std::string(py::str(dtype))));
+    throw DtypeError(fmt::format("{}: a tensor of {}; kiln takes f32, f16, bf16, bool, i32 and i64",
+                                 what, std::string(py::str(dtype))));
   TensorView v;
   v.dtype = torch.dtypes[dtype].cast<DType>();
   v.shape = t.attr("shape").cast<Shape>();

@@ -116,6 +116,8 @@ void bind_values(py::module_& m) {
       .def("__rmul__", [](py::object a, py::object b) { return binary("mul", b, a); })
       .def("__truediv__", [](py::object a, py::object b) { return binary("div", a, b); })
       .def("__rtruediv__", [](py::object a, py::object b) { return binary("div", b, a); })
+      .def("__mod__", [](py::object a, py::object b) { return binary("remainder", a, b); })
+      .def("__rmod__", [](py::object a, py::object b) { return binary("remainder", b, a); })
       .def("__neg__", [](py::object a) { return apply("neg", py::make_tuple(a), py::kwargs()); });
   m.def("_apply", &apply, py::arg("op"));
   m.def("op_names", &op_names, "the names of kiln's ops (docs/ops.md), in catalog order");

@@ -172,11 +172,14 @@ py::list tune(Engine& e, const py::object& graphs, double budget_s) {
 
 void bind_engines(py::module_& m) {
   py::enum_<DType> dtype(m, "DType",
-                         "kiln's element types (torch's float32, float16, bfloat16, bool)");
+                         "kiln's element types (torch's float32, float16, bfloat16, bool, "
+                         "int32, int64)");
   dtype.value("f32", DType::f32)
       .value("f16", DType::f16)
       .value("bf16", DType::bf16)
-      .value("bool", DType::boolean);
+      .value("bool", DType::boolean)
+      .value("i32", DType::i32)
+      .value("i64", DType::i64);
   // Replaces pybind11's <DType.bf16: 2> (a .def would only add an overload behind it).
   dtype.attr("__repr__") =
       py::cpp_function([](DType d) { return fmt::format("kiln.DType.{}", name_of(d)); },

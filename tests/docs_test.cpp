@@ -97,7 +97,7 @@ TEST_CASE(
         std::remove_if(shown.begin(), shown.end(), [](char ch) { return ch == '[' || ch == ']'; }),
         shown.end());
     CHECK(shown == operands);
-    CHECK(c[3] == rule_name(*op));
+    CHECK(c[3] == std::string(rule_name(*op)) + (op->integers ? ", int" : ""));
     CHECK(c[4] == (op->fusion.kind == kiln::ops::FusionKind::anchor ? std::string(op->fusion.family)
                    : op->fusion.kind == kiln::ops::FusionKind::view ? "view"
                                                                      : "elementwise"));

@@ -24,6 +24,10 @@ const char* descr_of(DType t) {
       return "<u2";
     case DType::boolean:
       return "|b1";
+    case DType::i32:
+      return "<i4";
+    case DType::i64:
+      return "<i8";
   }
   return "?";
 }

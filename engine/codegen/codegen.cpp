@@ -27,7 +27,63 @@ std::string ref(const Ref& r, const Body& b, std::size_t step) {
   throw ArgumentError(fmt::format("codegen: a reference of step {} points outside the body", step));
 }
 
+// The C++ type a typed body holds a value of `t` in.
+std::string_view compute_type(DType t) { return is_integer(t) ? device_type_of(t) : "float"; }
+
+DType ref_dtype(const Ref& r, const Body& b) {
+  switch (r.kind) {
+    case Ref::Kind::input:
+      return b.inputs[std::size_t(r.index)];
+    case Ref::Kind::step:
+      return b.steps[std::size_t(r.index)].dtype;
+    case Ref::Kind::scalar:
+    case Ref::Kind::row:
+      break;
+  }
+  return DType::f32;
+}
+
+// A typed body: apply on kiln::ValuesOf<...> (elementwise.cuh), each step's arguments converted
+// to the dtypes it takes, casts through kiln::convert.
+std::string render_typed(const Body& b) {
+  std::string out =
+      "  static constexpr bool typed = true;\n"
+      "  __device__ __forceinline__ static void apply(const kiln::ValuesOf<Inputs>& x, "
+      "const float* s, kiln::ValuesOf<Outputs>& y) {\n"
+      "    (void)x;\n    (void)s;\n";
+  for (std::size_t i = 0; i < b.steps.size(); ++i) {
+    const Step& st = b.steps[i];
+    std::vector<std::string> args;
+    for (std::size_t k = 0; k < st.args.size(); ++k) {
+      std::string a = ref(st.args[k], b, i);
+      if (st.args[k].kind == Ref::Kind::input) a = fmt::format("x.get<{}>()", st.args[k].index);
+      const std::string_view want =
+          k < st.arg_dtypes.size() ? compute_type(st.arg_dtypes[k]) : std::string_view();
+      if (!want.empty() && want != compute_type(ref_dtype(st.args[k], b)))
+        a = fmt::format("static_cast<{}>({})", want, a);
+      args.push_back(a);
+    }
+    std::string call = fmt::format("{}::apply({})", st.functor, fmt::join(args, ", "));
+    if (st.round) call = fmt::format("kiln::convert<{}>({})", device_type_of(st.dtype), call);
+    out += fmt::format("    const {} t{} = {};\n", compute_type(st.dtype), i, call);
+  }
+  for (std::size_t j = 0; j < b.results.size(); ++j) {
+    const Ref& r = b.results[j];
+    const std::string v = r.kind == Ref::Kind::input ? fmt::format("x.get<{}>()", r.index)
+                                                     : ref(r, b, b.steps.size());
+    out += fmt::format("    y.get<{}>() = {};\n", j, v);
+  }
+  return out + "  }\n};\n";
+}
+
 }  // namespace
+
+bool Body::typed() const {
+  const auto integer = [](DType t) { return is_integer(t); };
+  return std::any_of(inputs.begin(), inputs.end(), integer) ||
+         std::any_of(outputs.begin(), outputs.end(), integer) ||
+         std::any_of(steps.begin(), steps.end(), [](const Step& s) { return is_integer(s.dtype); });
+}
 
 std::string render_types(const std::vector<DType>& dtypes) {
   std::vector<std::string_view> names;
@@ -65,6 +121,7 @@ std::string render_body(const Body& b, std::string_view name) {
   out += fmt::format("  using Inputs = {};\n", render_types(b.inputs));
   out += fmt::format("  using Outputs = {};\n", render_types(b.outputs));
   out += fmt::format("  static constexpr int scalars = {};\n", b.scalars);
+  if (b.typed()) return out + render_typed(b);
   out +=
       "  __device__ __forceinline__ static void apply(const float* x, const float* s, float* y) "
       "{\n";
@@ -147,6 +204,10 @@ std::string_view render_user_type(DType dtype) {
       return "__nv_bfloat16";
     case DType::boolean:
       return "bool";
+    case DType::i32:
+      return "int";
+    case DType::i64:
+      return "long long";
   }
   return "float";
 }

@@ -29,15 +29,21 @@ struct Step {
   DType dtype = DType::f32;
   /// A custom op's expression: the source defines `functor` from it (render_functor).
   const ops::Expr* expr = nullptr;
+  /// In a typed body: the dtype each argument is converted to before the call (empty: as they
+  /// are).
+  std::vector<DType> arg_dtypes = {};
 };
 
-/// A straight-line body in SSA form. Intermediates stay f32; outputs round on store.
+/// A straight-line body in SSA form. Intermediates stay f32; outputs round on store. A body
+/// with an integer value anywhere is typed: each value in its dtype's compute type (float, int,
+/// long long), kernel_templates/kiln/integer.cuh.
 struct Body {
   std::vector<DType> inputs;
   std::vector<DType> outputs;
   int scalars = 0;
   std::vector<Step> steps;
   std::vector<Ref> results;  ///< one per output
+  bool typed() const;
 };
 
 /// The struct `name` implementing `body` for the templates (kernel_templates/kiln/*.cuh).

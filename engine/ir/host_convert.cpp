@@ -1,7 +1,9 @@
 // Host-side f16/bf16 conversion with round-to-nearest-even, NaN and infinities kept.
 #include <cmath>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <kiln/dtype.hpp>
 
 namespace kiln {
@@ -48,6 +50,16 @@ float from_f16(std::uint16_t h) {
 
 }  // namespace
 
+// `value` truncated toward zero into I's range (NaN: 0).
+template <class I>
+I saturate(double value) {
+  if (std::isnan(value)) return 0;
+  // The bounds as doubles: I's max rounds up to 2^63 for i64, so compare with >= on it.
+  if (value >= double(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  if (value <= double(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
+  return I(value);
+}
+
 void store_element(DType t, double value, void* dst) {
   const float f = float(value);
   switch (t) {
@@ -67,6 +79,16 @@ void store_element(DType t, double value, void* dst) {
     case DType::boolean:
       *static_cast<unsigned char*>(dst) = value != 0 ? 1 : 0;
       return;
+    case DType::i32: {
+      const std::int32_t i = saturate<std::int32_t>(value);
+      std::memcpy(dst, &i, 4);
+      return;
+    }
+    case DType::i64: {
+      const std::int64_t i = saturate<std::int64_t>(value);
+      std::memcpy(dst, &i, 8);
+      return;
+    }
   }
 }
 
@@ -89,6 +111,16 @@ double load_element(DType t, const void* src) {
     }
     case DType::boolean:
       return *static_cast<const unsigned char*>(src) != 0 ? 1.0 : 0.0;
+    case DType::i32: {
+      std::int32_t i;
+      std::memcpy(&i, src, 4);
+      return i;
+    }
+    case DType::i64: {
+      std::int64_t i;
+      std::memcpy(&i, src, 8);
+      return double(i);
+    }
   }
   return 0;
 }

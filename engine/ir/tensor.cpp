@@ -17,6 +17,10 @@ std::size_t size_of(DType t) {
       return 2;
     case DType::boolean:
       return 1;
+    case DType::i32:
+      return 4;
+    case DType::i64:
+      return 8;
   }
   return 0;
 }
@@ -31,6 +35,10 @@ std::string_view name_of(DType t) {
       return "bf16";
     case DType::boolean:
       return "bool";
+    case DType::i32:
+      return "i32";
+    case DType::i64:
+      return "i64";
   }
   return "?";
 }
@@ -45,6 +53,10 @@ std::string_view device_type_of(DType t) {
       return "kiln::bf16";
     case DType::boolean:
       return "kiln::bool8";
+    case DType::i32:
+      return "int";
+    case DType::i64:
+      return "long long";
   }
   return "?";
 }
@@ -52,10 +64,13 @@ std::string_view device_type_of(DType t) {
 DType parse_dtype(std::string_view name) {
   for (DType t : kAllDTypes)
     if (name_of(t) == name) return t;
-  throw DtypeError(fmt::format("unknown dtype '{}'; expected one of f32, f16, bf16, bool", name));
+  throw DtypeError(fmt::format("unknown dtype '{}'; expected one of f32, f16, bf16, bool, i32, i64",
+                               name));
 }
 
-bool is_float(DType t) { return t != DType::boolean; }
+bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
+bool is_integer(DType t) { return t == DType::i32 || t == DType::i64; }
 
 std::int64_t numel_of(const Shape& shape) {
   std::int64_t n = 1;

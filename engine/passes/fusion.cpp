@@ -119,6 +119,17 @@ FusedGroup anchored(const Graph& g, int id) {
   return grp;
 }
 
+// Whether computing `root` from memory touches an integer value: such a chain is a typed body
+// (codegen.hpp), which only the elementwise template runs, so it fuses into no anchor.
+bool involves_integer(const Graph& g, int root) {
+  FusedGroup probe;
+  collect(g, {root}, {}, probe);
+  for (const auto* list : {&probe.steps, &probe.inputs})
+    for (int id : *list)
+      if (is_integer(g.node(id).dtype)) return true;
+  return false;
+}
+
 // An anchor's kernel: x computed by its prologue (collected up to memory or `stop`) where it
 // takes one, else its operands read from memory in order; its side operands (from the op's
 // side_from on) read from memory as extras.
@@ -130,7 +141,9 @@ FusedGroup anchor_group(const Graph& g, int id, const std::set<int>& stop) {
   grp.extras.assign(args.begin() + side, args.end());
   if (r.prologue) {
     grp.x = args[0];
-    collect(g, {grp.x}, stop, grp);
+    std::set<int> until = stop;
+    if (involves_integer(g, grp.x)) until.insert(grp.x);  // x from memory (find_depths)
+    collect(g, {grp.x}, until, grp);
   } else {
     grp.inputs.assign(args.begin(), args.begin() + side);
   }
@@ -269,7 +282,8 @@ void find_depths(const Graph& g, Layers& l) {
     l.depth[id] = d + (is_anchor(g, id) ? 1 : 0);
     const std::vector<int> args = tensor_args(g, id);
     if (is_anchor(g, id))  // what an anchor reads past a prologue's x, all a view reads
-      for (std::size_t i = takes_prologue(g, id) ? 1 : 0; i < args.size(); ++i)
+      for (std::size_t i = takes_prologue(g, id) && !involves_integer(g, args[0]) ? 1 : 0;
+           i < args.size(); ++i)
         l.materialized.insert(args[i]);
   }
   l.max_depth =
@@ -284,6 +298,7 @@ void find_depths(const Graph& g, Layers& l) {
 void find_epilogues(const Graph& g, Layers& l) {
   for (int id : l.materialized) {
     if (g.node(id).op == "input" || is_anchor(g, id)) continue;
+    if (involves_integer(g, id)) continue;
     FusedGroup probe;
     collect(g, {id}, {}, probe);
     int host = -1, last_row = -1;

@@ -2,6 +2,7 @@
 // kernel's name stem.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "engine/passes/fusion.hpp"
@@ -11,6 +12,23 @@ namespace kiln {
 namespace {
 
 using codegen::Ref;
+
+// The dtypes a typed body converts step `n`'s arguments to (`dtypes` theirs): a comparison's
+// operands to the wider of them, a select's values and everything else to the result's
+// dtype; a cast's and a select's condition as they are.
+std::vector<DType> arg_dtypes(const ops::OpDef& op, const Graph::Node& n,
+                              const std::vector<DType>& dtypes) {
+  std::vector<DType> out(dtypes.size(), n.dtype);
+  if (op.rule == ops::Rule::cast) return dtypes;
+  if (op.rule == ops::Rule::select && !out.empty()) out[0] = dtypes[0];
+  if (op.rule == ops::Rule::compare) {
+    DType wide = dtypes.empty() ? DType::f32 : dtypes[0];
+    for (DType t : dtypes)
+      if (is_integer(t) && (!is_integer(wide) || t == DType::i64)) wide = t;
+    std::fill(out.begin(), out.end(), wide);
+  }
+  return out;
+}
 
 // A body computing `steps` from `inputs` (and, for an epilogue, the row op's value `row`).
 codegen::Body make_body(const Graph& g, const std::vector<int>& steps,
@@ -30,10 +48,17 @@ codegen::Body make_body(const Graph& g, const std::vector<int>& steps,
     const Graph::Node& n = g.node(id);
     const ops::OpDef& op = op_def(g, n.op);
     codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, n.dtype, op.expr};
-    for (const auto& a : n.args)
-      step.args.push_back(std::holds_alternative<int>(a) ? refs.at(std::get<int>(a))
-                                                         : scalar(std::get<double>(a)));
-    for (double s : ops::attr_scalars(op, n.attrs)) step.args.push_back(scalar(s));
+    std::vector<DType> dtypes;
+    for (const auto& a : n.args) {
+      const bool node = std::holds_alternative<int>(a);
+      step.args.push_back(node ? refs.at(std::get<int>(a)) : scalar(std::get<double>(a)));
+      dtypes.push_back(node ? g.node(std::get<int>(a)).dtype : DType::f32);
+    }
+    for (double s : ops::attr_scalars(op, n.attrs)) {
+      step.args.push_back(scalar(s));
+      dtypes.push_back(DType::f32);
+    }
+    step.arg_dtypes = arg_dtypes(op, n, dtypes);
     refs[id] = {Ref::Kind::step, int(b.steps.size())};
     b.steps.push_back(step);
   }

@@ -22,6 +22,10 @@ CUtensorMapDataType data_type(DType t) {
       return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     case DType::bf16:
       return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case DType::i32:
+      return CU_TENSOR_MAP_DATA_TYPE_INT32;
+    case DType::i64:
+      return CU_TENSOR_MAP_DATA_TYPE_INT64;
     case DType::boolean:
       break;
   }

@@ -142,6 +142,8 @@ double agreement_tolerance(DType t) {
     case DType::bf16:
       return 1e-2;
     case DType::boolean:
+    case DType::i32:
+    case DType::i64:
       return 0;
   }
   return 0;

@@ -8,7 +8,10 @@
 //     static constexpr int scalars = 1;                   // runtime f32 scalars
 //     __device__ static void apply(const float* x, const float* s, float* y);
 //   };
-// Slots of the layout and of Args::p: the outputs first, then the inputs.
+// Slots of the layout and of Args::p: the outputs first, then the inputs. A body that touches
+// an integer dtype is typed (`static constexpr bool typed = true`): its apply takes and gives
+// each value in its compute type (kiln/integer.cuh), `const ValuesOf<Inputs>& x` and
+// `ValuesOf<Outputs>& y`.
 //
 // Each thread handles Unroll groups of V consecutive elements along the innermost dim (Block
 // threads apart, so a warp's accesses are contiguous), issuing all loads before the first
@@ -17,6 +20,7 @@
 // input broadcast along the inner dim). Index is 32-bit unless offsets reach 2^31.
 
 #include <kiln/dtype.cuh>
+#include <kiln/integer.cuh>
 #include <kiln/layout.cuh>
 #include <kiln/ops.cuh>
 #include <kiln/vec.cuh>
@@ -41,6 +45,26 @@ struct TypeAt<I, Types<H, R...>> {
 };
 }  // namespace detail
 
+template <class L>
+struct ValuesOfList;
+template <class... T>
+struct ValuesOfList<Types<T...>> {
+  using type = Vals<typename Compute<T>::type...>;
+};
+/// The compute values of a list of stored types (a typed body's x and y).
+template <class L>
+using ValuesOf = typename ValuesOfList<L>::type;
+
+/// Whether Body is typed (declares `typed`).
+template <class B, class = void>
+struct IsTyped {
+  static constexpr bool value = false;
+};
+template <class B>
+struct IsTyped<B, decltype(void(B::typed))> {
+  static constexpr bool value = B::typed;
+};
+
 /// The kernel's one parameter: P pointers (outputs, then inputs) and S scalars.
 template <int P, int S>
 struct Args {
@@ -60,6 +84,9 @@ struct Operand {
   __device__ __forceinline__ static float value(const Raw& r, int i) {
     return to_float(r.v[kPacked ? i : 0]);
   }
+  __device__ __forceinline__ static typename Compute<T>::type compute(const Raw& r, int i) {
+    return to_compute(r.v[kPacked ? i : 0]);
+  }
 };
 
 /// The raw packs of every input for one group, held as a recursive tuple.
@@ -68,6 +95,8 @@ struct InputPacks {
   template <class Index, int K>
   __device__ __forceinline__ void load(void* const*, const Index (&)[K]) {}
   __device__ __forceinline__ void values(int, float*) const {}
+  template <class X>
+  __device__ __forceinline__ void computes(int, X&) const {}
 };
 
 template <class L, int V, int Slot, class T, class... Rest>
@@ -85,6 +114,11 @@ struct InputPacks<L, V, Slot, Types<T, Rest...>> {
     x[0] = Op::value(head, i);
     tail.values(i, x + 1);
   }
+  template <class X>  // X: Vals of the compute types, this slot's first
+  __device__ __forceinline__ void computes(int i, X& x) const {
+    x.head = Op::compute(head, i);
+    tail.computes(i, x.tail);
+  }
 };
 
 /// Rounds and stores output J (and the ones after it) for one group.
@@ -99,6 +133,16 @@ struct StoreOutputs {
     for (int i = 0; i < V; ++i) r.v[i] = from_float<T>(y[i][J]);
     store_pack<T, V>(static_cast<T*>(p[J]) + off[J], r);
     if constexpr (J + 1 < Outs::size) StoreOutputs<J + 1, Outs, V>::run(p, off, y);
+  }
+  template <class Index, class Y>  // a typed body's outputs, Y = ValuesOf<Outs>
+  __device__ __forceinline__ static void run_typed(void* const* p, const Index* off,
+                                                   const Y (&y)[V]) {
+    using T = typename detail::TypeAt<J, Outs>::type;
+    Pack<T, V> r;
+#pragma unroll
+    for (int i = 0; i < V; ++i) r.v[i] = from_compute<T>(y[i].template get<J>());
+    store_pack<T, V>(static_cast<T*>(p[J]) + off[J], r);
+    if constexpr (J + 1 < Outs::size) StoreOutputs<J + 1, Outs, V>::run_typed(p, off, y);
   }
 };
 
@@ -129,14 +173,25 @@ __global__ void __launch_bounds__(Block)
   for (int u = 0; u < Unroll; ++u) {
     const Index g = first + Index(u * Block);
     if (g < groups) {
-      float y[V][NO];
+      if constexpr (IsTyped<Body>::value) {
+        ValuesOf<typename Body::Outputs> y[V];
 #pragma unroll
-      for (int i = 0; i < V; ++i) {
-        float x[NI > 0 ? NI : 1];
-        raw[u].values(i, x);
-        Body::apply(x, args.s, y[i]);
+        for (int i = 0; i < V; ++i) {
+          ValuesOf<typename Body::Inputs> x;
+          raw[u].computes(i, x);
+          Body::apply(x, args.s, y[i]);
+        }
+        StoreOutputs<0, typename Body::Outputs, V>::run_typed(args.p, out_off[u], y);
+      } else {
+        float y[V][NO];
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          float x[NI > 0 ? NI : 1];
+          raw[u].values(i, x);
+          Body::apply(x, args.s, y[i]);
+        }
+        StoreOutputs<0, typename Body::Outputs, V>::run(args.p, out_off[u], y);
       }
-      StoreOutputs<0, typename Body::Outputs, V>::run(args.p, out_off[u], y);
     }
   }
 }

@@ -1,6 +1,9 @@
 #pragma once
-// Elementwise ops as functor structs: `arity` and `apply` on f32 values. A fused expression
-// composes them as template arguments. NaN semantics follow PyTorch: NaN in, NaN out.
+// Elementwise ops as functor structs: `arity` and `apply` on f32 values (and, for the ops that
+// take integers, on int and long long: kiln/integer.cuh). A fused expression composes them as
+// template arguments. NaN semantics follow PyTorch: NaN in, NaN out.
+
+#include <kiln/integer.cuh>
 
 namespace kiln {
 namespace op {
@@ -15,10 +18,41 @@ namespace op {
     static constexpr int arity = 2;                                                  \
     __device__ __forceinline__ static float apply(float a, float b) { return expr; } \
   };
+// An op on floats and on integers (iexpr, on int or long long a and b).
+#define KILN_UNARY_INT(Name, expr, iexpr)                                            \
+  struct Name {                                                                      \
+    static constexpr int arity = 1;                                                  \
+    __device__ __forceinline__ static float apply(float x) { return expr; }          \
+    __device__ __forceinline__ static int apply(int x) { return iexpr; }             \
+    __device__ __forceinline__ static long long apply(long long x) { return iexpr; } \
+  };
+#define KILN_BINARY_INT(Name, expr, iexpr)                                                        \
+  struct Name {                                                                                   \
+    static constexpr int arity = 2;                                                               \
+    __device__ __forceinline__ static float apply(float a, float b) { return expr; }              \
+    __device__ __forceinline__ static int apply(int a, int b) { return iexpr; }                   \
+    __device__ __forceinline__ static long long apply(long long a, long long b) { return iexpr; } \
+  };
+// A comparison: 1 or 0 (bool's compute value) for operands of one compute type.
+#define KILN_COMPARE(Name, op)                                \
+  struct Name {                                               \
+    static constexpr int arity = 2;                           \
+    template <class T>                                        \
+    __device__ __forceinline__ static float apply(T a, T b) { \
+      return a op b ? 1.0f : 0.0f;                            \
+    }                                                         \
+  };
 
-KILN_UNARY(Identity, x)
-KILN_UNARY(Neg, -x)
-KILN_UNARY(Abs, fabsf(x))
+/// x as it is, of any compute type.
+struct Identity {
+  static constexpr int arity = 1;
+  template <class T>
+  __device__ __forceinline__ static T apply(T x) {
+    return x;
+  }
+};
+KILN_UNARY_INT(Neg, -x, integer::neg(x))
+KILN_UNARY_INT(Abs, fabsf(x), x < 0 ? integer::neg(x) : x)
 KILN_UNARY(Exp, expf(x))
 KILN_UNARY(Log, logf(x))
 KILN_UNARY(Sqrt, sqrtf(x))
@@ -33,29 +67,38 @@ KILN_UNARY(GeluTanh, 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.0447
 KILN_UNARY(Silu, x / (1.0f + expf(-x)))
 KILN_UNARY(Softplus, x > 20.0f ? x : log1pf(expf(x)))
 
-KILN_BINARY(Add, a + b)
-KILN_BINARY(Sub, a - b)
-KILN_BINARY(Mul, a* b)
-KILN_BINARY(Div, a / b)
+KILN_BINARY_INT(Add, a + b, integer::add(a, b))
+KILN_BINARY_INT(Sub, a - b, integer::sub(a, b))
+KILN_BINARY_INT(Mul, a* b, integer::mul(a, b))
+KILN_BINARY_INT(Div, a / b, integer::floordiv(a, b))  // integers: torch's floor_divide
 KILN_BINARY(Pow, powf(a, b))
-KILN_BINARY(Maximum, (a != a || b != b) ? a + b : fmaxf(a, b))
-KILN_BINARY(Minimum, (a != a || b != b) ? a + b : fminf(a, b))
-KILN_BINARY(Eq, a == b ? 1.0f : 0.0f)
-KILN_BINARY(Ne, a != b ? 1.0f : 0.0f)
-KILN_BINARY(Lt, a < b ? 1.0f : 0.0f)
-KILN_BINARY(Le, a <= b ? 1.0f : 0.0f)
-KILN_BINARY(Gt, a > b ? 1.0f : 0.0f)
-KILN_BINARY(Ge, a >= b ? 1.0f : 0.0f)
+KILN_BINARY_INT(Maximum, (a != a || b != b) ? a + b : fmaxf(a, b), a < b ? b : a)
+KILN_BINARY_INT(Minimum, (a != a || b != b) ? a + b : fminf(a, b), b < a ? b : a)
+// a - floor(a / b) b, the sign of b (torch.remainder; integers: Python's %).
+KILN_BINARY_INT(Remainder,
+                fmodf(a, b) != 0.0f && ((fmodf(a, b) < 0.0f) != (b < 0.0f)) ? fmodf(a, b) + b
+                                                                            : fmodf(a, b),
+                integer::remainder(a, b))
+KILN_COMPARE(Eq, ==)
+KILN_COMPARE(Ne, !=)
+KILN_COMPARE(Lt, <)
+KILN_COMPARE(Le, <=)
+KILN_COMPARE(Gt, >)
+KILN_COMPARE(Ge, >=)
 KILN_BINARY(Fill, b)  // a's value is never read, so its load compiles away: a pure store
 
 #undef KILN_UNARY
 #undef KILN_BINARY
+#undef KILN_UNARY_INT
+#undef KILN_BINARY_INT
+#undef KILN_COMPARE
 
 /// where(cond, a, b): a where cond is nonzero (NaN counts as nonzero).
 struct Where {
   static constexpr int arity = 3;
-  __device__ __forceinline__ static float apply(float c, float a, float b) {
-    return c != 0.0f ? a : b;
+  template <class C, class T>
+  __device__ __forceinline__ static T apply(C c, T a, T b) {
+    return c != C(0) ? a : b;
   }
 };
 

@@ -118,7 +118,8 @@ def _define_template(self, name, template):
 Graph.define_op = _define_op
 Graph.define_template = _define_template
 
-_TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "bool": "bool"}
+_TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "bool": "bool",
+                 "i32": "int32", "i64": "int64"}
 
 
 def _handle(stream):
@@ -206,7 +207,7 @@ def _kiln_dtype(dtype):
     for kiln_name, torch_name in _TORCH_DTYPES.items():
         if name == torch_name:
             return kiln_name
-    raise DtypeError(f"a tensor of dtype {dtype}; kiln takes f32, f16, bf16 and bool")
+    raise DtypeError(f"a tensor of dtype {dtype}; kiln takes f32, f16, bf16, bool, i32 and i64")
 
 
 Plan.run = _plan_run

@@ -103,7 +103,8 @@ class TorchDtype:
 
 
 @pytest.mark.parametrize("name,dtype", [("float32", "f32"), ("float16", "f16"),
-                                        ("bfloat16", "bf16"), ("bool", "bool")])
+                                        ("bfloat16", "bf16"), ("bool", "bool"),
+                                        ("int32", "i32"), ("int64", "i64")])
 def test_torch_dtype_names_and_objects_are_dtypes(name, dtype):
     want = kiln.DType.__members__[dtype]
     g = kiln.Graph()

@@ -105,6 +105,26 @@ def test_cupy_arrays_and_kiln_tensors_by_dlpack(engine):
     torch.testing.assert_close(as_torch, torch.arange(15.0, device="cuda").view(3, 5) * 2 + 1)
 
 
+def test_integer_tensors_compute_as_torch_does(engine):
+    g = kiln.Graph()
+    a = g.input("a", [1000], "i32")
+    b = g.input("b", [1000], "i64")
+    g.output(a * b + 7, "mul_add")
+    g.output(kiln.div(a, b), "floordiv")
+    g.output(a % b, "rem")
+    g.output(kiln.cast(a, dtype="f32") * 0.5, "half")
+    plan = kiln.Plan(g)
+    a = torch.randint(-2**31, 2**31, (1000,), device="cuda", dtype=torch.int32)
+    b = torch.randint(-100, 100, (1000,), device="cuda", dtype=torch.int64)
+    b[b == 0] = 3  # torch refuses an integer division by zero; kiln gives 0
+    out = plan.run(engine, a=a, b=b)
+    assert out["mul_add"].dtype == torch.int64
+    torch.testing.assert_close(out["mul_add"], a.long() * b + 7, rtol=0, atol=0)
+    torch.testing.assert_close(out["floordiv"], torch.floor_divide(a.long(), b), rtol=0, atol=0)
+    torch.testing.assert_close(out["rem"], torch.remainder(a.long(), b), rtol=0, atol=0)
+    torch.testing.assert_close(out["half"], a.float() * 0.5)
+
+
 def test_tensors_kiln_cannot_take_are_clear_errors(engine):
     plan = affine_plan([4, 4])
     with pytest.raises(kiln.ArgumentError, match="host memory"):
