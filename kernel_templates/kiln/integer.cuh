@@ -69,6 +69,7 @@ __device__ __forceinline__ typename Compute<T>::type convert(C x) {
   if constexpr (Same<R, float>::value) {
     return round_to<T>(float(x));
   } else if constexpr (Same<C, float>::value) {
+    if (x != x) return 0;  // cvt.rzi.s64.f32 makes NaN the minimum
     if constexpr (Same<R, int>::value)
       return __float2int_rz(x);
     else
