@@ -18,10 +18,13 @@ OpDef binary(std::string_view name, std::string_view functor, Rule rule, Domain 
   return d;
 }
 
-// `d`, taking integer operands too; `doc` says what it does on them.
-OpDef on_integers(OpDef d, std::string_view doc) {
+// `d`, taking integer operands too; `doc` says what it does on them, `int_reference` how where
+// it differs from the float reference.
+OpDef on_integers(OpDef d, std::string_view doc,
+                  double (*int_reference)(double, double, double) = nullptr) {
   d.integers = true;
   d.doc = doc;
+  d.int_reference = int_reference;
   return d;
 }
 
@@ -32,8 +35,8 @@ double remainder(double a, double b) {
 }
 
 OpDef fill(Domain domain) {
-  OpDef d{"fill", {"x", "value"}, "kiln::op::Fill", Rule::arithmetic, domain,
-          [](double, double b, double) { return b; }};
+  OpDef d{"fill",           {"x", "value"}, "kiln::op::Fill",
+          Rule::arithmetic, domain,         [](double, double b, double) { return b; }};
   d.doc = "value, in the shape broadcasting gives x and value (x's data is not read).";
   return d;
 }
@@ -53,11 +56,13 @@ std::vector<OpDef> binary_ops() {
       on_integers(binary("mul", "kiln::op::Mul", arith, any, KILN_REF(a * b), ""),
                   "a b (integers wrap, two's complement)."),
       on_integers(binary("div", "kiln::op::Div", arith, nonzero, KILN_REF(a / b), ""),
-                  "a / b; on integers floor(a / b) (torch's floor_divide), 0 where b is 0."),
-      on_integers(binary("remainder", "kiln::op::Remainder", arith, nonzero,
-                         KILN_REF(remainder(a, b)), ""),
-                  "a - floor(a / b) b, with the sign of b (torch.remainder, Python's %); on "
-                  "integers 0 where b is 0."),
+                  "a / b; on integers floor(a / b) (torch's floor_divide), 0 where b is 0.",
+                  KILN_REF(b == 0 ? 0.0 : std::floor(a / b))),
+      on_integers(
+          binary("remainder", "kiln::op::Remainder", arith, nonzero, KILN_REF(remainder(a, b)), ""),
+          "a - floor(a / b) b, with the sign of b (torch.remainder, Python's %); on "
+          "integers 0 where b is 0.",
+          KILN_REF(b == 0 ? 0.0 : remainder(a, b))),
       binary("pow", "kiln::op::Pow", arith, positive, KILN_REF(std::pow(a, b)), "a^b."),
       on_integers(binary("maximum", "kiln::op::Maximum", arith, any, KILN_REF(nan_max(a, b)), ""),
                   "The larger of a and b; NaN if either is."),

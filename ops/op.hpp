@@ -128,6 +128,9 @@ struct OpDef {
   /// Takes integer operands (an arithmetic op): wrapping, floor division, Python's remainder
   /// (kernel_templates/kiln/integer.cuh); its functor has int and long long overloads.
   bool integers = false;
+  /// fp64 reference on integer operands where it differs from `reference` (floor division);
+  /// the result before wrapping to the dtype.
+  double (*int_reference)(double a, double b, double c) = nullptr;
 };
 
 /// `op`'s schema: views into `op`.

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <functional>
 
-#include "engine/passes/fusion.hpp"
 #include "engine/ir/graph_ops.hpp"
+#include "engine/passes/fusion.hpp"
 #include "ops/expr.hpp"
 #include "ops/op.hpp"
 #include "tests/support.hpp"
@@ -95,6 +95,14 @@ std::vector<double> permute_reference(const Shape& x, const Graph::Node& n,
   return out;
 }
 
+// v (a whole number) wrapped into integer dtype t's range, two's complement: exact for i32;
+// i64 values are left as they are (the tests keep them far below 2^53).
+double wrapped(DType t, double v) {
+  if (t != DType::i32) return v;
+  v = std::fmod(v, 4294967296.0);
+  return v >= 2147483648.0 ? v - 4294967296.0 : v < -2147483648.0 ? v + 4294967296.0 : v;
+}
+
 using Values = std::vector<std::vector<double>>;
 using Lookup = std::function<const std::vector<double>&(int)>;
 
@@ -142,6 +150,10 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
   std::vector<const std::vector<double>*> tensors;
   for (const auto& a : n.args)
     if (std::holds_alternative<int>(a)) tensors.push_back(&arg(std::get<int>(a)));
+  // Integer arithmetic (and an integer cast of an integer) wraps; a float cast to an integer
+  // saturates where the plan stores it (round_to).
+  const bool integer =
+      is_integer(n.dtype) && (n.op != "cast" || is_integer(g.node(std::get<int>(n.args[0])).dtype));
   const std::vector<double> attrs = ops::attr_scalars(op, n.attrs);
   for (std::size_t i = 0; i < out.size(); ++i) {
     double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // a custom op takes up to 8
@@ -154,7 +166,10 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
             broadcast_offset(std::int64_t(i), n.shape, g.node(std::get<int>(x)).shape))];
     }
     for (double v : attrs) a[k++] = v;
-    out[i] = op.expr ? op.expr->evaluate(a) : op.reference(a[0], a[1], a[2]);
+    out[i] = op.expr                                  ? op.expr->evaluate(a)
+             : integer && op.int_reference != nullptr ? op.int_reference(a[0], a[1], a[2])
+                                                      : op.reference(a[0], a[1], a[2]);
+    if (integer) out[i] = wrapped(n.dtype, out[i]);
     if (mag) {  // an unset clamp bound is infinite: not an operand's magnitude
       double m = 0;
       for (double x : a) m = std::isfinite(x) ? std::max(m, std::fabs(x)) : m;

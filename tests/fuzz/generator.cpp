@@ -17,6 +17,7 @@ constexpr const char* kBounded[] = {"neg",     "abs",  "sin",  "cos",       "tan
                                     "sigmoid", "relu", "gelu", "gelu_tanh", "silu"};
 constexpr const char* kBinary[] = {"add", "sub", "mul", "maximum", "minimum"};
 constexpr const char* kCompare[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+constexpr const char* kIntBinary[] = {"add", "sub", "maximum", "minimum", "div", "remainder"};
 constexpr const char* kRows[] = {"sum",     "mean",        "max",        "min",
                                  "softmax", "log_softmax", "layer_norm", "rms_norm"};
 
@@ -109,6 +110,27 @@ Graph random_graph(std::uint64_t seed) {
       std::swap(dims[d], dims[std::size_t(rng() % (d + 1))]);
     return apply("permute", {a}, Attrs().set("dims", dims));
   };
+  // Integer values: a new i32/i64 input, an op on integers (a float first cast: 4 a truncated),
+  // or an integer cast back to a float. Products only by small scalars: the fp64 model stays
+  // exact.
+  auto int_op = [&](const Value& a, const Value& b, int n) -> Value {
+    const int kind = int(rng() % 100);
+    if (kind < 15) return g.input(fmt::format("i{}", n), base, kIntDTypes[rng() % 2]);
+    Value x = is_integer(g.node(a.id()).dtype)
+                  ? a
+                  : apply("cast", {a * 4.0}, Attrs().set("dtype", kIntDTypes[rng() % 2]));
+    if (kind < 30) return apply("cast", {x}, Attrs().set("dtype", kFloatDTypes[rng() % 3]));
+    if (kind < 40) return apply(chance(50) ? "neg" : "abs", {x});
+    if (kind < 50) return apply("mul", {x, double(int(rng() % 5) - 2)});
+    if (kind < 60) return apply("where", {apply(pick(kCompare), {x, 1.0}), b, x * 0.0 - 1.0});
+    if (kind < 75 || !is_integer(g.node(b.id()).dtype))
+      return apply(pick(kIntBinary), {x, double(int(rng() % 7) - 3)});
+    fits({x, b});
+    return apply(pick(kIntBinary), {x, b});
+  };
+  // A third of the graphs draw integers too, decided apart from the main stream: the others
+  // are the graphs their seeds made before integers (coverage the tests above count).
+  const bool integers = std::mt19937_64(seed ^ 0x1f7e6d5c4b3a2918ull)() % 3 == 0;
   const int nodes = 1 + int(rng() % 30);
   for (int n = 0; n < nodes; ++n) {
     for (int attempt = 0; attempt < 8; ++attempt) {
@@ -117,7 +139,7 @@ Graph random_graph(std::uint64_t seed) {
           chance(70) ? std::min<std::size_t>(rng() % 3, values.size() - 1) : rng() % values.size();
       const Value a = values[values.size() - 1 - back], b = values[rng() % values.size()];
       try {
-        const int kind = int(rng() % 100);
+        const int kind = int(rng() % (integers ? 115 : 100));
         if (kind < 35) {
           values.push_back(apply(pick(kBounded), {a}));
         } else if (kind < 60) {
@@ -141,8 +163,10 @@ Graph random_graph(std::uint64_t seed) {
           values.push_back(row_op(a, n));
         } else if (kind < 95) {
           values.push_back(scan_op(a));
-        } else {
+        } else if (kind < 100) {
           values.push_back(view_op(a));
+        } else {
+          values.push_back(int_op(a, b, n));
         }
         break;
       } catch (const Error&) {

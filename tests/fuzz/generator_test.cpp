@@ -53,3 +53,37 @@ TEST_CASE("fuzz generator: its graphs reach cumsum (the scan family) and permute
   CHECK(views >= 10);
   CHECK(in_place >= 3);  // graphs where a view is read in place by the kernels after it
 }
+
+TEST_CASE("fuzz generator: its graphs reach integer dtypes, their ops and casts both ways") {
+  int graphs = 0, i32 = 0, i64 = 0, floor_div = 0, rem = 0, to_int = 0, to_float = 0, typed = 0;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    const kiln::Graph g = kiln::fuzz::random_graph(seed);
+    bool any = false;
+    for (const auto& n : g.nodes()) {
+      const bool integer = kiln::is_integer(n.dtype);
+      any = any || integer;
+      i32 += n.dtype == kiln::DType::i32;
+      i64 += n.dtype == kiln::DType::i64;
+      floor_div += integer && n.op == "div";
+      rem += integer && n.op == "remainder";
+      if (n.op == "cast") {
+        const bool from = kiln::is_integer(g.node(std::get<int>(n.args[0])).dtype);
+        to_int += !from && integer;
+        to_float += from && !integer;
+      }
+    }
+    graphs += any;
+    if (any)
+      for (const auto& k : kiln::Plan(g).kernels())
+        typed += k.name.find("_i32") != std::string::npos ||
+                 k.name.find("_i64") != std::string::npos;
+  }
+  CHECK(graphs >= 40);
+  CHECK(i32 >= 20);
+  CHECK(i64 >= 20);
+  CHECK(floor_div >= 5);
+  CHECK(rem >= 5);
+  CHECK(to_int >= 20);
+  CHECK(to_float >= 10);
+  CHECK(typed >= 10);  // kernels that write an integer
+}
