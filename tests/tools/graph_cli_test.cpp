@@ -1,6 +1,7 @@
 // kiln plan and kiln run, as a user runs them.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "tests/support.hpp"
@@ -197,6 +198,21 @@ TEST_CASE(".npy files: round trip, and a wrong dtype is refused") {
                        kiln::ArgumentError);
   kiln::test::write_file(tmp / "junk.npy", "junk");
   CHECK_THROWS_AS(kiln::tools::read_npy(tmp / "junk.npy", kiln::DType::f32), kiln::ArgumentError);
+}
+
+TEST_CASE(".npy files of integers are NumPy's int32 and int64 ('<i4', '<i8')") {
+  kiln::test::TempDir tmp;
+  const std::vector<std::int64_t> v = {-1, 0, std::int64_t(1) << 40, -(std::int64_t(1) << 62)};
+  kiln::tools::NpyArray a{{4}, kiln::DType::i64, std::vector<unsigned char>(32)};
+  std::memcpy(a.bytes.data(), v.data(), 32);
+  kiln::tools::write_npy(tmp / "a.npy", a);
+  const std::string file = kiln::test::read_file(tmp / "a.npy");
+  CHECK(file.find("'descr': '<i8'") != std::string::npos);
+  CHECK(file.substr(file.size() - 32) == std::string(a.bytes.begin(), a.bytes.end()));
+  CHECK(kiln::tools::read_npy(tmp / "a.npy", kiln::DType::i64).bytes == a.bytes);
+  CHECK_THROWS_WITH_AS(kiln::tools::read_npy(tmp / "a.npy", kiln::DType::i32),
+                       doctest::Contains("dtype <i8 but the graph input is i32 (expected <i4)"),
+                       kiln::ArgumentError);
 }
 
 TEST_CASE("gpu: kiln run reads .npy inputs and writes .npy outputs" *

@@ -252,3 +252,42 @@ TEST_CASE("gpu: casts between floats and integers truncate, saturate, wrap; wher
     CHECK(get("pick", DType::i64, i) == double(pick));
   }
 }
+
+TEST_CASE("gpu: integer operands transposed, strided and broadcast, fused and not" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  auto rng = kiln::test::make_rng(471);
+  std::uniform_int_distribution<std::int64_t> any(-(std::int64_t(1) << 40), std::int64_t(1) << 40);
+  const std::int64_t R = 37, C = 65;
+  std::vector<std::int64_t> t(std::size_t(R * C));    // held transposed: element (r, c) at c R + r
+  std::vector<std::int32_t> row(std::size_t(2 * C));  // every other element read: stride 2
+  for (auto& v : t) v = any(rng);
+  for (auto& v : row) v = std::int32_t(any(rng) % 1000);
+  Graph g;
+  auto A = g.input("a", {R, C}, DType::i64), B = g.input("b", {C}, DType::i32);
+  auto s = g.add("sub", {g.add("mul", {A, 3.0}), B});  // [R, C] - [C]: broadcast
+  g.output(g.add("remainder", {s, g.add("add", {B, 1000.0})}), "rem");
+  g.output(g.add("cast", {g.add("ge", {A, B})}, {{"dtype", std::string("i32")}}), "ge");
+  const kiln::Tensor ta = e.from_host({C, R}, DType::i64, t.data()),
+                     tb = e.from_host({2 * C}, DType::i32, row.data());
+  kiln::TensorView va = ta.view(), vb = tb.view();
+  va.shape = {R, C};
+  va.strides = {1, R};
+  vb.shape = {C};
+  vb.strides = {2};
+  for (bool fuse : {true, false}) {
+    CAPTURE(fuse);
+    auto out = kiln::Plan(g, fuse).run(e, {{"a", va}, {"b", vb}});
+    const auto rem = kiln::test::bytes_of(out.at("rem")), ge = kiln::test::bytes_of(out.at("ge"));
+    for (std::int64_t r = 0; r < R; ++r)
+      for (std::int64_t c = 0; c < C; ++c) {
+        const std::int64_t a = t[std::size_t(c * R + r)], b = row[std::size_t(2 * c)];
+        std::int64_t got_rem;
+        std::int32_t got_ge;
+        std::memcpy(&got_rem, rem.data() + 8 * (r * C + c), 8);
+        std::memcpy(&got_ge, ge.data() + 4 * (r * C + c), 4);
+        CHECK(got_rem == remainder<std::int64_t>(3 * a - b, b + 1000));
+        CHECK(got_ge == (a >= b ? 1 : 0));
+      }
+  }
+}
