@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <kiln/error.hpp>
 #include <cmath>
+#include <kiln/error.hpp>
 #include <limits>
 #include <optional>
 #include <unordered_map>
@@ -53,7 +53,8 @@ DType result_dtype(const OpDef& op, const std::vector<Operand>& args, const Attr
   }
   if (values && is_integer(*values) && op.rule != Rule::cast)
     for (const Operand& a : args)  // scalars reach kernels as f32: whole and exact there
-      if (const auto* d = std::get_if<double>(&a); d && !(*d == std::trunc(*d) && std::fabs(*d) <= 16777216))
+      if (const auto* d = std::get_if<double>(&a);
+          d && !(*d == std::trunc(*d) && std::fabs(*d) <= 16777216))
         throw ArgumentError(fmt::format(
             "{}: a scalar with {} operands must be a whole number of at most 2^24 in magnitude",
             describe_args(op, args), name_of(*values)));
