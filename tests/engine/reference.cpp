@@ -120,6 +120,11 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
     if (n.op == "slice") return slice_reference(g.node(x).shape, n.attrs, arg(x));
     if (n.op == "permute" || n.op == "transpose")
       return permute_reference(g.node(x).shape, n, arg(x));
+    if (n.op == "expand" || n.op == "broadcast_to") {  // x repeated: NumPy broadcasting
+      for (std::size_t i = 0; i < out.size(); ++i)
+        out[i] = arg(x)[std::size_t(broadcast_offset(std::int64_t(i), n.shape, g.node(x).shape))];
+      return out;
+    }
     return arg(x);
   }
   if (op.row_reference) {  // a row op or a scan, along its axis
