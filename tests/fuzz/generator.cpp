@@ -110,6 +110,18 @@ Graph random_graph(std::uint64_t seed) {
       std::swap(dims[d], dims[std::size_t(rng() % (d + 1))]);
     return apply("permute", {a}, Attrs().set("dims", dims));
   };
+  // a repeated along its dims of extent 1 to the base shape (expand or broadcast_to); -1 where
+  // it keeps its own extent.
+  auto expand_op = [&](const Value& a) -> Value {
+    const Shape s = g.node(a.id()).shape;
+    if (s.size() > base.size()) throw ShapeError("fuzz: expand of a larger rank");
+    std::vector<std::int64_t> to(base.begin(), base.end());
+    for (std::size_t d = 0; d < s.size(); ++d) {
+      std::int64_t& e = to[base.size() - s.size() + d];
+      if (s[d] != 1 || chance(30)) e = chance(50) ? -1 : s[d];
+    }
+    return apply(chance(50) ? "expand" : "broadcast_to", {a}, Attrs().set("shape", to));
+  };
   // Integer values: a new i32/i64 input, an op on integers (a float first cast: 4 a truncated),
   // or an integer cast back to a float. Products only by small scalars: the fp64 model stays
   // exact.
@@ -128,9 +140,10 @@ Graph random_graph(std::uint64_t seed) {
     fits({x, b});
     return apply(pick(kIntBinary), {x, b});
   };
-  // A third of the graphs draw integers too, decided apart from the main stream: the others
-  // are the graphs their seeds made before integers (coverage the tests above count).
-  const bool integers = std::mt19937_64(seed ^ 0x1f7e6d5c4b3a2918ull)() % 3 == 0;
+  // A third of the graphs draw the newer vocabulary too (integers, expand), decided apart from
+  // the main stream: the others are the graphs their seeds made before (coverage the tests
+  // count).
+  const bool newer = std::mt19937_64(seed ^ 0x1f7e6d5c4b3a2918ull)() % 3 == 0;
   const int nodes = 1 + int(rng() % 30);
   for (int n = 0; n < nodes; ++n) {
     for (int attempt = 0; attempt < 8; ++attempt) {
@@ -139,7 +152,7 @@ Graph random_graph(std::uint64_t seed) {
           chance(70) ? std::min<std::size_t>(rng() % 3, values.size() - 1) : rng() % values.size();
       const Value a = values[values.size() - 1 - back], b = values[rng() % values.size()];
       try {
-        const int kind = int(rng() % (integers ? 115 : 100));
+        const int kind = int(rng() % (newer ? 120 : 100));
         if (kind < 35) {
           values.push_back(apply(pick(kBounded), {a}));
         } else if (kind < 60) {
@@ -165,8 +178,10 @@ Graph random_graph(std::uint64_t seed) {
           values.push_back(scan_op(a));
         } else if (kind < 100) {
           values.push_back(view_op(a));
-        } else {
+        } else if (kind < 115) {
           values.push_back(int_op(a, b, n));
+        } else {
+          values.push_back(expand_op(a));
         }
         break;
       } catch (const Error&) {

@@ -75,8 +75,8 @@ TEST_CASE("fuzz generator: its graphs reach integer dtypes, their ops and casts 
     graphs += any;
     if (any)
       for (const auto& k : kiln::Plan(g).kernels())
-        typed += k.name.find("_i32") != std::string::npos ||
-                 k.name.find("_i64") != std::string::npos;
+        typed +=
+            k.name.find("_i32") != std::string::npos || k.name.find("_i64") != std::string::npos;
   }
   CHECK(graphs >= 40);
   CHECK(i32 >= 20);
@@ -86,4 +86,22 @@ TEST_CASE("fuzz generator: its graphs reach integer dtypes, their ops and casts 
   CHECK(to_int >= 20);
   CHECK(to_float >= 10);
   CHECK(typed >= 10);  // kernels that write an integer
+}
+
+TEST_CASE("fuzz generator: its graphs reach expand and broadcast_to, read in place and copied") {
+  int expands = 0, repeating = 0, copies = 0;
+  for (std::uint64_t seed = 0; seed < 300; ++seed) {
+    const kiln::Graph g = kiln::fuzz::random_graph(seed);
+    for (const auto& n : g.nodes())
+      if (n.op == "expand" || n.op == "broadcast_to") {
+        ++expands;
+        repeating +=
+            kiln::numel_of(n.shape) > kiln::numel_of(g.node(std::get<int>(n.args[0])).shape);
+      }
+    for (const auto& k : kiln::Plan(g).kernels())
+      copies += k.name.rfind("expand", 0) == 0 || k.name.rfind("broadcast_to", 0) == 0;
+  }
+  CHECK(expands >= 20);
+  CHECK(repeating >= 10);
+  CHECK(copies >= 1);  // an expand as an output
 }
