@@ -120,6 +120,10 @@ Graph random_graph(std::uint64_t seed) {
       std::int64_t& e = to[base.size() - s.size() + d];
       if (s[d] != 1 || chance(30)) e = chance(50) ? -1 : s[d];
     }
+    std::int64_t n = 1;  // as big as a broadcast may get (fits): the CPU models evaluate it
+    for (std::size_t d = 0; d < to.size(); ++d)
+      n *= to[d] >= 0 ? to[d] : s[d - (to.size() - s.size())];
+    if (n > 4 * numel_of(base)) throw ShapeError("fuzz: expand too large");
     return apply(chance(50) ? "expand" : "broadcast_to", {a}, Attrs().set("shape", to));
   };
   // Integer values: a new i32/i64 input, an op on integers (a float first cast: 4 a truncated),
