@@ -119,17 +119,6 @@ FusedGroup anchored(const Graph& g, int id) {
   return grp;
 }
 
-// Whether computing `root` from memory touches an integer value: such a chain is a typed body
-// (codegen.hpp), which only the elementwise template runs, so it fuses into no anchor.
-bool involves_integer(const Graph& g, int root) {
-  FusedGroup probe;
-  collect(g, {root}, {}, probe);
-  for (const auto* list : {&probe.steps, &probe.inputs})
-    for (int id : *list)
-      if (is_integer(g.node(id).dtype)) return true;
-  return false;
-}
-
 // An anchor's kernel: x computed by its prologue (collected up to memory or `stop`) where it
 // takes one, else its operands read from memory in order; its side operands (from the op's
 // side_from on) read from memory as extras.

@@ -110,6 +110,11 @@ void window_slices(const Graph& graph, const std::set<int>& needed,
 /// Whether node `id` is a view that a kernel writing windows may write (a slice: ViewRule::window).
 bool is_window(const Graph& graph, int id);
 
+/// Whether computing `root` from memory (its elementwise producers back to inputs, anchors and
+/// views) touches an integer value: such a chain is a typed body (codegen.hpp), which only the
+/// elementwise template runs, so it fuses into no anchor.
+bool involves_integer(const Graph& graph, int root);
+
 /// Part of fuse: fills the bodies of `grp` (prologue or elementwise body, epilogue) from the
 /// nodes it collected, and its kernel's name stem.
 void build_body(const Graph& graph, FusedGroup& grp);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "engine/passes/fusion.hpp"
 #include "engine/ir/graph_ops.hpp"
@@ -80,6 +81,22 @@ int window_source(const Graph& g, int id) {
 }
 
 }  // namespace
+
+bool involves_integer(const Graph& g, int root) {
+  std::vector<int> todo = {root};
+  std::set<int> seen;
+  while (!todo.empty()) {
+    const int id = todo.back();
+    todo.pop_back();
+    if (!seen.insert(id).second) continue;
+    const Graph::Node& n = g.node(id);
+    if (is_integer(n.dtype)) return true;
+    if (n.op == "input" || op_def(g, n.op).fusion.kind != ops::FusionKind::chain) continue;
+    for (const auto& a : n.args)
+      if (const int* p = std::get_if<int>(&a)) todo.push_back(*p);
+  }
+  return false;
+}
 
 void build_body(const Graph& g, FusedGroup& grp) {
   if (grp.anchor && !grp.anchor->fusion.prologue && !grp.anchor->fusion.epilogue) {
