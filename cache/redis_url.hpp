@@ -1,0 +1,33 @@
+#pragma once
+// Where the remote cache layer lives: KILN_REMOTE_CACHE=redis://[user:password@]host[:port][/db],
+// parsed strictly. The password never reaches a message: masked() prints it as "***".
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace kiln::cache {
+
+struct RemoteSettings {
+  std::string host;
+  int port = 6379;
+  std::string user;      ///< ACL user; empty: AUTH with the password alone (requirepass)
+  std::string password;  ///< empty: no AUTH
+  int db = 0;            ///< SELECTed when not 0
+  std::chrono::milliseconds timeout{100};    ///< of every connect and every call
+  std::chrono::seconds ttl{30 * 24 * 3600};  ///< of every entry, refreshed on a hit
+  std::chrono::seconds backoff{30};          ///< how long the layer stays off after a failure
+  /// The URL as messages print it: redis://user:***@host:port/db.
+  std::string masked() const;
+};
+
+/// Parses a redis:// URL; throws CacheError naming `what` (the variable it came from) and what
+/// to fix, with the password masked. Percent escapes (%40) are decoded in the user and password.
+RemoteSettings parse_redis_url(const std::string& url, const std::string& what);
+
+/// The remote layer the environment asks for: none without $KILN_REMOTE_CACHE; else its URL,
+/// the password of $KILN_REMOTE_CACHE_PASSWORD where the URL has none, the timeout of
+/// $KILN_REMOTE_CACHE_TIMEOUT_MS (1 to 60000). Throws CacheError for a bad value.
+std::optional<RemoteSettings> remote_settings_from_env();
+
+}  // namespace kiln::cache

@@ -1,0 +1,71 @@
+#pragma once
+// The remote layer: entries in Redis (hiredis), shared by a fleet, after the disk cache. The
+// same verified entry format as on disk, under kiln:v<format>:<key hex>, with a TTL refreshed
+// on every hit. Never slower than no remote: every call is bounded by the timeout, and a
+// remote that fails (down, slow, refusing) is one warning and off for the back-off interval.
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/key.hpp"
+#include "cache/redis_url.hpp"
+#include "stages/kernel.hpp"
+
+struct redisContext;
+
+namespace kiln::cache {
+
+class RemoteCache {
+ public:
+  explicit RemoteCache(RemoteSettings settings);
+  ~RemoteCache();
+  RemoteCache(const RemoteCache&) = delete;
+  RemoteCache& operator=(const RemoteCache&) = delete;
+
+  enum class Status {
+    hit,
+    miss,
+    bad,    ///< an entry that does not verify (corrupt, truncated, another key's): never loaded
+    error,  ///< the call failed: the layer is off for the back-off interval
+    off,    ///< the layer is off: nothing asked
+  };
+  struct Fetched {
+    Status status = Status::off;
+    std::optional<CompiledKernel> kernel;
+    std::string problem;  ///< for bad
+  };
+  /// The entries of `keys`, in order, in one round trip (MGET), verified; hits' TTLs are
+  /// refreshed (one more round trip, pipelined). Thread-safe.
+  std::vector<Fetched> get(const std::vector<CacheKey>& keys);
+  /// Publishes an entry with the TTL (SET EX). False where it could not. Thread-safe.
+  bool put(const CacheKey& key, const CompiledKernel& kernel);
+
+  /// Calls that failed (each one turned the layer off).
+  std::uint64_t errors() const;
+  /// Whether the layer is in its back-off interval now.
+  bool off() const;
+  /// The URL (password masked), and why the layer is off, if it is.
+  std::string describe() const;
+  const RemoteSettings& settings() const { return settings_; }
+
+ private:
+  bool usable_locked();                        ///< connected, or connects; false when off
+  void failed_locked(const std::string& why);  ///< drops the connection; off for the back-off
+
+  RemoteSettings settings_;
+  mutable std::mutex mutex_;
+  redisContext* context_ = nullptr;
+  std::chrono::steady_clock::time_point off_until_{};
+  std::string problem_;  ///< why it is off (last failure)
+  bool warned_ = false;  ///< the current outage was warned of
+  std::uint64_t errors_ = 0;
+};
+
+/// The Redis key of an entry: kiln:v<format>:<32 hex digits>.
+std::string remote_key(const CacheKey& key);
+
+}  // namespace kiln::cache
