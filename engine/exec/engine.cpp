@@ -212,6 +212,16 @@ std::vector<const LoadedKernel*> EngineImpl::prepare_all(
     if (std::string memo = memo_of(*s); !loaded_.count(memo) && fresh.insert(memo).second)
       todo.emplace_back(s, std::move(memo));
   }
+  if (cache->has_remote()) {  // one round trip for all that fetch() may ask of the remote
+    std::vector<cache::CacheKey> keys;
+    const std::vector<std::string> older = older_compatible_archs(arch);
+    for (const auto& t : todo) {
+      const compiler::SourceUnit unit(*t.first);
+      keys.push_back(compiler::key_of(*t.first, arch, unit));
+      for (const std::string& a : older) keys.push_back(compiler::key_of(*t.first, a, unit));
+    }
+    cache->prefetch(keys);
+  }
   std::vector<std::optional<Fetched>> fetched(todo.size());
   std::vector<std::exception_ptr> errors(todo.size());
   parallel_each(todo.size(), compile_threads_, [&](std::size_t i) {
