@@ -56,7 +56,8 @@ class RedisServer {
            ::system("command -v redis-server >/dev/null 2>&1") == 0;
   }
 
-  RedisServer() : port_(free_port()) {
+  /// `password`: the server's requirepass (empty: none).
+  explicit RedisServer(const std::string& password = "") : port_(free_port()), password_(password) {
     const std::string port = std::to_string(port_);
     const std::string log = dir_ / "redis.log";
     pid_ = ::fork();
@@ -65,7 +66,8 @@ class RedisServer {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
       ::execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1",
-               "--save", "", "--appendonly", "no", "--dir", dir_.path().c_str(), nullptr);
+               "--save", "", "--appendonly", "no", "--dir", dir_.path().c_str(), "--requirepass",
+               password.c_str(), nullptr);
       ::_exit(127);
     }
     // Generous: a busy CI machine may take seconds to start it.
@@ -93,6 +95,8 @@ class RedisServer {
   /// A connection that answers PING, or null. The caller frees it (redisFree).
   redisContext* client() const {
     redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, timeval{2, 0});
+    if (c && !c->err && !password_.empty())
+      freeReplyObject(redisCommand(c, "AUTH %s", password_.c_str()));
     if (c && !c->err)
       if (auto* r = static_cast<redisReply*>(redisCommand(c, "PING"))) {
         const bool ok = r->type == REDIS_REPLY_STATUS;
@@ -115,6 +119,7 @@ class RedisServer {
 
   TempDir dir_;
   int port_;
+  std::string password_;
   pid_t pid_ = -1;
 };
 

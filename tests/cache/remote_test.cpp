@@ -252,6 +252,30 @@ TEST_CASE("remote cache: garbage, truncated and another key's entries are refuse
   CHECK(n.calls == 3);
 }
 
+TEST_CASE("remote cache: a password is sent; a wrong one is one warning that does not show it" *
+          doctest::skip(!RedisServer::installed())) {
+  RedisServer server("s3cret-pw");
+  const std::string at = "@127.0.0.1:" + std::to_string(server.port());
+  TempDir a, b, c;
+  Counting n;
+  {
+    KernelCache first(machine(a.path(), "redis://:s3cret-pw" + at + "/2"));
+    first.get(key_of(1), n.for_key(1));
+    CHECK(first.counters().remote_errors == 0);
+  }
+  KernelCache second(machine(b.path(), "redis://default:s3cret-pw" + at + "/2"));  // ACL user
+  CHECK(second.get(key_of(1), n.for_key(1)).source == KernelCache::Source::remote);
+  CHECK(n.calls == 1);
+  Warnings warnings;
+  KernelCache wrong(machine(c.path(), "redis://:not-it-pw" + at + "/2"));
+  for (int i = 0; i < 3; ++i) wrong.get(key_of(i), n.for_key(i));
+  CHECK(n.calls == 4);
+  CHECK(warnings.count("kiln: the remote cache") == 1);
+  CHECK(warnings.text().find("refused AUTH") != std::string::npos);
+  CHECK(warnings.text().find("not-it-pw") == std::string::npos);
+  CHECK(warnings.text().find("redis://:***@127.0.0.1") != std::string::npos);
+}
+
 TEST_CASE("remote cache: a server never started is one warning, and the layer goes off") {
   TempDir a;
   Warnings warnings;
