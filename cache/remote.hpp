@@ -3,6 +3,7 @@
 // same verified entry format as on disk, under kiln:v<format>:<key hex>, with a TTL refreshed
 // on every hit. Never slower than no remote: every call is bounded by the timeout, and a
 // remote that fails (down, slow, refusing) is one warning and off for the back-off interval.
+// The client is cache/remote.cpp; a kiln built without hiredis has cache/remote_off.cpp instead.
 
 #include <chrono>
 #include <cstdint>
@@ -66,6 +67,12 @@ class RemoteCache {
 };
 
 /// The Redis key of an entry: kiln:v<format>:<32 hex digits>.
-std::string remote_key(const CacheKey& key);
+inline std::string remote_key(const CacheKey& key) {
+  return "kiln:v" + std::to_string(kFormatVersion) + ":" + key.hex();
+}
+
+/// Whether this kiln was built with the remote layer's client (hiredis; CMake's KILN_REDIS).
+/// Without it (cache/remote_off.cpp), RemoteCache's constructor throws CacheError.
+bool remote_cache_built();
 
 }  // namespace kiln::cache

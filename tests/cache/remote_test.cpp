@@ -19,6 +19,7 @@ using kiln::test::Counting;
 using kiln::test::kernel_of;
 using kiln::test::key_of;
 using kiln::test::RedisServer;
+using kiln::test::skip_without_client;
 using kiln::test::TempDir;
 
 namespace {
@@ -61,23 +62,9 @@ KernelCacheOptions machine(const std::string& dir, const std::string& url) {
 
 // A raw command's reply as text (a string, a status, a number), for the tests' own look.
 std::string redis(const RedisServer& server, const std::vector<std::string>& args) {
-  redisContext* c = server.client();
-  REQUIRE(c);
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const std::string& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto* r =
-      static_cast<redisReply*>(redisCommandArgv(c, int(argv.size()), argv.data(), lens.data()));
-  REQUIRE(r);
-  std::string out = r->type == REDIS_REPLY_INTEGER ? std::to_string(r->integer)
-                    : r->str                       ? std::string(r->str, r->len)
-                                                   : "";
-  freeReplyObject(r);
-  redisFree(c);
-  return out;
+  const std::optional<std::string> out = server.command(args);
+  REQUIRE(out);
+  return *out;
 }
 
 std::string parse_error(const std::string& url) {
@@ -156,6 +143,7 @@ TEST_CASE("remote cache: the environment's settings, and its bad values as Cache
 
 TEST_CASE("remote cache: a compile is published; another machine gets it and writes it to disk" *
           doctest::skip(!RedisServer::installed())) {
+  if (skip_without_client()) return;
   RedisServer server;
   TempDir a, b;
   Counting n;
@@ -187,6 +175,7 @@ TEST_CASE("remote cache: a compile is published; another machine gets it and wri
 
 TEST_CASE("remote cache: a plan's lookups of N kernels on a cold disk are one MGET" *
           doctest::skip(!RedisServer::installed())) {
+  if (skip_without_client()) return;
   RedisServer server;
   TempDir a, b;
   {
@@ -215,6 +204,7 @@ TEST_CASE("remote cache: a plan's lookups of N kernels on a cold disk are one MG
 
 TEST_CASE("remote cache: garbage, truncated and another key's entries are refused and recompiled" *
           doctest::skip(!RedisServer::installed())) {
+  if (skip_without_client()) return;
   RedisServer server;
   TempDir a, b, c;
   {
@@ -254,6 +244,7 @@ TEST_CASE("remote cache: garbage, truncated and another key's entries are refuse
 
 TEST_CASE("remote cache: a password is sent; a wrong one is one warning that does not show it" *
           doctest::skip(!RedisServer::installed())) {
+  if (skip_without_client()) return;
   RedisServer server("s3cret-pw");
   const std::string at = "@127.0.0.1:" + std::to_string(server.port());
   TempDir a, b, c;
@@ -277,6 +268,7 @@ TEST_CASE("remote cache: a password is sent; a wrong one is one warning that doe
 }
 
 TEST_CASE("remote cache: a server never started is one warning, and the layer goes off") {
+  if (skip_without_client()) return;
   TempDir a;
   Warnings warnings;
   const auto start = std::chrono::steady_clock::now();
@@ -295,6 +287,7 @@ TEST_CASE("remote cache: a server never started is one warning, and the layer go
 }
 
 TEST_CASE("remote cache: a port that accepts and never answers costs one timeout per try") {
+  if (skip_without_client()) return;
   kiln::test::SilentPort silent;
   TempDir a;
   Warnings warnings;
@@ -321,6 +314,7 @@ TEST_CASE("remote cache: a port that accepts and never answers costs one timeout
 
 TEST_CASE("remote cache: a server killed mid-run; the run completes with correct kernels" *
           doctest::skip(!RedisServer::installed())) {
+  if (skip_without_client()) return;
   auto server = std::make_unique<RedisServer>();
   const std::string url = server->url();
   TempDir a, b;
