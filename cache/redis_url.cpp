@@ -6,6 +6,8 @@
 #include <kiln/error.hpp>
 #include <string_view>
 
+#include "cache/sign.hpp"
+
 namespace kiln::cache {
 
 namespace {
@@ -149,6 +151,15 @@ std::optional<RemoteSettings> remote_settings_from_env() {
           "1 to 60000 (default 100)",
           printable_name(t)));
     s.timeout = std::chrono::milliseconds(*ms);
+  }
+  if (const char* k = std::getenv("KILN_REMOTE_CACHE_KEY"); k && *k) {
+    s.sign_key = k;
+    if (s.sign_key.size() < kMinSigningKeyBytes)
+      throw CacheError(fmt::format(
+          "KILN_REMOTE_CACHE_KEY is {} bytes long: a signing key needs at least {} (make one with "
+          "`openssl rand -hex 32` and give the same one to every machine of the fleet)",
+          s.sign_key.size(), kMinSigningKeyBytes));
+    if (!signing_built()) hmac_sha256(s.sign_key, "");  // the CacheError that says why
   }
   return s;
 }

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "cache/entry.hpp"
+#include "cache/sign.hpp"
 
 namespace kiln::cache {
 
@@ -79,7 +80,10 @@ std::string reply_error(const redisReply* r) {
 
 bool remote_cache_built() { return true; }
 
-RemoteCache::RemoteCache(RemoteSettings settings) : settings_(std::move(settings)) {}
+RemoteCache::RemoteCache(RemoteSettings settings) : settings_(std::move(settings)) {
+  if (!settings_.sign_key.empty() && !signing_built())
+    hmac_sha256(settings_.sign_key, "");  // the CacheError that says how to get OpenSSL
+}
 
 RemoteCache::~RemoteCache() {
   if (context_) redisFree(context_);
@@ -182,7 +186,12 @@ std::vector<RemoteCache::Fetched> RemoteCache::get(const std::vector<CacheKey>& 
       if (out[i].status == Status::bad) out[i].problem = "not a string";
       continue;
     }
-    Decoded d = decode_entry(std::string_view(e->str, e->len), keys[i]);
+    const Unsigned body = unsign_body(settings_.sign_key, std::string_view(e->str, e->len));
+    if (!body.problem.empty()) {
+      out[i] = {Status::bad, std::nullopt, body.problem};
+      continue;
+    }
+    Decoded d = decode_entry(body.body, keys[i]);
     if (!d.kernel) {
       out[i] = {Status::bad, std::nullopt, d.problem};
       continue;
@@ -212,7 +221,8 @@ bool RemoteCache::put(const CacheKey& key, const CompiledKernel& kernel) {
   const SigpipeGuard guard;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!usable_locked()) return false;
-  Reply r = command(context_, {"SET", remote_key(key), encode_entry(key, kernel), "EX",
+  Reply r = command(context_, {"SET", remote_key(key),
+                               sign_body(settings_.sign_key, encode_entry(key, kernel)), "EX",
                                std::to_string(settings_.ttl.count())});
   if (!r || r->type == REDIS_REPLY_ERROR) {
     failed_locked("failed to store an entry (SET): " +

@@ -1,71 +1,29 @@
 // The remote cache layer (cache/remote.hpp) against a real redis-server started by the tests.
 
 #include <doctest/doctest.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <kiln/error.hpp>
-#include <sstream>
 
 #include "cache/kernel_cache.hpp"
 #include "tests/cache/fixtures.hpp"
 #include "tests/cache/redis_server.hpp"
+#include "tests/cache/remote_fixtures.hpp"
 #include "tests/support.hpp"
 
 using namespace kiln::cache;
 using kiln::test::Counting;
 using kiln::test::kernel_of;
 using kiln::test::key_of;
+using kiln::test::machine;
+using kiln::test::redis;
 using kiln::test::RedisServer;
 using kiln::test::skip_without_client;
 using kiln::test::TempDir;
+using kiln::test::Warnings;
 
 namespace {
-
-// The warnings of the default logger, in place of its sinks, while it lives.
-class Warnings {
- public:
-  Warnings()
-      : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)),
-        sinks_(spdlog::default_logger()->sinks()),
-        level_(spdlog::get_level()) {
-    spdlog::default_logger()->sinks() = {sink_};
-    spdlog::set_level(spdlog::level::warn);
-  }
-  ~Warnings() {
-    spdlog::set_level(level_);
-    spdlog::default_logger()->sinks() = sinks_;
-  }
-  int count(const std::string& what) const {
-    const std::string text = text_.str();
-    int n = 0;
-    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  std::vector<spdlog::sink_ptr> sinks_;
-  spdlog::level::level_enum level_;
-};
-
-KernelCacheOptions machine(const std::string& dir, const std::string& url) {
-  KernelCacheOptions o;
-  o.dir = dir;
-  o.remote = parse_redis_url(url, "test");
-  return o;
-}
-
-// A raw command's reply as text (a string, a status, a number), for the tests' own look.
-std::string redis(const RedisServer& server, const std::vector<std::string>& args) {
-  const std::optional<std::string> out = server.command(args);
-  REQUIRE(out);
-  return *out;
-}
 
 std::string parse_error(const std::string& url) {
   try {
