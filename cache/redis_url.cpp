@@ -137,21 +137,34 @@ RemoteSettings parse_redis_url(const std::string& url, const std::string& what) 
   return s;
 }
 
+namespace {
+
+// $name as a whole number in [lo, hi]; `fallback` where it is unset or empty. Throws CacheError
+// naming the variable, what it holds (`what`) and the range for anything else.
+long env_number(const char* name, long lo, long hi, long fallback, const char* what) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  const auto n = number_in(v, lo, hi);
+  if (!n)
+    throw CacheError(fmt::format("{}={} is not {}: write a whole number from {} to {} (default {})",
+                                 name, printable_name(v), what, lo, hi, fallback));
+  return *n;
+}
+
+}  // namespace
+
 std::optional<RemoteSettings> remote_settings_from_env() {
   const char* url = std::getenv("KILN_REMOTE_CACHE");
   if (!url || !*url) return std::nullopt;
   RemoteSettings s = parse_redis_url(url, "KILN_REMOTE_CACHE");
   if (const char* p = std::getenv("KILN_REMOTE_CACHE_PASSWORD"); p && *p && s.password.empty())
     s.password = p;
-  if (const char* t = std::getenv("KILN_REMOTE_CACHE_TIMEOUT_MS"); t && *t) {
-    const auto ms = number_in(t, 1, 60000);
-    if (!ms)
-      throw CacheError(fmt::format(
-          "KILN_REMOTE_CACHE_TIMEOUT_MS={} is not a timeout: write whole milliseconds from "
-          "1 to 60000 (default 100)",
-          printable_name(t)));
-    s.timeout = std::chrono::milliseconds(*ms);
-  }
+  s.timeout = std::chrono::milliseconds(env_number("KILN_REMOTE_CACHE_TIMEOUT_MS", 1, 60000,
+                                                   s.timeout.count(), "a timeout in milliseconds"));
+  s.ttl = std::chrono::seconds(env_number("KILN_REMOTE_CACHE_TTL_S", 60, kMaxTtlSeconds,
+                                          s.ttl.count(), "an entry lifetime in seconds"));
+  s.backoff = std::chrono::seconds(env_number("KILN_REMOTE_CACHE_BACKOFF_S", 0, 86400,
+                                              s.backoff.count(), "a back-off in seconds"));
   if (const char* k = std::getenv("KILN_REMOTE_CACHE_KEY"); k && *k) {
     s.sign_key = k;
     if (s.sign_key.size() < kMinSigningKeyBytes)

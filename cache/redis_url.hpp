@@ -8,6 +8,9 @@
 
 namespace kiln::cache {
 
+/// The longest entry lifetime taken: ten years.
+inline constexpr long kMaxTtlSeconds = 10L * 365 * 24 * 3600;
+
 struct RemoteSettings {
   std::string host;
   int port = 6379;
@@ -30,8 +33,10 @@ RemoteSettings parse_redis_url(const std::string& url, const std::string& what);
 
 /// The remote layer the environment asks for: none without $KILN_REMOTE_CACHE; else its URL,
 /// the password of $KILN_REMOTE_CACHE_PASSWORD where the URL has none, the timeout of
-/// $KILN_REMOTE_CACHE_TIMEOUT_MS (1 to 60000), the signing key of $KILN_REMOTE_CACHE_KEY (at
-/// least 16 bytes; a kiln without OpenSSL refuses one). Throws CacheError for a bad value.
+/// $KILN_REMOTE_CACHE_TIMEOUT_MS (1 to 60000), the entries' lifetime of $KILN_REMOTE_CACHE_TTL_S
+/// (60 s to ten years), the back-off of $KILN_REMOTE_CACHE_BACKOFF_S (0 to 86400 s), the signing
+/// key of $KILN_REMOTE_CACHE_KEY (at least 16 bytes; a kiln without OpenSSL refuses one).
+/// Throws CacheError for a bad value.
 std::optional<RemoteSettings> remote_settings_from_env();
 
 }  // namespace kiln::cache

@@ -99,6 +99,60 @@ TEST_CASE("remote cache: the environment's settings, and its bad values as Cache
   CHECK(!remote_settings_from_env());
 }
 
+TEST_CASE("remote cache: the lifetime and back-off from the environment; bad ones as CacheError") {
+  ::setenv("KILN_REMOTE_CACHE", "redis://h:1", 1);
+  std::optional<RemoteSettings> s = remote_settings_from_env();
+  REQUIRE(s);
+  CHECK(s->ttl == std::chrono::seconds(30 * 24 * 3600));  // the defaults
+  CHECK(s->backoff == std::chrono::seconds(30));
+  ::setenv("KILN_REMOTE_CACHE_TTL_S", "3600", 1);
+  ::setenv("KILN_REMOTE_CACHE_BACKOFF_S", "0", 1);
+  s = remote_settings_from_env();
+  REQUIRE(s);
+  CHECK(s->ttl == std::chrono::seconds(3600));
+  CHECK(s->backoff == std::chrono::seconds(0));
+  for (const char* bad : {"59", "-1", "1e6", "2h", "315360001", "9999999999", " 60"}) {
+    CAPTURE(bad);
+    ::setenv("KILN_REMOTE_CACHE_TTL_S", bad, 1);
+    try {
+      remote_settings_from_env();
+      FAIL("a bad lifetime was taken");
+    } catch (const kiln::CacheError& e) {
+      CHECK(std::string(e.what()).find("KILN_REMOTE_CACHE_TTL_S=") == 0);
+      CHECK(std::string(e.what()).find("from 60 to 315360000") != std::string::npos);
+    }
+  }
+  ::setenv("KILN_REMOTE_CACHE_TTL_S", "60", 1);
+  for (const char* bad : {"-1", "86401", "x", "1.5"}) {
+    CAPTURE(bad);
+    ::setenv("KILN_REMOTE_CACHE_BACKOFF_S", bad, 1);
+    CHECK_THROWS_AS(remote_settings_from_env(), kiln::CacheError);
+  }
+  ::unsetenv("KILN_REMOTE_CACHE");
+  ::unsetenv("KILN_REMOTE_CACHE_TTL_S");
+  ::unsetenv("KILN_REMOTE_CACHE_BACKOFF_S");
+}
+
+TEST_CASE("remote cache: entries live for the TTL set, refreshed to it on a hit" *
+          doctest::skip(!RedisServer::installed())) {
+  if (skip_without_client()) return;
+  RedisServer server;
+  TempDir a, b;
+  KernelCacheOptions o = machine(a.path(), server.url());
+  o.remote->ttl = std::chrono::seconds(3600);
+  Counting n;
+  KernelCache(o).get(key_of(1), n.for_key(1));
+  const std::string name = remote_key(key_of(1));
+  const long ttl = std::stol(redis(server, {"TTL", name}));
+  CHECK(ttl > 3000);
+  CHECK(ttl <= 3600);
+  redis(server, {"EXPIRE", name, "100"});
+  o.dir = b.path();
+  CHECK(KernelCache(o).get(key_of(1), n.for_key(1)).source == KernelCache::Source::remote);
+  CHECK(std::stol(redis(server, {"TTL", name})) > 3000);
+  CHECK(n.calls == 1);
+}
+
 TEST_CASE("remote cache: a compile is published; another machine gets it and writes it to disk" *
           doctest::skip(!RedisServer::installed())) {
   if (skip_without_client()) return;
