@@ -16,8 +16,9 @@ std::string hmac_sha256(std::string_view key, std::string_view data) {
   if (!HMAC(EVP_sha256(), key.data(), int(key.size()),
             reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &n) ||
       n != kMacBytes)
-    throw CacheError("OpenSSL could not compute an HMAC-SHA256 (libcrypto failed); check the "
-                     "OpenSSL installation, or unset KILN_REMOTE_CACHE_KEY");
+    throw CacheError(
+        "OpenSSL could not compute an HMAC-SHA256 (libcrypto failed); check the "
+        "OpenSSL installation, or unset KILN_REMOTE_CACHE_KEY");
   return std::string(reinterpret_cast<const char*>(mac), n);
 }
 

@@ -119,8 +119,13 @@ std::optional<KernelCache::Result> KernelCache::from_remote(const CacheKey& key,
     }
   }
   if (!f) f = std::move(remote_->get({key}).front());
-  if (f->status == RemoteCache::Status::hit) {
-    Result r{std::make_shared<const CompiledKernel>(std::move(*f->kernel)), Source::remote, false};
+  return take_remote(key, std::move(*f));
+}
+
+std::optional<KernelCache::Result> KernelCache::take_remote(const CacheKey& key,
+                                                            RemoteCache::Fetched f) {
+  if (f.status == RemoteCache::Status::hit) {
+    Result r{std::make_shared<const CompiledKernel>(std::move(*f.kernel)), Source::remote, false};
     r.saved = disk_writable() && publish(key, *r.kernel);  // written through
     std::lock_guard<std::mutex> lock(mutex_);
     ++counters_.remote_hits;
@@ -129,14 +134,27 @@ std::optional<KernelCache::Result> KernelCache::from_remote(const CacheKey& key,
     return r;
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  if (f->status == RemoteCache::Status::miss) {
+  if (f.status == RemoteCache::Status::miss) {
     ++counters_.remote_misses;
     spdlog::debug("kiln: remote cache miss for {}", key.hex());
-  } else if (f->status == RemoteCache::Status::bad) {
+  } else if (f.status == RemoteCache::Status::bad) {
     ++counters_.remote_refused;
     spdlog::warn("kiln: refused the entry of {} in the remote cache {}: {}; recompiling", key.hex(),
-                 remote_->settings().masked(), f->problem);
+                 remote_->settings().masked(), f.problem);
   }
+  return std::nullopt;
+}
+
+// A miss on every layer: where another machine is compiling `key` (it holds the fleet's lease),
+// waits for its entry; else takes the lease (`leased`), released after the publish.
+std::optional<KernelCache::Result> KernelCache::from_fleet(const CacheKey& key, bool* leased) {
+  RemoteCache::Claim c = remote_->claim(key);
+  *leased = c.leased;
+  if (c.waited) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counters_.remote_waits;
+  }
+  if (c.fetched) return take_remote(key, std::move(*c.fetched));
   return std::nullopt;
 }
 
@@ -204,8 +222,20 @@ KernelCache::Result KernelCache::get(const CacheKey& key,
       if (auto hit = from_disk(key)) return *hit;
     }
   }
-  if (remote_)
+  // Declared before the compile so that a compile that throws releases it too.
+  struct Lease {
+    RemoteCache* remote = nullptr;
+    CacheKey key;
+    ~Lease() {
+      if (remote) remote->release(key);
+    }
+  } lease;
+  if (remote_) {
     if (auto hit = from_remote(key, true)) return *hit;
+    bool leased = false;
+    if (auto hit = from_fleet(key, &leased)) return *hit;
+    if (leased) lease.remote = remote_.get(), lease.key = key;  // (a temporary would release)
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++unflushed_.misses;
@@ -219,7 +249,7 @@ KernelCache::Result KernelCache::get(const CacheKey& key,
     counters_.compile_ms += r.kernel->compile_ms;
     memory_.emplace(key, r);
   }
-  if (remote_) remote_->put(key, *r.kernel);  // after the local publish
+  if (remote_) remote_->put(key, *r.kernel);  // after the local publish, before the release
   flush_stats();  // a compile costs tens of milliseconds; a count kept now costs ~0.1
   return r;
 }

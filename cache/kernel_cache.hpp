@@ -59,7 +59,9 @@ class KernelCache {
   };
   /// The kernel of `key`: from memory, a bundle, the disk (verified), the remote (verified,
   /// then written to disk), else `compile()`'s, which is then published to disk (under a
-  /// per-key lock, then the size cap is applied) and then to the remote.
+  /// per-key lock, then the size cap is applied) and then to the remote. With a remote, a miss
+  /// first claims the fleet's lease on the key (RemoteCache::claim): where another machine
+  /// holds it, the kernel is that machine's entry once published (bounded wait).
   /// Exceptions of `compile` pass through; nothing is stored then. Thread-safe.
   Result get(const CacheKey& key, const std::function<CompiledKernel()>& compile);
   /// The kernel of `key` from memory, a bundle, the disk or the remote, as get() finds it;
@@ -86,6 +88,8 @@ class KernelCache {
   std::optional<Result> from_disk(const CacheKey& key);
   /// `last`: get()'s look, which takes a prefetched miss (find() leaves it for get()).
   std::optional<Result> from_remote(const CacheKey& key, bool last);
+  std::optional<Result> take_remote(const CacheKey& key, RemoteCache::Fetched f);
+  std::optional<Result> from_fleet(const CacheKey& key, bool* leased);
   void flush_stats();
   bool publish(const CacheKey& key, const CompiledKernel& k);
   void apply_cap(const CacheKey& published);

@@ -165,6 +165,13 @@ std::optional<RemoteSettings> remote_settings_from_env() {
                                           s.ttl.count(), "an entry lifetime in seconds"));
   s.backoff = std::chrono::seconds(env_number("KILN_REMOTE_CACHE_BACKOFF_S", 0, 86400,
                                               s.backoff.count(), "a back-off in seconds"));
+  s.lease = std::chrono::milliseconds(env_number("KILN_REMOTE_CACHE_LEASE_MS", 0, 600000,
+                                                 s.lease.count(), "a lease in milliseconds"));
+  if (s.lease.count() > 0 && s.lease.count() < 100)
+    throw CacheError(fmt::format(
+        "KILN_REMOTE_CACHE_LEASE_MS={} is shorter than a compile: write 0 (no leases) or a "
+        "whole number of milliseconds from 100 to 600000 (default 20000)",
+        s.lease.count()));
   if (const char* k = std::getenv("KILN_REMOTE_CACHE_KEY"); k && *k) {
     s.sign_key = k;
     if (s.sign_key.size() < kMinSigningKeyBytes)

@@ -20,6 +20,9 @@ struct RemoteSettings {
   std::chrono::milliseconds timeout{100};    ///< of every connect and every call
   std::chrono::seconds ttl{30 * 24 * 3600};  ///< of every entry, refreshed on a hit
   std::chrono::seconds backoff{30};          ///< how long the layer stays off after a failure
+  /// How long a machine that compiles a kernel keeps the fleet's lease on it (the others wait
+  /// for its entry meanwhile); 0: no leases (every machine compiles what it misses).
+  std::chrono::milliseconds lease{20000};
   /// KILN_REMOTE_CACHE_KEY: entries are signed with it, and only entries signed with it are
   /// loaded (cache/sign.hpp). Empty: unsigned. Never logged.
   std::string sign_key;
@@ -34,7 +37,8 @@ RemoteSettings parse_redis_url(const std::string& url, const std::string& what);
 /// The remote layer the environment asks for: none without $KILN_REMOTE_CACHE; else its URL,
 /// the password of $KILN_REMOTE_CACHE_PASSWORD where the URL has none, the timeout of
 /// $KILN_REMOTE_CACHE_TIMEOUT_MS (1 to 60000), the entries' lifetime of $KILN_REMOTE_CACHE_TTL_S
-/// (60 s to ten years), the back-off of $KILN_REMOTE_CACHE_BACKOFF_S (0 to 86400 s), the signing
+/// (60 s to ten years), the back-off of $KILN_REMOTE_CACHE_BACKOFF_S (0 to 86400 s), the lease of
+/// $KILN_REMOTE_CACHE_LEASE_MS (0, or 100 to 600000), the signing
 /// key of $KILN_REMOTE_CACHE_KEY (at least 16 bytes; a kiln without OpenSSL refuses one).
 /// Throws CacheError for a bad value.
 std::optional<RemoteSettings> remote_settings_from_env();

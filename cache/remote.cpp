@@ -1,12 +1,17 @@
 #include "cache/remote.hpp"
 
+#include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <ctime>
 #include <memory>
+#include <random>
+#include <thread>
 #include <utility>
 
 #include "cache/entry.hpp"
@@ -83,6 +88,11 @@ bool remote_cache_built() { return true; }
 RemoteCache::RemoteCache(RemoteSettings settings) : settings_(std::move(settings)) {
   if (!settings_.sign_key.empty() && !signing_built())
     hmac_sha256(settings_.sign_key, "");  // the CacheError that says how to get OpenSSL
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::random_device random;
+  const std::uint64_t r = std::uint64_t(random()) << 32 | random();
+  lease_id_ = fmt::format("{}:{}:{:016x}", host, ::getpid(), r);
 }
 
 RemoteCache::~RemoteCache() {
@@ -186,18 +196,8 @@ std::vector<RemoteCache::Fetched> RemoteCache::get(const std::vector<CacheKey>& 
       if (out[i].status == Status::bad) out[i].problem = "not a string";
       continue;
     }
-    const Unsigned body = unsign_body(settings_.sign_key, std::string_view(e->str, e->len));
-    if (!body.problem.empty()) {
-      out[i] = {Status::bad, std::nullopt, body.problem};
-      continue;
-    }
-    Decoded d = decode_entry(body.body, keys[i]);
-    if (!d.kernel) {
-      out[i] = {Status::bad, std::nullopt, d.problem};
-      continue;
-    }
-    out[i] = {Status::hit, std::move(d.kernel), ""};
-    hits.push_back(args[i + 1]);
+    out[i] = verified(keys[i], e->str, e->len);
+    if (out[i].status == Status::hit) hits.push_back(args[i + 1]);
   }
   // The hits' TTLs, refreshed in one pipelined round trip; a failure here only warns.
   const std::string ttl = std::to_string(settings_.ttl.count());
@@ -217,19 +217,107 @@ std::vector<RemoteCache::Fetched> RemoteCache::get(const std::vector<CacheKey>& 
   return out;
 }
 
+RemoteCache::Fetched RemoteCache::verified(const CacheKey& key, const char* bytes,
+                                           std::size_t n) const {
+  const Unsigned body = unsign_body(settings_.sign_key, std::string_view(bytes, n));
+  if (!body.problem.empty()) return {Status::bad, std::nullopt, body.problem};
+  Decoded d = decode_entry(body.body, key);
+  if (!d.kernel) return {Status::bad, std::nullopt, d.problem};
+  return {Status::hit, std::move(d.kernel), ""};
+}
+
 bool RemoteCache::put(const CacheKey& key, const CompiledKernel& kernel) {
   const SigpipeGuard guard;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!usable_locked()) return false;
-  Reply r = command(context_, {"SET", remote_key(key),
-                               sign_body(settings_.sign_key, encode_entry(key, kernel)), "EX",
-                               std::to_string(settings_.ttl.count())});
+  Reply r = command(
+      context_, {"SET", remote_key(key), sign_body(settings_.sign_key, encode_entry(key, kernel)),
+                 "EX", std::to_string(settings_.ttl.count())});
   if (!r || r->type == REDIS_REPLY_ERROR) {
     failed_locked("failed to store an entry (SET): " +
                   (!r ? context_error(context_) : reply_error(r.get())));
     return false;
   }
   return true;
+}
+
+// Note: the lease is taken before the entry is read, in one pipelined round trip, so that a
+// holder that published and released since the lookup is never missed (its entry is read).
+std::optional<RemoteCache::Claim> RemoteCache::try_claim(const CacheKey& key) {
+  const std::string lease = lease_key(key), entry = remote_key(key);
+  const std::string ms = std::to_string(settings_.lease.count());
+  const std::vector<std::vector<std::string>> commands{{"SET", lease, lease_id_, "NX", "PX", ms},
+                                                       {"GET", entry}};
+  for (const auto& c : commands) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const std::string& a : c) argv.push_back(a.data()), lens.push_back(a.size());
+    redisAppendCommandArgv(context_, int(argv.size()), argv.data(), lens.data());
+  }
+  Reply replies[2];
+  for (Reply& r : replies) {
+    void* raw = nullptr;
+    if (redisGetReply(context_, &raw) != REDIS_OK) {
+      failed_locked("failed to take a compile lease (SET NX): " + context_error(context_));
+      return std::nullopt;
+    }
+    r.reset(static_cast<redisReply*>(raw));
+  }
+  const redisReply* set = replies[0].get();
+  const redisReply* got = replies[1].get();
+  if (set->type == REDIS_REPLY_ERROR || got->type == REDIS_REPLY_ERROR) {
+    failed_locked("refused a compile lease (SET NX): " +
+                  reply_error(set->type == REDIS_REPLY_ERROR ? set : got));
+    return std::nullopt;
+  }
+  Claim c;
+  c.leased = set->type == REDIS_REPLY_STATUS;  // OK; nil where another holds it
+  // A bad entry counts as none here: the lookup before the claim refused (and counted) it, and
+  // the lease holder's publish replaces it.
+  if (got->type == REDIS_REPLY_STRING)
+    if (Fetched f = verified(key, got->str, got->len); f.status == Status::hit)
+      c.fetched = std::move(f);
+  return c;
+}
+
+RemoteCache::Claim RemoteCache::claim(const CacheKey& key) {
+  if (settings_.lease.count() == 0) return {};
+  const auto give_up = std::chrono::steady_clock::now() + 2 * settings_.lease;
+  const auto poll = std::clamp(settings_.lease / 200, std::chrono::milliseconds(5),
+                               std::chrono::milliseconds(50));
+  for (bool waited = false;; waited = true) {
+    std::optional<Claim> c;
+    {
+      const SigpipeGuard guard;
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!usable_locked()) return {};
+      c = try_claim(key);
+    }
+    if (!c) return {};
+    c->waited = waited;
+    if (c->fetched && c->leased) release(key);  // published meanwhile: the lease is not needed
+    if (c->fetched) c->leased = false;
+    if (c->fetched || c->leased) return *c;
+    if (std::chrono::steady_clock::now() >= give_up) {
+      spdlog::debug("kiln: gave up waiting for another machine's compile of {}", key.hex());
+      return Claim{false, true, std::nullopt};
+    }
+    std::this_thread::sleep_for(poll);
+  }
+}
+
+void RemoteCache::release(const CacheKey& key) {
+  // Only a lease still this process's own: one that expired may be another machine's now.
+  static const std::string kScript =
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end "
+      "return 0";
+  const SigpipeGuard guard;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!usable_locked()) return;  // it expires
+  Reply r = command(context_, {"EVAL", kScript, "1", lease_key(key), lease_id_});
+  if (!r || r->type == REDIS_REPLY_ERROR)
+    failed_locked("failed to release a compile lease (EVAL): " +
+                  (!r ? context_error(context_) : reply_error(r.get())));
 }
 
 }  // namespace kiln::cache

@@ -45,6 +45,21 @@ class RemoteCache {
   /// Publishes an entry with the TTL (SET EX). False where it could not. Thread-safe.
   bool put(const CacheKey& key, const CompiledKernel& kernel);
 
+  /// What claim() found: compile under the fleet's lease, compile without one, or an entry.
+  struct Claim {
+    bool leased = false;             ///< this process holds the lease: compile, put(), release()
+    bool waited = false;             ///< another machine held it, and this one waited
+    std::optional<Fetched> fetched;  ///< a good entry that came meanwhile (a bad one is none)
+  };
+  /// Before compiling `key`, so that a fleet compiles it once: takes the lease on it
+  /// (SET kiln:v<format>:lease:<key> <id> NX PX <lease>), or, where another machine holds it,
+  /// polls for its entry; takes the lease over where the holder's is gone without an entry (it
+  /// died, or its compile failed), and gives up waiting after twice the lease time. Nothing
+  /// (compile, no lease) where the layer is off or fails, or settings().lease is 0. Thread-safe.
+  Claim claim(const CacheKey& key);
+  /// Drops this process's lease on `key` (only where it is still its own). Thread-safe.
+  void release(const CacheKey& key);
+
   /// Calls that failed (each one turned the layer off).
   std::uint64_t errors() const;
   /// Whether the layer is in its back-off interval now.
@@ -56,6 +71,10 @@ class RemoteCache {
  private:
   bool usable_locked();                        ///< connected, or connects; false when off
   void failed_locked(const std::string& why);  ///< drops the connection; off for the back-off
+  /// The entry in a value read: its signature (with a key), then the entry itself, checked.
+  Fetched verified(const CacheKey& key, const char* bytes, std::size_t n) const;
+  /// One round trip of claim(): the lease taken, or the entry; none where the call failed.
+  std::optional<Claim> try_claim(const CacheKey& key);
 
   RemoteSettings settings_;
   mutable std::mutex mutex_;
@@ -64,11 +83,17 @@ class RemoteCache {
   std::string problem_;  ///< why it is off (last failure)
   bool warned_ = false;  ///< the current outage was warned of
   std::uint64_t errors_ = 0;
+  std::string lease_id_;  ///< this process's leases' value: host, pid, a random number
 };
 
 /// The Redis key of an entry: kiln:v<format>:<32 hex digits>.
 inline std::string remote_key(const CacheKey& key) {
   return "kiln:v" + std::to_string(kFormatVersion) + ":" + key.hex();
+}
+
+/// The Redis key of the lease on compiling an entry: kiln:v<format>:lease:<32 hex digits>.
+inline std::string lease_key(const CacheKey& key) {
+  return "kiln:v" + std::to_string(kFormatVersion) + ":lease:" + key.hex();
 }
 
 /// Whether this kiln was built with the remote layer's client (hiredis; CMake's KILN_REDIS).

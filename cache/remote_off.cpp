@@ -26,6 +26,10 @@ std::vector<RemoteCache::Fetched> RemoteCache::get(const std::vector<CacheKey>& 
 
 bool RemoteCache::put(const CacheKey&, const CompiledKernel&) { return false; }
 
+RemoteCache::Claim RemoteCache::claim(const CacheKey&) { return {}; }
+
+void RemoteCache::release(const CacheKey&) {}
+
 std::uint64_t RemoteCache::errors() const { return 0; }
 
 bool RemoteCache::off() const { return true; }

@@ -25,16 +25,18 @@ Unsigned unsign_body(std::string_view key, std::string_view value) {
   const bool framed = value.substr(0, kSignatureMagic.size()) == kSignatureMagic;
   if (!framed) {
     if (key.empty()) return {value, ""};
-    return {{}, "it is unsigned, and KILN_REMOTE_CACHE_KEY is set: only entries signed with that "
-                "key are loaded (a writer without it published this one)"};
+    return {{},
+            "it is unsigned, and KILN_REMOTE_CACHE_KEY is set: only entries signed with that "
+            "key are loaded (a writer without it published this one)"};
   }
   constexpr std::size_t kHead = kSignatureMagic.size() + kMacBytes;
   if (value.size() < kHead) return {{}, "its signature is truncated"};
   const std::string_view body = value.substr(kHead);
   if (key.empty()) return {body, ""};
   if (!same_bytes(value.substr(kSignatureMagic.size(), kMacBytes), hmac_sha256(key, body)))
-    return {{}, "its signature does not match KILN_REMOTE_CACHE_KEY (signed with another key, or "
-                "altered after signing)"};
+    return {{},
+            "its signature does not match KILN_REMOTE_CACHE_KEY (signed with another key, or "
+            "altered after signing)"};
   return {body, ""};
 }
 

@@ -18,7 +18,10 @@ struct CacheCounters {
   std::uint64_t remote_misses = 0;   ///< asked of the remote cache, which had no entry
   std::uint64_t remote_refused = 0;  ///< remote entries that did not verify: never loaded
   std::uint64_t remote_errors = 0;   ///< remote calls that failed (the layer then backs off)
-  double compile_ms = 0;             ///< total NVRTC time
+  /// Kernels this engine waited for while another machine compiled them (it held the lease):
+  /// each then came as a remote hit, or, where none came in time, was compiled here.
+  std::uint64_t remote_waits = 0;
+  double compile_ms = 0;  ///< total NVRTC time
 };
 
 }  // namespace kiln

@@ -195,7 +195,9 @@ TEST_CASE("remote cache: a plan's lookups of N kernels on a cold disk are one MG
     for (int i = 0; i < 8; ++i) first.get(key_of(i), [i] { return kernel_of(i); });
   }
   redis(server, {"CONFIG", "RESETSTAT"});
-  KernelCache second(machine(b.path(), server.url()));
+  KernelCacheOptions o = machine(b.path(), server.url());
+  o.remote->lease = std::chrono::milliseconds(0);  // no compile leases: lookups alone here
+  KernelCache second(o);
   std::vector<CacheKey> keys;
   for (int i = 0; i < 10; ++i) keys.push_back(key_of(i));  // 8 there, 2 not
   second.prefetch(keys);
