@@ -290,10 +290,10 @@ RemoteCache::Claim RemoteCache::claim(const CacheKey& key) {
     {
       const SigpipeGuard guard;
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!usable_locked()) return {};
+      if (!usable_locked()) return Claim{false, waited, std::nullopt};
       c = try_claim(key);
     }
-    if (!c) return {};
+    if (!c) return Claim{false, waited, std::nullopt};  // it failed: compile, no lease
     c->waited = waited;
     if (c->fetched && c->leased) release(key);  // published meanwhile: the lease is not needed
     if (c->fetched) c->leased = false;

@@ -3,7 +3,10 @@
 // every wait is bounded by a lease far longer than the work.
 
 #include <doctest/doctest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -173,4 +176,81 @@ TEST_CASE("remote lease: a compile that fails releases its lease; leases off com
   CHECK(third.get(key_of(2), [&] { return ++compiles, kernel_of(2); }).source ==
         KernelCache::Source::remote);
   CHECK(compiles == 1);
+}
+
+TEST_CASE("remote lease: a holder killed mid-compile; the others wait out its lease, one compiles" *
+          doctest::skip(!RedisServer::installed())) {
+  if (skip_without_client()) return;
+  RedisServer server;
+  TempDir dead_dir;
+  int compiling[2];
+  REQUIRE(::pipe(compiling) == 0);
+  const pid_t holder = ::fork();
+  if (holder == 0) {  // takes the lease, says so mid-compile, and hangs there until killed
+    ::alarm(120);
+    ::close(compiling[0]);
+    KernelCache c(leased(dead_dir.path(), server.url(), std::chrono::milliseconds(1500)));
+    c.get(key_of(5), [&]() -> kiln::CompiledKernel {
+      const char byte = 1;
+      if (::write(compiling[1], &byte, 1) != 1) ::_exit(2);
+      for (;;) ::pause();
+    });
+    ::_exit(3);
+  }
+  REQUIRE(holder > 0);
+  ::close(compiling[1]);
+  char byte = 0;
+  REQUIRE(::read(compiling[0], &byte, 1) == 1);
+  ::close(compiling[0]);
+  ::kill(holder, SIGKILL);
+  int status = 0;
+  ::waitpid(holder, &status, 0);
+  CHECK(WIFSIGNALED(status));
+  constexpr int kMachines = 3;
+  std::vector<TempDir> dirs(kMachines);
+  std::vector<std::unique_ptr<KernelCache>> caches;
+  for (int m = 0; m < kMachines; ++m)
+    caches.push_back(std::make_unique<KernelCache>(
+        leased(dirs[m].path(), server.url(), std::chrono::milliseconds(60000))));
+  std::atomic<int> compiles{0};
+  std::vector<KernelCache::Source> sources(kMachines);
+  std::vector<std::thread> threads;
+  for (int m = 0; m < kMachines; ++m)
+    threads.emplace_back([&, m] {
+      sources[m] = caches[m]->get(key_of(5), [&] { return ++compiles, kernel_of(5); }).source;
+    });
+  for (std::thread& t : threads) t.join();
+  CHECK(compiles == 1);
+  int remote = 0;
+  for (int m = 0; m < kMachines; ++m) remote += sources[m] == KernelCache::Source::remote;
+  CHECK(remote == kMachines - 1);
+  CHECK(redis(server, {"EXISTS", lease_key(key_of(5))}) == "0");
+}
+
+TEST_CASE("remote lease: the server killed while a machine waits on a lease; it compiles" *
+          doctest::skip(!RedisServer::installed())) {
+  if (skip_without_client()) return;
+  auto server = std::make_unique<RedisServer>();
+  REQUIRE(redis(*server, {"SET", lease_key(key_of(6)), "busy-host:1:0", "PX", "600000"}) == "OK");
+  TempDir dir;
+  kiln::test::Warnings warnings;
+  KernelCache c(leased(dir.path(), server->url(), std::chrono::milliseconds(600000)));
+  int compiles = 0;
+  std::thread waiter([&] {
+    CHECK(c.get(key_of(6), [&] { return ++compiles, kernel_of(6); }).source ==
+          KernelCache::Source::compiled);
+  });
+  // Once it polls (its SET NX tried twice: the claim, then a poll), the server goes.
+  for (int i = 0; i < 6000; ++i) {
+    const std::string stats = redis(*server, {"INFO", "commandstats"});
+    const auto at = stats.find("cmdstat_set:calls=");
+    if (at != std::string::npos && std::stol(stats.substr(at + 18)) >= 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  server->kill();
+  waiter.join();
+  CHECK(compiles == 1);
+  CHECK(c.counters().remote_waits == 1);
+  CHECK(c.counters().remote_errors == 1);
+  CHECK(warnings.count("kiln: the remote cache") == 1);
 }
