@@ -7,6 +7,7 @@
 #include <cstring>
 #include <kiln/error.hpp>
 #include <optional>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -224,7 +225,13 @@ std::vector<const LoadedKernel*> EngineImpl::prepare_all(
   }
   std::vector<std::optional<Fetched>> fetched(todo.size());
   std::vector<std::exception_ptr> errors(todo.size());
-  parallel_each(todo.size(), compile_threads_, [&](std::size_t i) {
+  // With a fleet behind the remote, each machine starts at its own place in the list: the
+  // machines then compile different kernels side by side, instead of all leasing the first
+  // ones and waiting on one another (cache/remote.hpp, claim()).
+  const std::size_t shift =
+      cache->has_remote() && !todo.empty() ? std::random_device{}() % todo.size() : 0;
+  parallel_each(todo.size(), compile_threads_, [&](std::size_t j) {
+    const std::size_t i = (j + shift) % todo.size();
     try {
       fetched[i] = fetch(*todo[i].first);
     } catch (...) {
