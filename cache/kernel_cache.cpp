@@ -320,6 +320,11 @@ void KernelCache::count_memory_hit(std::uint64_t n) {
   counters_.memory_hits += n;
 }
 
+void KernelCache::count_remote_refused(std::uint64_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  counters_.remote_refused += n;
+}
+
 CacheCounters KernelCache::counters() const {
   std::lock_guard<std::mutex> lock(mutex_);
   CacheCounters c = counters_;

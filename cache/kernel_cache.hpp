@@ -71,6 +71,10 @@ class KernelCache {
   /// answers wait for get() and find() (which count them). Nothing without a remote layer.
   void prefetch(const std::vector<CacheKey>& keys);
   bool has_remote() const { return remote_ != nullptr; }
+  /// The remote layer (tuning records, the CLI), or none.
+  RemoteCache* remote() const { return remote_.get(); }
+  /// Counts `n` remote records refused by a user of remote() (tuning records).
+  void count_remote_refused(std::uint64_t n);
 
   /// Counts `n` hits served by a layer in front of this cache (the engine's loaded kernels).
   void count_memory_hit(std::uint64_t n = 1);

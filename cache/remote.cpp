@@ -241,6 +241,29 @@ bool RemoteCache::put(const CacheKey& key, const CompiledKernel& kernel) {
   return true;
 }
 
+std::optional<RemoteCache::Answer> RemoteCache::call(const std::vector<std::string>& args,
+                                                     const std::string& what) {
+  const SigpipeGuard guard;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!usable_locked()) return std::nullopt;
+  Reply r = command(context_, args);
+  if (!r || r->type == REDIS_REPLY_ERROR) {
+    failed_locked("failed to " + what + " (" + args.front() +
+                  "): " + (!r ? context_error(context_) : reply_error(r.get())));
+    return std::nullopt;
+  }
+  Answer a;
+  a.nil = r->type == REDIS_REPLY_NIL;
+  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) a.text.assign(r->str, r->len);
+  if (r->type == REDIS_REPLY_INTEGER) a.number = r->integer;
+  if (r->type == REDIS_REPLY_ARRAY)
+    for (std::size_t i = 0; i < r->elements; ++i) {
+      const redisReply* e = r->element[i];
+      a.items.emplace_back(e->type == REDIS_REPLY_STRING ? std::string(e->str, e->len) : "");
+    }
+  return a;
+}
+
 // Note: the lease is taken before the entry is read, in one pipelined round trip, so that a
 // holder that published and released since the lookup is never missed (its entry is read).
 std::optional<RemoteCache::Claim> RemoteCache::try_claim(const CacheKey& key) {

@@ -60,6 +60,19 @@ class RemoteCache {
   /// Drops this process's lease on `key` (only where it is still its own). Thread-safe.
   void release(const CacheKey& key);
 
+  /// A reply as values: a string or a status in `text`, an integer in `number`, an array's
+  /// strings in `items` (a nil element as ""); `nil` for none.
+  struct Answer {
+    bool nil = false;
+    std::string text;
+    long long number = 0;
+    std::vector<std::string> items;
+  };
+  /// One command (tuning records, the CLI), bounded by the timeout; none where the layer is off
+  /// or the call failed (an error reply too: `what` then names it in the warning, and the layer
+  /// backs off). Thread-safe.
+  std::optional<Answer> call(const std::vector<std::string>& args, const std::string& what);
+
   /// Calls that failed (each one turned the layer off).
   std::uint64_t errors() const;
   /// Whether the layer is in its back-off interval now.

@@ -26,6 +26,11 @@ std::vector<RemoteCache::Fetched> RemoteCache::get(const std::vector<CacheKey>& 
 
 bool RemoteCache::put(const CacheKey&, const CompiledKernel&) { return false; }
 
+std::optional<RemoteCache::Answer> RemoteCache::call(const std::vector<std::string>&,
+                                                     const std::string&) {
+  return std::nullopt;
+}
+
 RemoteCache::Claim RemoteCache::claim(const CacheKey&) { return {}; }
 
 void RemoteCache::release(const CacheKey&) {}

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "cache/remote_tuning.hpp"
 #include "engine/compiler/compiler.hpp"
 #include "engine/exec/engine_impl.hpp"
 #include "engine/logging.hpp"
@@ -79,6 +80,12 @@ EngineImpl::EngineImpl(EngineOptions opts) : serial(next_serial()), options(std:
       tuning = cache::TuningDb::load(tuning_dir(), context->info().name);
     } catch (const Error& e) {  // a bad records file costs speed, never a run
       spdlog::warn("kiln: tuning records not used: {}", e.what());
+    }
+    if (cache::RemoteCache* remote = cache->remote()) {  // the fleet's, for kernels not tuned here
+      const cache::RemoteTuning shared = cache::fetch_tuning(*remote, context->info().name);
+      cache->count_remote_refused(shared.refused);
+      if (const std::size_t n = cache::fill_missing(tuning, shared.records))
+        spdlog::debug("kiln: {} tuning records from the remote cache", n);
     }
   }
 }
