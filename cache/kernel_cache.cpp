@@ -71,6 +71,11 @@ void KernelCache::flush_stats() {
   DirStats delta;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (remote_) {  // the failed calls since the last flush
+      const std::uint64_t errors = remote_->errors();
+      unflushed_.remote_errors += errors - errors_flushed_;
+      errors_flushed_ = errors;
+    }
     if (!disk_ || !disk_writable_ || unflushed_.empty()) return;
     delta = unflushed_;
     unflushed_ = {};
@@ -128,17 +133,17 @@ std::optional<KernelCache::Result> KernelCache::take_remote(const CacheKey& key,
     Result r{std::make_shared<const CompiledKernel>(std::move(*f.kernel)), Source::remote, false};
     r.saved = disk_writable() && publish(key, *r.kernel);  // written through
     std::lock_guard<std::mutex> lock(mutex_);
-    ++counters_.remote_hits;
+    ++counters_.remote_hits, ++unflushed_.remote_hits;
     memory_.emplace(key, r);
     spdlog::debug("kiln: cache hit on the remote for {} ({})", r.kernel->name, key.hex());
     return r;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (f.status == RemoteCache::Status::miss) {
-    ++counters_.remote_misses;
+    ++counters_.remote_misses, ++unflushed_.remote_misses;
     spdlog::debug("kiln: remote cache miss for {}", key.hex());
   } else if (f.status == RemoteCache::Status::bad) {
-    ++counters_.remote_refused;
+    ++counters_.remote_refused, ++unflushed_.remote_refused;
     spdlog::warn("kiln: refused the entry of {} in the remote cache {}: {}; recompiling", key.hex(),
                  remote_->settings().masked(), f.problem);
   }
@@ -152,7 +157,7 @@ std::optional<KernelCache::Result> KernelCache::from_fleet(const CacheKey& key, 
   *leased = c.leased;
   if (c.waited) {
     std::lock_guard<std::mutex> lock(mutex_);
-    ++counters_.remote_waits;
+    ++counters_.remote_waits, ++unflushed_.remote_waits;
   }
   if (c.fetched) return take_remote(key, std::move(*c.fetched));
   return std::nullopt;
@@ -323,6 +328,7 @@ void KernelCache::count_memory_hit(std::uint64_t n) {
 void KernelCache::count_remote_refused(std::uint64_t n) {
   std::lock_guard<std::mutex> lock(mutex_);
   counters_.remote_refused += n;
+  unflushed_.remote_refused += n;
 }
 
 CacheCounters KernelCache::counters() const {

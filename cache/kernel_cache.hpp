@@ -111,7 +111,8 @@ class KernelCache {
   std::unique_ptr<RemoteCache> remote_;
   std::unordered_map<CacheKey, RemoteCache::Fetched, CacheKeyHash> prefetched_;  ///< not yet used
   CacheCounters counters_;
-  DirStats unflushed_;  ///< this process's counts not yet added to the directory's
+  DirStats unflushed_;                ///< this process's counts not yet added to the directory's
+  std::uint64_t errors_flushed_ = 0;  ///< the remote's failed calls already in unflushed_
 };
 
 const char* to_string(KernelCache::Source s);
