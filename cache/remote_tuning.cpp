@@ -85,4 +85,20 @@ std::size_t fill_missing(TuningDb& local, const TuningDb& remote) {
   return added;
 }
 
+TuningDb tuning_records(const std::string& dir, const std::string& gpu, KernelCache& cache) {
+  TuningDb records(gpu);
+  try {
+    records = TuningDb::load(dir, gpu);
+  } catch (const Error& e) {  // a bad records file costs speed, never a run
+    spdlog::warn("kiln: tuning records not used: {}", e.what());
+  }
+  if (RemoteCache* remote = cache.remote()) {  // the fleet's, for the kernels not tuned here
+    const RemoteTuning shared = fetch_tuning(*remote, gpu);
+    cache.count_remote_refused(shared.refused);
+    if (const std::size_t n = fill_missing(records, shared.records))
+      spdlog::debug("kiln: {} tuning records of {} from the remote cache", n, gpu);
+  }
+  return records;
+}
+
 }  // namespace kiln::cache

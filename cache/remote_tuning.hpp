@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "cache/kernel_cache.hpp"
 #include "cache/remote.hpp"
 #include "cache/tuning.hpp"
 
@@ -32,5 +33,10 @@ RemoteTuning fetch_tuning(RemoteCache& remote, const std::string& gpu);
 
 /// Adds to `local` the records of `remote` for kernels it has none for; returns how many.
 std::size_t fill_missing(TuningDb& local, const TuningDb& remote);
+
+/// The records an engine on `gpu` uses: those of its file in `dir` (one that cannot be read or
+/// parsed costs a warning, never a run), then, where `cache` has a remote layer, the remote's
+/// records of `gpu` for the kernels the file has none for (refusals counted in `cache`).
+TuningDb tuning_records(const std::string& dir, const std::string& gpu, KernelCache& cache);
 
 }  // namespace kiln::cache

@@ -76,17 +76,7 @@ EngineImpl::EngineImpl(EngineOptions opts) : serial(next_serial()), options(std:
   if (!record.empty()) recorder = std::make_unique<cache::ManifestRecorder>(record);
   cache_dir = cache->describe();
   if (context && options.tuning && !env_flag("KILN_DISABLE_TUNING")) {
-    try {
-      tuning = cache::TuningDb::load(tuning_dir(), context->info().name);
-    } catch (const Error& e) {  // a bad records file costs speed, never a run
-      spdlog::warn("kiln: tuning records not used: {}", e.what());
-    }
-    if (cache::RemoteCache* remote = cache->remote()) {  // the fleet's, for kernels not tuned here
-      const cache::RemoteTuning shared = cache::fetch_tuning(*remote, context->info().name);
-      cache->count_remote_refused(shared.refused);
-      if (const std::size_t n = cache::fill_missing(tuning, shared.records))
-        spdlog::debug("kiln: {} tuning records from the remote cache", n);
-    }
+    tuning = cache::tuning_records(tuning_dir(), context->info().name, *cache);
   }
 }
 

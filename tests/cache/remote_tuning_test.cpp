@@ -4,6 +4,9 @@
 #include "cache/remote_tuning.hpp"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <cstdio>
 
 #include "cache/sign.hpp"
 #include "tests/cache/redis_server.hpp"
@@ -113,4 +116,43 @@ TEST_CASE("remote tuning: records are signed; unsigned, foreign and malformed on
   got = fetch_tuning(stranger, kGpu);
   CHECK(got.records.records().empty());
   CHECK(got.refused == 5);
+}
+
+TEST_CASE("remote tuning: an engine's records: its file first, then its GPU's remote records" *
+          doctest::skip(!RedisServer::installed())) {
+  if (skip_without_client()) return;
+  RedisServer server;
+  kiln::test::TempDir dir, broken;
+  TuningDb file(kGpu);
+  file.put(record("s1", 9.0, 4));
+  file.save(dir.path());
+  RemoteCache publisher(settings(server));
+  CHECK(publish_tuning(publisher, record("s1", 1.0, 32)));
+  CHECK(publish_tuning(publisher, record("s2", 3.0, 8)));
+  CHECK(publish_tuning(publisher, record("s3", 3.0, 8, "NVIDIA A100-SXM4-80GB")));
+  redis(server, {"HSET", remote_tuning_key(kGpu), "s4", "garbage"});
+  Warnings warnings;
+  KernelCache cache(kiln::test::machine(dir.path(), server.url()));
+  TuningDb got = tuning_records(dir.path(), kGpu, cache);
+  CHECK(got.gpu() == kGpu);
+  CHECK(got.records().size() == 2);
+  CHECK(got.find("s1")->winner.at("ROWS") == 4);  // this machine's own measurement stays
+  CHECK(got.find("s2")->winner.at("ROWS") == 8);  // the fleet's fills the gap
+  CHECK(!got.find("s3"));                         // another GPU's: never here
+  CHECK(cache.counters().remote_refused == 1);    // the garbage one
+  // A records file that cannot be parsed: one warning, and the remote's records still come.
+  REQUIRE(::mkdir((broken.path() + "/tuning").c_str(), 0700) == 0);
+  {
+    std::FILE* f = std::fopen(TuningDb::path(broken.path(), kGpu).c_str(), "w");
+    REQUIRE(f);
+    std::fputs("{not json", f);
+    std::fclose(f);
+  }
+  got = tuning_records(broken.path(), kGpu, cache);
+  CHECK(got.records().size() == 2);
+  CHECK(got.find("s1")->winner.at("ROWS") == 32);
+  CHECK(warnings.count("tuning records not used") == 1);
+  // Without a remote layer: the file alone.
+  KernelCache local(std::optional<std::string>(dir.path()));
+  CHECK(tuning_records(dir.path(), kGpu, local).records().size() == 1);
 }
