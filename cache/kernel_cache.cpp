@@ -1,6 +1,7 @@
 #include "cache/kernel_cache.hpp"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,8 @@ const char* to_string(KernelCache::Source s) {
       return "bundle";
     case KernelCache::Source::disk:
       return "disk";
+    case KernelCache::Source::remote:
+      return "remote";
     case KernelCache::Source::compiled:
       return "compiled";
   }
@@ -35,15 +38,21 @@ KernelCacheOptions cache_options(std::optional<std::string> dir, bool disk, std:
   co.max_bytes = max_bytes ? max_bytes : default_max_bytes();
   co.bundles = std::move(bundles);
   for (std::string& b : bundles_from_env()) co.bundles.push_back(std::move(b));
+  co.remote = remote_settings_from_env();
   return co;
 }
 
 KernelCache::KernelCache(std::optional<std::string> dir, DiskIo io)
-    : KernelCache(KernelCacheOptions{
-          std::move(dir), {}, 2ull << 30, std::chrono::milliseconds(30000), std::move(io)}) {}
+    : KernelCache(KernelCacheOptions{std::move(dir),
+                                     {},
+                                     2ull << 30,
+                                     std::chrono::milliseconds(30000),
+                                     std::move(io),
+                                     std::nullopt}) {}
 
 KernelCache::KernelCache(KernelCacheOptions options) : options_(std::move(options)) {
   for (const std::string& path : options_.bundles) bundles_.push_back(Bundle::open(path));
+  if (options_.remote) remote_ = std::make_unique<RemoteCache>(*options_.remote);
   if (!options_.dir) {
     disk_problem_ = "disk cache disabled";
     return;
@@ -62,6 +71,11 @@ void KernelCache::flush_stats() {
   DirStats delta;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (remote_) {  // the failed calls since the last flush
+      const std::uint64_t errors = remote_->errors();
+      unflushed_.remote_errors += errors - errors_flushed_;
+      errors_flushed_ = errors;
+    }
     if (!disk_ || !disk_writable_ || unflushed_.empty()) return;
     delta = unflushed_;
     unflushed_ = {};
@@ -98,10 +112,87 @@ std::optional<KernelCache::Result> KernelCache::from_disk(const CacheKey& key) {
   return std::nullopt;
 }
 
+std::optional<KernelCache::Result> KernelCache::from_remote(const CacheKey& key, bool last) {
+  std::optional<RemoteCache::Fetched> f;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = prefetched_.find(key); it != prefetched_.end()) {
+      // A miss stays for get()'s look after find()'s (the engine's, before older archs' keys).
+      if (!last && it->second.status == RemoteCache::Status::miss) return std::nullopt;
+      f = std::move(it->second);
+      prefetched_.erase(it);
+    }
+  }
+  if (!f) f = std::move(remote_->get({key}).front());
+  return take_remote(key, std::move(*f));
+}
+
+std::optional<KernelCache::Result> KernelCache::take_remote(const CacheKey& key,
+                                                            RemoteCache::Fetched f) {
+  if (f.status == RemoteCache::Status::hit) {
+    Result r{std::make_shared<const CompiledKernel>(std::move(*f.kernel)), Source::remote, false};
+    r.saved = disk_writable() && publish(key, *r.kernel);  // written through
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counters_.remote_hits, ++unflushed_.remote_hits;
+    memory_.emplace(key, r);
+    spdlog::debug("kiln: cache hit on the remote for {} ({})", r.kernel->name, key.hex());
+    return r;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (f.status == RemoteCache::Status::miss) {
+    ++counters_.remote_misses, ++unflushed_.remote_misses;
+    spdlog::debug("kiln: remote cache miss for {}", key.hex());
+  } else if (f.status == RemoteCache::Status::bad) {
+    ++counters_.remote_refused, ++unflushed_.remote_refused;
+    spdlog::warn("kiln: refused the entry of {} in the remote cache {}: {}; recompiling", key.hex(),
+                 remote_->settings().masked(), f.problem);
+  }
+  return std::nullopt;
+}
+
+// A miss on every layer: where another machine is compiling `key` (it holds the fleet's lease),
+// waits for its entry; else takes the lease (`leased`), released after the publish.
+std::optional<KernelCache::Result> KernelCache::from_fleet(const CacheKey& key, bool* leased) {
+  RemoteCache::Claim c = remote_->claim(key);
+  *leased = c.leased;
+  if (c.waited) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counters_.remote_waits, ++unflushed_.remote_waits;
+  }
+  if (c.fetched) return take_remote(key, std::move(*c.fetched));
+  return std::nullopt;
+}
+
 std::optional<KernelCache::Result> KernelCache::find(const CacheKey& key) {
   if (auto hit = from_memory(key)) return hit;
-  if (disk_) return from_disk(key);
+  if (disk_)
+    if (auto hit = from_disk(key)) return hit;
+  if (remote_) return from_remote(key, false);
   return std::nullopt;
+}
+
+void KernelCache::prefetch(const std::vector<CacheKey>& keys) {
+  if (!remote_ || remote_->off()) return;
+  std::vector<CacheKey> ask;
+  std::unordered_set<CacheKey, CacheKeyHash> seen;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const CacheKey& k : keys)
+      if (!memory_.count(k) && !prefetched_.count(k) && seen.insert(k).second) ask.push_back(k);
+  }
+  if (disk_) {  // an entry on disk is read from there (stat only here)
+    std::vector<CacheKey> missing;
+    for (const CacheKey& k : ask)
+      if (::access(disk_->path_of(k).c_str(), F_OK) != 0) missing.push_back(k);
+    ask.swap(missing);
+  }
+  spdlog::debug("kiln: asking the remote cache for {} of {} kernels at once", ask.size(),
+                keys.size());
+  std::vector<RemoteCache::Fetched> got = remote_->get(ask);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (std::size_t i = 0; i < ask.size(); ++i)
+    if (got[i].status != RemoteCache::Status::error && got[i].status != RemoteCache::Status::off)
+      prefetched_.emplace(ask[i], std::move(got[i]));
 }
 
 std::optional<KernelCache::Result> KernelCache::from_memory(const CacheKey& key) {
@@ -115,6 +206,7 @@ std::optional<KernelCache::Result> KernelCache::from_memory(const CacheKey& key)
       if (auto k = b.find(key)) {
         ++counters_.bundle_hits;
         ++unflushed_.bundle_hits;
+        prefetched_.erase(key);
         const Result r{std::make_shared<const CompiledKernel>(std::move(*k)), Source::bundle, true};
         memory_.emplace(key, r);
         return r;
@@ -135,6 +227,20 @@ KernelCache::Result KernelCache::get(const CacheKey& key,
       if (auto hit = from_disk(key)) return *hit;
     }
   }
+  // Declared before the compile so that a compile that throws releases it too.
+  struct Lease {
+    RemoteCache* remote = nullptr;
+    CacheKey key;
+    ~Lease() {
+      if (remote) remote->release(key);
+    }
+  } lease;
+  if (remote_) {
+    if (auto hit = from_remote(key, true)) return *hit;
+    bool leased = false;
+    if (auto hit = from_fleet(key, &leased)) return *hit;
+    if (leased) lease.remote = remote_.get(), lease.key = key;  // (a temporary would release)
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++unflushed_.misses;
@@ -148,6 +254,7 @@ KernelCache::Result KernelCache::get(const CacheKey& key,
     counters_.compile_ms += r.kernel->compile_ms;
     memory_.emplace(key, r);
   }
+  if (remote_) remote_->put(key, *r.kernel);  // after the local publish, before the release
   flush_stats();  // a compile costs tens of milliseconds; a count kept now costs ~0.1
   return r;
 }
@@ -218,9 +325,17 @@ void KernelCache::count_memory_hit(std::uint64_t n) {
   counters_.memory_hits += n;
 }
 
+void KernelCache::count_remote_refused(std::uint64_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  counters_.remote_refused += n;
+  unflushed_.remote_refused += n;
+}
+
 CacheCounters KernelCache::counters() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return counters_;
+  CacheCounters c = counters_;
+  if (remote_) c.remote_errors = remote_->errors();
+  return c;
 }
 
 std::string KernelCache::describe() const {

@@ -16,7 +16,12 @@ const std::pair<const char*, std::uint64_t DirStats::*> kFields[] = {
     {"bundle_hits", &DirStats::bundle_hits},
     {"misses", &DirStats::misses},
     {"compiles", &DirStats::compiles},
-    {"bad_entries", &DirStats::bad_entries}};
+    {"bad_entries", &DirStats::bad_entries},
+    {"remote_hits", &DirStats::remote_hits},
+    {"remote_misses", &DirStats::remote_misses},
+    {"remote_refused", &DirStats::remote_refused},
+    {"remote_errors", &DirStats::remote_errors},
+    {"remote_waits", &DirStats::remote_waits}};
 
 std::string read_fd(int fd) {
   std::string text;

@@ -37,6 +37,11 @@ py::dict counters_of(const Engine& e) {
   d["bundle_hits"] = c.bundle_hits;
   d["disk_hits"] = c.disk_hits;
   d["bad_entries"] = c.bad_entries;
+  d["remote_hits"] = c.remote_hits;
+  d["remote_misses"] = c.remote_misses;
+  d["remote_refused"] = c.remote_refused;
+  d["remote_errors"] = c.remote_errors;
+  d["remote_waits"] = c.remote_waits;
   d["compile_ms"] = c.compile_ms;
   return d;
 }
@@ -78,7 +83,8 @@ void bind_engine(py::module_& m) {
                              "the kernel cache's directory (or why there is none)")
       .def("counters", &counters_of,
            "the kernel cache's counters: compiles, memory_hits, bundle_hits, disk_hits, "
-           "bad_entries, compile_ms")
+           "bad_entries, remote_hits, remote_misses, remote_refused, remote_errors, remote_waits, "
+           "compile_ms")
       .def(
           "kernels", [](const Engine& e) { return records_of(e.kernels()); },
           "every kernel prepared so far, in order: dicts of name, key, source, compile_ms, "

@@ -1,4 +1,4 @@
-// kiln cache ls | stats | verify | gc | clear | pack | explain
+// kiln cache ls | stats | verify | gc | clear | pack | explain | push | pull
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -25,6 +25,7 @@ struct CacheArgs {
   std::vector<std::string> merge;
   std::string manifest;
   std::string arch;
+  std::vector<std::string> files;  ///< pull's manifests or graphs
 };
 
 // Appended to a command's summary where the directory is missing (it is never created to read).
@@ -90,6 +91,7 @@ int stats(const cache::DiskCache& c) {
       "{} bad entries removed\n",
       hits, s.disk_hits, s.bundle_hits, s.misses,
       lookups ? 100.0 * double(hits) / double(lookups) : 0.0, s.compiles, s.bad_entries);
+  print_remote_stats(c.dir());
   return 0;
 }
 
@@ -199,6 +201,14 @@ void add_cache(CLI::App& app, Command& run, const Globals& g) {
                    "Manifest (KILN_RECORD output) or graph file (*.json)")
       ->required();
   explain_cmd->add_option("--arch", args->arch, "Arch to look up (default: this machine's GPU)");
+  auto* push_cmd = cmd->add_subcommand(
+      "push", "Publish the verified entries to the fleet's remote cache (KILN_REMOTE_CACHE)");
+  push_cmd->add_option("--arch", args->archs, "Only these archs (comma-separated)");
+  auto* pull_cmd = cmd->add_subcommand(
+      "pull", "Fetch the kernels of manifests or graphs from the remote cache into this one");
+  pull_cmd->add_option("files", args->files, "Manifests (KILN_RECORD output) or graphs (*.json)")
+      ->required();
+  pull_cmd->add_option("--arch", args->arch, "Archs to fetch, comma-separated")->required();
 
   cmd->callback([=, &run, &g] {
     run = [=, &g]() -> int {
@@ -206,7 +216,9 @@ void add_cache(CLI::App& app, Command& run, const Globals& g) {
       if (*pack_cmd && args->out.empty())
         throw ArgumentError("pack needs an output file (kiln cache pack OUT.kbundle)");
       if (*pack_cmd && !args->merge.empty()) return pack(nullptr, *args);
+      if (*pull_cmd) return cache_pull(dir, args->files, args->arch);
       const cache::DiskCache c = cache::DiskCache::open_existing(dir);
+      if (*push_cmd) return cache_push(c, args->archs);
       if (*ls_cmd) return ls(c);
       if (*stats_cmd) return stats(c);
       if (*verify_cmd) return verify(c);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cache/disk_cache.hpp"
+#include "engine/exec/precompile.hpp"
 
 namespace kiln::tools {
 
@@ -33,6 +34,20 @@ void add_bench(CLI::App& app, Command& run, const Globals& g);
 /// `kiln cache explain`: for each kernel of a manifest or graph, a hit or why it missed (and a
 /// graph's tuning records); exit 1 if any missed. `arch` empty: this machine's GPU's.
 int cache_explain(const cache::DiskCache& c, const std::string& path, std::string arch);
+
+/// What `kiln precompile FILES --arch ARCHS` compiles: a graph's kernels as planned for each
+/// arch, a manifest's for every arch; each (spec, arch) once. ArgumentError for a file with none.
+std::vector<PrecompileWork> precompile_work_of(const std::vector<std::string>& files,
+                                               const std::vector<std::string>& archs);
+
+/// `kiln cache push [--arch A,...]`: the verified entries of `c` to the remote cache.
+int cache_push(const cache::DiskCache& c, const std::string& archs);
+/// `kiln cache pull FILES --arch A,...`: the kernels of manifests or graphs from the remote cache
+/// into the disk cache `dir`, in one round trip.
+int cache_pull(const std::string& dir, const std::vector<std::string>& files,
+               const std::string& archs);
+/// The remote layer's line of `kiln cache stats`: its counts kept in `dir`, and its server.
+void print_remote_stats(const std::string& dir);
 
 /// "sm_80,sm_90a" -> {"sm_80", "sm_90a"}.
 std::vector<std::string> split_list(const std::string& s, char sep = ',');

@@ -10,8 +10,8 @@
 #include "cache/disk_cache.hpp"
 #include "engine/compiler/compiler.hpp"
 #include "engine/exec/plan_specs.hpp"
-#include "engine/passes/fusion.hpp"
 #include "engine/exec/precompile.hpp"
+#include "engine/passes/fusion.hpp"
 #include "tools/commands.hpp"
 #include "tools/report.hpp"
 
@@ -25,6 +25,7 @@ struct PrecompileArgs {
   bool jobs_given = false;
   std::string shard;
   bool json = false;
+  bool remote = false;  ///< --remote: the fleet's cache must take every kernel
 };
 
 void parse_shard(const std::string& s, PrecompileOptions& o) {
@@ -39,12 +40,14 @@ void parse_shard(const std::string& s, PrecompileOptions& o) {
   o.shard_count = n;
 }
 
+}  // namespace
+
 // What to compile: a graph's kernels as planned for each arch, for that arch alone (sm_90a's
 // wgmma kernels are never compiled for sm_80, nor sm_80's for sm_90a); a manifest's, which
 // name no arch, for every arch. Each (spec, arch) once. A file with no kernels is an error:
 // precompiling it would ship nothing.
-std::vector<PrecompileWork> work_of(const std::vector<std::string>& files,
-                                    const std::vector<std::string>& archs) {
+std::vector<PrecompileWork> precompile_work_of(const std::vector<std::string>& files,
+                                               const std::vector<std::string>& archs) {
   std::vector<PrecompileWork> work;
   std::set<std::string> seen;
   for (const std::string& path : files) {
@@ -63,6 +66,8 @@ std::vector<PrecompileWork> work_of(const std::vector<std::string>& files,
   }
   return work;
 }
+
+namespace {
 
 // The cache precompile writes into, refused up front when it could keep nothing.
 cache::KernelCacheOptions writable_cache(const std::string& dir) {
@@ -104,8 +109,13 @@ int run_precompile(const PrecompileArgs& a, const std::string& dir) {
   o.archs = arch_list(a.archs);
   o.jobs = a.jobs;
   parse_shard(a.shard, o);
-  const std::vector<PrecompileWork> work = work_of(a.files, o.archs);
+  const std::vector<PrecompileWork> work = precompile_work_of(a.files, o.archs);
   cache::KernelCache cache(writable_cache(dir));
+  if (a.remote && !cache.has_remote())
+    throw ArgumentError(
+        "--remote publishes to the fleet's cache, but KILN_REMOTE_CACHE is not set: set it to "
+        "the server (redis://[user:password@]host[:port][/db])");
+  o.publish_cached = a.remote;
   const auto summary = precompile_work(work, o, cache, print_progress);
   for (const auto& f : summary.failures)
     fmt::print(stderr, "failed: {} for {}: {}\n{}", f.name, f.arch, f.error,
@@ -123,6 +133,13 @@ int run_precompile(const PrecompileArgs& a, const std::string& dir) {
                                       {"total", summary.total},
                                       {"seconds", summary.seconds}}
                            .dump());
+  if (a.remote && cache.counters().remote_errors) {
+    fmt::print(stderr,
+               "precompile: the remote cache {} failed (above), so it may lack kernels; check "
+               "it and run this again (kernels on disk are published again)\n",
+               cache.remote()->describe());
+    return 1;
+  }
   return summary.failed ? 1 : 0;
 }
 
@@ -140,6 +157,9 @@ void add_precompile(CLI::App& app, Command& run, const Globals& g) {
       cmd->add_option("-j,--jobs", args->jobs, "Parallel NVRTC programs (default: one per core)");
   cmd->add_option("--shard", args->shard,
                   "Compile only share I of N (0 <= I < N), for build farms");
+  cmd->add_flag("--remote", args->remote,
+                "Publish every kernel to the fleet's remote cache (KILN_REMOTE_CACHE), those "
+                "already on disk too; exit 1 if the remote failed");
   cmd->add_flag("--json", args->json,
                 "Print the summary as one JSON object on stdout (progress stays on stderr)");
   cmd->callback([args, jobs, &run, &g] {

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <kiln/error.hpp>
 #include <optional>
+#include <random>
 #include <set>
 #include <thread>
 
+#include "cache/remote_tuning.hpp"
 #include "engine/compiler/compiler.hpp"
 #include "engine/exec/engine_impl.hpp"
 #include "engine/logging.hpp"
@@ -74,11 +76,7 @@ EngineImpl::EngineImpl(EngineOptions opts) : serial(next_serial()), options(std:
   if (!record.empty()) recorder = std::make_unique<cache::ManifestRecorder>(record);
   cache_dir = cache->describe();
   if (context && options.tuning && !env_flag("KILN_DISABLE_TUNING")) {
-    try {
-      tuning = cache::TuningDb::load(tuning_dir(), context->info().name);
-    } catch (const Error& e) {  // a bad records file costs speed, never a run
-      spdlog::warn("kiln: tuning records not used: {}", e.what());
-    }
+    tuning = cache::tuning_records(tuning_dir(), context->info().name, *cache);
   }
 }
 
@@ -212,9 +210,25 @@ std::vector<const LoadedKernel*> EngineImpl::prepare_all(
     if (std::string memo = memo_of(*s); !loaded_.count(memo) && fresh.insert(memo).second)
       todo.emplace_back(s, std::move(memo));
   }
+  if (cache->has_remote()) {  // one round trip for all that fetch() may ask of the remote
+    std::vector<cache::CacheKey> keys;
+    const std::vector<std::string> older = older_compatible_archs(arch);
+    for (const auto& t : todo) {
+      const compiler::SourceUnit unit(*t.first);
+      keys.push_back(compiler::key_of(*t.first, arch, unit));
+      for (const std::string& a : older) keys.push_back(compiler::key_of(*t.first, a, unit));
+    }
+    cache->prefetch(keys);
+  }
   std::vector<std::optional<Fetched>> fetched(todo.size());
   std::vector<std::exception_ptr> errors(todo.size());
-  parallel_each(todo.size(), compile_threads_, [&](std::size_t i) {
+  // With a fleet behind the remote, each machine starts at its own place in the list: the
+  // machines then compile different kernels side by side, instead of all leasing the first
+  // ones and waiting on one another (cache/remote.hpp, claim()).
+  const std::size_t shift =
+      cache->has_remote() && !todo.empty() ? std::random_device{}() % todo.size() : 0;
+  parallel_each(todo.size(), compile_threads_, [&](std::size_t j) {
+    const std::size_t i = (j + shift) % todo.size();
     try {
       fetched[i] = fetch(*todo[i].first);
     } catch (...) {

@@ -57,6 +57,9 @@ PrecompileSummary precompile_work(const std::vector<PrecompileWork>& all,
       if (!got.saved && cache.wants_disk())
         throw CacheError("compiled but not saved: the cache is " + cache.describe());
       item.status = got.source == cache::KernelCache::Source::compiled ? "compiled" : "cached";
+      const bool local = got.source != cache::KernelCache::Source::compiled &&
+                         got.source != cache::KernelCache::Source::remote;
+      if (options.publish_cached && local && cache.remote()) cache.remote()->put(key, *got.kernel);
     } catch (const std::exception& e) {
       item.status = "failed";
       item.message = e.what();

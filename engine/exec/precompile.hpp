@@ -19,6 +19,9 @@ struct PrecompileOptions {
   int jobs = 0;                    ///< threads; 0 = one per core
   int shard_index = 0;  ///< this machine's share: items i with i % shard_count == shard_index
   int shard_count = 1;
+  /// Also publish to the cache's remote layer the kernels found in a local layer (compiled
+  /// ones are published by the cache itself): a build farm fills the fleet's cache.
+  bool publish_cached = false;
 };
 
 struct PrecompileItem {

@@ -2,6 +2,7 @@
 // engine's GPU, each winner saved as a record as soon as it is measured.
 #include <kiln/tune.hpp>
 
+#include "cache/remote_tuning.hpp"
 #include "engine/exec/engine_impl.hpp"
 #include "engine/tune/tuner.hpp"
 
@@ -13,11 +14,13 @@ std::vector<KernelTuning> tune_and_record(Engine& engine, const std::vector<Grap
                                           const std::string& dir) {
   std::set<std::string> done;
   std::vector<KernelTuning> all;
+  cache::RemoteCache* remote = detail::impl_of(engine).cache->remote();
   for (const Graph& g : graphs)
     for (KernelTuning& t : tune_graph(engine, g, options, done)) {
       if (t.skipped.empty()) {
         db.put(t.record);
         db.save(dir);  // after every kernel: an interrupted run keeps what it measured
+        if (remote) cache::publish_tuning(*remote, t.record);  // the fleet's: the faster wins
       }
       if (options.done) options.done(t);
       all.push_back(std::move(t));

@@ -40,7 +40,7 @@ struct EngineOptions {
 struct KernelRecord {
   std::string name;    ///< readable name, e.g. "silu_bf16__r1v8" (op, dtype, rank, vector width)
   std::string key;     ///< cache key (hex)
-  std::string source;  ///< "compiled", "bundle", "disk" or "memory"
+  std::string source;  ///< "compiled", "bundle", "disk", "remote" or "memory"
   double compile_ms = 0;
   int registers = -1;  ///< per thread, from the cubin (-1 for a PTX image)
   int spill_bytes =
