@@ -9,6 +9,11 @@
 namespace kiln::capi {
 namespace {
 
+static_assert(int(DType::f32) == KILN_F32 && int(DType::f16) == KILN_F16 &&
+                  int(DType::bf16) == KILN_BF16 && int(DType::boolean) == KILN_BOOL &&
+                  int(DType::i32) == KILN_I32 && int(DType::i64) == KILN_I64,
+              "a kiln_dtype code is its DType's value (kiln_plan_output returns it)");
+
 struct LastError {
   kiln_status status = KILN_OK;
   std::string message;

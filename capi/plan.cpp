@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <kiln/tune.hpp>
 #include <map>
 
 #include "cache/disk_cache.hpp"
@@ -134,6 +136,32 @@ kiln_status kiln_plan_run(const kiln_plan* plan, kiln_engine* engine,
                 });
 }
 
+kiln_status kiln_plan_output(const kiln_plan* plan, const char* const* input_names,
+                             const kiln_tensor* inputs, size_t n_inputs, const char* name,
+                             int32_t* dtype, int32_t* rank, int64_t* shape, int32_t max_rank) {
+  return guard("kiln_plan_output", [&] {
+    const kiln::Plan& p = need(plan, "plan", kPlanHint).plan;
+    const std::string wanted = kiln::capi::text(name, "name");
+    need(rank, "rank", " (pass the address of an int32_t for the rank)") = -1;
+    const Views outs = p.outputs(named(input_names, inputs, n_inputs, "input"));
+    const auto it = outs.find(wanted);
+    if (it == outs.end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, v] : outs) names.push_back(kiln::printable_name(n));
+      throw kiln::ArgumentError(fmt::format("'{}' is not an output of the plan's graph (its outputs: {})",
+                                            kiln::printable_name(wanted), fmt::join(names, ", ")));
+    }
+    const kiln::Shape& s = it->second.shape;
+    if (shape && max_rank < std::int32_t(s.size()))
+      throw kiln::ArgumentError(fmt::format(
+          "output '{}' has rank {} but shape has room for max_rank {}: pass max_rank >= {}",
+          kiln::printable_name(wanted), s.size(), max_rank, s.size()));
+    if (shape) std::copy(s.begin(), s.end(), shape);
+    if (dtype) *dtype = std::int32_t(it->second.dtype);
+    *rank = std::int32_t(s.size());
+  });
+}
+
 kiln_status kiln_plan_replay(const kiln_plan* plan, kiln_engine* engine,
                              const char* const* input_names, const kiln_tensor* inputs,
                              size_t n_inputs, const char* const* output_names,
@@ -160,6 +188,18 @@ kiln_status kiln_precompile(const kiln_graph* graph, const char* arch, const cha
     const kiln::CacheCounters c = engine.counters();
     if (stats)
       *stats = {c.compiles, c.memory_hits, c.bundle_hits, c.disk_hits, c.bad_entries, c.compile_ms};
+  });
+}
+
+kiln_status kiln_tune(kiln_engine* engine, const kiln_graph* graph, double budget_s,
+                      size_t* tuned) {
+  return guard("kiln_tune", [&] {
+    kiln::Engine& e = need(engine, "engine", kEngineHint).engine;
+    const kiln::Graph& g =
+        need(graph, "graph", " (create one with kiln_graph_create or kiln_graph_from_json)").graph;
+    std::size_t n = 0;
+    for (const kiln::TunedKernel& k : kiln::tune(e, {g}, budget_s)) n += k.skipped.empty();
+    if (tuned) *tuned = n;
   });
 }
 

@@ -155,6 +155,12 @@ KILN_API kiln_status kiln_plan_run(const kiln_plan* plan, kiln_engine* engine,
                                    const char* const* input_names, const kiln_tensor* inputs,
                                    size_t n_inputs, const char* const* output_names,
                                    const kiln_tensor* outputs, size_t n_outputs, void* stream);
+/** The dtype, rank and extents (into shape, room for max_rank; NULL: none) of output `name` of a
+ * run on `inputs`, whose data may be 0: what to allocate before kiln_plan_run. Needs no GPU. */
+KILN_API kiln_status kiln_plan_output(const kiln_plan* plan, const char* const* input_names,
+                                      const kiln_tensor* inputs, size_t n_inputs,
+                                      const char* name, int32_t* dtype, int32_t* rank,
+                                      int64_t* shape, int32_t max_rank);
 /** kiln_plan_run through a CUDA graph built at the first call and replayed after. */
 KILN_API kiln_status kiln_plan_replay(const kiln_plan* plan, kiln_engine* engine,
                                       const char* const* input_names, const kiln_tensor* inputs,
@@ -166,6 +172,13 @@ KILN_API kiln_status kiln_plan_replay(const kiln_plan* plan, kiln_engine* engine
  * is NULL. */
 KILN_API kiln_status kiln_precompile(const kiln_graph* graph, const char* arch,
                                      const char* cache_dir, kiln_cache_stats* stats);
+
+/** Times every candidate of each kernel of `graph`'s plan on the engine's GPU (`kiln tune`) and
+ * saves the winners as tuning records in its cache directory, applied by engines made after.
+ * budget_s > 0: no kernel starts after that many seconds. The number of kernels tuned in *tuned
+ * unless it is NULL. KILN_ERROR_CUDA on an offline engine. */
+KILN_API kiln_status kiln_tune(kiln_engine* engine, const kiln_graph* graph, double budget_s,
+                               size_t* tuned);
 
 #ifdef __cplusplus
 }
