@@ -9,6 +9,7 @@
 #include <kiln/engine.hpp>
 #include <kiln/error.hpp>
 #include <kiln/graph.hpp>
+#include <kiln/template.hpp>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,11 @@ struct kiln_graph {
 
 struct kiln_plan {
   kiln::Plan plan;
+};
+
+struct kiln_template {
+  kiln::Template tmpl;
+  std::string name;  ///< the JSON's "name": the op name kiln_graph_define_template gives it
 };
 
 namespace kiln::capi {

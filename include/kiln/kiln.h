@@ -31,6 +31,7 @@ extern "C" {
 typedef struct kiln_engine kiln_engine; /**< one device (or an offline arch), one kernel cache */
 typedef struct kiln_graph kiln_graph;   /**< an op graph, from JSON or built node by node */
 typedef struct kiln_plan kiln_plan;     /**< a graph fused into kernels */
+typedef struct kiln_template kiln_template; /**< a user's kernel template (docs/templates.md) */
 
 /** What a call returned: ok, or the class of its failure (kiln::Error's subclasses). */
 typedef enum kiln_status {
@@ -87,6 +88,13 @@ static inline kiln_arg kiln_scalar(double value) {
   a.scalar = value;
   return a;
 }
+
+/** An argument of a template's kernel: a tensor, or a scalar for a scalar parameter. */
+typedef struct kiln_operand {
+  int32_t is_scalar;
+  kiln_tensor tensor;
+  double scalar;
+} kiln_operand;
 
 /** What an engine's kernel cache counted (kiln::CacheCounters). */
 typedef struct kiln_cache_stats {
@@ -179,6 +187,24 @@ KILN_API kiln_status kiln_precompile(const kiln_graph* graph, const char* arch,
  * unless it is NULL. KILN_ERROR_CUDA on an offline engine. */
 KILN_API kiln_status kiln_tune(kiln_engine* engine, const kiln_graph* graph, double budget_s,
                                size_t* tuned);
+
+/* Users' kernel templates. tunables_json: a JSON object of tunable values ({"B": 128}), or NULL
+ * for their defaults. */
+/** One object of graph JSON's "templates" array (docs/graph-format.md): name, source (or file,
+ * relative to the current directory), params, instance, tunables, grid, block, output. */
+KILN_API kiln_status kiln_template_from_json(const char* json, kiln_template** out);
+KILN_API kiln_status kiln_template_destroy(kiln_template* t); /**< NULL: nothing */
+/** Launches `t` on `args` (its parameters in order, contiguous tensors) on the engine's stream. */
+KILN_API kiln_status kiln_template_launch(kiln_engine* engine, const kiln_template* t,
+                                          const kiln_operand* args, size_t n_args,
+                                          const char* tunables_json);
+/** Compiles the kernel kiln_template_launch would run (tensors' data may be 0), offline too. */
+KILN_API kiln_status kiln_template_precompile(kiln_engine* engine, const kiln_template* t,
+                                              const kiln_operand* args, size_t n_args,
+                                              const char* tunables_json);
+/** Declares `t` as op `name` (NULL or "": its JSON's name) of `graph`, for kiln_graph_add. */
+KILN_API kiln_status kiln_graph_define_template(kiln_graph* graph, const char* name,
+                                                const kiln_template* t);
 
 #ifdef __cplusplus
 }
