@@ -59,7 +59,9 @@ TEST_CASE("c api: libkiln.so exports the C functions beside the C++ API") {
         "kiln_graph_create", "kiln_graph_from_json", "kiln_graph_destroy", "kiln_graph_input",
         "kiln_graph_add", "kiln_graph_output", "kiln_graph_to_json", "kiln_plan_create",
         "kiln_plan_destroy", "kiln_plan_compile", "kiln_plan_run", "kiln_plan_output",
-        "kiln_plan_replay", "kiln_precompile", "kiln_tune"}) {
+        "kiln_plan_replay", "kiln_precompile", "kiln_tune", "kiln_template_from_json",
+        "kiln_template_destroy", "kiln_template_launch", "kiln_template_precompile",
+        "kiln_graph_define_template"}) {
     CAPTURE(fn);
     CHECK(nm.find(std::string(" T ") + fn + "\n") != std::string::npos);
   }
