@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The house's size rules, checked: no source file over 400 lines and no function over 80 in
-engine/, ops/, cache/ and kernel_templates/; at most 12 files at engine/'s top level (the rest
+engine/, ops/, cache/, kernel_templates/ and capi/; at most 12 files at engine/'s top level (the rest
 lives in its stage folders). Function lengths come from Universal Ctags (`universal-ctags`,
 installed by scripts/setup.sh); without it that part is skipped with a message.
 
@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 
-FOLDERS = ("engine", "ops", "cache", "kernel_templates")
+FOLDERS = ("engine", "ops", "cache", "kernel_templates", "capi")
 SOURCES = (".cpp", ".hpp", ".cuh", ".h")
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 80

@@ -155,6 +155,8 @@ TemplateParam param_of(const nlohmann::json& p, const std::string& where) {
   return out;
 }
 
+}  // namespace
+
 Template template_of(const nlohmann::json& o, const std::string& dir, const std::string& where) {
   static const std::set<std::string> fields = {"name",   "file",     "source",   "headers",
                                                "params", "instance", "tunables", "grid",
@@ -215,8 +217,6 @@ Template template_of(const nlohmann::json& o, const std::string& dir, const std:
            out.contains("shape") ? strings_of(out, "shape", where) : std::vector<std::string>{});
   return t;
 }
-
-}  // namespace
 
 void parse_templates(const nlohmann::json& templates, Graph& g, const std::string& dir,
                      const std::string& origin) {

@@ -38,6 +38,11 @@ std::string custom_ops_json(const Graph& g);
 void parse_templates(const nlohmann::json& templates, Graph& g, const std::string& dir,
                      const std::string& origin);
 
+/// One object of graph JSON's "templates" array as a Template (its "name" is the op name a graph
+/// gives it, not read here), files read from `dir`; GraphError starting with `where` for anything
+/// malformed or unreadable.
+Template template_of(const nlohmann::json& o, const std::string& dir, const std::string& where);
+
 /// `g`'s templates as graph JSON's "templates" array, sources inline ("" when it has none).
 std::string templates_json(const Graph& g);
 
