@@ -1,7 +1,5 @@
 #include <dirent.h>
 #include <fcntl.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +10,7 @@
 
 #include "cache/kernel_cache.hpp"
 #include "tests/cache/fixtures.hpp"
+#include "tests/cache/log_capture.hpp"
 #include "tests/support.hpp"
 
 using namespace kiln::cache;
@@ -240,30 +239,6 @@ TEST_CASE("disk cache: 8 processes publishing the same keys at once leave only v
 
 namespace {
 
-// Takes the warnings of the default logger, in place of its sinks, while it lives (the suite
-// otherwise logs only errors).
-class LogCapture {
- public:
-  LogCapture()
-      : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)),
-        sinks_(spdlog::default_logger()->sinks()),
-        level_(spdlog::get_level()) {
-    spdlog::default_logger()->sinks() = {sink_};
-    spdlog::set_level(spdlog::level::warn);
-  }
-  ~LogCapture() {
-    spdlog::set_level(level_);
-    spdlog::default_logger()->sinks() = sinks_;
-  }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  std::vector<spdlog::sink_ptr> sinks_;
-  spdlog::level::level_enum level_;
-};
-
 std::vector<int> keys_on_disk(const std::string& dir, int n) {
   std::vector<int> out;
   for (int i = 0; i < n; ++i)
@@ -280,7 +255,7 @@ TEST_CASE("kernel cache: a cap smaller than an entry keeps this process's entrie
   KernelCacheOptions o;
   o.dir = tmp.path();
   o.max_bytes = 1;
-  LogCapture log;
+  kiln::test::Warnings log;
   {
     KernelCache c(o);
     for (int i = 0; i < 3; ++i) c.get(key_of(i), [i] { return kernel_of(i); });
