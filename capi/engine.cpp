@@ -8,7 +8,8 @@ using kiln::capi::need;
 
 namespace {
 
-constexpr const char* kCreateHint = " (create one with kiln_engine_create or kiln_engine_create_offline)";
+constexpr const char* kCreateHint =
+    " (create one with kiln_engine_create or kiln_engine_create_offline)";
 
 kiln_status create(const char* function, kiln::EngineOptions o, kiln_engine** out) {
   return guard(function, [&] {
@@ -32,8 +33,8 @@ extern "C" {
 kiln_status kiln_engine_create(int32_t device, const char* cache_dir, kiln_engine** out) {
   if (device < 0)
     return guard("kiln_engine_create", [&] {
-      throw kiln::ArgumentError(
-          fmt::format("device {} is negative: pass a CUDA device ordinal (0 for the first)", device));
+      throw kiln::ArgumentError(fmt::format(
+          "device {} is negative: pass a CUDA device ordinal (0 for the first)", device));
     });
   kiln::EngineOptions o;
   o.device = device;
@@ -88,8 +89,7 @@ kiln_status kiln_engine_synchronize(kiln_engine* engine) {
 kiln_status kiln_engine_cache_stats(const kiln_engine* engine, kiln_cache_stats* out) {
   return guard("kiln_engine_cache_stats", [&] {
     const kiln::CacheCounters c = need(engine, "engine", kCreateHint).engine.counters();
-    need(out, "out", " (pass the address of a kiln_cache_stats)") = {
-        c.compiles, c.memory_hits, c.bundle_hits, c.disk_hits, c.bad_entries, c.compile_ms};
+    need(out, "out", " (pass the address of a kiln_cache_stats)") = kiln::capi::stats_of(c);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <kiln/kiln.h>
 
 #include <cstdint>
+#include <kiln/cache_counters.hpp>
 #include <kiln/engine.hpp>
 #include <kiln/error.hpp>
 #include <kiln/graph.hpp>
@@ -66,6 +67,12 @@ Shape extents(const std::int64_t* p, std::int32_t rank, const std::string& what)
 DType dtype_of(std::int32_t code, const std::string& what);
 /// Sets `o`'s cache directory: NULL leaves the default, "" turns the disk cache off.
 void set_cache(EngineOptions& o, const char* cache_dir);
+/// The C struct of a cache's counters.
+inline kiln_cache_stats stats_of(const CacheCounters& c) {
+  return {c.compiles,       c.memory_hits,   c.bundle_hits, c.disk_hits,
+          c.bad_entries,    c.compile_ms,    c.remote_hits, c.remote_misses,
+          c.remote_refused, c.remote_errors, c.remote_waits};
+}
 /// A view of `t`, checked as far as the descriptor goes (rank, pointers, dtype).
 TensorView view_of(const kiln_tensor& t, const std::string& what);
 

@@ -1,7 +1,6 @@
 // The C API's plans: fused from a graph, compiled on an engine (offline too), run and replayed
 // on tensor descriptors by name, on a stream per call or the engine's; precompile for an arch.
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -129,8 +128,8 @@ kiln_status kiln_plan_run(const kiln_plan* plan, kiln_engine* engine,
                           const char* const* input_names, const kiln_tensor* inputs,
                           size_t n_inputs, const char* const* output_names,
                           const kiln_tensor* outputs, size_t n_outputs, void* stream) {
-  return run_on("kiln_plan_run", plan, engine, input_names, inputs, n_inputs, output_names,
-                outputs, n_outputs, stream,
+  return run_on("kiln_plan_run", plan, engine, input_names, inputs, n_inputs, output_names, outputs,
+                n_outputs, stream,
                 [](const kiln::Plan& p, kiln::Engine& e, const Views& in, const Views& out) {
                   p.run(e, in, out);
                 });
@@ -148,8 +147,9 @@ kiln_status kiln_plan_output(const kiln_plan* plan, const char* const* input_nam
     if (it == outs.end()) {
       std::vector<std::string> names;
       for (const auto& [n, v] : outs) names.push_back(kiln::printable_name(n));
-      throw kiln::ArgumentError(fmt::format("'{}' is not an output of the plan's graph (its outputs: {})",
-                                            kiln::printable_name(wanted), fmt::join(names, ", ")));
+      throw kiln::ArgumentError(
+          fmt::format("'{}' is not an output of the plan's graph (its outputs: {})",
+                      kiln::printable_name(wanted), fmt::join(names, ", ")));
     }
     const kiln::Shape& s = it->second.shape;
     if (shape && max_rank < std::int32_t(s.size()))
@@ -186,8 +186,7 @@ kiln_status kiln_precompile(const kiln_graph* graph, const char* arch, const cha
     kiln::Engine engine(std::move(o));
     kiln::Plan(g).compile(engine);
     const kiln::CacheCounters c = engine.counters();
-    if (stats)
-      *stats = {c.compiles, c.memory_hits, c.bundle_hits, c.disk_hits, c.bad_entries, c.compile_ms};
+    if (stats) *stats = kiln::capi::stats_of(c);
   });
 }
 

@@ -98,16 +98,21 @@ typedef struct kiln_operand {
 
 /** What an engine's kernel cache counted (kiln::CacheCounters). */
 typedef struct kiln_cache_stats {
-  uint64_t compiles;    /**< NVRTC compilations */
-  uint64_t memory_hits; /**< kernels found in this process's memory */
-  uint64_t bundle_hits; /**< found in a bundle */
-  uint64_t disk_hits;   /**< found in the disk cache */
-  uint64_t bad_entries; /**< corrupt entries removed and recompiled */
-  double compile_ms;    /**< total NVRTC time */
+  uint64_t compiles;       /**< NVRTC compilations */
+  uint64_t memory_hits;    /**< kernels found in this process's memory */
+  uint64_t bundle_hits;    /**< found in a bundle */
+  uint64_t disk_hits;      /**< found in the disk cache */
+  uint64_t bad_entries;    /**< corrupt entries removed and recompiled */
+  double compile_ms;       /**< total NVRTC time */
+  uint64_t remote_hits;    /**< served by the remote cache (KILN_REMOTE_CACHE) */
+  uint64_t remote_misses;  /**< asked of the remote cache, which had no entry */
+  uint64_t remote_refused; /**< remote entries that did not verify: never loaded */
+  uint64_t remote_errors;  /**< remote calls that failed (the layer then backs off) */
+  uint64_t remote_waits;   /**< misses that waited on another machine's compile (a lease) */
 } kiln_cache_stats;
 
 /* Version and errors: these never fail. */
-KILN_API int32_t kiln_version(void); /**< KILN_ABI_VERSION of the library */
+KILN_API int32_t kiln_version(void);              /**< KILN_ABI_VERSION of the library */
 KILN_API const char* kiln_last_error(void);       /**< "" when this thread has not failed */
 KILN_API kiln_status kiln_last_error_class(void); /**< KILN_OK when this thread has not failed */
 KILN_API const char* kiln_status_name(kiln_status status); /**< "ok", "shape", "cuda", ... */
@@ -155,8 +160,7 @@ KILN_API kiln_status kiln_plan_create(const kiln_graph* graph, int fuse, kiln_pl
 KILN_API kiln_status kiln_plan_destroy(kiln_plan* plan); /**< NULL: nothing */
 /** Compiles every kernel of the plan (or finds it cached), on an offline engine too; the number
  * of kernels in *kernels unless it is NULL. */
-KILN_API kiln_status kiln_plan_compile(const kiln_plan* plan, kiln_engine* engine,
-                                       size_t* kernels);
+KILN_API kiln_status kiln_plan_compile(const kiln_plan* plan, kiln_engine* engine, size_t* kernels);
 /** Runs the plan on `engine`: inputs and outputs by name (every output of the graph given,
  * memory the caller owns), on `stream` (a CUstream), or the engine's when stream is NULL. */
 KILN_API kiln_status kiln_plan_run(const kiln_plan* plan, kiln_engine* engine,
@@ -166,9 +170,9 @@ KILN_API kiln_status kiln_plan_run(const kiln_plan* plan, kiln_engine* engine,
 /** The dtype, rank and extents (into shape, room for max_rank; NULL: none) of output `name` of a
  * run on `inputs`, whose data may be 0: what to allocate before kiln_plan_run. Needs no GPU. */
 KILN_API kiln_status kiln_plan_output(const kiln_plan* plan, const char* const* input_names,
-                                      const kiln_tensor* inputs, size_t n_inputs,
-                                      const char* name, int32_t* dtype, int32_t* rank,
-                                      int64_t* shape, int32_t max_rank);
+                                      const kiln_tensor* inputs, size_t n_inputs, const char* name,
+                                      int32_t* dtype, int32_t* rank, int64_t* shape,
+                                      int32_t max_rank);
 /** kiln_plan_run through a CUDA graph built at the first call and replayed after. */
 KILN_API kiln_status kiln_plan_replay(const kiln_plan* plan, kiln_engine* engine,
                                       const char* const* input_names, const kiln_tensor* inputs,
