@@ -25,10 +25,7 @@ std::string describe_args(const OpDef& op, const std::vector<Operand>& args) {
   return fmt::format("{}({})", op.name, fmt::join(parts, ", "));
 }
 
-namespace {
-
-// bool gives way to anything, i32 with i64 is i64, f16 with bf16 (or either with f32) f32; a
-// float with an integer is none: they never mix unless a cast says so.
+// Floats and integers never mix unless a cast says so.
 std::optional<DType> promote(DType a, DType b) {
   if (a == b) return a;
   if (a == DType::boolean) return b;
@@ -36,6 +33,8 @@ std::optional<DType> promote(DType a, DType b) {
   if (is_integer(a) != is_integer(b)) return std::nullopt;
   return is_integer(a) ? DType::i64 : DType::f32;
 }
+
+namespace {
 
 // The dtype of an elementwise op's result on `args` (DtypeError naming the call otherwise).
 DType result_dtype(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {

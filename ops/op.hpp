@@ -133,6 +133,10 @@ struct OpDef {
   double (*int_reference)(double a, double b, double c) = nullptr;
 };
 
+/// The dtype two operands of an elementwise op promote to: bool gives way to anything, i32 with
+/// i64 is i64, two float dtypes as the arithmetic rule says; none for a float with an integer.
+std::optional<DType> promote(DType a, DType b);
+
 /// `op`'s schema: views into `op`.
 OpSchema schema_of(const OpDef& op);
 /// Dtype rule `rule` in a sentence (docs/ops.md's).

@@ -10,11 +10,12 @@
 namespace kiln::codegen {
 namespace {
 
-std::string ref(const Ref& r, const Body& b, std::size_t step) {
+// `r` in the body's text: an input as x[i], or in a typed body (kiln::ValuesOf) x.get<i>().
+std::string ref(const Ref& r, const Body& b, std::size_t step, bool typed = false) {
   switch (r.kind) {
     case Ref::Kind::input:
       if (r.index < 0 || r.index >= int(b.inputs.size())) break;
-      return fmt::format("x[{}]", r.index);
+      return fmt::format(typed ? "x.get<{}>()" : "x[{}]", r.index);
     case Ref::Kind::scalar:
       if (r.index < 0 || r.index >= b.scalars) break;
       return fmt::format("s[{}]", r.index);
@@ -55,8 +56,7 @@ std::string render_typed(const Body& b) {
     const Step& st = b.steps[i];
     std::vector<std::string> args;
     for (std::size_t k = 0; k < st.args.size(); ++k) {
-      std::string a = ref(st.args[k], b, i);
-      if (st.args[k].kind == Ref::Kind::input) a = fmt::format("x.get<{}>()", st.args[k].index);
+      std::string a = ref(st.args[k], b, i, true);
       const std::string_view want =
           k < st.arg_dtypes.size() ? compute_type(st.arg_dtypes[k]) : std::string_view();
       if (!want.empty() && want != compute_type(ref_dtype(st.args[k], b)))
@@ -67,12 +67,8 @@ std::string render_typed(const Body& b) {
     if (st.round) call = fmt::format("kiln::convert<{}>({})", device_type_of(st.dtype), call);
     out += fmt::format("    const {} t{} = {};\n", compute_type(st.dtype), i, call);
   }
-  for (std::size_t j = 0; j < b.results.size(); ++j) {
-    const Ref& r = b.results[j];
-    const std::string v = r.kind == Ref::Kind::input ? fmt::format("x.get<{}>()", r.index)
-                                                     : ref(r, b, b.steps.size());
-    out += fmt::format("    y.get<{}>() = {};\n", j, v);
-  }
+  for (std::size_t j = 0; j < b.results.size(); ++j)
+    out += fmt::format("    y.get<{}>() = {};\n", j, ref(b.results[j], b, b.steps.size(), true));
   return out + "  }\n};\n";
 }
 

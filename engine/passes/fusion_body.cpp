@@ -4,29 +4,32 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
-#include "engine/passes/fusion.hpp"
 #include "engine/ir/graph_ops.hpp"
+#include "engine/passes/fusion.hpp"
 
 namespace kiln {
 namespace {
 
 using codegen::Ref;
 
-// The dtypes a typed body converts step `n`'s arguments to (`dtypes` theirs): a comparison's
-// operands to the wider of them, a select's values and everything else to the result's
-// dtype; a cast's and a select's condition as they are.
+// The dtypes a typed body converts step `n`'s arguments to (`dtypes` theirs; none for a
+// scalar, an f32): a comparison's operands to their promoted dtype, a select's values and
+// everything else to the result's dtype; a cast's and a select's condition as they are.
 std::vector<DType> arg_dtypes(const ops::OpDef& op, const Graph::Node& n,
-                              const std::vector<DType>& dtypes) {
+                              const std::vector<std::optional<DType>>& dtypes) {
   std::vector<DType> out(dtypes.size(), n.dtype);
-  if (op.rule == ops::Rule::cast) return dtypes;
-  if (op.rule == ops::Rule::select && !out.empty()) out[0] = dtypes[0];
+  const auto own = [&](std::size_t k) { return dtypes[k].value_or(DType::f32); };
+  if (op.rule == ops::Rule::cast)
+    for (std::size_t k = 0; k < out.size(); ++k) out[k] = own(k);
+  if (op.rule == ops::Rule::select && !out.empty()) out[0] = own(0);
   if (op.rule == ops::Rule::compare) {
-    DType wide = dtypes.empty() ? DType::f32 : dtypes[0];
-    for (DType t : dtypes)
-      if (is_integer(t) && (!is_integer(wide) || t == DType::i64)) wide = t;
-    std::fill(out.begin(), out.end(), wide);
+    std::optional<DType> wide;  // inference has refused operands that do not promote
+    for (const auto& t : dtypes)
+      if (t) wide = wide ? ops::promote(*wide, *t) : t;
+    std::fill(out.begin(), out.end(), wide.value_or(DType::f32));
   }
   return out;
 }
@@ -49,15 +52,15 @@ codegen::Body make_body(const Graph& g, const std::vector<int>& steps,
     const Graph::Node& n = g.node(id);
     const ops::OpDef& op = op_def(g, n.op);
     codegen::Step step{std::string(op.functor), {}, op.rule == ops::Rule::cast, n.dtype, op.expr};
-    std::vector<DType> dtypes;
+    std::vector<std::optional<DType>> dtypes;  // none: a scalar
     for (const auto& a : n.args) {
       const bool node = std::holds_alternative<int>(a);
       step.args.push_back(node ? refs.at(std::get<int>(a)) : scalar(std::get<double>(a)));
-      dtypes.push_back(node ? g.node(std::get<int>(a)).dtype : DType::f32);
+      dtypes.push_back(node ? std::optional<DType>(g.node(std::get<int>(a)).dtype) : std::nullopt);
     }
     for (double s : ops::attr_scalars(op, n.attrs)) {
       step.args.push_back(scalar(s));
-      dtypes.push_back(DType::f32);
+      dtypes.emplace_back();
     }
     step.arg_dtypes = arg_dtypes(op, n, dtypes);
     refs[id] = {Ref::Kind::step, int(b.steps.size())};
