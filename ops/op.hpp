@@ -44,6 +44,10 @@ struct FusionRoles {
   /// false: each operand it reads is contiguous memory (a user's template), so a view it reads
   /// is copied first.
   bool strided = true;
+  /// Its kernel reads a gather view (ViewRule::axis) in place, at the indices, in any operand
+  /// slot but its side operands (kernel_templates/kiln/gather.cuh); false: such a view is
+  /// copied before its kernel, or before the elementwise chain fused into it, reads it.
+  bool gathers = false;
 };
 
 /// A view op's rule (FusionKind::view): where its result is read in its operand's memory, and
@@ -66,6 +70,14 @@ struct ViewRule {
   /// A slice of x's last axis that a kernel writing windows may write (engine/passes/fusion_windows.cpp):
   /// its first column; none for another slice. Null for views that are no such slice.
   std::optional<std::int64_t> (*window)(const Shape& x, const Attrs& attrs) = nullptr;
+  /// A gather view's (gather, index_select, embedding: ops/gather.cpp): its result reads x (`of`
+  /// gives x over the result's shape, stepping 0 along the indexed axis) at the indices its
+  /// operand 1 holds, along x's axis `axis`; `index_view` is that tensor over the result's
+  /// shape. Null for other views. A kernel reads it in place at the indices
+  /// (kernel_templates/kiln/gather.cuh), checking each against the axis.
+  std::size_t (*axis)(const Shape& x, const Attrs& attrs) = nullptr;
+  TensorView (*index_view)(const TensorView& index, const Shape& result,
+                           const Attrs& attrs) = nullptr;
 };
 
 /// fp64 reference of a row op on one row of n values: writes n values (1 for a reduction).

@@ -84,6 +84,7 @@ OpDef row_op(std::string_view name, std::string_view functor, RowReference ref, 
   // Its producers fuse as a prologue computing x; a row op that writes the row takes its
   // consumers as an epilogue; a norm's weight and bias are side operands.
   d.fusion = {FusionKind::anchor, "rows", true, !reduces, 1};
+  d.fusion.gathers = true;
   d.infer = infer_row;
   d.row_reference = ref;
   d.reduces = reduces;

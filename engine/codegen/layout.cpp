@@ -104,11 +104,14 @@ std::vector<Dim> coalesce(const std::vector<Dim>& dims, const std::vector<bool>&
   return merged;
 }
 
-// A 16-byte pack of the widest dtype, if every tensor slot allows it along the inner dim.
+// A 16-byte pack of the widest dtype that moves along the inner dim (an input broadcast along
+// it is one load per pack, whatever its width: an embedding's i64 ids), if every tensor slot
+// allows it along the inner dim.
 int vector_width(const std::vector<const TensorView*>& views, std::size_t NO,
                  const std::vector<Dim>& merged, bool inner_reduced) {
   std::size_t widest = 1;
-  for (const TensorView* v : views) widest = std::max(widest, size_of(v->dtype));
+  for (std::size_t s = 0; s < views.size(); ++s)
+    if (s < NO || merged.back().stride[s] != 0) widest = std::max(widest, size_of(views[s]->dtype));
   for (int v = int(16 / widest); v >= 2; v /= 2) {
     const Dim& inner = merged.back();
     bool ok = inner.extent % v == 0;

@@ -10,6 +10,7 @@
 #include <kiln/graph.hpp>
 
 #include "engine/exec/engine_impl.hpp"
+#include "engine/exec/gather_status.hpp"
 #include "engine/exec/plan_impl.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/driver.hpp"
@@ -126,6 +127,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
     PreparedCall::Launch launch = prepared_launch(std::move(L), *kernels[i], config);
     launch.nodes = std::move(nodes);
     launch.label = describe_group(bound, grp);
+    if (!grp.index_inputs.empty()) describe_gathers(bound, grp, values, launch);
     call->launches.push_back(std::move(launch));
   }
   call->data.assign(bound.nodes().size(), 0);
@@ -162,7 +164,8 @@ std::map<std::string, Tensor> bind_data(PreparedCall& call, const PlanImpl& plan
     call.data[std::size_t(view)] = call.data[std::size_t(src)];
   for (PreparedCall::Launch& l : call.launches)
     for (std::size_t i = 0; i < l.nodes.size(); ++i)
-      l.params->set_pointer(i, call.data[std::size_t(l.nodes[i])]);
+      if (l.nodes[i] != FusedGroup::kStatusNode)  // bind_status's
+        l.params->set_pointer(i, call.data[std::size_t(l.nodes[i])]);
   return made;
 }
 
@@ -196,8 +199,10 @@ std::map<std::string, Tensor> bind_and_launch(PlanImpl& p, Engine& engine,
   std::lock_guard<std::mutex> lock(call->mutex);
   std::map<std::string, Tensor> made = bind_data(*call, p, engine, inputs, outputs);
   if (call->launches.empty()) return made;
+  bind_status(*call, engine);
   runtime::ContextGuard guard(*detail::impl_of(engine).context);  // LaunchParams::pointers()
   launch(*call, static_cast<CUstream>(engine.stream()));
+  check_status(*call, static_cast<CUstream>(engine.stream()));
   return made;
 }
 

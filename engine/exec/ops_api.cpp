@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "engine/exec/engine_impl.hpp"
+#include "engine/exec/gather_status.hpp"
 #include "engine/exec/op_call.hpp"
 #include "engine/exec/prepared_call.hpp"
 #include "engine/runtime/context.hpp"
@@ -92,12 +93,17 @@ std::shared_ptr<detail::PreparedCall> prepare_op(Engine& engine, const ops::OpDe
                                                  const std::vector<Operand>& args,
                                                  const Attrs& attrs) {
   auto p = std::make_shared<detail::PreparedCall>();
-  KernelLaunch L = specialize_call(op_call(op, out, args, attrs), detail::impl_of(engine).target,
-                                   detail::impl_of(engine).tuning);
+  const OpCall c = op_call(op, out, args, attrs);
+  KernelLaunch L =
+      specialize_call(c, detail::impl_of(engine).target, detail::impl_of(engine).tuning);
   if (L.groups == 0 || L.config.empty()) return p;
   const detail::LoadedKernel& k = detail::impl_of(engine).prepare(L.spec);
   const LaunchConfig config = k.config_for(L);
   p->launches.push_back(detail::prepared_launch(std::move(L), k, config));
+  if (!c.group.index_inputs.empty()) {  // a gather: its status word follows the operands
+    p->launches.back().nodes = c.group.pointer_nodes();
+    detail::describe_gathers(c.graph, c.group, c.values, p->launches.back());
+  }
   return p;
 }
 
@@ -117,9 +123,11 @@ void launch_op(Engine& engine, detail::PreparedCall& p, const ops::OpDef& op, co
   }
   for (double s : ops::attr_scalars(op, attrs)) l.params->set_scalar(scalar++, s);  // clamp's
   detail::EngineImpl& e = detail::impl_of(engine);
+  detail::bind_status(p, engine);
   const runtime::NvtxRange range(op.name.data());  // catalog names are NUL-terminated literals
   runtime::ContextGuard guard(*e.context);
   l.kernel->module->launch(l.config, e.stream(), l.params->pointers());
+  detail::check_status(p, e.stream());
 }
 
 }  // namespace

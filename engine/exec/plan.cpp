@@ -172,6 +172,7 @@ std::vector<PlanKernel> Plan::kernels(const std::string& arch) const {
     // (a dynamic input that no kernel reads changes no grid).
     const std::vector<int> touched = grp.pointer_nodes();
     const bool dynamic = std::any_of(touched.begin(), touched.end(), [&](int id) {
+      if (id == FusedGroup::kStatusNode) return false;
       const Shape& s = impl_->graph.node(id).shape;
       return std::find(s.begin(), s.end(), -1) != s.end();
     });

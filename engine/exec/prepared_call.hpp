@@ -32,6 +32,16 @@ struct PreparedCall {
     std::vector<int> nodes;               ///< the node whose data each pointer takes
     std::vector<unsigned char> in_graph;  ///< the pointers replay's graph node holds
     std::string label;                    ///< what it computes (describe_group), for NVTX
+    /// Where it gathers (kernel_templates/kiln/gather.cuh): what a report of each index
+    /// tensor's slot names (the gather view's op and name, its axis's extent), and its status
+    /// word's index in `status`.
+    struct Gather {
+      std::uint32_t slot = 0;
+      std::string what;
+      std::int64_t extent = 0;
+    };
+    std::vector<Gather> gathers;
+    std::size_t status_word = 0;
   };
   /// An output a plan call allocates (none given for it).
   struct Made {
@@ -49,6 +59,10 @@ struct PreparedCall {
   std::int64_t arena_bytes = 0;                 ///< what its intermediates take of the plan's arena
   std::vector<std::uint64_t> data;              ///< per node: its data pointer in the current call
   std::unique_ptr<runtime::KernelGraph> graph;  ///< replay's, built at its first replay
+  /// One status word per launch that gathers, zero until an index outside its axis reports
+  /// itself (engine/exec/gather_status.hpp); allocated at the first call on a device.
+  Tensor status;
+  std::size_t status_words = 0;
 };
 
 /// `L` loaded as `kernel`, its parameters laid out, to run with `config`.

@@ -7,38 +7,12 @@
 #include <set>
 
 #include "engine/ir/graph_ops.hpp"
+#include "engine/passes/fusion_roles.hpp"
 
 namespace kiln {
 namespace {
 
-// Node `id`'s fusion roles (an input's are a chain member's: it is never asked).
-const ops::FusionRoles& roles(const Graph& g, int id) {
-  static const ops::FusionRoles input;
-  const auto& n = g.node(id);
-  return n.op == "input" ? input : op_def(g, n.op).fusion;
-}
-
-// A kernel of its own (its family's).
-bool is_kernel_anchor(const Graph& g, int id) {
-  return roles(g, id).kind == ops::FusionKind::anchor;
-}
-
-// A view: its operand's memory read another way, or a copy of it.
-bool is_view(const Graph& g, int id) { return roles(g, id).kind == ops::FusionKind::view; }
-
-// A node read from memory by what uses it: an anchor or a view.
-bool is_anchor(const Graph& g, int id) { return is_kernel_anchor(g, id) || is_view(g, id); }
-
-// An anchor whose producers of x fuse as its prologue.
-bool takes_prologue(const Graph& g, int id) {
-  return is_kernel_anchor(g, id) && roles(g, id).prologue;
-}
-
-bool is_output(const Graph& g, int id) {
-  return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
-}
-
-const ops::ViewRule& view_rule(const Graph& g, int id) { return op_def(g, g.node(id).op).view; }
+using namespace fusion;
 
 // Whether a kernel that reads only contiguous memory (a user's template) reads `id`.
 bool read_contiguous(const Graph& g, int id) {
@@ -58,6 +32,7 @@ bool read_contiguous(const Graph& g, int id) {
 // place anywhere that a kernel reading only contiguous memory reads.
 bool view_copies(const Graph& g, int id) {
   if (is_output(g, id)) return true;
+  if (is_gather(g, id)) return !gathered_in_place(g, id);
   const int src = std::get<int>(g.node(id).args[0]);
   switch (view_rule(g, id).in_place) {
     case ops::ViewRule::InPlace::never:
@@ -75,13 +50,6 @@ bool view_copies(const Graph& g, int id) {
 // An anchor whose elementwise consumers of its shape fuse as its epilogue.
 bool hosts_epilogue(const Graph& g, int id) {
   return is_kernel_anchor(g, id) && roles(g, id).epilogue;
-}
-
-std::vector<int> tensor_args(const Graph& g, int id) {
-  std::vector<int> out;
-  for (const auto& a : g.node(id).args)
-    if (std::holds_alternative<int>(a)) out.push_back(std::get<int>(a));
-  return out;
 }
 
 // Elementwise nodes needed to compute `roots` from memory (inputs, row results, or anything in
@@ -139,10 +107,16 @@ FusedGroup anchor_group(const Graph& g, int id, const std::set<int>& stop) {
   return grp;
 }
 
-// A view's copy: a kernel reading its operand and writing its result.
+// A view's copy: a kernel reading its operand and writing its result (a gather view's reads
+// its x at the indices of its index tensor).
 FusedGroup copy_group(const Graph& g, int id) {
   FusedGroup grp = anchored(g, id);
   grp.inputs = tensor_args(g, id);
+  if (is_gather(g, id)) {
+    grp.gather_views = {id};
+    grp.index_inputs = {grp.inputs[1]};
+    grp.inputs.resize(1);
+  }
   return grp;
 }
 
@@ -158,7 +132,7 @@ void check_order(const Graph& g, const std::vector<FusedGroup>& groups) {
     return id;
   };
   for (const FusedGroup& grp : groups) {
-    for (const auto* list : {&grp.inputs, &grp.extras, &grp.epilogue_inputs})
+    for (const auto* list : grp.reads())
       for (int read : *list)
         if (const int id = resolved(read);
             g.node(id).op != "input" && !written.count(id) && id != grp.anchor_node)
@@ -180,7 +154,7 @@ bool read_outside(const Graph& g, const std::set<int>& needed,
         std::get<int>(g.node(v).args[0]) == id)
       return true;
   for (const FusedGroup& other : groups)
-    for (const auto* list : {&other.inputs, &other.extras, &other.epilogue_inputs})
+    for (const auto* list : other.reads())
       if (&other != &self && std::find(list->begin(), list->end(), id) != list->end()) return true;
   return false;
 }
@@ -247,6 +221,7 @@ std::vector<FusedGroup> unfused_groups(const Graph& g, const std::set<int>& need
       groups.push_back(std::move(grp));
     }
   }
+  add_gather_indices(g, groups);
   for (FusedGroup& grp : groups) build_body(g, grp);
   return groups;
 }
@@ -384,6 +359,7 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
   }
   window_slices(g, l.needed, groups);
   write_read_anchors(g, l.needed, groups);
+  add_gather_indices(g, groups);
   for (FusedGroup& grp : groups) build_body(g, grp);
   check_order(g, groups);
   return groups;

@@ -12,6 +12,7 @@
 // kernel of the plan writes to its arena; a kernel copies it where the operand is memory the
 // caller owns (a graph input or output) or the view is an output itself.
 
+#include <array>
 #include <kiln/graph.hpp>
 #include <map>
 #include <memory>
@@ -55,6 +56,11 @@ struct FusedGroup {
   std::vector<int> epilogue_inputs;  ///< node ids the epilogue reads from memory
   codegen::Body epilogue;
   std::vector<float> epilogue_scalars;
+  /// The gather views (ops::ViewRule::axis) it reads in place, and each one's index tensor,
+  /// read from the slots after every other (kernel_templates/kiln/gather.cuh); a gather view's
+  /// copy lists its own here, its x as its input.
+  std::vector<int> gather_views;
+  std::vector<int> index_inputs;
   /// Its family's analysis (analyze_groups, when a plan or an eager call is built); none for a
   /// group straight from fuse(), or one its family has nothing to keep for.
   std::shared_ptr<const GroupPayload> payload;
@@ -73,13 +79,20 @@ struct FusedGroup {
   }
 
   /// The node whose data each pointer of the group's kernel takes, in the kernel's order
-  /// (KernelLaunch::pointers): outputs, then inputs, then extras and epilogue inputs.
+  /// (KernelLaunch::pointers): outputs, then inputs, then extras, epilogue inputs and index
+  /// tensors, then kStatusNode where it gathers (its status word: not a node's memory).
   std::vector<int> pointer_nodes() const {
     std::vector<int> nodes = outputs;
-    for (const auto* list : {&inputs, &extras, &epilogue_inputs})
-      nodes.insert(nodes.end(), list->begin(), list->end());
+    for (const auto* list : reads()) nodes.insert(nodes.end(), list->begin(), list->end());
+    if (!index_inputs.empty()) nodes.push_back(kStatusNode);
     return nodes;
   }
+  /// Every list of nodes it reads from memory.
+  std::array<const std::vector<int>*, 4> reads() const {
+    return {&inputs, &extras, &epilogue_inputs, &index_inputs};
+  }
+  /// pointer_nodes' entry for the status word of a kernel that gathers.
+  static constexpr int kStatusNode = -2;
 };
 
 /// The views (reshapes) of `graph` that no kernel of `groups` copies, each with the node whose
@@ -123,6 +136,10 @@ void build_body(const Graph& graph, FusedGroup& grp);
 /// kernel, or the memory of a reshape among `needed` that shares it.
 bool read_outside(const Graph& graph, const std::set<int>& needed,
                   const std::vector<FusedGroup>& groups, const FusedGroup& self, int id);
+
+/// Part of fuse: lists in each group the gather views it reads in place (those no kernel
+/// writes), with their index tensors (FusedGroup::gather_views, index_inputs).
+void add_gather_indices(const Graph& graph, std::vector<FusedGroup>& groups);
 
 /// False when KILN_DISABLE_FUSION=1 (plans then run one kernel per op).
 bool fusion_enabled();

@@ -21,7 +21,7 @@ ArenaPlan plan_arena(const Graph& g, const std::vector<FusedGroup>& groups) {
   for (std::size_t k = 0; k < groups.size(); ++k) {
     for (int id : groups[k].outputs)
       if (!output[std::size_t(id)]) p.first[std::size_t(id)] = int(k);
-    for (const auto* list : {&groups[k].inputs, &groups[k].extras, &groups[k].epilogue_inputs})
+    for (const auto* list : groups[k].reads())
       for (int read : *list)
         if (const int id = memory_of[std::size_t(read)]; p.first[std::size_t(id)] >= 0)
           p.last[std::size_t(id)] = std::max(p.last[std::size_t(id)], int(k));

@@ -113,13 +113,24 @@ float elapsed_ms(CUevent start, CUevent stop) {
   return ms;
 }
 
-namespace {
 bool capturing(CUstream s) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   KILN_CU_CHECK(driver().cuStreamIsCapturing(s, &status), "a stream's capture status");
   return status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
-}  // namespace
+
+std::vector<std::uint64_t> read_words(CUstream s, std::uint64_t src, std::size_t n) {
+  std::vector<std::uint64_t> out(n);
+  KILN_CU_CHECK(driver().cuStreamSynchronize(s), "the status words of a plan's gathers");
+  KILN_CU_CHECK(driver().cuMemcpyDtoH(out.data(), CUdeviceptr(src), 8 * n),
+                "the status words of a plan's gathers");
+  return out;
+}
+
+void zero_words(CUstream s, std::uint64_t dst, std::size_t n) {
+  KILN_CU_CHECK(driver().cuMemsetD8Async(CUdeviceptr(dst), 0, 8 * n, s),
+                "the status words of a plan's gathers");
+}
 
 void join_streams(CUstream from, CUstream to) {
   if (from == to || capturing(from) || capturing(to)) return;

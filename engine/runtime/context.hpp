@@ -4,9 +4,11 @@
 
 #include <cuda.h>
 
+#include <cstdint>
 #include <future>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kiln::runtime {
 
@@ -75,5 +77,12 @@ float elapsed_ms(CUevent start, CUevent stop);
 /// are one stream, or when either is capturing a CUDA graph: a capture may not wait on work
 /// outside it, and its owner orders it (torch runs warm-up work and synchronizes first).
 void join_streams(CUstream from, CUstream to);
+/// Whether `s` is capturing a CUDA graph (nothing on it may wait for the host then).
+bool capturing(CUstream s);
+/// The `n` 64-bit words at `src` once the work queued on `s` so far is done (the stream
+/// synchronized), on the current context.
+std::vector<std::uint64_t> read_words(CUstream s, std::uint64_t src, std::size_t n);
+/// Sets the `n` 64-bit words at `dst` to 0, after the work queued on `s` so far.
+void zero_words(CUstream s, std::uint64_t dst, std::size_t n);
 
 }  // namespace kiln::runtime

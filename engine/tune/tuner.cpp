@@ -163,7 +163,7 @@ struct Buffers {
 Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp,
                      int l2_bytes) {
   std::vector<int> reads;
-  for (const std::vector<int>* ids : {&grp.inputs, &grp.extras, &grp.epilogue_inputs})
+  for (const std::vector<int>* ids : grp.reads())
     for (int id : *ids)
       if (std::find(reads.begin(), reads.end(), id) == reads.end()) reads.push_back(id);
   std::int64_t bytes = 0;
@@ -285,6 +285,8 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
       t.skipped = "the same kernel was tuned above";
     else if (candidates.size() < 2)
       t.skipped = "only the default can run on this device";
+    else if (!grp.index_inputs.empty())  // random indices would time a different kernel's reads
+      t.skipped = "it reads at indices (a gather), which tuning cannot draw";
     else if (o.deadline && std::chrono::steady_clock::now() > *o.deadline)
       t.skipped = "the time budget ran out";
     if (!t.skipped.empty()) {

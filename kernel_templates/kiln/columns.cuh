@@ -17,7 +17,8 @@ namespace kiln {
 template <class Body, class Row, class Epi, class L, int V, class Index, int BX, int BY,
           long long R, long long IG>
 __global__ void __launch_bounds__(BX* BY)
-    columns(const Args<Epi::Outputs::size + Body::Inputs::size + Epi::Inputs::size,
+    columns(const Args<Epi::Outputs::size + Body::Inputs::size + Epi::Inputs::size +
+                           kExtraSlots<L>,
                        Body::scalars + 1 + Epi::scalars>
                 args,
             Index) {
@@ -26,7 +27,7 @@ __global__ void __launch_bounds__(BX* BY)
   static_assert((BY & (BY - 1)) == 0, "BY is a power of two");
   constexpr int NO = Epi::Outputs::size;
   constexpr int NI = Body::Inputs::size;
-  constexpr int K = NO + NI + Epi::Inputs::size;
+  constexpr int K = NO + NI + Epi::Inputs::size + kExtraSlots<L>;
   using Stat = typename Row::Stat;
   constexpr Index kBlocksPerOuter = Index((IG + BX - 1) / BX);
   const Index outer = Index(blockIdx.x) / kBlocksPerOuter;

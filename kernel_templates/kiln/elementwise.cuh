@@ -20,6 +20,7 @@
 // input broadcast along the inner dim). Index is 32-bit unless offsets reach 2^31.
 
 #include <kiln/dtype.cuh>
+#include <kiln/gather.cuh>
 #include <kiln/integer.cuh>
 #include <kiln/layout.cuh>
 #include <kiln/ops.cuh>
@@ -99,15 +100,36 @@ struct InputPacks {
   __device__ __forceinline__ void computes(int, X&) const {}
 };
 
+/// The operand of slot Slot: read at indices where the layout gathers it (kiln/gather.cuh).
+template <class L, int V, int Slot, class T, bool Gathers = GatherAt<L, Slot>::on>
+struct OperandAt {
+  using type = Operand<T, V, L::Inner::template stride<Slot>()>;
+  template <class Index, int K>
+  __device__ __forceinline__ static typename type::Raw load(void* const* p,
+                                                            const Index (&off)[K]) {
+    return type::load(p[Slot], off[Slot]);
+  }
+};
+template <class L, int V, int Slot, class T>
+struct OperandAt<L, V, Slot, T, true> {
+  using type = GatheredOperand<T, V, GatherAt<L, Slot>, Slot>;
+  template <class Index, int K>
+  __device__ __forceinline__ static typename type::Raw load(void* const* p,
+                                                            const Index (&off)[K]) {
+    return type::load(p, off);
+  }
+};
+
 template <class L, int V, int Slot, class T, class... Rest>
 struct InputPacks<L, V, Slot, Types<T, Rest...>> {
-  using Op = Operand<T, V, L::Inner::template stride<Slot>()>;
+  using At = OperandAt<L, V, Slot, T>;
+  using Op = typename At::type;
   typename Op::Raw head;
   InputPacks<L, V, Slot + 1, Types<Rest...>> tail;
 
   template <class Index, int K>
   __device__ __forceinline__ void load(void* const* p, const Index (&off)[K]) {
-    head = Op::load(p[Slot], off[Slot]);
+    head = At::load(p, off);
     tail.load(p, off);
   }
   __device__ __forceinline__ void values(int i, float* x) const {
@@ -148,13 +170,15 @@ struct StoreOutputs {
 
 template <class Body, class L, int V, class Index, int Block, int Unroll>
 __global__ void __launch_bounds__(Block)
-    elementwise(const Args<Body::Outputs::size + Body::Inputs::size, Body::scalars> args,
+    elementwise(const Args<Body::Outputs::size + Body::Inputs::size + kExtraSlots<L>,
+                           Body::scalars>
+                    args,
                 Index groups) {
   static_assert(V >= 1 && (V & (V - 1)) == 0, "the vector width must be a power of two");
   static_assert(Body::Outputs::size >= 1, "an elementwise kernel writes at least one output");
   constexpr int NO = Body::Outputs::size;
   constexpr int NI = Body::Inputs::size;
-  constexpr int K = NO + NI;
+  constexpr int K = NO + NI + kExtraSlots<L>;  // index tensors and a status word past the inputs
   InputPacks<L, V, NO, typename Body::Inputs> raw[Unroll];
   Index out_off[Unroll][NO];
   const Index first = Index(blockIdx.x) * Index(Block * Unroll) + Index(threadIdx.x);

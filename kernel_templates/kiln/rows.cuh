@@ -57,7 +57,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
   static_assert(Split >= 1 && Split <= 8 && Split <= Block, "a row splits between 1 to 8 blocks");
   constexpr int NO = Epi::Outputs::size;
   constexpr int NI = Body::Inputs::size;
-  constexpr int K = NO + NI + Extra::size + Epi::Inputs::size;
+  constexpr int K = NO + NI + Extra::size + Epi::Inputs::size + kExtraSlots<L>;
   using Ins = InputPacks<L, V, NO, typename Body::Inputs>;
   const unsigned block = RuntimeBlock ? blockDim.x : unsigned(Block), warps = block / 32;
   const unsigned split = RuntimeSplit ? cluster_blocks() : unsigned(Split);
@@ -234,8 +234,9 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
 
 template <class Body, class Epi, class Extra>
 constexpr int kSlots = Epi::Outputs::size + Body::Inputs::size + Extra::size + Epi::Inputs::size;
-template <class Body, class Epi, class Extra>
-using RowArgs = Args<kSlots<Body, Epi, Extra>, Body::scalars + 1 + Epi::scalars>;
+template <class Body, class Epi, class Extra, class L>
+using RowArgs =
+    Args<kSlots<Body, Epi, Extra> + kExtraSlots<L>, Body::scalars + 1 + Epi::scalars>;
 template <class Body, class Epi, class Extra, class L>
 using RowGeometry = Geometry<L::dims, kSlots<Body, Epi, Extra>>;
 
@@ -245,7 +246,7 @@ using RowGeometry = Geometry<L::dims, kSlots<Body, Epi, Extra>>;
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
           int Items>
 __global__ void __launch_bounds__(Block)
-    rows(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
+    rows(const row::RowArgs<Body, Epi, Extra, L> args, Index groups_per_row) {
   row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1, false, false>(args, groups_per_row,
                                                                               row::NoGeometry{});
 }
@@ -264,7 +265,7 @@ __global__ void __launch_bounds__(Block,
                                   (row::Staged<Extra, L, V, Epi::Outputs::size + Body::Inputs::size,
                                                Block, Items, Split>::kMinBlocks))
     KILN_CLUSTER_DIMS(Split)
-        rows_split(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row) {
+        rows_split(const row::RowArgs<Body, Epi, Extra, L> args, Index groups_per_row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split, false, false>(
       args, groups_per_row, row::NoGeometry{});
@@ -288,7 +289,7 @@ __global__ void __maxnreg__(Items > 0 && Items * V <= 16               ? 32
                             : Items > 0 && (V < 8 || Extra::size == 0) ? 48
                             : Block > 256                              ? 65536 / Block
                                                                        : 255)
-    rows_at(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row,
+    rows_at(const row::RowArgs<Body, Epi, Extra, L> args, Index groups_per_row,
             const row::RowGeometry<Body, Epi, Extra, L> geometry) {
   row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1, (Items > 0), false>(
       args, groups_per_row, geometry);
@@ -302,7 +303,7 @@ __global__ void __maxnreg__(Items > 0 && Items * V <= 16               ? 32
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
           int Items, int Split>
 __global__ void __launch_bounds__(Block, (Items > 0 ? 40 / (Block / 32) : 0))
-    rows_split_at(const row::RowArgs<Body, Epi, Extra> args, Index groups_per_row,
+    rows_split_at(const row::RowArgs<Body, Epi, Extra, L> args, Index groups_per_row,
                   const row::RowGeometry<Body, Epi, Extra, L> geometry) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, Split, (Items > 0), true>(

@@ -82,7 +82,8 @@ __device__ __forceinline__ float add_prefix(float (&x)[Items][V], float (*totals
 template <class Body, class Epi, class L, int V, class Index, int Block, int Items, long long IG,
           bool Reverse>
 __global__ void __launch_bounds__(Block)
-    scan_rows(const Args<Epi::Outputs::size + Body::Inputs::size + Epi::Inputs::size,
+    scan_rows(const Args<Epi::Outputs::size + Body::Inputs::size + Epi::Inputs::size +
+                             kExtraSlots<L>,
                          Body::scalars + Epi::scalars>
                   args,
               Index) {
@@ -90,7 +91,7 @@ __global__ void __launch_bounds__(Block)
   static_assert(Items >= 1 && IG >= 1, "a scan row has groups, a thread at least one");
   constexpr int NO = Epi::Outputs::size;
   constexpr int NI = Body::Inputs::size;
-  constexpr int K = NO + NI + Epi::Inputs::size;
+  constexpr int K = NO + NI + Epi::Inputs::size + kExtraSlots<L>;
   constexpr int kWarps = Block / 32;
   constexpr long long kChunk = (long long)Block * Items;
   // Every chunk full: no group needs a bounds test (a predicated load is issued late).

@@ -106,6 +106,44 @@ double wrapped(DType t, double v) {
 using Values = std::vector<std::vector<double>>;
 using Lookup = std::function<const std::vector<double>&(int)>;
 
+// gather, index_select and embedding, from their torch definitions: an index outside the axis
+// gives NaN (the run reports it instead).
+std::vector<double> gather_reference(const Graph& g, const Graph::Node& n, const Lookup& arg) {
+  const int x = std::get<int>(n.args[0]), ix = std::get<int>(n.args[1]);
+  const Shape& xs = g.node(x).shape;
+  const Shape& is = g.node(ix).shape;
+  const std::int64_t rank = std::int64_t(xs.size());
+  const std::int64_t a = n.op == "embedding" ? 0 : n.attrs.integer("axis").value_or(0);
+  const std::size_t axis = std::size_t(a < 0 ? a + rank : a);
+  std::vector<double> out(std::size_t(numel_of(n.shape)));
+  std::vector<std::int64_t> c(n.shape.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::int64_t r = std::int64_t(i);  // c: element i's coordinates in the result
+    for (std::size_t d = c.size(); d-- > 0;) c[d] = r % n.shape[d], r /= n.shape[d];
+    std::vector<std::int64_t> at(c.begin(), c.end());  // where x is read
+    double index = 0;
+    if (n.op == "embedding") {
+      std::int64_t k = 0;
+      for (std::size_t d = 0; d + 1 < c.size(); ++d) k = k * is[d] + c[d];
+      index = arg(ix)[std::size_t(k)];
+      at = {0, c.back()};
+    } else if (n.op == "index_select") {
+      index = arg(ix)[std::size_t(c[axis])];
+    } else {  // gather: index has the result's shape
+      index = arg(ix)[i];
+    }
+    if (index < 0 || index >= double(xs[axis])) {
+      out[i] = std::nan("");
+      continue;
+    }
+    at[axis] = std::int64_t(index);
+    std::int64_t k = 0;
+    for (std::size_t d = 0; d < xs.size(); ++d) k = k * xs[d] + at[d];
+    out[i] = arg(x)[std::size_t(k)];
+  }
+  return out;
+}
+
 // Node `id` computed in fp64 from its arguments' values (`arg`). `mag` (if given) gets, per
 // element, the largest magnitude among its operands (for a row op: in its row).
 std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
@@ -120,6 +158,7 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
     if (n.op == "slice") return slice_reference(g.node(x).shape, n.attrs, arg(x));
     if (n.op == "permute" || n.op == "transpose")
       return permute_reference(g.node(x).shape, n, arg(x));
+    if (op.view.axis) return gather_reference(g, n, arg);
     if (n.op == "expand" || n.op == "broadcast_to") {  // x repeated: NumPy broadcasting
       for (std::size_t i = 0; i < out.size(); ++i)
         out[i] = arg(x)[std::size_t(broadcast_offset(std::int64_t(i), n.shape, g.node(x).shape))];
@@ -244,9 +283,12 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
     return stored[std::size_t(id)];
   };
   const auto read_views = [&] {
-    for (const auto& [view, src] : aliases)
-      if (stored[std::size_t(view)].empty() && !stored[std::size_t(src)].empty())
-        stored[std::size_t(view)] = compute(g, view, in_memory);
+    for (const auto& [view, src] : aliases) {
+      bool ready = stored[std::size_t(view)].empty();  // a gather view reads its indices too
+      for (const auto& a : g.node(view).args)
+        if (const int* id = std::get_if<int>(&a)) ready = ready && !stored[std::size_t(*id)].empty();
+      if (ready) stored[std::size_t(view)] = compute(g, view, in_memory);
+    }
   };
   for (const FusedGroup& grp : groups) {
     read_views();

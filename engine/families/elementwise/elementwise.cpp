@@ -44,7 +44,8 @@ std::string ElementwiseTemplate::name(std::string_view stem, std::size_t dims) c
 KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
                                     const std::vector<TensorView>& outputs,
                                     const std::vector<TensorView>& inputs,
-                                    std::vector<float> scalars, ElementwiseTunables tunables) {
+                                    std::vector<float> scalars, ElementwiseTunables tunables,
+                                    const GatherSlots& gathers) {
   const int block = tunables.block ? tunables.block : kDefaultBlock;
   const int unroll = tunables.unroll ? tunables.unroll : kDefaultUnroll;
   if (block < 32 || block > 1024 || block % 32 != 0 || unroll < 1 || unroll > 16)
@@ -65,12 +66,23 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
     views.push_back(&o);
   }
   for (const TensorView& i : inputs) views.push_back(&i);
-  const LayoutPlan lp = plan_layout(views, outputs.size(), shape, false, block * unroll);
+  const std::size_t own = views.size();
+  LayoutPlan lp;
+  if (gathers.empty()) {
+    lp = plan_layout(views, outputs.size(), shape, false, block * unroll);
+  } else {
+    const std::vector<TensorView> seen = gathers.layout_views(views);
+    std::vector<const TensorView*> ptrs;
+    for (const TensorView& v : seen) ptrs.push_back(&v);
+    lp = plan_layout(ptrs, outputs.size(), shape, false, block * unroll);
+    lp.index64 = lp.index64 || gathers.wide;
+    gathers.append(views);
+  }
   KernelLaunch L;
   const int vec = lp.vec;
   const std::int64_t groups = lp.groups;
   ElementwiseTemplate tp;
-  tp.layout = lp.type();
+  tp.layout = gathers.layout_type(lp, own);
   tp.vec = vec;
   tp.index64 = lp.index64;
   tp.block = block, tp.unroll = unroll;

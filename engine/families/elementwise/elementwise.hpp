@@ -13,6 +13,7 @@
 #include "engine/codegen/codegen.hpp"
 #include "engine/codegen/launch.hpp"
 #include "engine/codegen/layout.hpp"
+#include "engine/families/gathers.hpp"
 #include "engine/codegen/tunable_table.hpp"
 #include "ops/op.hpp"
 #include "stages/kernel.hpp"
@@ -60,7 +61,8 @@ struct ElementwiseTemplate {
 KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
                                     const std::vector<TensorView>& outputs,
                                     const std::vector<TensorView>& inputs,
-                                    std::vector<float> scalars, ElementwiseTunables tunables = {});
+                                    std::vector<float> scalars, ElementwiseTunables tunables = {},
+                                    const GatherSlots& gathers = {});
 
 namespace autotune {
 /// The elementwise template's tunables: threads per block x groups per thread.

@@ -27,8 +27,12 @@ class ElementwiseFamily final : public Family {
   bool claims(const FusedGroup& grp, const Graph&) const override { return !grp.anchor; }
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
     const FusedGroup& grp = w.group;
-    return specialize_elementwise(grp.body, grp.stem, w.views(grp.outputs), w.views(grp.inputs),
-                                  grp.scalars, elementwise_tunables(t, grp.stem));
+    const std::vector<TensorView> outputs = w.views(grp.outputs), inputs = w.views(grp.inputs);
+    std::vector<TensorView> all = outputs;
+    all.insert(all.end(), inputs.begin(), inputs.end());
+    return specialize_elementwise(grp.body, grp.stem, outputs, inputs, grp.scalars,
+                                  elementwise_tunables(t, grp.stem),
+                                  gather_slots(w, all, outputs.size()));
   }
   autotune::Space space(const FusedGroup&, const KernelLaunch&, const Target&) const override {
     return autotune::elementwise_space();

@@ -149,6 +149,11 @@ std::vector<TensorView> slot_views(const RowKernel& k, const std::string& stem, 
   return all;
 }
 
+// The kernel's slots before those of its gathers' index tensors (engine/families/gathers.hpp).
+std::size_t own_slots(const RowKernel& k) {
+  return k.outputs.size() + k.inputs.size() + k.extras.size() + k.epilogue_inputs.size();
+}
+
 // What a template's specialization gives besides the launch shape.
 struct Instance {
   std::string expression, name;
@@ -191,7 +196,7 @@ Instance specialize_column_template(const RowKernel& k, const std::string& stem,
                             [&] { return fmt::format("{}: shape {}", stem, to_string(shape)); });
   ColumnTemplate tp;
   tp.functor = std::string(k.op->functor);
-  tp.layout = lp.type();
+  tp.layout = k.gathers.layout_type(lp, own_slots(k));
   tp.vec = lp.vec;
   tp.index64 = lp.index64;
   tp.bx = bx, tp.by = by;
@@ -282,7 +287,9 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
   RowTemplate tp;
   tp.functor = std::string(k.op->functor);
   tp.extras = codegen::render_types(extra_types);
-  tp.layout = at ? rows_at_type(lp, row_strides(k, lp)) : lp.type();
+  if (at && !k.gathers.empty())  // the fusion pass copies a gather view of a dynamic row
+    throw Error(fmt::format("internal error: {} reads at indices along a dynamic row", stem));
+  tp.layout = at ? rows_at_type(lp, row_strides(k, lp)) : k.gathers.layout_type(lp, own_slots(k));
   tp.vec = lp.vec;
   tp.index64 = lp.index64;
   tp.block = t.block, tp.items = t.items, tp.split = t.split;
@@ -309,8 +316,15 @@ KernelLaunch specialize_row_op(const RowKernel& k, const std::string& stem, cons
   }
   std::vector<bool> reduced(shape.size(), k.all_axes);
   if (!k.all_axes) reduced[axis] = true;
-  const LayoutPlan lp =
-      plan_layout(views, k.outputs.size(), shape, !k.all_axes && !columns, 0, reduced);
+  const std::size_t own = views.size();
+  const std::vector<TensorView> seen = k.gathers.layout_views(views);
+  std::vector<const TensorView*> layout_views;
+  for (std::size_t i = 0; i < (k.gathers.empty() ? own : seen.size()); ++i)
+    layout_views.push_back(&seen[i]);
+  LayoutPlan lp =
+      plan_layout(layout_views, k.outputs.size(), shape, !k.all_axes && !columns, 0, reduced);
+  lp.index64 = lp.index64 || k.gathers.wide;
+  if (!k.gathers.empty()) k.gathers.append(views);
 
   KernelLaunch L;
   IndexArgs index;

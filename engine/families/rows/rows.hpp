@@ -10,6 +10,7 @@
 #include "engine/codegen/codegen.hpp"
 #include "engine/codegen/launch.hpp"
 #include "engine/codegen/layout.hpp"
+#include "engine/families/gathers.hpp"
 #include "ops/op.hpp"
 
 namespace kiln {
@@ -39,6 +40,8 @@ struct RowKernel {
   /// along the row (else it is broadcast along it), as rows of 2 or more show it. Rows of 1
   /// take it from here, so that they share those rows' kernel. Empty: from the views.
   std::vector<bool> along_row;
+  /// Its slots that read gather views in place (engine/families/gathers.hpp); none by default.
+  GatherSlots gathers;
 };
 
 /// Whether `arch` ("sm_90a") runs thread-block clusters (sm_90 and later).

@@ -65,6 +65,7 @@ void mark_dynamic_row(const GroupWork& w, RowKernel& k) {
   if (k.all_axes || axis < 0 || axis >= rank || x[std::size_t(axis)] >= 0) return;
   k.dynamic_row = true;
   for (int id : grp.pointer_nodes()) {
+    if (id == FusedGroup::kStatusNode) continue;  // never: gathers along a dynamic row copy
     const Shape& s = w.planned.node(id).shape;
     const std::int64_t d = axis - (rank - std::int64_t(s.size()));
     const bool output = k.along_row.size() < grp.outputs.size();
@@ -93,6 +94,10 @@ RowKernel row_kernel(const GroupWork& w) {
   k.clusters = has_clusters(w.target.arch);
   k.max_shared = w.target.max_shared;
   mark_dynamic_row(w, k);
+  std::vector<TensorView> all = k.outputs;
+  for (const auto* list : {&k.inputs, &k.extras, &k.epilogue_inputs})
+    all.insert(all.end(), list->begin(), list->end());
+  k.gathers = gather_slots(w, all, k.outputs.size());
   return k;
 }
 

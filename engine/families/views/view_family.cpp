@@ -48,8 +48,9 @@ class ViewFamily final : public Family {
     copy.outputs = {out.dtype};
     copy.steps = {{"kiln::op::Identity", {{codegen::Ref::Kind::input, 0}}}};
     copy.results = {{codegen::Ref::Kind::step, 0}};
-    KernelLaunch L =
-        specialize_elementwise(copy, grp.stem, {out}, {in}, {}, elementwise_tunables(t, grp.stem));
+    KernelLaunch L = specialize_elementwise(copy, grp.stem, {out}, {in}, {},
+                                            elementwise_tunables(t, grp.stem),
+                                            gather_slots(w, {out, in}, 1));
     if (offset != 0) L.offsets = {0, offset};
     return L;
   }

@@ -1,0 +1,82 @@
+#include "engine/families/gathers.hpp"
+
+#include <fmt/format.h>
+
+#include <kiln/error.hpp>
+
+#include "engine/ir/graph_ops.hpp"
+
+namespace kiln {
+namespace {
+
+constexpr std::int64_t kStatusAddress = 256;  // a placeholder, as aligned as allocations are
+
+// The largest element offset `v` reaches, plus one.
+std::int64_t span_of(const TensorView& v) {
+  const Shape st = v.resolved_strides();
+  std::int64_t span = 1;
+  for (std::size_t d = 0; d < v.shape.size(); ++d)
+    if (v.shape[d] > 0) span += (v.shape[d] - 1) * st[d];
+  return span;
+}
+
+}  // namespace
+
+GatherSlots gather_slots(const GroupWork& w, const std::vector<TensorView>& views,
+                         std::size_t outputs) {
+  const FusedGroup& grp = w.group;
+  GatherSlots out;
+  if (grp.gather_views.empty()) return out;
+  const bool copy = grp.anchor && grp.anchor_node == grp.gather_views[0];
+  const std::vector<int> nodes = grp.pointer_nodes();
+  for (std::size_t k = 0; k < grp.gather_views.size(); ++k) {
+    const int id = grp.gather_views[k];
+    const Graph::Node& n = w.shapes.node(id);
+    const ops::OpDef& op = op_def(w.shapes, n.op);
+    const TensorView& x = w.values.at(std::size_t(std::get<int>(n.args[0])));
+    const std::size_t axis = op.view.axis(x.shape, n.attrs);
+    GatherSlots::Slot s{0, k, x.resolved_strides()[axis], x.shape[axis]};
+    out.indices.push_back(
+        op.view.index_view(w.values.at(std::size_t(grp.index_inputs[k])), n.shape, n.attrs));
+    out.wide = out.wide || span_of(x) >= (std::int64_t(1) << 31);
+    for (std::size_t slot = outputs; slot < views.size(); ++slot)
+      if (copy ? slot == outputs : nodes[slot] == id) {
+        s.slot = slot;
+        out.slots.push_back(s);
+      }
+  }
+  out.status.shape = {};
+  out.status.dtype = DType::i64;
+  out.status.data = kStatusAddress;
+  return out;
+}
+
+std::vector<TensorView> GatherSlots::layout_views(
+    const std::vector<const TensorView*>& views) const {
+  std::vector<TensorView> out;
+  for (const TensorView* v : views) out.push_back(*v);
+  for (const Slot& s : slots) {  // a read at index i starts i * stride elements on
+    const std::uint64_t step = std::uint64_t(s.stride) * size_of(out[s.slot].dtype);
+    if (step != 0) out[s.slot].data |= step & (~step + 1);
+  }
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.push_back(status);
+  return out;
+}
+
+void GatherSlots::append(std::vector<const TensorView*>& views) const {
+  if (empty()) return;
+  for (const TensorView& v : indices) views.push_back(&v);
+  views.push_back(&status);
+}
+
+std::string GatherSlots::layout_type(const LayoutPlan& lp, std::size_t own) const {
+  if (empty()) return lp.type();
+  std::string gathers;
+  for (const Slot& s : slots)
+    gathers += fmt::format(", kiln::Gather<{}, {}, {}, {}, {}>", s.slot, own + s.index,
+                           device_type_of(indices[s.index].dtype), s.stride, s.extent);
+  return fmt::format("kiln::Gathering<{}, {}{}>", lp.type(), own + indices.size(), gathers);
+}
+
+}  // namespace kiln

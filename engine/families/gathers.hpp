@@ -1,0 +1,46 @@
+#pragma once
+// The slots of a kernel that reads gather views in place (kernel_templates/kiln/gather.cuh):
+// each such slot reads its operand at the indices of an index tensor, whose slots, with the
+// launch's status word, come after every slot of the family's own. The families whose
+// templates read operands through kiln's InputPacks (elementwise, rows, columns, a view's copy)
+// share this.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/codegen/launch.hpp"
+#include "engine/codegen/layout.hpp"
+#include "engine/families/family.hpp"
+
+namespace kiln {
+
+struct GatherSlots {
+  struct Slot {
+    std::size_t slot = 0;   ///< the gathering slot, among the family's own
+    std::size_t index = 0;  ///< its index tensor, in `indices`
+    std::int64_t stride = 0, extent = 0;  ///< the indexed axis of its operand
+  };
+  std::vector<Slot> slots;
+  std::vector<TensorView> indices;  ///< each index tensor over the gather view's shape
+  /// The status word's slot: an i64 scalar (its pointer is the plan's, bound at each run).
+  TensorView status;
+  bool wide = false;  ///< an operand read at indices reaches 2^31 elements: 64-bit offsets
+
+  bool empty() const { return slots.empty(); }
+  /// `views` (the family's own slots) as the layout must see them, then the index tensors and
+  /// the status word: a gathering slot's alignment is what its reads at indices keep.
+  std::vector<TensorView> layout_views(const std::vector<const TensorView*>& views) const;
+  /// The index tensors' and the status word's views, after `views` (for the pointers).
+  void append(std::vector<const TensorView*>& views) const;
+  /// `lp`'s layout type, a kiln::Gathering of it where there are slots, for `own` slots.
+  std::string layout_type(const LayoutPlan& lp, std::size_t own) const;
+};
+
+/// The gathering slots of `w`'s group, whose own slots (pointer_nodes but the index tensors
+/// and the status word) read `views`, outputs first (`outputs` of them); none where it reads
+/// no gather view in place. A gather view's copy reads its x (its input) at the indices.
+GatherSlots gather_slots(const GroupWork& w, const std::vector<TensorView>& views,
+                         std::size_t outputs);
+
+}  // namespace kiln

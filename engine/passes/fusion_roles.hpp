@@ -1,0 +1,58 @@
+#pragma once
+// What the fusion pass's files ask of a node: its op's fusion roles and view rule
+// (ops::FusionRoles, ops::ViewRule).
+
+#include <algorithm>
+#include <kiln/graph.hpp>
+#include <vector>
+
+#include "engine/ir/graph_ops.hpp"
+#include "ops/op.hpp"
+
+namespace kiln::fusion {
+
+// Node `id`'s fusion roles (an input's are a chain member's: it is never asked).
+inline const ops::FusionRoles& roles(const Graph& g, int id) {
+  static const ops::FusionRoles input;
+  const auto& n = g.node(id);
+  return n.op == "input" ? input : op_def(g, n.op).fusion;
+}
+
+// A kernel of its own (its family's).
+inline bool is_kernel_anchor(const Graph& g, int id) {
+  return roles(g, id).kind == ops::FusionKind::anchor;
+}
+
+// A view: its operand's memory read another way, or a copy of it.
+inline bool is_view(const Graph& g, int id) { return roles(g, id).kind == ops::FusionKind::view; }
+
+// A node read from memory by what uses it: an anchor or a view.
+inline bool is_anchor(const Graph& g, int id) { return is_kernel_anchor(g, id) || is_view(g, id); }
+
+// An anchor whose producers of x fuse as its prologue.
+inline bool takes_prologue(const Graph& g, int id) {
+  return is_kernel_anchor(g, id) && roles(g, id).prologue;
+}
+
+inline bool is_output(const Graph& g, int id) {
+  return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
+}
+
+inline const ops::ViewRule& view_rule(const Graph& g, int id) {
+  return op_def(g, g.node(id).op).view;
+}
+
+inline std::vector<int> tensor_args(const Graph& g, int id) {
+  std::vector<int> out;
+  for (const auto& a : g.node(id).args)
+    if (std::holds_alternative<int>(a)) out.push_back(std::get<int>(a));
+  return out;
+}
+
+/// A gather view (gather, index_select, embedding): read at indices (fusion_gathers.cpp).
+inline bool is_gather(const Graph& g, int id) { return is_view(g, id) && view_rule(g, id).axis; }
+
+/// Whether gather view `id` is read in place by every kernel that reads it.
+bool gathered_in_place(const Graph& g, int id);
+
+}  // namespace kiln::fusion
