@@ -92,6 +92,7 @@ DType result_dtype(const OpDef& op, const std::vector<Operand>& args, const Attr
   X(view_ops)            \
   X(permute_ops)         \
   X(expand_ops)          \
+  X(gather_ops)          \
   X(scan_ops)            \
   /* a new op file's line goes above */
 

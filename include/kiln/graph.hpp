@@ -189,6 +189,17 @@ inline Value linear(Value x, Value w, std::optional<Value> bias = std::nullopt, 
   if (bias) args.push_back(*bias);
   return apply("linear", args, Attrs().set("tf32", tf32));
 }
+/// The rows of a table weight [rows, dim] that `ids` (i32 or i64) picks: ids' shape plus dim,
+/// read in place by the kernel that consumes it (torch.nn.functional.embedding).
+inline Value embedding(Value weight, Value ids) { return apply("embedding", {weight, ids}); }
+/// x's entries picked along `axis` by `index` (torch.gather).
+inline Value gather(Value x, std::int64_t axis, Value index) {
+  return apply("gather", {x, index}, Attrs().set("axis", axis));
+}
+/// x's slices along `axis` at the positions a 1-D `index` lists (torch.index_select).
+inline Value index_select(Value x, std::int64_t axis, Value index) {
+  return apply("index_select", {x, index}, Attrs().set("axis", axis));
+}
 /// Reductions "sum", "mean", "max", "min" over `axis` (default: the last).
 inline Value reduce(std::string_view op, Value x, bool keepdim = false, std::int64_t axis = -1) {
   Attrs a;
