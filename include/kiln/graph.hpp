@@ -200,6 +200,15 @@ inline Value gather(Value x, std::int64_t axis, Value index) {
 inline Value index_select(Value x, std::int64_t axis, Value index) {
   return apply("index_select", {x, index}, Attrs().set("axis", axis));
 }
+/// The position (i64) of the largest element along `axis` (torch.argmax): the first of equal
+/// ones; a NaN counts as the largest.
+inline Value argmax(Value x, std::int64_t axis = -1, bool keepdim = false) {
+  return apply("argmax", {x}, Attrs().set("axis", axis).set("keepdim", keepdim));
+}
+/// The position (i64) of the smallest element along `axis` (torch.argmin).
+inline Value argmin(Value x, std::int64_t axis = -1, bool keepdim = false) {
+  return apply("argmin", {x}, Attrs().set("axis", axis).set("keepdim", keepdim));
+}
 /// Reductions "sum", "mean", "max", "min" over `axis` (default: the last).
 inline Value reduce(std::string_view op, Value x, bool keepdim = false, std::int64_t axis = -1) {
   Attrs a;
