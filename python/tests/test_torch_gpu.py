@@ -125,6 +125,32 @@ def test_integer_tensors_compute_as_torch_does(engine):
     torch.testing.assert_close(out["half"], a.float() * 0.5)
 
 
+def test_embedding_gather_and_argmax_match_torch_and_a_bad_id_is_an_error(engine):
+    g = kiln.Graph()
+    w, ids = g.input("w", [100, 64], "bf16"), g.input("ids", [4, 9], "i64")
+    pos = g.input("pos", [9, 64], "bf16")
+    g.output(kiln.layer_norm(kiln.embedding(w, ids) + pos, eps=1e-5), "y")
+    x, i = g.input("x", [7, 5], "f32"), g.input("i", [7, 3], "i32")
+    g.output(kiln.gather(x, i, axis=1) * 2.0, "picked")
+    g.output(kiln.argmax(x, axis=0), "best")
+    plan = kiln.Plan(g)
+    assert len(plan.kernels()) == 3
+    t = dict(w=torch.randn(100, 64, device="cuda", dtype=torch.bfloat16),
+             ids=torch.randint(0, 100, (4, 9), device="cuda"),
+             pos=torch.randn(9, 64, device="cuda", dtype=torch.bfloat16),
+             x=torch.randn(7, 5, device="cuda"),
+             i=torch.randint(0, 5, (7, 3), device="cuda", dtype=torch.int32))
+    out = plan.run(engine, **t)
+    ref = torch.nn.functional.layer_norm(
+        torch.nn.functional.embedding(t["ids"], t["w"].float()) + t["pos"].float(), (64,))
+    torch.testing.assert_close(out["y"].float(), ref, atol=3e-2, rtol=2e-2)
+    torch.testing.assert_close(out["picked"], torch.gather(t["x"], 1, t["i"].long()) * 2.0)
+    assert torch.equal(out["best"], torch.argmax(t["x"], 0))
+    t["ids"][2, 3] = 100
+    with pytest.raises(kiln.ArgumentError, match="holds index 100, outside"):
+        plan.run(engine, **t)
+
+
 def test_tensors_kiln_cannot_take_are_clear_errors(engine):
     plan = affine_plan([4, 4])
     with pytest.raises(kiln.ArgumentError, match="host memory"):

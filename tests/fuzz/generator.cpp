@@ -144,10 +144,54 @@ Graph random_graph(std::uint64_t seed) {
     fits({x, b});
     return apply(pick(kIntBinary), {x, b});
   };
+  // Indices into axis `axis` of `x`: b's values (times 4, truncated) wrapped into the axis by
+  // Python's remainder, so every index lies in it.
+  auto indices = [&](const Value& x, std::size_t axis, const Value& b) {
+    const std::int64_t extent = g.node(x.id()).shape.at(axis);
+    const Value i = apply("cast", {b * 4.0}, Attrs().set("dtype", kIntDTypes[rng() % 2]));
+    return apply("remainder", {i, double(extent)});
+  };
+  // a read at indices made from b: gather (b of a's shape), index_select (b 1-D) or embedding
+  // (a a table of rank 2); another draw where the shapes do not fit.
+  auto gather_op = [&](const Value& a, const Value& b) -> Value {
+    const Shape sa = g.node(a.id()).shape, sb = g.node(b.id()).shape;
+    if (sa.empty() || is_integer(g.node(a.id()).dtype) || is_integer(g.node(b.id()).dtype))
+      throw DtypeError("fuzz: a gather of a scalar or of integers");
+    const std::size_t axis = rng() % sa.size();
+    if (sa.size() == 2 && chance(40)) {
+      if (numel_of(sb) * sa[1] > 4 * numel_of(base)) throw ShapeError("fuzz: embedding too large");
+      return apply("embedding", {a, indices(a, 0, b)});
+    }
+    if (sb.size() == 1 && chance(50)) {
+      Shape out = sa;
+      out[axis] = sb[0];
+      if (numel_of(out) > 4 * numel_of(base)) throw ShapeError("fuzz: index_select too large");
+      return apply("index_select", {a, indices(a, axis, b)},
+                   Attrs().set("axis", std::int64_t(axis)));
+    }
+    if (sa[axis] == 0) throw ShapeError("fuzz: a gather along an empty axis");
+    return apply(
+        "gather", {a, indices(a, axis, b)},
+        Attrs().set("axis", std::int64_t(axis) - (chance(50) ? std::int64_t(sa.size()) : 0)));
+  };
+  // argmax or argmin of whole numbers (a times 4, truncated): positions the fp64 model and the
+  // GPU agree on, ties included; then cast back to a float, or used as they are.
+  auto arg_op = [&](const Value& a) -> Value {
+    const Shape s = g.node(a.id()).shape;
+    if (s.empty() || is_integer(g.node(a.id()).dtype)) throw DtypeError("fuzz: arg of this");
+    const Value whole = apply("cast", {apply("cast", {a * 4.0}, Attrs().set("dtype", DType::i32))},
+                              Attrs().set("dtype", kFloatDTypes[rng() % 3]));
+    const Value p = apply(chance(50) ? "argmax" : "argmin", {whole},
+                          Attrs()
+                              .set("axis", std::int64_t(rng() % s.size()) - std::int64_t(s.size()))
+                              .set("keepdim", chance(50)));
+    return chance(50) ? apply("cast", {p}, Attrs().set("dtype", kFloatDTypes[rng() % 3])) : p;
+  };
   // A third of the graphs draw the newer vocabulary too (integers, expand), decided apart from
   // the main stream: the others are the graphs their seeds made before (coverage the tests
-  // count).
+  // count); a quarter draw gathers and argmax/argmin as well (all of the above with them).
   const bool newer = std::mt19937_64(seed ^ 0x1f7e6d5c4b3a2918ull)() % 3 == 0;
+  const bool gathers = std::mt19937_64(seed ^ 0x6b8a3c1d9e2f4057ull)() % 4 == 0;
   const int nodes = 1 + int(rng() % 30);
   for (int n = 0; n < nodes; ++n) {
     for (int attempt = 0; attempt < 8; ++attempt) {
@@ -156,7 +200,7 @@ Graph random_graph(std::uint64_t seed) {
           chance(70) ? std::min<std::size_t>(rng() % 3, values.size() - 1) : rng() % values.size();
       const Value a = values[values.size() - 1 - back], b = values[rng() % values.size()];
       try {
-        const int kind = int(rng() % (newer ? 120 : 100));
+        const int kind = int(rng() % (gathers ? 135 : newer ? 120 : 100));
         if (kind < 35) {
           values.push_back(apply(pick(kBounded), {a}));
         } else if (kind < 60) {
@@ -184,8 +228,12 @@ Graph random_graph(std::uint64_t seed) {
           values.push_back(view_op(a));
         } else if (kind < 115) {
           values.push_back(int_op(a, b, n));
-        } else {
+        } else if (kind < 120) {
           values.push_back(expand_op(a));
+        } else if (kind < 130) {
+          values.push_back(gather_op(a, b));
+        } else {
+          values.push_back(arg_op(a));
         }
         break;
       } catch (const Error&) {

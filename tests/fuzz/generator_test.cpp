@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <kiln/graph.hpp>
+#include <set>
 
 #include "ops/op.hpp"
 
@@ -104,4 +105,31 @@ TEST_CASE("fuzz generator: its graphs reach expand and broadcast_to, read in pla
   CHECK(expands >= 20);
   CHECK(repeating >= 10);
   CHECK(copies >= 1);  // an expand as an output
+}
+
+TEST_CASE("fuzz generator: its graphs reach gathers (in place and copied) and argmax/argmin") {
+  int gathers = 0, in_place = 0, args = 0, kinds = 0;
+  std::set<std::string> seen;
+  for (std::uint64_t seed = 0; seed < 300; ++seed) {
+    const kiln::Graph g = kiln::fuzz::random_graph(seed);
+    bool gathered = false;
+    for (const auto& n : g.nodes()) {
+      if (n.op == "gather" || n.op == "index_select" || n.op == "embedding") {
+        ++gathers, gathered = true;
+        seen.insert(n.op);
+      }
+      args += n.op == "argmax" || n.op == "argmin";
+    }
+    if (!gathered) continue;
+    bool copied = false;
+    for (const auto& k : kiln::Plan(g).kernels())
+      copied = copied || k.name.rfind("gather", 0) == 0 || k.name.rfind("index_select", 0) == 0 ||
+               k.name.rfind("embedding", 0) == 0;
+    in_place += !copied;
+  }
+  kinds = int(seen.size());
+  CHECK(gathers >= 20);
+  CHECK(kinds == 3);
+  CHECK(in_place >= 5);  // graphs whose every gather is read in place
+  CHECK(args >= 10);
 }
