@@ -48,6 +48,10 @@ struct FusionRoles {
   /// slot but its side operands (kernel_templates/kiln/gather.cuh); false: such a view is
   /// copied before its kernel, or before the elementwise chain fused into it, reads it.
   bool gathers = false;
+  /// Its result is its operand 0's memory (slice_update): its kernel writes part of it, no
+  /// other memory is planned for it, and the fusion pass refuses a plan where a kernel reads
+  /// operand 0's old value after the write.
+  bool in_place = false;
 };
 
 /// A view op's rule (FusionKind::view): where its result is read in its operand's memory, and

@@ -13,6 +13,21 @@ namespace kiln::detail {
 void describe_gathers(const Graph& bound, const FusedGroup& grp,
                       const std::vector<TensorView>& values, PreparedCall::Launch& l) {
   const std::size_t first = l.nodes.size() - 1 - grp.index_inputs.size();
+  if (grp.anchor && grp.anchor->fusion.in_place) {  // a slice_update's start tensor
+    const Graph::Node& n = bound.node(grp.anchor_node);
+    const Shape& dst = bound.node(std::get<int>(n.args[0])).shape;
+    const Shape& src = bound.node(std::get<int>(n.args[1])).shape;
+    const std::int64_t a = n.attrs.integer("axis").value_or(-1), r = std::int64_t(dst.size());
+    const std::size_t axis = std::size_t(a < 0 ? a + r : a);
+    PreparedCall::Launch::Gather g;
+    g.slot = std::uint32_t(first);
+    g.what = fmt::format("{} '{}': start '{}' holds", n.op, printable_name(n.name),
+                         printable_name(bound.node(grp.index_inputs[0]).name));
+    g.extent = dst[axis] - src[axis] + 1;
+    g.tail = "it wrote nothing (src's entries must fit in dst's axis from the start)";
+    l.gathers.push_back(std::move(g));
+    return;
+  }
   for (std::size_t k = 0; k < grp.gather_views.size(); ++k) {
     const Graph::Node& n = bound.node(grp.gather_views[k]);
     const ops::OpDef& op = op_def(bound, n.op);
@@ -24,6 +39,7 @@ void describe_gathers(const Graph& bound, const FusedGroup& grp,
     g.what = fmt::format("{} '{}': {} '{}' holds", op.name, printable_name(n.name),
                          op.operands.at(1), printable_name(bound.node(grp.index_inputs[k]).name));
     g.extent = shape.at(axis);
+    g.tail = "it read entry 0 instead (indices must lie in the axis they pick along)";
     l.gathers.push_back(std::move(g));
   }
 }
@@ -57,10 +73,8 @@ void check_status(PreparedCall& call, CUstream stream) {
     if (g == l.gathers.end())
       throw Error(fmt::format("internal error: kernel {} reported index {} from slot {}",
                               l.launch.spec.name, index, w & 0xffff));
-    throw ArgumentError(fmt::format(
-        "{} index {}, outside [0, {}): it read entry 0 instead (indices must lie in the axis "
-        "they pick along)",
-        g->what, index, g->extent));
+    throw ArgumentError(
+        fmt::format("{} index {}, outside [0, {}): {}", g->what, index, g->extent, g->tail));
   }
 }
 

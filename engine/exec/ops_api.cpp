@@ -27,6 +27,14 @@ void check_operands(const ops::OpDef& op, const std::vector<Operand>& args, bool
       check_view(*v, fmt::format("{}: {}", op.name, op.operands[i]), need_data);
 }
 
+// An op whose result is its operand's memory runs in a plan, not as a call with an output.
+void refuse_in_place(const ops::OpDef& op) {
+  if (op.fusion.in_place)
+    throw ArgumentError(fmt::format("{} writes into its first operand's memory: it runs in a plan "
+                                    "(kiln::Plan), whose later nodes read its result",
+                                    op.name));
+}
+
 }  // namespace
 
 TensorView infer(std::string_view name, const std::vector<Operand>& args, const Attrs& attrs) {
@@ -36,6 +44,7 @@ TensorView infer(std::string_view name, const std::vector<Operand>& args, const 
 Tensor call(Engine& engine, std::string_view name, const std::vector<Operand>& args,
             const Attrs& attrs) {
   const ops::OpDef& op = ops::find_op(name);
+  refuse_in_place(op);
   const TensorView r = ops::infer_result(op, args, attrs);
   check_operands(op, args, true);
   Tensor out = engine.empty(r.shape, r.dtype);
@@ -135,6 +144,7 @@ void launch_op(Engine& engine, detail::PreparedCall& p, const ops::OpDef& op, co
 void call_into(Engine& engine, std::string_view name, const TensorView& out,
                const std::vector<Operand>& args, const Attrs& attrs) {
   const ops::OpDef& op = ops::find_op(name);
+  refuse_in_place(op);
   const detail::Signature s = op_signature(op, out, args, attrs);
   std::shared_ptr<detail::PreparedCall> p = detail::impl_of(engine).calls.find(s);
   // The first call of a signature checks every rule; a later one only what the signature does
@@ -162,6 +172,7 @@ void call_into(Engine& engine, std::string_view name, const TensorView& out,
 KernelRecord precompile(Engine& engine, std::string_view name, const std::vector<Operand>& args,
                         const Attrs& attrs) {
   const ops::OpDef& op = ops::find_op(name);
+  refuse_in_place(op);
   const TensorView out = ops::infer_result(op, args, attrs);
   check_operands(op, args, false);
   const KernelLaunch L =

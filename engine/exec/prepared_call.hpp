@@ -37,7 +37,7 @@ struct PreparedCall {
     /// word's index in `status`.
     struct Gather {
       std::uint32_t slot = 0;
-      std::string what;
+      std::string what, tail;  ///< before the index, and after the range
       std::int64_t extent = 0;
     };
     std::vector<Gather> gathers;

@@ -55,10 +55,12 @@ std::vector<TensorView> GatherSlots::layout_views(
     const std::vector<const TensorView*>& views) const {
   std::vector<TensorView> out;
   for (const TensorView* v : views) out.push_back(*v);
-  for (const Slot& s : slots) {  // a read at index i starts i * stride elements on
-    const std::uint64_t step = std::uint64_t(s.stride) * size_of(out[s.slot].dtype);
-    if (step != 0) out[s.slot].data |= step & (~step + 1);
-  }
+  const auto moved = [&](std::size_t slot, std::int64_t stride) {  // by i * stride elements
+    const std::uint64_t step = std::uint64_t(stride) * size_of(out[slot].dtype);
+    if (step != 0) out[slot].data |= step & (~step + 1);
+  };
+  for (const Slot& s : slots) moved(s.slot, s.stride);
+  for (const Scatter& s : scatters) moved(s.slot, s.stride);
   out.insert(out.end(), indices.begin(), indices.end());
   out.push_back(status);
   return out;
@@ -76,6 +78,9 @@ std::string GatherSlots::layout_type(const LayoutPlan& lp, std::size_t own) cons
   for (const Slot& s : slots)
     gathers += fmt::format(", kiln::Gather<{}, {}, {}, {}, {}>", s.slot, own + s.index,
                            device_type_of(indices[s.index].dtype), s.stride, s.extent);
+  for (const Scatter& s : scatters)
+    gathers += fmt::format(", kiln::Scatter<{}, {}, {}, {}, {}>", s.slot, own + s.index,
+                           device_type_of(indices[s.index].dtype), s.stride, s.limit);
   return fmt::format("kiln::Gathering<{}, {}{}>", lp.type(), own + indices.size(), gathers);
 }
 

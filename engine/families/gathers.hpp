@@ -22,12 +22,19 @@ struct GatherSlots {
     std::int64_t stride = 0, extent = 0;  ///< the indexed axis of its operand
   };
   std::vector<Slot> slots;
+  /// An output slot written at an offset moved `stride` elements per unit of its index tensor's
+  /// one value, which must lie in [0, limit] (a slice_update's start given as a tensor).
+  struct Scatter {
+    std::size_t slot = 0, index = 0;
+    std::int64_t stride = 0, limit = 0;
+  };
+  std::vector<Scatter> scatters;
   std::vector<TensorView> indices;  ///< each index tensor over the gather view's shape
   /// The status word's slot: an i64 scalar (its pointer is the plan's, bound at each run).
   TensorView status;
   bool wide = false;  ///< an operand read at indices reaches 2^31 elements: 64-bit offsets
 
-  bool empty() const { return slots.empty(); }
+  bool empty() const { return slots.empty() && scatters.empty(); }
   /// `views` (the family's own slots) as the layout must see them, then the index tensors and
   /// the status word: a gathering slot's alignment is what its reads at indices keep.
   std::vector<TensorView> layout_views(const std::vector<const TensorView*>& views) const;

@@ -96,7 +96,11 @@ FusedGroup anchor_group(const Graph& g, int id, const std::set<int>& stop) {
   const ops::FusionRoles& r = grp.anchor->fusion;
   const auto side = std::ptrdiff_t(std::min(r.side_from, args.size()));
   grp.extras.assign(args.begin() + side, args.end());
-  if (r.prologue) {
+  if (r.in_place) {  // its output is args[0]'s memory; a start tensor an index
+    grp.inputs = {args[1]};
+    if (args.size() > 2) grp.index_inputs = {args[2]};
+    grp.extras.clear();
+  } else if (r.prologue) {
     grp.x = args[0];
     std::set<int> until = stop;
     if (involves_integer(g, grp.x)) until.insert(grp.x);  // x from memory (find_depths)
@@ -165,7 +169,7 @@ std::vector<std::pair<int, int>> view_aliases(const Graph& g,
   for (const FusedGroup& grp : groups) written.insert(grp.outputs.begin(), grp.outputs.end());
   std::vector<std::pair<int, int>> out;
   for (std::size_t id = 0; id < g.nodes().size(); ++id)
-    if (is_view(g, int(id)) && !written.count(int(id)))
+    if ((is_view(g, int(id)) && !written.count(int(id))) || roles(g, int(id)).in_place)
       out.emplace_back(int(id), std::get<int>(g.nodes()[id].args[0]));
   return out;
 }
@@ -174,6 +178,10 @@ void view_values(const Graph& g, const std::vector<FusedGroup>& groups,
                  std::vector<TensorView>& values) {
   for (const auto& [view, src] : view_aliases(g, groups)) {  // node order: a view's view follows
     const Graph::Node& n = g.node(view);
+    if (roles(g, view).in_place) {  // its operand's memory as it is
+      values[std::size_t(view)] = values.at(std::size_t(src));
+      continue;
+    }
     const ops::ViewRule& rule = view_rule(g, view);
     const TensorView& x = values.at(std::size_t(src));
     std::optional<TensorView> v = rule.of ? rule.of(x, n.shape, n.attrs) : std::nullopt;
@@ -189,10 +197,14 @@ void view_values(const Graph& g, const std::vector<FusedGroup>& groups,
 
 namespace {
 
-// The nodes the outputs need.
+// The nodes the outputs need, and the in-place writes (a slice_update into a caller's tensor
+// is the plan's work even where nothing in it reads the result).
 std::set<int> needed_nodes(const Graph& g) {
   std::set<int> needed;
-  for (std::vector<int> todo = g.outputs(); !todo.empty();) {
+  std::vector<int> todo = g.outputs();
+  for (std::size_t id = 0; id < g.nodes().size(); ++id)
+    if (g.nodes()[id].op != "input" && roles(g, int(id)).in_place) todo.push_back(int(id));
+  while (!todo.empty()) {
     const int id = todo.back();
     todo.pop_back();
     if (!needed.insert(id).second) continue;
@@ -223,6 +235,7 @@ std::vector<FusedGroup> unfused_groups(const Graph& g, const std::set<int>& need
   }
   add_gather_indices(g, groups);
   for (FusedGroup& grp : groups) build_body(g, grp);
+  check_in_place(g, groups);
   return groups;
 }
 
@@ -362,6 +375,7 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
   add_gather_indices(g, groups);
   for (FusedGroup& grp : groups) build_body(g, grp);
   check_order(g, groups);
+  check_in_place(g, groups);
   return groups;
 }
 

@@ -141,6 +141,11 @@ bool read_outside(const Graph& graph, const std::set<int>& needed,
 /// writes), with their index tensors (FusedGroup::gather_views, index_inputs).
 void add_gather_indices(const Graph& graph, std::vector<FusedGroup>& groups);
 
+/// Part of fuse: each in-place result's kernel (a slice_update's) moved as late as it may run,
+/// just before the first kernel reading its result; GraphError where a kernel reads its operand's
+/// old value after that, where the result is a graph output, or where its operand is a view.
+void check_in_place(const Graph& graph, std::vector<FusedGroup>& groups);
+
 /// False when KILN_DISABLE_FUSION=1 (plans then run one kernel per op).
 bool fusion_enabled();
 

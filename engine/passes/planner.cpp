@@ -19,8 +19,12 @@ ArenaPlan plan_arena(const Graph& g, const std::vector<FusedGroup>& groups) {
   for (const auto& [view, src] : view_aliases(g, groups))
     memory_of[std::size_t(view)] = memory_of[std::size_t(src)];
   for (std::size_t k = 0; k < groups.size(); ++k) {
-    for (int id : groups[k].outputs)
-      if (!output[std::size_t(id)]) p.first[std::size_t(id)] = int(k);
+    for (int id : groups[k].outputs) {
+      const int memory = memory_of[std::size_t(id)];  // an in-place result writes its operand's
+      if (memory != id && p.first[std::size_t(memory)] >= 0)
+        p.last[std::size_t(memory)] = std::max(p.last[std::size_t(memory)], int(k));
+      if (!output[std::size_t(id)] && memory == id) p.first[std::size_t(id)] = int(k);
+    }
     for (const auto* list : groups[k].reads())
       for (int read : *list)
         if (const int id = memory_of[std::size_t(read)]; p.first[std::size_t(id)] >= 0)

@@ -168,6 +168,19 @@ struct StoreOutputs {
   }
 };
 
+/// Each output's offset for a group at `off` (kiln/gather.cuh's ScatterAt).
+template <int J, int NO, class L>
+struct StoreAt {
+  template <class Index, int K>
+  __device__ __forceinline__ static void run(void* const* p, const Index (&off)[K], Index* out,
+                                             bool& ok) {
+    if constexpr (J < NO) {
+      out[J] = ScatterAt<J, L>::at(p, off, ok);
+      StoreAt<J + 1, NO, L>::run(p, off, out, ok);
+    }
+  }
+};
+
 template <class Body, class L, int V, class Index, int Block, int Unroll>
 __global__ void __launch_bounds__(Block)
     elementwise(const Args<Body::Outputs::size + Body::Inputs::size + kExtraSlots<L>,
@@ -181,6 +194,7 @@ __global__ void __launch_bounds__(Block)
   constexpr int K = NO + NI + kExtraSlots<L>;  // index tensors and a status word past the inputs
   InputPacks<L, V, NO, typename Body::Inputs> raw[Unroll];
   Index out_off[Unroll][NO];
+  bool store[Unroll];  // false where a scattered output's index is outside its range
   const Index first = Index(blockIdx.x) * Index(Block * Unroll) + Index(threadIdx.x);
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) {
@@ -188,15 +202,15 @@ __global__ void __launch_bounds__(Block)
     if (g < groups) {
       Index off[K];
       L::offsets(g, off);
-#pragma unroll
-      for (int j = 0; j < NO; ++j) out_off[u][j] = off[j];
+      store[u] = true;
+      StoreAt<0, NO, L>::run(args.p, off, out_off[u], store[u]);
       raw[u].load(args.p, off);
     }
   }
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) {
     const Index g = first + Index(u * Block);
-    if (g < groups) {
+    if (g < groups && store[u]) {
       if constexpr (IsTyped<Body>::value) {
         ValuesOf<typename Body::Outputs> y[V];
 #pragma unroll

@@ -21,13 +21,27 @@ namespace kiln {
 template <int Slot, int IdxSlot, class IdxT, long long Stride, long long Extent>
 struct Gather {
   static constexpr int slot = Slot;
+  static constexpr int out_slot = -1;
   static constexpr int idx_slot = IdxSlot;
   using Idx = IdxT;
   static constexpr long long stride = Stride;
   static constexpr long long extent = Extent;
 };
 
-/// Layout L whose slots listed in Gathers read at indices; StatusSlot is the last slot.
+/// Output slot Slot is written at an offset moved Stride elements per unit of the index of type
+/// IdxT that slot IdxSlot holds (a slice_update's start), which must lie in [0, Limit].
+template <int Slot, int IdxSlot, class IdxT, long long Stride, long long Limit>
+struct Scatter {
+  static constexpr int slot = -1;  // no input slot reads through it
+  static constexpr int out_slot = Slot;
+  static constexpr int idx_slot = IdxSlot;
+  using Idx = IdxT;
+  static constexpr long long stride = Stride;
+  static constexpr long long limit = Limit;
+};
+
+/// Layout L whose slots listed in Gathers read at indices (or, for a Scatter, are written at
+/// them); StatusSlot is the last slot.
 template <class L, int StatusSlot, class... Gathers>
 struct Gathering : L {
   static constexpr int status_slot = StatusSlot;
@@ -71,7 +85,54 @@ struct FindGather<Slot, H, R...> {
   using type = typename Pick<here, H, typename Next::type>::type;
 };
 
+/// The Scatter of output slot Slot among G; `found` false if none.
+template <int Slot, class... G>
+struct FindScatter {
+  static constexpr bool found = false;
+  using type = void;
+};
+template <int Slot, class H, class... R>
+struct FindScatter<Slot, H, R...> {
+  using Next = FindScatter<Slot, R...>;
+  static constexpr bool here = H::out_slot == Slot;
+  static constexpr bool found = here || Next::found;
+  using type = typename Pick<here, H, typename Next::type>::type;
+};
+
 }  // namespace detail
+
+/// Where output slot J of layout L is written for a group at `off`: off[J], or for a Scatter
+/// moved by its index; an index outside [0, Limit] reports itself and clears `ok` (the group is
+/// not stored).
+template <int J, class L>
+struct ScatterAt {
+  template <class Index, int K>
+  __device__ __forceinline__ static Index at(void* const*, const Index (&off)[K], bool&) {
+    return off[J];
+  }
+};
+template <int J, class L, int StatusSlot, class... G>
+struct ScatterAt<J, Gathering<L, StatusSlot, G...>> {
+  using Find = detail::FindScatter<J, G...>;
+  template <class Index, int K>
+  __device__ __forceinline__ static Index at(void* const* p, const Index (&off)[K], bool& ok) {
+    if constexpr (!Find::found) {
+      return off[J];
+    } else {
+      using S = typename Find::type;
+      const long long i = static_cast<long long>(static_cast<const typename S::Idx*>(
+          p[S::idx_slot])[static_cast<long long>(off[S::idx_slot])]);
+      if (i < 0 || i > S::limit) {
+        const unsigned long long code = (static_cast<unsigned long long>(i) << 16) |
+                                        static_cast<unsigned long long>(S::idx_slot);
+        atomicCAS(static_cast<unsigned long long*>(p[StatusSlot]), 0ull, code);
+        ok = false;
+        return off[J];
+      }
+      return off[J] + Index(i * S::stride);
+    }
+  }
+};
 
 /// How slot Slot of layout L is read: `on` when it gathers.
 template <class L, int Slot>
