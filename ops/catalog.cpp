@@ -94,6 +94,7 @@ DType result_dtype(const OpDef& op, const std::vector<Operand>& args, const Attr
   X(expand_ops)          \
   X(gather_ops)          \
   X(arg_ops)             \
+  X(update_ops)          \
   X(scan_ops)            \
   /* a new op file's line goes above */
 

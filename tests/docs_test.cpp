@@ -44,6 +44,7 @@ const char* rule_name(const kiln::ops::OpDef& op) {
   if (op.fusion.family == "gemm") return "matmul";
   if (op.fusion.family == "scan") return "row";  // x a float tensor, the result of its dtype
   if (op.fusion.family == "arg") return "arg";
+  if (op.fusion.family == "update") return "update";
   switch (op.rule) {
     case kiln::ops::Rule::arithmetic:
       return "arithmetic";

@@ -22,6 +22,7 @@ namespace kiln {
   X(user_family)         \
   X(scan_family)         \
   X(arg_family)          \
+  X(update_family)       \
   /* a new family's line goes above */
 
 #define KILN_DECLARE_FAMILY(f) const Family& f();

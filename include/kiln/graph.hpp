@@ -209,6 +209,17 @@ inline Value argmax(Value x, std::int64_t axis = -1, bool keepdim = false) {
 inline Value argmin(Value x, std::int64_t axis = -1, bool keepdim = false) {
   return apply("argmin", {x}, Attrs().set("axis", axis).set("keepdim", keepdim));
 }
+/// dst with src written over dst[..., start:start+len, ...] along `axis`, in dst's own memory
+/// (the result is dst, updated in place: a KV cache's append); `start` counts from the end if
+/// negative.
+inline Value slice_update(Value dst, Value src, std::int64_t axis, std::int64_t start) {
+  return apply("slice_update", {dst, src}, Attrs().set("axis", axis).set("start", start));
+}
+/// The same with the start read on the GPU from a one-element i32/i64 tensor: a new start needs
+/// no new kernel.
+inline Value slice_update(Value dst, Value src, std::int64_t axis, Value start) {
+  return apply("slice_update", {dst, src, start}, Attrs().set("axis", axis));
+}
 /// Reductions "sum", "mean", "max", "min" over `axis` (default: the last).
 inline Value reduce(std::string_view op, Value x, bool keepdim = false, std::int64_t axis = -1) {
   Attrs a;

@@ -106,6 +106,30 @@ double wrapped(DType t, double v) {
 using Values = std::vector<std::vector<double>>;
 using Lookup = std::function<const std::vector<double>&(int)>;
 
+// slice_update: dst with src over the window at start (its attribute, or its start tensor's
+// value) along axis; NaN everywhere for a start that leaves no room (the run reports it).
+std::vector<double> update_reference(const Graph& g, const Graph::Node& n, const Lookup& arg) {
+  const int dst = std::get<int>(n.args[0]), src = std::get<int>(n.args[1]);
+  const Shape& ds = g.node(dst).shape;
+  const Shape& ss = g.node(src).shape;
+  const std::int64_t a = n.attrs.integer("axis").value_or(-1), rank = std::int64_t(ds.size());
+  const std::size_t axis = std::size_t(a < 0 ? a + rank : a);
+  std::int64_t start = n.attrs.integer("start").value_or(0);
+  if (n.args.size() > 2) start = std::int64_t(arg(std::get<int>(n.args[2]))[0]);
+  if (start < 0 && n.args.size() == 2) start += ds[axis];
+  std::vector<double> out = arg(dst);
+  if (start < 0 || start + ss[axis] > ds[axis]) return std::vector<double>(out.size(), std::nan(""));
+  std::vector<std::int64_t> c(ss.size());
+  for (std::size_t i = 0; i < arg(src).size(); ++i) {
+    std::int64_t r = std::int64_t(i), k = 0;
+    for (std::size_t d = c.size(); d-- > 0;) c[d] = r % ss[d], r /= ss[d];
+    c[axis] += start;
+    for (std::size_t d = 0; d < c.size(); ++d) k = k * ds[d] + c[d];
+    out[std::size_t(k)] = arg(src)[i];
+  }
+  return out;
+}
+
 // gather, index_select and embedding, from their torch definitions: an index outside the axis
 // gives NaN (the run reports it instead).
 std::vector<double> gather_reference(const Graph& g, const Graph::Node& n, const Lookup& arg) {
@@ -152,6 +176,10 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
   std::vector<double> out(std::size_t(numel_of(n.shape)));
   const auto& op = op_def(g, n.op);
   if (op.fusion.family == "gemm") return gemm_reference(g, id, arg, mag);
+  if (n.op == "slice_update") {
+    if (mag) mag->assign(out.size(), 0.0);
+    return update_reference(g, n, arg);
+  }
   if (op.fusion.kind == ops::FusionKind::view) {  // the same elements in row-major order
     const int x = std::get<int>(n.args[0]);
     if (mag) *mag = std::vector<double>(out.size(), 0.0);

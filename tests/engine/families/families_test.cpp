@@ -45,7 +45,7 @@ std::vector<std::string> claimed(const Graph& g) {
 }  // namespace
 
 TEST_CASE(
-    "families: elementwise, rows, columns, gemm, view, template, scan and arg are registered, each "
+    "families: elementwise, rows, columns, gemm, view, template, scan, arg and update are registered, each "
     "named once; every anchor op names a registered family") {
   std::set<std::string> names;
   for (const kiln::Family* f : kiln::families()) {
@@ -55,7 +55,7 @@ TEST_CASE(
       CHECK(kiln::compiler::HeaderTable::embedded().contains("kiln/" + std::string(h)));
   }
   CHECK(names == std::set<std::string>{"elementwise", "rows", "columns", "gemm", "view", "template",
-                                       "scan", "arg"});
+                                       "scan", "arg", "update"});
   for (const auto& op : kiln::ops::all_ops()) {
     CAPTURE(op.name);
     if (op.fusion.kind == kiln::ops::FusionKind::anchor)
