@@ -34,10 +34,12 @@ enum Key {
     Mlp(DType, [i64; 4]),
 }
 
+/// Note: `plans` comes first so that the plans (and their replay graphs) go before the engine
+/// they ran on.
 pub struct KilnBackend {
     pub dtype: DType,
-    engine: RefCell<Engine>,
     plans: RefCell<HashMap<Key, Rc<Entry>>>,
+    engine: RefCell<Engine>,
 }
 
 impl KilnBackend {

@@ -177,9 +177,17 @@ fn run(timer: Option<String>, reps: usize, arch: String) -> Result<bool> {
     let mut rng = Rng(0x5eed_0003);
     let mut ok = true;
     for &t in &DType::FLOATS {
+        let t0 = std::time::Instant::now();
         ok &= check_ops(t, &mut rng)?;
+        println!(
+            "{} checked in {:.1} s (its plans compiled or read from the cache)",
+            t.name(),
+            t0.elapsed().as_secs_f64()
+        );
     }
+    let t0 = std::time::Instant::now();
     ok &= compare_times(timer, reps, &mut rng)?;
+    println!("timed in {:.1} s", t0.elapsed().as_secs_f64());
     Ok(ok)
 }
 
