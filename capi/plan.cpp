@@ -32,9 +32,14 @@ Views named(const char* const* names, const kiln_tensor* ts, std::size_t n, cons
   for (std::size_t i = 0; i < n; ++i) {
     if (!names[i]) throw kiln::ArgumentError(fmt::format("{} name {} is NULL", what, i));
     const std::string name = names[i];
-    const std::string label = fmt::format("{} '{}'", what, kiln::printable_name(name));
-    if (!out.emplace(name, kiln::capi::view_of(ts[i], label)).second)
-      throw kiln::ArgumentError(fmt::format("{} is given twice", label));
+    const kiln_tensor& t = ts[i];
+    auto label = [&] { return fmt::format("{} '{}'", what, kiln::printable_name(name)); };
+    // The label names a descriptor only in messages: built where view_of can refuse it, not on
+    // every call of a hot loop.
+    const bool sound =
+        t.rank >= 0 && (t.rank == 0 || t.shape) && t.dtype >= KILN_F32 && t.dtype <= KILN_I64;
+    if (!out.emplace(name, kiln::capi::view_of(t, sound ? std::string() : label())).second)
+      throw kiln::ArgumentError(fmt::format("{} is given twice", label()));
   }
   return out;
 }

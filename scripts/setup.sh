@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ libspdlog-dev libfmt-dev doctest-dev nlohmann-json3-dev libxxhash-dev libcli11-dev
           pybind11-dev python3-dev python3-pytest libdlpack-dev universal-ctags
-          libhiredis-dev redis-server libssl-dev)
+          libhiredis-dev redis-server libssl-dev cargo rustc)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -26,6 +26,15 @@ else
   echo "test.sh: no Python module was built (pybind11-dev missing?)" >&2
   status=1
 fi
+# The Rust crates (bindings/rust: cargo test, offline) against this build's library, and the
+# Rust example's build, where Debian's cargo is installed (scripts/setup.sh installs it).
+if [ -x /usr/bin/cargo ]; then
+  lib="$PWD/build/lib"
+  (cd bindings/rust && PATH=/usr/bin:$PATH KILN_LIB_DIR="$lib" LD_LIBRARY_PATH="$lib" cargo test --offline -q) || status=1
+  (cd examples/rust_backend && PATH=/usr/bin:$PATH KILN_LIB_DIR="$lib" cargo build --offline -q) || status=1
+else
+  echo "test.sh: no /usr/bin/cargo: the Rust crates were not tested (scripts/setup.sh installs cargo)" >&2
+fi
 # The layer check (scripts/layers.txt), and its own test.
 python3 scripts/test_layer_check.py || status=1
 python3 scripts/layer_check.py || status=1

@@ -32,6 +32,7 @@ typedef struct kiln_engine kiln_engine; /**< one device (or an offline arch), on
 typedef struct kiln_graph kiln_graph;   /**< an op graph, from JSON or built node by node */
 typedef struct kiln_plan kiln_plan;     /**< a graph fused into kernels */
 typedef struct kiln_template kiln_template; /**< a user's kernel template (docs/templates.md) */
+typedef struct kiln_buffer kiln_buffer;     /**< device memory kiln allocated */
 
 /** What a call returned: ok, or the class of its failure (kiln::Error's subclasses). */
 typedef enum kiln_status {
@@ -133,6 +134,20 @@ KILN_API kiln_status kiln_engine_set_stream(kiln_engine* engine, void* stream);
 KILN_API kiln_status kiln_engine_use_own_stream(kiln_engine* engine);
 KILN_API kiln_status kiln_engine_synchronize(kiln_engine* engine);
 KILN_API kiln_status kiln_engine_cache_stats(const kiln_engine* engine, kiln_cache_stats* out);
+
+/* Device memory, for callers without a CUDA runtime of their own (bindings): a buffer keeps its
+ * device's context alive and may outlive its engine. */
+/** `bytes` of uninitialized memory on the engine's device; KILN_ERROR_CUDA on an offline engine. */
+KILN_API kiln_status kiln_buffer_create(kiln_engine* engine, size_t bytes, kiln_buffer** out);
+KILN_API kiln_status kiln_buffer_destroy(kiln_buffer* buffer); /**< NULL: nothing */
+/** The buffer's CUdeviceptr (a kiln_tensor's data) in *data, its size in *bytes (either NULL). */
+KILN_API kiln_status kiln_buffer_data(const kiln_buffer* buffer, uint64_t* data, size_t* bytes);
+/** Copies `bytes` (the buffer's size) from host memory at `src`, after the device's pending work
+ * and finished on return. */
+KILN_API kiln_status kiln_buffer_write(kiln_buffer* buffer, const void* src, size_t bytes);
+/** Copies `bytes` (the buffer's size) into host memory at `dst`, after the device's pending
+ * work. */
+KILN_API kiln_status kiln_buffer_read(const kiln_buffer* buffer, void* dst, size_t bytes);
 
 /* Graphs (docs/graph-format.md). Node ids are small integers, in order of creation. */
 KILN_API kiln_status kiln_graph_create(kiln_graph** out);
