@@ -62,7 +62,7 @@ TEST_CASE("c api: libkiln.so exports the C functions beside the C++ API") {
         "kiln_plan_replay", "kiln_precompile", "kiln_tune", "kiln_template_from_json",
         "kiln_template_destroy", "kiln_template_launch", "kiln_template_precompile",
         "kiln_graph_define_template", "kiln_buffer_create", "kiln_buffer_destroy",
-        "kiln_buffer_data", "kiln_buffer_write", "kiln_buffer_read"}) {
+        "kiln_buffer_data", "kiln_buffer_write", "kiln_buffer_read", "kiln_tensor_from_dlpack"}) {
     CAPTURE(fn);
     CHECK(nm.find(std::string(" T ") + fn + "\n") != std::string::npos);
   }
