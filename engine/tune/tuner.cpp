@@ -14,6 +14,7 @@
 #include "engine/exec/engine_impl.hpp"
 #include "engine/exec/plan_impl.hpp"
 #include "engine/exec/precompile.hpp"
+#include "engine/tune/tune_buffers.hpp"
 
 namespace kiln::autotune {
 
@@ -151,50 +152,6 @@ double agreement_tolerance(DType t) {
 
 namespace {
 
-// A kernel's operands, `sets` times over: each set's views hold the same random inputs, and
-// timing runs cycle through the sets so that each run reads memory no earlier run left in L2.
-struct Buffers {
-  std::vector<std::vector<TensorView>> values;  // per set, indexed by node id like the plan's
-  std::vector<Tensor> tensors;
-  std::vector<Tensor> checked;  // set 0's outputs, in the group's order
-  std::int64_t bytes = 0;       // one run's reads (each value once) and writes
-};
-
-Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp,
-                     int l2_bytes) {
-  std::vector<int> reads;
-  for (const std::vector<int>* ids : grp.reads())
-    for (int id : *ids)
-      if (std::find(reads.begin(), reads.end(), id) == reads.end()) reads.push_back(id);
-  std::int64_t bytes = 0;
-  for (const std::vector<int>* ids : {static_cast<const std::vector<int>*>(&reads), &grp.outputs})
-    for (int id : *ids)
-      bytes += numel_of(p.graph.node(id).shape) * std::int64_t(size_of(p.graph.node(id).dtype));
-  const std::int64_t sets = std::clamp<std::int64_t>(
-      (2 * std::int64_t(l2_bytes)) / std::max<std::int64_t>(bytes, 1) + 1, 1, 64);
-  Buffers b;
-  b.bytes = bytes;
-  std::vector<TensorView> descs;
-  for (const auto& n : p.graph.nodes()) descs.push_back(detail::PlanImpl::desc(n));
-  std::map<int, std::vector<unsigned char>> host;
-  for (int id : reads) {
-    const auto& n = p.graph.node(id);
-    host[id] = random_host(n.dtype, numel_of(n.shape), std::uint64_t(id) + 1);
-  }
-  for (std::int64_t s = 0; s < sets; ++s) {
-    b.values.push_back(descs);
-    for (const std::vector<int>* ids : {static_cast<const std::vector<int>*>(&reads), &grp.outputs})
-      for (int id : *ids) {
-        const auto& n = p.graph.node(id);
-        b.tensors.push_back(ids == &reads ? engine.from_host(n.shape, n.dtype, host[id].data())
-                                          : engine.empty(n.shape, n.dtype));
-        b.values.back()[std::size_t(id)] = b.tensors.back().view();
-        if (s == 0 && ids == &grp.outputs) b.checked.push_back(b.tensors.back());
-      }
-  }
-  return b;
-}
-
 // Runs one candidate: its output on set 0 (poisoned first), then the median of event-timed
 // runs, each on the next set.
 Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp,
@@ -204,6 +161,8 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
   for (const std::vector<TensorView>& values : b.values) {
     KernelLaunch L = p.specialize(grp, values, p.graph, detail::impl_of(engine).target, c);
     params.push_back(std::make_unique<LaunchParams>(L));
+    if (b.status.view().data != 0)  // the last pointer: kStatusNode's
+      params.back()->set_pointer(L.pointers.size() - 1, b.status.view().data);
     if (params.size() == 1) first = std::move(L);
   }
   detail::EngineImpl& e = detail::impl_of(engine);
@@ -285,8 +244,8 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
       t.skipped = "the same kernel was tuned above";
     else if (candidates.size() < 2)
       t.skipped = "only the default can run on this device";
-    else if (!grp.index_inputs.empty())  // random indices would time a different kernel's reads
-      t.skipped = "it reads at indices (a gather), which tuning cannot draw";
+    else if (grp.anchor && grp.anchor->fusion.in_place)
+      t.skipped = "it writes into its operand's memory (a slice_update)";
     else if (o.deadline && std::chrono::steady_clock::now() > *o.deadline)
       t.skipped = "the time budget ran out";
     if (!t.skipped.empty()) {
