@@ -140,7 +140,9 @@ const TensorView& float_x(const OpDef& op, const std::vector<Operand>& args) {
 }
 
 TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
-  const TensorView* x = &float_x(op, args);
+  const auto* given = std::get_if<TensorView>(&args[0]);
+  const TensorView* x =  // sum, max, min also of integers (the arg family's exact kernels)
+      op.integers && given && is_integer(given->dtype) ? given : &float_x(op, args);
   const std::int64_t rank = std::int64_t(x->shape.size());
   if (rank == 0)
     throw ShapeError(fmt::format("{}: x has no axis to work along", describe_args(op, args)));

@@ -141,8 +141,9 @@ struct OpDef {
   std::string_view dtypes = {};  ///< its dtype rule; empty: `rule`'s (dtype_rule_doc)
   /// Its gradient rule: an empty slot, for the autodiff work to fill.
   const void* gradient = nullptr;
-  /// Takes integer operands (an arithmetic op): wrapping, floor division, Python's remainder
-  /// (kernel_templates/kiln/integer.cuh); its functor has int and long long overloads.
+  /// Takes integer operands: an arithmetic op wrapping, dividing by floor, taking Python's
+  /// remainder (kernel_templates/kiln/integer.cuh; its functor has int and long long
+  /// overloads); a reduction (sum, max, min) computing exactly in the arg family.
   bool integers = false;
   /// fp64 reference on integer operands where it differs from `reference` (floor division);
   /// the result before wrapping to the dtype.

@@ -73,6 +73,23 @@ std::vector<AttrSpec> row_attrs(bool reduces, bool affine) {
   return a;
 }
 
+// sum's result: x's dtype, i64 for an integer x (torch's).
+TensorView infer_sum(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+  TensorView r = infer_row(op, args, attrs);
+  if (is_integer(r.dtype)) r.dtype = DType::i64;
+  return r;
+}
+
+// sum, max and min also of integer x: exact (the arg family's kernel), sum into i64.
+OpDef integer_too(OpDef d) {
+  d.integers = true;
+  if (d.name == "sum") d.infer = infer_sum;
+  d.dtypes = d.name == "sum" ? "x a float tensor (the result's dtype), or i32/i64 (the sum is i64, "
+                               "exact, wrapping as torch's)."
+                             : "x a float tensor, or i32/i64 (exact); the result has its dtype.";
+  return d;
+}
+
 OpDef row_op(std::string_view name, std::string_view functor, RowReference ref, bool reduces,
              bool affine, std::string_view doc) {
   OpDef d;
@@ -100,12 +117,12 @@ OpDef row_op(std::string_view name, std::string_view functor, RowReference ref, 
 
 std::vector<OpDef> row_ops() {
   return {
-      row_op("sum", "kiln::row::Sum", sum, true, false, "The sum of x along axis."),
+      integer_too(row_op("sum", "kiln::row::Sum", sum, true, false, "The sum of x along axis.")),
       row_op("mean", "kiln::row::Mean", mean, true, false, "The mean of x along axis."),
-      row_op("max", "kiln::row::Max", extreme<true>, true, false,
-             "The largest element of x along axis; NaN if any is."),
-      row_op("min", "kiln::row::Min", extreme<false>, true, false,
-             "The smallest element of x along axis; NaN if any is."),
+      integer_too(row_op("max", "kiln::row::Max", extreme<true>, true, false,
+                         "The largest element of x along axis; NaN if any is.")),
+      integer_too(row_op("min", "kiln::row::Min", extreme<false>, true, false,
+                         "The smallest element of x along axis; NaN if any is.")),
       row_op("softmax", "kiln::row::Softmax", softmax<false>, false, false,
              "e^(x - max) / sum(e^(x - max)) along axis (a NaN, or +inf, makes the row NaN)."),
       row_op("log_softmax", "kiln::row::LogSoftmax", softmax<true>, false, false,

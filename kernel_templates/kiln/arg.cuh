@@ -7,6 +7,10 @@
 // Best is torch's: a NaN beats every number (the first NaN wins), then the larger (argmax) or
 // smaller (argmin), then the earlier position.
 //
+// int_rows is the same search for the integer reductions (sum, min, max of i32 or i64 x, read as
+// it is: Body is the identity on it): exact, in 64 bits (a sum wraps as two's complement), the
+// result stored as the output's type.
+//
 // Slots: the output, then Body's inputs (then a gathering layout's index tensors and status).
 
 #include <kiln/elementwise.cuh>
@@ -38,7 +42,67 @@ struct Best {
   }
 };
 
+/// An integer reduction's running value: Op 0 sums, 1 takes the smallest, 2 the largest.
+template <int Op>
+struct Exact {
+  long long v = Op == 0 ? 0ll : Op == 1 ? 0x7fffffffffffffffll : -0x7fffffffffffffffll - 1;
+  __device__ __forceinline__ void take(long long x) {
+    if constexpr (Op == 0)
+      v = (long long)((unsigned long long)v + (unsigned long long)x);  // wraps, no UB
+    else
+      v = Op == 1 ? (x < v ? x : v) : (x > v ? x : v);
+  }
+  __device__ __forceinline__ void take_warp() {
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2) take(__shfl_xor_sync(0xffffffffu, v, d));
+  }
+};
+
 }  // namespace arg
+
+template <class Body, int Op, class Out, class L, int V, class Index, int Block, int Items,
+          long long IG>
+__global__ void __launch_bounds__(Block)
+    int_rows(const Args<1 + Body::Inputs::size + kExtraSlots<L>, Body::scalars> args, Index) {
+  static_assert(Body::Inputs::size == 1, "an integer reduction reads x as it is");
+  constexpr int K = 1 + Body::Inputs::size + kExtraSlots<L>;
+  const row::RowCursor<L, Index, K> at(Index(blockIdx.x), Index(IG), Index(0), row::NoGeometry{});
+  arg::Exact<Op> acc;
+  for (Index j = threadIdx.x; (long long)j < IG; j += Index(Block * Items)) {
+    InputPacks<L, V, 1, typename Body::Inputs> raw[Items];
+#pragma unroll
+    for (int u = 0; u < Items; ++u) {
+      Index off[K];
+      if ((long long)j + u * Block < IG) {
+        at.offsets(j + Index(u * Block), off);
+        raw[u].load(args.p, off);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < Items; ++u)
+      if ((long long)j + u * Block < IG)
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          ValuesOf<typename Body::Inputs> x;
+          raw[u].computes(e, x);
+          acc.take((long long)x.head);
+        }
+  }
+  acc.take_warp();
+  __shared__ long long partial[Block / 32];
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  if (lane == 0) partial[warp] = acc.v;
+  __syncthreads();
+  if (warp != 0) return;
+  arg::Exact<Op> total;
+  if (lane < Block / 32) total.v = partial[lane];
+  total.take_warp();
+  if (lane == 0) {
+    Index off[K];
+    at.offsets(Index(0), off);
+    static_cast<Out*>(args.p[0])[off[0]] = Out(total.v);
+  }
+}
 
 template <class Body, bool Min, class L, int V, class Index, int Block, int Items, long long IG>
 __global__ void __launch_bounds__(Block)

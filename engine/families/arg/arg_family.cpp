@@ -1,5 +1,7 @@
-// The arg family: argmax and argmin along one axis with their fused prologue
-// (kernel_templates/kiln/arg.cuh), one block per row, the axis last in the layout.
+// The arg family: argmax and argmin along one axis with their fused prologue, and the integer
+// reductions (sum, min, max of an i32 or i64 x, exact: the rows family's are f32), along an axis
+// or over every element (kernel_templates/kiln/arg.cuh), one block per row, the axis last in the
+// layout.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,16 +21,16 @@ struct ArgTemplate {
   std::string layout;
   int vec = 1;
   bool index64 = false;
-  bool min = false;
-  int block = 256;          ///< threads per block (one row each)
-  int items = 4;            ///< groups a thread loads before it compares
+  std::string kernel = "kiln::arg_rows";
+  std::string op;   ///< arg_rows: "true" for argmin; int_rows: "0, long long" (sum into i64), ...
+  int block = 256;  ///< threads per block (one row each)
+  int items = 4;    ///< groups a thread loads before it compares
   std::int64_t groups = 1;  ///< groups per row
 
   std::string expression() const {
     return codegen::render_instance(
-        "kiln::arg_rows", {"kiln_body", min ? "true" : "false", layout, std::to_string(vec),
-                           codegen::render_index(index64), std::to_string(block),
-                           std::to_string(items), std::to_string(groups)});
+        kernel, {"kiln_body", op, layout, std::to_string(vec), codegen::render_index(index64),
+                 std::to_string(block), std::to_string(items), std::to_string(groups)});
   }
 };
 
@@ -61,19 +63,40 @@ TensorView kept(TensorView out, std::size_t axis, bool keepdim) {
   return out;
 }
 
+// Whether `grp` is an integer reduction (a rows op of an integer x).
+bool integer_reduction(const FusedGroup& grp, const Graph& shapes) {
+  return grp.anchor && grp.anchor->fusion.family == "rows" && grp.anchor->reduces &&
+         is_integer(shapes.node(grp.x).dtype);
+}
+
+// The kernel and its op argument for `grp`.
+std::pair<std::string, std::string> template_of(const FusedGroup& grp, const Graph& shapes) {
+  const std::string_view name = grp.anchor->name;
+  if (!integer_reduction(grp, shapes))
+    return {"kiln::arg_rows", name == "argmin" ? "true" : "false"};
+  const DType out = shapes.node(grp.anchor_node).dtype;
+  return {"kiln::int_rows", fmt::format("{}, {}",
+                                        name == "sum"   ? 0
+                                        : name == "min" ? 1
+                                                        : 2,
+                                        device_type_of(out))};
+}
+
 KernelLaunch specialize_arg(const GroupWork& w, const Tunables& t) {
   const FusedGroup& grp = w.group;
   const Attrs& attrs = w.shapes.node(grp.anchor_node).attrs;
   Shape shape = w.shapes.node(grp.x).shape;
-  const std::int64_t rank = std::int64_t(shape.size()), a = attrs.integer("axis").value_or(-1);
+  const bool all = ops::all_axes(attrs);
+  const std::int64_t rank = std::int64_t(shape.size()), a = ops::axis_of(attrs);
   const std::size_t axis = std::size_t(a < 0 ? a + rank : a);
+  const TensorView& out = w.values.at(std::size_t(grp.outputs[0]));
   std::vector<TensorView> own = {
-      along_last(kept(w.values.at(std::size_t(grp.outputs[0])), axis, attrs.flag("keepdim")), shape,
-                 axis, "output")};
+      all ? out : along_last(kept(out, axis, attrs.flag("keepdim")), shape, axis, "output")};
   for (const TensorView& v : w.views(grp.inputs))
-    own.push_back(along_last(v, shape, axis, "input"));
-  std::rotate(shape.begin() + std::ptrdiff_t(axis), shape.begin() + std::ptrdiff_t(axis) + 1,
-              shape.end());
+    own.push_back(all ? v : along_last(v, shape, axis, "input"));
+  if (!all)
+    std::rotate(shape.begin() + std::ptrdiff_t(axis), shape.begin() + std::ptrdiff_t(axis) + 1,
+                shape.end());
   const GatherSlots gathers = gather_slots(w, own, 1);
   std::vector<const TensorView*> views;
   for (const TensorView& v : own) views.push_back(&v);
@@ -81,16 +104,17 @@ KernelLaunch specialize_arg(const GroupWork& w, const Tunables& t) {
   std::vector<const TensorView*> layout_views;
   for (std::size_t i = 0; i < (gathers.empty() ? own.size() : seen.size()); ++i)
     layout_views.push_back(&seen[i]);
-  std::vector<bool> reduced(shape.size(), false);
-  reduced.back() = true;
-  LayoutPlan lp = plan_layout(layout_views, 1, shape, true, 0, reduced);
+  std::vector<bool> reduced(shape.size(), all);
+  if (!shape.empty()) reduced.back() = true;
+  LayoutPlan lp = plan_layout(layout_views, 1, shape, !all, 0, reduced);
   lp.index64 = lp.index64 || gathers.wide;
   gathers.append(views);
 
   ArgTemplate tp;
   tp.layout = gathers.layout_type(lp, own.size());
-  tp.vec = lp.vec, tp.index64 = lp.index64, tp.min = grp.anchor->name == "argmin";
-  tp.groups = lp.dims.back().extent;
+  tp.vec = lp.vec, tp.index64 = lp.index64;
+  std::tie(tp.kernel, tp.op) = template_of(grp, w.shapes);
+  tp.groups = all ? lp.groups : lp.dims.back().extent;
   while (tp.block > 32 && std::int64_t(tp.block / 2) * tp.items >= tp.groups) tp.block /= 2;
   const ArgTemplate fallback = tp;
   tp = codegen::parse_tunables(arg_tunable_table(), t, tp, grp.stem, "arg template");
@@ -110,9 +134,9 @@ KernelLaunch specialize_arg(const GroupWork& w, const Tunables& t) {
   L.spec.expression = tp.expression();
   L.spec.options = codegen::builtin_options();
   const bool tuned = tp.block != fallback.block || tp.items != fallback.items;
-  L.spec.name =
-      fmt::format("{}__arg{}v{}{}{}", grp.stem, lp.dims.size(), lp.vec, lp.index64 ? "_i64" : "",
-                  tuned ? fmt::format("_b{}i{}", tp.block, tp.items) : "");
+  L.spec.name = fmt::format(
+      "{}__{}{}v{}{}{}", grp.stem, integer_reduction(grp, w.shapes) ? "int" : "arg", lp.dims.size(),
+      lp.vec, lp.index64 ? "_i64" : "", tuned ? fmt::format("_b{}i{}", tp.block, tp.items) : "");
   for (const TensorView* v : views) L.pointers.push_back(v->data);
   L.scalars = grp.scalars;
   L.layout = kiln_layout(L.pointers, L.scalars, std::uint64_t(tp.groups), lp.index64);
@@ -122,8 +146,8 @@ KernelLaunch specialize_arg(const GroupWork& w, const Tunables& t) {
 class ArgFamily final : public Family {
  public:
   std::string_view name() const override { return "arg"; }
-  bool claims(const FusedGroup& grp, const Graph&) const override {
-    return grp.anchor && grp.anchor->fusion.family == name();
+  bool claims(const FusedGroup& grp, const Graph& shapes) const override {
+    return (grp.anchor && grp.anchor->fusion.family == name()) || integer_reduction(grp, shapes);
   }
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
     return specialize_arg(w, t);

@@ -49,7 +49,10 @@ Space columns_space(const Candidate& fallback) {
 namespace {
 
 // Whether `grp`'s anchor is a row op, and if so whether it runs along columns.
-bool row_anchor(const FusedGroup& grp) { return grp.anchor && grp.anchor->fusion.family == "rows"; }
+// A row op of a float x (an integer x's reductions are the arg family's: exact, not f32).
+bool row_anchor(const FusedGroup& grp, const Graph& shapes) {
+  return grp.anchor && grp.anchor->fusion.family == "rows" && !is_integer(shapes.node(grp.x).dtype);
+}
 bool on_columns(const FusedGroup& grp, const Graph& shapes) {
   const Attrs& attrs = shapes.node(grp.anchor_node).attrs;
   return along_columns(ops::axis_of(attrs), ops::all_axes(attrs), shapes.node(grp.x).shape);
@@ -105,7 +108,7 @@ class RowsFamily final : public Family {
  public:
   std::string_view name() const override { return "rows"; }
   bool claims(const FusedGroup& grp, const Graph& shapes) const override {
-    return row_anchor(grp) && !on_columns(grp, shapes);
+    return row_anchor(grp, shapes) && !on_columns(grp, shapes);
   }
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
     const std::string& stem = w.group.stem;
@@ -125,7 +128,7 @@ class ColumnsFamily final : public Family {
  public:
   std::string_view name() const override { return "columns"; }
   bool claims(const FusedGroup& grp, const Graph& shapes) const override {
-    return row_anchor(grp) && on_columns(grp, shapes);
+    return row_anchor(grp, shapes) && on_columns(grp, shapes);
   }
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
     const std::string& stem = w.group.stem;

@@ -3,6 +3,7 @@
 // on a grid of halves) and NaNs, rows of 1 to 4099 and strided views.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
@@ -44,9 +45,15 @@ void check_exact(kiln::Engine& e, const Graph& g, const kiln::test::HostInputs& 
   auto out = kiln::Plan(g).run(e, dev.views);
   for (int o : g.outputs()) {
     const auto& n = g.node(o);
-    if (n.dtype != DType::i64) continue;
+    if (!kiln::is_integer(n.dtype)) continue;
     std::vector<std::int64_t> got(std::size_t(kiln::numel_of(n.shape)));
-    out.at(n.name).copy_to_host(got.data());
+    if (n.dtype == DType::i32) {
+      std::vector<std::int32_t> narrow(got.size());
+      out.at(n.name).copy_to_host(narrow.data());
+      std::copy(narrow.begin(), narrow.end(), got.begin());
+    } else {
+      out.at(n.name).copy_to_host(got.data());
+    }
     for (std::size_t i = 0; i < got.size(); ++i)
       if (double(got[i]) != exact[std::size_t(o)][i])
         FAIL_CHECK(n.name, "[", i, "]: got ", got[i], ", want ", exact[std::size_t(o)][i]);
@@ -99,4 +106,47 @@ TEST_CASE("gpu: argmax and argmin along every axis match the fp64 reference, tie
   const auto in = grid_inputs(g, rng, false);
   check_exact(e, g, in);
   for (const auto& f : kiln::test::check_inputs_on_gpu(e, g, in, true)) FAIL_CHECK(f);
+}
+
+TEST_CASE("sum, max and min of integers: exact, sum into i64, by the arg family") {
+  const auto x = desc({4, 7}, DType::i32);
+  CHECK(kiln::infer("sum", {x}, {}).dtype == DType::i64);
+  CHECK(kiln::infer("max", {x}, {}).dtype == DType::i32);
+  CHECK_THROWS_AS(kiln::infer("mean", {x}, {}), kiln::DtypeError);
+  CHECK_THROWS_AS(kiln::infer("softmax", {x}, {}), kiln::DtypeError);
+  Graph g;
+  g.output(kiln::reduce("sum", g.input("x", {4, 7}, DType::i64)), "y");
+  const auto k = kiln::Plan(g).kernels();
+  REQUIRE(k.size() == 1);
+  CHECK(k[0].name.find("__int") != std::string::npos);
+}
+
+TEST_CASE(
+    "gpu: integer sum, max and min along every axis and over all match exact sums; an i64 "
+    "sum wraps" *
+    doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  auto rng = kiln::test::make_rng(142);
+  for (DType t : {DType::i32, DType::i64})
+    for (const char* op : {"sum", "max", "min"})
+      for (const Shape& s : std::vector<Shape>{{1}, {3, 33, 7}, {2, 4099}})
+        for (std::int64_t axis = -1; axis < std::int64_t(s.size()); ++axis) {
+          Graph g;  // axis -1 here stands for "all"
+          const auto x = g.input("x", s, t);
+          g.output(axis < 0 ? kiln::reduce_all(op, x, true) : kiln::reduce(op, x, false, axis),
+                   "y");
+          CAPTURE(g.to_json());
+          kiln::test::HostInputs in;
+          in["x"] = kiln::test::random_bytes(t, std::size_t(kiln::numel_of(s)), -1e6, 1e6, rng, 1);
+          check_exact(e, g, in);
+        }
+  Graph g;  // i64 values near 2^62: their sum wraps as two's complement, as torch's
+  g.output(kiln::reduce("sum", g.input("x", {5}, DType::i64)), "y");
+  const std::vector<std::int64_t> x = {std::int64_t(1) << 62, std::int64_t(1) << 62, 3, -1, 7};
+  const kiln::Tensor t = e.from_host({5}, DType::i64, x.data());
+  std::int64_t got = 0;
+  kiln::Plan(g).run(e, {{"x", t.view()}}).at("y").copy_to_host(&got);
+  std::uint64_t want = 0;
+  for (std::int64_t v : x) want += std::uint64_t(v);
+  CHECK(got == std::int64_t(want));
 }
