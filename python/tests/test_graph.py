@@ -141,3 +141,16 @@ def test_a_dynamic_batch_linear_compiles_its_m_buckets(tmp_path):
         names = [r["name"] for r in records]
         assert len(names) == 6, names
         assert any("rows1x" in n for n in names)  # a batch of 1 has its bucket too
+
+
+def test_reductions_over_several_axes_and_var():
+    g = kiln.Graph()
+    x = g.input("x", [2, 3, 4, 5], "f32")
+    assert kiln.sum(x, axis=[1, 2]).shape == [2, 5]
+    assert kiln.var(x, axis=(-1, -2), correction=0, keepdim=True).shape == [2, 3, 1, 1]
+    assert kiln.std(x).shape == [2, 3, 4]
+    with pytest.raises(kiln.ShapeError, match="leaves a gap between 0 and 2"):
+        kiln.mean(x, axis=[0, 2])
+    with pytest.raises(kiln.ArgumentError, match="correction"):
+        kiln.var(x, correction=-1)
+

@@ -45,8 +45,12 @@ RowView row_view(const Graph& g, int id) {
     v.C = numel;
     return v;
   }
-  const std::int64_t a = (ops::axis_of(n.attrs) + rank) % rank;
-  v.C = xs[std::size_t(a)];
+  // Several axes (adjacent: infer_row refuses others) are one row of their extents' product.
+  const std::vector<std::int64_t> axes = op_def(g, n.op).reduces
+                                             ? ops::reduce_axes(n.attrs, rank)
+                                             : std::vector<std::int64_t>{ops::axis_of(n.attrs)};
+  const std::int64_t a = (axes.back() + rank) % rank;
+  for (std::int64_t d : axes) v.C *= xs[std::size_t((d + rank) % rank)];
   for (std::int64_t d = a + 1; d < rank; ++d) v.inner *= xs[std::size_t(d)];
   v.outer = v.C * v.inner ? numel / (v.C * v.inner) : 0;
   return v;

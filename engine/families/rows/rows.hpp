@@ -27,6 +27,9 @@ struct RowKernel {
   std::vector<float> epilogue_scalars;  ///< the epilogue's
   double eps = 1e-5;
   std::int64_t axis = -1;  ///< the axis it works along (negative: from the end)
+  /// A reduction over several adjacent axes: how many, `axis` the last of them. They run as
+  /// one row (or column) where every operand's strides let them merge into one dim.
+  int axes = 1;
   bool all_axes = false;   ///< a reduction over every element
   int max_shared = 0;      ///< bytes of shared memory a block may use on the target (0: no cap)
   bool clusters = false;   ///< the target runs thread-block clusters (sm_90 and later): long rows
@@ -40,6 +43,13 @@ struct RowKernel {
   /// take it from here, so that they share those rows' kernel. Empty: from the views.
   std::vector<bool> along_row;
 };
+
+/// The run of `k.axes` axes ending at `axis` in `shape` and in every view of `all` (at its
+/// rank) put in the order of x's strides, largest first (a reduction is the same in any order);
+/// with `merge` (the column template) merged into one dim, `axis` moved to it: ShapeError where
+/// some view's strides do not let them merge.
+void arrange_axes(const RowKernel& k, const std::string& stem, Shape& shape,
+                  std::vector<TensorView>& all, std::size_t& axis, bool merge);
 
 /// Whether `arch` ("sm_90a") runs thread-block clusters (sm_90 and later).
 bool has_clusters(const std::string& arch);
