@@ -154,3 +154,15 @@ def test_reductions_over_several_axes_and_var():
     with pytest.raises(kiln.ArgumentError, match="correction"):
         kiln.var(x, correction=-1)
 
+
+def test_group_norm_and_silu_are_one_kernel():
+    g = kiln.Graph()
+    x = g.input("x", [2, 64, 9, 7], "f16")
+    w, b = g.input("w", [64], "f16"), g.input("b", [64], "f16")
+    y = kiln.silu(kiln.group_norm(x, w, b, groups=32, eps=1e-6))
+    assert y.shape == [2, 64, 9, 7]
+    g.output(y)
+    assert len(kiln.Plan(g).kernels("sm_90a")) == 1
+    with pytest.raises(kiln.ShapeError, match="does not split into 5 groups"):
+        kiln.group_norm(x, groups=5)
+

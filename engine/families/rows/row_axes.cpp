@@ -1,6 +1,10 @@
-// Reductions over several adjacent axes (engine/families/rows/rows.hpp, arrange_axes): the row
-// template's cursor steps through a row of several dims as one flat index whatever their
-// strides (NCHW or channels_last); the column template needs them merged into one.
+// Rows over several axes (engine/families/rows/rows.hpp): a reduction's run of adjacent axes
+// (arrange_axes), and group_norm's groups (grouped_rows): x [N, C, *spatial] seen as [N, G,
+// C / G, *spatial], each (n, g) one row of the dims after G. The row template's cursor steps
+// through a row of several dims as one flat index whatever their strides (NCHW or
+// channels_last); the column template needs them merged into one. group_norm's weight and bias
+// are per channel, not per element of the row: they become the epilogue's first inputs, views
+// that step along C / G and by 0 along the spatial dims.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -67,12 +71,103 @@ void merge_axes(const RowKernel& k, const std::string& stem, Shape& shape,
   axis -= std::size_t(k.axes - 1);
 }
 
+
+// `v` at the rank of x (`x`), its leading dims explicit (extent 1, stride 0), then its dim 1
+// (C, or 1 where it broadcasts along C) split into [G, C / G].
+TensorView split_channels(TensorView v, const Shape& x, std::int64_t groups) {
+  Shape strides = v.resolved_strides();
+  while (v.shape.size() < x.size()) {
+    v.shape.insert(v.shape.begin(), 1);
+    strides.insert(strides.begin(), 0);
+  }
+  const bool along = v.shape[1] != 1;
+  const std::int64_t step = along ? strides[1] : 0, per_group = x[1] / groups;
+  v.shape[1] = along ? groups : 1;
+  strides[1] = step * per_group;
+  v.shape.insert(v.shape.begin() + 2, along ? per_group : 1);
+  strides.insert(strides.begin() + 2, step);
+  v.strides = strides;
+  return v;
+}
+
+// A weight or bias [C] as a view at x's rank along dim 1 (not the last, as broadcasting aligns).
+TensorView along_channels(TensorView v, std::size_t rank) {
+  const std::int64_t channels = v.shape.at(0), step = v.resolved_strides().at(0);
+  v.shape.assign(rank, 1);
+  v.strides.assign(rank, 0);
+  v.shape[1] = channels;
+  v.strides[1] = step;
+  return v;
+}
+
+// `epi` after y = row * weight + bias (those of `affine` there: weight, then bias): the
+// epilogue's inputs are then the affine ones and its own, in that order.
+codegen::Body affine_epilogue(const codegen::Body& epi, const std::vector<TensorView>& affine) {
+  using codegen::Ref;
+  codegen::Body body;
+  const int na = int(affine.size());
+  for (const TensorView& v : affine) body.inputs.push_back(v.dtype);
+  body.inputs.insert(body.inputs.end(), epi.inputs.begin(), epi.inputs.end());
+  body.outputs = epi.outputs;
+  body.scalars = epi.scalars;
+  Ref value{Ref::Kind::row, 0};
+  const char* functors[] = {"kiln::op::Mul", "kiln::op::Add"};
+  for (int i = 0; i < na; ++i) {
+    codegen::Step s;
+    s.functor = functors[i];
+    s.args = {value, Ref{Ref::Kind::input, i}};
+    body.steps.push_back(s);
+    value = Ref{Ref::Kind::step, i};
+  }
+  const auto moved = [&](Ref r) {
+    if (r.kind == Ref::Kind::row) return value;
+    if (r.kind == Ref::Kind::input) r.index += na;
+    if (r.kind == Ref::Kind::step) r.index += na;
+    return r;
+  };
+  for (codegen::Step s : epi.steps) {
+    for (Ref& r : s.args) r = moved(r);
+    body.steps.push_back(s);
+  }
+  for (const Ref& r : epi.results) body.results.push_back(moved(r));
+  return body;
+}
+
 }  // namespace
 
 void arrange_axes(const RowKernel& k, const std::string& stem, Shape& shape,
                   std::vector<TensorView>& all, std::size_t& axis, bool merge) {
   order_axes(k, shape, all, axis);
   if (merge) merge_axes(k, stem, shape, all, axis);
+}
+
+RowKernel grouped_rows(const RowKernel& k, const std::string& stem, Shape& shape) {
+  const Shape x = shape;
+  if (x.size() < 2 || k.groups < 1 || x[1] % k.groups != 0 || k.extras.size() > 2)
+    throw ShapeError(fmt::format("{}: group_norm of {} groups does not fit x {}", stem, k.groups,
+                                 to_string(x)));
+  RowKernel g = k;
+  for (std::vector<TensorView>* list : {&g.outputs, &g.inputs, &g.epilogue_inputs})
+    for (TensorView& v : *list) v = split_channels(v, x, k.groups);
+  std::vector<TensorView> affine;
+  for (const TensorView& e : k.extras) {
+    if (e.shape != Shape{x[1]})
+      throw ShapeError(fmt::format("{}: {} is not a [{}] of C", stem, e.describe(), x[1]));
+    affine.push_back(split_channels(along_channels(e, x.size()), x, k.groups));
+  }
+  g.epilogue = affine_epilogue(k.epilogue, affine);
+  g.epilogue_inputs.insert(g.epilogue_inputs.begin(), affine.begin(), affine.end());
+  g.extras.clear();
+  shape[1] = k.groups;
+  shape.insert(shape.begin() + 2, x[1] / k.groups);
+  // The row: every dim after G, the statistic layer_norm's over it.
+  g.axis = -1;
+  g.axes = int(shape.size()) - 2;
+  g.all_axes = false;
+  g.groups = 0;
+  g.dynamic_row = false;
+  g.along_row.clear();
+  return g;
 }
 
 }  // namespace kiln

@@ -98,7 +98,7 @@ std::size_t checked_axis(const RowKernel& k, const std::string& stem, const Shap
   const std::int64_t rank = std::int64_t(x_shape.size());
   const std::int64_t axis = k.axis < 0 ? k.axis + rank : k.axis;
   if (k.axis < -rank || k.axis >= rank || (k.all_axes && !k.op->reduces) || k.axes < 1 ||
-      (k.axes > 1 && (!k.op->reduces || k.all_axes || axis + 1 < k.axes)))
+      (k.axes > 1 && (k.all_axes || axis + 1 < k.axes)))
     throw ArgumentError(fmt::format("{}: axis {} does not fit x of rank {}", stem,
                                     k.all_axes ? "all"
                                     : k.axes > 1
@@ -309,8 +309,10 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
 
 // `k` over `x_shape` with the column template (`columns`) or the row template: what both share
 // (the operands' layout, the launch's pointers and scalars) around the template's own part.
-KernelLaunch specialize_row_op(const RowKernel& k, const std::string& stem, const Shape& x_shape,
-                               RowTunables t, bool columns) {
+KernelLaunch specialize_row_op(const RowKernel& kernel, const std::string& stem,
+                               const Shape& given_shape, RowTunables t, bool columns) {
+  Shape x_shape = given_shape;
+  const RowKernel k = kernel.groups ? grouped_rows(kernel, stem, x_shape) : kernel;
   std::size_t axis = checked_axis(k, stem, x_shape);
   // The family chose the template; the other one would run along another axis than k's.
   if (columns != along_columns(k.axis, k.all_axes, x_shape))

@@ -30,6 +30,9 @@ struct RowKernel {
   /// A reduction over several adjacent axes: how many, `axis` the last of them. They run as
   /// one row (or column) where every operand's strides let them merge into one dim.
   int axes = 1;
+  /// group_norm's groups (0 for other ops): x [N, C, *spatial] runs as rows of [N, G, C / G,
+  /// *spatial] (grouped_rows).
+  std::int64_t groups = 0;
   bool all_axes = false;   ///< a reduction over every element
   int max_shared = 0;      ///< bytes of shared memory a block may use on the target (0: no cap)
   bool clusters = false;   ///< the target runs thread-block clusters (sm_90 and later): long rows
@@ -50,6 +53,12 @@ struct RowKernel {
 /// some view's strides do not let them merge.
 void arrange_axes(const RowKernel& k, const std::string& stem, Shape& shape,
                   std::vector<TensorView>& all, std::size_t& axis, bool merge);
+
+/// group_norm's kernel `k` (over x of `shape` [N, C, *spatial], its extras the weight and
+/// bias [C]) as rows: every view, and `shape`, split into [N, G, C / G, *spatial], the row the
+/// dims after G; the weight and bias the epilogue's first inputs (per channel), applied before
+/// its own steps. ShapeError where C does not split into k.groups.
+RowKernel grouped_rows(const RowKernel& k, const std::string& stem, Shape& shape);
 
 /// Whether `arch` ("sm_90a") runs thread-block clusters (sm_90 and later).
 bool has_clusters(const std::string& arch);

@@ -91,6 +91,7 @@ RowKernel row_kernel(const GroupWork& w) {
   k.epilogue_scalars = grp.epilogue_scalars;
   const Attrs& attrs = w.shapes.node(grp.anchor_node).attrs;
   k.eps = ops::row_scalar(*k.op, attrs);
+  k.groups = attrs.has("groups") ? *attrs.integer("groups") : 0;  // group_norm
   k.all_axes = ops::all_axes(attrs);
   k.axis = ops::axis_of(attrs);
   if (const AttrValue* a = attrs.find("axis");
