@@ -166,3 +166,15 @@ def test_group_norm_and_silu_are_one_kernel():
     with pytest.raises(kiln.ShapeError, match="does not split into 5 groups"):
         kiln.group_norm(x, groups=5)
 
+
+def test_batch_norm_is_a_scale_and_shift_per_channel():
+    g = kiln.Graph()
+    x = g.input("x", [2, 8, 5, 3], "f16")
+    m, v = g.input("m", [8], "f32"), g.input("v", [8], "f32")
+    w, b = g.input("w", [8], "f32"), g.input("b", [8], "f32")
+    y = kiln.silu(kiln.batch_norm(x, m, v, w, b, eps=1e-3))
+    assert y.shape == [2, 8, 5, 3]
+    g.output(y)
+    assert len(kiln.Plan(g).kernels("sm_90a")) == 2
+    with pytest.raises(kiln.ShapeError, match=r"must be of shape \[8\]"):
+        kiln.batch_norm(x, m, g.input("v3", [3], "f32"))
