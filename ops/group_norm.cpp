@@ -12,13 +12,12 @@
 namespace kiln::ops {
 namespace {
 
-TensorView infer_group_norm(const OpDef& op, const std::vector<Operand>& args,
-                            const Attrs& attrs) {
+TensorView infer_group_norm(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
   const TensorView& x = float_x(op, args);
   numel_of(x.shape);
   if (x.shape.size() < 2)
-    throw ShapeError(fmt::format("{}: x must be [N, C, *spatial] (rank 2 or more)",
-                                 describe_args(op, args)));
+    throw ShapeError(
+        fmt::format("{}: x must be [N, C, *spatial] (rank 2 or more)", describe_args(op, args)));
   const std::int64_t channels = x.shape[1];
   const auto groups = attrs.integer("groups");
   if (!groups)
@@ -59,9 +58,17 @@ std::vector<OpDef> group_norm_ops() {
   d.fusion = {FusionKind::anchor, "rows", /*prologue=*/true, /*epilogue=*/true, /*side_from=*/1};
   d.infer = infer_group_norm;
   d.attrs = {
-      {"groups", AttrType::integer, std::nullopt, true, {1, kInf, false},
+      {"groups",
+       AttrType::integer,
+       std::nullopt,
+       true,
+       {1, kInf, false},
        "the groups C splits into (C a multiple of it)"},
-      {"eps", AttrType::number, AttrValue(kDefaultEps), false, {0, kInf, true},
+      {"eps",
+       AttrType::number,
+       AttrValue(kDefaultEps),
+       false,
+       {0, kInf, true},
        "added to the variance before its square root"},
   };
   d.doc =

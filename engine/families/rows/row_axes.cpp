@@ -71,7 +71,6 @@ void merge_axes(const RowKernel& k, const std::string& stem, Shape& shape,
   axis -= std::size_t(k.axes - 1);
 }
 
-
 // `v` at the rank of x (`x`), its leading dims explicit (extent 1, stride 0), then its dim 1
 // (C, or 1 where it broadcasts along C) split into [G, C / G].
 TensorView split_channels(TensorView v, const Shape& x, std::int64_t groups) {
@@ -144,8 +143,8 @@ void arrange_axes(const RowKernel& k, const std::string& stem, Shape& shape,
 RowKernel grouped_rows(const RowKernel& k, const std::string& stem, Shape& shape) {
   const Shape x = shape;
   if (x.size() < 2 || k.groups < 1 || x[1] % k.groups != 0 || k.extras.size() > 2)
-    throw ShapeError(fmt::format("{}: group_norm of {} groups does not fit x {}", stem, k.groups,
-                                 to_string(x)));
+    throw ShapeError(
+        fmt::format("{}: group_norm of {} groups does not fit x {}", stem, k.groups, to_string(x)));
   RowKernel g = k;
   for (std::vector<TensorView>* list : {&g.outputs, &g.inputs, &g.epilogue_inputs})
     for (TensorView& v : *list) v = split_channels(v, x, k.groups);

@@ -81,7 +81,8 @@ TEST_CASE("gpu: batch_norm against fp64 loops, NCHW and channels_last, odd and u
   kiln::Engine e(kiln::test::on_gpu());
   auto rng = kiln::test::make_rng(52);
   std::uniform_real_distribution<double> u(-2, 2), pos(0.1, 3);
-  const std::vector<Shape> shapes = {{2, 64, 9, 7}, {1, 3, 1, 1}, {5, 7}, {3, 1, 5}, {2, 320, 32, 32}};
+  const std::vector<Shape> shapes = {
+      {2, 64, 9, 7}, {1, 3, 1, 1}, {5, 7}, {3, 1, 5}, {2, 320, 32, 32}};
   for (DType t : kiln::kFloatDTypes)
     for (const Shape& s : shapes)
       for (bool channels_last : {false, true})
@@ -122,8 +123,7 @@ TEST_CASE("gpu: batch_norm against fp64 loops, NCHW and channels_last, odd and u
           int bad = 0;
           for (std::size_t i = 0; i < xs.size() && bad < 5; ++i) {
             const std::size_t c = std::size_t(std::int64_t(i) / S % C);
-            const double want = (xs[i] - mean[c]) / std::sqrt(var[c] + 1e-3) *
-                                    (affine ? w[c] : 1) +
+            const double want = (xs[i] - mean[c]) / std::sqrt(var[c] + 1e-3) * (affine ? w[c] : 1) +
                                 (affine ? b[c] : 0);
             if (!(std::fabs(got[i] - want) <= tol * std::max(1.0, std::fabs(want)))) {
               ++bad;

@@ -76,15 +76,14 @@ TEST_CASE("group_norm: shapes, and errors naming the operands") {
   CHECK(kiln::infer("group_norm", {x, w, w}, groups(3)).shape == Shape{2, 6, 5, 3});
   CHECK(kiln::infer("group_norm", {x}, groups(6)).dtype == DType::bf16);
   CHECK(kiln::infer("group_norm", {desc({4, 8}, DType::f32)}, groups(1)).shape == Shape{4, 8});
-  CHECK_THROWS_WITH_AS(kiln::infer("group_norm", {x}),
-                       doctest::Contains("groups is required"), kiln::ArgumentError);
+  CHECK_THROWS_WITH_AS(kiln::infer("group_norm", {x}), doctest::Contains("groups is required"),
+                       kiln::ArgumentError);
   CHECK_THROWS_WITH_AS(kiln::infer("group_norm", {x}, groups(4)),
                        doctest::Contains("C = 6 does not split into 4 groups"), kiln::ShapeError);
   CHECK_THROWS_WITH_AS(kiln::infer("group_norm", {x}, groups(0)),
                        doctest::Contains("groups=0 is not >= 1"), kiln::ArgumentError);
   CHECK_THROWS_WITH_AS(kiln::infer("group_norm", {x, desc({3}, DType::f32)}, groups(3)),
-                       doctest::Contains("weight must be a tensor of shape [6]"),
-                       kiln::ShapeError);
+                       doctest::Contains("weight must be a tensor of shape [6]"), kiln::ShapeError);
   CHECK_THROWS_WITH_AS(kiln::infer("group_norm", {desc({6}, DType::f32)}, groups(3)),
                        doctest::Contains("rank 2 or more"), kiln::ShapeError);
   CHECK_THROWS_AS(kiln::infer("group_norm", {x, desc({6}, DType::boolean)}, groups(3)),
@@ -94,8 +93,9 @@ TEST_CASE("group_norm: shapes, and errors naming the operands") {
                   kiln::ShapeError);
 }
 
-TEST_CASE("group_norm: a prologue, the norm and a SiLU after it are one kernel; few long groups "
-          "split between the blocks of a cluster") {
+TEST_CASE(
+    "group_norm: a prologue, the norm and a SiLU after it are one kernel; few long groups "
+    "split between the blocks of a cluster") {
   for (bool channels_last : {false, true}) {
     Graph g;
     auto x = nchw(g, {2, 320, 64, 64}, DType::f16, channels_last);
@@ -112,21 +112,25 @@ TEST_CASE("group_norm: a prologue, the norm and a SiLU after it are one kernel; 
   }
 }
 
-TEST_CASE("group_norm NVRTC-compiles for sm_90a: NCHW and channels_last, groups 1, 32 and C") {
-  kiln::Engine e(kiln::test::offline("sm_90a"));
-  for (DType t : kiln::kFloatDTypes)
-    for (bool channels_last : {false, true})
-      for (std::int64_t G : {1, 32, 64}) {
-        Graph g;
-        auto x = nchw(g, {2, 64, 9, 7}, t, channels_last);
-        std::vector<kiln::GraphArg> args = {x * 0.5};
-        if (G != 1) args.push_back(g.input("w", {64}, t));
-        if (G == 32) args.push_back(g.input("b", {64}, DType::f32));
-        g.output(kiln::silu(kiln::apply("group_norm", args, groups(G))));
-        CAPTURE(g.to_json());
-        const auto records = kiln::Plan(g).compile(e);
-        CHECK(records.size() == 1);
-      }
+TEST_CASE(
+    "group_norm NVRTC-compiles for sm_80 and sm_90a: NCHW and channels_last, groups 1, "
+    "32 and C") {
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    kiln::Engine e(kiln::test::offline(arch));
+    for (DType t : kiln::kFloatDTypes)
+      for (bool channels_last : {false, true})
+        for (std::int64_t G : {1, 32, 64}) {
+          Graph g;
+          auto x = nchw(g, {2, 64, 9, 7}, t, channels_last);
+          std::vector<kiln::GraphArg> args = {x * 0.5};
+          if (G != 1) args.push_back(g.input("w", {64}, t));
+          if (G == 32) args.push_back(g.input("b", {64}, DType::f32));
+          g.output(kiln::silu(kiln::apply("group_norm", args, groups(G))));
+          CAPTURE(g.to_json());
+          const auto records = kiln::Plan(g).compile(e);
+          CHECK(records.size() == 1);
+        }
+  }
 }
 
 TEST_CASE("gpu: group_norm against fp64 loops, NCHW and channels_last, groups 1, 32 and C" *
@@ -137,9 +141,9 @@ TEST_CASE("gpu: group_norm against fp64 loops, NCHW and channels_last, groups 1,
     Shape shape;
     std::int64_t groups;
   };
-  const std::vector<Case> cases = {{{2, 320, 64, 64}, 32}, {{1, 6, 5, 3}, 1}, {{1, 6, 5, 3}, 6},
-                                   {{3, 64, 7, 9}, 32},    {{3, 4, 1, 1}, 4},  {{2, 8, 7}, 2},
-                                   {{5, 6}, 3},            {{2, 1280, 16, 16}, 32}};
+  const std::vector<Case> cases = {
+      {{2, 320, 64, 64}, 32}, {{1, 6, 5, 3}, 1}, {{1, 6, 5, 3}, 6}, {{3, 64, 7, 9}, 32},
+      {{3, 4, 1, 1}, 4},      {{2, 8, 7}, 2},    {{5, 6}, 3},       {{2, 1280, 16, 16}, 32}};
   std::uniform_real_distribution<double> u(-2, 2);
   for (DType t : kiln::kFloatDTypes)
     for (const Case& c : cases)
@@ -166,8 +170,8 @@ TEST_CASE("gpu: group_norm against fp64 loops, NCHW and channels_last, groups 1,
           view.strides[0] = C * S;
           view.strides[1] = channels_last ? 1 : S;
           for (std::size_t d = s.size(); d-- > 2;) {
-            const std::int64_t inner = d + 1 < s.size() ? view.strides[d + 1] * s[d + 1]
-                                                        : (channels_last ? C : 1);
+            const std::int64_t inner =
+                d + 1 < s.size() ? view.strides[d + 1] * s[d + 1] : (channels_last ? C : 1);
             view.strides[d] = inner;
           }
           xs = decode(t, encode(t, xs));

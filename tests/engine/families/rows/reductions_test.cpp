@@ -29,8 +29,7 @@ std::vector<double> reduce_ref(const std::string& op, const std::vector<double>&
                                const Shape& shape, std::size_t a0, std::size_t a1,
                                double correction) {
   std::int64_t outer = 1, n = 1, inner = 1;
-  for (std::size_t d = 0; d < shape.size(); ++d)
-    (d < a0 ? outer : d <= a1 ? n : inner) *= shape[d];
+  for (std::size_t d = 0; d < shape.size(); ++d) (d < a0 ? outer : d <= a1 ? n : inner) *= shape[d];
   std::vector<double> out;
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t i = 0; i < inner; ++i) {
@@ -143,18 +142,22 @@ TEST_CASE("reductions over several axes: the JSON and C++ front ends take the li
                   kiln::GraphError);
 }
 
-TEST_CASE("var, std and reductions over several axes NVRTC-compile for sm_90a, prologue fused") {
-  kiln::Engine e(kiln::test::offline("sm_90a"));
-  for (const char* op : {"sum", "max", "var", "std"})
-    for (const std::vector<std::int64_t>& a :
-         std::vector<std::vector<std::int64_t>>{{-1}, {1, 2}, {2, 3}, {0, 1}}) {
-      Graph g;
-      auto x = g.input("x", {2, 6, 9, 33}, DType::bf16);
-      g.output(kiln::reduce(op, kiln::silu(x * 0.5), a));
-      CAPTURE(g.to_json());
-      const auto records = kiln::Plan(g).compile(e);
-      CHECK(records.size() == 1);  // prologue and reduction in one kernel
-    }
+TEST_CASE(
+    "var, std and reductions over several axes NVRTC-compile for sm_80 and sm_90a, "
+    "prologue fused") {
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    kiln::Engine e(kiln::test::offline(arch));
+    for (const char* op : {"sum", "max", "var", "std"})
+      for (const std::vector<std::int64_t>& a :
+           std::vector<std::vector<std::int64_t>>{{-1}, {1, 2}, {2, 3}, {0, 1}}) {
+        Graph g;
+        auto x = g.input("x", {2, 6, 9, 33}, DType::bf16);
+        g.output(kiln::reduce(op, kiln::silu(x * 0.5), a));
+        CAPTURE(g.to_json());
+        const auto records = kiln::Plan(g).compile(e);
+        CHECK(records.size() == 1);  // prologue and reduction in one kernel
+      }
+  }
 }
 
 TEST_CASE("gpu: var and std along an axis, over several and over all, against fp64 loops" *
@@ -166,11 +169,11 @@ TEST_CASE("gpu: var and std along an axis, over several and over all, against fp
     std::size_t a0, a1;
     double mean;  // values around a large mean: the statistic must not lose them to it
   };
-  const std::vector<Case> cases = {{{1, 1}, 1, 1, 0},          {{3, 7}, 1, 1, 0},
-                                   {{5, 1000}, 1, 1, 1000},    {{2, 4097}, 0, 1, -300},
-                                   {{4, 9, 1, 13}, 1, 2, 0},   {{2, 33, 5, 3}, 1, 3, 50},
-                                   {{7, 300, 5}, 1, 1, 0},     {{2, 65536}, 1, 1, 1000},
-                                   {{3, 5, 7}, 0, 2, 0},       {{64, 3, 40}, 0, 0, 100}};
+  const std::vector<Case> cases = {{{1, 1}, 1, 1, 0},        {{3, 7}, 1, 1, 0},
+                                   {{5, 1000}, 1, 1, 1000},  {{2, 4097}, 0, 1, -300},
+                                   {{4, 9, 1, 13}, 1, 2, 0}, {{2, 33, 5, 3}, 1, 3, 50},
+                                   {{7, 300, 5}, 1, 1, 0},   {{2, 65536}, 1, 1, 1000},
+                                   {{3, 5, 7}, 0, 2, 0},     {{64, 3, 40}, 0, 0, 100}};
   for (DType t : kiln::kFloatDTypes)
     for (const Case& c : cases)
       for (const char* op : {"var", "std"})
@@ -186,8 +189,8 @@ TEST_CASE("gpu: var and std along an axis, over several and over all, against fp
           std::vector<std::int64_t> list;  // the last axis from the end, the others from 0
           for (std::size_t d = c.a0; d < c.a1; ++d) list.push_back(std::int64_t(d));
           list.push_back(last);
-          const kiln::Tensor y = kiln::call(
-              e, op, {x.view()}, axes(list).set("correction", correction));
+          const kiln::Tensor y =
+              kiln::call(e, op, {x.view()}, axes(list).set("correction", correction));
           const auto want = reduce_ref(op, xs, c.shape, c.a0, c.a1, correction);
           const auto got = decode(t, kiln::test::bytes_of(y));
           REQUIRE(got.size() == want.size());
@@ -218,16 +221,18 @@ TEST_CASE("gpu: reductions over several axes, fused and not, on NCHW and channel
             const Shape& s = shapes[i];  // N, C, H, W
             Graph g;
             // channels_last: the NHWC tensor seen as NCHW (strides H*W*C, 1, W*C, C).
-            auto x = channels_last ? kiln::apply("permute", {g.input("x", {s[0], s[2], s[3], s[1]}, t)},
-                                                 Attrs().set("dims", {0, 3, 1, 2}))
-                                   : g.input("x", s, t);
+            auto x = channels_last
+                         ? kiln::apply("permute", {g.input("x", {s[0], s[2], s[3], s[1]}, t)},
+                                       Attrs().set("dims", {0, 3, 1, 2}))
+                         : g.input("x", s, t);
             auto b = g.input("b", {s[3]}, DType::f32);  // broadcast along N, C, H
             auto y = kiln::reduce(op, kiln::silu(x * 0.5 + b), run, run.size() == 2);
             g.output(run[0] == 0 ? y : kiln::exp(y * 0.25));  // an epilogue after it
             CAPTURE(g.to_json());
             // N and C of a channels_last view do not lie as one run: refused, not miscomputed.
             if (channels_last && run[0] == 0 && s[0] > 1 && s[1] > 1) {
-              CHECK_THROWS_WITH(kiln::Plan(g).compile(e), doctest::Contains("do not lie as one run"));
+              CHECK_THROWS_WITH(kiln::Plan(g).compile(e),
+                                doctest::Contains("do not lie as one run"));
               CHECK_THROWS_AS(kiln::Plan(g).compile(e), kiln::Error);
               continue;
             }
