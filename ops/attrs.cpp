@@ -27,6 +27,7 @@ bool holds(AttrType t, const AttrValue& v) {
       return std::holds_alternative<std::vector<std::int64_t>>(v);
     case AttrType::axis:
       return std::holds_alternative<std::int64_t>(v) ||
+             std::holds_alternative<std::vector<std::int64_t>>(v) ||
              (std::holds_alternative<std::string>(v) && std::get<std::string>(v) == "all");
   }
   return false;
@@ -122,7 +123,7 @@ std::string_view type_text(AttrType type, bool python) {
     case AttrType::extents:
       return "a list of integers";
     case AttrType::axis:
-      return "an integer or \"all\"";
+      return "an integer, a list of adjacent ones or \"all\"";
   }
   return "?";
 }

@@ -96,6 +96,7 @@ DType result_dtype(const OpDef& op, const std::vector<Operand>& args, const Attr
   X(arg_ops)             \
   X(update_ops)          \
   X(scan_ops)            \
+  X(group_norm_ops)      \
   /* a new op file's line goes above */
 
 #define KILN_DECLARE_OP_FILE(f) std::vector<OpDef> f();
@@ -139,6 +140,36 @@ const TensorView& float_x(const OpDef& op, const std::vector<Operand>& args) {
   return *x;
 }
 
+namespace {
+
+// The axes a row op works along, from 0 (every one for "all"): ShapeError for one out of range,
+// a list that is empty, repeats one or leaves a gap (its axes run as one row: [1, 2], not [0, 2]).
+std::vector<std::int64_t> checked_axes(const OpDef& op, const std::vector<Operand>& args,
+                                       const Attrs& attrs, std::int64_t rank) {
+  const AttrValue* given = attrs.find("axis");
+  const auto* list = given ? std::get_if<std::vector<std::int64_t>>(given) : nullptr;
+  if (list && list->empty())
+    throw ArgumentError(fmt::format("{}: axis [] names no axis; give one or more, or \"all\"",
+                                    describe_args(op, args)));
+  for (std::int64_t axis : list ? *list : std::vector<std::int64_t>{axis_of(attrs)})
+    if (!all_axes(attrs) && (axis < -rank || axis >= rank))
+      throw ShapeError(fmt::format("{}: axis {} is out of range for rank {}",
+                                   describe_args(op, args), axis, rank));
+  const std::vector<std::int64_t> axes = reduce_axes(attrs, rank);
+  for (std::size_t i = 1; i < axes.size(); ++i)
+    if (axes[i] == axes[i - 1] || axes[i] != axes[i - 1] + 1)
+      throw ShapeError(fmt::format(
+          "{}: axis {} {}; the axes of one reduction are adjacent, as [1, 2] (permute x to "
+          "bring them together, or reduce one axis after another)",
+          describe_args(op, args), value_text(*given),
+          axes[i] == axes[i - 1] ? fmt::format("names axis {} twice", axes[i])
+                                 : fmt::format("leaves a gap between {} and {}", axes[i - 1],
+                                               axes[i])));
+  return axes;
+}
+
+}  // namespace
+
 TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
   const auto* given = std::get_if<TensorView>(&args[0]);
   const TensorView* x =  // sum, max, min also of integers (the arg family's exact kernels)
@@ -147,19 +178,17 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
   if (rank == 0)
     throw ShapeError(fmt::format("{}: x has no axis to work along", describe_args(op, args)));
   numel_of(x->shape);
-  // Only a reduction gets here with "all": check_attrs refuses it for an integer axis (softmax).
+  // Only a reduction gets here with "all" or a list: check_attrs refuses them for an integer
+  // axis (softmax).
   const bool all = all_axes(attrs);
-  const std::int64_t axis = axis_of(attrs);
-  if (axis < -rank || axis >= rank)
-    throw ShapeError(fmt::format("{}: axis {} is out of range for rank {}", describe_args(op, args),
-                                 axis, rank));
-  const std::size_t a = std::size_t(axis < 0 ? axis + rank : axis);
-  if (op.operands.size() > 1 && a + 1 != x->shape.size())
+  const std::vector<std::int64_t> axes = checked_axes(op, args, attrs, rank);
+  if (op.operands.size() > 1 && axes.back() + 1 != rank)
     throw ShapeError(fmt::format("{}: a norm works along the last axis, not axis {}",
-                                 describe_args(op, args), axis));
-  if (all ? numel_of(x->shape) == 0 : x->shape[a] == 0)
-    throw ShapeError(fmt::format("{}: {} is empty", describe_args(op, args),
-                                 all ? "x" : fmt::format("axis {}", axis)));
+                                 describe_args(op, args), axis_of(attrs)));
+  for (std::int64_t a : axes)
+    if (x->shape[std::size_t(a)] == 0)
+      throw ShapeError(fmt::format("{}: {} is empty", describe_args(op, args),
+                                   all ? "x" : fmt::format("axis {}", a)));
   for (std::size_t i = 1; i < args.size(); ++i) {
     const auto* v = std::get_if<TensorView>(&args[i]);
     if (!v || v->shape != Shape{x->shape.back()})
@@ -176,7 +205,7 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
   r.dtype = x->dtype;
   if (op.reduces) {
     for (std::size_t d = r.shape.size(); d-- > 0;) {
-      if (!all && d != a) continue;
+      if (!std::binary_search(axes.begin(), axes.end(), std::int64_t(d))) continue;
       if (attrs.flag("keepdim"))
         r.shape[d] = 1;
       else
@@ -260,7 +289,30 @@ bool all_axes(const Attrs& attrs) {
 }
 
 std::int64_t axis_of(const Attrs& attrs, std::int64_t fallback) {
-  return all_axes(attrs) ? fallback : attrs.integer("axis").value_or(fallback);
+  const AttrValue* v = attrs.find("axis");
+  return v && std::holds_alternative<std::int64_t>(*v) ? std::get<std::int64_t>(*v) : fallback;
+}
+
+std::vector<std::int64_t> reduce_axes(const Attrs& attrs, std::int64_t rank) {
+  std::vector<std::int64_t> axes;
+  if (all_axes(attrs)) {
+    for (std::int64_t d = 0; d < rank; ++d) axes.push_back(d);
+    return axes;
+  }
+  const AttrValue* v = attrs.find("axis");
+  if (const auto* list = v ? std::get_if<std::vector<std::int64_t>>(v) : nullptr)
+    axes = *list;
+  else
+    axes = {axis_of(attrs)};
+  for (std::int64_t& a : axes)
+    if (a < 0) a += rank;
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+double row_scalar(const OpDef& op, const Attrs& attrs) {
+  if (op.name == "var" || op.name == "std") return attrs.number("correction").value_or(1.0);
+  return eps_of(attrs);
 }
 
 std::vector<double> attr_scalars(const OpDef& op, const Attrs& attrs) {

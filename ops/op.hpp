@@ -209,8 +209,14 @@ std::vector<double> attr_scalars(const OpDef& op, const Attrs& attrs);
 double eps_of(const Attrs& attrs);
 /// Whether a reduction's attributes ask for every axis (axis "all").
 bool all_axes(const Attrs& attrs);
-/// A row op's integer axis, `fallback` when none is set or it is "all".
+/// A row op's integer axis, `fallback` when none is set or it is "all" (or a list).
 std::int64_t axis_of(const Attrs& attrs, std::int64_t fallback = -1);
+/// A reduction's axes over x of rank `rank`, from 0, ascending: every one for "all", each of a
+/// list ("axis": [1, 2]), the one given, or the last when none is. Out-of-range axes are left
+/// as given (negative ones resolved once); infer_row refuses them.
+std::vector<std::int64_t> reduce_axes(const Attrs& attrs, std::int64_t rank);
+/// The scalar a row kernel takes after its prologue's: a norm's eps, var and std's correction.
+double row_scalar(const OpDef& op, const Attrs& attrs);
 
 /// The kernel's operand slots: clamp's bounds become scalar operands (an absent bound an
 /// infinity); every other op passes its args through.

@@ -1,5 +1,6 @@
-// Row ops over the last axis: reductions (sum mean max min), softmax, log_softmax, layer_norm,
-// rms_norm. fp64 references work on one row at a time.
+// Row ops over the last axis: reductions (sum mean max min var std), softmax, log_softmax,
+// layer_norm, rms_norm. fp64 references work on one row at a time.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -26,6 +27,18 @@ void extreme(const double* x, std::int64_t n, const double*, const double*, cons
   for (std::int64_t i = 0; i < n; ++i)
     if (std::isnan(x[i]) || (kMax ? x[i] > m : x[i] < m)) m = x[i];
   *out = m;
+}
+// The variance around the mean (two passes in fp64), over n - correction as torch divides
+// (none left: M2 / 0, inf, or NaN for a row of one value).
+template <bool kSqrt>
+void variance(const double* x, std::int64_t n, const double*, const double*, const Attrs& attrs,
+              double* out) {
+  double mu = 0, m2 = 0;
+  for (std::int64_t i = 0; i < n; ++i) mu += x[i];
+  mu /= double(n);
+  for (std::int64_t i = 0; i < n; ++i) m2 += (x[i] - mu) * (x[i] - mu);
+  const double v = m2 / std::max(0.0, double(n) - attrs.number("correction").value_or(1.0));
+  *out = kSqrt ? std::sqrt(v) : v;
 }
 template <bool kLog>
 void softmax(const double* x, std::int64_t n, const double*, const double*, const Attrs&,
@@ -64,7 +77,8 @@ std::vector<AttrSpec> row_attrs(bool reduces, bool affine) {
                  "added to the variance (the mean square) before its square root"});
   a.push_back({"axis", reduces ? AttrType::axis : AttrType::integer, AttrValue(std::int64_t{-1}),
                false, {},
-               reduces  ? "the axis to reduce (from the end if negative), or \"all\" for every one"
+               reduces  ? "the axis to reduce (from the end if negative), a list of adjacent "
+                          "ones ([1, 2]), or \"all\" for every one"
                : affine ? "the axis to normalize: the last one only"
                         : "the axis to work along (from the end if negative)"});
   a.push_back({"keepdim", AttrType::flag, AttrValue(false), false, {},
@@ -113,6 +127,16 @@ OpDef row_op(std::string_view name, std::string_view functor, RowReference ref, 
   return d;
 }
 
+// var and std: reductions with Bessel's correction (f32 statistics merged as layer_norm's).
+OpDef variance_op(std::string_view name, std::string_view functor, RowReference ref,
+                  std::string_view doc) {
+  OpDef d = row_op(name, functor, ref, true, false, doc);
+  d.attrs.push_back({"correction", AttrType::number, AttrValue(1.0), false, {0, kInf, false},
+                     "subtracted from the count of elements reduced before dividing (1: the "
+                     "sample variance, 0: the population's)"});
+  return d;
+}
+
 }  // namespace
 
 std::vector<OpDef> row_ops() {
@@ -123,6 +147,11 @@ std::vector<OpDef> row_ops() {
                          "The largest element of x along axis; NaN if any is.")),
       integer_too(row_op("min", "kiln::row::Min", extreme<false>, true, false,
                          "The smallest element of x along axis; NaN if any is.")),
+      variance_op("var", "kiln::row::Var", variance<false>,
+                  "The variance of x along axis: sum((x - mean)^2) / max(0, n - correction), n "
+                  "the elements reduced (torch.var)."),
+      variance_op("std", "kiln::row::Std", variance<true>,
+                  "The standard deviation of x along axis: the square root of var (torch.std)."),
       row_op("softmax", "kiln::row::Softmax", softmax<false>, false, false,
              "e^(x - max) / sum(e^(x - max)) along axis (a NaN, or +inf, makes the row NaN)."),
       row_op("log_softmax", "kiln::row::LogSoftmax", softmax<true>, false, false,

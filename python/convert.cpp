@@ -54,6 +54,14 @@ AttrValue attr_value(std::string_view op, const std::string& key, const py::hand
     case AttrType::axis:
       if (py::isinstance<py::str>(value) && value.cast<std::string>() == "all")
         return std::string("all");
+      if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+        std::vector<std::int64_t> axes;  // several adjacent axes: (1, 2) as torch's dim takes
+        for (const py::handle d : value.cast<py::sequence>()) {
+          if (!is_integer(d)) fail();
+          axes.push_back(index_of(d));
+        }
+        return axes;
+      }
       [[fallthrough]];
     case AttrType::integer:
       if (!is_integer(value)) fail();

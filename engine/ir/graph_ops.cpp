@@ -286,6 +286,9 @@ std::optional<AttrValue> attr_value(const nlohmann::json& j, AttrType type) {
       break;
     case AttrType::axis:
       if (j.is_string() && j.get<std::string>() == "all") return AttrValue(std::string("all"));
+      if (j.is_array() && std::all_of(j.begin(), j.end(),
+                                      [](const auto& d) { return d.is_number_integer(); }))
+        return AttrValue(j.get<std::vector<std::int64_t>>());
       [[fallthrough]];
     case AttrType::integer:
       if (integer) return AttrValue(j.get<std::int64_t>());

@@ -220,12 +220,27 @@ inline Value slice_update(Value dst, Value src, std::int64_t axis, std::int64_t 
 inline Value slice_update(Value dst, Value src, std::int64_t axis, Value start) {
   return apply("slice_update", {dst, src, start}, Attrs().set("axis", axis));
 }
-/// Reductions "sum", "mean", "max", "min" over `axis` (default: the last).
+/// Reductions "sum", "mean", "max", "min", "var", "std" over `axis` (default: the last).
 inline Value reduce(std::string_view op, Value x, bool keepdim = false, std::int64_t axis = -1) {
   Attrs a;
   a.set("keepdim", keepdim);
   if (axis != -1) a.set("axis", axis);
   return apply(op, {x}, a);
+}
+/// A reduction over several adjacent axes of x at once (`{1, 2}`; negative ones from the end).
+inline Value reduce(std::string_view op, Value x, std::vector<std::int64_t> axes,
+                    bool keepdim = false) {
+  return apply(op, {x}, Attrs().set("keepdim", keepdim).set("axis", std::move(axes)));
+}
+/// var or std over `axes` with Bessel's `correction` (torch's: 1, the sample variance; 0, the
+/// population's).
+inline Value variance(std::string_view op, Value x, std::vector<std::int64_t> axes = {-1},
+                      double correction = 1, bool keepdim = false) {
+  return apply(op, {x},
+               Attrs()
+                   .set("keepdim", keepdim)
+                   .set("axis", std::move(axes))
+                   .set("correction", correction));
 }
 /// A reduction over every element of x: shape [] (all ones with keepdim).
 inline Value reduce_all(std::string_view op, Value x, bool keepdim = false) {

@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(BX* BY)
       float y[V][NO];
 #pragma unroll
       for (int i = 0; i < V; ++i) {
-        float x[1] = {Row::finish(part[0][tx * V + i], float(R))};
+        float x[1] = {Row::finish(part[0][tx * V + i], float(R), eps)};
         Epi::apply(x, epi_scalars, y[i]);
       }
       StoreOutputs<0, typename Epi::Outputs, V>::run(args.p, off, y);

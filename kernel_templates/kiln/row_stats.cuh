@@ -1,7 +1,8 @@
 #pragma once
 // The statistics of the row template (rows.cuh). A Row has a per-thread accumulator (Local,
 // local_init, local_add), the statistic it turns into (Stat, to_stat) that merges across
-// threads, and for ops that write the row the per-row parameters of the output (params) and
+// threads; a reduction its value, finish(stat, n, scalar) (the scalar: var's correction), and an
+// op that writes the row the per-row parameters of the output (params) and
 // apply(x, params, weight, bias).
 
 namespace kiln {
@@ -78,11 +79,11 @@ struct Sum : RowTraits {
   __device__ static void local_add(Local& a, float x) { a.s += x; }
   __device__ static Stat to_stat(Local a) { return a; }
   __device__ static Stat merge(Stat a, Stat b) { return {a.s + b.s}; }
-  __device__ static float finish(Stat a, float) { return a.s; }
+  __device__ static float finish(Stat a, float, float) { return a.s; }
 };
 
 struct Mean : Sum {
-  __device__ static float finish(Stat a, float n) { return quotient(a.s, n); }
+  __device__ static float finish(Stat a, float n, float) { return quotient(a.s, n); }
 };
 
 // max/min propagate NaN, as PyTorch does.
@@ -97,7 +98,7 @@ struct Max : RowTraits {
   __device__ static Stat merge(Stat a, Stat b) { return {(b.m > a.m || b.m != b.m) ? b.m : a.m}; }
   __device__ static void local_add(Local& a, float x) { a = merge(a, Stat{x}); }
   __device__ static Stat to_stat(Local a) { return a; }
-  __device__ static float finish(Stat a, float) { return a.m; }
+  __device__ static float finish(Stat a, float, float) { return a.m; }
 };
 
 struct Min : RowTraits {
@@ -111,7 +112,7 @@ struct Min : RowTraits {
   __device__ static Stat merge(Stat a, Stat b) { return {(b.m < a.m || b.m != b.m) ? b.m : a.m}; }
   __device__ static void local_add(Local& a, float x) { a = merge(a, Stat{x}); }
   __device__ static Stat to_stat(Local a) { return a; }
-  __device__ static float finish(Stat a, float) { return a.m; }
+  __device__ static float finish(Stat a, float, float) { return a.m; }
 };
 
 constexpr float kLog2e = 1.4426950408889634f;
@@ -232,6 +233,21 @@ struct LayerNorm : RowTraits {
   }
   __device__ static float apply(float x, Params p, float w, float b) {
     return (x - p.mean) * p.rstd * w + b;
+  }
+};
+
+// var and std: layer_norm's statistic, finished as M2 / max(0, n - correction) (the kernel's
+// scalar after the prologue's is the correction: 0 / 0 is NaN, M2 / 0 inf, as torch gives).
+struct Var : LayerNorm {
+  static constexpr bool kWritesRow = false;
+  __device__ static float finish(Stat a, float, float correction) {
+    return quotient(a.m2, fmaxf(a.n - correction, 0.0f));
+  }
+};
+
+struct Std : Var {
+  __device__ static float finish(Stat a, float n, float correction) {
+    return sqrtf(Var::finish(a, n, correction));
   }
 };
 

@@ -158,7 +158,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
     if (threadIdx.x == 0 && part == 0) {
       Index off[K];
       at.offsets(Index(0), off);
-      float x[1] = {Row::finish(stat, n)}, y[1][NO];
+      float x[1] = {Row::finish(stat, n, eps)}, y[1][NO];
       Epi::apply(x, epi_scalars, y[0]);
       StoreOutputs<0, typename Epi::Outputs, 1>::run(args.p, off, y);
     }

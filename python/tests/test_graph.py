@@ -141,3 +141,40 @@ def test_a_dynamic_batch_linear_compiles_its_m_buckets(tmp_path):
         names = [r["name"] for r in records]
         assert len(names) == 6, names
         assert any("rows1x" in n for n in names)  # a batch of 1 has its bucket too
+
+
+def test_reductions_over_several_axes_and_var():
+    g = kiln.Graph()
+    x = g.input("x", [2, 3, 4, 5], "f32")
+    assert kiln.sum(x, axis=[1, 2]).shape == [2, 5]
+    assert kiln.var(x, axis=(-1, -2), correction=0, keepdim=True).shape == [2, 3, 1, 1]
+    assert kiln.std(x).shape == [2, 3, 4]
+    with pytest.raises(kiln.ShapeError, match="leaves a gap between 0 and 2"):
+        kiln.mean(x, axis=[0, 2])
+    with pytest.raises(kiln.ArgumentError, match="correction"):
+        kiln.var(x, correction=-1)
+
+
+def test_group_norm_and_silu_are_one_kernel():
+    g = kiln.Graph()
+    x = g.input("x", [2, 64, 9, 7], "f16")
+    w, b = g.input("w", [64], "f16"), g.input("b", [64], "f16")
+    y = kiln.silu(kiln.group_norm(x, w, b, groups=32, eps=1e-6))
+    assert y.shape == [2, 64, 9, 7]
+    g.output(y)
+    assert len(kiln.Plan(g).kernels("sm_90a")) == 1
+    with pytest.raises(kiln.ShapeError, match="does not split into 5 groups"):
+        kiln.group_norm(x, groups=5)
+
+
+def test_batch_norm_is_a_scale_and_shift_per_channel():
+    g = kiln.Graph()
+    x = g.input("x", [2, 8, 5, 3], "f16")
+    m, v = g.input("m", [8], "f32"), g.input("v", [8], "f32")
+    w, b = g.input("w", [8], "f32"), g.input("b", [8], "f32")
+    y = kiln.silu(kiln.batch_norm(x, m, v, w, b, eps=1e-3))
+    assert y.shape == [2, 8, 5, 3]
+    g.output(y)
+    assert len(kiln.Plan(g).kernels("sm_90a")) == 2
+    with pytest.raises(kiln.ShapeError, match=r"must be of shape \[8\]"):
+        kiln.batch_norm(x, m, g.input("v3", [3], "f32"))

@@ -119,7 +119,7 @@ std::vector<Case> sweep(std::int64_t R, std::int64_t C, bool with_misaligned) {
 std::vector<Graph> row_graphs(DType t, std::int64_t R, std::int64_t C) {
   std::vector<Graph> out;
   for (const ops::OpDef& op : ops::all_ops()) {
-    if (op.fusion.family != "rows") continue;
+    if (op.fusion.family != "rows" || op.name == "group_norm") continue;  // over [N, C, ...]
     for (int variant = 0; variant < 4; ++variant) {
       if (variant == 3 && op.reduces) continue;
       Graph g;

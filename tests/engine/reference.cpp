@@ -45,8 +45,12 @@ RowView row_view(const Graph& g, int id) {
     v.C = numel;
     return v;
   }
-  const std::int64_t a = (ops::axis_of(n.attrs) + rank) % rank;
-  v.C = xs[std::size_t(a)];
+  // Several axes (adjacent: infer_row refuses others) are one row of their extents' product.
+  const std::vector<std::int64_t> axes = op_def(g, n.op).reduces
+                                             ? ops::reduce_axes(n.attrs, rank)
+                                             : std::vector<std::int64_t>{ops::axis_of(n.attrs)};
+  const std::int64_t a = (axes.back() + rank) % rank;
+  for (std::int64_t d : axes) v.C *= xs[std::size_t((d + rank) % rank)];
   for (std::int64_t d = a + 1; d < rank; ++d) v.inner *= xs[std::size_t(d)];
   v.outer = v.C * v.inner ? numel / (v.C * v.inner) : 0;
   return v;
@@ -180,6 +184,7 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
     if (mag) mag->assign(out.size(), 0.0);
     return update_reference(g, n, arg);
   }
+  if (n.op == "group_norm") return group_norm_reference(g, id, arg, mag);
   if (op.fusion.kind == ops::FusionKind::view) {  // the same elements in row-major order
     const int x = std::get<int>(n.args[0]);
     if (mag) *mag = std::vector<double>(out.size(), 0.0);

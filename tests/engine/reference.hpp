@@ -21,6 +21,11 @@ using ValueLookup = std::function<const std::vector<double>&(int)>;
 std::vector<double> gemm_reference(const Graph& g, int id, const ValueLookup& arg,
                                    std::vector<double>* mag);
 
+/// Node `id` of `g`, a group_norm, in fp64 from its operands' values; `mag` (if given) gets,
+/// per element, the largest magnitude in its group.
+std::vector<double> group_norm_reference(const Graph& g, int id, const ValueLookup& arg,
+                                         std::vector<double>* mag);
+
 /// Host bytes of a graph's inputs, by name.
 using HostInputs = std::map<std::string, std::vector<unsigned char>>;
 

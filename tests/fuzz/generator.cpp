@@ -18,8 +18,8 @@ constexpr const char* kBounded[] = {"neg",     "abs",  "sin",  "cos",       "tan
 constexpr const char* kBinary[] = {"add", "sub", "mul", "maximum", "minimum"};
 constexpr const char* kCompare[] = {"eq", "ne", "lt", "le", "gt", "ge"};
 constexpr const char* kIntBinary[] = {"add", "sub", "maximum", "minimum", "div", "remainder"};
-constexpr const char* kRows[] = {"sum",     "mean",        "max",        "min",
-                                 "softmax", "log_softmax", "layer_norm", "rms_norm"};
+constexpr const char* kRows[] = {"sum",         "mean",       "max",      "min", "softmax",
+                                 "log_softmax", "layer_norm", "rms_norm", "var", "std"};
 
 }  // namespace
 
@@ -78,11 +78,18 @@ Graph random_graph(std::uint64_t seed) {
     }
     Attrs at;
     at.set("keepdim", chance(50));
+    if (def.reduces && (def.name == "var" || def.name == "std"))
+      at.set("correction", 0);  // a row of one: 0, not NaN (M2 / 0)
     if (args.size() == 1 && !s.empty() && chance(40)) {  // another axis (columns), or all
-      if (def.reduces && chance(25))
+      if (def.reduces && chance(25)) {
         at.set("axis", "all");
-      else
+      } else if (def.reduces && s.size() >= 2 && chance(30)) {
+        // The last two axes at once: one row, whatever the operands' strides (a run followed
+        // by other axes needs strides that merge, which views and broadcasts may not have).
+        at.set("axis", std::vector<std::int64_t>{-2, -1});
+      } else {
         at.set("axis", std::int64_t(rng() % s.size()));
+      }
     }
     Value r = apply(op, args, at);
     return def.reduces ? r : apply("tanh", {r});  // keep norms' outputs bounded downstream

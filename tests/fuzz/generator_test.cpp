@@ -30,6 +30,21 @@ TEST_CASE("fuzz generator: its graphs reach the column template and all-element 
   CHECK(all_kernels >= 3);
 }
 
+TEST_CASE("fuzz generator: its graphs reach var and std, and reductions over two axes at once") {
+  int variances = 0, runs = 0;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    const kiln::Graph g = kiln::fuzz::random_graph(seed);
+    for (const auto& n : g.nodes()) {
+      variances += n.op == "var" || n.op == "std";
+      const kiln::AttrValue* axis = n.attrs.find("axis");
+      runs += axis && std::holds_alternative<std::vector<std::int64_t>>(*axis);
+    }
+    (void)kiln::Plan(g).kernels();  // every graph plans and specializes
+  }
+  CHECK(variances >= 5);
+  CHECK(runs >= 3);
+}
+
 TEST_CASE("fuzz generator: its graphs reach cumsum (the scan family) and permuted views") {
   int scans = 0, reversed = 0, views = 0, scan_kernels = 0, in_place = 0;
   for (std::uint64_t seed = 0; seed < 200; ++seed) {

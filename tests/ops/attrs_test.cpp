@@ -85,7 +85,7 @@ TEST_CASE("attrs: check_attrs refuses an unknown key, a wrong type and a value o
   kiln::ops::check_attrs(norm, {{"eps", std::int64_t(1)}});  // an integer is a number too
   CHECK(argument_error([&] {
           kiln::ops::check_attrs(sum, {{"axis", 1.5}});
-        }) == "sum: attribute axis=1.5 is not an integer or \"all\"");
+        }) == "sum: attribute axis=1.5 is not an integer, a list of adjacent ones or \"all\"");
   CHECK(argument_error([&] {
           kiln::ops::check_attrs(sum, {{"keepdim", std::int64_t(1)}});
         }) == "sum: attribute keepdim=1 is not true or false");
@@ -106,7 +106,7 @@ TEST_CASE("attrs: check_attrs refuses an unknown key, a wrong type and a value o
 
 TEST_CASE("attrs: a C++ caller's wrong attribute is an ArgumentError at every entry point") {
   std::string e = argument_error([] { kiln::infer("sum", {kX}, kiln::Attrs{{"axis", "x"}}); });
-  CHECK(e == "sum: attribute axis=\"x\" is not an integer or \"all\"");
+  CHECK(e == "sum: attribute axis=\"x\" is not an integer, a list of adjacent ones or \"all\"");
   e = argument_error([] { kiln::infer("sum", {kX}, kiln::Attrs{{"dim", std::int64_t(0)}}); });
   CHECK(e.find("sum: unknown attribute 'dim': kiln calls it axis") == 0);
   e = argument_error(

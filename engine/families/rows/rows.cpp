@@ -95,12 +95,22 @@ std::size_t checked_axis(const RowKernel& k, const std::string& stem, const Shap
       int(k.epilogue_scalars.size()) != k.epilogue.scalars || k.outputs.empty() ||
       (k.op->reduces && (k.outputs.size() != 1 || !k.epilogue_inputs.empty())))
     throw ArgumentError(fmt::format("{}: the bodies do not match their operands", stem));
-  const std::size_t rank = x_shape.size();
-  if (k.axis < -std::int64_t(rank) || k.axis >= std::int64_t(rank) ||
-      (k.all_axes && !k.op->reduces))
+  const std::int64_t rank = std::int64_t(x_shape.size());
+  const std::int64_t axis = k.axis < 0 ? k.axis + rank : k.axis;
+  if (k.axis < -rank || k.axis >= rank || (k.all_axes && !k.op->reduces) || k.axes < 1 ||
+      (k.axes > 1 && (k.all_axes || axis + 1 < k.axes)))
     throw ArgumentError(fmt::format("{}: axis {} does not fit x of rank {}", stem,
-                                    k.all_axes ? "all" : std::to_string(k.axis), rank));
-  return std::size_t(k.axis < 0 ? k.axis + std::int64_t(rank) : k.axis);
+                                    k.all_axes ? "all"
+                                    : k.axes > 1
+                                        ? fmt::format("{} (the last of {})", k.axis, k.axes)
+                                        : std::to_string(k.axis),
+                                    rank));
+  return std::size_t(axis);
+}
+
+// Whether dim `d` is one that `k` reduces (or works along), `axis` its last.
+bool along(const RowKernel& k, std::size_t d, std::size_t axis) {
+  return k.all_axes || (d <= axis && d + std::size_t(k.axes) > axis);
 }
 
 // `o`, an output of `k` over x of `x_shape`, at x's rank: a reduction's seen with the reduced
@@ -116,10 +126,10 @@ TensorView output_view(const RowKernel& k, const std::string& stem, TensorView o
   }
   Shape want = x_shape, strides = o.resolved_strides();
   for (std::size_t d = 0; d < rank; ++d)
-    if (k.all_axes || d == axis) want[d] = 1;
+    if (along(k, d, axis)) want[d] = 1;
   if (o.shape.size() < rank) {  // keepdim false: put the reduced dims back
     for (std::size_t d = 0; d < rank; ++d)
-      if ((k.all_axes || d == axis) && o.shape.size() < rank) {
+      if (along(k, d, axis) && o.shape.size() < rank) {
         o.shape.insert(o.shape.begin() + std::ptrdiff_t(d), 1);
         strides.insert(strides.begin() + std::ptrdiff_t(d), 0);
       }
@@ -132,10 +142,11 @@ TensorView output_view(const RowKernel& k, const std::string& stem, TensorView o
 }
 
 // Every operand of `k` at x's rank (the slots' order: outputs, inputs, extras, epilogue inputs),
-// with the unit dims after the axis dropped, from them and from `shape` (x's): the axis is then
-// last (the row template) or followed by a dim of 2 or more (the column template).
+// with the unit dims after the axis dropped, from them and from `shape` (x's), and the axes of
+// a reduction over several merged into one: the axis is then last (the row template) or
+// followed by a dim of 2 or more (the column template).
 std::vector<TensorView> slot_views(const RowKernel& k, const std::string& stem, Shape& shape,
-                                   std::size_t axis) {
+                                   std::size_t& axis, bool columns) {
   std::vector<TensorView> all;
   for (const TensorView& o : k.outputs) all.push_back(output_view(k, stem, o, shape, axis));
   for (const std::vector<TensorView>* group : {&k.inputs, &k.extras, &k.epilogue_inputs})
@@ -146,6 +157,7 @@ std::vector<TensorView> slot_views(const RowKernel& k, const std::string& stem, 
         shape.erase(shape.begin() + std::ptrdiff_t(d));
         for (TensorView& v : all) erase_dim(v, d);
       }
+  if (!k.all_axes && k.axes > 1) arrange_axes(k, stem, shape, all, axis, columns);
   return all;
 }
 
@@ -253,8 +265,13 @@ unsigned row_shared_bytes(const RowKernel& k, const RowTunables& t, BucketLaunch
 // The row template over the last axis or every element (tunables block, items, split), into
 // L's launch shape and `index`.
 Instance specialize_row_template(const RowKernel& k, const std::string& stem, const LayoutPlan& lp,
-                                 RowTunables t, KernelLaunch& L, IndexArgs& index) {
-  const std::int64_t per_row = k.all_axes ? lp.groups : lp.dims.back().extent;
+                                 std::int64_t run_elems, RowTunables t, KernelLaunch& L,
+                                 IndexArgs& index) {
+  // A row of several axes spans the layout's last dims (the kernel's cursor steps through
+  // them as one flat index): `run_elems` elements.
+  const std::int64_t per_row = k.all_axes ? lp.groups
+                               : k.axes > 1 ? run_elems / lp.vec
+                                            : lp.dims.back().extent;
   const bool at = k.dynamic_row && !k.all_axes;  // rows placed at run time: a bucket's kernel
   const RowTunables fallback = row_default(k, per_row, lp.vec, at);
   if (at && t.block != 0) {
@@ -299,32 +316,38 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
 
 // `k` over `x_shape` with the column template (`columns`) or the row template: what both share
 // (the operands' layout, the launch's pointers and scalars) around the template's own part.
-KernelLaunch specialize_row_op(const RowKernel& k, const std::string& stem, const Shape& x_shape,
-                               RowTunables t, bool columns) {
-  const std::size_t axis = checked_axis(k, stem, x_shape);
+KernelLaunch specialize_row_op(const RowKernel& kernel, const std::string& stem,
+                               const Shape& given_shape, RowTunables t, bool columns) {
+  Shape x_shape = given_shape;
+  const RowKernel k = kernel.groups ? grouped_rows(kernel, stem, x_shape) : kernel;
+  std::size_t axis = checked_axis(k, stem, x_shape);
   // The family chose the template; the other one would run along another axis than k's.
   if (columns != along_columns(k.axis, k.all_axes, x_shape))
     throw ArgumentError(fmt::format("{}: the {} template does not run along axis {} of x {}", stem,
                                     columns ? "column" : "row", k.axis, to_string(x_shape)));
   Shape shape = x_shape;
-  const std::vector<TensorView> all = slot_views(k, stem, shape, axis);
+  const std::vector<TensorView> all = slot_views(k, stem, shape, axis, columns);
   std::vector<const TensorView*> views;
   std::size_t widest = 1;
   for (const TensorView& v : all) {
     views.push_back(&v);
     widest = std::max(widest, size_of(v.dtype));
   }
+  // The dims it works along: the axis (a run of several merged into it for the column
+  // template), the run of axes ending at it (the row template), or every one.
+  const std::size_t first = axis + 1 - std::size_t(columns || k.all_axes ? 1 : k.axes);
   std::vector<bool> reduced(shape.size(), k.all_axes);
-  if (!k.all_axes) reduced[axis] = true;
+  for (std::size_t d = first; d <= axis; ++d) reduced[d] = true;
+  const bool one_dim_row = !k.all_axes && !columns && k.axes == 1;
   const std::size_t own = views.size();
   const std::vector<TensorView> seen = k.gathers.layout_views(views);
   std::vector<const TensorView*> layout_views;
   for (std::size_t i = 0; i < (k.gathers.empty() ? own : seen.size()); ++i)
     layout_views.push_back(&seen[i]);
-  LayoutPlan lp =
-      plan_layout(layout_views, k.outputs.size(), shape, !k.all_axes && !columns, 0, reduced);
+  LayoutPlan lp = plan_layout(layout_views, k.outputs.size(), shape, one_dim_row, 0, reduced);
   lp.index64 = lp.index64 || k.gathers.wide;
   if (!k.gathers.empty()) k.gathers.append(views);
+  const std::int64_t run = product(shape, first, axis + 1);
 
   KernelLaunch L;
   IndexArgs index;
@@ -332,7 +355,7 @@ KernelLaunch specialize_row_op(const RowKernel& k, const std::string& stem, cons
   L.groups = std::uint64_t(lp.groups);
   const Instance instance = columns ? specialize_column_template(k, stem, lp, shape, axis,
                                                                  lp.vec * int(widest), t, L, index)
-                                    : specialize_row_template(k, stem, lp, t, L, index);
+                                    : specialize_row_template(k, stem, lp, run, t, L, index);
   L.spec.source = codegen::render_source(
       instance.header, {{"kiln_body", &k.prologue}, {"kiln_epilogue", &k.epilogue}});
   L.spec.expression = instance.expression;

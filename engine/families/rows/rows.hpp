@@ -28,6 +28,12 @@ struct RowKernel {
   std::vector<float> epilogue_scalars;  ///< the epilogue's
   double eps = 1e-5;
   std::int64_t axis = -1;  ///< the axis it works along (negative: from the end)
+  /// A reduction over several adjacent axes: how many, `axis` the last of them. They run as
+  /// one row (or column) where every operand's strides let them merge into one dim.
+  int axes = 1;
+  /// group_norm's groups (0 for other ops): x [N, C, *spatial] runs as rows of [N, G, C / G,
+  /// *spatial] (grouped_rows).
+  std::int64_t groups = 0;
   bool all_axes = false;   ///< a reduction over every element
   int max_shared = 0;      ///< bytes of shared memory a block may use on the target (0: no cap)
   bool clusters = false;   ///< the target runs thread-block clusters (sm_90 and later): long rows
@@ -43,6 +49,19 @@ struct RowKernel {
   /// Its slots that read gather views in place (engine/families/gathers.hpp); none by default.
   GatherSlots gathers;
 };
+
+/// The run of `k.axes` axes ending at `axis` in `shape` and in every view of `all` (at its
+/// rank) put in the order of x's strides, largest first (a reduction is the same in any order);
+/// with `merge` (the column template) merged into one dim, `axis` moved to it: ShapeError where
+/// some view's strides do not let them merge.
+void arrange_axes(const RowKernel& k, const std::string& stem, Shape& shape,
+                  std::vector<TensorView>& all, std::size_t& axis, bool merge);
+
+/// group_norm's kernel `k` (over x of `shape` [N, C, *spatial], its extras the weight and
+/// bias [C]) as rows: every view, and `shape`, split into [N, G, C / G, *spatial], the row the
+/// dims after G; the weight and bias the epilogue's first inputs (per channel), applied before
+/// its own steps. ShapeError where C does not split into k.groups.
+RowKernel grouped_rows(const RowKernel& k, const std::string& stem, Shape& shape);
 
 /// Whether `arch` ("sm_90a") runs thread-block clusters (sm_90 and later).
 bool has_clusters(const std::string& arch);

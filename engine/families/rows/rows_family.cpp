@@ -55,7 +55,9 @@ bool row_anchor(const FusedGroup& grp, const Graph& shapes) {
 }
 bool on_columns(const FusedGroup& grp, const Graph& shapes) {
   const Attrs& attrs = shapes.node(grp.anchor_node).attrs;
-  return along_columns(ops::axis_of(attrs), ops::all_axes(attrs), shapes.node(grp.x).shape);
+  const Shape& x = shapes.node(grp.x).shape;
+  const std::vector<std::int64_t> axes = ops::reduce_axes(attrs, std::int64_t(x.size()));
+  return along_columns(axes.empty() ? -1 : axes.back(), ops::all_axes(attrs), x);
 }
 
 // Whether the row length of `w` is a dynamic dim of the plan, and if so which of the kernel's
@@ -65,7 +67,8 @@ void mark_dynamic_row(const GroupWork& w, RowKernel& k) {
   const Shape& x = w.planned.node(grp.x).shape;
   const std::int64_t rank = std::int64_t(x.size());
   const std::int64_t axis = k.axis < 0 ? k.axis + rank : k.axis;
-  if (k.all_axes || axis < 0 || axis >= rank || x[std::size_t(axis)] >= 0) return;
+  // A run of several axes takes the kernel of its lengths, not a bucket's.
+  if (k.all_axes || k.axes > 1 || axis < 0 || axis >= rank || x[std::size_t(axis)] >= 0) return;
   k.dynamic_row = true;
   for (int id : grp.pointer_nodes()) {
     if (id == FusedGroup::kStatusNode) continue;  // never: gathers along a dynamic row copy
@@ -91,9 +94,17 @@ RowKernel row_kernel(const GroupWork& w) {
   k.scalars = grp.scalars;
   k.epilogue_scalars = grp.epilogue_scalars;
   const Attrs& attrs = w.shapes.node(grp.anchor_node).attrs;
-  k.eps = ops::eps_of(attrs);
-  k.axis = ops::axis_of(attrs);
+  k.eps = ops::row_scalar(*k.op, attrs);
+  k.groups = attrs.has("groups") ? *attrs.integer("groups") : 0;  // group_norm
   k.all_axes = ops::all_axes(attrs);
+  k.axis = ops::axis_of(attrs);
+  if (const AttrValue* a = attrs.find("axis");
+      a && std::holds_alternative<std::vector<std::int64_t>>(*a)) {  // a run of axes, from 0
+    const std::vector<std::int64_t> axes =
+        ops::reduce_axes(attrs, std::int64_t(w.shapes.node(grp.x).shape.size()));
+    k.axis = axes.back();
+    k.axes = int(axes.size());
+  }
   k.clusters = has_clusters(w.target.arch);
   k.max_shared = w.target.max_shared;
   mark_dynamic_row(w, k);
