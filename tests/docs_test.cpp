@@ -43,6 +43,7 @@ const char* rule_name(const kiln::ops::OpDef& op) {
   if (op.fusion.family == "rows") return "row";
   if (op.fusion.family == "gemm") return "matmul";
   if (op.fusion.family == "scan") return "row";  // x a float tensor, the result of its dtype
+  if (op.fusion.family == "attention") return "attention";
   switch (op.rule) {
     case kiln::ops::Rule::arithmetic:
       return "arithmetic";

@@ -21,6 +21,7 @@ namespace kiln {
   X(view_family)         \
   X(user_family)         \
   X(scan_family)         \
+  X(attention_family)    \
   /* a new family's line goes above */
 
 #define KILN_DECLARE_FAMILY(f) const Family& f();

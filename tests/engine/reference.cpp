@@ -114,6 +114,7 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
   std::vector<double> out(std::size_t(numel_of(n.shape)));
   const auto& op = op_def(g, n.op);
   if (op.fusion.family == "gemm") return gemm_reference(g, id, arg, mag);
+  if (op.fusion.family == "attention") return attention_reference(g, id, arg, mag);
   if (op.fusion.kind == ops::FusionKind::view) {  // the same elements in row-major order
     const int x = std::get<int>(n.args[0]);
     if (mag) *mag = std::vector<double>(out.size(), 0.0);
