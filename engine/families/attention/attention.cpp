@@ -134,8 +134,11 @@ bool mma_fits(const TensorView& v, const Shape& strides) {
 
 }  // namespace
 
-KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& stem,
-                                  const Tunables& t) {
+namespace {
+
+// The call's parameter block (its pointers 0: each launch writes them), and in `mma` whether q,
+// k and v fit the mma path's loads. ShapeError for views no kernel can launch on.
+cfg::Params call_params(const AttentionKernel& k, const std::string& stem, bool& mma) {
   const Shape& qs = k.q.shape;
   const std::size_t rank = qs.size();
   if (rank < 3 || k.k.shape.size() != rank || k.v.shape.size() != rank)
@@ -147,11 +150,10 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   kv_shape.insert(kv_shape.end(), {hkv, skv, d});
   Shape mask_shape = batch;
   mask_shape.insert(mask_shape.end(), {hq, sq, skv});
-
-  std::vector<Shape> strides = {strides_over(k.out, qs, "output"), strides_over(k.q, qs, "q"),
-                                strides_over(k.k, kv_shape, "k"), strides_over(k.v, kv_shape, "v"),
-                                k.mask ? strides_over(*k.mask, mask_shape, "mask")
-                                       : Shape(rank, 0)};
+  const std::vector<Shape> strides = {
+      strides_over(k.out, qs, "output"), strides_over(k.q, qs, "q"),
+      strides_over(k.k, kv_shape, "k"), strides_over(k.v, kv_shape, "v"),
+      k.mask ? strides_over(*k.mask, mask_shape, "mask") : Shape(rank, 0)};
   cfg::Params p{};
   set_batches(p, batch, strides, stem);
   for (std::size_t i = 0; i < strides.size(); ++i) {
@@ -170,7 +172,37 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   p.skv = int(skv);
   const double scale = k.scale ? *k.scale : 1.0 / std::sqrt(double(d));
   p.scale_log2 = float(scale * 1.4426950408889634);
+  mma = k.q.dtype != DType::f32 && d % 8 == 0 && d <= 256;
+  for (std::size_t i = 1; i < 4 && mma; ++i)
+    mma = mma_fits(i == 1 ? k.q : i == 2 ? k.k : k.v, strides[i]);
+  return p;
+}
 
+// `t` over the defaults `tp` of the mma path; ArgumentError for a name or value the template
+// does not take, or tiles whose shared memory the block does not have.
+AttentionTemplate parse_tiles(const Tunables& t, const AttentionTemplate& tp,
+                              const std::string& stem, int max_shared) {
+  AttentionTemplate r =
+      codegen::parse_tunables(attention_tunable_table(), t, tp, stem, "attention template");
+  for (const auto& row : attention_tunable_table())
+    if (std::find(row.values.begin(), row.values.end(), r.*(row.field)) == row.values.end())
+      throw ArgumentError(fmt::format("{}: {}={} is not a value the attention template takes",
+                                      stem, row.name, r.*(row.field)));
+  if (r.shared_bytes() > max_shared)
+    throw ArgumentError(fmt::format(
+        "{}: tiles {}x{} in {} stages take {} bytes of shared memory, more than the {} a block "
+        "has",
+        stem, r.bm, r.bn, r.stages, r.shared_bytes(), max_shared));
+  return r;
+}
+
+}  // namespace
+
+KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& stem,
+                                  const Tunables& t) {
+  bool mma = false;
+  cfg::Params p = call_params(k, stem, mma);
+  const std::int64_t d = k.q.shape.back(), sq = p.sq, pairs = std::int64_t(p.batches) * p.heads;
   const int max_shared = k.max_shared > 0 ? k.max_shared : kSharedFallback;
   AttentionTemplate tp = default_attention_tiles(int(d), max_shared);
   tp.dtype = k.q.dtype;
@@ -178,24 +210,11 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   tp.lens = k.lens ? std::optional<DType>(k.lens->dtype) : std::nullopt;
   tp.causal = k.causal;
   tp.bottom_right = k.causal && k.bottom_right;
-  tp.mma = tp.dtype != DType::f32 && d % 8 == 0 && d <= 256;
-  for (std::size_t i = 1; i < 4 && tp.mma; ++i)
-    tp.mma = mma_fits(i == 1 ? k.q : i == 2 ? k.k : k.v, strides[i]);
-  if (tp.mma) {
-    tp = codegen::parse_tunables(attention_tunable_table(), t, tp, stem, "attention template");
-    const auto& table = attention_tunable_table();
-    for (const auto& row : table)
-      if (std::find(row.values.begin(), row.values.end(), tp.*(row.field)) == row.values.end())
-        throw ArgumentError(fmt::format("{}: {}={} is not a value the attention template takes",
-                                        stem, row.name, tp.*(row.field)));
-    if (tp.shared_bytes() > max_shared)
-      throw ArgumentError(fmt::format("{}: tiles {}x{} in {} stages take {} bytes of shared "
-                                      "memory, more than the {} a block has",
-                                      stem, tp.bm, tp.bn, tp.stages, tp.shared_bytes(),
-                                      max_shared));
-  } else if (!t.empty()) {
+  tp.mma = mma;
+  if (tp.mma)
+    tp = parse_tiles(t, tp, stem, max_shared);
+  else if (!t.empty())
     throw ArgumentError(fmt::format("{}: the plain attention kernel takes no tunables", stem));
-  }
 
   KernelLaunch L;
   const std::uint64_t m_blocks = tp.mma ? std::uint64_t((sq + tp.bm - 1) / tp.bm) : 0;
