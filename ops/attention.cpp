@@ -131,7 +131,7 @@ std::vector<OpDef> attention_ops() {
        "last query row sees every key: a KV cache)",
        {"top_left", "bottom_right"}},
       {"scale", AttrType::number, std::nullopt, false, {},
-       "multiplies q·k before the softmax; 1/sqrt(D) when absent"},
+       "multiplies q.k before the softmax; 1/sqrt(D) when absent"},
   };
   d.doc =
       "softmax(q @ k^T * scale + mask) @ v over q [..., Hq, Sq, D], k and v [..., Hkv, Skv, D] "

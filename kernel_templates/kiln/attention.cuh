@@ -4,7 +4,7 @@
 // of them; Q's fragments stay in registers (read from its tile at each step for D above 128);
 // tiles of BN keys and values stream through a ring of Stages shared-memory stages that cp.async
 // fills ahead; the scores of a tile live in registers, the softmax runs online with f32 row
-// statistics in log2 units, and the probabilities feed the P·V product straight from registers.
+// statistics in log2 units, and the probabilities feed the P V product straight from registers.
 // Causal blocks stop at the last tile their rows see; only tiles that cross the diagonal, the
 // batch's last key or a mask are masked element by element.
 // D is any multiple of 8 up to 256: it is padded to 16 in shared memory with zeros (cp.async

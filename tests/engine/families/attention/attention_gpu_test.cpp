@@ -145,7 +145,7 @@ void run_case(kiln::Engine& e, const Case& c, std::mt19937_64& rng) {
   kiln::Tensor out = e.from_host(qs, c.t, poison.data());
   kiln::call_into(e, "attention", out.view(), args, attrs);
   const std::vector<unsigned char> got = kiln::test::bytes_of(out);
-  const double tol = c.t == DType::bf16 ? 2e-2 : c.t == DType::f16 ? 4e-3 : 2e-5;
+  const double tol = c.t == DType::bf16 ? 2e-2 : c.t == DType::f16 ? 4e-3 : 1e-4;
   const std::int64_t rows = c.b * c.hq * c.sq;
   const std::int64_t step = rows > 4000 ? 7 : 1;  // the fp64 reference of the large cases: a sample
   int bad = 0;
