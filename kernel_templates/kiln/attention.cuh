@@ -108,6 +108,24 @@ __device__ __forceinline__ void softmax_tile(float (&s)[NT][4], float (&o)[DT][4
   }
 }
 
+/// The tile's scores in log2 units; where the tile crosses the batch's last key, the causal
+/// diagonal or a mask (`edge`), masked element by element, 8 keys at a time: a mask's loads are
+/// not hoisted across them (above D 128 their registers would spill).
+template <bool Causal, int Mask, class M, int NT>
+__device__ __forceinline__ void scale_scores(float (&s)[NT][4], const Params& p, const Pair& r,
+                                             bool edge, int row0, int c0) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float x = s[nt][e] * p.scale_log2;
+      s[nt][e] =
+          edge ? masked<Causal, Mask, M>(x, p, r, row0 + (e >> 1) * 8, c0 + nt * 8 + (e & 1)) : x;
+    }
+    if constexpr (Mask != kNoMask) asm volatile("" ::: "memory");
+  }
+}
+
 /// O += P V for the V tile `vt`: the score accumulators of two key tiles of 8 are one A fragment
 /// of 16 keys.
 template <class T, int NT, int DT, int Ld>
@@ -157,7 +175,7 @@ __device__ __forceinline__ void store_output(T* out, const config::Strides& so, 
 
 template <class T, class M, class L, int D, int BM, int BN, int Stages, bool Causal,
           bool BottomRight, int Mask, bool Lens>
-__global__ void __launch_bounds__(BM / 16 * 32) attention_mma(const Params p) {
+__global__ void __launch_bounds__(BM / 16 * 32, 1) attention_mma(const Params p) {
   constexpr int kLd = config::row_elements(D), kThreads = BM / 16 * 32;
   constexpr int KS = config::padded_d(D) / 16, NT = BN / 8, DT = config::padded_d(D) / 8;
   constexpr bool kQRegs = config::q_in_registers(D);
@@ -216,17 +234,8 @@ __global__ void __launch_bounds__(BM / 16 * 32) attention_mma(const Params p) {
     const int n0 = kt * BN;
     float s[NT][4];
     tile_scores<T, KS, NT, kLd, kQRegs>(s, qf, qw, kt_tile, lane);
-    // Scores in log2 units, masked element by element only where the tile needs it.
     const bool edge = n0 + BN > r.skv || Mask != kNoMask || (Causal && n0 + BN - 1 > m0 + r.diag);
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float x = s[nt][e] * p.scale_log2;
-        s[nt][e] = edge ? masked<Causal, Mask, M>(x, p, r, row0 + (e >> 1) * 8,
-                                                  n0 + nt * 8 + 2 * t + (e & 1))
-                        : x;
-      }
+    scale_scores<Causal, Mask, M>(s, p, r, edge, row0, n0 + 2 * t);
     softmax_tile(s, o, mx, l);
     accumulate_pv<T, NT, DT, kLd>(o, s, kt_tile + BN * kLd, lane);
   }

@@ -63,21 +63,23 @@ unsigned AttentionTemplate::threads() const {
 const codegen::TunableTable<AttentionTemplate>& attention_tunable_table() {
   static const codegen::TunableTable<AttentionTemplate> table = {
       {"bm", &AttentionTemplate::bm, {64, 128}},
-      {"bn", &AttentionTemplate::bn, {32, 64, 128}},
+      {"bn", &AttentionTemplate::bn, {16, 32, 64, 128}},
       {"stages", &AttentionTemplate::stages, {2, 3}},
   };
   return table;
 }
 
-AttentionTemplate default_attention_tiles(int d, int max_shared) {
+AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared) {
   AttentionTemplate t;
   t.d = d;
   // Above D 128, Q is read from shared memory and the output takes 128 registers a thread:
-  // 64 x 32 tiles keep the block without spills.
+  // 64 x 32 tiles keep the block without spills. A mask's element-wise work takes registers
+  // too: half as many keys a tile.
   if (d > 128) t.bm = 64, t.bn = 32;
+  if (masked) t.bn /= 2;
   t.stages = d <= 64 ? 3 : 2;
   while (t.shared_bytes() > max_shared && t.stages > 2) --t.stages;
-  while (t.shared_bytes() > max_shared && t.bn > 32) t.bn /= 2;
+  while (t.shared_bytes() > max_shared && t.bn > 16) t.bn /= 2;
   while (t.shared_bytes() > max_shared && t.bm > 64) t.bm /= 2;
   return t;
 }
@@ -204,13 +206,14 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   cfg::Params p = call_params(k, stem, mma);
   const std::int64_t d = k.q.shape.back(), sq = p.sq, pairs = std::int64_t(p.batches) * p.heads;
   const int max_shared = k.max_shared > 0 ? k.max_shared : kSharedFallback;
-  AttentionTemplate tp = default_attention_tiles(int(d), max_shared);
+  AttentionTemplate tp = default_attention_tiles(int(d), k.mask.has_value(), max_shared);
   tp.dtype = k.q.dtype;
   tp.mask = k.mask ? std::optional<DType>(k.mask->dtype) : std::nullopt;
   tp.lens = k.lens ? std::optional<DType>(k.lens->dtype) : std::nullopt;
   tp.causal = k.causal;
   tp.bottom_right = k.causal && k.bottom_right;
-  tp.mma = mma;
+  // Above D 192 an additive mask's work spills on the mma path: the plain kernel takes it.
+  tp.mma = mma && !(d > 192 && k.mask && k.mask->dtype != DType::boolean);
   if (tp.mma)
     tp = parse_tiles(t, tp, stem, max_shared);
   else if (!t.empty())

@@ -49,8 +49,9 @@ struct AttentionTemplate {
 /// The mma template's tunables, once: bm, bn, stages.
 const codegen::TunableTable<AttentionTemplate>& attention_tunable_table();
 
-/// The default tiles of the mma path for head size `d` within `max_shared` bytes.
-AttentionTemplate default_attention_tiles(int d, int max_shared);
+/// The default tiles of the mma path for head size `d` (with a mask: `masked`) within
+/// `max_shared` bytes.
+AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared);
 
 /// `k`'s kernel with tunables `t` (mma path only; a missing one takes the default).
 /// ArgumentError naming `stem` for another tunable or a value the template does not take,

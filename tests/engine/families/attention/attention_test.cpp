@@ -143,6 +143,13 @@ TEST_CASE("the attention template's specialization: paths, names, tunables, leng
             .spec.name == "at__rows_d64");
   CHECK(kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 20}, {1, 2, 64, 20}), "at", {})
             .spec.name == "at__rows_d20");
+  // A mask: half as many keys a tile; above D 192 an additive one takes the plain kernel.
+  kiln::AttentionKernel m = call(DType::f16, {1, 2, 64, 160}, {1, 2, 64, 160});
+  m.mask = desc({64, 64}, DType::boolean);
+  CHECK(kiln::specialize_attention(m, "at", {}).spec.name == "at__fa64x16s2_d160_boolmask");
+  m = call(DType::f16, {1, 2, 64, 256}, {1, 2, 64, 256});
+  m.mask = desc({64, 64}, DType::f16);
+  CHECK(kiln::specialize_attention(m, "at", {}).spec.name == "at__rows_d256_mask");
   kiln::AttentionKernel t = call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64});
   t.k = strided({1, 2, 64, 64}, {8192, 4096, 1, 64}, DType::bf16);
   CHECK(kiln::specialize_attention(t, "at", {}).spec.name == "at__rows_d64");
@@ -197,6 +204,9 @@ TEST_CASE("attention kernels NVRTC-compile for sm_80 and sm_90a with nothing spi
       {DType::bf16, 40, true, "bottom_right", DType::boolean, true},
       {DType::f16, 80, false, "top_left", DType::f16, false},
       {DType::bf16, 160, true, "top_left", DType::f32, false},
+      {DType::f16, 192, true, "bottom_right", DType::f16, true},
+      {DType::bf16, 128, false, "top_left", DType::bf16, true},
+      {DType::bf16, 256, false, "top_left", DType::boolean, false},
       {DType::bf16, 256, true, "bottom_right", std::nullopt, true},
       {DType::f32, 64, true, "top_left", DType::f32, true},
       {DType::f32, 256, false, "top_left", std::nullopt, false},
