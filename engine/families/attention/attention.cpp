@@ -239,13 +239,14 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   std::vector<const TensorView*> views = {&k.out, &k.q, &k.k, &k.v};
   if (k.mask) views.push_back(&*k.mask);
   if (k.lens) views.push_back(&*k.lens);
-  L.layout.params = {ParamBytes(&p, sizeof p)};
   for (std::size_t i = 0; i < views.size(); ++i) {
     // a slot per pointer present: mask at 4, kv_lens at 5 even without a mask
     const int slot = i == 4 && !k.mask ? 5 : int(i);
     L.pointers.push_back(views[i]->data);
     L.layout.pointers.push_back({0, cfg::pointer_offset(slot)});
+    p.ptr[slot] = views[i]->data;  // a launch straight from L (the tuner's) reads them here
   }
+  L.layout.params = {ParamBytes(&p, sizeof p)};
   return L;
 }
 

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
 
@@ -173,6 +175,25 @@ TEST_CASE("the attention template's specialization: paths, names, tunables, leng
   CHECK_THROWS_AS(kiln::specialize_attention(call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}),
                                              "at", {{"bn", 64}}),
                   kiln::ArgumentError);
+}
+
+TEST_CASE("an attention launch's parameter block holds its pointers, kv_lens in its own slot") {
+  kiln::AttentionKernel k = call(DType::bf16, {2, 4, 64, 64}, {2, 4, 64, 64});
+  k.out.data = 0x10000, k.q.data = 0x20000, k.k.data = 0x30000, k.v.data = 0x40000;
+  k.lens = desc({2}, DType::i32);
+  k.lens->data = 0x50000;
+  const kiln::KernelLaunch L = kiln::specialize_attention(k, "at", {});
+  REQUIRE(L.layout.params.size() == 1);
+  REQUIRE(L.layout.pointers.size() == 5);
+  const std::uint64_t want[] = {0x10000, 0x20000, 0x30000, 0x40000, 0x50000};
+  for (std::size_t i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    std::uint64_t got = 0;
+    std::memcpy(&got, L.layout.params[0].data() + L.layout.pointers[i].offset, 8);
+    CHECK(got == want[i]);
+    CHECK(L.pointers[i] == want[i]);
+  }
+  CHECK(L.layout.pointers[4].offset == 40);  // no mask: kv_lens keeps slot 5
 }
 
 TEST_CASE("the attention tuning space: candidates that fit, the default first") {
