@@ -121,6 +121,18 @@ TEST_CASE("attention is one kernel reading permuted q, k and v in place") {
   CHECK(kernels[0].name == "attention_bf16__fa128x64s3_d64_causal");
 }
 
+TEST_CASE("attention over a dynamic sequence length plans one kernel for every length") {
+  const Graph g = Graph::parse(R"({"inputs": [
+      {"name": "q", "shape": [2, 8, "?", 64], "dtype": "bf16"},
+      {"name": "k", "shape": [2, 8, "?", 64], "dtype": "bf16"},
+      {"name": "v", "shape": [2, 8, "?", 64], "dtype": "bf16"}],
+    "nodes": [{"name": "o", "op": "attention", "args": ["q", "k", "v"], "attrs": {"causal": true}}],
+    "outputs": ["o"]})");
+  const auto kernels = kiln::Plan(g).kernels("sm_90a");
+  REQUIRE(kernels.size() == 1);
+  CHECK(kernels[0].name == "attention_bf16__fa128x64s3_d64_causal");
+}
+
 TEST_CASE("the attention template's specialization: paths, names, tunables, lengths") {
   const kiln::KernelLaunch a = kiln::specialize_attention(
       call(DType::bf16, {4, 16, 4096, 128}, {4, 16, 4096, 128}), "at", {});
