@@ -69,6 +69,12 @@ const codegen::TunableTable<AttentionTemplate>& attention_tunable_table() {
   return table;
 }
 
+int widest_key_tile(int d, bool masked) {
+  // Measured with ptxas for sm_80 and sm_90a (tests/engine/families/attention): wider tiles spill.
+  if (masked) return d <= 80 ? 64 : d <= 128 ? 32 : 16;
+  return d <= 192 ? 128 : 64;
+}
+
 AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared) {
   AttentionTemplate t;
   t.d = d;
@@ -256,19 +262,20 @@ Space attention_space(const KernelLaunch& base, int max_shared) {
   if (base.tunables.empty()) return s;  // the rows path: nothing to search
   s.tunables = codegen::space_tunables(attention_tunable_table(), ~0u);
   s.fallback = base.tunables;
-  const int d = [&] {
-    const auto at = base.spec.name.rfind("_d");
-    return at == std::string::npos ? 64 : std::atoi(base.spec.name.c_str() + at + 2);
-  }();
-  s.reject = [d, max_shared](const Candidate& c, const DeviceLimits& lim) -> std::string {
+  // The head size and whether a mask is applied, from the kernel's name (name()).
+  const std::string& name = base.spec.name;
+  const auto at = name.rfind("_d");
+  const int d = at == std::string::npos ? 256 : std::atoi(name.c_str() + at + 2);
+  const bool masked = name.find("mask", at == std::string::npos ? 0 : at) != std::string::npos;
+  s.reject = [d, masked, max_shared](const Candidate& c, const DeviceLimits& lim) -> std::string {
     AttentionTemplate t;
     t.d = d;
     t.bm = c.at("bm"), t.bn = c.at("bn"), t.stages = c.at("stages");
     const int have = std::min(max_shared, lim.max_shared_bytes_per_block);
     if (t.shared_bytes() > have)
       return fmt::format("{} bytes of shared memory, more than {}", t.shared_bytes(), have);
-    // Above D 128 the output takes 128 registers a thread: wider key tiles spill.
-    if (d > 128 && t.bn > 32) return "key tiles of more than 32 spill above D 128";
+    if (t.bn > widest_key_tile(d, masked))
+      return fmt::format("key tiles of {} spill at D {}{}", t.bn, d, masked ? " with a mask" : "");
     return "";
   };
   return s;

@@ -49,6 +49,10 @@ struct AttentionTemplate {
 /// The mma template's tunables, once: bm, bn, stages.
 const codegen::TunableTable<AttentionTemplate>& attention_tunable_table();
 
+/// The most keys a tile of the mma path takes at head size `d` (with a mask: `masked`) before
+/// its registers spill.
+int widest_key_tile(int d, bool masked);
+
 /// The default tiles of the mma path for head size `d` (with a mask: `masked`) within
 /// `max_shared` bytes.
 AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared);

@@ -4,12 +4,14 @@
 #include "engine/families/attention/attention.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cstring>
 
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
 
+#include "engine/compiler/compiler.hpp"
 #include "tests/support.hpp"
 
 using kiln::Attrs;
@@ -259,4 +261,50 @@ TEST_CASE("attention kernels NVRTC-compile for sm_80 and sm_90a with nothing spi
       CHECK(r.registers > 0);
     }
   }
+}
+
+namespace {
+
+// Compiles every `step`-th candidate of the tuning space of a bf16 call at head size `d` (with an
+// additive mask: `masked`) for `arch`; returns those that spilled or failed.
+std::vector<std::string> compile_space(std::int64_t d, bool masked, const std::string& arch,
+                                       std::size_t step = 1) {
+  kiln::AttentionKernel k = call(DType::bf16, {2, 8, 1000, d}, {2, 8, 1000, d});
+  if (masked) k.mask = desc({1000, 1000}, DType::bf16);
+  k.causal = true;
+  const kiln::KernelLaunch base = kiln::specialize_attention(k, "attention_bf16", {});
+  kiln::autotune::DeviceLimits limits;
+  limits.max_shared_bytes_per_block = 227 * 1024;
+  const auto candidates = kiln::autotune::attention_space(base, 227 * 1024).candidates(limits);
+  std::vector<std::string> bad;
+  for (std::size_t i = 0; i < candidates.size(); i += step) {
+    const kiln::KernelLaunch L = kiln::specialize_attention(k, "attention_bf16", candidates[i]);
+    try {
+      const kiln::CompiledKernel ck = kiln::compiler::compile(L.spec, arch);
+      if (ck.spill_bytes != 0)
+        bad.push_back(fmt::format("{}: {} bytes spilled", L.spec.name, ck.spill_bytes));
+    } catch (const kiln::Error& e) {
+      bad.push_back(fmt::format("{}: {}", L.spec.name, e.what()));
+    }
+  }
+  MESSAGE(fmt::format("D {}{}: {} of {} candidates compiled for {}", d, masked ? " masked" : "",
+                      (candidates.size() + step - 1) / step, candidates.size(), arch));
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("a sample of the attention tuning space compiles for sm_90a with nothing spilled") {
+  for (const std::string& b : compile_space(128, false, "sm_90a", 5)) FAIL_CHECK(b);
+  for (const std::string& b : compile_space(160, true, "sm_90a", 3)) FAIL_CHECK(b);
+}
+
+TEST_CASE(
+    "the whole attention tuning space compiles for sm_80 and sm_90a with nothing spilled (long: "
+    "run with --no-skip)" *
+    doctest::skip(true)) {
+  for (const char* arch : {"sm_80", "sm_90a"})
+    for (std::int64_t d : {40, 64, 80, 128, 160, 256})
+      for (bool masked : {false, true})
+        for (const std::string& b : compile_space(d, masked, arch)) FAIL_CHECK(b);
 }
