@@ -259,6 +259,7 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
 namespace autotune {
 Space attention_space(const KernelLaunch& base, int max_shared) {
   Space s;
+  s.reject = [](const Candidate&, const DeviceLimits&) { return std::string(); };
   if (base.tunables.empty()) return s;  // the rows path: nothing to search
   s.tunables = codegen::space_tunables(attention_tunable_table(), ~0u);
   s.fallback = base.tunables;

@@ -221,7 +221,9 @@ TEST_CASE("the attention tuning space: candidates that fit, the default first") 
   CHECK(c.front() == a.tunables);
   const kiln::KernelLaunch f = kiln::specialize_attention(
       call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at", {});
-  CHECK(kiln::autotune::attention_space(f, 227 * 1024).tunables.empty());
+  const kiln::autotune::Space none = kiln::autotune::attention_space(f, 227 * 1024);
+  CHECK(none.tunables.empty());
+  CHECK(none.candidates(lim).size() == 1);  // the default alone
 }
 
 TEST_CASE("attention kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled") {
