@@ -25,6 +25,8 @@ bool holds(AttrType t, const AttrValue& v) {
       return std::holds_alternative<std::string>(v);
     case AttrType::extents:
       return std::holds_alternative<std::vector<std::int64_t>>(v);
+    case AttrType::choice:
+      return std::holds_alternative<std::string>(v);
     case AttrType::axis:
       return std::holds_alternative<std::int64_t>(v) ||
              std::holds_alternative<std::vector<std::int64_t>>(v) ||
@@ -48,6 +50,11 @@ void check_value(const AttrSpec& spec, const AttrValue& v) {
           fmt::format("attribute {}={} is not {}", spec.name, value_text(v), range_text(r)));
   }
   if (spec.type == AttrType::dtype) parse_dtype(std::get<std::string>(v));
+  if (spec.type == AttrType::choice &&
+      std::find(spec.choices.begin(), spec.choices.end(), std::get<std::string>(v)) ==
+          spec.choices.end())
+    throw ArgumentError(fmt::format("attribute {}={} is not one of {}", spec.name, value_text(v),
+                                    fmt::join(spec.choices, ", ")));
 }
 
 // Levenshtein distance, for "did you mean": attribute names are a few letters long.
@@ -124,6 +131,8 @@ std::string_view type_text(AttrType type, bool python) {
       return "a list of integers";
     case AttrType::axis:
       return "an integer, a list of adjacent ones or \"all\"";
+    case AttrType::choice:
+      return "a word (a string)";
   }
   return "?";
 }

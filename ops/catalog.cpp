@@ -97,6 +97,7 @@ DType result_dtype(const OpDef& op, const std::vector<Operand>& args, const Attr
   X(update_ops)          \
   X(scan_ops)            \
   X(group_norm_ops)      \
+  X(attention_ops)       \
   /* a new op file's line goes above */
 
 #define KILN_DECLARE_OP_FILE(f) std::vector<OpDef> f();

@@ -1,7 +1,10 @@
 // Row ops over the last axis: reductions (sum mean max min var std), softmax, log_softmax,
 // layer_norm, rms_norm. fp64 references work on one row at a time.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <kiln/error.hpp>
 #include <limits>
 
 #include "ops/op.hpp"
@@ -87,17 +90,23 @@ std::vector<AttrSpec> row_attrs(bool reduces, bool affine) {
   return a;
 }
 
-// sum's result: x's dtype, i64 for an integer x (torch's).
-TensorView infer_sum(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
+// A reduction of an integer x: over one axis or all (the arg family's kernel), sum into i64
+// (torch's).
+TensorView infer_exact(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
   TensorView r = infer_row(op, args, attrs);
-  if (is_integer(r.dtype)) r.dtype = DType::i64;
+  const auto& x = std::get<TensorView>(args[0]);
+  if (!is_integer(x.dtype)) return r;
+  if (!all_axes(attrs) && reduce_axes(attrs, std::int64_t(x.shape.size())).size() > 1)
+    throw ShapeError(fmt::format("{}: an integer reduction takes one axis or \"all\", not a list",
+                                 describe_args(op, args)));
+  if (op.name == "sum") r.dtype = DType::i64;
   return r;
 }
 
 // sum, max and min also of integer x: exact (the arg family's kernel), sum into i64.
 OpDef integer_too(OpDef d) {
   d.integers = true;
-  if (d.name == "sum") d.infer = infer_sum;
+  d.infer = infer_exact;
   d.dtypes = d.name == "sum" ? "x a float tensor (the result's dtype), or i32/i64 (the sum is i64, "
                                "exact, wrapping as torch's)."
                              : "x a float tensor, or i32/i64 (exact); the result has its dtype.";

@@ -71,6 +71,9 @@ AttrValue attr_value(std::string_view op, const std::string& key, const py::hand
       return value.cast<bool>();
     case AttrType::dtype:
       return std::string(name_of(dtype_of(value)));
+    case AttrType::choice:
+      if (!py::isinstance<py::str>(value)) fail();
+      return value.cast<std::string>();
     case AttrType::extents: {
       std::vector<std::int64_t> out;
       if (py::isinstance<py::str>(value) || !py::isinstance<py::sequence>(value)) fail();

@@ -45,6 +45,7 @@ const char* rule_name(const kiln::ops::OpDef& op) {
   if (op.fusion.family == "scan") return "row";  // x a float tensor, the result of its dtype
   if (op.fusion.family == "arg") return "arg";
   if (op.fusion.family == "update") return "update";
+  if (op.fusion.family == "attention") return "attention";
   switch (op.rule) {
     case kiln::ops::Rule::arithmetic:
       return "arithmetic";

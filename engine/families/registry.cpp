@@ -23,6 +23,7 @@ namespace kiln {
   X(scan_family)         \
   X(arg_family)          \
   X(update_family)       \
+  X(attention_family)    \
   /* a new family's line goes above */
 
 #define KILN_DECLARE_FAMILY(f) const Family& f();

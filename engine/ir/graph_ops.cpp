@@ -297,6 +297,7 @@ std::optional<AttrValue> attr_value(const nlohmann::json& j, AttrType type) {
       if (j.is_boolean()) return AttrValue(j.get<bool>());
       break;
     case AttrType::dtype:
+    case AttrType::choice:
       if (j.is_string()) return AttrValue(j.get<std::string>());
       break;
     case AttrType::extents:

@@ -25,6 +25,7 @@ enum class AttrType {
   dtype,    ///< a dtype's name (f32, f16, bf16, bool)
   extents,  ///< a list of integers
   axis,     ///< an integer, or "all" (every axis)
+  choice,   ///< one of the words AttrSpec::choices lists ("top_left", "bottom_right")
 };
 
 /// The values a number or integer attribute takes: [lo, hi], lo excluded when `lo_open`.
@@ -47,6 +48,7 @@ struct AttrSpec {
   bool required = false;
   AttrRange range;
   std::string_view doc;  ///< one line
+  std::vector<std::string_view> choices = {};  ///< a choice's words
 };
 
 /// An op's declaration, as views into its definition (a graph's own op: valid while the graph

@@ -185,6 +185,7 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
     return update_reference(g, n, arg);
   }
   if (n.op == "group_norm") return group_norm_reference(g, id, arg, mag);
+  if (op.fusion.family == "attention") return attention_reference(g, id, arg, mag);
   if (op.fusion.kind == ops::FusionKind::view) {  // the same elements in row-major order
     const int x = std::get<int>(n.args[0]);
     if (mag) *mag = std::vector<double>(out.size(), 0.0);

@@ -4,6 +4,7 @@
 #include <functional>
 #include <kiln/graph.hpp>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +26,27 @@ std::vector<double> gemm_reference(const Graph& g, int id, const ValueLookup& ar
 /// per element, the largest magnitude in its group.
 std::vector<double> group_norm_reference(const Graph& g, int id, const ValueLookup& arg,
                                          std::vector<double>* mag);
+/// One attention call in fp64 (ops/attention.cpp's semantics): row-major values of q
+/// [..., Hq, Sq, D], k and v [..., Hkv, Skv, D], the mask (of `mask_shape`, broadcast to
+/// [..., Hq, Sq, Skv]) and kv_lens where given.
+struct AttentionRef {
+  Shape q_shape, kv_shape, mask_shape;
+  const std::vector<double>*q = nullptr, *k = nullptr, *v = nullptr;
+  const std::vector<double>* mask = nullptr;
+  const std::vector<double>* lens = nullptr;
+  bool mask_bool = false, causal = false, bottom_right = false;
+  std::optional<double> scale;
+};
+
+/// Output row (b, h, i) of `a`: D values, zeros where every key is masked. `b` indexes q's
+/// batch dims flattened.
+std::vector<double> attention_row(const AttentionRef& a, std::int64_t b, std::int64_t h,
+                                  std::int64_t i);
+
+/// Node `id` of `g`, an attention node, in fp64 from its operands' values; `mag` (if given)
+/// gets, per element, the largest |v|.
+std::vector<double> attention_reference(const Graph& g, int id, const ValueLookup& arg,
+                                        std::vector<double>* mag);
 
 /// Host bytes of a graph's inputs, by name.
 using HostInputs = std::map<std::string, std::vector<unsigned char>>;

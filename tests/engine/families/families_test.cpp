@@ -55,7 +55,7 @@ TEST_CASE(
       CHECK(kiln::compiler::HeaderTable::embedded().contains("kiln/" + std::string(h)));
   }
   CHECK(names == std::set<std::string>{"elementwise", "rows", "columns", "gemm", "view", "template",
-                                       "scan", "arg", "update"});
+                                       "scan", "arg", "update", "attention"});
   for (const auto& op : kiln::ops::all_ops()) {
     CAPTURE(op.name);
     if (op.fusion.kind == kiln::ops::FusionKind::anchor)

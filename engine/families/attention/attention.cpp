@@ -1,0 +1,286 @@
+// Specialization of the attention templates (engine/families/attention/attention.hpp).
+#include "engine/families/attention/attention.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <kiln/error.hpp>
+
+#include "engine/codegen/codegen.hpp"
+#include "engine/codegen/layout.hpp"
+#include "kernel_templates/kiln/attention_config.cuh"
+
+namespace kiln {
+
+namespace cfg = attention::config;
+
+namespace {
+
+constexpr int kAdditive = 1, kBoolMask = 2;  // attention_common.cuh's MaskKind
+// Shared memory a block has where the target does not say: the least of sm_80 and later's.
+constexpr int kSharedFallback = 99 * 1024;
+
+int mask_kind(const std::optional<DType>& m) {
+  return !m ? 0 : *m == DType::boolean ? kBoolMask : kAdditive;
+}
+
+}  // namespace
+
+std::string AttentionTemplate::expression() const {
+  const std::string t(device_type_of(dtype));
+  const std::string m(mask ? device_type_of(*mask) : "float");
+  const std::string l(lens && *lens == DType::i64 ? "long long" : "int");
+  const auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  std::vector<std::string> args = {t, m, l, std::to_string(d)};
+  if (mma) {
+    for (int v : {bm, bn, stages}) args.push_back(std::to_string(v));
+  }
+  for (const std::string& s : {flag(causal), flag(bottom_right),
+                               std::to_string(mask_kind(mask)), flag(lens.has_value())})
+    args.push_back(s);
+  return codegen::render_instance(
+      mma ? "kiln::attention::attention_mma" : "kiln::attention::attention_rows", args);
+}
+
+std::string AttentionTemplate::name(std::string_view stem) const {
+  std::string s = mma ? fmt::format("{}__fa{}x{}s{}_d{}", stem, bm, bn, stages, d)
+                      : fmt::format("{}__rows_d{}", stem, d);
+  if (causal) s += bottom_right ? "_causal_br" : "_causal";
+  if (mask) s += mask == DType::boolean ? "_boolmask" : "_mask";
+  if (lens) s += "_lens";
+  return s;
+}
+
+int AttentionTemplate::shared_bytes() const {
+  return mma ? cfg::shared_bytes(d, bm, bn, stages) : 0;
+}
+
+unsigned AttentionTemplate::threads() const {
+  return mma ? unsigned(bm / 16 * 32) : unsigned(cfg::kRowWarps * 32);
+}
+
+const codegen::TunableTable<AttentionTemplate>& attention_tunable_table() {
+  static const codegen::TunableTable<AttentionTemplate> table = {
+      {"bm", &AttentionTemplate::bm, {64, 128}},
+      {"bn", &AttentionTemplate::bn, {16, 32, 64, 128}},
+      {"stages", &AttentionTemplate::stages, {2, 3}},
+  };
+  return table;
+}
+
+int widest_key_tile(int d, bool masked) {
+  // Measured with ptxas for sm_80 and sm_90a (tests/engine/families/attention): wider tiles spill.
+  if (masked) return d <= 80 ? 64 : d <= 128 ? 32 : 16;
+  return d <= 192 ? 128 : 64;
+}
+
+AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared) {
+  AttentionTemplate t;
+  t.d = d;
+  // Above D 128, Q is read from shared memory and the output takes 128 registers a thread:
+  // 64 x 32 tiles keep the block without spills. A mask's element-wise work takes registers
+  // too: half as many keys a tile.
+  if (d > 128) t.bm = 64, t.bn = 32;
+  if (masked) t.bn /= 2;
+  t.stages = d <= 64 ? 3 : 2;
+  while (t.shared_bytes() > max_shared && t.stages > 2) --t.stages;
+  while (t.shared_bytes() > max_shared && t.bn > 16) t.bn /= 2;
+  while (t.shared_bytes() > max_shared && t.bm > 64) t.bm /= 2;
+  return t;
+}
+
+namespace {
+
+// `v`'s strides seen as [batch (`batch` dims)..., heads, rows, cols] of `shape` (0 where it
+// broadcasts).
+Shape strides_over(const TensorView& v, const Shape& shape, const char* role) {
+  return broadcast_strides(v, shape, role);
+}
+
+// The batch dims merged where every tensor steps through them as one, dims of extent 1
+// dropped: ShapeError when more than kBatchDims remain.
+void set_batches(cfg::Params& p, const Shape& batch, const std::vector<Shape>& strides,
+                 const std::string& stem) {
+  std::vector<std::int64_t> ext;
+  std::vector<std::vector<std::int64_t>> st(strides.size());
+  for (std::size_t d = 0; d < batch.size(); ++d) {
+    if (batch[d] == 1) continue;
+    bool merge = !ext.empty();
+    for (std::size_t t = 0; t < strides.size() && merge; ++t)
+      merge = st[t].back() == strides[t][d] * batch[d];
+    if (merge) {
+      ext.back() *= batch[d];
+      for (std::size_t t = 0; t < strides.size(); ++t) st[t].back() = strides[t][d];
+    } else {
+      ext.push_back(batch[d]);
+      for (std::size_t t = 0; t < strides.size(); ++t) st[t].push_back(strides[t][d]);
+    }
+  }
+  if (ext.size() > std::size_t(cfg::kBatchDims))
+    throw ShapeError(fmt::format(
+        "{}: the batch dims {} of q and its operands' strides do not merge into {} dims; make "
+        "the operands contiguous over their batch dims",
+        stem, to_string(batch), cfg::kBatchDims));
+  const std::size_t lead = std::size_t(cfg::kBatchDims) - ext.size();
+  for (int d = 0; d < cfg::kBatchDims; ++d) {
+    const bool used = std::size_t(d) >= lead;
+    p.batch[d] = used ? ext[std::size_t(d) - lead] : 1;
+    for (std::size_t t = 0; t < strides.size(); ++t)
+      p.s[t].batch[d] = used ? st[t][std::size_t(d) - lead] : 0;
+  }
+}
+
+// The mma path takes 2-byte operands whose D is contiguous and whose rows start on 16 bytes.
+bool mma_fits(const TensorView& v, const Shape& strides) {
+  if (strides.back() != 1 && v.shape.back() != 1) return false;
+  if (v.data % 16 != 0) return false;
+  for (std::size_t d = 0; d + 1 < strides.size(); ++d)
+    if (strides[d] % 8 != 0 && v.shape[d] != 1) return false;
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+// The call's parameter block (its pointers 0: each launch writes them), and in `mma` whether q,
+// k and v fit the mma path's loads. ShapeError for views no kernel can launch on.
+cfg::Params call_params(const AttentionKernel& k, const std::string& stem, bool& mma) {
+  const Shape& qs = k.q.shape;
+  const std::size_t rank = qs.size();
+  if (rank < 3 || k.k.shape.size() != rank || k.v.shape.size() != rank)
+    throw ShapeError(fmt::format("{}: q, k and v must be of one rank, 3 or more", stem));
+  const std::int64_t hq = qs[rank - 3], sq = qs[rank - 2], d = qs[rank - 1];
+  const std::int64_t hkv = k.k.shape[rank - 3], skv = k.k.shape[rank - 2];
+  const Shape batch(qs.begin(), qs.end() - 3);
+  Shape kv_shape = batch;
+  kv_shape.insert(kv_shape.end(), {hkv, skv, d});
+  Shape mask_shape = batch;
+  mask_shape.insert(mask_shape.end(), {hq, sq, skv});
+  const std::vector<Shape> strides = {
+      strides_over(k.out, qs, "output"), strides_over(k.q, qs, "q"),
+      strides_over(k.k, kv_shape, "k"), strides_over(k.v, kv_shape, "v"),
+      k.mask ? strides_over(*k.mask, mask_shape, "mask") : Shape(rank, 0)};
+  cfg::Params p{};
+  set_batches(p, batch, strides, stem);
+  for (std::size_t i = 0; i < strides.size(); ++i) {
+    p.s[i].head = strides[i][rank - 3];
+    p.s[i].row = strides[i][rank - 2];
+    p.s[i].col = strides[i][rank - 1];
+  }
+  if (k.lens) p.lens_stride = k.lens->resolved_strides().at(0);
+  const std::int64_t pairs = numel_of(batch) * hq;
+  if (numel_of(batch) > 0x7fffffff || sq > 0x7fffffff || skv > 0x7fffffff || pairs > 0x7fffffff)
+    throw ShapeError(fmt::format("{}: batch, heads and lengths must each be below 2^31", stem));
+  p.batches = int(numel_of(batch));
+  p.heads = int(hq);
+  p.group = int(hkv > 0 ? hq / hkv : 1);
+  p.sq = int(sq);
+  p.skv = int(skv);
+  const double scale = k.scale ? *k.scale : 1.0 / std::sqrt(double(d));
+  p.scale_log2 = float(scale * 1.4426950408889634);
+  mma = k.q.dtype != DType::f32 && d % 8 == 0 && d <= 256;
+  for (std::size_t i = 1; i < 4 && mma; ++i)
+    mma = mma_fits(i == 1 ? k.q : i == 2 ? k.k : k.v, strides[i]);
+  return p;
+}
+
+// `t` over the defaults `tp` of the mma path; ArgumentError for a name or value the template
+// does not take, or tiles whose shared memory the block does not have.
+AttentionTemplate parse_tiles(const Tunables& t, const AttentionTemplate& tp,
+                              const std::string& stem, int max_shared) {
+  AttentionTemplate r =
+      codegen::parse_tunables(attention_tunable_table(), t, tp, stem, "attention template");
+  for (const auto& row : attention_tunable_table())
+    if (std::find(row.values.begin(), row.values.end(), r.*(row.field)) == row.values.end())
+      throw ArgumentError(fmt::format("{}: {}={} is not a value the attention template takes",
+                                      stem, row.name, r.*(row.field)));
+  if (r.shared_bytes() > max_shared)
+    throw ArgumentError(fmt::format(
+        "{}: tiles {}x{} in {} stages take {} bytes of shared memory, more than the {} a block "
+        "has",
+        stem, r.bm, r.bn, r.stages, r.shared_bytes(), max_shared));
+  return r;
+}
+
+}  // namespace
+
+KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& stem,
+                                  const Tunables& t) {
+  bool mma = false;
+  cfg::Params p = call_params(k, stem, mma);
+  const std::int64_t d = k.q.shape.back(), sq = p.sq, pairs = std::int64_t(p.batches) * p.heads;
+  const int max_shared = k.max_shared > 0 ? k.max_shared : kSharedFallback;
+  AttentionTemplate tp = default_attention_tiles(int(d), k.mask.has_value(), max_shared);
+  tp.dtype = k.q.dtype;
+  tp.mask = k.mask ? std::optional<DType>(k.mask->dtype) : std::nullopt;
+  tp.lens = k.lens ? std::optional<DType>(k.lens->dtype) : std::nullopt;
+  tp.causal = k.causal;
+  tp.bottom_right = k.causal && k.bottom_right;
+  // Above D 192 an additive mask's work spills on the mma path: the plain kernel takes it.
+  tp.mma = mma && !(d > 192 && k.mask && k.mask->dtype != DType::boolean);
+  if (tp.mma)
+    tp = parse_tiles(t, tp, stem, max_shared);
+  else if (!t.empty())
+    throw ArgumentError(fmt::format("{}: the plain attention kernel takes no tunables", stem));
+
+  KernelLaunch L;
+  const std::uint64_t m_blocks = tp.mma ? std::uint64_t((sq + tp.bm - 1) / tp.bm) : 0;
+  p.m_blocks = int(m_blocks);
+  const std::uint64_t blocks =
+      tp.mma ? m_blocks * std::uint64_t(pairs)
+             : (std::uint64_t(pairs) * std::uint64_t(sq) + cfg::kRowWarps - 1) / cfg::kRowWarps;
+  L.groups = std::uint64_t(pairs) * std::uint64_t(sq) * std::uint64_t(d);
+  L.config.grid[0] = grid_x(blocks, [&] { return fmt::format("{}: {}", stem, k.q.describe()); });
+  L.config.block[0] = tp.threads();
+  L.config.shared = unsigned(tp.shared_bytes());
+  L.config.shared_required = tp.mma;
+  L.spec.source = fmt::format("#include <kiln/{}>\n", tp.mma ? "attention.cuh" : "attention_rows.cuh");
+  L.spec.expression = tp.expression();
+  L.spec.options = codegen::builtin_options();
+  L.spec.name = tp.name(stem);
+  if (tp.mma) L.tunables = codegen::launch_tunables(attention_tunable_table(), tp, ~0u);
+
+  std::vector<const TensorView*> views = {&k.out, &k.q, &k.k, &k.v};
+  if (k.mask) views.push_back(&*k.mask);
+  if (k.lens) views.push_back(&*k.lens);
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    // a slot per pointer present: mask at 4, kv_lens at 5 even without a mask
+    const int slot = i == 4 && !k.mask ? 5 : int(i);
+    L.pointers.push_back(views[i]->data);
+    L.layout.pointers.push_back({0, cfg::pointer_offset(slot)});
+    p.ptr[slot] = views[i]->data;  // a launch straight from L (the tuner's) reads them here
+  }
+  L.layout.params = {ParamBytes(&p, sizeof p)};
+  return L;
+}
+
+namespace autotune {
+Space attention_space(const KernelLaunch& base, int max_shared) {
+  Space s;
+  s.reject = [](const Candidate&, const DeviceLimits&) { return std::string(); };
+  if (base.tunables.empty()) return s;  // the rows path: nothing to search
+  s.tunables = codegen::space_tunables(attention_tunable_table(), ~0u);
+  s.fallback = base.tunables;
+  // The head size and whether a mask is applied, from the kernel's name (name()).
+  const std::string& name = base.spec.name;
+  const auto at = name.rfind("_d");
+  const int d = at == std::string::npos ? 256 : std::atoi(name.c_str() + at + 2);
+  const bool masked = name.find("mask", at == std::string::npos ? 0 : at) != std::string::npos;
+  s.reject = [d, masked, max_shared](const Candidate& c, const DeviceLimits& lim) -> std::string {
+    AttentionTemplate t;
+    t.d = d;
+    t.bm = c.at("bm"), t.bn = c.at("bn"), t.stages = c.at("stages");
+    const int have = std::min(max_shared, lim.max_shared_bytes_per_block);
+    if (t.shared_bytes() > have)
+      return fmt::format("{} bytes of shared memory, more than {}", t.shared_bytes(), have);
+    if (t.bn > widest_key_tile(d, masked))
+      return fmt::format("key tiles of {} spill at D {}{}", t.bn, d, masked ? " with a mask" : "");
+    return "";
+  };
+  return s;
+}
+}  // namespace autotune
+
+}  // namespace kiln

@@ -1,0 +1,247 @@
+#pragma once
+// Attention on sm_80 tensor cores (mma.sync m16n8k16, f16 or bf16 operands, f32 accumulators),
+// in the manner of FlashAttention-2: a block takes BM query rows of one (batch, head), a warp 16
+// of them; Q's fragments stay in registers (read from its tile at each step for D above 128);
+// tiles of BN keys and values stream through a ring of Stages shared-memory stages that cp.async
+// fills ahead; the scores of a tile live in registers, the softmax runs online with f32 row
+// statistics in log2 units, and the probabilities feed the P V product straight from registers.
+// Causal blocks stop at the last tile their rows see; only tiles that cross the diagonal, the
+// batch's last key or a mask are masked element by element.
+// D is any multiple of 8 up to 256: it is padded to 16 in shared memory with zeros (cp.async
+// zero-fills), so the padding adds nothing to a dot product and its output columns are dropped.
+
+#include <kiln/attention_common.cuh>
+#include <kiln/attention_rows.cuh>
+#include <kiln/mma.cuh>
+
+namespace kiln::attention {
+
+/// Two f32 values as a pair of T (f16 or bf16) in one register, `lo` in the low half.
+template <class T>
+__device__ __forceinline__ unsigned pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ unsigned pack2<half>(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+template <>
+__device__ __forceinline__ unsigned pack2<bf16>(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+/// Rows [r0, r0 + Rows) of a tensor (row stride `rs` elements, D contiguous) into a shared tile
+/// of rows of `Ld` elements; rows from `valid` on and columns from D on are zeros.
+template <class T, int D, int Rows, int Ld, int Threads>
+__device__ __forceinline__ void load_tile(T* tile, const T* src, long long rs, int r0, int valid,
+                                          int tid) {
+  constexpr int kChunks = config::padded_d(D) / 8;  // 16 bytes each
+#pragma unroll 2
+  for (int c = tid; c < Rows * kChunks; c += Threads) {
+    const int r = c / kChunks, ch = c % kChunks;
+    const bool ok = r0 + r < valid && ch * 8 < D;
+    const T* from = ok ? src + (long long)(r0 + r) * rs + ch * 8 : src;
+    mma::cp_async16(tile + r * Ld + ch * 8, from, ok ? 16 : 0);
+  }
+}
+
+/// S (16 rows x BN keys, this warp's) = Q K^T for the K tile `kt` in shared memory; Q from its
+/// fragments in registers `qf`, or (QRegs false) from the Q tile at `qw`.
+template <class T, int KS, int NT, int Ld, bool QRegs, int QF>
+__device__ __forceinline__ void tile_scores(float (&s)[NT][4], const unsigned (&qf)[QF][4],
+                                            const T* qw, const T* kt, int lane) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    unsigned a[4];
+    if constexpr (QRegs) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = qf[ks][i];
+    } else {
+      mma::ldmatrix_x4(a, qw + ks * 16);
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; nt += 2) {
+      unsigned kb[4];
+      mma::ldmatrix_x4(kb, kt + (nt * 8 + (lane >> 4) * 8 + (lane & 7)) * Ld + ks * 16 +
+                               ((lane >> 3) & 1) * 8);
+      const unsigned b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
+      mma::mma_16816<T>(s[nt], a, b0);
+      mma::mma_16816<T>(s[nt + 1], a, b1);
+    }
+  }
+}
+
+/// Online softmax over one tile of scores (log2 units): each of the thread's two rows' max (a
+/// quad of lanes holds a row), the running output and sum rescaled to it, the scores replaced by
+/// their probabilities.
+template <int NT, int DT>
+__device__ __forceinline__ void softmax_tile(float (&s)[NT][4], float (&o)[DT][4], float (&mx)[2],
+                                             float (&l)[2]) {
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    float m = mx[hr];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) m = fmaxf(m, fmaxf(s[nt][2 * hr], s[nt][2 * hr + 1]));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    const float alpha = exp2_from(mx[hr], m);
+    mx[hr] = m;
+    float sum = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float pr = exp2_from(s[nt][2 * hr + e], m);
+        s[nt][2 * hr + e] = pr;
+        sum += pr;
+      }
+    l[hr] = l[hr] * alpha + sum;
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) {
+      o[dt][2 * hr] *= alpha;
+      o[dt][2 * hr + 1] *= alpha;
+    }
+  }
+}
+
+/// The tile's scores in log2 units; where the tile crosses the batch's last key, the causal
+/// diagonal or a mask (`edge`), masked element by element, 8 keys at a time: a mask's loads are
+/// not hoisted across them (above D 128 their registers would spill).
+template <bool Causal, int Mask, class M, int NT>
+__device__ __forceinline__ void scale_scores(float (&s)[NT][4], const Params& p, const Pair& r,
+                                             bool edge, int row0, int c0) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float x = s[nt][e] * p.scale_log2;
+      s[nt][e] =
+          edge ? masked<Causal, Mask, M>(x, p, r, row0 + (e >> 1) * 8, c0 + nt * 8 + (e & 1)) : x;
+    }
+    if constexpr (Mask != kNoMask) asm volatile("" ::: "memory");
+  }
+}
+
+/// O += P V for the V tile `vt`: the score accumulators of two key tiles of 8 are one A fragment
+/// of 16 keys.
+template <class T, int NT, int DT, int Ld>
+__device__ __forceinline__ void accumulate_pv(float (&o)[DT][4], const float (&s)[NT][4],
+                                              const T* vt, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < NT / 2; ++kk) {
+    const unsigned a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]),
+                           pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                           pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                           pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+    for (int dt = 0; dt < DT; dt += 2) {
+      unsigned vb[4];
+      mma::ldmatrix_x4_trans(vb, vt + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * Ld +
+                                     dt * 8 + (lane >> 4) * 8);
+      const unsigned b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
+      mma::mma_16816<T>(o[dt], a, b0);
+      mma::mma_16816<T>(o[dt + 1], a, b1);
+    }
+  }
+}
+
+/// The thread's output rows (row0, row0 + 8), divided by their sums; a row that saw no key
+/// gives zeros; columns from D on (D's padding) are not written.
+template <class T, int D, int DT>
+__device__ __forceinline__ void store_output(T* out, const config::Strides& so, int sq, int row0,
+                                             const float (&o)[DT][4], const float (&l)[2], int t) {
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    float sum = l[hr];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const int i = row0 + hr * 8;
+    if (i >= sq) continue;
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) {
+      const int c = dt * 8 + 2 * t;
+      if (c >= D) continue;
+      T* at = out + (long long)i * so.row + (long long)c * so.col;
+      at[0] = from_float<T>(o[dt][2 * hr] * inv);
+      at[so.col] = from_float<T>(o[dt][2 * hr + 1] * inv);
+    }
+  }
+}
+
+template <class T, class M, class L, int D, int BM, int BN, int Stages, bool Causal,
+          bool BottomRight, int Mask, bool Lens>
+__global__ void __launch_bounds__(BM / 16 * 32, 1) attention_mma(const Params p) {
+  constexpr int kLd = config::row_elements(D), kThreads = BM / 16 * 32;
+  constexpr int KS = config::padded_d(D) / 16, NT = BN / 8, DT = config::padded_d(D) / 8;
+  constexpr bool kQRegs = config::q_in_registers(D);
+  static_assert(D % 8 == 0 && D <= 256, "D is a multiple of 8 up to 256");
+  static_assert(BM % 16 == 0 && BN % 16 == 0 && Stages >= 2, "16-row tiles, two stages or more");
+  extern __shared__ __align__(128) char smem_raw[];
+  T* const qs = reinterpret_cast<T*>(smem_raw);
+  T* const ring = qs + BM * kLd;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int pairs = p.batches * p.heads;
+  const int m0 = (p.m_blocks - 1 - int(blockIdx.x) / pairs) * BM;  // the longest causal first
+  const Pair r = locate<Lens, L, BottomRight>(p, int(blockIdx.x) % pairs / p.heads,
+                                              int(blockIdx.x) % p.heads);
+  const T* const q = reinterpret_cast<const T*>(p.ptr[1]) + r.off[config::kQ];
+  const T* const k = reinterpret_cast<const T*>(p.ptr[2]) + r.off[config::kK];
+  const T* const v = reinterpret_cast<const T*>(p.ptr[3]) + r.off[config::kV];
+  const int n_end = key_end<Causal>(r, m0, BM);
+  const int tiles = (n_end + BN - 1) / BN;
+
+  load_tile<T, D, BM, kLd, kThreads>(qs, q + (long long)m0 * p.s[config::kQ].row,
+                                     p.s[config::kQ].row, 0, p.sq - m0, tid);
+  mma::cp_async_commit();
+  auto load_kv = [&](int kt) {
+    T* st = ring + kt % Stages * 2 * BN * kLd;
+    load_tile<T, D, BN, kLd, kThreads>(st, k, p.s[config::kK].row, kt * BN, n_end, tid);
+    load_tile<T, D, BN, kLd, kThreads>(st + BN * kLd, v, p.s[config::kV].row, kt * BN, n_end, tid);
+  };
+#pragma unroll
+  for (int s = 0; s < Stages - 1; ++s) {
+    if (s < tiles) load_kv(s);
+    mma::cp_async_commit();
+  }
+
+  const T* const qw = qs + (warp * 16 + (lane & 15)) * kLd + (lane >> 4) * 8;
+  unsigned qf[kQRegs ? KS : 1][4];
+  if constexpr (kQRegs) {
+    mma::cp_async_wait<Stages - 1>();  // the Q tile landed
+    __syncthreads();
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) mma::ldmatrix_x4(qf[ks], qw + ks * 16);
+  }
+  float o[DT][4];
+#pragma unroll
+  for (int dt = 0; dt < DT; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
+  float mx[2] = {minus_infinity(), minus_infinity()}, l[2] = {0.0f, 0.0f};
+  const int row0 = m0 + warp * 16 + (lane >> 2), t = lane & 3;  // rows row0 and row0 + 8
+
+#pragma unroll 1
+  for (int kt = 0; kt < tiles; ++kt) {
+    mma::cp_async_wait<Stages - 2>();
+    __syncthreads();  // tile kt landed for every thread; the stage of tile kt - 1 is free
+    if (kt + Stages - 1 < tiles) load_kv(kt + Stages - 1);
+    mma::cp_async_commit();
+    const T* const kt_tile = ring + kt % Stages * 2 * BN * kLd;
+    const int n0 = kt * BN;
+    float s[NT][4];
+    tile_scores<T, KS, NT, kLd, kQRegs>(s, qf, qw, kt_tile, lane);
+    const bool edge = n0 + BN > r.skv || Mask != kNoMask || (Causal && n0 + BN - 1 > m0 + r.diag);
+    scale_scores<Causal, Mask, M>(s, p, r, edge, row0, n0 + 2 * t);
+    softmax_tile(s, o, mx, l);
+    accumulate_pv<T, NT, DT, kLd>(o, s, kt_tile + BN * kLd, lane);
+  }
+  mma::cp_async_wait<0>();
+  store_output<T, D, DT>(reinterpret_cast<T*>(p.ptr[0]) + r.off[config::kOut], p.s[config::kOut],
+                         p.sq, row0, o, l, t);
+}
+
+}  // namespace kiln::attention

@@ -1,0 +1,85 @@
+#pragma once
+// What both attention kernels (attention.cuh, attention_rows.cuh) share: where a (batch, head)
+// pair's tensors start, how many keys it has, and which keys a query row sees.
+
+#include <kiln/attention_config.cuh>
+#include <kiln/dtype.cuh>
+
+namespace kiln::attention {
+
+using config::Params;
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ float minus_infinity() { return __int_as_float(0xff800000u); }
+
+/// Mask kinds: none, added to the scores (after the scale), or a bool mask (true: attends).
+enum MaskKind { kNoMask = 0, kAdditive = 1, kBoolMask = 2 };
+
+/// One (batch, head) pair: its tensors' element offsets (per config::Tensor), its keys (kv_lens
+/// clamped to [0, Skv]) and the causal diagonal (row i sees keys j <= i + diag).
+struct Pair {
+  long long off[config::kTensors];
+  int skv;
+  int diag;
+};
+
+template <bool Lens, class L, bool BottomRight>
+__device__ __forceinline__ Pair locate(const Params& p, int b, int h) {
+  long long bi[config::kBatchDims];
+  long long rest = b;
+#pragma unroll
+  for (int d = config::kBatchDims - 1; d >= 0; --d) {
+    bi[d] = rest % p.batch[d];
+    rest /= p.batch[d];
+  }
+  Pair r;
+#pragma unroll
+  for (int t = 0; t < config::kTensors; ++t) {
+    const int head = t == config::kK || t == config::kV ? h / p.group : h;
+    long long o = head * p.s[t].head;
+#pragma unroll
+    for (int d = 0; d < config::kBatchDims; ++d) o += bi[d] * p.s[t].batch[d];
+    r.off[t] = o;
+  }
+  r.skv = p.skv;
+  if constexpr (Lens) {
+    const long long n = reinterpret_cast<const L*>(p.ptr[5])[b * p.lens_stride];
+    r.skv = n < 0 ? 0 : n > p.skv ? p.skv : int(n);
+  }
+  r.diag = BottomRight ? r.skv - p.sq : 0;
+  return r;
+}
+
+/// The last key (exclusive) any of rows [m0, m0 + rows) sees.
+template <bool Causal>
+__device__ __forceinline__ int key_end(const Pair& r, int m0, int rows) {
+  if (!Causal) return r.skv;
+  const long long e = (long long)m0 + rows + r.diag;
+  return e < 0 ? 0 : e < r.skv ? int(e) : r.skv;
+}
+
+/// Score `x` (log2 units, scaled) of key j for query row i: the mask added, or -inf where the
+/// key is masked (past the batch's keys, past the causal diagonal, false in a bool mask).
+template <bool Causal, int Mask, class M>
+__device__ __forceinline__ float masked(float x, const Params& p, const Pair& r, int i, int j) {
+  if (j >= r.skv || i >= p.sq || (Causal && j > i + r.diag)) return minus_infinity();
+  if constexpr (Mask != kNoMask) {
+    const M m = reinterpret_cast<const M*>(p.ptr[4])[r.off[config::kMask] +
+                                                     i * p.s[config::kMask].row +
+                                                     j * p.s[config::kMask].col];
+    if constexpr (Mask == kAdditive) {
+      x += to_float(m) * kLog2e;
+    } else {
+      if (to_float(m) == 0.0f) return minus_infinity();
+    }
+  }
+  return x;
+}
+
+/// exp2 of `x - m` for a running max `m` that may still be -inf (a row with nothing seen yet).
+__device__ __forceinline__ float exp2_from(float x, float m) {
+  return exp2f(x - (m == minus_infinity() ? 0.0f : m));
+}
+
+}  // namespace kiln::attention

@@ -1,0 +1,68 @@
+#pragma once
+// The attention templates' parameter block and shared-memory layout, as plain C++ with no CUDA
+// types: g++ compiles it into the host (engine/families/attention fills the block and sizes the
+// launch's shared memory with it), NVRTC into the kernels (attention.cuh), so the two cannot
+// drift apart.
+
+#if defined(__CUDACC__)
+#define KILN_ATTENTION_CONFIG_FN __host__ __device__ constexpr
+#else
+#define KILN_ATTENTION_CONFIG_FN constexpr
+#endif
+
+namespace kiln::attention::config {
+
+/// Batch dims a launch takes (q's dims before its heads); the host merges contiguous ones.
+constexpr int kBatchDims = 3;
+
+/// Strides (elements) of one tensor seen as [batch..., heads, rows, cols]: cols are D for q, k,
+/// v and the output, the keys for a mask (0 where it broadcasts).
+struct Strides {
+  long long batch[kBatchDims];
+  long long head, row, col;
+};
+
+/// The tensors of a launch, in this order: what `Params::s` holds strides for.
+enum Tensor { kOut = 0, kQ = 1, kK = 2, kV = 3, kMask = 4, kTensors = 5 };
+
+/// The kernels' one parameter. Pointers first (the launch writes each call's there: out, q, k,
+/// v, then mask and lens where the call has them), then the sizes of the call.
+struct Params {
+  unsigned long long ptr[6];   ///< out, q, k, v, mask, lens (0 when absent)
+  Strides s[kTensors];         ///< per Tensor
+  long long batch[kBatchDims]; ///< the batch dims' extents (1 for unused ones, leading)
+  long long lens_stride;       ///< kv_lens' stride (elements)
+  int batches;                 ///< product of `batch`
+  int heads;                   ///< Hq
+  int group;                   ///< Hq / Hkv: query heads per key/value head
+  int sq, skv;                 ///< query rows, keys
+  int m_blocks;                ///< blocks along the query rows (the mma path)
+  float scale_log2;            ///< scale * log2(e)
+  int pad;
+};
+
+/// Slot of pointer `i` (the launch's order) in Params.
+KILN_ATTENTION_CONFIG_FN unsigned pointer_offset(int i) { return unsigned(i) * 8u; }
+
+// The mma.sync template: the Q tile (bm rows), then a ring of `stages` stages of bn rows of K
+// then bn rows of V. D is padded to the MMA's k-step (16) and each row by 8 more elements, so
+// that the 8 rows an ldmatrix reads fall on distinct banks.
+
+/// D padded to the MMA's k-step.
+KILN_ATTENTION_CONFIG_FN int padded_d(int d) { return (d + 15) / 16 * 16; }
+/// A row of a tile in shared memory, in elements.
+KILN_ATTENTION_CONFIG_FN int row_elements(int d) { return padded_d(d) + 8; }
+/// The kernel's dynamic shared memory for 2-byte elements.
+KILN_ATTENTION_CONFIG_FN int shared_bytes(int d, int bm, int bn, int stages) {
+  return (bm + 2 * bn * stages) * row_elements(d) * 2;
+}
+/// Whether Q's fragments stay in registers for the whole block (else they are read from the
+/// Q tile at each step: D above 128 would spill).
+KILN_ATTENTION_CONFIG_FN bool q_in_registers(int d) { return padded_d(d) <= 128; }
+
+/// Query rows per block of the plain path (a warp each).
+constexpr int kRowWarps = 4;
+
+}  // namespace kiln::attention::config
+
+#undef KILN_ATTENTION_CONFIG_FN

@@ -1,0 +1,312 @@
+// attention, the attention family on the CPU: its shape and dtype rule and errors, its
+// attributes, its plan (operands read in place), the specialization (paths, names, tunables,
+// a new length reusing the kernel) and NVRTC compiles for sm_80 and sm_90a with nothing spilled.
+#include "engine/families/attention/attention.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include <kiln/graph.hpp>
+#include <kiln/ops.hpp>
+
+#include "engine/compiler/compiler.hpp"
+#include "tests/support.hpp"
+
+using kiln::Attrs;
+using kiln::DType;
+using kiln::Graph;
+using kiln::Shape;
+using kiln::TensorView;
+using kiln::test::desc;
+
+namespace {
+
+template <class E>
+std::string error_of(const std::vector<kiln::Operand>& args, const Attrs& a = {}) {
+  try {
+    kiln::infer("attention", args, a);
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TensorView strided(Shape shape, Shape strides, DType t) {
+  TensorView v = desc(std::move(shape), t);
+  v.strides = std::move(strides);
+  return v;
+}
+
+kiln::AttentionKernel call(DType t, Shape q, Shape kv) {
+  kiln::AttentionKernel k;
+  k.q = desc(q, t), k.out = k.q, k.k = desc(kv, t), k.v = k.k;
+  k.max_shared = 227 * 1024;
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("attention: its shape and dtype, grouped heads, and errors naming every operand") {
+  const TensorView q = desc({2, 8, 100, 64}, DType::bf16), kv = desc({2, 2, 37, 64}, DType::bf16);
+  CHECK(kiln::infer("attention", {q, kv, kv}).shape == Shape{2, 8, 100, 64});
+  CHECK(kiln::infer("attention", {q, kv, kv}).dtype == DType::bf16);
+  // a mask broadcast over batch and heads, kv_lens in the mask's place or after it
+  const TensorView mask = desc({100, 37}, DType::boolean), lens = desc({2}, DType::i32);
+  CHECK(kiln::infer("attention", {q, kv, kv, mask, lens}).shape == q.shape);
+  CHECK(kiln::infer("attention", {q, kv, kv, lens}).shape == q.shape);
+  CHECK(error_of<kiln::ShapeError>({q, desc({2, 3, 37, 64}, DType::bf16),
+                                    desc({2, 3, 37, 64}, DType::bf16)}) ==
+        "attention(q: bf16[2, 8, 100, 64], k: bf16[2, 3, 37, 64], v: bf16[2, 3, 37, 64]): q's 8 "
+        "heads are not a multiple of k and v's 3");
+  CHECK(error_of<kiln::ShapeError>({q, desc({2, 2, 37, 32}, DType::bf16),
+                                    desc({2, 2, 37, 32}, DType::bf16)})
+            .find("k and v have head size 32, q 64") != std::string::npos);
+  CHECK(error_of<kiln::ShapeError>({q, kv, desc({2, 2, 36, 64}, DType::bf16)})
+            .find("k and v must be of one shape") != std::string::npos);
+  CHECK(error_of<kiln::ShapeError>({desc({8, 64}, DType::bf16), kv, kv})
+            .find("3 or more") != std::string::npos);
+  CHECK(error_of<kiln::ShapeError>({desc({3, 8, 100, 64}, DType::bf16), kv, kv})
+            .find("same batch dims") != std::string::npos);
+  CHECK(error_of<kiln::ShapeError>({desc({1, 1, 4, 320}, DType::f16),
+                                    desc({1, 1, 4, 320}, DType::f16),
+                                    desc({1, 1, 4, 320}, DType::f16)})
+            .find("head size 320 is outside 1 to 256") != std::string::npos);
+  CHECK(error_of<kiln::DtypeError>({q, desc({2, 2, 37, 64}, DType::f16), kv})
+            .find("must be of one dtype") != std::string::npos);
+  CHECK(error_of<kiln::DtypeError>({desc({2, 8, 100, 64}, DType::i32), kv, kv})
+            .find("float tensors") != std::string::npos);
+  CHECK(error_of<kiln::ShapeError>({q, kv, kv, desc({100, 36}, DType::f32)})
+            .find("mask does not broadcast to [2, 8, 100, 37]") != std::string::npos);
+  CHECK(error_of<kiln::ShapeError>({q, kv, kv, desc({3}, DType::i64)})
+            .find("kv_lens must be of shape [B]") != std::string::npos);
+  CHECK(error_of<kiln::DtypeError>({q, kv, kv, mask, mask}).find("kv_lens must be i32 or i64") !=
+        std::string::npos);
+  CHECK(error_of<kiln::ArgumentError>({q, kv, kv, lens, mask}).find("kv_lens comes last") !=
+        std::string::npos);
+  CHECK(error_of<kiln::ArgumentError>({q, kv, 2.0}).find("v must be a tensor") !=
+        std::string::npos);
+}
+
+TEST_CASE("attention's attributes: causal, causal_align (a choice of two words), scale") {
+  const TensorView q = desc({1, 4, 16, 64}, DType::f16);
+  CHECK(error_of<kiln::ArgumentError>({q, q, q}, Attrs().set("causal_align", "bottom"))
+            .find("causal_align=\"bottom\" is not one of top_left, bottom_right") !=
+        std::string::npos);
+  CHECK(error_of<kiln::ArgumentError>({q, q, q}, Attrs().set("causal_align", 1))
+            .find("causal_align") != std::string::npos);
+  CHECK(error_of<kiln::ArgumentError>({q, q, q}, Attrs().set("is_causal", true))
+            .find("unknown attribute") != std::string::npos);
+  Graph g;
+  const auto x = g.input("q", {1, 4, 16, 64}, DType::f16);
+  g.output(kiln::apply("attention", {x, x, x},
+                       Attrs().set("causal", true).set("causal_align", "bottom_right").set(
+                           "scale", 0.25)),
+           "y");
+  CHECK(Graph::parse(g.to_json()).to_json() == g.to_json());
+  CHECK(g.to_json().find(R"("causal_align":"bottom_right")") != std::string::npos);
+}
+
+TEST_CASE("attention is one kernel reading permuted q, k and v in place") {
+  Graph g;
+  // [B, S, H, D] projections seen as [B, H, S, D]: no copy
+  const auto q = kiln::apply("permute", {g.input("q", {2, 100, 8, 64}, DType::bf16)},
+                             Attrs().set("dims", {0, 2, 1, 3}));
+  const auto k = kiln::apply("permute", {g.input("k", {2, 50, 2, 64}, DType::bf16)},
+                             Attrs().set("dims", {0, 2, 1, 3}));
+  const auto v = kiln::apply("permute", {g.input("v", {2, 50, 2, 64}, DType::bf16)},
+                             Attrs().set("dims", {0, 2, 1, 3}));
+  g.output(kiln::apply("attention", {q, k, v}, Attrs().set("causal", true)), "y");
+  const auto kernels = kiln::Plan(g).kernels("sm_80");
+  REQUIRE(kernels.size() == 1);
+  CHECK(kernels[0].name == "attention_bf16__fa128x64s3_d64_causal");
+}
+
+TEST_CASE("attention over a dynamic sequence length plans one kernel for every length") {
+  const Graph g = Graph::parse(R"({"inputs": [
+      {"name": "q", "shape": [2, 8, "?", 64], "dtype": "bf16"},
+      {"name": "k", "shape": [2, 8, "?", 64], "dtype": "bf16"},
+      {"name": "v", "shape": [2, 8, "?", 64], "dtype": "bf16"}],
+    "nodes": [{"name": "o", "op": "attention", "args": ["q", "k", "v"], "attrs": {"causal": true}}],
+    "outputs": ["o"]})");
+  const auto kernels = kiln::Plan(g).kernels("sm_90a");
+  REQUIRE(kernels.size() == 1);
+  CHECK(kernels[0].name == "attention_bf16__fa128x64s3_d64_causal");
+}
+
+TEST_CASE("the attention template's specialization: paths, names, tunables, lengths") {
+  const kiln::KernelLaunch a = kiln::specialize_attention(
+      call(DType::bf16, {4, 16, 4096, 128}, {4, 16, 4096, 128}), "at", {});
+  CHECK(a.spec.name == "at__fa128x64s2_d128");
+  CHECK(a.config.block[0] == 256);
+  CHECK(a.config.grid[0] == 32 * 64);
+  CHECK(a.config.shared == (128 + 2 * 64 * 2) * 136 * 2);
+  CHECK(a.spec.expression ==
+        "kiln::attention::attention_mma<kiln::bf16, float, int, 128, 128, 64, 2, false, false, 0, "
+        "false>");
+  CHECK(a.tunables == kiln::Tunables{{"bm", 128}, {"bn", 64}, {"stages", 2}});
+  // Another length, batch or head count: the same kernel.
+  CHECK(kiln::specialize_attention(call(DType::bf16, {1, 4, 77, 128}, {1, 4, 1000, 128}), "at", {})
+            .spec.expression == a.spec.expression);
+  // D 256: 64 x 32 tiles, Q read from shared memory; D 40 padded to 48.
+  CHECK(kiln::specialize_attention(call(DType::f16, {1, 2, 64, 256}, {1, 2, 64, 256}), "at", {})
+            .spec.name == "at__fa64x32s2_d256");
+  CHECK(kiln::specialize_attention(call(DType::f16, {1, 2, 64, 40}, {1, 2, 64, 40}), "at", {})
+            .spec.name == "at__fa128x64s3_d40");
+  // f32, a head size not a multiple of 8, or D strided: the plain kernel.
+  CHECK(kiln::specialize_attention(call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at", {})
+            .spec.name == "at__rows_d64");
+  CHECK(kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 20}, {1, 2, 64, 20}), "at", {})
+            .spec.name == "at__rows_d20");
+  // A mask: half as many keys a tile; above D 192 an additive one takes the plain kernel.
+  kiln::AttentionKernel m = call(DType::f16, {1, 2, 64, 160}, {1, 2, 64, 160});
+  m.mask = desc({64, 64}, DType::boolean);
+  CHECK(kiln::specialize_attention(m, "at", {}).spec.name == "at__fa64x16s2_d160_boolmask");
+  m = call(DType::f16, {1, 2, 64, 256}, {1, 2, 64, 256});
+  m.mask = desc({64, 64}, DType::f16);
+  CHECK(kiln::specialize_attention(m, "at", {}).spec.name == "at__rows_d256_mask");
+  kiln::AttentionKernel t = call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64});
+  t.k = strided({1, 2, 64, 64}, {8192, 4096, 1, 64}, DType::bf16);
+  CHECK(kiln::specialize_attention(t, "at", {}).spec.name == "at__rows_d64");
+  // A [B, S, 3, H, D] projection read in place: the mma path.
+  kiln::AttentionKernel qkv = call(DType::bf16, {2, 4, 129, 64}, {2, 4, 129, 64});
+  qkv.q = strided({2, 4, 129, 64}, {129 * 3 * 256, 64, 3 * 256, 1}, DType::bf16);
+  qkv.k = qkv.v = qkv.q;
+  CHECK(kiln::specialize_attention(qkv, "at", {}).spec.name == "at__fa128x64s3_d64");
+  // tunables
+  CHECK(kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
+                                   {{"bm", 64}, {"bn", 128}, {"stages", 2}})
+            .spec.name == "at__fa64x128s2_d64");
+  CHECK_THROWS_WITH_AS(
+      kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
+                                 {{"warps", 4}}),
+      "at: 'warps' is not a tunable of the attention template (bm, bn, stages)",
+      kiln::ArgumentError);
+  CHECK_THROWS_AS(kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}),
+                                             "at", {{"bn", 48}}),
+                  kiln::ArgumentError);
+  CHECK_THROWS_AS(kiln::specialize_attention(call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}),
+                                             "at", {{"bn", 64}}),
+                  kiln::ArgumentError);
+}
+
+TEST_CASE("an attention launch's parameter block holds its pointers, kv_lens in its own slot") {
+  kiln::AttentionKernel k = call(DType::bf16, {2, 4, 64, 64}, {2, 4, 64, 64});
+  k.out.data = 0x10000, k.q.data = 0x20000, k.k.data = 0x30000, k.v.data = 0x40000;
+  k.lens = desc({2}, DType::i32);
+  k.lens->data = 0x50000;
+  const kiln::KernelLaunch L = kiln::specialize_attention(k, "at", {});
+  REQUIRE(L.layout.params.size() == 1);
+  REQUIRE(L.layout.pointers.size() == 5);
+  const std::uint64_t want[] = {0x10000, 0x20000, 0x30000, 0x40000, 0x50000};
+  for (std::size_t i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    std::uint64_t got = 0;
+    std::memcpy(&got, L.layout.params[0].data() + L.layout.pointers[i].offset, 8);
+    CHECK(got == want[i]);
+    CHECK(L.pointers[i] == want[i]);
+  }
+  CHECK(L.layout.pointers[4].offset == 40);  // no mask: kv_lens keeps slot 5
+}
+
+TEST_CASE("the attention tuning space: candidates that fit, the default first") {
+  const kiln::KernelLaunch a = kiln::specialize_attention(
+      call(DType::bf16, {4, 16, 4096, 128}, {4, 16, 4096, 128}), "at", {});
+  const kiln::autotune::Space s = kiln::autotune::attention_space(a, 227 * 1024);
+  kiln::autotune::DeviceLimits lim;
+  lim.max_shared_bytes_per_block = 227 * 1024;
+  const auto c = s.candidates(lim);
+  CHECK(c.size() >= 8);
+  CHECK(c.front() == a.tunables);
+  const kiln::KernelLaunch f = kiln::specialize_attention(
+      call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at", {});
+  const kiln::autotune::Space none = kiln::autotune::attention_space(f, 227 * 1024);
+  CHECK(none.tunables.empty());
+  CHECK(none.candidates(lim).size() == 1);  // the default alone
+}
+
+TEST_CASE("attention kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled") {
+  struct Case {
+    DType t;
+    std::int64_t d;
+    bool causal;
+    const char* align;
+    std::optional<DType> mask;
+    bool lens;
+  };
+  const std::vector<Case> cases = {
+      {DType::bf16, 64, false, "top_left", std::nullopt, false},
+      {DType::f16, 128, true, "top_left", std::nullopt, false},
+      {DType::bf16, 40, true, "bottom_right", DType::boolean, true},
+      {DType::f16, 80, false, "top_left", DType::f16, false},
+      {DType::bf16, 160, true, "top_left", DType::f32, false},
+      {DType::f16, 192, true, "bottom_right", DType::f16, true},
+      {DType::bf16, 128, false, "top_left", DType::bf16, true},
+      {DType::bf16, 256, false, "top_left", DType::boolean, false},
+      {DType::bf16, 256, true, "bottom_right", std::nullopt, true},
+      {DType::f32, 64, true, "top_left", DType::f32, true},
+      {DType::f32, 256, false, "top_left", std::nullopt, false},
+  };
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    kiln::Engine e(kiln::test::offline(arch));
+    for (const Case& c : cases) {
+      std::vector<kiln::Operand> args = {desc({2, 8, 333, c.d}, c.t), desc({2, 2, 500, c.d}, c.t),
+                                         desc({2, 2, 500, c.d}, c.t)};
+      if (c.mask) args.push_back(desc({333, 500}, *c.mask));
+      if (c.lens) args.push_back(desc({2}, DType::i64));
+      const kiln::KernelRecord r = kiln::precompile(
+          e, "attention", args, Attrs().set("causal", c.causal).set("causal_align", c.align));
+      CAPTURE(arch);
+      CAPTURE(r.name);
+      CHECK(r.spill_bytes == 0);
+      CHECK(r.registers > 0);
+    }
+  }
+}
+
+namespace {
+
+// Compiles every `step`-th candidate of the tuning space of a bf16 call at head size `d` (with an
+// additive mask: `masked`) for `arch`; returns those that spilled or failed.
+std::vector<std::string> compile_space(std::int64_t d, bool masked, const std::string& arch,
+                                       std::size_t step = 1) {
+  kiln::AttentionKernel k = call(DType::bf16, {2, 8, 1000, d}, {2, 8, 1000, d});
+  if (masked) k.mask = desc({1000, 1000}, DType::bf16);
+  k.causal = true;
+  const kiln::KernelLaunch base = kiln::specialize_attention(k, "attention_bf16", {});
+  kiln::autotune::DeviceLimits limits;
+  limits.max_shared_bytes_per_block = 227 * 1024;
+  const auto candidates = kiln::autotune::attention_space(base, 227 * 1024).candidates(limits);
+  std::vector<std::string> bad;
+  for (std::size_t i = 0; i < candidates.size(); i += step) {
+    const kiln::KernelLaunch L = kiln::specialize_attention(k, "attention_bf16", candidates[i]);
+    try {
+      const kiln::CompiledKernel ck = kiln::compiler::compile(L.spec, arch);
+      if (ck.spill_bytes != 0)
+        bad.push_back(fmt::format("{}: {} bytes spilled", L.spec.name, ck.spill_bytes));
+    } catch (const kiln::Error& e) {
+      bad.push_back(fmt::format("{}: {}", L.spec.name, e.what()));
+    }
+  }
+  MESSAGE(fmt::format("D {}{}: {} of {} candidates compiled for {}", d, masked ? " masked" : "",
+                      (candidates.size() + step - 1) / step, candidates.size(), arch));
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("a sample of the attention tuning space compiles for sm_90a with nothing spilled") {
+  for (const std::string& b : compile_space(128, false, "sm_90a", 5)) FAIL_CHECK(b);
+  for (const std::string& b : compile_space(160, true, "sm_90a", 3)) FAIL_CHECK(b);
+}
+
+TEST_CASE(
+    "the whole attention tuning space compiles for sm_80 and sm_90a with nothing spilled (long: "
+    "run with --no-skip)" *
+    doctest::skip(true)) {
+  for (const char* arch : {"sm_80", "sm_90a"})
+    for (std::int64_t d : {40, 64, 80, 128, 160, 256})
+      for (bool masked : {false, true})
+        for (const std::string& b : compile_space(d, masked, arch)) FAIL_CHECK(b);
+}
