@@ -81,7 +81,8 @@ std::string GatherSlots::layout_type(const LayoutPlan& lp, std::size_t own) cons
   for (const Scatter& s : scatters)
     gathers += fmt::format(", kiln::Scatter<{}, {}, {}, {}, {}>", s.slot, own + s.index,
                            device_type_of(indices[s.index].dtype), s.stride, s.limit);
-  return fmt::format("kiln::Gathering<{}, {}{}>", lp.type(), own + indices.size(), gathers);
+  return fmt::format("kiln::Gathering<{}, {}, {}{}>", lp.type(), own + indices.size(),
+                     indices.size(), gathers);
 }
 
 }  // namespace kiln

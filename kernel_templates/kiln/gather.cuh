@@ -41,8 +41,9 @@ struct Scatter {
 };
 
 /// Layout L whose slots listed in Gathers read at indices (or, for a Scatter, are written at
-/// them); StatusSlot is the last slot.
-template <class L, int StatusSlot, class... Gathers>
+/// them), from Indices index tensors' slots (a gather view read in two slots reads one index
+/// tensor); StatusSlot is the last slot.
+template <class L, int StatusSlot, int Indices, class... Gathers>
 struct Gathering : L {
   static constexpr int status_slot = StatusSlot;
 };
@@ -53,9 +54,9 @@ template <class L>
 struct ExtraSlots {
   static constexpr int value = 0;
 };
-template <class L, int StatusSlot, class... G>
-struct ExtraSlots<Gathering<L, StatusSlot, G...>> {
-  static constexpr int value = int(sizeof...(G)) + 1;
+template <class L, int StatusSlot, int Indices, class... G>
+struct ExtraSlots<Gathering<L, StatusSlot, Indices, G...>> {
+  static constexpr int value = Indices + 1;
 };
 template <class L>
 constexpr int kExtraSlots = ExtraSlots<L>::value;
@@ -111,8 +112,8 @@ struct ScatterAt {
     return off[J];
   }
 };
-template <int J, class L, int StatusSlot, class... G>
-struct ScatterAt<J, Gathering<L, StatusSlot, G...>> {
+template <int J, class L, int StatusSlot, int Indices, class... G>
+struct ScatterAt<J, Gathering<L, StatusSlot, Indices, G...>> {
   using Find = detail::FindScatter<J, G...>;
   template <class Index, int K>
   __device__ __forceinline__ static Index at(void* const* p, const Index (&off)[K], bool& ok) {
@@ -139,8 +140,8 @@ template <class L, int Slot>
 struct GatherAt {
   static constexpr bool on = false;
 };
-template <class L, int StatusSlot, class... G, int Slot>
-struct GatherAt<Gathering<L, StatusSlot, G...>, Slot> {
+template <class L, int StatusSlot, int Indices, class... G, int Slot>
+struct GatherAt<Gathering<L, StatusSlot, Indices, G...>, Slot> {
   using Find = detail::FindGather<Slot, G...>;
   static constexpr bool on = Find::found;
   using G0 = typename Find::type;

@@ -87,7 +87,8 @@ KernelLaunch specialize_arg(const GroupWork& w, const Tunables& t) {
   const Attrs& attrs = w.shapes.node(grp.anchor_node).attrs;
   Shape shape = w.shapes.node(grp.x).shape;
   const bool all = ops::all_axes(attrs);
-  const std::int64_t rank = std::int64_t(shape.size()), a = ops::axis_of(attrs);
+  const std::int64_t rank = std::int64_t(shape.size());
+  const std::int64_t a = all ? 0 : ops::reduce_axes(attrs, rank).front();  // one (infer_exact)
   const std::size_t axis = std::size_t(a < 0 ? a + rank : a);
   const TensorView& out = w.values.at(std::size_t(grp.outputs[0]));
   std::vector<TensorView> own = {
@@ -97,7 +98,9 @@ KernelLaunch specialize_arg(const GroupWork& w, const Tunables& t) {
   if (!all)
     std::rotate(shape.begin() + std::ptrdiff_t(axis), shape.begin() + std::ptrdiff_t(axis) + 1,
                 shape.end());
-  const GatherSlots gathers = gather_slots(w, own, 1);
+  GatherSlots gathers = gather_slots(w, own, 1);
+  for (TensorView& v : gathers.indices)  // seen as the inputs are: the axis last
+    if (!all) v = along_last(v, w.shapes.node(grp.x).shape, axis, "input");
   std::vector<const TensorView*> views;
   for (const TensorView& v : own) views.push_back(&v);
   const std::vector<TensorView> seen = gathers.layout_views(views);

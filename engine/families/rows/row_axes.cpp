@@ -146,7 +146,8 @@ RowKernel grouped_rows(const RowKernel& k, const std::string& stem, Shape& shape
     throw ShapeError(
         fmt::format("{}: group_norm of {} groups does not fit x {}", stem, k.groups, to_string(x)));
   RowKernel g = k;
-  for (std::vector<TensorView>* list : {&g.outputs, &g.inputs, &g.epilogue_inputs})
+  for (std::vector<TensorView>* list :
+       {&g.outputs, &g.inputs, &g.epilogue_inputs, &g.gathers.indices})
     for (TensorView& v : *list) v = split_channels(v, x, k.groups);
   std::vector<TensorView> affine;
   for (const TensorView& e : k.extras) {

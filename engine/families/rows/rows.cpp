@@ -149,7 +149,9 @@ std::vector<TensorView> slot_views(const RowKernel& k, const std::string& stem, 
                                    std::size_t& axis, bool columns) {
   std::vector<TensorView> all;
   for (const TensorView& o : k.outputs) all.push_back(output_view(k, stem, o, shape, axis));
-  for (const std::vector<TensorView>* group : {&k.inputs, &k.extras, &k.epilogue_inputs})
+  // A gather's index tensors last: seen over the kernel's shape as its inputs are.
+  for (const std::vector<TensorView>* group :
+       {&k.inputs, &k.extras, &k.epilogue_inputs, &k.gathers.indices})
     for (const TensorView& v : *group) all.push_back(full_rank(v, shape));
   if (!k.all_axes)
     for (std::size_t d = shape.size(); d-- > axis + 1;)
@@ -327,11 +329,14 @@ KernelLaunch specialize_row_op(const RowKernel& kernel, const std::string& stem,
                                     columns ? "column" : "row", k.axis, to_string(x_shape)));
   Shape shape = x_shape;
   const std::vector<TensorView> all = slot_views(k, stem, shape, axis, columns);
+  const std::size_t own = own_slots(k);
+  GatherSlots gathers = k.gathers;  // its index tensors as slot_views arranged them
+  gathers.indices.assign(all.begin() + std::ptrdiff_t(own), all.end());
   std::vector<const TensorView*> views;
   std::size_t widest = 1;
-  for (const TensorView& v : all) {
-    views.push_back(&v);
-    widest = std::max(widest, size_of(v.dtype));
+  for (std::size_t i = 0; i < own; ++i) {
+    views.push_back(&all[i]);
+    widest = std::max(widest, size_of(all[i].dtype));
   }
   // The dims it works along: the axis (a run of several merged into it for the column
   // template), the run of axes ending at it (the row template), or every one.
@@ -339,14 +344,13 @@ KernelLaunch specialize_row_op(const RowKernel& kernel, const std::string& stem,
   std::vector<bool> reduced(shape.size(), k.all_axes);
   for (std::size_t d = first; d <= axis; ++d) reduced[d] = true;
   const bool one_dim_row = !k.all_axes && !columns && k.axes == 1;
-  const std::size_t own = views.size();
-  const std::vector<TensorView> seen = k.gathers.layout_views(views);
+  const std::vector<TensorView> seen = gathers.layout_views(views);
   std::vector<const TensorView*> layout_views;
-  for (std::size_t i = 0; i < (k.gathers.empty() ? own : seen.size()); ++i)
+  for (std::size_t i = 0; i < (gathers.empty() ? own : seen.size()); ++i)
     layout_views.push_back(&seen[i]);
   LayoutPlan lp = plan_layout(layout_views, k.outputs.size(), shape, one_dim_row, 0, reduced);
-  lp.index64 = lp.index64 || k.gathers.wide;
-  if (!k.gathers.empty()) k.gathers.append(views);
+  lp.index64 = lp.index64 || gathers.wide;
+  gathers.append(views);
   const std::int64_t run = product(shape, first, axis + 1);
 
   KernelLaunch L;
