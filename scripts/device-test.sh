@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: build there, run the whole suite, the GPU cases under compute-sanitizer
 # (memcheck), the hello app twice, and the benchmark. Logs go to $OUT.
-# Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|gemm|dynamic|python|pyexamples|APP|all (default
+# Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|gemm|attention|dynamic|python|pyexamples|APP|all (default
 #   all, which takes longer than one 600 s device call: split it). On an H100, after a ~100 s
 #   build: tests (the suite: slices of its GPU cases and the others, side by side) ~250 s;
 #   sanity (racecheck of the row cases and of tests/sanitize*/*.json, their memcheck, hello,
@@ -11,7 +11,9 @@
 #   (softmax and layer_norm over 200 dynamic row lengths, bucket kernels against per-length ones);
 #   python: pytest of python/tests with the machine's torch and CuPy; pyexamples: examples/python
 #   beside torch (not part of all); gemm: `kiln bench` of bench/gemm/*.json, then their peers
-#   (bench/gemm/peers.py: cuBLAS, torch.compile) in the same call (not part of all);
+#   (bench/gemm/peers.py: cuBLAS, torch.compile) in the same call (not part of all); attention:
+#   the "gpu: attention" tests, `kiln bench` of bench/attention/*.json, then torch SDPA on them
+#   (bench/attention/peers.py: flash and cuDNN backends, CUDA graphs) (not part of all);
 #   APP one of diffusion|gfn|rusty_ops|gaussian_field|spectral_autoencoder: the seed app beside PyTorch (bench/APP.py;
 #   not part of all); dyngemm: bench/dynamic_gemm.py on a bundle of bench/dynamic_mlp.json made
 #   beforehand without a GPU into .device/mlp.kbundle (not part of all).
@@ -44,16 +46,18 @@ $bin/kiln info | tee "$OUT/info.log"
 if want tests; then
 step "test suite: the GPU cases in four processes (each compiles its kernels on one core) beside the rest"
 # NVRTC dominates: one process took ~430 s; its slices side by side take the longest slice's time.
-slices=("gpu: every op x dtype x layout*" "gpu: every row op x dtype*" "gpu: long rows*,gpu: row ops along*,gpu: tune_graph*,gpu: *dynamic*")
+slices=("gpu: every op x dtype x layout*" "gpu: every row op x dtype*" "gpu: long rows*,gpu: row ops along*,gpu: tune_graph*,gpu: *dynamic*"
+        "gpu: attention*,gpu: group_norm*,gpu: batch_norm*,gpu: var*,gpu: reductions over*,gpu: gather*,gpu: argmax*,gpu: integer sum*,gpu: a KV append*")
 pids=()
 for i in "${!slices[@]}"; do
   timeout 460 stdbuf -oL $bin/kiln_tests -tc="${slices[$i]}" >"$OUT/tests-gpu$i.log" 2>&1 & pids+=($!)
 done
 all=$(IFS=,; echo "${slices[*]}")
-timeout 460 stdbuf -oL $bin/kiln_tests -tc="gpu:*" -tce="$all" >"$OUT/tests-gpu3.log" 2>&1 & pids+=($!)
+rest=${#slices[@]}
+timeout 460 stdbuf -oL $bin/kiln_tests -tc="gpu:*" -tce="$all" >"$OUT/tests-gpu$rest.log" 2>&1 & pids+=($!)
 timeout 460 stdbuf -oL $bin/kiln_tests -tce="gpu:*" >"$OUT/tests-cpu.log" 2>&1 & pids+=($!)
 for p in "${pids[@]}"; do wait "$p" || status=1; done
-for part in gpu0 gpu1 gpu2 gpu3 cpu; do
+for part in $(seq -f "gpu%g" 0 "$rest") cpu; do
   echo "-- $part"; grep -E "^\[doctest\] (test cases|assertions)|ERROR|MESSAGE|CRASHED" "$OUT/tests-$part.log" | tail -n 20
 done
 awk '/^\[doctest\] test cases:/ {p += $6; f += $9} END {printf "suite: %d passed, %d failed (each case runs in one process; the others count it as skipped)\n", p, f}' "$OUT"/tests-*.log
@@ -179,6 +183,17 @@ for g in bench/gemm/*.json; do
   echo "$g"; tail -n 6 "$OUT/gemm-$(basename "$g" .json).log"
 done
 timeout 300 python3 bench/gemm/peers.py bench/gemm/*.json 2>&1 | tee "$OUT/gemm-peers.log" || status=1
+fi
+
+if [[ "$modes" == *" attention "* ]]; then
+step "attention: its GPU tests, its bench graphs beside torch SDPA (flash and cuDNN; logs attention-*.log)"
+timeout 300 $bin/kiln_tests -tc="gpu: attention*" -s >"$OUT/attention-tests.log" 2>&1 || status=1
+grep -E "largest error|ERROR|test cases" "$OUT/attention-tests.log" | tail -n 25
+for g in bench/attention/*.json; do
+  timeout 120 $bin/kiln bench "$g" >"$OUT/attention-$(basename "$g" .json).log" 2>&1 || status=1
+  echo "$g"; tail -n 4 "$OUT/attention-$(basename "$g" .json).log"
+done
+timeout 120 python3 bench/attention/peers.py bench/attention/*.json 2>&1 | tee "$OUT/attention-peers.log" || status=1
 fi
 
 if want dynamic; then
