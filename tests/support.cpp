@@ -99,6 +99,20 @@ std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, doubl
   return out;
 }
 
+std::vector<unsigned char> encode(DType t, const std::vector<double>& values) {
+  std::vector<unsigned char> bytes(values.size() * size_of(t));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    store_element(t, values[i], bytes.data() + i * size_of(t));
+  return bytes;
+}
+
+std::vector<double> decode(DType t, const std::vector<unsigned char>& bytes) {
+  std::vector<double> values(bytes.size() / size_of(t));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = load_element(t, bytes.data() + i * size_of(t));
+  return values;
+}
+
 CliRun kiln_cli(const std::string& args, const std::string& env) {
   TempDir tmp;
   const std::string err_path = tmp / "stderr";

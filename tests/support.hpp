@@ -55,6 +55,9 @@ std::vector<unsigned char> random_bytes(DType t, std::size_t n, double lo, doubl
 
 /// A tensor's bytes, copied to the host.
 std::vector<unsigned char> bytes_of(const Tensor& t);
+/// Host bytes of `values` as dtype `t` (rounded to it), and values back from such bytes.
+std::vector<unsigned char> encode(DType t, const std::vector<double>& values);
+std::vector<double> decode(DType t, const std::vector<unsigned char>& bytes);
 
 /// The kiln CLI run with `args`: its exit status, stdout, stderr, and both (stdout first).
 struct CliRun {

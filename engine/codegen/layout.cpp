@@ -129,6 +129,18 @@ int vector_width(const std::vector<const TensorView*>& views, std::size_t NO,
 
 }  // namespace
 
+TensorView axis_last(const TensorView& v, const Shape& shape, std::size_t axis,
+                      const char* role) {
+  TensorView r = v;
+  r.strides = broadcast_strides(v, shape, role);
+  r.shape = shape;
+  const auto last = [axis](auto& s) {
+    std::rotate(s.begin() + std::ptrdiff_t(axis), s.begin() + std::ptrdiff_t(axis) + 1, s.end());
+  };
+  last(r.shape), last(r.strides);
+  return r;
+}
+
 LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t NO,
                        const Shape& shape, bool rows, std::int64_t slack,
                        const std::vector<bool>& reduced) {

@@ -34,6 +34,10 @@ struct LayoutPlan {
 std::vector<std::int64_t> broadcast_strides(const TensorView& v, const Shape& shape,
                                             const char* role);
 
+/// `v` over `shape` with explicit strides (broadcast_strides: 0 where it broadcasts), its dim
+/// `axis` moved last: what a kernel working along `axis` (a scan, an arg search) sees as rows.
+TensorView axis_last(const TensorView& v, const Shape& shape, std::size_t axis, const char* role);
+
 /// Plans the layout of `views` (outputs first) over `shape`. Outputs may broadcast (step by 0:
 /// one value for the whole extent) along the dims flagged in `reduced` (empty: none); a reduced
 /// dim stays its own dim even when extent 1, unless all are reduced. With `rows`, the last dim

@@ -211,6 +211,23 @@ Agree agreement(const Graph& graph, const FusedGroup& grp, double allowed) {
   };
 }
 
+namespace {
+
+// Why `grp`'s kernel (`base`, tuned above already if `seen`) is not tuned; empty if it is.
+std::string skip_reason(const FusedGroup& grp, const KernelLaunch& base, bool seen,
+                        std::size_t candidates, const TuneOptions& o) {
+  if (base.groups == 0) return "no work (an empty tensor)";
+  if (seen) return "the same kernel was tuned above";
+  if (candidates < 2) return "only the default can run on this device";
+  if (grp.anchor && grp.anchor->fusion.in_place)
+    return "it writes into its operand's memory (a slice_update)";
+  if (o.deadline && std::chrono::steady_clock::now() > *o.deadline)
+    return "the time budget ran out";
+  return "";
+}
+
+}  // namespace
+
 std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const TuneOptions& o,
                                      std::set<std::string>& done) {
   detail::impl_of(engine).require_device("tuning");
@@ -238,16 +255,7 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
     const Space space = base.family->space(grp, base, detail::impl_of(engine).target);
     const std::vector<Candidate> candidates = space.candidates(limits);
     t.candidates = int(candidates.size());
-    if (base.groups == 0)
-      t.skipped = "no work (an empty tensor)";
-    else if (done.count(signature))
-      t.skipped = "the same kernel was tuned above";
-    else if (candidates.size() < 2)
-      t.skipped = "only the default can run on this device";
-    else if (grp.anchor && grp.anchor->fusion.in_place)
-      t.skipped = "it writes into its operand's memory (a slice_update)";
-    else if (o.deadline && std::chrono::steady_clock::now() > *o.deadline)
-      t.skipped = "the time budget ran out";
+    t.skipped = skip_reason(grp, base, done.count(signature) > 0, candidates.size(), o);
     if (!t.skipped.empty()) {
       out.push_back(std::move(t));
       continue;

@@ -42,18 +42,6 @@ const codegen::TunableTable<ArgTemplate>& arg_tunable_table() {
   return table;
 }
 
-// `v` over x's `shape` with explicit strides (0 where it broadcasts), `axis` moved last.
-TensorView along_last(const TensorView& v, const Shape& shape, std::size_t axis, const char* role) {
-  TensorView r = v;
-  r.strides = broadcast_strides(v, shape, role);
-  r.shape = shape;
-  const auto at = [&](auto& s) {
-    std::rotate(s.begin() + std::ptrdiff_t(axis), s.begin() + std::ptrdiff_t(axis) + 1, s.end());
-  };
-  at(r.shape), at(r.strides);
-  return r;
-}
-
 // The result seen with the axis kept (extent 1) where keepdim left it out.
 TensorView kept(TensorView out, std::size_t axis, bool keepdim) {
   if (keepdim) return out;
@@ -92,15 +80,15 @@ KernelLaunch specialize_arg(const GroupWork& w, const Tunables& t) {
   const std::size_t axis = std::size_t(a < 0 ? a + rank : a);
   const TensorView& out = w.values.at(std::size_t(grp.outputs[0]));
   std::vector<TensorView> own = {
-      all ? out : along_last(kept(out, axis, attrs.flag("keepdim")), shape, axis, "output")};
+      all ? out : axis_last(kept(out, axis, attrs.flag("keepdim")), shape, axis, "output")};
   for (const TensorView& v : w.views(grp.inputs))
-    own.push_back(all ? v : along_last(v, shape, axis, "input"));
+    own.push_back(all ? v : axis_last(v, shape, axis, "input"));
   if (!all)
     std::rotate(shape.begin() + std::ptrdiff_t(axis), shape.begin() + std::ptrdiff_t(axis) + 1,
                 shape.end());
   GatherSlots gathers = gather_slots(w, own, 1);
   for (TensorView& v : gathers.indices)  // seen as the inputs are: the axis last
-    if (!all) v = along_last(v, w.shapes.node(grp.x).shape, axis, "input");
+    if (!all) v = axis_last(v, w.shapes.node(grp.x).shape, axis, "input");
   std::vector<const TensorView*> views;
   for (const TensorView& v : own) views.push_back(&v);
   const std::vector<TensorView> seen = gathers.layout_views(views);

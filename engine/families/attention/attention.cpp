@@ -36,8 +36,8 @@ std::string AttentionTemplate::expression() const {
   if (mma) {
     for (int v : {bm, bn, stages}) args.push_back(std::to_string(v));
   }
-  for (const std::string& s : {flag(causal), flag(bottom_right),
-                               std::to_string(mask_kind(mask)), flag(lens.has_value())})
+  for (const std::string& s :
+       {flag(causal), flag(bottom_right), std::to_string(mask_kind(mask)), flag(lens.has_value())})
     args.push_back(s);
   return codegen::render_instance(
       mma ? "kiln::attention::attention_mma" : "kiln::attention::attention_rows", args);
@@ -194,8 +194,8 @@ AttentionTemplate parse_tiles(const Tunables& t, const AttentionTemplate& tp,
       codegen::parse_tunables(attention_tunable_table(), t, tp, stem, "attention template");
   for (const auto& row : attention_tunable_table())
     if (std::find(row.values.begin(), row.values.end(), r.*(row.field)) == row.values.end())
-      throw ArgumentError(fmt::format("{}: {}={} is not a value the attention template takes",
-                                      stem, row.name, r.*(row.field)));
+      throw ArgumentError(fmt::format("{}: {}={} is not a value the attention template takes", stem,
+                                      row.name, r.*(row.field)));
   if (r.shared_bytes() > max_shared)
     throw ArgumentError(fmt::format(
         "{}: tiles {}x{} in {} stages take {} bytes of shared memory, more than the {} a block "
@@ -236,7 +236,8 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   L.config.block[0] = tp.threads();
   L.config.shared = unsigned(tp.shared_bytes());
   L.config.shared_required = tp.mma;
-  L.spec.source = fmt::format("#include <kiln/{}>\n", tp.mma ? "attention.cuh" : "attention_rows.cuh");
+  L.spec.source =
+      fmt::format("#include <kiln/{}>\n", tp.mma ? "attention.cuh" : "attention_rows.cuh");
   L.spec.expression = tp.expression();
   L.spec.options = codegen::builtin_options();
   L.spec.name = tp.name(stem);

@@ -51,19 +51,6 @@ Space scan_space(const Candidate& fallback) {
 
 namespace {
 
-// `v` seen at x's `shape` with explicit strides (0 where it broadcasts), its dims permuted so
-// that `axis` comes last: the scan's rows are the layout's last dim.
-TensorView along_last(const TensorView& v, const Shape& shape, std::size_t axis, const char* role) {
-  TensorView r = v;
-  r.strides = broadcast_strides(v, shape, role);
-  r.shape = shape;
-  std::rotate(r.shape.begin() + std::ptrdiff_t(axis), r.shape.begin() + std::ptrdiff_t(axis) + 1,
-              r.shape.end());
-  std::rotate(r.strides.begin() + std::ptrdiff_t(axis),
-              r.strides.begin() + std::ptrdiff_t(axis) + 1, r.strides.end());
-  return r;
-}
-
 // The slots' views (outputs, prologue inputs, epilogue inputs) with the axis last.
 std::vector<TensorView> slot_views(const ScanKernel& k, const std::string& stem, std::size_t axis) {
   std::vector<TensorView> all;
@@ -71,10 +58,10 @@ std::vector<TensorView> slot_views(const ScanKernel& k, const std::string& stem,
     if (o.shape != k.shape)
       throw ShapeError(
           fmt::format("{}: output {} is not of shape {}", stem, o.describe(), to_string(k.shape)));
-    all.push_back(along_last(o, k.shape, axis, "output"));
+    all.push_back(axis_last(o, k.shape, axis, "output"));
   }
   for (const auto* group : {&k.inputs, &k.epilogue_inputs})
-    for (const TensorView& v : *group) all.push_back(along_last(v, k.shape, axis, "input"));
+    for (const TensorView& v : *group) all.push_back(axis_last(v, k.shape, axis, "input"));
   return all;
 }
 

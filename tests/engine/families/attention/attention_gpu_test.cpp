@@ -81,10 +81,11 @@ struct Case {
 };
 
 std::string name_of(const Case& c) {
-  return fmt::format("{} B{} H{}/{} Sq{} Skv{} D{}{}{}{}{}{}", kiln::name_of(c.t), c.b, c.hq,
-                     c.hkv, c.sq, c.skv, c.d,
-                     c.causal ? (c.bottom_right ? " causal_br" : " causal") : "",
-                     c.mask == 1 ? " mask" : c.mask == 2 ? " boolmask" : "",
+  return fmt::format("{} B{} H{}/{} Sq{} Skv{} D{}{}{}{}{}{}", kiln::name_of(c.t), c.b, c.hq, c.hkv,
+                     c.sq, c.skv, c.d, c.causal ? (c.bottom_right ? " causal_br" : " causal") : "",
+                     c.mask == 1   ? " mask"
+                     : c.mask == 2 ? " boolmask"
+                                   : "",
                      c.lens ? " lens" : "", c.packed ? " packed" : "", "");
 }
 
@@ -108,7 +109,8 @@ void run_case(kiln::Engine& e, const Case& c, std::mt19937_64& rng) {
     }
   }
   for (int i = 0; i < 3; ++i)
-    vals.push_back(keep[c.packed ? 0 : std::size_t(i)].values(std::get<kiln::TensorView>(args[std::size_t(i)])));
+    vals.push_back(keep[c.packed ? 0 : std::size_t(i)].values(
+        std::get<kiln::TensorView>(args[std::size_t(i)])));
   if (c.mask) {
     const Shape ms = c.mask == 1 ? Shape{c.sq, c.skv} : Shape{c.b, 1, c.sq, c.skv};
     std::vector<double> m(std::size_t(kiln::numel_of(ms)));
@@ -127,7 +129,8 @@ void run_case(kiln::Engine& e, const Case& c, std::mt19937_64& rng) {
   }
   if (c.lens) {
     std::vector<double> n(static_cast<std::size_t>(c.b));
-    for (std::int64_t i = 0; i < c.b; ++i) n[std::size_t(i)] = double((c.skv * (i + 1)) / (c.b + 1));
+    for (std::int64_t i = 0; i < c.b; ++i)
+      n[std::size_t(i)] = double((c.skv * (i + 1)) / (c.b + 1));
     n[0] = 0;  // a batch without keys
     keep.push_back(upload(e, DType::i64, std::move(n)));
     args.push_back(keep.back().view({c.b}, {1}, 0));
@@ -151,9 +154,11 @@ void run_case(kiln::Engine& e, const Case& c, std::mt19937_64& rng) {
   int bad = 0;
   double worst = 0;
   for (std::int64_t r = 0; r < rows; r += step) {
-    const std::vector<double> want = kiln::test::attention_row(ref, r / c.sq / c.hq, r / c.sq % c.hq, r % c.sq);
+    const std::vector<double> want =
+        kiln::test::attention_row(ref, r / c.sq / c.hq, r / c.sq % c.hq, r % c.sq);
     for (std::int64_t x = 0; x < c.d; ++x) {
-      const double v = kiln::load_element(c.t, got.data() + std::size_t(r * c.d + x) * kiln::size_of(c.t));
+      const double v =
+          kiln::load_element(c.t, got.data() + std::size_t(r * c.d + x) * kiln::size_of(c.t));
       const double w = want[std::size_t(x)], err = std::fabs(v - w);
       worst = std::isnan(v) ? INFINITY : std::max(worst, err);
       if (!(err <= tol * (1 + std::fabs(w))) && bad++ < 5)

@@ -37,19 +37,6 @@ Stats stats(Graph& g, std::int64_t C, bool affine = true) {
   return s;
 }
 
-std::vector<unsigned char> encode(DType t, const std::vector<double>& values) {
-  std::vector<unsigned char> bytes(values.size() * kiln::size_of(t));
-  for (std::size_t i = 0; i < values.size(); ++i)
-    kiln::store_element(t, values[i], bytes.data() + i * kiln::size_of(t));
-  return bytes;
-}
-std::vector<double> decode(DType t, const std::vector<unsigned char>& bytes) {
-  std::vector<double> values(bytes.size() / kiln::size_of(t));
-  for (std::size_t i = 0; i < values.size(); ++i)
-    values[i] = kiln::load_element(t, bytes.data() + i * kiln::size_of(t));
-  return values;
-}
-
 }  // namespace
 
 TEST_CASE("batch_norm: shapes, errors, and two kernels with a SiLU fused after it") {
@@ -104,12 +91,14 @@ TEST_CASE("gpu: batch_norm against fp64 loops, NCHW and channels_last, odd and u
               for (std::int64_t c = 0; c < C; ++c)
                 for (std::int64_t p = 0; p < S; ++p)
                   stored[std::size_t((n * S + p) * C + c)] = xs[std::size_t((n * C + c) * S + p)];
-          xs = decode(t, encode(t, xs));
+          xs = kiln::test::decode(t, kiln::test::encode(t, xs));
           std::map<std::string, kiln::Tensor> held;
-          held.emplace("x", e.from_host({kiln::numel_of(s)}, t, encode(t, stored).data()));
+          held.emplace("x",
+                       e.from_host({kiln::numel_of(s)}, t, kiln::test::encode(t, stored).data()));
           for (const auto& [name, v] : std::vector<std::pair<std::string, std::vector<double>*>>{
                    {"mean", &mean}, {"var", &var}, {"w", &w}, {"b", &b}})
-            held.emplace(name, e.from_host({C}, DType::f32, encode(DType::f32, *v).data()));
+            held.emplace(name,
+                         e.from_host({C}, DType::f32, kiln::test::encode(DType::f32, *v).data()));
           std::map<std::string, kiln::TensorView> inputs;
           for (const auto& [name, tensor] : held) {
             kiln::TensorView v = tensor.view();
@@ -117,7 +106,7 @@ TEST_CASE("gpu: batch_norm against fp64 loops, NCHW and channels_last, odd and u
             if (g.find(name) >= 0) inputs[name] = v;
           }
           const auto out = kiln::Plan(g).run(e, inputs);
-          const auto got = decode(t, kiln::test::bytes_of(out.at("y")));
+          const auto got = kiln::test::decode(t, kiln::test::bytes_of(out.at("y")));
           REQUIRE(got.size() == xs.size());
           const double tol = t == DType::f32 ? 1e-5 : t == DType::f16 ? 4e-3 : 2.5e-2;
           int bad = 0;

@@ -56,19 +56,6 @@ std::vector<double> group_norm_ref(const std::vector<double>& x, const Shape& s,
   return out;
 }
 
-std::vector<unsigned char> encode(DType t, const std::vector<double>& values) {
-  std::vector<unsigned char> bytes(values.size() * kiln::size_of(t));
-  for (std::size_t i = 0; i < values.size(); ++i)
-    kiln::store_element(t, values[i], bytes.data() + i * kiln::size_of(t));
-  return bytes;
-}
-std::vector<double> decode(DType t, const std::vector<unsigned char>& bytes) {
-  std::vector<double> values(bytes.size() / kiln::size_of(t));
-  for (std::size_t i = 0; i < values.size(); ++i)
-    values[i] = kiln::load_element(t, bytes.data() + i * kiln::size_of(t));
-  return values;
-}
-
 }  // namespace
 
 TEST_CASE("group_norm: shapes, and errors naming the operands") {
@@ -162,7 +149,7 @@ TEST_CASE("gpu: group_norm against fp64 loops, NCHW and channels_last, groups 1,
               for (std::int64_t ch = 0; ch < C; ++ch)
                 for (std::int64_t p = 0; p < S; ++p)
                   stored[std::size_t((n * S + p) * C + ch)] = xs[std::size_t((n * C + ch) * S + p)];
-          const auto host = encode(t, stored);
+          const auto host = kiln::test::encode(t, stored);
           const kiln::Tensor x = e.from_host({kiln::numel_of(s)}, t, host.data());
           kiln::TensorView view = x.view();
           view.shape = s;
@@ -174,17 +161,18 @@ TEST_CASE("gpu: group_norm against fp64 loops, NCHW and channels_last, groups 1,
                 d + 1 < s.size() ? view.strides[d + 1] * s[d + 1] : (channels_last ? C : 1);
             view.strides[d] = inner;
           }
-          xs = decode(t, encode(t, xs));
+          xs = kiln::test::decode(t, kiln::test::encode(t, xs));
           std::vector<kiln::Tensor> keep;
           std::vector<kiln::Operand> args = {view};
           for (const auto* v : {&w, &b})
             if (!v->empty()) {
-              keep.push_back(e.from_host({C}, DType::f32, encode(DType::f32, *v).data()));
+              keep.push_back(
+                  e.from_host({C}, DType::f32, kiln::test::encode(DType::f32, *v).data()));
               args.push_back(keep.back().view());
             }
           const kiln::Tensor y = kiln::call(e, "group_norm", args, groups(c.groups));
           const auto want = group_norm_ref(xs, s, c.groups, w, b, 1e-5);
-          const auto got = decode(t, kiln::test::bytes_of(y));
+          const auto got = kiln::test::decode(t, kiln::test::bytes_of(y));
           REQUIRE(got.size() == want.size());
           const double tol = t == DType::f32 ? 1e-4 : t == DType::f16 ? 4e-3 : 2.5e-2;
           int bad = 0;

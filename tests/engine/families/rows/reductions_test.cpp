@@ -55,20 +55,6 @@ std::vector<double> reduce_ref(const std::string& op, const std::vector<double>&
   return out;
 }
 
-// Host bytes of `values` as dtype `t` (rounded to it), and back.
-std::vector<unsigned char> encode(DType t, const std::vector<double>& values) {
-  std::vector<unsigned char> bytes(values.size() * kiln::size_of(t));
-  for (std::size_t i = 0; i < values.size(); ++i)
-    kiln::store_element(t, values[i], bytes.data() + i * kiln::size_of(t));
-  return bytes;
-}
-std::vector<double> decode(DType t, const std::vector<unsigned char>& bytes) {
-  std::vector<double> values(bytes.size() / kiln::size_of(t));
-  for (std::size_t i = 0; i < values.size(); ++i)
-    values[i] = kiln::load_element(t, bytes.data() + i * kiln::size_of(t));
-  return values;
-}
-
 }  // namespace
 
 TEST_CASE("var, std and reductions over several axes: shapes, keepdim, and errors") {
@@ -182,8 +168,8 @@ TEST_CASE("gpu: var and std along an axis, over several and over all, against fp
           std::vector<double> xs(n);
           std::uniform_real_distribution<double> u(-2, 2);
           for (double& v : xs) v = c.mean + u(rng);
-          const auto host = encode(t, xs);
-          xs = decode(t, host);  // the values the GPU reads
+          const auto host = kiln::test::encode(t, xs);
+          xs = kiln::test::decode(t, host);  // the values the GPU reads
           const kiln::Tensor x = e.from_host(c.shape, t, host.data());
           const std::int64_t last = std::int64_t(c.a1) - std::int64_t(c.shape.size());
           std::vector<std::int64_t> list;  // the last axis from the end, the others from 0
@@ -192,7 +178,7 @@ TEST_CASE("gpu: var and std along an axis, over several and over all, against fp
           const kiln::Tensor y =
               kiln::call(e, op, {x.view()}, axes(list).set("correction", correction));
           const auto want = reduce_ref(op, xs, c.shape, c.a0, c.a1, correction);
-          const auto got = decode(t, kiln::test::bytes_of(y));
+          const auto got = kiln::test::decode(t, kiln::test::bytes_of(y));
           REQUIRE(got.size() == want.size());
           const double tol = t == DType::f32 ? 2e-4 : t == DType::f16 ? 4e-3 : 2e-2;
           for (std::size_t i = 0; i < got.size(); ++i) {
