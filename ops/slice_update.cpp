@@ -41,7 +41,7 @@ TensorView infer_update(const OpDef& op, const std::vector<Operand>& args, const
   if (args.size() > 2) {
     const auto* start = std::get_if<TensorView>(&args[2]);
     if (!start || numel_of(start->shape) != 1 || !is_integer(start->dtype))
-      throw ArgumentError(fmt::format("{}: start must be a one-element i32 or i64 tensor", what));
+      throw ArgumentError(fmt::format("{}: pos must be a one-element i32 or i64 tensor", what));
   } else {
     const std::int64_t s = attrs.integer("start").value_or(0);
     const std::int64_t at = s < 0 ? s + extent : s;
@@ -62,7 +62,7 @@ TensorView infer_update(const OpDef& op, const std::vector<Operand>& args, const
 std::vector<OpDef> update_ops() {
   OpDef d;
   d.name = "slice_update";
-  d.operands = {"dst", "src", "start"};
+  d.operands = {"dst", "src", "pos"};  // pos: the start as a tensor (start is the attribute)
   d.min_operands = 2;
   d.fusion = {FusionKind::anchor, "update", /*prologue=*/false, /*epilogue=*/false};
   d.fusion.in_place = true;
@@ -78,15 +78,15 @@ std::vector<OpDef> update_ops() {
               AttrValue(std::int64_t{0}),
               false,
               {},
-              "where the window starts along axis (from the end if negative), when no start "
+              "where the window starts along axis (from the end if negative), when no pos "
               "tensor is given"}};
   d.doc =
       "dst with src written over dst[..., start:start+len, ...] along axis, in dst's own memory "
-      "(a KV cache's append): the result is dst, updated in place. start is an attribute, or a "
-      "one-element i32/i64 tensor read on the GPU.";
+      "(a KV cache's append): the result is dst, updated in place. start is an attribute, or pos "
+      "a one-element i32/i64 tensor holding it, read on the GPU.";
   d.dtypes =
       "src of dst's kind (a float for a float, an integer for an integer), rounded to dst's "
-      "dtype; start i32 or i64; the result has dst's dtype.";
+      "dtype; pos i32 or i64; the result has dst's dtype.";
   return {d};
 }
 

@@ -21,7 +21,7 @@ void describe_gathers(const Graph& bound, const FusedGroup& grp,
     const std::size_t axis = std::size_t(a < 0 ? a + r : a);
     PreparedCall::Launch::Gather g;
     g.slot = std::uint32_t(first);
-    g.what = fmt::format("{} '{}': start '{}' holds", n.op, printable_name(n.name),
+    g.what = fmt::format("{} '{}': pos '{}' holds", n.op, printable_name(n.name),
                          printable_name(bound.node(grp.index_inputs[0]).name));
     g.extent = dst[axis] - src[axis] + 1;
     g.tail = "it wrote nothing (src's entries must fit in dst's axis from the start)";

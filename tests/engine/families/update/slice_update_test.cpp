@@ -72,7 +72,7 @@ TEST_CASE("slice_update: shapes, dtypes, starts, and errors naming the call") {
         "written into dst's bf16 (cast it)");
   CHECK(infer_error({dst, desc({4, 3, 6}, DType::bf16), desc({2}, DType::i32)},
                     Attrs().set("axis", 1))
-            .find("start must be a one-element i32 or i64 tensor") != std::string::npos);
+            .find("pos must be a one-element i32 or i64 tensor") != std::string::npos);
   kiln::Engine offline(kiln::test::offline("sm_90a"));
   CHECK_THROWS_WITH_AS(kiln::call(offline, "slice_update", {dst, desc({4, 3, 6}, DType::bf16)}),
                        doctest::Contains("runs in a plan"), kiln::ArgumentError);
@@ -147,7 +147,7 @@ TEST_CASE(
   auto views = dev.views;
   views["pos"] = p.view();
   CHECK_THROWS_WITH_AS(plan.run(e, views),
-                       doctest::Contains("start 'pos' holds index 9, outside [0, 9): it wrote "
+                       doctest::Contains("pos 'pos' holds index 9, outside [0, 9): it wrote "
                                          "nothing"),
                        kiln::ArgumentError);
   std::vector<float> after(cache.size());
