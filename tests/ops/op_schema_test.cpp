@@ -32,7 +32,10 @@ TEST_CASE("op schema: every op has a doc, a dtype rule and attributes of valid d
     CHECK(s.dtypes.size() > 10);
     CHECK(s.required_operands >= 1);
     CHECK(s.required_operands <= s.operands.size());
-    std::set<std::string_view> names;
+    // Operands and attributes share one namespace: Python's signature (keywords) and the
+    // docs name both.
+    std::set<std::string_view> names(s.operands.begin(), s.operands.end());
+    CHECK(names.size() == s.operands.size());
     for (const kiln::AttrSpec& a : s.attrs) {
       CAPTURE(a.name);
       CHECK(names.insert(a.name).second);
