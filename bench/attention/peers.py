@@ -3,36 +3,14 @@ cuDNN, each replayed in a CUDA graph, CUDA events, median of 20; TFLOP/s = 4*B*H
 when causal. kiln's own time comes from `kiln bench` of the same graph in the same device call
 (its correctness from the "gpu: attention" tests)."""
 import json
+import pathlib
 import sys
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-
-def graphed(fn):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g.replay
-
-
-def timed(fn, reps=20):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) * 1000)
-    return sorted(times)[len(times) // 2]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # bench/
+from run import graphed, median_us  # noqa: E402
 
 
 def main(paths):
@@ -49,7 +27,7 @@ def main(paths):
             try:
                 with sdpa_kernel(backend):
                     f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                    us = timed(graphed(f))
+                    us = median_us(graphed(f)[0])
                 row[name + "_us"] = round(us, 1)
                 row[name + "_tflops"] = round(flops / us / 1e6, 1)
             except Exception as e:  # a backend this build lacks

@@ -127,7 +127,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
     PreparedCall::Launch launch = prepared_launch(std::move(L), *kernels[i], config);
     launch.nodes = std::move(nodes);
     launch.label = describe_group(bound, grp);
-    if (!grp.index_inputs.empty()) describe_gathers(bound, grp, values, launch);
+    if (!grp.index_inputs.empty()) describe_gathers(bound, grp, values, *call, launch);
     call->launches.push_back(std::move(launch));
   }
   call->data.assign(bound.nodes().size(), 0);

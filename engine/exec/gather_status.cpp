@@ -11,7 +11,9 @@
 namespace kiln::detail {
 
 void describe_gathers(const Graph& bound, const FusedGroup& grp,
-                      const std::vector<TensorView>& values, PreparedCall::Launch& l) {
+                      const std::vector<TensorView>& values, PreparedCall& call,
+                      PreparedCall::Launch& l) {
+  l.status_word = call.status_words++;
   const std::size_t first = l.nodes.size() - 1 - grp.index_inputs.size();
   if (grp.anchor && grp.anchor->fusion.in_place) {  // a slice_update's start tensor
     const Graph::Node& n = bound.node(grp.anchor_node);
@@ -45,11 +47,7 @@ void describe_gathers(const Graph& bound, const FusedGroup& grp,
 }
 
 void bind_status(PreparedCall& call, Engine& engine) {
-  if (call.status_words == 0) {
-    for (PreparedCall::Launch& l : call.launches)
-      if (!l.gathers.empty()) l.status_word = call.status_words++;
-    if (call.status_words == 0) return;
-  }
+  if (call.status_words == 0) return;
   if (call.status.view().data == 0) {
     call.status = engine.empty({std::int64_t(call.status_words)}, DType::i64);
     call.status.fill_bytes(0);

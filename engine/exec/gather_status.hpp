@@ -13,9 +13,11 @@
 
 namespace kiln::detail {
 
-/// What `grp`'s kernel reports name, for its launch `l` (the gathers of `bound`'s group).
+/// What `grp`'s kernel reports name, for its launch `l` (the gathers of `bound`'s group), and
+/// its status word's index in `call` (counted there).
 void describe_gathers(const Graph& bound, const FusedGroup& grp,
-                      const std::vector<TensorView>& values, PreparedCall::Launch& l);
+                      const std::vector<TensorView>& values, PreparedCall& call,
+                      PreparedCall::Launch& l);
 
 /// Gives each launch of `call` that gathers its status word (allocated and zeroed at the
 /// first call on `engine`) and writes its pointer.

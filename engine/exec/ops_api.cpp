@@ -111,7 +111,7 @@ std::shared_ptr<detail::PreparedCall> prepare_op(Engine& engine, const ops::OpDe
   p->launches.push_back(detail::prepared_launch(std::move(L), k, config));
   if (!c.group.index_inputs.empty()) {  // a gather: its status word follows the operands
     p->launches.back().nodes = c.group.pointer_nodes();
-    detail::describe_gathers(c.graph, c.group, c.values, p->launches.back());
+    detail::describe_gathers(c.graph, c.group, c.values, *p, p->launches.back());
   }
   return p;
 }

@@ -45,31 +45,35 @@ GatherSlots gather_slots(const GroupWork& w, const std::vector<TensorView>& view
         out.slots.push_back(s);
       }
   }
-  out.status.shape = {};
-  out.status.dtype = DType::i64;
-  out.status.data = kStatusAddress;
   return out;
 }
 
-std::vector<TensorView> GatherSlots::layout_views(
-    const std::vector<const TensorView*>& views) const {
-  std::vector<TensorView> out;
-  for (const TensorView* v : views) out.push_back(*v);
+GatherSlots::GatherSlots() {
+  status.dtype = DType::i64;
+  status.data = kStatusAddress;
+}
+
+LayoutPlan GatherSlots::plan(std::vector<const TensorView*>& views, std::size_t outputs,
+                             const Shape& shape, bool rows, std::int64_t slack,
+                             const std::vector<bool>& reduced) const {
+  if (empty()) return plan_layout(views, outputs, shape, rows, slack, reduced);
+  std::vector<TensorView> seen;
+  for (const TensorView* v : views) seen.push_back(*v);
   const auto moved = [&](std::size_t slot, std::int64_t stride) {  // by i * stride elements
-    const std::uint64_t step = std::uint64_t(stride) * size_of(out[slot].dtype);
-    if (step != 0) out[slot].data |= step & (~step + 1);
+    const std::uint64_t step = std::uint64_t(stride) * size_of(seen[slot].dtype);
+    if (step != 0) seen[slot].data |= step & (~step + 1);
   };
   for (const Slot& s : slots) moved(s.slot, s.stride);
   for (const Scatter& s : scatters) moved(s.slot, s.stride);
-  out.insert(out.end(), indices.begin(), indices.end());
-  out.push_back(status);
-  return out;
-}
-
-void GatherSlots::append(std::vector<const TensorView*>& views) const {
-  if (empty()) return;
   for (const TensorView& v : indices) views.push_back(&v);
   views.push_back(&status);
+  seen.insert(seen.end(), indices.begin(), indices.end());
+  seen.push_back(status);
+  std::vector<const TensorView*> layout;
+  for (const TensorView& v : seen) layout.push_back(&v);
+  LayoutPlan lp = plan_layout(layout, outputs, shape, rows, slack, reduced);
+  lp.index64 = lp.index64 || wide;
+  return lp;
 }
 
 std::string GatherSlots::layout_type(const LayoutPlan& lp, std::size_t own) const {

@@ -16,6 +16,7 @@
 namespace kiln {
 
 struct GatherSlots {
+  GatherSlots();  ///< none, the status word's placeholder set
   struct Slot {
     std::size_t slot = 0;   ///< the gathering slot, among the family's own
     std::size_t index = 0;  ///< its index tensor, in `indices`
@@ -35,11 +36,13 @@ struct GatherSlots {
   bool wide = false;  ///< an operand read at indices reaches 2^31 elements: 64-bit offsets
 
   bool empty() const { return slots.empty() && scatters.empty(); }
-  /// `views` (the family's own slots) as the layout must see them, then the index tensors and
-  /// the status word: a gathering slot's alignment is what its reads at indices keep.
-  std::vector<TensorView> layout_views(const std::vector<const TensorView*>& views) const;
-  /// The index tensors' and the status word's views, after `views` (for the pointers).
-  void append(std::vector<const TensorView*>& views) const;
+  /// plan_layout of `views` (the family's own slots; the other arguments plan_layout's) with
+  /// the index tensors and the status word after them, which it appends to `views` (the
+  /// launch's pointers): a gathering slot's alignment is what its reads at indices keep, and
+  /// offsets are 64-bit where an operand read at indices needs them. plan_layout alone where
+  /// there are no slots.
+  LayoutPlan plan(std::vector<const TensorView*>& views, std::size_t outputs, const Shape& shape,
+                  bool rows, std::int64_t slack, const std::vector<bool>& reduced = {}) const;
   /// `lp`'s layout type, a kiln::Gathering of it where there are slots, for `own` slots.
   std::string layout_type(const LayoutPlan& lp, std::size_t own) const;
 };

@@ -22,6 +22,13 @@ using ValueLookup = std::function<const std::vector<double>&(int)>;
 std::vector<double> gemm_reference(const Graph& g, int id, const ValueLookup& arg,
                                    std::vector<double>* mag);
 
+/// A slice_update node `n` of `g`: dst with src over its window (NaN everywhere for a start
+/// that leaves no room: the run reports it instead).
+std::vector<double> update_reference(const Graph& g, const Graph::Node& n, const ValueLookup& arg);
+/// A gather, index_select or embedding node `n` of `g`, from torch's definitions (NaN for an
+/// index outside its axis).
+std::vector<double> gather_reference(const Graph& g, const Graph::Node& n, const ValueLookup& arg);
+
 /// Node `id` of `g`, a group_norm, in fp64 from its operands' values; `mag` (if given) gets,
 /// per element, the largest magnitude in its group.
 std::vector<double> group_norm_reference(const Graph& g, int id, const ValueLookup& arg,

@@ -91,15 +91,9 @@ KernelLaunch specialize_arg(const GroupWork& w, const Tunables& t) {
     if (!all) v = axis_last(v, w.shapes.node(grp.x).shape, axis, "input");
   std::vector<const TensorView*> views;
   for (const TensorView& v : own) views.push_back(&v);
-  const std::vector<TensorView> seen = gathers.layout_views(views);
-  std::vector<const TensorView*> layout_views;
-  for (std::size_t i = 0; i < (gathers.empty() ? own.size() : seen.size()); ++i)
-    layout_views.push_back(&seen[i]);
   std::vector<bool> reduced(shape.size(), all);
   if (!shape.empty()) reduced.back() = true;
-  LayoutPlan lp = plan_layout(layout_views, 1, shape, !all, 0, reduced);
-  lp.index64 = lp.index64 || gathers.wide;
-  gathers.append(views);
+  const LayoutPlan lp = gathers.plan(views, 1, shape, !all, 0, reduced);
 
   ArgTemplate tp;
   tp.layout = gathers.layout_type(lp, own.size());

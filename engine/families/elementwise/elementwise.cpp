@@ -67,17 +67,7 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
   }
   for (const TensorView& i : inputs) views.push_back(&i);
   const std::size_t own = views.size();
-  LayoutPlan lp;
-  if (gathers.empty()) {
-    lp = plan_layout(views, outputs.size(), shape, false, block * unroll);
-  } else {
-    const std::vector<TensorView> seen = gathers.layout_views(views);
-    std::vector<const TensorView*> ptrs;
-    for (const TensorView& v : seen) ptrs.push_back(&v);
-    lp = plan_layout(ptrs, outputs.size(), shape, false, block * unroll);
-    lp.index64 = lp.index64 || gathers.wide;
-    gathers.append(views);
-  }
+  const LayoutPlan lp = gathers.plan(views, outputs.size(), shape, false, block * unroll);
   KernelLaunch L;
   const int vec = lp.vec;
   const std::int64_t groups = lp.groups;

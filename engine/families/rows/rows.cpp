@@ -344,13 +344,7 @@ KernelLaunch specialize_row_op(const RowKernel& kernel, const std::string& stem,
   std::vector<bool> reduced(shape.size(), k.all_axes);
   for (std::size_t d = first; d <= axis; ++d) reduced[d] = true;
   const bool one_dim_row = !k.all_axes && !columns && k.axes == 1;
-  const std::vector<TensorView> seen = gathers.layout_views(views);
-  std::vector<const TensorView*> layout_views;
-  for (std::size_t i = 0; i < (gathers.empty() ? own : seen.size()); ++i)
-    layout_views.push_back(&seen[i]);
-  LayoutPlan lp = plan_layout(layout_views, k.outputs.size(), shape, one_dim_row, 0, reduced);
-  lp.index64 = lp.index64 || gathers.wide;
-  gathers.append(views);
+  const LayoutPlan lp = gathers.plan(views, k.outputs.size(), shape, one_dim_row, 0, reduced);
   const std::int64_t run = product(shape, first, axis + 1);
 
   KernelLaunch L;

@@ -33,8 +33,6 @@ KernelLaunch specialize_update(const GroupWork& w, const Tunables& t) {
     at.shape = window.shape;
     scatter.indices = {at};
     scatter.scatters = {{0, 0, stride, extent - len}};
-    scatter.status.dtype = DType::i64;
-    scatter.status.data = 256;
   } else {
     const std::int64_t s = n.attrs.integer("start").value_or(0);
     start = s < 0 ? s + extent : s;
