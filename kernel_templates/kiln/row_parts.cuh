@@ -139,10 +139,10 @@ __device__ __forceinline__ void load_group(const A& args, const At& at, Index j,
 }
 
 /// How many of a thread's Items groups in registers lie in its block's `count` groups of the
-/// row (group `it` is at it * block + threadIdx.x): a prefix of Items.
+/// row (group `it` is at it * block + t, t the thread in its row): a prefix of Items.
 template <int Items, class Index>
-__device__ __forceinline__ int groups_held(Index count, unsigned block) {
-  const unsigned c = unsigned(count), t = threadIdx.x;  // count <= block * Items
+__device__ __forceinline__ int groups_held(Index count, unsigned block, unsigned t) {
+  const unsigned c = unsigned(count);  // count <= block * Items
   const int n = t < c ? int((c - t - 1) / block) + 1 : 0;
   return n < Items ? n : Items;
 }
@@ -154,13 +154,13 @@ __device__ __forceinline__ int groups_held(Index count, unsigned block) {
 /// the tests in a register and issues only some of the loads before the first is used.
 template <class Body, class L, int V, int NO, class Index, int Items, class A, class At>
 __device__ __forceinline__ void load_held(const A& args, const At& at, int held, unsigned block,
-                                          float (&cached)[Items][V]) {
+                                          unsigned t, float (&cached)[Items][V]) {
   if (held == 0) return;
   InputPacks<L, V, NO, typename Body::Inputs> raw[Items];
 #pragma unroll
   for (int it = 0; it < Items; ++it) {
     Index off[At::kSlots];
-    at.offsets(Index(it < held ? it : held - 1) * Index(block) + threadIdx.x, off);
+    at.offsets(Index(it < held ? it : held - 1) * Index(block) + t, off);
     raw[it].load(args.p, off);
   }
 #pragma unroll

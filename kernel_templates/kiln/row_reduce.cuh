@@ -50,8 +50,9 @@ template <class Row, int Block>
 __device__ __forceinline__ typename Row::Stat block_reduce(typename Row::Stat v, unsigned warps) {
   using Stat = typename Row::Stat;
   constexpr int kWarps = Block / 32;
-  __shared__ Stat partial[kWarps];
   v = warp_reduce<Row, 32>(v);
+  if constexpr (kWarps == 1) return v;  // one warp (a packed row's too): merged already
+  __shared__ Stat partial[kWarps];
   const int lane = threadIdx.x % 32;
   if (lane == 0) partial[threadIdx.x / 32] = v;
   __syncthreads();

@@ -47,14 +47,19 @@ namespace row {
 // split into per-strategy functions, ptxas gave layer_norm f32 over rows of 65536 70 registers
 // instead of 63 (one block a multiprocessor instead of two) and the kernel ran 30 % slower
 // (244.7 us against 187.6-188.6 on an H100; bench/NOTES.md, "A split of row::run").
+// With Pack > 1 a block holds Pack rows, a warp each (rows_packed): Block is 32, the threads
+// of one row, and a row's statistic merges in its warp alone.
 template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Block,
-          int Items, int Split, bool RuntimeBlock, bool RuntimeSplit, class A, class G>
+          int Items, int Split, bool RuntimeBlock, bool RuntimeSplit, int Pack = 1, class A,
+          class G>
 __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G& geometry) {
   static_assert(Block % 32 == 0 && Block <= 1024,
                 "a row block is whole warps, at most 1024 threads");
   static_assert(Items >= 0 && Items <= 16, "at most 16 groups per thread in registers");
   static_assert(Extra::size <= 2, "extra row inputs are weight and bias");
   static_assert(Split >= 1 && Split <= 8 && Split <= Block, "a row splits between 1 to 8 blocks");
+  static_assert(Pack == 1 || (Block == 32 && Items > 0 && Split == 1 && !RuntimeBlock),
+                "packed rows are a warp each, in registers");
   constexpr int NO = Epi::Outputs::size;
   constexpr int NI = Body::Inputs::size;
   constexpr int K = NO + NI + Extra::size + Epi::Inputs::size + kExtraSlots<L>;
@@ -74,7 +79,10 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
   const Index count = lo >= groups_per_row         ? Index(0)
                       : groups_per_row - lo < span ? groups_per_row - lo
                                                    : span;
-  const RowCursor<L, Index, K> at(Index(blockIdx.x / split), groups_per_row, lo, geometry);
+  const unsigned tid = Pack > 1 ? threadIdx.x % 32u : threadIdx.x;  // the thread in its row
+  const Index row = Pack > 1 ? Index(blockIdx.x) * Index(Pack) + Index(threadIdx.x / 32u)
+                             : Index(blockIdx.x / split);
+  const RowCursor<L, Index, K> at(row, groups_per_row, lo, geometry);
   const float eps = args.s[Body::scalars];
   const float* epi_scalars = args.s + Body::scalars + 1;
   const float n = float(groups_per_row) * float(V);
@@ -94,9 +102,9 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
   // Pass 1: the statistic (and, with Items, the row's values in registers).
   typename Row::Local local = Row::local_init();
   float cached[Items > 0 ? Items : 1][V];
-  const int loaded = Items > 0 ? groups_held<Items>(count, block) : 0;  // a prefix of cached
+  const int loaded = Items > 0 ? groups_held<Items>(count, block, tid) : 0;  // a prefix of cached
   if constexpr (Items > 0) {
-    load_held<Body, L, V, NO, Index>(args, at, loaded, block, cached);
+    load_held<Body, L, V, NO, Index>(args, at, loaded, block, tid, cached);
     if constexpr (Row::kFoldsCached) {
       local = Row::fold(cached, loaded);
     } else {
@@ -111,7 +119,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
     // Four groups loaded before the first is used; each one's values stashed if they fit.
     const Stash<V> stash;
     constexpr int kBatch = 4;
-    Index j = threadIdx.x;
+    Index j = tid;
     for (; j + Index(kBatch - 1) * Index(block) < count; j += Index(kBatch) * Index(block)) {
       Ins raw[kBatch];
 #pragma unroll
@@ -155,7 +163,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
 
   if constexpr (!Row::kWritesRow) {
     static_assert(Epi::Inputs::size == 0, "a reduction's epilogue reads nothing but the row value");
-    if (threadIdx.x == 0 && part == 0) {
+    if (tid == 0 && part == 0) {
       Index off[K];
       at.offsets(Index(0), off);
       float x[1] = {Row::finish(stat, n, eps)}, y[1][NO];
@@ -176,7 +184,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
       };
 #pragma unroll
       for (int it = 0; it < Items; ++it) {
-        const Index j = Index(it) * Index(block) + threadIdx.x;
+        const Index j = Index(it) * Index(block) + tid;
         if (it < loaded) {
           Index off[K];
           at.offsets(j, off);
@@ -196,7 +204,7 @@ __device__ __forceinline__ void run(const A& args, Index groups_per_row, const G
       // Four groups' loads issued before the first store; two when a group carries 16 values or
       // more (bf16 norms: x and weight, bias), which spilled at 1024 threads (64 registers).
       constexpr int kBatch = V * (1 + Extra::size) >= 16 ? 2 : 4;
-      Index j = threadIdx.x;
+      Index j = tid;
       for (; j + Index(kBatch - 1) * Index(block) < count; j += Index(kBatch) * Index(block)) {
         Index off[kBatch][K];
         Ins raw[kBatch];
@@ -249,6 +257,18 @@ __global__ void __launch_bounds__(Block)
     rows(const row::RowArgs<Body, Epi, Extra, L> args, Index groups_per_row) {
   row::run<Body, Row, Epi, Extra, L, V, Index, Block, Items, 1, false, false>(args, groups_per_row,
                                                                               row::NoGeometry{});
+}
+
+/// Pack rows per block, a warp each (rows of at most 32 threads x Items groups), of `Rows` rows
+/// in all (a `kiln tune` candidate): blocks of one warp leave a multiprocessor at its limit of
+/// 32 blocks, half its warps, where registers would allow more.
+template <class Body, class Row, class Epi, class Extra, class L, int V, class Index, int Items,
+          int Pack, long long Rows>
+__global__ void __launch_bounds__(32 * Pack)
+    rows_packed(const row::RowArgs<Body, Epi, Extra, L> args, Index groups_per_row) {
+  if (Index(blockIdx.x) * Index(Pack) + Index(threadIdx.x / 32u) >= Index(Rows)) return;
+  row::run<Body, Row, Epi, Extra, L, V, Index, 32, Items, 1, false, false, Pack>(
+      args, groups_per_row, row::NoGeometry{});
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -17,11 +17,18 @@ const codegen::TunableTable<RowTunables>& row_tunable_table() {
       {"block", &T::block, {64, 128, 256, 512}, kColumnTemplate},
       {"cols", &T::cols, {1, 2, 4, 8, 16, 32}, kColumnTemplate},
       {"split", &T::split, {1, 2, 4, 8}, kRowTemplate, kRowClusters},
+      {"pack", &T::pack, {1, 2, 4, 8}, kRowTemplate},
   };
   return table;
 }
 
 std::string RowTemplate::expression() const {
+  if (pack > 1)
+    return codegen::render_instance(
+        "kiln::rows_packed",
+        {"kiln_body", functor, "kiln_epilogue", extras, layout, std::to_string(vec),
+         codegen::render_index(index64), std::to_string(items), std::to_string(pack),
+         std::to_string(rows) + "LL"});
   std::vector<std::string> args = {"kiln_body",
                                    functor,
                                    "kiln_epilogue",
@@ -38,15 +45,18 @@ std::string RowTemplate::expression() const {
 
 std::string RowTemplate::name(std::string_view stem, bool all_axes, std::size_t dims,
                               const RowTunables& fallback) const {
-  const bool tuned = block != fallback.block || items != fallback.items || split != fallback.split;
+  const bool tuned = block != fallback.block || items != fallback.items ||
+                     split != fallback.split || pack != fallback.pack;
   return fmt::format(
-      "{}__{}{}v{}{}{}{}{}", stem,
+      "{}__{}{}v{}{}{}{}{}{}", stem,
       at         ? "at"
       : all_axes ? "all"
                  : "r",
       dims, vec, at && items ? fmt::format("i{}", items) : "",
-      fallback.split > 1 ? fmt::format("s{}", fallback.split) : "", index64 ? "_i64" : "",
-      tuned ? fmt::format("_b{}i{}{}", block, items, split > 1 ? fmt::format("s{}", split) : "")
+      fallback.split > 1 ? fmt::format("s{}", fallback.split) : "",
+      fallback.pack > 1 ? fmt::format("p{}", fallback.pack) : "", index64 ? "_i64" : "",
+      tuned ? fmt::format("_b{}i{}{}{}", block, items, split > 1 ? fmt::format("s{}", split) : "",
+                          pack > 1 ? fmt::format("p{}", pack) : "")
             : "");
 }
 

@@ -24,7 +24,7 @@ const codegen::TunableTable<RowTunables>& row_tunable_table();
 
 /// rows.cuh's `rows<Body, Row, Epi, Extra, L, V, Index, Block, Items>`, or with Split > 1
 /// `rows_split<..., Split>`; `at` (a bucket's kernel: rows placed at run time) `rows_at` and
-/// `rows_split_at`.
+/// `rows_split_at`; with pack > 1 `rows_packed<..., V, Index, Items, Pack, Rows>` (Rows: `rows`).
 struct RowTemplate {
   static constexpr std::string_view kHeader = "rows.cuh";
   std::string functor;  ///< Row: the row op's functor
@@ -32,13 +32,14 @@ struct RowTemplate {
   std::string layout;   ///< L
   int vec = 1;
   bool index64 = false;
-  int block = 0, items = 0, split = 1;
+  int block = 0, items = 0, split = 1, pack = 1;
+  std::int64_t rows = 0;  ///< rows in all (rows_packed's bound)
   bool at = false;
 
   std::string expression() const;
-  /// "<stem>__r2v4", "<stem>__all1v4s8", "<stem>__at2v8i4": the layout's `dims`, `all_axes` a
-  /// reduction over every element; the `fallback` (default) tunables' split, and this kernel's
-  /// tunables where they are not the default's.
+  /// "<stem>__r2v4", "<stem>__all1v4s8", "<stem>__at2v8i4", "<stem>__r2v8p4": the layout's
+  /// `dims`, `all_axes` a reduction over every element; the `fallback` (default) tunables'
+  /// split and pack, and this kernel's tunables where they are not the default's.
   std::string name(std::string_view stem, bool all_axes, std::size_t dims,
                    const RowTunables& fallback) const;
 };

@@ -60,6 +60,11 @@ std::string reject_row_tunables(const RowTunables& t, std::int64_t row_groups, i
   if (t.split > 1 && !clusters)
     return fmt::format("a row split between {} blocks needs thread-block clusters (sm_90 or later)",
                        t.split);
+  if (t.pack != 1 && t.pack != 2 && t.pack != 4 && t.pack != 8)
+    return fmt::format("{} rows per block: 1, 2, 4 or 8", t.pack);
+  if (t.pack > 1 && (t.block != 32 || t.items == 0 || t.split != 1))
+    return fmt::format("{} rows per block: a warp each (block 32), in registers (items > 0), "
+                       "unsplit", t.pack);
   const std::int64_t per_pass = std::int64_t(t.block) * std::max(t.items, 1) * t.split;
   if (t.items > 0 && per_pass < row_groups)
     return fmt::format("{} threads x {} groups x {} blocks do not cover a row of {} groups",

@@ -220,7 +220,10 @@ Instance specialize_column_template(const RowKernel& k, const std::string& stem,
 }
 
 // The row template's default for rows of `per_row` groups: the heuristic's, or, for rows of a
-// dynamic length (`at`), their bucket's.
+// dynamic length (`at`), their bucket's. Rows are not packed by default (`pack`, several rows
+// of one warp a block, is for `kiln tune`): a default that depended on the number of rows
+// would compile another kernel for another batch, and packs ran within 3 % of one row a block
+// (bench/NOTES.md).
 RowTunables row_default(const RowKernel& k, std::int64_t per_row, int vec, bool at) {
   if (at) return bucket_row_tunables(per_row, vec, k.clusters, !k.op->reduces);
   RowTunables fallback = default_row_tunables(per_row, vec);
@@ -275,6 +278,7 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
                                : k.axes > 1 ? run_elems / lp.vec
                                             : lp.dims.back().extent;
   const bool at = k.dynamic_row && !k.all_axes;  // rows placed at run time: a bucket's kernel
+  const std::int64_t rows = per_row ? lp.groups / per_row : 0;
   const RowTunables fallback = row_default(k, per_row, lp.vec, at);
   if (at && t.block != 0) {
     throw ArgumentError(fmt::format(
@@ -289,12 +293,12 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
   index.index = std::uint64_t(per_row);
   // A bucket's kernel takes its block and its blocks per row (a cluster) from the launch.
   const BucketLaunch run = at ? bucket_launch(t, per_row, lp.vec) : BucketLaunch{t.block, t.split};
-  L.config.block[0] = unsigned(run.block);
+  L.config.block[0] = unsigned(run.block * t.pack);
   L.config.cluster[0] = at ? unsigned(run.split) : 1u;
   L.config.grid[0] =
-      grid_x(per_row ? std::uint64_t(lp.groups / per_row) * std::uint64_t(run.split) : 0, [&] {
-        return fmt::format("{}: {} rows of {} groups, {} blocks a row", stem, lp.groups / per_row,
-                           per_row, run.split);
+      grid_x(std::uint64_t(ceil_div(rows, t.pack)) * std::uint64_t(run.split), [&] {
+        return fmt::format("{}: {} rows of {} groups, {} blocks a row", stem, rows, per_row,
+                           run.split);
       });
   if (at) index.geometry = rows_at_geometry(lp);
   L.bucketed = at;
@@ -311,7 +315,8 @@ Instance specialize_row_template(const RowKernel& k, const std::string& stem, co
   tp.layout = at ? rows_at_type(lp, row_strides(k, lp)) : k.gathers.layout_type(lp, own_slots(k));
   tp.vec = lp.vec;
   tp.index64 = lp.index64;
-  tp.block = t.block, tp.items = t.items, tp.split = t.split;
+  tp.block = t.block, tp.items = t.items, tp.split = t.split, tp.pack = t.pack;
+  tp.rows = rows;
   tp.at = at;
   return {tp.expression(), tp.name(stem, k.all_axes, lp.dims.size(), fallback), tp.kHeader};
 }

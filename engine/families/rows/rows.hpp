@@ -77,9 +77,10 @@ struct RowTunables {
   int cols = 0;   ///< the column template's column groups per block (BX; block / cols threads along
                   ///< the axis)
   int split = 1;  ///< blocks per row, a cluster (1, 2, 4 or 8; more than 1 needs sm_90)
+  int pack = 1;   ///< rows per block, a warp each (1, 2, 4 or 8; more than 1: block 32, items)
 };
 
-/// `t`'s "block", "items", "cols" and "split" (missing: 0, the default); ArgumentError naming
+/// `t`'s "block", "items", "cols", "split" and "pack" (missing: 0, the default); ArgumentError naming
 /// `stem` for any other name.
 RowTunables row_tunables(const Tunables& t, const std::string& stem);
 

@@ -23,8 +23,9 @@ Space rows_space(long long row_groups, int vec, const Candidate& fallback, bool 
                                          const DeviceLimits& limits) -> std::string {
     if (std::string why = block_too_large(c, limits); !why.empty()) return why;
     const int block = c.at("block");
-    const auto split = c.find("split");
-    return reject_row_tunables({block, c.at("items"), 0, split == c.end() ? 1 : split->second},
+    const auto split = c.find("split"), pack = c.find("pack");
+    return reject_row_tunables({block, c.at("items"), 0, split == c.end() ? 1 : split->second,
+                                pack == c.end() ? 1 : pack->second},
                                row_groups, vec, clusters);
   };
   return s;

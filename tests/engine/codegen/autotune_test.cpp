@@ -25,23 +25,34 @@ TEST_CASE("autotune: candidates honour the device's limits, the default first") 
   for (const Candidate& c : fewer) CHECK(c.at("block") <= 512);
 
   // Rows of 100 groups of 4: the default keeps 4 groups per thread in 32 threads; no candidate
-  // leaves half its threads idle, leaves part of a row uncovered or holds more than 32 values.
+  // leaves half its threads idle, leaves part of a row uncovered or holds more than 32 values;
+  // rows of one warp in registers are also packed 2, 4 and 8 a block.
   const auto rows_space = [](long long groups, int vec, bool clusters) {
     const kiln::RowTunables d = kiln::default_row_tunables(groups, vec);
     return kiln::autotune::rows_space(
-        groups, vec, {{"block", d.block}, {"items", d.items}, {"split", 1}}, clusters);
+        groups, vec, {{"block", d.block}, {"items", d.items}, {"split", 1}, {"pack", 1}},
+        clusters);
   };
   const auto rows = rows_space(100, 4, false);
-  CHECK(rows.fallback == Candidate{{"block", 32}, {"items", 4}});
-  std::vector<std::pair<int, int>> got;
-  for (const Candidate& c : rows.candidates(big)) got.emplace_back(c.at("block"), c.at("items"));
-  CHECK(got ==
-        std::vector<std::pair<int, int>>{{32, 4}, {32, 0}, {64, 0}, {64, 2}, {128, 0}, {128, 1}});
-  CHECK(rows_space(1, 4, false).candidates(big).size() == 2);  // 32 threads, streaming or 1 group
+  CHECK(rows.fallback == Candidate{{"block", 32}, {"items", 4}, {"pack", 1}});
+  std::vector<std::tuple<int, int, int>> got;
+  for (const Candidate& c : rows.candidates(big))
+    got.emplace_back(c.at("block"), c.at("items"), c.at("pack"));
+  CHECK(got == std::vector<std::tuple<int, int, int>>{{32, 4, 1},
+                                                      {32, 0, 1},
+                                                      {32, 4, 2},
+                                                      {32, 4, 4},
+                                                      {32, 4, 8},
+                                                      {64, 0, 1},
+                                                      {64, 2, 1},
+                                                      {128, 0, 1},
+                                                      {128, 1, 1}});
+  // 32 threads, streaming or 1 group (packed 1, 2, 4 or 8 a block)
+  CHECK(rows_space(1, 4, false).candidates(big).size() == 5);
   // Where clusters run, rows gain splits between blocks that do not idle half their threads
-  // (6 more for rows of 100 groups), and long rows splits that hold them in registers: f32 x
+  // (6 more for rows of 100 groups: 15), and long rows splits that hold them in registers: f32 x
   // 65536 = 16384 groups of 4.
-  CHECK(rows_space(100, 4, true).candidates(big).size() == 12);
+  CHECK(rows_space(100, 4, true).candidates(big).size() == 15);
   const auto long_rows = rows_space(16384, 4, true);
   std::vector<std::tuple<int, int, int>> split;
   for (const Candidate& c : long_rows.candidates(big))

@@ -180,7 +180,7 @@ TEST_CASE(
 TEST_CASE("the row templates' tunables: the parse and both spaces are the table's rows") {
   CHECK_THROWS_WITH_AS(kiln::row_tunables({{"unroll", 2}}, "softmax_f32"),
                        "softmax_f32: 'unroll' is not a tunable of the row templates (block, items, "
-                       "cols, split)",
+                       "cols, split, pack)",
                        kiln::ArgumentError);
   const auto names = [](const kiln::autotune::Space& s) {
     std::vector<std::string> out;
@@ -188,9 +188,9 @@ TEST_CASE("the row templates' tunables: the parse and both spaces are the table'
     return out;
   };
   CHECK(names(kiln::autotune::rows_space(100, 4, {}, false)) ==
-        std::vector<std::string>{"block", "items"});
+        std::vector<std::string>{"block", "items", "pack"});
   CHECK(names(kiln::autotune::rows_space(100, 4, {}, true)) ==
-        std::vector<std::string>{"block", "items", "split"});
+        std::vector<std::string>{"block", "items", "split", "pack"});
   CHECK(names(kiln::autotune::columns_space({})) == std::vector<std::string>{"block", "cols"});
   for (const auto& row : kiln::row_tunable_table()) {
     CAPTURE(std::string(row.name));
