@@ -56,6 +56,7 @@ std::vector<OpDef> group_norm_ops() {
   // weight and bias are per channel, applied in the epilogue: row_axes.cpp).
   d.functor = "kiln::row::LayerNorm";
   d.fusion = {FusionKind::anchor, "rows", /*prologue=*/true, /*epilogue=*/true, /*side_from=*/1};
+  d.fusion.hands_on = true;
   d.infer = infer_group_norm;
   d.attrs = {
       {"groups",

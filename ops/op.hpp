@@ -52,6 +52,11 @@ struct FusionRoles {
   /// other memory is planned for it, and the fusion pass refuses a plan where a kernel reads
   /// operand 0's old value after the write.
   bool in_place = false;
+  /// Its kernel can also store the value its prologue computes (x) as it computes it, where
+  /// something outside the kernel reads x (engine/passes/fusion_hand_on.cpp): the row
+  /// template's epilogue reads it after the row's value (a residual h = x + attn stored by
+  /// layer_norm(h)'s kernel).
+  bool hands_on = false;
 };
 
 /// A view op's rule (FusionKind::view): where its result is read in its operand's memory, and

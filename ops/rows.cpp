@@ -125,6 +125,9 @@ OpDef row_op(std::string_view name, std::string_view functor, RowReference ref, 
   // consumers as an epilogue; a norm's weight and bias are side operands.
   d.fusion = {FusionKind::anchor, "rows", true, !reduces, 1};
   d.fusion.gathers = true;
+  // A row op that writes the row stores its x too where it is read elsewhere; not softmax,
+  // whose kernel replaces the values it holds by their exponentials (row_stats.cuh, Softmax).
+  d.fusion.hands_on = !reduces && name != "softmax";
   d.infer = infer_row;
   d.row_reference = ref;
   d.reduces = reduces;

@@ -24,6 +24,8 @@ std::string ref(const Ref& r, const Body& b, std::size_t step, bool typed = fals
       return fmt::format("t{}", r.index);
     case Ref::Kind::row:
       return fmt::format("x[{}]", b.inputs.size());
+    case Ref::Kind::prologue:
+      return fmt::format("x[{}]", b.inputs.size() + 1);
   }
   throw ArgumentError(fmt::format("codegen: a reference of step {} points outside the body", step));
 }
@@ -39,6 +41,7 @@ DType ref_dtype(const Ref& r, const Body& b) {
       return b.steps[std::size_t(r.index)].dtype;
     case Ref::Kind::scalar:
     case Ref::Kind::row:
+    case Ref::Kind::prologue:
       break;
   }
   return DType::f32;

@@ -15,9 +15,10 @@
 namespace kiln::codegen {
 
 /// A value inside a body: an input element x[i], a scalar s[i], step i's result t[i], or (in
-/// a row kernel's epilogue) the row op's value, which the template passes after the inputs.
+/// a row kernel's epilogue) the row op's value, which the template passes after the inputs,
+/// and after that the value the row op's prologue computed there (its x).
 struct Ref {
-  enum class Kind { input, scalar, step, row } kind = Kind::input;
+  enum class Kind { input, scalar, step, row, prologue } kind = Kind::input;
   int index = 0;
 };
 

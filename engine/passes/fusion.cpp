@@ -52,10 +52,10 @@ bool hosts_epilogue(const Graph& g, int id) {
   return is_kernel_anchor(g, id) && roles(g, id).epilogue;
 }
 
-// Elementwise nodes needed to compute `roots` from memory (inputs, row results, or anything in
-// `stop`), in topological order; the memory nodes read go to `inputs`.
-void collect(const Graph& g, const std::vector<int>& roots, const std::set<int>& stop,
-             FusedGroup& grp) {
+}  // namespace
+
+void fusion::collect(const Graph& g, const std::vector<int>& roots, const std::set<int>& stop,
+                     FusedGroup& grp) {
   std::set<int> steps, inputs;
   std::vector<int> todo = roots;
   while (!todo.empty()) {
@@ -72,6 +72,8 @@ void collect(const Graph& g, const std::vector<int>& roots, const std::set<int>&
   grp.steps.assign(steps.begin(), steps.end());
   grp.inputs.assign(inputs.begin(), inputs.end());
 }
+
+namespace {
 
 // A node as a kernel of its own (an anchor, a view's copy) writing its result; its tensor
 // operands are named by their roles (the op's operand names).
@@ -372,6 +374,7 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
   }
   window_slices(g, l.needed, groups);
   write_read_anchors(g, l.needed, groups);
+  hand_on_prologues(g, groups);
   add_gather_indices(g, groups);
   for (FusedGroup& grp : groups) build_body(g, grp);
   check_order(g, groups);

@@ -61,6 +61,9 @@ struct FusedGroup {
   /// copy lists its own here, its x as its input.
   std::vector<int> gather_views;
   std::vector<int> index_inputs;
+  /// A row op's kernel that also stores its prologue's value x (one of its outputs), read by
+  /// its epilogue as Ref::Kind::prologue (hand_on_prologues).
+  bool hands_on = false;
   /// Its family's analysis (analyze_groups, when a plan or an eager call is built); none for a
   /// group straight from fuse(), or one its family has nothing to keep for.
   std::shared_ptr<const GroupPayload> payload;
@@ -119,6 +122,13 @@ std::string describe_group(const Graph& graph, const FusedGroup& grp);
 /// outputs).
 void window_slices(const Graph& graph, const std::set<int>& needed,
                    std::vector<FusedGroup>& groups);
+
+/// Part of fuse: where the x a row op's prologue computes (ops::FusionRoles::hands_on) is also
+/// written by an earlier elementwise kernel for readers outside the row op's, and nothing reads
+/// it between the two kernels, the row op's kernel stores it instead (an output of its own;
+/// its epilogue reads x there rather than from memory), and the elementwise kernel, or its
+/// output, goes.
+void hand_on_prologues(const Graph& graph, std::vector<FusedGroup>& groups);
 
 /// Whether node `id` is a view that a kernel writing windows may write (a slice: ViewRule::window).
 bool is_window(const Graph& graph, int id);

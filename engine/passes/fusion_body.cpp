@@ -34,7 +34,8 @@ std::vector<DType> arg_dtypes(const ops::OpDef& op, const Graph::Node& n,
   return out;
 }
 
-// A body computing `steps` from `inputs` (and, for an epilogue, the row op's value `row`).
+// A body computing `steps` from `inputs` (and, for an epilogue, the row op's value `row`);
+// `refs` may hold values the body reads otherwise (the prologue's x).
 codegen::Body make_body(const Graph& g, const std::vector<int>& steps,
                         const std::vector<int>& inputs, int row, std::vector<float>& scalars,
                         std::map<int, Ref>& refs) {
@@ -116,6 +117,7 @@ void build_body(const Graph& g, FusedGroup& grp) {
       grp.body.results = {refs.at(grp.x)};
     }
     std::map<int, Ref> erefs;
+    if (grp.hands_on) erefs[grp.x] = {Ref::Kind::prologue, 0};  // x as the prologue computed it
     grp.epilogue = make_body(g, grp.epilogue_steps, grp.epilogue_inputs, grp.anchor_node,
                              grp.epilogue_scalars, erefs);
     for (int id : grp.outputs) {

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <kiln/graph.hpp>
+#include <set>
 #include <vector>
 
 #include "engine/ir/graph_ops.hpp"
+#include "engine/passes/fusion.hpp"
 #include "ops/op.hpp"
 
 namespace kiln::fusion {
@@ -54,5 +56,10 @@ inline bool is_gather(const Graph& g, int id) { return is_view(g, id) && view_ru
 
 /// Whether gather view `id` is read in place by every kernel that reads it.
 bool gathered_in_place(const Graph& g, int id);
+
+/// Elementwise nodes needed to compute `roots` from memory (inputs, row results, or anything in
+/// `stop`), in topological order, into grp.steps; the memory nodes read go to grp.inputs.
+void collect(const Graph& g, const std::vector<int>& roots, const std::set<int>& stop,
+             FusedGroup& grp);
 
 }  // namespace kiln::fusion

@@ -188,10 +188,11 @@ struct Tail {
     float y[V][NO];
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      float wb[2] = {1.0f, 0.0f}, e[NP + 1];
+      float wb[2] = {1.0f, 0.0f}, e[NP + 2];
       extra.values(i, wb);
       epi.values(i, e);
       e[NP] = apply(i, x[i], wb[0], wb[1]);
+      e[NP + 1] = x[i];  // the prologue's value (Ref::Kind::prologue), for a row handing it on
       Epi::apply(e, epi_scalars, y[i]);
     }
     StoreOutputs<0, typename Epi::Outputs, V>::run(p, off, y);
