@@ -176,6 +176,7 @@ OpSchema schema_of(const OpDef& op) {
   s.name = op.name;
   s.operands = op.operands;
   s.required_operands = op.min_operands ? op.min_operands : op.operands.size();
+  s.variadic = op.variadic;
   s.attrs = op.attrs;
   s.doc = op.doc;
   s.dtypes = op.dtypes.empty() ? dtype_rule_doc(op.rule) : op.dtypes;

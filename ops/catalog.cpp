@@ -15,8 +15,11 @@ namespace kiln::ops {
 std::string describe_args(const OpDef& op, const std::vector<Operand>& args) {
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string name =
-        i < op.operands.size() ? std::string(op.operands[i]) : fmt::format("arg{}", i);
+    const std::size_t last = op.operands.empty() ? 0 : op.operands.size() - 1;
+    const std::string name = op.variadic && i >= last
+                                 ? fmt::format("{}[{}]", op.operands.back(), i - last)
+                             : i < op.operands.size() ? std::string(op.operands[i])
+                                                      : fmt::format("arg{}", i);
     if (auto* v = std::get_if<TensorView>(&args[i]))
       parts.push_back(fmt::format("{}: {}{}", name, name_of(v->dtype), to_string(v->shape)));
     else
@@ -98,6 +101,7 @@ DType result_dtype(const OpDef& op, const std::vector<Operand>& args, const Attr
   X(scan_ops)            \
   X(group_norm_ops)      \
   X(attention_ops)       \
+  X(concat_ops)          \
   /* a new op file's line goes above */
 
 #define KILN_DECLARE_OP_FILE(f) std::vector<OpDef> f();
@@ -219,7 +223,11 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
 TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
   check_attrs(op, attrs);  // every entry point infers first: no reader meets an unchecked value
   const std::size_t least = op.min_operands ? op.min_operands : op.operands.size();
-  if (args.size() < least || args.size() > op.operands.size())
+  if (op.variadic && args.size() < least)
+    throw ArgumentError(fmt::format("{} takes {} or more operands ({}...), got {}: {}", op.name,
+                                    least, fmt::join(op.operands, ", "), args.size(),
+                                    describe_args(op, args)));
+  if (!op.variadic && (args.size() < least || args.size() > op.operands.size()))
     throw ArgumentError(fmt::format("{} takes {}{} operand(s) ({}), got {}: {}", op.name,
                                     least == op.operands.size() ? "" : fmt::format("{} to ", least),
                                     op.operands.size(), fmt::join(op.operands, ", "), args.size(),

@@ -57,6 +57,11 @@ struct FusionRoles {
   /// template's epilogue reads it after the row's value (a residual h = x + attn stored by
   /// layer_norm(h)'s kernel).
   bool hands_on = false;
+  /// Its result is its operands laid side by side along an axis (concat): each operand gets a
+  /// kernel of its own that writes it into its window of the result, computed there by its
+  /// elementwise producers (engine/passes/fusion_parts.cpp), so that no operand produced in
+  /// the plan is written anywhere else first.
+  bool parts = false;
 };
 
 /// A view op's rule (FusionKind::view): where its result is read in its operand's memory, and
@@ -134,6 +139,8 @@ struct OpDef {
   RowReference row_reference = nullptr;  ///< row ops
   bool reduces = false;                  ///< writes one value per row
   std::size_t min_operands = 0;          ///< when some operands are optional (norms); 0 = all
+  /// Its last operand repeats (concat's xs): it takes min_operands or more, any number.
+  bool variadic = false;
   /// A custom op's expression (engine/ir/custom_ops.hpp): codegen renders its functor from it, references
   /// evaluate it; null for kiln's own ops.
   const Expr* expr = nullptr;

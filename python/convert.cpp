@@ -175,6 +175,7 @@ py::dict schema_dict(const OpSchema& op) {
   for (std::string_view o : op.operands) operands.append(std::string(o));
   d["operands"] = operands;
   d["required_operands"] = op.required_operands;
+  d["variadic"] = op.variadic;
   d["attrs"] = attrs;
   d["doc"] = std::string(op.doc);
   d["dtypes"] = std::string(op.dtypes);

@@ -43,9 +43,8 @@ const char* rule_name(const kiln::ops::OpDef& op) {
   if (op.fusion.family == "rows") return "row";
   if (op.fusion.family == "gemm") return "matmul";
   if (op.fusion.family == "scan") return "row";  // x a float tensor, the result of its dtype
-  if (op.fusion.family == "arg") return "arg";
-  if (op.fusion.family == "update") return "update";
-  if (op.fusion.family == "attention") return "attention";
+  // Any other family's ops: a rule of their own, named as the family is (arg, update, ...).
+  if (op.fusion.kind == kiln::ops::FusionKind::anchor) return op.fusion.family.data();
   switch (op.rule) {
     case kiln::ops::Rule::arithmetic:
       return "arithmetic";
@@ -95,6 +94,7 @@ TEST_CASE(
     REQUIRE_MESSAGE(op, "docs/ops.md lists an op the catalog does not have");
     std::string operands;
     for (const auto& o : op->operands) operands += (operands.empty() ? "" : ", ") + std::string(o);
+    if (op->variadic) operands += " (one or more)";
     std::string shown = c[1];
     shown.erase(
         std::remove_if(shown.begin(), shown.end(), [](char ch) { return ch == '[' || ch == ']'; }),

@@ -27,11 +27,16 @@ void check_operands(const ops::OpDef& op, const std::vector<Operand>& args, bool
       check_view(*v, fmt::format("{}: {}", op.name, op.operands[i]), need_data);
 }
 
-// An op whose result is its operand's memory runs in a plan, not as a call with an output.
+// An op whose result is its operand's memory, or is written by its operands' kernels, runs in
+// a plan, not as a call with an output.
 void refuse_in_place(const ops::OpDef& op) {
   if (op.fusion.in_place)
     throw ArgumentError(fmt::format("{} writes into its first operand's memory: it runs in a plan "
                                     "(kiln::Plan), whose later nodes read its result",
+                                    op.name));
+  if (op.fusion.parts)
+    throw ArgumentError(fmt::format("{} is written by one kernel per operand: it runs in a plan "
+                                    "(kiln::Plan)",
                                     op.name));
 }
 

@@ -24,6 +24,7 @@ namespace kiln {
   X(arg_family)          \
   X(update_family)       \
   X(attention_family)    \
+  X(concat_family)       \
   /* a new family's line goes above */
 
 #define KILN_DECLARE_FAMILY(f) const Family& f();

@@ -372,4 +372,21 @@ Value operator*(double a, Value b) { return apply("mul", {a, b}); }
 Value operator/(double a, Value b) { return apply("div", {a, b}); }
 Value operator-(Value a) { return apply("neg", {a}); }
 
+Value stack(const std::vector<Value>& xs, std::int64_t axis) {
+  if (xs.empty() || !xs[0].graph()) throw GraphError("stack: needs at least one graph value");
+  const Shape& s = xs[0].graph()->node(xs[0].id()).shape;
+  const std::int64_t rank = std::int64_t(s.size()) + 1;
+  if (axis < -rank || axis >= rank)
+    throw ShapeError(fmt::format("stack: axis {} is out of range for the result's rank {}", axis,
+                                 rank));
+  const std::size_t at = std::size_t(axis < 0 ? axis + rank : axis);
+  std::vector<Value> parts;
+  for (const Value& x : xs) {
+    Shape r = x.graph()->node(x.id()).shape;
+    r.insert(r.begin() + std::ptrdiff_t(std::min(at, r.size())), 1);
+    parts.push_back(reshape(x, r));
+  }
+  return concat(parts, std::int64_t(at));
+}
+
 }  // namespace kiln

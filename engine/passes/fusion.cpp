@@ -221,7 +221,9 @@ std::vector<FusedGroup> unfused_groups(const Graph& g, const std::set<int>& need
   std::set<int> all(needed.begin(), needed.end());
   for (int id : needed) {
     if (g.node(id).op == "input") continue;
-    if (is_kernel_anchor(g, id)) {
+    if (roles(g, id).parts) {
+      for (FusedGroup& p : part_groups(g, id, all)) groups.push_back(std::move(p));
+    } else if (is_kernel_anchor(g, id)) {
       groups.push_back(anchor_group(g, id, all));
     } else if (is_view(g, id)) {
       if (view_copies(g, id)) groups.push_back(copy_group(g, id));
@@ -260,7 +262,8 @@ void find_depths(const Graph& g, Layers& l) {
     for (int a : tensor_args(g, id)) d = std::max(d, l.depth[a]);
     l.depth[id] = d + (is_anchor(g, id) ? 1 : 0);
     const std::vector<int> args = tensor_args(g, id);
-    if (is_anchor(g, id))  // what an anchor reads past a prologue's x, all a view reads
+    if (is_anchor(g, id) && !roles(g, id).parts)  // what an anchor reads past a prologue's x,
+                                                   // all a view reads (a concat computes its own)
       for (std::size_t i = takes_prologue(g, id) && !involves_integer(g, args[0]) ? 1 : 0;
            i < args.size(); ++i)
         l.materialized.insert(args[i]);
@@ -306,8 +309,14 @@ void add_anchor_groups(const Graph& g, Layers& l, int level, std::vector<FusedGr
     if (hosts_epilogue(g, id) && l.depth[id] == level) rows.push_back(id);
   for (int id : l.needed)
     if (is_kernel_anchor(g, id) && !takes_prologue(g, id) && !hosts_epilogue(g, id) &&
-        l.depth[id] == level)
-      groups.push_back(anchor_group(g, id, {}));
+        l.depth[id] == level) {
+      if (!roles(g, id).parts) {
+        groups.push_back(anchor_group(g, id, {}));
+        continue;
+      }
+      // A part that is a value written anyway (an output, an anchor's operand) is read there.
+      for (FusedGroup& p : part_groups(g, id, l.materialized)) groups.push_back(std::move(p));
+    }
   for (int id : l.needed)
     if (is_view(g, id) && l.depth[id] == level && view_copies(g, id))
       groups.push_back(copy_group(g, id));

@@ -64,6 +64,9 @@ struct FusedGroup {
   /// A row op's kernel that also stores its prologue's value x (one of its outputs), read by
   /// its epilogue as Ref::Kind::prologue (hand_on_prologues).
   bool hands_on = false;
+  /// A concat's kernel (ops::FusionRoles::parts) writing operand `part` (x, computed by its
+  /// steps or read from memory) into its window of the result; -1 for any other group.
+  int part = -1;
   /// Its family's analysis (analyze_groups, when a plan or an eager call is built); none for a
   /// group straight from fuse(), or one its family has nothing to keep for.
   std::shared_ptr<const GroupPayload> payload;
@@ -129,6 +132,11 @@ void window_slices(const Graph& graph, const std::set<int>& needed,
 /// its epilogue reads x there rather than from memory), and the elementwise kernel, or its
 /// output, goes.
 void hand_on_prologues(const Graph& graph, std::vector<FusedGroup>& groups);
+
+/// A concat node `id`'s kernels (ops::FusionRoles::parts): one per operand, writing it into its
+/// window of the result, computed from memory (inputs, anchors, views, anything in `stop`) by
+/// the elementwise nodes it needs (fusion_parts.cpp).
+std::vector<FusedGroup> part_groups(const Graph& graph, int id, const std::set<int>& stop);
 
 /// Whether node `id` is a view that a kernel writing windows may write (a slice: ViewRule::window).
 bool is_window(const Graph& graph, int id);

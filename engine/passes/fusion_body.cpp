@@ -103,6 +103,16 @@ bool involves_integer(const Graph& g, int root) {
 }
 
 void build_body(const Graph& g, FusedGroup& grp) {
+  if (grp.part >= 0) {  // a concat's operand, computed by its steps or read from memory
+    std::map<int, Ref> refs;
+    grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
+    grp.body.outputs = {g.node(grp.anchor_node).dtype};
+    grp.body.results = {refs.at(grp.x)};
+    const std::string pro = op_names(g, grp.steps);
+    grp.stem = fmt::format("{}{}concat_{}", pro, pro.empty() ? "" : "__",
+                           name_of(g.node(grp.anchor_node).dtype));
+    return;
+  }
   if (grp.anchor && !grp.anchor->fusion.prologue && !grp.anchor->fusion.epilogue) {
     // an anchor without prologue or epilogue (a user template's) or a view's copy: no bodies
     grp.stem = fmt::format("{}_{}", grp.anchor->name, name_of(g.node(grp.anchor_node).dtype));

@@ -47,9 +47,8 @@ void hand_on_prologues(const Graph& g, std::vector<FusedGroup>& groups) {
     const auto writer = std::find_if(groups.begin(), end, [&](const FusedGroup& grp) {
       return !grp.anchor && contains(grp.outputs, x);
     });
-    if (writer == end || std::any_of(writer + 1, end, [&](const FusedGroup& grp) {
-          return group_reads(grp, x);
-        }))
+    if (writer == end ||
+        std::any_of(writer + 1, end, [&](const FusedGroup& grp) { return group_reads(grp, x); }))
       continue;
     row.outputs.push_back(x);
     row.hands_on = true;

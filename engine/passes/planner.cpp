@@ -23,7 +23,12 @@ ArenaPlan plan_arena(const Graph& g, const std::vector<FusedGroup>& groups) {
       const int memory = memory_of[std::size_t(id)];  // an in-place result writes its operand's
       if (memory != id && p.first[std::size_t(memory)] >= 0)
         p.last[std::size_t(memory)] = std::max(p.last[std::size_t(memory)], int(k));
-      if (!output[std::size_t(id)] && memory == id) p.first[std::size_t(id)] = int(k);
+      // It lives from the first kernel writing it to the last (a concat's result has one per
+      // operand) and on to its last reader.
+      if (!output[std::size_t(id)] && memory == id) {
+        if (p.first[std::size_t(id)] < 0) p.first[std::size_t(id)] = int(k);
+        p.last[std::size_t(id)] = std::max(p.last[std::size_t(id)], int(k));
+      }
     }
     for (const auto* list : groups[k].reads())
       for (int read : *list)

@@ -179,6 +179,14 @@ inline Value reshape(Value x, std::vector<std::int64_t> shape) {
 inline Value slice(Value x, std::int64_t axis, std::int64_t start, std::int64_t stop) {
   return apply("slice", {x}, Attrs().set("axis", axis).set("start", start).set("stop", stop));
 }
+/// `xs` laid side by side along `axis` (torch.cat): one dtype, every other dim equal; each
+/// operand's kernel writes its part (computed there where elementwise ops produce it).
+inline Value concat(const std::vector<Value>& xs, std::int64_t axis = 0) {
+  return apply("concat", std::vector<GraphArg>(xs.begin(), xs.end()), Attrs().set("axis", axis));
+}
+/// `xs` (one shape) stacked along a new dim `axis` (torch.stack): each reshaped with a dim of
+/// 1 there, then concatenated. ShapeError for an axis outside [-(rank + 1), rank].
+Value stack(const std::vector<Value>& xs, std::int64_t axis = 0);
 /// a[..., M, K] @ b[..., K, N] (batch dims broadcast; `tf32` for f32 on plain TF32).
 inline Value matmul(Value a, Value b, bool tf32 = false) {
   return apply("matmul", {a, b}, Attrs().set("tf32", tf32));

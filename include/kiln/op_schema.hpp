@@ -57,6 +57,7 @@ struct OpSchema {
   std::string_view name;
   std::vector<std::string_view> operands;  ///< in order; those from `required_operands` on are optional
   std::size_t required_operands = 0;
+  bool variadic = false;  ///< the last operand repeats (concat's xs): any number of them
   std::vector<AttrSpec> attrs;
   std::string_view doc;     ///< one paragraph
   std::string_view dtypes;  ///< the dtype rule, in a sentence or two

@@ -24,6 +24,8 @@ def _signature(schema):
     params = [P(o, P.POSITIONAL_OR_KEYWORD,
                 default=P.empty if i < schema["required_operands"] else None)
               for i, o in enumerate(schema["operands"])]
+    if schema["variadic"]:  # the last operand repeats: concat(*xs, axis=0)
+        params[-1] = P(schema["operands"][-1], P.VAR_POSITIONAL)
     params += [P(a["name"], P.KEYWORD_ONLY,
                  default=P.empty if a["required"] else a["default"])
                for a in schema["attrs"]]
@@ -35,6 +37,8 @@ def _docstring(schema, signature):
     name = schema["name"]
     operands = [o if i < schema["required_operands"] else f"{o} (optional)"
                 for i, o in enumerate(schema["operands"])]
+    if schema["variadic"]:
+        operands[-1] = f"{operands[-1]} (one or more)"
     lines = [f"{name}{signature}", "", schema["doc"], "",
              f"Operands: {', '.join(operands)}: graph values or numbers."]
     if schema["attrs"]:
@@ -57,6 +61,8 @@ def _op(name):
 
     def op(*args, **kwargs):
         args = list(args)
+        if schema["variadic"] and len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = list(args[0])  # concat([a, b]) as torch.cat takes them
         for i, o in enumerate(operands):
             if o not in kwargs:
                 continue
@@ -75,6 +81,20 @@ def _op(name):
 for _name in op_names():
     globals()[_name] = _op(_name)
 del _name
+
+
+def stack(xs, axis=0):
+    """The values xs (one shape) stacked along a new dim `axis` (torch.stack): each reshaped with
+    a dim of 1 there, then concatenated (kiln.concat), as C++'s kiln::stack."""
+    xs = list(xs)
+    if not xs:
+        raise GraphError("stack: needs at least one graph value")
+    rank = len(xs[0].shape) + 1
+    if not -rank <= axis < rank:
+        raise ShapeError(f"stack: axis {axis} is out of range for the result's rank {rank}")
+    at = axis + rank if axis < 0 else axis
+    return concat([reshape(x, shape=x.shape[:at] + [1] + x.shape[at:]) for x in xs],  # noqa: F821
+                  axis=at)
 
 
 def batch_norm(x, mean, var, weight=None, bias=None, eps=1e-5):

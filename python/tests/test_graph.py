@@ -1,5 +1,6 @@
 """kiln's Python module without a GPU: graphs, ops and operators, JSON, plans, offline compiles
 into a temporary cache, and kiln's error classes with their messages."""
+import inspect
 import json
 
 import pytest
@@ -165,6 +166,24 @@ def test_group_norm_and_silu_are_one_kernel():
     assert len(kiln.Plan(g).kernels("sm_90a")) == 1
     with pytest.raises(kiln.ShapeError, match="does not split into 5 groups"):
         kiln.group_norm(x, groups=5)
+
+
+def test_concat_takes_operands_or_a_list_and_computes_elementwise_parts_in_place():
+    g = kiln.Graph()
+    h, u = g.input("h", [2, 64, 8, 8], "f16"), g.input("u", [2, 32, 8, 8], "f16")
+    c = kiln.concat(kiln.silu(h), u * 2.0, axis=1)
+    assert c.shape == [2, 96, 8, 8]
+    assert kiln.concat([h, h], axis=-1).shape == [2, 64, 8, 16]
+    assert "*xs" in str(inspect.signature(kiln.concat))
+    g.output(kiln.group_norm(c, groups=32), "y")
+    names = [k["name"] for k in kiln.Plan(g).kernels("sm_90a")]
+    assert len(names) == 3 and all("__concat_f16" in n for n in names[:2])
+    with pytest.raises(kiln.ShapeError, match="only axis 1 may differ"):
+        kiln.concat(h, g.input("w", [2, 32, 8, 9], "f16"), axis=1)
+    assert kiln.stack([h, h, h], axis=-1).shape == [2, 64, 8, 8, 3]
+    assert kiln.stack([u], axis=0).shape == [1, 2, 32, 8, 8]
+    with pytest.raises(kiln.ShapeError, match="axis 6 is out of range"):
+        kiln.stack([u], axis=6)
 
 
 def test_batch_norm_is_a_scale_and_shift_per_channel():

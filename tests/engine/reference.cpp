@@ -118,9 +118,9 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
   std::vector<double> out(std::size_t(numel_of(n.shape)));
   const auto& op = op_def(g, n.op);
   if (op.fusion.family == "gemm") return gemm_reference(g, id, arg, mag);
-  if (n.op == "slice_update") {
+  if (n.op == "slice_update" || n.op == "concat") {
     if (mag) mag->assign(out.size(), 0.0);
-    return update_reference(g, n, arg);
+    return n.op == "concat" ? concat_reference(g, n, arg) : update_reference(g, n, arg);
   }
   if (n.op == "group_norm") return group_norm_reference(g, id, arg, mag);
   if (op.fusion.family == "attention") return attention_reference(g, id, arg, mag);

@@ -25,6 +25,8 @@ std::vector<double> gemm_reference(const Graph& g, int id, const ValueLookup& ar
 /// A slice_update node `n` of `g`: dst with src over its window (NaN everywhere for a start
 /// that leaves no room: the run reports it instead).
 std::vector<double> update_reference(const Graph& g, const Graph::Node& n, const ValueLookup& arg);
+/// A concat node `n` of `g`: its operands' values laid side by side along its axis.
+std::vector<double> concat_reference(const Graph& g, const Graph::Node& n, const ValueLookup& arg);
 /// A gather, index_select or embedding node `n` of `g`, from torch's definitions (NaN for an
 /// index outside its axis).
 std::vector<double> gather_reference(const Graph& g, const Graph::Node& n, const ValueLookup& arg);

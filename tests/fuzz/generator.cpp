@@ -192,6 +192,22 @@ Graph random_graph(std::uint64_t seed) {
   };
   // argmax or argmin of whole numbers (a new integer input, as a float: exact, ties included)
   // in a's shape; then cast back to a float, or used as they are.
+  // a laid beside b (where b fits: a's dtype and other dims) or beside a bounded op of a, and
+  // sometimes a again, along one of its axes.
+  auto concat_op = [&](const Value& a, const Value& b) -> Value {
+    const Graph::Node& na = g.node(a.id());
+    const Shape s = na.shape;  // a copy: the nodes added below move them
+    if (s.empty()) throw ShapeError("fuzz: a concat of a scalar");
+    const std::size_t axis = rng() % s.size();
+    const Graph::Node& nb = g.node(b.id());
+    bool beside = nb.dtype == na.dtype && nb.shape.size() == s.size();
+    for (std::size_t d = 0; beside && d < s.size(); ++d) beside = d == axis || nb.shape[d] == s[d];
+    std::vector<GraphArg> xs = {a, beside ? b : apply(pick(kBounded), {a})};
+    if (chance(30)) xs.push_back(a);
+    const std::int64_t rank = std::int64_t(s.size());
+    return apply("concat", xs,
+                 Attrs().set("axis", std::int64_t(axis) - (chance(50) ? rank : 0)));
+  };
   auto arg_op = [&](const Value& a) -> Value {
     const Shape s = g.node(a.id()).shape;
     if (s.empty()) throw ShapeError("fuzz: arg of a scalar");
@@ -207,6 +223,9 @@ Graph random_graph(std::uint64_t seed) {
   // count); a quarter draw gathers and argmax/argmin as well (all of the above with them).
   const bool newer = std::mt19937_64(seed ^ 0x1f7e6d5c4b3a2918ull)() % 3 == 0;
   const bool gathers = std::mt19937_64(seed ^ 0x6b8a3c1d9e2f4057ull)() % 4 == 0;
+  // A quarter draw concat too (apart again: the other seeds keep their graphs).
+  const bool concats = std::mt19937_64(seed ^ 0x5d2c8e4f1a3b6079ull)() % 4 == 0;
+  const int kinds = gathers ? 135 : newer ? 120 : 100;
   const int nodes = 1 + int(rng() % 30);
   for (int n = 0; n < nodes; ++n) {
     for (int attempt = 0; attempt < 8; ++attempt) {
@@ -215,8 +234,10 @@ Graph random_graph(std::uint64_t seed) {
           chance(70) ? std::min<std::size_t>(rng() % 3, values.size() - 1) : rng() % values.size();
       const Value a = values[values.size() - 1 - back], b = values[rng() % values.size()];
       try {
-        const int kind = int(rng() % (gathers ? 135 : newer ? 120 : 100));
-        if (kind < 35) {
+        const int kind = int(rng() % std::uint64_t(kinds + (concats ? 10 : 0)));
+        if (kind >= kinds) {
+          values.push_back(concat_op(a, b));
+        } else if (kind < 35) {
           values.push_back(apply(pick(kBounded), {a}));
         } else if (kind < 60) {
           if (chance(25)) {

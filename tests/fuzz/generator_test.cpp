@@ -122,6 +122,21 @@ TEST_CASE("fuzz generator: its graphs reach expand and broadcast_to, read in pla
   CHECK(copies >= 1);  // an expand as an output
 }
 
+TEST_CASE("fuzz generator: its graphs reach concat, its parts computed and copied") {
+  int concats = 0, computed = 0, copied = 0;
+  for (std::uint64_t seed = 0; seed < 300; ++seed) {
+    const kiln::Graph g = kiln::fuzz::random_graph(seed);
+    for (const auto& n : g.nodes()) concats += n.op == "concat";
+    for (const auto& k : kiln::Plan(g).kernels()) {
+      computed += k.name.find("__concat_") != std::string::npos;
+      copied += k.name.rfind("concat_", 0) == 0;
+    }
+  }
+  CHECK(concats >= 20);
+  CHECK(computed >= 10);  // an elementwise producer computed into its part
+  CHECK(copied >= 10);
+}
+
 TEST_CASE("fuzz generator: its graphs reach gathers (in place and copied) and argmax/argmin") {
   int gathers = 0, in_place = 0, args = 0, kinds = 0;
   std::set<std::string> seen;

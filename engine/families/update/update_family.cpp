@@ -4,6 +4,8 @@
 // Scatter), so a new start reuses the kernel and a replay's graph.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <kiln/error.hpp>
 
 #include "engine/families/elementwise/elementwise.hpp"
@@ -42,9 +44,14 @@ KernelLaunch specialize_update(const GroupWork& w, const Tunables& t) {
   copy.outputs = {window.dtype};
   copy.steps = {{"kiln::op::Identity", {{codegen::Ref::Kind::input, 0}}}};
   copy.results = {{codegen::Ref::Kind::step, 0}};
+  // The window's first element: the view moves there (a vector store must be as aligned as the
+  // window is), and the launch adds the same bytes to dst's address.
+  const std::int64_t offset = start * stride * std::int64_t(size_of(window.dtype));
+  window.data += std::uint64_t(offset);
+  window.capacity -= std::min(window.capacity, std::uint64_t(offset));
   KernelLaunch L = specialize_elementwise(copy, grp.stem, {window}, {src}, {},
                                           elementwise_tunables(t, grp.stem), scatter);
-  if (start != 0) L.offsets = {start * stride * std::int64_t(size_of(window.dtype))};
+  if (offset != 0) L.offsets = {offset};
   return L;
 }
 

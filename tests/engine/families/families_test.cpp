@@ -45,8 +45,8 @@ std::vector<std::string> claimed(const Graph& g) {
 }  // namespace
 
 TEST_CASE(
-    "families: elementwise, rows, columns, gemm, view, template, scan, arg and update are registered, each "
-    "named once; every anchor op names a registered family") {
+    "families: each registered family is named once, the core ones among them; every anchor op "
+    "names a registered family") {
   std::set<std::string> names;
   for (const kiln::Family* f : kiln::families()) {
     CHECK(names.insert(std::string(f->name())).second);
@@ -54,8 +54,12 @@ TEST_CASE(
     for (std::string_view h : f->headers())
       CHECK(kiln::compiler::HeaderTable::embedded().contains("kiln/" + std::string(h)));
   }
-  CHECK(names == std::set<std::string>{"elementwise", "rows", "columns", "gemm", "view", "template",
-                                       "scan", "arg", "update", "attention"});
+  // The families the fusion pass's own groups need (chains, row ops along either axis, views'
+  // copies, users' templates); the others are asked for by name by the ops below.
+  for (const char* core : {"elementwise", "rows", "columns", "view", "template"}) {
+    CAPTURE(core);
+    CHECK(names.count(core) == 1);
+  }
   for (const auto& op : kiln::ops::all_ops()) {
     CAPTURE(op.name);
     if (op.fusion.kind == kiln::ops::FusionKind::anchor)

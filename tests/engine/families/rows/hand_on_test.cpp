@@ -47,10 +47,10 @@ std::vector<Graph> hand_on_graphs() {
   for (bool channels_last : {false, true}) {
     Graph g;
     // channels_last: an input [N, H, W, C] permuted to NCHW's shape
-    auto x = channels_last ? kiln::apply("permute", {g.input("x", {2, 5, 7, 64}, DType::bf16)},
-                                         kiln::Attrs().set("dims", std::vector<std::int64_t>{
-                                                                       0, 3, 1, 2}))
-                           : g.input("x", {2, 64, 5, 7}, DType::bf16);
+    auto x = channels_last
+                 ? kiln::apply("permute", {g.input("x", {2, 5, 7, 64}, DType::bf16)},
+                               kiln::Attrs().set("dims", std::vector<std::int64_t>{0, 3, 1, 2}))
+                 : g.input("x", {2, 64, 5, 7}, DType::bf16);
     auto h = x + g.input("t", {2, 64, 1, 1}, DType::bf16);
     g.output(h, "h");
     g.output(kiln::silu(kiln::apply("group_norm", {h}, {{"groups", 32}})) + h * 0.5, "y");
@@ -92,10 +92,9 @@ TEST_CASE("hand on: a norm's prologue value that is an output is stored by the n
                                 });
   CHECK(kernel_names(v).size() >= 2);
   // Another output of the elementwise kernel stays there; h moves.
-  const Graph o = residual_norm("layer_norm", {64, 1024}, DType::f32, {},
-                                [](Graph& go, kiln::Value xo, kiln::Value) {
-                                  go.output(xo * 2.0, "twice");
-                                });
+  const Graph o =
+      residual_norm("layer_norm", {64, 1024}, DType::f32, {},
+                    [](Graph& go, kiln::Value xo, kiln::Value) { go.output(xo * 2.0, "twice"); });
   const auto two = kernel_names(o);
   REQUIRE(two.size() == 2);
   CHECK(two[0].rfind("mul_f32", 0) == 0);

@@ -1,0 +1,60 @@
+// The concat family: one kernel per operand of a concat (ops/concat.cpp), the elementwise
+// template writing the operand into its window of the result, computed there by its
+// elementwise producers or copied from memory (engine/passes/fusion_parts.cpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <kiln/error.hpp>
+
+#include "engine/families/elementwise/elementwise.hpp"
+#include "engine/families/family.hpp"
+
+namespace kiln {
+namespace {
+
+KernelLaunch specialize_part(const GroupWork& w, const Tunables& t) {
+  const FusedGroup& grp = w.group;
+  const Graph::Node& n = w.shapes.node(grp.anchor_node);
+  TensorView window = w.values.at(std::size_t(grp.outputs.at(0)));  // the result's memory
+  const std::int64_t rank = std::int64_t(window.shape.size());
+  const std::int64_t a = n.attrs.integer("axis").value_or(0);
+  const std::size_t axis = std::size_t(a < 0 ? a + rank : a);
+  std::int64_t start = 0;  // the operands before this part, along the axis
+  for (int i = 0; i < grp.part; ++i)
+    start += w.shapes.node(std::get<int>(n.args.at(std::size_t(i)))).shape[axis];
+  window.strides = window.resolved_strides();
+  window.shape[axis] = w.shapes.node(grp.x).shape[axis];
+  // The window's first element: the view moves there (its alignment is the window's), and the
+  // launch adds the same bytes to the result's address.
+  const std::int64_t offset = start * window.strides[axis] * std::int64_t(size_of(window.dtype));
+  window.data += std::uint64_t(offset);
+  window.capacity -= std::min(window.capacity, std::uint64_t(offset));
+  KernelLaunch L = specialize_elementwise(grp.body, grp.stem, {window}, w.views(grp.inputs),
+                                          grp.scalars, elementwise_tunables(t, grp.stem));
+  if (offset != 0) L.offsets = {offset};
+  return L;
+}
+
+class ConcatFamily final : public Family {
+ public:
+  std::string_view name() const override { return "concat"; }
+  bool claims(const FusedGroup& grp, const Graph&) const override {
+    return grp.anchor && grp.anchor->fusion.family == name();
+  }
+  KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
+    return specialize_part(w, t);
+  }
+  autotune::Space space(const FusedGroup&, const KernelLaunch&, const Target&) const override {
+    return autotune::elementwise_space();
+  }
+  std::vector<std::string_view> headers() const override { return {"elementwise.cuh"}; }
+};
+
+}  // namespace
+
+const Family& concat_family() {
+  static const ConcatFamily family;
+  return family;
+}
+
+}  // namespace kiln
