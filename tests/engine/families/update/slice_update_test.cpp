@@ -154,3 +154,19 @@ TEST_CASE(
   dev.tensors.at("cache").copy_to_host(after.data());
   CHECK(after == before);  // nothing written
 }
+
+TEST_CASE("slice_update: a window less aligned than dst gets stores no wider than it allows") {
+  // bf16 dst rows of 24 (48 bytes), the window at column 1: 2 bytes past a 16-byte boundary.
+  Graph g;
+  const auto dst = g.input("dst", {4, 24}, DType::bf16);
+  const auto u = kiln::slice_update(dst, kiln::exp(g.input("src", {4, 8}, DType::bf16)), 1, 1);
+  g.output(kiln::reduce("sum", u), "y");
+  const auto kernels = kiln::Plan(g).kernels();  // src's exp, the update, the sum
+  REQUIRE(kernels.size() == 3);
+  CHECK(kernels[1].name == "slice_update_bf16__r2v1");  // was v8: 16-byte stores 2 bytes off
+  if (kiln::test::has_gpu()) {
+    kiln::Engine e(kiln::test::on_gpu());
+    auto rng = kiln::test::make_rng(47);
+    for (const auto& f : kiln::test::check_on_gpu(e, g, rng, true)) FAIL_CHECK(f);
+  }
+}
