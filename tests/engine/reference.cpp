@@ -254,11 +254,13 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
   const Lookup in_memory = [&](int id) -> const std::vector<double>& {
     return stored[std::size_t(id)];
   };
+  std::map<int, std::size_t> parts_left;  // a concat's result is whole once its last part is in
   const auto read_views = [&] {
     for (const auto& [view, src] : aliases) {
       bool ready = stored[std::size_t(view)].empty();  // a gather view reads its indices too
       for (const auto& a : g.node(view).args)
-        if (const int* id = std::get_if<int>(&a)) ready = ready && !stored[std::size_t(*id)].empty();
+        if (const int* id = std::get_if<int>(&a))
+          ready = ready && !stored[std::size_t(*id)].empty() && !parts_left[*id];
       if (ready) stored[std::size_t(view)] = compute(g, view, in_memory);
     }
   };
@@ -299,6 +301,15 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
       local[id] = std::move(v);
     };
     for (int id : grp.steps) step(id);
+    if (grp.part >= 0) {  // a concat's kernel writes one operand into its window of the result
+      const int c = grp.anchor_node;
+      if (!parts_left.count(c)) parts_left[c] = g.node(c).args.size();
+      --parts_left[c];
+      std::vector<double> v = arg(grp.x);
+      round_to(g.node(c).dtype, v);
+      place_concat_part(g, g.node(c), std::size_t(grp.part), v, stored[std::size_t(c)]);
+      continue;
+    }
     if (grp.anchor) step(grp.anchor_node);
     for (int id : grp.epilogue_steps) step(id);
     for (int id : grp.outputs)  // a slice of a product's columns its kernel writes

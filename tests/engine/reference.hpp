@@ -25,6 +25,10 @@ std::vector<double> gemm_reference(const Graph& g, int id, const ValueLookup& ar
 /// A slice_update node `n` of `g`: dst with src over its window (NaN everywhere for a start
 /// that leaves no room: the run reports it instead).
 std::vector<double> update_reference(const Graph& g, const Graph::Node& n, const ValueLookup& arg);
+/// Operand `part`'s `values` placed in its window of concat node `n`'s result `out` (sized
+/// to it, NaN elsewhere, where empty).
+void place_concat_part(const Graph& g, const Graph::Node& n, std::size_t part,
+                       const std::vector<double>& values, std::vector<double>& out);
 /// A concat node `n` of `g`: its operands' values laid side by side along its axis.
 std::vector<double> concat_reference(const Graph& g, const Graph::Node& n, const ValueLookup& arg);
 /// A gather, index_select or embedding node `n` of `g`, from torch's definitions (NaN for an

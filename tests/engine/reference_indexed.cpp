@@ -31,27 +31,31 @@ std::vector<double> update_reference(const Graph& g, const Graph::Node& n, const
   return out;
 }
 
-// concat: each operand's elements at its coordinates, moved along the axis past the operands
-// before it (torch.cat).
-std::vector<double> concat_reference(const Graph& g, const Graph::Node& n, const ValueLookup& arg) {
+void place_concat_part(const Graph& g, const Graph::Node& n, std::size_t part,
+                       const std::vector<double>& values, std::vector<double>& out) {
   const Shape& rs = n.shape;
   const std::int64_t a = n.attrs.integer("axis").value_or(0), rank = std::int64_t(rs.size());
   const std::size_t axis = std::size_t(a < 0 ? a + rank : a);
-  std::vector<double> out(std::size_t(numel_of(rs)), std::nan(""));
-  std::int64_t start = 0;
-  for (const auto& operand : n.args) {
-    const int x = std::get<int>(operand);
-    const Shape& xs = g.node(x).shape;
-    std::vector<std::int64_t> c(xs.size());
-    for (std::size_t i = 0; i < arg(x).size(); ++i) {
-      std::int64_t r = std::int64_t(i), k = 0;
-      for (std::size_t d = c.size(); d-- > 0;) c[d] = r % xs[d], r /= xs[d];
-      c[axis] += start;
-      for (std::size_t d = 0; d < c.size(); ++d) k = k * rs[d] + c[d];
-      out[std::size_t(k)] = arg(x)[i];
-    }
-    start += xs[axis];
+  out.resize(std::size_t(numel_of(rs)), std::nan(""));
+  std::int64_t start = 0;  // the operands before this part, along the axis
+  for (std::size_t i = 0; i < part; ++i) start += g.node(std::get<int>(n.args[i])).shape[axis];
+  const Shape& xs = g.node(std::get<int>(n.args[part])).shape;
+  std::vector<std::int64_t> c(xs.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::int64_t r = std::int64_t(i), k = 0;
+    for (std::size_t d = c.size(); d-- > 0;) c[d] = r % xs[d], r /= xs[d];
+    c[axis] += start;
+    for (std::size_t d = 0; d < c.size(); ++d) k = k * rs[d] + c[d];
+    out[std::size_t(k)] = values[i];
   }
+}
+
+// concat: each operand's elements at its coordinates, moved along the axis past the operands
+// before it (torch.cat).
+std::vector<double> concat_reference(const Graph& g, const Graph::Node& n, const ValueLookup& arg) {
+  std::vector<double> out;
+  for (std::size_t i = 0; i < n.args.size(); ++i)
+    place_concat_part(g, n, i, arg(std::get<int>(n.args[i])), out);
   return out;
 }
 

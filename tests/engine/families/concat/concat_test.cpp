@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
 
@@ -184,6 +186,25 @@ TEST_CASE("concat: the GPU case's graphs NVRTC-compile for sm_80 and sm_90a") {
     for (kiln::Engine* e : {&sm80, &sm90}) CHECK_FALSE(kiln::Plan(g).compile(*e).empty());
   }
   CHECK(parts >= 3 * 3 * 21);
+}
+
+TEST_CASE("concat: the fp64 model of a fused plan puts every part in place, as the unfused one") {
+  // The GPU checks compare with the model of each plan (tests/engine/reference.cpp): its parts
+  // are several kernels writing one value, which the model must assemble before reading it.
+  auto rng = kiln::test::make_rng(53);
+  for (const Graph& g : concat_graphs()) {
+    CAPTURE(g.to_json());
+    const auto inputs = kiln::test::random_inputs(g, rng);
+    const auto fused = kiln::test::model_plan(g, inputs, true).model;
+    const auto unfused = kiln::test::model_plan(g, inputs, false).model;
+    int bad = 0;
+    for (int o : g.outputs())
+      for (std::size_t i = 0; i < unfused[std::size_t(o)].size(); ++i) {
+        const double f = fused[std::size_t(o)][i], u = unfused[std::size_t(o)][i];
+        bad += std::isnan(f) || std::fabs(f - u) > 0x1p-5 * (1 + std::fabs(u));
+      }
+    CHECK(bad == 0);
+  }
 }
 
 TEST_CASE("gpu: concat of 1 to 9 operands of mixed producers matches the fp64 reference" *
