@@ -15,20 +15,12 @@ for build in ("build-device", "build"):
 sys.path.insert(0, str(REPO / "bench"))
 
 import torch  # noqa: E402
-from run import graphed, median_us  # noqa: E402
+from run import copy_ceiling_gbs, graphed, median_us  # noqa: E402
 
 import kiln  # noqa: E402
 
 ENGINE = kiln.Engine()
 F = torch.nn.functional
-
-
-def copy_ceiling_gbs():
-    """Device-to-device copy of 1 GiB, bytes read + written per second."""
-    a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    b = torch.empty_like(a)
-    us = median_us(lambda: b.copy_(a), inner=5)
-    return 2 * a.numel() / us / 1e3
 
 
 def row(name, kiln_us, nbytes, ceiling, peers, ok):

@@ -15,21 +15,13 @@ for build in ("build-device", "build"):
 sys.path.insert(0, str(REPO / "bench"))
 
 import torch  # noqa: E402
-from run import graphed, median_us  # noqa: E402
+from run import copy_ceiling_gbs, graphed, median_us  # noqa: E402
 
 import kiln  # noqa: E402
 
 ENGINE = kiln.Engine()
 F = torch.nn.functional
 SHAPES = [(2, 320, 64, 64), (2, 640, 32, 32), (2, 1280, 16, 16)]
-
-
-def copy_ceiling_gbs():
-    """Device-to-device copy of 1 GiB, bytes read + written per second."""
-    a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    b = torch.empty_like(a)
-    us = median_us(lambda: b.copy_(a), inner=5)
-    return 2 * a.numel() / us / 1e3
 
 
 def one_shape(n, c, h, w, ceiling):

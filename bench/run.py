@@ -97,6 +97,14 @@ def peer(r, with_compile):
     return eager_us, ok, compile_us
 
 
+def copy_ceiling_gbs():
+    """Device-to-device copy of 1 GiB, bytes read + written per second (the benches' ceiling)."""
+    a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    us = median_us(lambda: b.copy_(a), inner=5)
+    return 2 * a.numel() / us / 1e3
+
+
 def graphed(fn):
     """fn captured as a CUDA graph (after a warm-up on a side stream): its replay, and what the
     captured call returned."""
