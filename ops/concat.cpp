@@ -46,6 +46,11 @@ TensorView infer_concat(const OpDef& op, const std::vector<Operand>& args, const
             fmt::format("{}: xs[{}]'s dim {} ({}) differs from xs[0]'s ({}); only "
                         "axis {} may differ",
                         what, i, d, x.shape[d], first.shape[d], a));
+    if (x.shape[axis] == kDynamicStandIn)
+      throw ShapeError(fmt::format("{}: xs[{}] is dynamic along axis {}: concatenate along a "
+                                   "static axis (a cache growing along a dynamic one takes "
+                                   "slice_update)",
+                                   what, i, a));
     r.shape[axis] += x.shape[axis];
   }
   return r;

@@ -99,6 +99,11 @@ struct ViewRule {
 using RowReference = void (*)(const double* x, std::int64_t n, const double* w, const double* b,
                               const Attrs& attrs, double* out);
 
+/// The extent a dynamic dim takes while a graph under construction infers shapes (a prime no
+/// real shape uses; engine/ir/graph.cpp): an op whose result extent is arithmetic on operand
+/// extents (concat's sum) must not mistake it for a size.
+constexpr std::int64_t kDynamicStandIn = 999999937;
+
 /// A norm's eps when its attrs give none.
 constexpr double kDefaultEps = 1e-5;
 constexpr double kInf = std::numeric_limits<double>::infinity();

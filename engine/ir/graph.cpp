@@ -19,8 +19,8 @@ namespace {
 
 constexpr std::size_t kMaxGraphBytes = std::size_t(256) << 20;
 
-// Dynamic dims take part in inference as this stand-in extent (a prime no real shape uses).
-constexpr std::int64_t kDynamic = 999999937;
+// Dynamic dims take part in inference as this stand-in extent (ops/op.hpp).
+constexpr std::int64_t kDynamic = ops::kDynamicStandIn;
 
 Shape to_inference(const Shape& s) {
   Shape out = s;

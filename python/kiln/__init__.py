@@ -61,6 +61,8 @@ def _op(name):
 
     def op(*args, **kwargs):
         args = list(args)
+        if schema["variadic"] and operands[-1] in kwargs:  # concat(xs=[a, b])
+            args += list(kwargs.pop(operands[-1]))
         if schema["variadic"] and len(args) == 1 and isinstance(args[0], (list, tuple)):
             args = list(args[0])  # concat([a, b]) as torch.cat takes them
         for i, o in enumerate(operands):

@@ -180,6 +180,7 @@ def test_concat_takes_operands_or_a_list_and_computes_elementwise_parts_in_place
     assert len(names) == 3 and all("__concat_f16" in n for n in names[:2])
     with pytest.raises(kiln.ShapeError, match="only axis 1 may differ"):
         kiln.concat(h, g.input("w", [2, 32, 8, 9], "f16"), axis=1)
+    assert kiln.concat(xs=[h, u], axis=1).shape == [2, 96, 8, 8]
     assert kiln.stack([h, h, h], axis=-1).shape == [2, 64, 8, 8, 3]
     assert kiln.stack([u], axis=0).shape == [1, 2, 32, 8, 8]
     with pytest.raises(kiln.ShapeError, match="axis 6 is out of range"):

@@ -87,6 +87,17 @@ TEST_CASE("concat: shapes, dtypes, axes, and errors naming the call") {
                        doctest::Contains("runs in a plan"), kiln::ArgumentError);
 }
 
+TEST_CASE("concat: a dynamic batch is carried along; a dynamic axis is refused") {
+  Graph g;
+  const auto x = g.input("x", {-1, 8}, DType::f32), y = g.input("y", {-1, 4}, DType::f32);
+  const auto c = kiln::concat({x, kiln::exp(y)}, 1);
+  CHECK(g.node(c.id()).shape == Shape{-1, 12});
+  g.output(kiln::apply("layer_norm", {c}), "out");
+  CHECK(kiln::Plan(g).kernels().size() == 3);
+  CHECK_THROWS_WITH_AS(kiln::concat({x, x}, 0), doctest::Contains("xs[0] is dynamic along axis 0"),
+                       kiln::ShapeError);
+}
+
 TEST_CASE("stack: a new dim of 1 on each, then a concat along it") {
   Graph g;
   const auto x = g.input("x", {2, 3}, DType::f32), y = g.input("y", {2, 3}, DType::f32);
