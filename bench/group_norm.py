@@ -2,7 +2,8 @@
 one kiln kernel beside PyTorch eager and torch.compile, and the copy ceiling, in one run. Each
 is under ~100 us, so kiln and the peers are timed replayed in a CUDA graph (bench/run.py's
 graphed). kiln reads the channels_last input in place (an [N, H, W, C] tensor permuted to NCHW)
-and writes its output contiguous NCHW; its values are checked against fp64 first.
+and writes its output NCHW or channels_last (both timed); its values are checked against fp64
+first.
 Usage: python3 bench/group_norm.py (with build-device/python or build/python on PYTHONPATH)."""
 import os
 import pathlib
@@ -24,7 +25,7 @@ F = torch.nn.functional
 SHAPES = [(2, 320, 64, 64), (2, 640, 32, 32), (2, 1280, 16, 16)]
 
 
-def one_shape(n, c, h, w, ceiling):
+def one_shape(n, c, h, w, ceiling, out_format):
     g = kiln.Graph()
     x = kiln.permute(g.input("x", [n, h, w, c], "f16"), dims=[0, 3, 1, 2])
     gamma, beta = g.input("gamma", [c], "f16"), g.input("beta", [c], "f16")
@@ -35,7 +36,9 @@ def one_shape(n, c, h, w, ceiling):
         memory_format=torch.channels_last)
     t = dict(x=xt.permute(0, 2, 3, 1), gamma=torch.randn(c, device="cuda", dtype=torch.float16),
              beta=torch.randn(c, device="cuda", dtype=torch.float16))
-    y = torch.empty(n, c, h, w, device="cuda", dtype=torch.float16)
+    # The output as NCHW, or channels_last as torch's is for a channels_last input: with it the
+    # kernel's reads and writes both run along a group's channels (packs wider than 1).
+    y = torch.empty(n, c, h, w, device="cuda", dtype=torch.float16).to(memory_format=out_format)
     plan.run(ENGINE, out={"y": y}, **t)
 
     def torch_block(x, gamma, beta):
@@ -51,7 +54,8 @@ def one_shape(n, c, h, w, ceiling):
                                         inner=10)}
     nbytes = 2 * xt.numel() * 2 + 2 * c * 2
     gbs = nbytes / kiln_us / 1e3
-    cells = [f"GroupNorm(32)+SiLU N{n} C{c} {h}x{w} f16 channels_last ({kernels} kernel"
+    out = "channels_last" if out_format == torch.channels_last else "NCHW"
+    cells = [f"GroupNorm(32)+SiLU N{n} C{c} {h}x{w} f16 channels_last, {out} out ({kernels} kernel"
              f"{'s' if kernels > 1 else ''}): kiln {kiln_us:6.1f} us {gbs:5.0f} GB/s "
              f"({gbs / ceiling:.2f} of copy), error {err:.1e}"]
     cells += [f"{p} {us:6.1f} us ({kiln_us / us:.2f}x)" for p, us in peers.items()]
@@ -66,7 +70,8 @@ def main():
     print(f"{torch.cuda.get_device_name()}: copy ceiling {ceiling:.0f} GB/s", flush=True)
     ok = True
     for s in SHAPES:
-        ok = one_shape(*s, ceiling) and ok
+        for out_format in (torch.contiguous_format, torch.channels_last):
+            ok = one_shape(*s, ceiling, out_format) and ok
     return 0 if ok else 1
 
 
