@@ -133,6 +133,22 @@ TEST_CASE("concat: each operand's kernel writes its window; elementwise producer
   for (std::size_t i = 2; i < hn.size(); ++i) CHECK(hn[i].rfind("concat_f32", 0) == 0);
 }
 
+TEST_CASE("concat: the U-Net skip concat of two produced channels_last halves has no copy") {
+  // [2, 640, 32, 32] + [2, 640, 32, 32] -> [2, 1280, 32, 32] f16, each input channels_last (an
+  // NHWC tensor permuted to NCHW), a SiLU of one and a scale of the other: one kernel per half,
+  // each computing its half into the result.
+  Graph g;
+  const auto nhwc = [&](const char* name) {
+    return kiln::apply("permute", {g.input(name, {2, 32, 32, 640}, DType::f16)},
+                       Attrs().set("dims", std::vector<std::int64_t>{0, 3, 1, 2}));
+  };
+  g.output(kiln::concat({kiln::silu(nhwc("h")), nhwc("skip") * 0.5}, 1), "c");
+  const auto names = kernel_names(g);
+  REQUIRE(names.size() == 2);
+  CHECK(names[0].rfind("silu__concat_f16", 0) == 0);
+  CHECK(names[1].rfind("mul__concat_f16", 0) == 0);
+}
+
 TEST_CASE("concat: its result lives in the arena from its first part's kernel to its reader") {
   Graph g;
   const auto x = g.input("x", {64, 64}, DType::f32);

@@ -91,6 +91,13 @@ TEST_CASE("hand on: a norm's prologue value that is an output is stored by the n
                                   gv.output(kiln::reshape(hv, {64 * 1024}) * 3.0, "thrice");
                                 });
   CHECK(kernel_names(v).size() >= 2);
+  // Rows of a length known at run time (a bucket's kernel) hand on too.
+  const Graph dyn = residual_norm("rms_norm", {8, -1}, DType::bf16);
+  CHECK(kernel_names(dyn).size() == 1);
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    kiln::Engine e(kiln::test::offline(arch));
+    CHECK_FALSE(kiln::Plan(dyn).compile(e).empty());
+  }
   // Another output of the elementwise kernel stays there; h moves.
   const Graph o =
       residual_norm("layer_norm", {64, 1024}, DType::f32, {},
