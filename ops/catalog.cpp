@@ -194,17 +194,7 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
     if (x->shape[std::size_t(a)] == 0)
       throw ShapeError(fmt::format("{}: {} is empty", describe_args(op, args),
                                    all ? "x" : fmt::format("axis {}", a)));
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const auto* v = std::get_if<TensorView>(&args[i]);
-    if (!v || v->shape != Shape{x->shape.back()})
-      throw ShapeError(fmt::format("{}: {} must be a tensor of shape [{}] (the last axis of x)",
-                                   describe_args(op, args), op.operands[i], x->shape.back()));
-    if (!is_float(v->dtype))
-      throw DtypeError(
-          fmt::format("{}: {} must be a float tensor", describe_args(op, args), op.operands[i]));
-  }
-  if (const auto eps = attrs.number("eps"); eps && !(*eps > 0))  // NaN passes the range check
-    throw ArgumentError(fmt::format("{}: eps must be > 0", describe_args(op, args)));
+  check_affine(op, args, attrs, x->shape.back(), "the last axis of x");
   TensorView r;
   r.shape = x->shape;
   r.dtype = x->dtype;
@@ -218,6 +208,21 @@ TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const At
     }
   }
   return r;
+}
+
+void check_affine(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs,
+                  std::int64_t channels, std::string_view along) {
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const auto* v = std::get_if<TensorView>(&args[i]);
+    if (!v || v->shape != Shape{channels})
+      throw ShapeError(fmt::format("{}: {} must be a tensor of shape [{}] ({})",
+                                   describe_args(op, args), op.operands[i], channels, along));
+    if (!is_float(v->dtype))
+      throw DtypeError(
+          fmt::format("{}: {} must be a float tensor", describe_args(op, args), op.operands[i]));
+  }
+  if (const auto eps = attrs.number("eps"); eps && !(*eps > 0))  // NaN passes the range check
+    throw ArgumentError(fmt::format("{}: eps must be > 0", describe_args(op, args)));
 }
 
 TensorView infer_result(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {

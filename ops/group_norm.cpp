@@ -28,17 +28,7 @@ TensorView infer_group_norm(const OpDef& op, const std::vector<Operand>& args, c
                                  describe_args(op, args), channels, *groups));
   if (numel_of(x.shape) == 0)
     throw ShapeError(fmt::format("{}: x is empty", describe_args(op, args)));
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const auto* v = std::get_if<TensorView>(&args[i]);
-    if (!v || v->shape != Shape{channels})
-      throw ShapeError(fmt::format("{}: {} must be a tensor of shape [{}] (C, dim 1 of x)",
-                                   describe_args(op, args), op.operands[i], channels));
-    if (!is_float(v->dtype))
-      throw DtypeError(
-          fmt::format("{}: {} must be a float tensor", describe_args(op, args), op.operands[i]));
-  }
-  if (const auto eps = attrs.number("eps"); eps && !(*eps > 0))  // NaN passes the range check
-    throw ArgumentError(fmt::format("{}: eps must be > 0", describe_args(op, args)));
+  check_affine(op, args, attrs, channels, "C, dim 1 of x");
   TensorView r;
   r.shape = x.shape;
   r.dtype = x.dtype;

@@ -181,6 +181,12 @@ std::string_view dtype_rule_doc(Rule rule);
 /// name). Attributes a schema requires are the readers' to ask for (infer_result).
 void check_attrs(const OpDef& op, const Attrs& attrs);
 
+/// A norm's operands after x (weight, bias: float tensors of shape [channels], `along` saying
+/// which dim of x that is) and its eps (> 0): ShapeError, DtypeError or ArgumentError naming
+/// the call otherwise.
+void check_affine(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs,
+                  std::int64_t channels, std::string_view along);
+
 /// The op called `name`; ArgumentError listing the known ops otherwise.
 const OpDef& find_op(std::string_view name);
 /// Every op, in catalog order.

@@ -3,7 +3,6 @@
 // elementwise producers or copied from memory (engine/passes/fusion_parts.cpp).
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <kiln/error.hpp>
 
 #include "engine/families/elementwise/elementwise.hpp"
@@ -15,23 +14,17 @@ namespace {
 KernelLaunch specialize_part(const GroupWork& w, const Tunables& t) {
   const FusedGroup& grp = w.group;
   const Graph::Node& n = w.shapes.node(grp.anchor_node);
-  TensorView window = w.values.at(std::size_t(grp.outputs.at(0)));  // the result's memory
-  const std::int64_t rank = std::int64_t(window.shape.size());
+  const TensorView& result = w.values.at(std::size_t(grp.outputs.at(0)));
+  const std::int64_t rank = std::int64_t(result.shape.size());
   const std::int64_t a = n.attrs.integer("axis").value_or(0);
   const std::size_t axis = std::size_t(a < 0 ? a + rank : a);
   std::int64_t start = 0;  // the operands before this part, along the axis
   for (int i = 0; i < grp.part; ++i)
     start += w.shapes.node(std::get<int>(n.args.at(std::size_t(i)))).shape[axis];
-  window.strides = window.resolved_strides();
-  window.shape[axis] = w.shapes.node(grp.x).shape[axis];
-  // The window's first element: the view moves there (its alignment is the window's), and the
-  // launch adds the same bytes to the result's address.
-  const std::int64_t offset = start * window.strides[axis] * std::int64_t(size_of(window.dtype));
-  window.data += std::uint64_t(offset);
-  window.capacity -= std::min(window.capacity, std::uint64_t(offset));
-  KernelLaunch L = specialize_elementwise(grp.body, grp.stem, {window}, w.views(grp.inputs),
+  const Window window = window_along(result, axis, start, w.shapes.node(grp.x).shape[axis]);
+  KernelLaunch L = specialize_elementwise(grp.body, grp.stem, {window.view}, w.views(grp.inputs),
                                           grp.scalars, elementwise_tunables(t, grp.stem));
-  if (offset != 0) L.offsets = {offset};
+  if (window.offset != 0) L.offsets = {window.offset};
   return L;
 }
 

@@ -41,6 +41,15 @@ std::string ElementwiseTemplate::name(std::string_view stem, std::size_t dims) c
                      tuned ? fmt::format("_b{}u{}", block, unroll) : "");
 }
 
+Window window_along(TensorView v, std::size_t axis, std::int64_t start, std::int64_t len) {
+  v.strides = v.resolved_strides();
+  v.shape[axis] = len;
+  const std::int64_t offset = start * v.strides[axis] * std::int64_t(size_of(v.dtype));
+  v.data += std::uint64_t(offset);
+  v.capacity -= std::min(v.capacity, std::uint64_t(offset));
+  return {v, offset};
+}
+
 KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
                                     const std::vector<TensorView>& outputs,
                                     const std::vector<TensorView>& inputs,

@@ -55,6 +55,16 @@ struct ElementwiseTemplate {
   std::string name(std::string_view stem, std::size_t dims) const;
 };
 
+/// The window of `v` of `len` entries from `start` along `axis` (a slice_update's, a concat
+/// part's): its strides resolved, its data and capacity moved `offset` bytes to its first
+/// element, so that a specialization sees the window's own alignment (no vector store wider
+/// than it allows); the launch adds the same `offset` to the tensor's address.
+struct Window {
+  TensorView view;
+  std::int64_t offset = 0;
+};
+Window window_along(TensorView v, std::size_t axis, std::int64_t start, std::int64_t len);
+
 /// Specializes `body` writing `outputs` (all of one shape) from `inputs` (broadcast to it).
 /// `stem` names the kernel ("silu_add_mul"); dtypes, rank and vector width are appended.
 /// Throws ShapeError for views that do not fit.

@@ -4,8 +4,6 @@
 // Scatter), so a new start reuses the kernel and a replay's graph.
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include <kiln/error.hpp>
 
 #include "engine/families/elementwise/elementwise.hpp"
@@ -19,39 +17,30 @@ KernelLaunch specialize_update(const GroupWork& w, const Tunables& t) {
   const FusedGroup& grp = w.group;
   const Graph::Node& n = w.shapes.node(grp.anchor_node);
   const TensorView& src = w.values.at(std::size_t(grp.inputs.at(0)));
-  TensorView window = w.values.at(std::size_t(grp.outputs.at(0)));  // dst's memory
-  const std::int64_t rank = std::int64_t(window.shape.size());
+  const TensorView& dst = w.values.at(std::size_t(grp.outputs.at(0)));  // its memory
+  const std::int64_t rank = std::int64_t(dst.shape.size());
   const std::int64_t a = n.attrs.integer("axis").value_or(-1);
   const std::size_t axis = std::size_t(a < 0 ? a + rank : a);
-  const std::int64_t extent = window.shape[axis], len = src.shape[axis];
-  window.strides = window.resolved_strides();
-  window.shape[axis] = len;
-  const std::int64_t stride = window.strides[axis];
+  const std::int64_t extent = dst.shape[axis], len = src.shape[axis];
+  const bool tensor_start = !grp.index_inputs.empty();
+  const std::int64_t s = tensor_start ? 0 : n.attrs.integer("start").value_or(0);
+  const Window window = window_along(dst, axis, s < 0 ? s + extent : s, len);
   GatherSlots scatter;
-  std::int64_t start = 0;
-  if (!grp.index_inputs.empty()) {
+  if (tensor_start) {
     TensorView at = w.values.at(std::size_t(grp.index_inputs[0]));
-    at.strides.assign(window.shape.size(), 0);  // one value for every element
-    at.shape = window.shape;
+    at.strides.assign(window.view.shape.size(), 0);  // one value for every element
+    at.shape = window.view.shape;
     scatter.indices = {at};
-    scatter.scatters = {{0, 0, stride, extent - len}};
-  } else {
-    const std::int64_t s = n.attrs.integer("start").value_or(0);
-    start = s < 0 ? s + extent : s;
+    scatter.scatters = {{0, 0, window.view.strides[axis], extent - len}};
   }
   codegen::Body copy;
   copy.inputs = {src.dtype};
-  copy.outputs = {window.dtype};
+  copy.outputs = {dst.dtype};
   copy.steps = {{"kiln::op::Identity", {{codegen::Ref::Kind::input, 0}}}};
   copy.results = {{codegen::Ref::Kind::step, 0}};
-  // The window's first element: the view moves there (a vector store must be as aligned as the
-  // window is), and the launch adds the same bytes to dst's address.
-  const std::int64_t offset = start * stride * std::int64_t(size_of(window.dtype));
-  window.data += std::uint64_t(offset);
-  window.capacity -= std::min(window.capacity, std::uint64_t(offset));
-  KernelLaunch L = specialize_elementwise(copy, grp.stem, {window}, {src}, {},
+  KernelLaunch L = specialize_elementwise(copy, grp.stem, {window.view}, {src}, {},
                                           elementwise_tunables(t, grp.stem), scatter);
-  if (offset != 0) L.offsets = {offset};
+  if (window.offset != 0) L.offsets = {window.offset};
   return L;
 }
 

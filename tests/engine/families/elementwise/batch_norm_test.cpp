@@ -7,6 +7,7 @@
 #include <kiln/graph.hpp>
 #include <kiln/norms.hpp>
 
+#include "tests/engine/cases.hpp"
 #include "tests/support.hpp"
 
 using kiln::Attrs;
@@ -15,17 +16,6 @@ using kiln::Graph;
 using kiln::Shape;
 
 namespace {
-
-// x [N, C, *spatial]: an input, or (channels_last) an input [N, *spatial, C] permuted to it.
-kiln::Value nchw(Graph& g, const Shape& s, DType t, bool channels_last) {
-  if (!channels_last) return g.input("x", s, t);
-  Shape nhwc = {s[0]};
-  nhwc.insert(nhwc.end(), s.begin() + 2, s.end());
-  nhwc.push_back(s[1]);
-  std::vector<std::int64_t> dims = {0, std::int64_t(s.size()) - 1};
-  for (std::size_t d = 1; d + 1 < s.size(); ++d) dims.push_back(std::int64_t(d));
-  return kiln::apply("permute", {g.input("x", nhwc, t)}, Attrs().set("dims", dims));
-}
 
 struct Stats {
   kiln::Value mean, var;
@@ -42,7 +32,7 @@ Stats stats(Graph& g, std::int64_t C, bool affine = true) {
 TEST_CASE("batch_norm: shapes, errors, and two kernels with a SiLU fused after it") {
   for (bool channels_last : {false, true}) {
     Graph g;
-    auto x = nchw(g, {2, 64, 9, 7}, DType::f16, channels_last);
+    auto x = kiln::test::nchw(g, {2, 64, 9, 7}, DType::f16, channels_last);
     const Stats s = stats(g, 64);
     auto y = kiln::silu(kiln::batch_norm(x, s.mean, s.var, s.w, s.b, 1e-3));
     g.output(y);
@@ -75,7 +65,7 @@ TEST_CASE("gpu: batch_norm against fp64 loops, NCHW and channels_last, odd and u
       for (bool channels_last : {false, true})
         for (bool affine : {false, true}) {
           Graph g;
-          auto x = nchw(g, s, t, channels_last);
+          auto x = kiln::test::nchw(g, s, t, channels_last);
           const Stats st = stats(g, s[1], affine);
           g.output(kiln::batch_norm(x, st.mean, st.var, st.w, st.b, 1e-3), "y");
           const std::int64_t C = s[1], S = kiln::numel_of(s) / (s[0] * C);

@@ -9,6 +9,7 @@
 
 #include "ops/op.hpp"
 #include "tests/engine/reference.hpp"
+#include "tests/engine/cases.hpp"
 #include "tests/support.hpp"
 
 using kiln::Attrs;
@@ -20,18 +21,6 @@ using kiln::test::desc;
 namespace {
 
 Attrs groups(std::int64_t g) { return Attrs().set("groups", g); }
-
-// x [N, C, *spatial] as a graph value: an input, or (channels_last) an input [N, *spatial, C]
-// permuted to it, the strides of an NHWC tensor seen as NCHW.
-kiln::Value nchw(Graph& g, const Shape& s, DType t, bool channels_last) {
-  if (!channels_last) return g.input("x", s, t);
-  Shape nhwc = {s[0]};
-  nhwc.insert(nhwc.end(), s.begin() + 2, s.end());
-  nhwc.push_back(s[1]);
-  std::vector<std::int64_t> dims = {0, std::int64_t(s.size()) - 1};
-  for (std::size_t d = 1; d + 1 < s.size(); ++d) dims.push_back(std::int64_t(d));
-  return kiln::apply("permute", {g.input("x", nhwc, t)}, Attrs().set("dims", dims));
-}
 
 // group_norm of x (row-major NCHW values) in fp64, with weight and bias (empty: none).
 std::vector<double> group_norm_ref(const std::vector<double>& x, const Shape& s, std::int64_t G,
@@ -85,7 +74,7 @@ TEST_CASE(
     "split between the blocks of a cluster") {
   for (bool channels_last : {false, true}) {
     Graph g;
-    auto x = nchw(g, {2, 320, 64, 64}, DType::f16, channels_last);
+    auto x = kiln::test::nchw(g, {2, 320, 64, 64}, DType::f16, channels_last);
     auto t = g.input("t", {2, 320, 1, 1}, DType::f16);  // a per-channel add before it
     auto w = g.input("w", {320}, DType::f16), b = g.input("b", {320}, DType::f16);
     g.output(kiln::silu(kiln::apply("group_norm", {x + t, w, b}, groups(32))));
@@ -108,7 +97,7 @@ TEST_CASE(
       for (bool channels_last : {false, true})
         for (std::int64_t G : {1, 32, 64}) {
           Graph g;
-          auto x = nchw(g, {2, 64, 9, 7}, t, channels_last);
+          auto x = kiln::test::nchw(g, {2, 64, 9, 7}, t, channels_last);
           std::vector<kiln::GraphArg> args = {x * 0.5};
           if (G != 1) args.push_back(g.input("w", {64}, t));
           if (G == 32) args.push_back(g.input("b", {64}, DType::f32));
@@ -197,7 +186,7 @@ TEST_CASE("gpu: group_norm fused with a prologue and a SiLU, and not, against th
       for (const auto& [s, G] : std::vector<std::pair<Shape, std::int64_t>>{
                {{2, 320, 64, 64}, 32}, {{2, 64, 5, 7}, 32}, {{1, 6, 3, 1}, 6}, {{3, 4, 9}, 1}}) {
         Graph g;
-        auto x = nchw(g, s, t, channels_last);
+        auto x = kiln::test::nchw(g, s, t, channels_last);
         Shape ts = {s[0], s[1]};
         ts.resize(s.size(), 1);
         auto temb = g.input("t", ts, DType::f32);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <kiln/graph.hpp>
 
+#include "tests/engine/cases.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
 
@@ -46,11 +47,7 @@ std::vector<Graph> hand_on_graphs() {
     }
   for (bool channels_last : {false, true}) {
     Graph g;
-    // channels_last: an input [N, H, W, C] permuted to NCHW's shape
-    auto x = channels_last
-                 ? kiln::apply("permute", {g.input("x", {2, 5, 7, 64}, DType::bf16)},
-                               kiln::Attrs().set("dims", std::vector<std::int64_t>{0, 3, 1, 2}))
-                 : g.input("x", {2, 64, 5, 7}, DType::bf16);
+    auto x = kiln::test::nchw(g, {2, 64, 5, 7}, DType::bf16, channels_last);
     auto h = x + g.input("t", {2, 64, 1, 1}, DType::bf16);
     g.output(h, "h");
     g.output(kiln::silu(kiln::apply("group_norm", {h}, {{"groups", 32}})) + h * 0.5, "y");
