@@ -102,6 +102,8 @@ DType result_dtype(const OpDef& op, const std::vector<Operand>& args, const Attr
   X(group_norm_ops)      \
   X(attention_ops)       \
   X(concat_ops)          \
+  X(pad_ops)             \
+  X(upsample_ops)        \
   /* a new op file's line goes above */
 
 #define KILN_DECLARE_OP_FILE(f) std::vector<OpDef> f();

@@ -66,6 +66,7 @@ std::vector<OpDef> concat_ops() {
   d.variadic = true;
   d.fusion = {FusionKind::anchor, "concat", /*prologue=*/false, /*epilogue=*/false};
   d.fusion.parts = true;
+  d.fusion.gathers = true;  // a part reads a gather or remap view in place
   d.infer = infer_concat;
   d.attrs = {{"axis",
               AttrType::integer,

@@ -64,6 +64,17 @@ struct FusionRoles {
   bool parts = false;
 };
 
+/// One axis of a remap view (ViewRule::remap): the result's coordinate c along `axis` reads
+/// x's entry (c - lo) / scale (floor), or the fill where that lies outside x's axis.
+struct RemapAxis {
+  std::size_t axis = 0;
+  std::int64_t lo = 0, scale = 1;
+};
+struct Remap {
+  std::vector<RemapAxis> axes;
+  double fill = 0;
+};
+
 /// A view op's rule (FusionKind::view): where its result is read in its operand's memory, and
 /// as what view of it.
 struct ViewRule {
@@ -92,6 +103,11 @@ struct ViewRule {
   std::size_t (*axis)(const Shape& x, const Attrs& attrs) = nullptr;
   TensorView (*index_view)(const TensorView& index, const Shape& result,
                            const Attrs& attrs) = nullptr;
+  /// A remap view's (pad, upsample_nearest): its result reads x (`of` gives x over the result's
+  /// shape, stepping 0 along the remapped axes) at positions computed from the result's
+  /// coordinates, axis by axis (RemapAxis), with no index tensor; read in place like a gather
+  /// view (kernel_templates/kiln/gather.cuh, Remap). Null for other views.
+  Remap (*remap)(const Shape& x, const Attrs& attrs) = nullptr;
 };
 
 /// fp64 reference of a row op on one row of n values: writes n values (1 for a reduction).

@@ -146,7 +146,14 @@ LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t 
                        const std::vector<bool>& reduced) {
   const std::size_t K = views.size();
   std::vector<bool> dim_reduced;
-  const std::vector<Dim> dims = kept_dims(views, NO, shape, rows, reduced, dim_reduced);
+  std::vector<Dim> dims = kept_dims(views, NO, shape, rows, reduced, dim_reduced);
+  const bool any_reduced =
+      std::find(dim_reduced.begin(), dim_reduced.end(), true) != dim_reduced.end();
+  // Elementwise work iterates in the first output's memory order, so that a channels_last
+  // (or any permuted) result is written, and read alike, along its contiguous dim.
+  if (!rows && !any_reduced && NO > 0)
+    std::stable_sort(dims.begin(), dims.end(),
+                     [](const Dim& a, const Dim& b) { return a.stride[0] > b.stride[0]; });
   const bool inner_reduced = !dim_reduced.empty() && dim_reduced.back();
   std::vector<Dim> merged = coalesce(dims, dim_reduced, K, NO, rows);
   const int vec = vector_width(views, NO, merged, inner_reduced);

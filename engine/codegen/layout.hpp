@@ -41,7 +41,8 @@ TensorView axis_last(const TensorView& v, const Shape& shape, std::size_t axis, 
 /// Plans the layout of `views` (outputs first) over `shape`. Outputs may broadcast (step by 0:
 /// one value for the whole extent) along the dims flagged in `reduced` (empty: none); a reduced
 /// dim stays its own dim even when extent 1, unless all are reduced. With `rows`, the last dim
-/// of `shape` stays its own dim (a row) even when extent 1.
+/// of `shape` stays its own dim (a row) even when extent 1. Without rows or reduced dims, the
+/// dims are iterated in the first output's memory order (largest stride outermost).
 LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t outputs,
                        const Shape& shape, bool rows, std::int64_t slack,
                        const std::vector<bool>& reduced = {});

@@ -33,6 +33,7 @@ void describe_gathers(const Graph& bound, const FusedGroup& grp,
   for (std::size_t k = 0; k < grp.gather_views.size(); ++k) {
     const Graph::Node& n = bound.node(grp.gather_views[k]);
     const ops::OpDef& op = op_def(bound, n.op);
+    if (op.view.remap) continue;  // reads at computed positions: none to report
     const int x = std::get<int>(n.args[0]);
     const Shape& shape = values.at(std::size_t(x)).shape;
     const std::size_t axis = op.view.axis(shape, n.attrs);

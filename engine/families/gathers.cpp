@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
 #include <kiln/error.hpp>
 
+#include "engine/codegen/codegen.hpp"
 #include "engine/ir/graph_ops.hpp"
 
 namespace kiln {
@@ -22,6 +25,40 @@ std::int64_t span_of(const TensorView& v) {
 
 }  // namespace
 
+// Remap view `n`'s slot (of x), with its coordinate slot's view over the view's shape: each
+// remapped axis's coordinate at a radix of its own; 1 for the output's innermost dim (so that
+// packs along it read the coordinate per element) and multiples of 16 for the others (so that
+// the coordinate slot never narrows the packs along the dim inside them).
+TensorView remap_slot(const Graph::Node& n, const ops::OpDef& op, const TensorView& x,
+                      const TensorView* out, GatherSlots::Slot& s) {
+  const ops::Remap r = op.view.remap(x.shape, n.attrs);
+  const Shape xs = x.resolved_strides();
+  std::size_t inner = n.shape.size();  // the output's innermost dim, as one of the view's
+  if (out && out->shape.size() >= n.shape.size()) {
+    const Shape os = out->resolved_strides();
+    const std::size_t lead = out->shape.size() - n.shape.size();
+    std::int64_t least = -1;
+    for (std::size_t d = lead; d < out->shape.size(); ++d)
+      if (out->shape[d] > 1 && (least < 0 || os[d] < least)) least = os[d], inner = d - lead;
+  }
+  TensorView coord;
+  coord.dtype = DType::i32;
+  coord.shape = n.shape;
+  coord.strides.assign(n.shape.size(), 0);
+  coord.data = kStatusAddress;
+  std::int64_t next = 1;
+  std::vector<ops::RemapAxis> axes = r.axes;  // the innermost first
+  std::stable_partition(axes.begin(), axes.end(), [&](const auto& a) { return a.axis == inner; });
+  for (const ops::RemapAxis& a : axes) {
+    if (a.axis != inner) next = (next + 15) / 16 * 16;
+    s.remap.push_back({next, n.shape[a.axis], a.lo, a.scale, xs[a.axis], x.shape[a.axis]});
+    coord.strides[a.axis] = next;
+    next *= std::max<std::int64_t>(n.shape[a.axis], 1);
+  }
+  s.fill = r.fill;
+  return coord;
+}
+
 GatherSlots gather_slots(const GroupWork& w, const std::vector<TensorView>& views,
                          std::size_t outputs) {
   const FusedGroup& grp = w.group;
@@ -34,10 +71,17 @@ GatherSlots gather_slots(const GroupWork& w, const std::vector<TensorView>& view
     const Graph::Node& n = w.shapes.node(id);
     const ops::OpDef& op = op_def(w.shapes, n.op);
     const TensorView& x = w.values.at(std::size_t(std::get<int>(n.args[0])));
-    const std::size_t axis = op.view.axis(x.shape, n.attrs);
-    GatherSlots::Slot s{0, k, x.resolved_strides()[axis], x.shape[axis]};
-    out.indices.push_back(
-        op.view.index_view(w.values.at(std::size_t(grp.index_inputs[k])), n.shape, n.attrs));
+    GatherSlots::Slot s;
+    s.index = k;
+    if (op.view.remap) {
+      out.indices.push_back(remap_slot(n, op, x, outputs ? &views[0] : nullptr, s));
+    } else {
+      const std::size_t axis = op.view.axis(x.shape, n.attrs);
+      s.stride = x.resolved_strides()[axis];
+      s.extent = x.shape[axis];
+      out.indices.push_back(
+          op.view.index_view(w.values.at(std::size_t(grp.index_inputs[k])), n.shape, n.attrs));
+    }
     out.wide = out.wide || span_of(x) >= (std::int64_t(1) << 31);
     for (std::size_t slot = outputs; slot < views.size(); ++slot)
       if (copy ? slot == outputs : nodes[slot] == id) {
@@ -63,7 +107,10 @@ LayoutPlan GatherSlots::plan(std::vector<const TensorView*>& views, std::size_t 
     const std::uint64_t step = std::uint64_t(stride) * size_of(seen[slot].dtype);
     if (step != 0) seen[slot].data |= step & (~step + 1);
   };
-  for (const Slot& s : slots) moved(s.slot, s.stride);
+  for (const Slot& s : slots) {
+    moved(s.slot, s.stride);
+    for (const Slot::Axis& a : s.remap) moved(s.slot, a.stride);
+  }
   for (const Scatter& s : scatters) moved(s.slot, s.stride);
   for (const TensorView& v : indices) views.push_back(&v);
   views.push_back(&status);
@@ -79,9 +126,25 @@ LayoutPlan GatherSlots::plan(std::vector<const TensorView*>& views, std::size_t 
 std::string GatherSlots::layout_type(const LayoutPlan& lp, std::size_t own) const {
   if (empty()) return lp.type();
   std::string gathers;
-  for (const Slot& s : slots)
-    gathers += fmt::format(", kiln::Gather<{}, {}, {}, {}, {}>", s.slot, own + s.index,
-                           device_type_of(indices[s.index].dtype), s.stride, s.extent);
+  for (const Slot& s : slots) {
+    if (s.remap.empty()) {
+      gathers += fmt::format(", kiln::Gather<{}, {}, {}, {}, {}>", s.slot, own + s.index,
+                             device_type_of(indices[s.index].dtype), s.stride, s.extent);
+      continue;
+    }
+    std::vector<std::string> axes;
+    for (const Slot::Axis& a : s.remap)
+      axes.push_back(codegen::render_instance(
+          "kiln::RemapAxis", {std::to_string(a.radix), std::to_string(a.extent),
+                              std::to_string(a.lo), std::to_string(a.scale),
+                              std::to_string(a.stride), std::to_string(a.x_extent)}));
+    std::uint64_t fill = 0;
+    std::memcpy(&fill, &s.fill, sizeof fill);
+    std::vector<std::string> args = {std::to_string(s.slot), std::to_string(own + s.index),
+                                     fmt::format("{}ull", fill)};
+    args.insert(args.end(), axes.begin(), axes.end());
+    gathers += ", " + codegen::render_instance("kiln::Remap", args);
+  }
   for (const Scatter& s : scatters)
     gathers += fmt::format(", kiln::Scatter<{}, {}, {}, {}, {}>", s.slot, own + s.index,
                            device_type_of(indices[s.index].dtype), s.stride, s.limit);

@@ -21,6 +21,15 @@ struct GatherSlots {
     std::size_t slot = 0;   ///< the gathering slot, among the family's own
     std::size_t index = 0;  ///< its index tensor, in `indices`
     std::int64_t stride = 0, extent = 0;  ///< the indexed axis of its operand
+    /// A remap view's slot (ops::ViewRule::remap): the axes it reads at computed positions,
+    /// rendered as kiln::Remap; its index tensor is a coordinate slot, never read.
+    struct Axis {
+      std::int64_t radix = 1, extent = 0;  ///< the coordinate: (offset / radix) % extent
+      std::int64_t lo = 0, scale = 1;      ///< x's entry: (coordinate - lo) / scale
+      std::int64_t stride = 0, x_extent = 0;
+    };
+    std::vector<Axis> remap;
+    double fill = 0;
   };
   std::vector<Slot> slots;
   /// An output slot written at an offset moved `stride` elements per unit of its index tensor's

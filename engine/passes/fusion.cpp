@@ -120,7 +120,7 @@ FusedGroup copy_group(const Graph& g, int id) {
   grp.inputs = tensor_args(g, id);
   if (is_gather(g, id)) {
     grp.gather_views = {id};
-    grp.index_inputs = {grp.inputs[1]};
+    grp.index_inputs = {index_node(g, id)};
     grp.inputs.resize(1);
   }
   return grp;

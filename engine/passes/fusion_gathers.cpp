@@ -24,9 +24,9 @@ std::vector<int> consumers(const Graph& g, int id) {
 
 // Whether every kernel that may read gather view `id` in place can gather: the elementwise
 // chains reading it, and the anchors next to those chains (taking one as a prologue, or hosting
-// one as an epilogue) or reading it as their prologue's x, gather (FusionRoles::gathers). A view
-// of it, or a side operand, copies it; so does a last dim known only at run time (rows placed at
-// run time do not gather).
+// one as an epilogue) or reading it as their prologue's x or as a concat's part, gather
+// (FusionRoles::gathers). A view of it, or a side operand, copies it; so does a last dim known
+// only at run time (rows placed at run time do not gather).
 bool gathered_in_place(const Graph& g, int id) {
   if (!g.node(id).shape.empty() && g.node(id).shape.back() < 0) return false;
   std::set<int> seen;
@@ -39,9 +39,11 @@ bool gathered_in_place(const Graph& g, int id) {
       if (is_view(g, c)) return false;
       if (is_kernel_anchor(g, c)) {
         const std::vector<int> args = tensor_args(g, c);
-        if (!roles(g, c).gathers || !roles(g, c).prologue ||
-            std::find(args.begin() + 1, args.end(), n) != args.end())
-          return false;
+        const ops::FusionRoles& r = roles(g, c);
+        // Read as its x (a concat's every operand is the x of its part's kernel)
+        const bool as_x =
+            r.parts || (r.prologue && std::find(args.begin() + 1, args.end(), n) == args.end());
+        if (!r.gathers || !as_x) return false;
         continue;
       }
       todo.push_back(c);
@@ -67,7 +69,7 @@ void add_gather_indices(const Graph& g, std::vector<FusedGroup>& groups) {
             std::find(grp.gather_views.begin(), grp.gather_views.end(), id) ==
                 grp.gather_views.end()) {
           grp.gather_views.push_back(id);
-          grp.index_inputs.push_back(std::get<int>(g.node(id).args[1]));
+          grp.index_inputs.push_back(fusion::index_node(g, id));
         }
 }
 

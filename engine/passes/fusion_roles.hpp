@@ -51,8 +51,18 @@ inline std::vector<int> tensor_args(const Graph& g, int id) {
   return out;
 }
 
-/// A gather view (gather, index_select, embedding): read at indices (fusion_gathers.cpp).
-inline bool is_gather(const Graph& g, int id) { return is_view(g, id) && view_rule(g, id).axis; }
+/// A gather view (gather, index_select, embedding: read at indices) or a remap view (pad,
+/// upsample_nearest: read at positions computed from the coordinates), read in place by the
+/// kernels that can (fusion_gathers.cpp).
+inline bool is_gather(const Graph& g, int id) {
+  return is_view(g, id) && (view_rule(g, id).axis || view_rule(g, id).remap);
+}
+
+/// The node a gather view's kernel takes as its index tensor (FusedGroup::index_inputs): its
+/// operand 1; a remap view's x, whose pointer its coordinate slot takes and never reads.
+inline int index_node(const Graph& g, int id) {
+  return std::get<int>(g.node(id).args.at(view_rule(g, id).remap ? 0 : 1));
+}
 
 /// Whether gather view `id` is read in place by every kernel that reads it.
 bool gathered_in_place(const Graph& g, int id);

@@ -65,6 +65,8 @@ Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup
     host[id] = random_host(n.dtype, numel_of(n.shape), std::uint64_t(id) + 1);
   }
   for (std::size_t k = 0; k < grp.index_inputs.size(); ++k) {  // indices within their axes
+    if (op_def(p.graph, p.graph.node(grp.gather_views[k]).op).view.remap)
+      continue;  // a remap view's coordinate slot: its x, read as such
     const auto& n = p.graph.node(grp.index_inputs[k]);
     host[grp.index_inputs[k]] = random_indices(p.graph, grp.gather_views[k], n.dtype,
                                                numel_of(n.shape), std::uint64_t(k) + 7);

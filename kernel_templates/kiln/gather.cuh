@@ -28,6 +28,59 @@ struct Gather {
   static constexpr long long extent = Extent;
 };
 
+/// One axis of a Remap: the result's coordinate along it is (the coordinate slot's offset /
+/// Radix) % Extent; x's entry is (coordinate - Lo) / Scale (floor), Stride elements apart, of
+/// XExtent entries.
+template <long long Radix, long long Extent, long long Lo, long long Scale, long long Stride,
+          long long XExtent>
+struct RemapAxis {
+  /// Adds the entry's offset to `at` for coordinate offset `c`; false where it lies outside x.
+  __device__ __forceinline__ static bool add(long long c, long long& at) {
+    const long long i = (c / Radix) % Extent - Lo;
+    if (i < 0) return false;
+    const long long e = Scale == 1 ? i : i / Scale;
+    at += e * Stride;
+    return e < XExtent;
+  }
+};
+
+/// Slot Slot reads x at positions computed from the coordinates (a remap view: pad,
+/// upsample_nearest), axis by axis (RemapAxis), from the offset of coordinate slot CoordSlot
+/// (which holds no memory); FillBits (a double's bits) where a position lies outside x.
+template <int Slot, int CoordSlot, unsigned long long FillBits, class... Axes>
+struct Remap {
+  static constexpr int slot = Slot;
+  static constexpr int out_slot = -1;
+  static constexpr int idx_slot = CoordSlot;
+  static constexpr bool remap = true;
+  using Idx = int;
+  static constexpr long long stride = 0;
+  static constexpr long long extent = 1;
+  /// x's offset (from the slot's) for coordinate offset `c`; false where it reads the fill.
+  __device__ __forceinline__ static bool at(long long c, long long& off) {
+    off = 0;
+    return (Axes::add(c, off) && ...);
+  }
+  template <class T>
+  __device__ __forceinline__ static T fill() {
+    const double v = __longlong_as_double(static_cast<long long>(FillBits));
+    if constexpr (Same<typename Compute<T>::type, float>::value)
+      return from_float<T>(float(v));
+    else
+      return T(static_cast<long long>(v));
+  }
+};
+
+/// Whether gather G reads at computed positions (a Remap).
+template <class G, class = void>
+struct IsRemap {
+  static constexpr bool value = false;
+};
+template <class G>
+struct IsRemap<G, decltype(void(G::remap))> {
+  static constexpr bool value = G::remap;
+};
+
 /// Output slot Slot is written at an offset moved Stride elements per unit of the index of type
 /// IdxT that slot IdxSlot holds (a slice_update's start), which must lie in [0, Limit].
 template <int Slot, int IdxSlot, class IdxT, long long Stride, long long Limit>
@@ -175,7 +228,24 @@ struct GatheredOperand {
   __device__ __forceinline__ static Raw load(void* const* p, const Index (&off)[K]) {
     const T* x = static_cast<const T*>(p[Slot]);
     Raw r;
-    if constexpr (P::extent == 0) {  // nothing to read: every index is outside
+    if constexpr (IsRemap<P>::value) {
+      const long long base = static_cast<long long>(off[Slot]);
+      const long long c = static_cast<long long>(off[P::idx_slot]);
+      long long at = 0;
+      if constexpr (kPacked && kIdxInner == 0) {  // one position for the pack
+        if (P::at(c, at)) {
+          r = load_pack<T, V>(x + base + at);
+        } else {
+#pragma unroll
+          for (int i = 0; i < V; ++i) r.v[i] = P::template fill<T>();
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < (kPacked ? V : 1); ++e)
+          r.v[e] = P::at(c + e * kIdxInner, at) ? x[base + e * kInner + at]
+                                                 : P::template fill<T>();
+      }
+    } else if constexpr (P::extent == 0) {  // nothing to read: every index is outside
       for (int i = 0; i < (kPacked ? V : 1); ++i) {
         checked(p, static_cast<long long>(off[P::idx_slot]) + i * kIdxInner);
         r.v[i] = T();

@@ -151,6 +151,49 @@ def test_embedding_gather_and_argmax_match_torch_and_a_bad_id_is_an_error(engine
         plan.run(engine, **t)
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("dtype", ["f16", "f32", "i32"])
+def test_pad_and_upsample_nearest_match_torch_read_in_place(engine, channels_last, dtype):
+    tdt = {"f16": torch.float16, "f32": torch.float32, "i32": torch.int32}[dtype]
+    F = torch.nn.functional
+    n, c, h, w = 2, 6, 5, 7
+    g = kiln.Graph()
+
+    def nchw(name, shape):  # a channels_last tensor is an [n, h, w, c] input permuted
+        if not channels_last:
+            return g.input(name, shape, dtype)
+        return kiln.permute(g.input(name, [shape[0], shape[2], shape[3], shape[1]], dtype),
+                            dims=[0, 3, 1, 2])
+
+    x = nchw("x", [n, c, h, w])
+    cases = {"p0": [1, 2], "p1": [0, 3, 2, 1], "p2": [3, 3, 1, 0, 1, 1], "crop": [-1, 2, 1, -2]}
+    for name, pads in cases.items():
+        g.output(kiln.pad(x, pads=pads, value=3.0) + kiln.pad(x, pads=pads, value=3.0), name)
+    for scale in (2, 3):
+        up = kiln.upsample_nearest(x, scale=scale)
+        skip = nchw(f"s{scale}", [n, c, h * scale, w * scale])
+        g.output(up + skip, f"up{scale}")
+        g.output(kiln.concat(up, skip, axis=1), f"cat{scale}")
+    plan = kiln.Plan(g)
+    # Each output one kernel (each concat two): no padded or upsampled copy.
+    assert len(plan.kernels()) == len(cases) + 3 * 2
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    rnd = (lambda *s: torch.randint(-50, 50, s, device="cuda", dtype=tdt)) if dtype == "i32" else (
+        lambda *s: torch.randn(*s, device="cuda", dtype=tdt))
+    xt = rnd(n, c, h, w).to(memory_format=fmt)
+    skips = {k: rnd(n, c, h * k, w * k).to(memory_format=fmt) for k in (2, 3)}
+    feed = (lambda t: t.permute(0, 2, 3, 1)) if channels_last else (lambda t: t)
+    out = plan.run(engine, x=feed(xt), s2=feed(skips[2]), s3=feed(skips[3]))
+    for name, pads in cases.items():
+        ref = F.pad(xt, pads, value=3.0)
+        torch.testing.assert_close(out[name], ref + ref)
+    for k in (2, 3):
+        up = F.interpolate(xt, scale_factor=k, mode="nearest") if dtype != "i32" else (
+            xt.repeat_interleave(k, 2).repeat_interleave(k, 3))
+        torch.testing.assert_close(out[f"up{k}"], up + skips[k])
+        torch.testing.assert_close(out[f"cat{k}"], torch.cat([up, skips[k]], 1))
+
+
 def test_tensors_kiln_cannot_take_are_clear_errors(engine):
     plan = affine_plan([4, 4])
     with pytest.raises(kiln.ArgumentError, match="host memory"):

@@ -131,6 +131,7 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
     if (n.op == "permute" || n.op == "transpose")
       return permute_reference(g.node(x).shape, n, arg(x));
     if (op.view.axis) return gather_reference(g, n, arg);
+    if (op.view.remap) return remap_reference(g, n, arg);
     if (n.op == "expand" || n.op == "broadcast_to") {  // x repeated: NumPy broadcasting
       for (std::size_t i = 0; i < out.size(); ++i)
         out[i] = arg(x)[std::size_t(broadcast_offset(std::int64_t(i), n.shape, g.node(x).shape))];

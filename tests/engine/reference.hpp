@@ -34,6 +34,8 @@ std::vector<double> concat_reference(const Graph& g, const Graph::Node& n, const
 /// A gather, index_select or embedding node `n` of `g`, from torch's definitions (NaN for an
 /// index outside its axis).
 std::vector<double> gather_reference(const Graph& g, const Graph::Node& n, const ValueLookup& arg);
+/// pad and upsample_nearest (reference_remap.cpp).
+std::vector<double> remap_reference(const Graph& g, const Graph::Node& n, const ValueLookup& arg);
 
 /// Node `id` of `g`, a group_norm, in fp64 from its operands' values; `mag` (if given) gets,
 /// per element, the largest magnitude in its group.

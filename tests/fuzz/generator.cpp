@@ -208,6 +208,31 @@ Graph random_graph(std::uint64_t seed) {
     return apply("concat", xs,
                  Attrs().set("axis", std::int64_t(axis) - (chance(50) ? rank : 0)));
   };
+  // a padded (0 to 3 each side of one or two axes, now and then a crop of 1) or upsampled by 2
+  // or 3 along its spatial axes (rank 3 and more): the remap views, read in place.
+  auto remap_op = [&](const Value& a) -> Value {
+    const Shape s = g.node(a.id()).shape;
+    if (s.empty()) throw ShapeError("fuzz: a remap of a scalar");
+    std::int64_t grown = numel_of(s);
+    if (s.size() >= 3 && chance(40)) {
+      const std::int64_t scale = 2 + std::int64_t(rng() % 2);
+      for (std::size_t d = 2; d < s.size(); ++d) grown *= scale;
+      if (grown > 4 * numel_of(base)) throw ShapeError("fuzz: upsample too large");
+      return apply("upsample_nearest", {a}, Attrs().set("scale", scale));
+    }
+    std::vector<std::int64_t> pads(2 * std::min<std::size_t>(s.size(), 1 + rng() % 2));
+    for (std::size_t k = 0; k < pads.size(); ++k) {
+      const std::int64_t extent = s[s.size() - 1 - k / 2];
+      pads[k] = chance(10) && extent > 2 ? -1 : std::int64_t(rng() % 4);
+    }
+    for (std::size_t k = 0; k < pads.size(); k += 2) {
+      const std::int64_t extent = s[s.size() - 1 - k / 2];
+      grown = grown / std::max<std::int64_t>(extent, 1) * (extent + pads[k] + pads[k + 1]);
+    }
+    if (grown > 4 * numel_of(base)) throw ShapeError("fuzz: pad too large");
+    const double values[] = {0.0, -1.5, 2.0};
+    return apply("pad", {a}, Attrs().set("pads", pads).set("value", values[rng() % 3]));
+  };
   auto arg_op = [&](const Value& a) -> Value {
     const Shape s = g.node(a.id()).shape;
     if (s.empty()) throw ShapeError("fuzz: arg of a scalar");
@@ -225,6 +250,9 @@ Graph random_graph(std::uint64_t seed) {
   const bool gathers = std::mt19937_64(seed ^ 0x6b8a3c1d9e2f4057ull)() % 4 == 0;
   // A quarter draw concat too (apart again: the other seeds keep their graphs).
   const bool concats = std::mt19937_64(seed ^ 0x5d2c8e4f1a3b6079ull)() % 4 == 0;
+  // A quarter draw pad and upsample_nearest too (apart again).
+  const bool remaps = std::mt19937_64(seed ^ 0x2e9b7d1c5a3f8046ull)() % 4 == 0;
+  const int concat_kinds = concats ? 10 : 0, remap_kinds = remaps ? 10 : 0;
   const int kinds = gathers ? 135 : newer ? 120 : 100;
   const int nodes = 1 + int(rng() % 30);
   for (int n = 0; n < nodes; ++n) {
@@ -234,8 +262,10 @@ Graph random_graph(std::uint64_t seed) {
           chance(70) ? std::min<std::size_t>(rng() % 3, values.size() - 1) : rng() % values.size();
       const Value a = values[values.size() - 1 - back], b = values[rng() % values.size()];
       try {
-        const int kind = int(rng() % std::uint64_t(kinds + (concats ? 10 : 0)));
-        if (kind >= kinds) {
+        const int kind = int(rng() % std::uint64_t(kinds + concat_kinds + remap_kinds));
+        if (kind >= kinds + concat_kinds) {
+          values.push_back(remap_op(a));
+        } else if (kind >= kinds) {
           values.push_back(concat_op(a, b));
         } else if (kind < 35) {
           values.push_back(apply(pick(kBounded), {a}));

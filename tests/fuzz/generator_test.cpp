@@ -163,3 +163,16 @@ TEST_CASE("fuzz generator: its graphs reach gathers (in place and copied) and ar
   CHECK(in_place >= 5);  // graphs whose every gather is read in place
   CHECK(args >= 10);
 }
+
+TEST_CASE("fuzz generator: its graphs reach pad and upsample_nearest, read in place and copied") {
+  int pads = 0, upsamples = 0, copied = 0;
+  for (std::uint64_t seed = 0; seed < 300; ++seed) {
+    const kiln::Graph g = kiln::fuzz::random_graph(seed);
+    for (const auto& n : g.nodes()) pads += n.op == "pad", upsamples += n.op == "upsample_nearest";
+    for (const auto& k : kiln::Plan(g).kernels())
+      copied += k.name.rfind("pad_", 0) == 0 || k.name.rfind("upsample_nearest_", 0) == 0;
+  }
+  CHECK(pads >= 20);
+  CHECK(upsamples >= 5);
+  CHECK(copied >= 1);  // as an output, or read by a kernel that cannot read it in place
+}

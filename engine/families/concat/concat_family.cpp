@@ -22,8 +22,12 @@ KernelLaunch specialize_part(const GroupWork& w, const Tunables& t) {
   for (int i = 0; i < grp.part; ++i)
     start += w.shapes.node(std::get<int>(n.args.at(std::size_t(i)))).shape[axis];
   const Window window = window_along(result, axis, start, w.shapes.node(grp.x).shape[axis]);
-  KernelLaunch L = specialize_elementwise(grp.body, grp.stem, {window.view}, w.views(grp.inputs),
-                                          grp.scalars, elementwise_tunables(t, grp.stem));
+  const std::vector<TensorView> inputs = w.views(grp.inputs);
+  std::vector<TensorView> all = {window.view};
+  all.insert(all.end(), inputs.begin(), inputs.end());
+  KernelLaunch L = specialize_elementwise(grp.body, grp.stem, {window.view}, inputs, grp.scalars,
+                                          elementwise_tunables(t, grp.stem),
+                                          gather_slots(w, all, 1));
   if (window.offset != 0) L.offsets = {window.offset};
   return L;
 }

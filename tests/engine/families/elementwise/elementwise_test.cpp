@@ -292,3 +292,29 @@ TEST_CASE(
   CHECK_THROWS_WITH_AS(kiln::plan_layout(views, 1, x.shape, false, 0),
                        doctest::Contains("its elements overlap"), kiln::ShapeError);
 }
+
+TEST_CASE("layouts iterate in the output's memory order: a channels_last result is written along "
+          "its channels") {
+  // [2, 640, 32, 32] f16 with channels_last strides: the output a window of a [2, 1280, 32, 32]
+  // channels_last concat result, the input a channels_last tensor of its own.
+  const TensorView out = view({2, 640, 32, 32}, DType::f16, 0x10000, {1310720, 1, 40960, 1280});
+  const TensorView in = view({2, 640, 32, 32}, DType::f16, 0x20000, {655360, 1, 20480, 640});
+  const std::vector<const TensorView*> views = {&out, &in};
+  const kiln::LayoutPlan lp = kiln::plan_layout(views, 1, out.shape, false, 0);
+  REQUIRE(lp.dims.size() == 2);  // the pixels (N, H, W merged), then the channels
+  CHECK(lp.dims[0].extent == 2 * 32 * 32);
+  CHECK(lp.dims[0].stride == std::vector<std::int64_t>{1280, 640});
+  CHECK(lp.vec == 8);
+  CHECK(lp.dims[1].extent == 640 / 8);
+  CHECK(lp.dims[1].stride == std::vector<std::int64_t>{8, 8});
+  // A transposed output of a contiguous input: the output's stride-1 dim is innermost.
+  const TensorView t_out = view({64, 96}, DType::f32, 0x10000, {1, 64});
+  const TensorView t_in = view({64, 96}, DType::f32);
+  const std::vector<const TensorView*> pair = {&t_out, &t_in};
+  const kiln::LayoutPlan tp = kiln::plan_layout(pair, 1, t_out.shape, false, 0);
+  REQUIRE(tp.dims.size() == 2);
+  CHECK(tp.dims[1].extent == 64);
+  CHECK(tp.dims[1].stride == std::vector<std::int64_t>{1, 96});
+  // Rows keep the logical order: the row dim is last whatever the strides.
+  CHECK(kiln::plan_layout(pair, 1, t_out.shape, true, 0).dims.back().stride[0] == 64);
+}
