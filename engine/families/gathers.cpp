@@ -51,11 +51,13 @@ TensorView remap_slot(const Graph::Node& n, const ops::OpDef& op, const TensorVi
   std::stable_partition(axes.begin(), axes.end(), [&](const auto& a) { return a.axis == inner; });
   for (const ops::RemapAxis& a : axes) {
     if (a.axis != inner) next = (next + 15) / 16 * 16;
+    if (!s.remap.empty()) s.remap.back().span = next / s.remap.back().radix;
     s.remap.push_back({next, n.shape[a.axis], a.lo, a.scale, xs[a.axis], x.shape[a.axis]});
     coord.strides[a.axis] = next;
     next *= std::max<std::int64_t>(n.shape[a.axis], 1);
   }
   s.fill = r.fill;
+  s.remapped = true;
   return coord;
 }
 
@@ -127,7 +129,7 @@ std::string GatherSlots::layout_type(const LayoutPlan& lp, std::size_t own) cons
   if (empty()) return lp.type();
   std::string gathers;
   for (const Slot& s : slots) {
-    if (s.remap.empty()) {
+    if (!s.remapped) {
       gathers += fmt::format(", kiln::Gather<{}, {}, {}, {}, {}>", s.slot, own + s.index,
                              device_type_of(indices[s.index].dtype), s.stride, s.extent);
       continue;
@@ -135,7 +137,7 @@ std::string GatherSlots::layout_type(const LayoutPlan& lp, std::size_t own) cons
     std::vector<std::string> axes;
     for (const Slot::Axis& a : s.remap)
       axes.push_back(codegen::render_instance(
-          "kiln::RemapAxis", {std::to_string(a.radix), std::to_string(a.extent),
+          "kiln::RemapAxis", {std::to_string(a.radix), std::to_string(a.span),
                               std::to_string(a.lo), std::to_string(a.scale),
                               std::to_string(a.stride), std::to_string(a.x_extent)}));
     std::uint64_t fill = 0;

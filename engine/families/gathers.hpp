@@ -24,11 +24,14 @@ struct GatherSlots {
     /// A remap view's slot (ops::ViewRule::remap): the axes it reads at computed positions,
     /// rendered as kiln::Remap; its index tensor is a coordinate slot, never read.
     struct Axis {
-      std::int64_t radix = 1, extent = 0;  ///< the coordinate: (offset / radix) % extent
+      /// The coordinate: (offset / radix) % span (the next axis's radix over this one's; the
+      /// result's extent for the last axis).
+      std::int64_t radix = 1, span = 0;
       std::int64_t lo = 0, scale = 1;      ///< x's entry: (coordinate - lo) / scale
       std::int64_t stride = 0, x_extent = 0;
     };
-    std::vector<Axis> remap;
+    bool remapped = false;
+    std::vector<Axis> remap;  ///< none for a pad of no margin: x read as it lies
     double fill = 0;
   };
   std::vector<Slot> slots;

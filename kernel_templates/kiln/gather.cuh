@@ -29,14 +29,15 @@ struct Gather {
 };
 
 /// One axis of a Remap: the result's coordinate along it is (the coordinate slot's offset /
-/// Radix) % Extent; x's entry is (coordinate - Lo) / Scale (floor), Stride elements apart, of
+/// Radix) % Span (the coordinate slot steps by Radix along this axis; the next axis's radix is
+/// Radix * Span); x's entry is (coordinate - Lo) / Scale (floor), Stride elements apart, of
 /// XExtent entries.
-template <long long Radix, long long Extent, long long Lo, long long Scale, long long Stride,
+template <long long Radix, long long Span, long long Lo, long long Scale, long long Stride,
           long long XExtent>
 struct RemapAxis {
   /// Adds the entry's offset to `at` for coordinate offset `c`; false where it lies outside x.
   __device__ __forceinline__ static bool add(long long c, long long& at) {
-    const long long i = (c / Radix) % Extent - Lo;
+    const long long i = (c / Radix) % Span - Lo;
     if (i < 0) return false;
     const long long e = Scale == 1 ? i : i / Scale;
     at += e * Stride;

@@ -107,11 +107,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--regressions", o.regressions, "Write shrunk failing graphs here");
   app.add_flag("!--no-shrink", o.shrink, "Do not shrink failures");
+  bool print_graphs = false;
+  app.add_flag("--print", print_graphs, "Print each seed's graph (JSON, a line each) and stop");
   CLI11_PARSE(app, argc, argv);
   std::uint64_t first = 0, last = 0;
   if (std::sscanf(o.seeds.c_str(), "%lu:%lu", &first, &last) != 2 || last <= first) {
     fmt::print(stderr, "kiln_fuzz: --seeds '{}': expected A:B with A < B\n", o.seeds);
     return 2;
+  }
+  if (print_graphs) {
+    for (std::uint64_t seed = first; seed < last; ++seed)
+      fmt::print("{} {}\n", seed, kiln::fuzz::random_graph(seed).to_json());
+    return 0;
   }
   ::setenv("KILN_LOG_LEVEL", "error", 0);
   std::signal(SIGTERM, on_stop);

@@ -81,6 +81,14 @@ std::vector<Graph> remap_graphs(DType t) {
       out.push_back(std::move(g));
     }
   {
+    Graph g;  // two axes padded at once (coordinates of several radices), and a crop
+    const auto x = g.input("x", {4, 3, 7}, t);
+    const auto p = pad(x, {1, 2, 1, 1}, flt ? 0.5 : 1);
+    g.output(flt ? kiln::tanh(p) : p + p, "y");
+    g.output(pad(x, {-1, 2, 0, 0, 2, -1}), "z");
+    out.push_back(std::move(g));
+  }
+  {
     Graph g;  // length-1 axes, pads on both ends of every axis and a scale on a 1-D signal
     const auto x = g.input("x", {1, 1, 1}, t);
     g.output(pad(x, {2, 1, 0, 3, 1, 1}, flt ? 0.25 : -2), "y");
