@@ -108,11 +108,11 @@ std::vector<Dim> coalesce(const std::vector<Dim>& dims, const std::vector<bool>&
 // it is one load per pack, whatever its width: an embedding's i64 ids), if every tensor slot
 // allows it along the inner dim.
 int vector_width(const std::vector<const TensorView*>& views, std::size_t NO,
-                 const std::vector<Dim>& merged, bool inner_reduced) {
+                 const std::vector<Dim>& merged, bool inner_reduced, int max_vec) {
   std::size_t widest = 1;
   for (std::size_t s = 0; s < views.size(); ++s)
     if (s < NO || merged.back().stride[s] != 0) widest = std::max(widest, size_of(views[s]->dtype));
-  for (int v = int(16 / widest); v >= 2; v /= 2) {
+  for (int v = std::min(int(16 / widest), max_vec); v >= 2; v /= 2) {
     const Dim& inner = merged.back();
     bool ok = inner.extent % v == 0;
     for (std::size_t s = 0; s < views.size() && ok; ++s) {
@@ -143,7 +143,7 @@ TensorView axis_last(const TensorView& v, const Shape& shape, std::size_t axis,
 
 LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t NO,
                        const Shape& shape, bool rows, std::int64_t slack,
-                       const std::vector<bool>& reduced) {
+                       const std::vector<bool>& reduced, int max_vec) {
   const std::size_t K = views.size();
   std::vector<bool> dim_reduced;
   std::vector<Dim> dims = kept_dims(views, NO, shape, rows, reduced, dim_reduced);
@@ -156,7 +156,7 @@ LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t 
                      [](const Dim& a, const Dim& b) { return a.stride[0] > b.stride[0]; });
   const bool inner_reduced = !dim_reduced.empty() && dim_reduced.back();
   std::vector<Dim> merged = coalesce(dims, dim_reduced, K, NO, rows);
-  const int vec = vector_width(views, NO, merged, inner_reduced);
+  const int vec = vector_width(views, NO, merged, inner_reduced, max_vec);
   merged.back().extent /= vec;
   for (auto& st : merged.back().stride) st *= vec;
   // Index width: 32-bit unless an iteration count or offset reaches 2^31.

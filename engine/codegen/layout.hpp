@@ -43,8 +43,10 @@ TensorView axis_last(const TensorView& v, const Shape& shape, std::size_t axis, 
 /// dim stays its own dim even when extent 1, unless all are reduced. With `rows`, the last dim
 /// of `shape` stays its own dim (a row) even when extent 1. Without rows or reduced dims, the
 /// dims are iterated in the first output's memory order (largest stride outermost).
+/// Packs hold at most `max_vec` elements (a slot read at indices packs V of its own elements
+/// in registers whatever its strides).
 LayoutPlan plan_layout(const std::vector<const TensorView*>& views, std::size_t outputs,
                        const Shape& shape, bool rows, std::int64_t slack,
-                       const std::vector<bool>& reduced = {});
+                       const std::vector<bool>& reduced = {}, int max_vec = 16);
 
 }  // namespace kiln

@@ -120,7 +120,10 @@ LayoutPlan GatherSlots::plan(std::vector<const TensorView*>& views, std::size_t 
   seen.push_back(status);
   std::vector<const TensorView*> layout;
   for (const TensorView& v : seen) layout.push_back(&v);
-  LayoutPlan lp = plan_layout(layout, outputs, shape, rows, slack, reduced);
+  // A gathering slot packs V of its elements in registers: at most 16 bytes of them.
+  int max_vec = 16;
+  for (const Slot& s : slots) max_vec = std::min(max_vec, int(16 / size_of(seen[s.slot].dtype)));
+  LayoutPlan lp = plan_layout(layout, outputs, shape, rows, slack, reduced, max_vec);
   lp.index64 = lp.index64 || wide;
   return lp;
 }

@@ -221,6 +221,28 @@ std::vector<std::vector<double>> evaluate(const Graph& g, const HostInputs& inpu
   return vals;
 }
 
+namespace {
+
+// eq and ne of a value and a number (or a value of its shape) that lie within 2^-14 of their
+// magnitude of each other: equal in a jittered model, so that the comparison is in doubt where
+// the plan's f32 may find them equal and fp64 does not (a tanh saturating to exactly 1 where
+// fp64 gives 1 - 4e-9; the jitter itself moves a tanh(10) by 2^-20 of its operand, 1e-5).
+void knife_edge_equality(const Graph& g, int id, const Lookup& arg, std::vector<double>& v) {
+  const Graph::Node& n = g.node(id);
+  if (n.op != "eq" && n.op != "ne") return;
+  const std::vector<double>& a = arg(std::get<int>(n.args[0]));
+  const double* number = std::get_if<double>(&n.args[1]);
+  const std::vector<double>* b = number ? nullptr : &arg(std::get<int>(n.args[1]));
+  if (a.size() != v.size() || (b && b->size() != v.size())) return;  // broadcast: left as is
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double y = b ? (*b)[i] : *number;
+    if (std::fabs(a[i] - y) <= 0x1p-14 * (std::fabs(a[i]) + std::fabs(y)))
+      v[i] = n.op == "eq" ? 1.0 : 0.0;
+  }
+}
+
+}  // namespace
+
 std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs& inputs, bool fused,
                                                int jitter, int only) {
   // Each value read or computed moves by +-2^-20 of its magnitude plus of its largest
@@ -297,6 +319,7 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
         v = compute(g, id, arg, &mag);
       }
       perturb(id, v, mag);
+      if (jitter != 0) knife_edge_equality(g, id, arg, v);
       if (g.node(id).op == "cast")
         round_to(g.node(id).dtype, v);  // a cast rounds even inside a kernel
       local[id] = std::move(v);

@@ -82,3 +82,22 @@ TEST_CASE("reference: roundings the GPU took the other way are within the model'
     CHECK(limit < s.loosest * s.ulp);  // and not loose beyond a few such roundings
   }
 }
+
+// The GPU's f32 tanh(10) is exactly 1 (fp64: 1 - 4e-9), so eq(tanh(x), 1) is true on the GPU
+// and false in fp64 (fuzz seeds 76852 and 83878, an H200 and an H100, 2026-11-26): such an
+// equality is in doubt, which the model's sensitivity must show, and one far from it is not.
+TEST_CASE("reference: an equality within f32's evaluation error is in doubt") {
+  Graph g;
+  const auto x = g.input("x", {2}, DType::f32);
+  g.output(kiln::apply("eq", {kiln::tanh(x), 1.0}), "y");
+  kiln::test::HostInputs in;
+  in["x"].resize(8);
+  kiln::store_element(DType::f32, 10.0, in["x"].data());
+  kiln::store_element(DType::f32, 0.5, in["x"].data() + 4);
+  const auto model = kiln::test::model_plan(g, in, true);
+  const int o = g.outputs().front();
+  CHECK(model.model[std::size_t(o)][0] == 0.0);
+  CHECK(model.sensitivity(o, 0) == 1.0);  // either answer passes
+  CHECK(model.model[std::size_t(o)][1] == 0.0);
+  CHECK(model.sensitivity(o, 1) == 0.0);  // tanh(0.5) is nowhere near 1: no doubt
+}
