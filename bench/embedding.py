@@ -4,15 +4,7 @@ ceiling, in one run. Every kernel here is under ~100 us, so kiln and the peers a
 replayed in a CUDA graph (bench/run.py's graphed); kiln's plan inside the capture runs without
 its index check (a capture cannot wait for the host), which the run before it did.
 Usage: python3 bench/embedding.py (with build-device/python or build/python on PYTHONPATH)."""
-import os
-import pathlib
 import sys
-
-REPO = pathlib.Path(__file__).resolve().parents[1]
-for build in ("build-device", "build"):
-    if (REPO / build / "python" / "kiln").is_dir() and not os.environ.get("PYTHONPATH"):
-        sys.path.insert(0, str(REPO / build / "python"))
-sys.path.insert(0, str(REPO / "bench"))
 
 import torch  # noqa: E402
 from run import copy_ceiling_gbs, graphed, median_us  # noqa: E402

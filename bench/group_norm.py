@@ -5,15 +5,7 @@ graphed). kiln reads the channels_last input in place (an [N, H, W, C] tensor pe
 and writes its output NCHW or channels_last (both timed); its values are checked against fp64
 first.
 Usage: python3 bench/group_norm.py (with build-device/python or build/python on PYTHONPATH)."""
-import os
-import pathlib
 import sys
-
-REPO = pathlib.Path(__file__).resolve().parents[1]
-for build in ("build-device", "build"):
-    if (REPO / build / "python" / "kiln").is_dir() and not os.environ.get("PYTHONPATH"):
-        sys.path.insert(0, str(REPO / build / "python"))
-sys.path.insert(0, str(REPO / "bench"))
 
 import torch  # noqa: E402
 from run import copy_ceiling_gbs, graphed, median_us  # noqa: E402

@@ -4,10 +4,19 @@ prints the BENCH.md table (last), writing the rows as JSON to $OUT/bench.json (o
 import argparse
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
-import torch
+# The benches that import this module take kiln from build-device/python or build/python where
+# PYTHONPATH does not name one.
+_REPO = pathlib.Path(__file__).resolve().parents[1]
+for _build in ("build-device", "build"):
+    if (_REPO / _build / "python" / "kiln").is_dir() and not os.environ.get("PYTHONPATH"):
+        sys.path.insert(0, str(_REPO / _build / "python"))
+        break
+
+import torch  # noqa: E402
 import torch.nn.functional as F
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}

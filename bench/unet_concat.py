@@ -4,15 +4,7 @@ channels_last. kiln's plan (two kernels, each writing its half of the result, no
 PyTorch eager and torch.compile, a plain copy of the same bytes and the 1-GiB copy ceiling, all
 replayed in CUDA graphs in one run; values checked against fp64 first.
 Usage: python3 bench/unet_concat.py (with build-device/python or build/python on PYTHONPATH)."""
-import os
-import pathlib
 import sys
-
-REPO = pathlib.Path(__file__).resolve().parents[1]
-for build in ("build-device", "build"):
-    if (REPO / build / "python" / "kiln").is_dir() and not os.environ.get("PYTHONPATH"):
-        sys.path.insert(0, str(REPO / build / "python"))
-sys.path.insert(0, str(REPO / "bench"))
 
 import torch  # noqa: E402
 from run import copy_ceiling_gbs, graphed, median_us  # noqa: E402
