@@ -107,6 +107,11 @@ double wrapped(DType t, double v) {
   return v >= 2147483648.0 ? v - 4294967296.0 : v < -2147483648.0 ? v + 4294967296.0 : v;
 }
 
+std::map<std::string, NodeReference>& node_references() {
+  static std::map<std::string, NodeReference> refs;
+  return refs;
+}
+
 using Values = std::vector<std::vector<double>>;
 using Lookup = std::function<const std::vector<double>&(int)>;
 
@@ -117,21 +122,13 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
   const auto& n = g.node(id);
   std::vector<double> out(std::size_t(numel_of(n.shape)));
   const auto& op = op_def(g, n.op);
-  if (op.fusion.family == "gemm") return gemm_reference(g, id, arg, mag);
-  if (n.op == "slice_update" || n.op == "concat") {
-    if (mag) mag->assign(out.size(), 0.0);
-    return n.op == "concat" ? concat_reference(g, n, arg) : update_reference(g, n, arg);
-  }
-  if (n.op == "group_norm") return group_norm_reference(g, id, arg, mag);
-  if (op.fusion.family == "attention") return attention_reference(g, id, arg, mag);
+  if (const NodeReference whole = node_reference(n.op)) return whole(g, id, arg, mag);
   if (op.fusion.kind == ops::FusionKind::view) {  // the same elements in row-major order
     const int x = std::get<int>(n.args[0]);
     if (mag) *mag = std::vector<double>(out.size(), 0.0);
     if (n.op == "slice") return slice_reference(g.node(x).shape, n.attrs, arg(x));
     if (n.op == "permute" || n.op == "transpose")
       return permute_reference(g.node(x).shape, n, arg(x));
-    if (op.view.axis) return gather_reference(g, n, arg);
-    if (op.view.remap) return remap_reference(g, n, arg);
     if (n.op == "expand" || n.op == "broadcast_to") {  // x repeated: NumPy broadcasting
       for (std::size_t i = 0; i < out.size(); ++i)
         out[i] = arg(x)[std::size_t(broadcast_offset(std::int64_t(i), n.shape, g.node(x).shape))];
@@ -210,6 +207,15 @@ void round_to(DType t, std::vector<double>& v) {
 }
 
 }  // namespace
+
+bool register_node_reference(const char* op, NodeReference ref) {
+  return node_references().emplace(op, ref).second;
+}
+
+NodeReference node_reference(const std::string& op) {
+  const auto it = node_references().find(op);
+  return it == node_references().end() ? nullptr : it->second;
+}
 
 std::vector<std::vector<double>> evaluate(const Graph& g, const HostInputs& inputs) {
   Values vals(g.nodes().size());

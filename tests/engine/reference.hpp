@@ -17,6 +17,23 @@ std::int64_t broadcast_offset(std::int64_t i, const Shape& shape, const Shape& s
 /// A node's fp64 values (row-major over its shape) by node id.
 using ValueLookup = std::function<const std::vector<double>&(int)>;
 
+/// The fp64 reference of a whole node of op `op` (one the per-element and per-row rules of
+/// reference.cpp do not cover: a product, attention, a norm over groups, a gather, a concat):
+/// its values, row-major over its shape, from its operands' (`arg`); `mag` (if given) gets,
+/// per element, the magnitude its f32 errors scale with (0 where it moves values exactly).
+using NodeReference = std::vector<double> (*)(const Graph& g, int id, const ValueLookup& arg,
+                                              std::vector<double>* mag);
+/// Registers `ref` as the reference of op `op` (KILN_NODE_REFERENCE, in the reference's own
+/// file); true, for the static it initializes.
+bool register_node_reference(const char* op, NodeReference ref);
+/// The reference registered for op `op`; null if none.
+NodeReference node_reference(const std::string& op);
+#define KILN_NODE_REFERENCE_CAT(a, b) a##b
+#define KILN_NODE_REFERENCE_NAME(line) KILN_NODE_REFERENCE_CAT(kiln_node_reference_, line)
+/// One registration line per op: KILN_NODE_REFERENCE("concat", concat_node).
+#define KILN_NODE_REFERENCE(op, fn) \
+  static const bool KILN_NODE_REFERENCE_NAME(__LINE__) = register_node_reference(op, fn)
+
 /// Node `id` of `g`, a matrix product (matmul, linear), in fp64 from its operands' values;
 /// `mag` (if given) gets, per element, the sum of the magnitudes of its products (and bias).
 std::vector<double> gemm_reference(const Graph& g, int id, const ValueLookup& arg,

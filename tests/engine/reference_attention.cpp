@@ -90,4 +90,6 @@ std::vector<double> attention_reference(const Graph& g, int id, const ValueLooku
   return out;
 }
 
+KILN_NODE_REFERENCE("attention", attention_reference);
+
 }  // namespace kiln::test

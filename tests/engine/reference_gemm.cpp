@@ -53,4 +53,7 @@ std::vector<double> gemm_reference(const Graph& g, int id, const ValueLookup& ar
   return out;
 }
 
+KILN_NODE_REFERENCE("matmul", gemm_reference);
+KILN_NODE_REFERENCE("linear", gemm_reference);
+
 }  // namespace kiln::test

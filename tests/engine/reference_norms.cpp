@@ -45,4 +45,6 @@ std::vector<double> group_norm_reference(const Graph& g, int id, const ValueLook
   return out;
 }
 
+KILN_NODE_REFERENCE("group_norm", group_norm_reference);
+
 }  // namespace kiln::test

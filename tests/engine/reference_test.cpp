@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "ops/op.hpp"
 #include "tests/support.hpp"
 
 using kiln::DType;
@@ -100,4 +101,19 @@ TEST_CASE("reference: an equality within f32's evaluation error is in doubt") {
   CHECK(model.sensitivity(o, 0) == 1.0);  // either answer passes
   CHECK(model.model[std::size_t(o)][1] == 0.0);
   CHECK(model.sensitivity(o, 1) == 0.0);  // tanh(0.5) is nowhere near 1: no doubt
+}
+
+TEST_CASE("reference: every op that no per-element or per-row rule covers registers a whole-node "
+          "reference") {
+  int whole = 0;
+  for (const auto& op : kiln::ops::all_ops()) {
+    CAPTURE(op.name);
+    const bool read_elsewhere = op.fusion.kind == kiln::ops::FusionKind::view &&
+                                (op.view.axis != nullptr || op.view.remap != nullptr);
+    const bool own_kernel = op.fusion.kind == kiln::ops::FusionKind::anchor && !op.row_reference;
+    const bool registered = kiln::test::node_reference(std::string(op.name)) != nullptr;
+    if (read_elsewhere || own_kernel) CHECK(registered);
+    whole += registered;
+  }
+  CHECK(whole >= 11);  // products, attention, group_norm, gathers, remaps, concat, slice_update
 }
