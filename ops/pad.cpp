@@ -12,6 +12,8 @@
 namespace kiln::ops {
 namespace {
 
+constexpr std::int64_t kMostPad = std::int64_t(1) << 40;  // so that extents never overflow
+
 // The margins of `attrs` per axis of a rank-`rank` x: (lo, hi), torch's order (the last axis's
 // pair first), ArgumentError naming `what` for an odd count or more pairs than axes.
 std::vector<std::pair<std::int64_t, std::int64_t>> margins(const Attrs& attrs, std::size_t rank,
@@ -23,6 +25,10 @@ std::vector<std::pair<std::int64_t, std::int64_t>> margins(const Attrs& attrs, s
         "{}: pads {} must be pairs (before, after), the last axis's first, for at most the {} "
         "axes of x",
         what, to_string(pads), rank));
+  for (std::int64_t p : pads)
+    if (p < -kMostPad || p > kMostPad)
+      throw ShapeError(fmt::format("{}: pads {}: a margin of {} is beyond +-2^40", what,
+                                   to_string(pads), p));
   std::vector<std::pair<std::int64_t, std::int64_t>> out(rank, {0, 0});
   for (std::size_t k = 0; k < pads.size() / 2; ++k)
     out[rank - 1 - k] = {pads[2 * k], pads[2 * k + 1]};

@@ -27,6 +27,9 @@ TensorView infer_upsample(const OpDef& op, const std::vector<Operand>& args, con
     if (x->shape[d] == kDynamicStandIn)
       throw ShapeError(fmt::format("{}: x is dynamic along spatial axis {}: upsample static axes",
                                    what, d));
+    if (scale < 1 || x->shape[d] > (std::int64_t(1) << 40) / scale)
+      throw ShapeError(fmt::format("{}: spatial axis {} of extent {} times {} is too large", what,
+                                   d, x->shape[d], scale));
     r.shape[d] = x->shape[d] * scale;
   }
   numel_of(r.shape);
