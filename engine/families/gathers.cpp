@@ -23,8 +23,6 @@ std::int64_t span_of(const TensorView& v) {
   return span;
 }
 
-}  // namespace
-
 // Remap view `n`'s slot (of x), with its coordinate slot's view over the view's shape: each
 // remapped axis's coordinate at a radix of its own; 1 for the output's innermost dim (so that
 // packs along it read the coordinate per element) and multiples of 16 for the others (so that
@@ -60,6 +58,8 @@ TensorView remap_slot(const Graph::Node& n, const ops::OpDef& op, const TensorVi
   s.remapped = true;
   return coord;
 }
+
+}  // namespace
 
 GatherSlots gather_slots(const GroupWork& w, const std::vector<TensorView>& views,
                          std::size_t outputs) {

@@ -56,48 +56,6 @@ RowView row_view(const Graph& g, int id) {
   return v;
 }
 
-// x[..., start:stop, ...] along the slice's axis, from x's values in row-major order.
-std::vector<double> slice_reference(const Shape& x, const Attrs& attrs,
-                                    const std::vector<double>& xv) {
-  const ops::SliceRange r = ops::slice_range(x, attrs, "slice");
-  std::int64_t outer = 1, inner = 1;
-  for (std::size_t d = 0; d < r.axis; ++d) outer *= x[d];
-  for (std::size_t d = r.axis + 1; d < x.size(); ++d) inner *= x[d];
-  const std::int64_t ext = x[r.axis];
-  std::vector<double> out;
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t j = r.start; j < r.stop; ++j)
-      for (std::int64_t i = 0; i < inner; ++i)
-        out.push_back(xv[std::size_t((o * ext + j) * inner + i)]);
-  return out;
-}
-
-// x's values (row-major over `x`) with its dims reordered: permute's dims, or transpose's dim0
-// and dim1 swapped; written apart from ops/permute.cpp so that the two check each other.
-std::vector<double> permute_reference(const Shape& x, const Graph::Node& n,
-                                      const std::vector<double>& xv) {
-  const std::int64_t rank = std::int64_t(x.size());
-  auto pos = [rank](std::int64_t d) { return std::size_t(d < 0 ? d + rank : d); };
-  std::vector<std::size_t> order(x.size());
-  for (std::size_t d = 0; d < order.size(); ++d) order[d] = d;
-  if (n.op == "transpose")
-    std::swap(order[pos(n.attrs.integer("dim0").value_or(0))],
-              order[pos(n.attrs.integer("dim1").value_or(1))]);
-  else
-    for (std::size_t d = 0; d < order.size(); ++d) order[d] = pos((*n.attrs.extents("dims"))[d]);
-  std::vector<std::int64_t> stride(x.size(), 1);  // x's, row-major
-  for (std::size_t d = x.size(); d-- > 1;) stride[d - 1] = stride[d] * x[d];
-  std::vector<double> out(xv.size());
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    std::int64_t rest = std::int64_t(i), at = 0;
-    for (std::size_t d = n.shape.size(); d-- > 0;) {
-      at += rest % n.shape[d] * stride[order[d]];
-      rest /= n.shape[d];
-    }
-    out[i] = xv[std::size_t(at)];
-  }
-  return out;
-}
 
 // v (a whole number) wrapped into integer dtype t's range, two's complement: exact for i32;
 // i64 values are left as they are (the tests keep them far below 2^53).
@@ -123,18 +81,9 @@ std::vector<double> compute(const Graph& g, int id, const Lookup& arg,
   std::vector<double> out(std::size_t(numel_of(n.shape)));
   const auto& op = op_def(g, n.op);
   if (const NodeReference whole = node_reference(n.op)) return whole(g, id, arg, mag);
-  if (op.fusion.kind == ops::FusionKind::view) {  // the same elements in row-major order
-    const int x = std::get<int>(n.args[0]);
+  if (op.fusion.kind == ops::FusionKind::view) {  // a reshape: the same elements in order
     if (mag) *mag = std::vector<double>(out.size(), 0.0);
-    if (n.op == "slice") return slice_reference(g.node(x).shape, n.attrs, arg(x));
-    if (n.op == "permute" || n.op == "transpose")
-      return permute_reference(g.node(x).shape, n, arg(x));
-    if (n.op == "expand" || n.op == "broadcast_to") {  // x repeated: NumPy broadcasting
-      for (std::size_t i = 0; i < out.size(); ++i)
-        out[i] = arg(x)[std::size_t(broadcast_offset(std::int64_t(i), n.shape, g.node(x).shape))];
-      return out;
-    }
-    return arg(x);
+    return arg(std::get<int>(n.args[0]));
   }
   if (op.row_reference) {  // a row op or a scan, along its axis
     const int x = std::get<int>(n.args[0]);

@@ -34,6 +34,18 @@ NodeReference node_reference(const std::string& op);
 #define KILN_NODE_REFERENCE(op, fn) \
   static const bool KILN_NODE_REFERENCE_NAME(__LINE__) = register_node_reference(op, fn)
 
+/// The NodeReference of `F`, a reference of an op that moves values exactly (a view, a gather, a
+/// concat): 0 for its errors' magnitude.
+using ExactReference = std::vector<double> (*)(const Graph& g, const Graph::Node& n,
+                                               const ValueLookup& arg);
+template <ExactReference F>
+std::vector<double> exact_reference(const Graph& g, int id, const ValueLookup& arg,
+                                    std::vector<double>* mag) {
+  std::vector<double> out = F(g, g.node(id), arg);
+  if (mag) mag->assign(out.size(), 0.0);
+  return out;
+}
+
 /// Node `id` of `g`, a matrix product (matmul, linear), in fp64 from its operands' values;
 /// `mag` (if given) gets, per element, the sum of the magnitudes of its products (and bias).
 std::vector<double> gemm_reference(const Graph& g, int id, const ValueLookup& arg,

@@ -97,23 +97,10 @@ std::vector<double> gather_reference(const Graph& g, const Graph::Node& n, const
   return out;
 }
 
-namespace {
-
-// Those that move values exactly: 0 for their errors' magnitude.
-template <std::vector<double> (*F)(const Graph&, const Graph::Node&, const ValueLookup&)>
-std::vector<double> exact(const Graph& g, int id, const ValueLookup& arg,
-                          std::vector<double>* mag) {
-  std::vector<double> out = F(g, g.node(id), arg);
-  if (mag) mag->assign(out.size(), 0.0);
-  return out;
-}
-
-}  // namespace
-
-KILN_NODE_REFERENCE("slice_update", exact<update_reference>);
-KILN_NODE_REFERENCE("concat", exact<concat_reference>);
-KILN_NODE_REFERENCE("gather", exact<gather_reference>);
-KILN_NODE_REFERENCE("index_select", exact<gather_reference>);
-KILN_NODE_REFERENCE("embedding", exact<gather_reference>);
+KILN_NODE_REFERENCE("slice_update", exact_reference<update_reference>);
+KILN_NODE_REFERENCE("concat", exact_reference<concat_reference>);
+KILN_NODE_REFERENCE("gather", exact_reference<gather_reference>);
+KILN_NODE_REFERENCE("index_select", exact_reference<gather_reference>);
+KILN_NODE_REFERENCE("embedding", exact_reference<gather_reference>);
 
 }  // namespace kiln::test

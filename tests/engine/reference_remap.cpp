@@ -46,18 +46,7 @@ std::vector<double> remap_reference(const Graph& g, const Graph::Node& n, const 
   return read_back(g, n, arg, lo, 1, value);
 }
 
-namespace {
-
-std::vector<double> remap_node(const Graph& g, int id, const ValueLookup& arg,
-                               std::vector<double>* mag) {
-  std::vector<double> out = remap_reference(g, g.node(id), arg);
-  if (mag) mag->assign(out.size(), 0.0);
-  return out;
-}
-
-}  // namespace
-
-KILN_NODE_REFERENCE("pad", remap_node);
-KILN_NODE_REFERENCE("upsample_nearest", remap_node);
+KILN_NODE_REFERENCE("pad", exact_reference<remap_reference>);
+KILN_NODE_REFERENCE("upsample_nearest", exact_reference<remap_reference>);
 
 }  // namespace kiln::test
