@@ -74,11 +74,13 @@ __device__ __forceinline__ void write_outputs(const float (&y)[V][N], const Args
 }
 
 /// The epilogue at row r, columns c..c+V-1 of batch `bi` from the products v: v plus the bias
-/// (if Bias, slot NO + 2), the epilogue's inputs (slots from NO + 2 + Bias), Epi, the outputs.
+/// (if Bias, slot NO + 2; its elements from bias_c0 + c), the epilogue's inputs (slots from
+/// NO + 2 + Bias), Epi, the outputs.
 template <class T, class Epi, bool Bias, int V, int P, int S>
 __device__ __forceinline__ void epilogue_at(const Args<P, S>& args,
                                             const long long (&bi)[kBatchDims], long long r,
-                                            long long c, const float (&v)[V]) {
+                                            long long c, const float (&v)[V],
+                                            long long bias_c0 = 0) {
   constexpr int NO = Epi::Outputs::size, NE = Epi::Inputs::size;
   float x[V][NE + 1], y[V][NO];
   read_inputs<typename Epi::Inputs, 0>(x, args, NO + 2 + (Bias ? 1 : 0), bi, r, c);
@@ -86,7 +88,7 @@ __device__ __forceinline__ void epilogue_at(const Args<P, S>& args,
   for (int i = 0; i < V; ++i) x[i][NE] = v[i];
   if constexpr (Bias) {
     float bias[V];
-    load_columns<T, V>(bias, args, NO + 2, c * args.col[NO + 2]);
+    load_columns<T, V>(bias, args, NO + 2, (bias_c0 + c) * args.col[NO + 2]);
 #pragma unroll
     for (int i = 0; i < V; ++i) x[i][NE] += bias[i];
   }

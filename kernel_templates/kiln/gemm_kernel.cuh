@@ -32,22 +32,22 @@ __device__ __forceinline__ float tile_sum(const float* tile, int at) {
   }
 }
 
-/// The block's accumulators over its `ktiles` tiles of K from tile `kt0`: a ring of Stages
-/// shared-memory stages in `smem` that cp.async fills ahead of the warps' tensor-core products.
+/// The range of K tiles [kt0, kt0 + ktiles) block z of a cluster of Split takes (Split 1: all).
+template <int Split, int BK>
+__device__ __forceinline__ void split_range(int K, int& kt0, int& ktiles) {
+  const int per = ((K + BK - 1) / BK + Split - 1) / Split;
+  kt0 = Split > 1 ? int(blockIdx.z) * per : 0;
+  ktiles = max(0, min((K + BK - 1) / BK - kt0, per));
+}
+
+/// The block's accumulators over `ktiles` tiles of K: a ring of Stages shared-memory stages in
+/// `smem` that cp.async fills ahead of the warps' tensor-core products; load(stage, kt) issues
+/// the copies of the block's kt-th tile of K (A's tile, then B's) into `stage`.
 template <class T, class OpA, class OpB, int ALayout, int BLayout, int BK, int MI, int NI,
-          bool Exact, int Stages, int Threads, int SlotA, class Arg>
-__device__ __forceinline__ void accumulate_over_k(float (&acc)[MI][NI][4], char* smem,
-                                                  const Arg& args, const T* A, const T* B, int m0,
-                                                  int n0, int kt0, int ktiles, int M, int N, int K,
-                                                  int tid, int wm0, int wn0, int lane) {
-  constexpr int kStage = OpA::bytes + OpB::bytes, kSlotB = SlotA + 1;
-  auto load = [&](int kt) {
-    char* st = smem + kt % Stages * kStage;
-    const int k0 = (kt0 + kt) * BK;
-    OpA::template load<Threads>(st, A, args.row[SlotA], args.col[SlotA], m0, k0, M, K, tid);
-    OpB::template load<Threads>(st + OpA::bytes, B, args.col[kSlotB], args.row[kSlotB], n0, k0, N,
-                                K, tid);
-  };
+          bool Exact, int Stages, class Load>
+__device__ __forceinline__ void accumulate_over_k(float (&acc)[MI][NI][4], char* smem, Load load,
+                                                  int ktiles, int wm0, int wn0, int lane) {
+  constexpr int kStage = OpA::bytes + OpB::bytes;
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
@@ -57,13 +57,13 @@ __device__ __forceinline__ void accumulate_over_k(float (&acc)[MI][NI][4], char*
 
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {
-    if (s < ktiles) load(s);
+    if (s < ktiles) load(smem + s % Stages * kStage, s);
     mma::cp_async_commit();
   }
   for (int kt = 0; kt < ktiles; ++kt) {
     mma::cp_async_wait<Stages - 2>();
     __syncthreads();  // stage kt landed for every thread; stage kt - 1 is free again
-    if (kt + Stages - 1 < ktiles) load(kt + Stages - 1);
+    if (kt + Stages - 1 < ktiles) load(smem + (kt + Stages - 1) % Stages * kStage, kt + Stages - 1);
     mma::cp_async_commit();
     const char* st = smem + kt % Stages * kStage;
     stage_products<T, OpA, OpB, ALayout, BLayout, BK, MI, NI, Exact>(acc, st, st + OpA::bytes, wm0,
@@ -87,6 +87,38 @@ __device__ __forceinline__ void store_accumulators(float* tile, const float (&ac
             make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
 }
 
+/// The block's BM x BN tile from the warps' accumulators (summed over the Split blocks of a
+/// cluster) to the epilogue: emit(r, c, v) with v the V columns from c of the tile's row r, for
+/// each of them in the first `rows` x `cols`, a thread per V columns of a row at a time (loads
+/// and stores along rows coalesce). The accumulators pass through the ring's shared memory.
+template <int BM, int BN, int MI, int NI, int Split, int V, int Threads, class Emit>
+__device__ __forceinline__ void epilogue_tile(char* smem, const float (&acc)[MI][NI][4], int rows,
+                                              int cols, int wm0, int wn0, int tid, int lane,
+                                              Emit emit) {
+  constexpr int kLd = config::mma_tile_ld(BN);  // the accumulator tile's row, in floats
+  static_assert(Split >= 1 && BM % Split == 0, "a split of the tile's rows");
+  // With Split > 1 each block of the cluster sums one share of the tile's rows from all their
+  // accumulator tiles (distributed shared memory), in rank order: the same bits whatever the
+  // timing.
+  const int r0 = Split > 1 ? int(blockIdx.z) * (BM / Split) : 0;
+  mma::cp_async_wait<0>();
+  __syncthreads();  // the ring is free: the accumulators pass through it
+  float* tile = reinterpret_cast<float*>(smem);
+  store_accumulators<MI, NI, kLd>(tile, acc, wm0, wn0, lane);
+  split_barrier<Split, true>();
+  constexpr int kVecs = BN / V;
+#pragma unroll 1
+  for (int e = tid; e < BM / Split * kVecs; e += Threads) {
+    const int r = r0 + e / kVecs, c = e % kVecs * V;
+    if (r >= rows || c >= cols) continue;
+    float v[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[i] = tile_sum<Split>(tile, r * kLd + c + i);
+    emit(r, c, v);
+  }
+  split_barrier<Split, false>();  // the tile is read before the next batch overwrites it
+}
+
 template <class T, class Epi, bool Bias, int BM, int BN, int BK, int WM, int WN, int Stages,
           int ALayout, int BLayout, bool Exact, int Split, int V>
 __global__ void __launch_bounds__(WM* WN * 32)
@@ -104,7 +136,6 @@ __global__ void __launch_bounds__(WM* WN * 32)
   static_assert(OpA::bytes + OpB::bytes == config::mma_stage_bytes(BM, BN),
                 "a stage of the ring is what gemm_config.cuh sizes");
   static_assert(BK == config::stage_k(int(sizeof(T))), "BK is a 128-byte row of K");
-  constexpr int kLd = config::mma_tile_ld(BN);  // the accumulator tile's row, in floats
   constexpr int kA = NO, kB = NO + 1;
   extern __shared__ __align__(128) char smem[];
 
@@ -114,14 +145,9 @@ __global__ void __launch_bounds__(WM* WN * 32)
   int tm, tn;
   tile_of(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, tm, tn);
   const int m0 = tm * BM, n0 = tn * BN;
-  // With Split > 1, the blocks of a cluster along z each take a range of K, and each sums one
-  // share of the tile's rows from all their accumulator tiles (distributed shared memory), in
-  // rank order: the same bits whatever the timing.
-  const int per = ((K + BK - 1) / BK + Split - 1) / Split;
-  const int kt0 = Split > 1 ? int(blockIdx.z) * per : 0;
-  const int ktiles = max(0, min((K + BK - 1) / BK - kt0, per));
-  const int r0 = Split > 1 ? int(blockIdx.z) * (BM / Split) : 0;
-  static_assert(Split >= 1 && BM % Split == 0, "a split of the tile's rows");
+  // With Split > 1, the blocks of a cluster along z each take a range of K.
+  int kt0, ktiles;
+  split_range<Split, BK>(K, kt0, ktiles);
   wait_for_previous_grid();
   allow_next_grid();
 
@@ -130,28 +156,20 @@ __global__ void __launch_bounds__(WM* WN * 32)
     batch_index(args, b, bi);
     const T* A = static_cast<const T*>(args.p[kA]) + batch_offset(args, kA, bi);
     const T* B = static_cast<const T*>(args.p[kB]) + batch_offset(args, kB, bi);
+    auto load = [&](char* st, int kt) {
+      const int k0 = (kt0 + kt) * BK;
+      OpA::template load<kThreads>(st, A, args.row[kA], args.col[kA], m0, k0, M, K, tid);
+      OpB::template load<kThreads>(st + OpA::bytes, B, args.col[kB], args.row[kB], n0, k0, N, K,
+                                   tid);
+    };
     float acc[MI][NI][4];
-    accumulate_over_k<T, OpA, OpB, ALayout, BLayout, BK, MI, NI, Exact, Stages, kThreads, kA>(
-        acc, smem, args, A, B, m0, n0, kt0, ktiles, M, N, K, tid, wm0, wn0, lane);
-    mma::cp_async_wait<0>();
-    __syncthreads();  // the ring is free: the accumulators pass through it
-    float* tile = reinterpret_cast<float*>(smem);
-    store_accumulators<MI, NI, kLd>(tile, acc, wm0, wn0, lane);
-    split_barrier<Split, true>();
-    // The epilogue, a thread per V columns of a row at a time: loads and stores along rows
-    // coalesce.
+    accumulate_over_k<T, OpA, OpB, ALayout, BLayout, BK, MI, NI, Exact, Stages>(
+        acc, smem, load, ktiles, wm0, wn0, lane);
     const int rows = M - m0 < BM ? M - m0 : BM, cols = N - n0 < BN ? N - n0 : BN;
-    constexpr int kVecs = BN / V;
-#pragma unroll 1
-    for (int e = tid; e < BM / Split * kVecs; e += kThreads) {
-      const int r = r0 + e / kVecs, c = e % kVecs * V;
-      if (r >= rows || c >= cols) continue;
-      float v[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) v[i] = tile_sum<Split>(tile, r * kLd + c + i);
-      epilogue_at<T, Epi, Bias, V>(args, bi, m0 + r, n0 + c, v);
-    }
-    split_barrier<Split, false>();  // the tile is read before the next batch overwrites it
+    epilogue_tile<BM, BN, MI, NI, Split, V, kThreads>(
+        smem, acc, rows, cols, wm0, wn0, tid, lane, [&](int r, int c, const float(&v)[V]) {
+          epilogue_at<T, Epi, Bias, V>(args, bi, m0 + r, n0 + c, v);
+        });
   }
 }
 

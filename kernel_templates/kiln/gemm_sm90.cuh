@@ -199,14 +199,13 @@ __device__ __forceinline__ void cluster_epilogue(const A& args, const float (&ac
                                                                        m0, n0, tid);
   split_barrier<Split, false>();  // every block's tile is read before any block exits
 }
-#endif
 
+/// The block of gemm_sm90 (and of conv.cuh's conv2d_sm90): its ring and barriers, the producer
+/// thread's produce(ring, work) loading each of the block's stages, the consumer groups' products
+/// and epilogue through `args` (gemm.cuh's Args: m, n, k, the epilogue's slots).
 template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
-          int Split>
-__global__ void __launch_bounds__(config::kWgmmaThreads, 1)
-    gemm_sm90(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args,
-              const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+          int Split, class A, class Produce>
+__device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
   using R = Ring<T, BN, Stages, Exact>;
   static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0 && BN <= 128),
                 "Exact: f32, both K-major, BN 64 or 128");
@@ -246,7 +245,7 @@ __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
     // Split 1: 40 registers a producer thread, 232 a consumer's (128 x 40 + 256 x 232 <= 64 K).
     // A split's epilogue runs on every thread: its registers stay at 168 for all.
     if constexpr (Split == 1) wgmma::registers_down<40>();
-    if (tid == 0) produce<R, BN, Stages, BTrans>(ring, &map_a, &map_b, w, K);
+    if (tid == 0) produce(ring, w);
     if constexpr (Exact) {
       const int tiles = w.tiles_m * w.tiles_n - int(blockIdx.x);
       if (tid >= 32 && tiles > 0)
@@ -278,6 +277,20 @@ __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
     tile_of(blockIdx.x, w.tiles_m, w.tiles_n, tm, tn);
     cluster_epilogue<T, Epi, Bias, BN, V, Split>(args, acc, smem, tm * R::kRows, tn * BN, tid);
   }
+}
+#endif
+
+template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
+          int Split>
+__global__ void __launch_bounds__(config::kWgmmaThreads, 1)
+    gemm_sm90(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args,
+              const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using R = Ring<T, BN, Stages, Exact>;
+  sm90_block<T, Epi, Bias, BN, Stages, BTrans, V, Exact, Split>(
+      args, [&](const R& ring, const Work& w) {
+        produce<R, BN, Stages, BTrans>(ring, &map_a, &map_b, w, args.k);
+      });
 #endif
 }
 

@@ -19,7 +19,9 @@ namespace {
 int default_warps_m(const GemmTunables& t) { return t.bm == 64 && t.bn == 64 ? 2 : t.bm / 64; }
 int default_warps_n(const GemmTunables& t) { return t.bm == 64 && t.bn == 64 ? 2 : t.bn / 32; }
 
-GemmTunables resolved(GemmTunables t, const GemmSizing& s, bool clusters) {
+}  // namespace
+
+GemmTunables resolve_mma_tunables(GemmTunables t, const GemmSizing& s, bool clusters) {
   const GemmTunables d = default_gemm_tunables(s, clusters);
   if (!t.bm) t.bm = d.bm;
   if (!t.bn) t.bn = d.bn;
@@ -29,8 +31,6 @@ GemmTunables resolved(GemmTunables t, const GemmSizing& s, bool clusters) {
   if (!t.split) t.split = t.bm == d.bm && t.bn == d.bn ? d.split : 1;
   return t;
 }
-
-}  // namespace
 
 GemmTunables gemm_tunables(const Tunables& t, const std::string& stem) {
   return codegen::parse_tunables(gemm_tunable_table(), t, GemmTunables{}, stem, "GEMM template");
@@ -113,7 +113,7 @@ KernelLaunch specialize_mma(const GemmKernel& k, const GemmProblem& p, const Gem
         "or N, or f32 with both along K (16-byte aligned), no batch dims and no empty dim; this "
         "product runs on mma.sync",
         stem));
-  t = resolved(t, s, clusters);
+  t = resolve_mma_tunables(t, s, clusters);
   const DType dtype = k.a.dtype;
   if (std::string why = reject_gemm_tunables(t, s.max_shared, clusters); !why.empty())
     throw ArgumentError(fmt::format("{}: bad GEMM tunables: {}", stem, why));

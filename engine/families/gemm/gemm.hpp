@@ -76,6 +76,10 @@ GemmTunables gemm_tunables(const Tunables& t, const std::string& stem);
 /// splits between the blocks of a cluster when the tiles alone would leave most of the GPU idle.
 GemmTunables default_gemm_tunables(const GemmSizing& s, bool clusters);
 
+/// `t` with each unset (0) tunable of the mma.sync path set: the tile and split
+/// default_gemm_tunables() gives for `s`, warp tiles of 64 x 32 (32 x 32 on a 64 x 64 tile).
+GemmTunables resolve_mma_tunables(GemmTunables t, const GemmSizing& s, bool clusters);
+
 /// How many blocks of a cluster split K by default: doubling (up to 8) while `blocks` tiles
 /// times the split fill at most half of `sms` and each block keeps 4 or more of the `ktiles`
 /// stages along K; 1 where clusters do not run.
