@@ -57,6 +57,14 @@ struct TensorMapDesc {
       strides{};                       ///< bytes between steps of dims 1.., each a multiple of 16
   std::array<std::uint32_t, 5> box{};  ///< the tile one copy moves, innermost first
   int swizzle = 0;                     ///< a CUtensorMapSwizzle
+  /// An im2col map (cuTensorMapEncodeIm2col) of an [N, H, W, C] tensor (dims C, W, H, N): a copy
+  /// moves `pixels` pixels of `channels` channels, walking W then H then N with `steps` (the
+  /// traversal strides, innermost first) over the box from `lower` to the far corner plus `upper`
+  /// (each {H, W}); box is unused.
+  bool im2col = false;
+  std::array<int, 2> lower{}, upper{};
+  std::uint32_t channels = 0, pixels = 0;
+  std::array<std::uint32_t, 5> steps{1, 1, 1, 1, 1};
 };
 
 /// A tensor map among a kernel's parameters: parameter `param` (128 bytes) maps the tensor

@@ -59,7 +59,8 @@ namespace kiln::runtime {
   X(cuGraphDestroy) \
   X(cuLaunchKernelEx) \
   X(cuGraphKernelNodeSetAttribute) \
-  X(cuTensorMapEncodeTiled)
+  X(cuTensorMapEncodeTiled) \
+  X(cuTensorMapEncodeIm2col)
 // clang-format on
 
 struct Driver {

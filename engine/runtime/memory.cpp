@@ -33,6 +33,15 @@ Allocation::~Allocation() {
 Tensor::Tensor(std::shared_ptr<detail::Allocation> memory, TensorView view)
     : memory_(std::move(memory)), view_(std::move(view)) {}
 
+Tensor Tensor::with_strides(const Shape& strides) const {
+  TensorView v = view_;
+  v.strides = strides;
+  if (!memory_ || !view_ok(v))
+    throw ArgumentError(fmt::format("with_strides: strides {} for {} reach outside its memory",
+                                    to_string(strides), view_.describe()));
+  return Tensor(memory_, std::move(v));
+}
+
 void Tensor::copy_from_host(const void* src) {
   if (!memory_) throw ArgumentError("copy_from_host on an empty Tensor");
   runtime::ContextGuard guard(memory_->context());

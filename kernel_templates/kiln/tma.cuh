@@ -61,6 +61,31 @@ __device__ inline void load_2d(void* dst, const TensorMap* map, int c0, int c1,
       : "memory");
 }
 
+/// The same for a map of three dims.
+__device__ inline void load_3d(void* dst, const TensorMap* map, int c0, int c1, int c2,
+                               unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(shared_address(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2),
+      "r"(shared_address(bar))
+      : "memory");
+}
+
+/// Copies one column of an im2col map (an [N, H, W, C] tensor): its pixels from the one at
+/// (w, h, n), walking the map's window, each read at (+ dw, + dh), channels from c; zeros
+/// outside the tensor.
+__device__ inline void load_im2col_4d(void* dst, const TensorMap* map, int c, int w, int h, int n,
+                                      unsigned short dw, unsigned short dh,
+                                      unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" ::"r"(shared_address(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c), "r"(w), "r"(h), "r"(n),
+      "r"(shared_address(bar)), "h"(dw), "h"(dh)
+      : "memory");
+}
+
 /// The same for a map of one dim.
 __device__ inline void load_1d(void* dst, const TensorMap* map, int c0, unsigned long long* bar) {
   asm volatile(
