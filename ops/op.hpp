@@ -157,6 +157,10 @@ struct OpDef {
   /// Its result's shape and dtype; null: the elementwise rule (NumPy broadcasting, `rule`).
   InferRule infer = nullptr;
   ViewRule view = {};  ///< a view op's (FusionKind::view)
+  /// The order of its result's dims in memory, outermost first, given its operands' views (a
+  /// convolution of channels_last x: {0, 2, 3, 1}); empty or null: row-major. Elementwise ops
+  /// after it keep the order (engine/passes/memory_order.cpp).
+  std::vector<std::size_t> (*memory_order)(const std::vector<TensorView>& operands) = nullptr;
   RowReference row_reference = nullptr;  ///< row ops
   bool reduces = false;                  ///< writes one value per row
   std::size_t min_operands = 0;          ///< when some operands are optional (norms); 0 = all

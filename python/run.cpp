@@ -59,7 +59,7 @@ py::dict run_plan(const Plan& plan, const py::object& engine_obj, const py::dict
   if (!alloc.is_none())
     for (const auto& [name, desc] : plan.outputs(in)) {
       if (out.count(name)) continue;
-      py::object made = alloc(desc.shape, desc.dtype);
+      py::object made = alloc(desc.shape, desc.dtype, desc.strides);
       out[name] = view_of(made, engine, fmt::format("output '{}'", name), torch, keep);
       result[py::str(name)] = made;
     }

@@ -100,14 +100,16 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
     values[id].dtype = n.dtype;
     if (n.op == "input") values[id] = inputs.at(n.name);
   }
+  std::set<int> given;
   for (int o : bound.outputs()) {
     const Graph::Node& n = bound.node(o);
     if (auto it = outputs.find(n.name); it != outputs.end())
-      values[std::size_t(o)] = it->second;
+      values[std::size_t(o)] = it->second, given.insert(o);
     else
-      call->made.push_back({n.name, o, n.shape, n.dtype});
+      call->made.push_back({n.name, o, n.shape, n.dtype, {}});
   }
-  view_values(bound, p.groups, values);
+  view_values(bound, p.groups, values, given);
+  for (PreparedCall::Made& m : call->made) m.strides = values[std::size_t(m.node)].strides;
   std::vector<std::pair<const FusedGroup*, KernelLaunch>> work;
   std::vector<const KernelSpec*> specs;
   for (const FusedGroup& grp : p.groups) {
@@ -154,6 +156,7 @@ std::map<std::string, Tensor> bind_data(PreparedCall& call, const PlanImpl& plan
   std::map<std::string, Tensor> made;
   for (const PreparedCall::Made& m : call.made) {
     Tensor t = engine.empty(m.shape, m.dtype);
+    if (!m.strides.empty()) t = t.with_strides(m.strides);
     call.data[std::size_t(m.node)] = t.view().data;
     made.emplace(m.name, std::move(t));
   }

@@ -36,11 +36,20 @@ std::map<std::string, TensorView> Plan::outputs(
     const std::map<std::string, TensorView>& inputs) const {
   Graph scratch;
   const Graph& bound = impl_->bind(inputs, scratch);
+  // The memory order each output is made in (a convolution of channels_last x: channels_last).
+  std::vector<TensorView> values;
+  for (const auto& n : bound.nodes()) {
+    values.push_back(detail::PlanImpl::desc(n));
+    if (auto it = inputs.find(n.name); it != inputs.end() && n.op == "input")
+      values.back() = it->second;
+  }
+  view_values(bound, impl_->groups, values);
   std::map<std::string, TensorView> out;
   for (int o : bound.outputs()) {
     TensorView& v = out[bound.node(o).name];
     v.shape = bound.node(o).shape;
     v.dtype = bound.node(o).dtype;
+    v.strides = values[std::size_t(o)].strides;
   }
   return out;
 }

@@ -49,6 +49,7 @@ struct PreparedCall {
     int node = -1;
     Shape shape;
     DType dtype = DType::f32;
+    Shape strides;  ///< empty: row-major; else the memory order its op asks for (channels_last)
   };
   std::mutex mutex;              ///< one call at a time writes the parameters
   std::vector<Launch> launches;  ///< none: nothing to launch

@@ -176,27 +176,6 @@ std::vector<std::pair<int, int>> view_aliases(const Graph& g,
   return out;
 }
 
-void view_values(const Graph& g, const std::vector<FusedGroup>& groups,
-                 std::vector<TensorView>& values) {
-  for (const auto& [view, src] : view_aliases(g, groups)) {  // node order: a view's view follows
-    const Graph::Node& n = g.node(view);
-    if (roles(g, view).in_place) {  // its operand's memory as it is
-      values[std::size_t(view)] = values.at(std::size_t(src));
-      continue;
-    }
-    const ops::ViewRule& rule = view_rule(g, view);
-    const TensorView& x = values.at(std::size_t(src));
-    std::optional<TensorView> v = rule.of ? rule.of(x, n.shape, n.attrs) : std::nullopt;
-    if (!v || v->data != x.data)
-      throw Error(fmt::format(
-          "internal error in the fusion pass: view '{}' ({}) is read in place but is no view of "
-          "{} starting where it does (set KILN_DISABLE_FUSION=1 to work around it, and please "
-          "report the graph)",
-          n.name, n.op, x.describe()));
-    values[std::size_t(view)] = *v;
-  }
-}
-
 namespace {
 
 // The nodes the outputs need, and the in-place writes (a slice_update into a caller's tensor

@@ -109,9 +109,13 @@ std::vector<std::pair<int, int>> view_aliases(const Graph& graph,
 
 /// `values` (each node's view, by id) with each view of `view_aliases` set to its rule's view of
 /// its operand's (ops::ViewRule::of; a view read in place starts where its operand does): what
-/// the kernels reading it see.
+/// the kernels reading it see. Each other node but an input and those in `given` (a caller's
+/// outputs) gets the strides of the memory order its op asks for (ops::OpDef::memory_order:
+/// a convolution of channels_last memory writes channels_last), which elementwise nodes pass on
+/// from their first operand to a result of its shape; the rest stay row-major (engine/passes/
+/// memory_order.cpp).
 void view_values(const Graph& graph, const std::vector<FusedGroup>& groups,
-                 std::vector<TensorView>& values);
+                 std::vector<TensorView>& values, const std::set<int>& given = {});
 
 /// What `grp`'s kernel computes, as an expression over the values it reads (graph names):
 /// "softmax(mul(x,2)+b)", its outputs joined by "; ", each cut at 200 bytes. NVTX names its

@@ -68,6 +68,9 @@ class Tensor {
   void copy_from_host(const void* src);
   /// Copies `bytes()` bytes to host memory (synchronously, after pending work on the device).
   void copy_to_host(void* dst) const;
+  /// The same memory seen with `strides` (elements; a permutation of the row-major ones, as a
+  /// plan makes a channels_last output). ArgumentError where they reach outside it.
+  Tensor with_strides(const Shape& strides) const;
   /// Fills every byte with `value` (used to poison outputs in tests).
   void fill_bytes(unsigned char value);
 

@@ -185,7 +185,9 @@ def _torch_for(torch, index):
         device = torch.device("cuda", index)
         to_torch = {DType.__members__[k]: getattr(torch, v) for k, v in _TORCH_DTYPES.items()}
 
-        def alloc(shape, dtype):
+        def alloc(shape, dtype, strides):  # strides: empty for row-major
+            if strides:
+                return torch.empty_strided(shape, strides, dtype=to_torch[dtype], device=device)
             return torch.empty(shape, dtype=to_torch[dtype], device=device)
 
         types = (torch.Tensor, {v: k for k, v in to_torch.items()})

@@ -1,0 +1,92 @@
+// Each node's view before its kernels are specialized (engine/passes/fusion.hpp, view_values):
+// views read in place as their rule makes them of their operand's memory, and the memory order
+// of the rest, which an op may ask for (ops::OpDef::memory_order) and elementwise ops pass on.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "engine/ir/graph_ops.hpp"
+#include "engine/passes/fusion.hpp"
+#include "engine/passes/fusion_roles.hpp"
+
+namespace kiln {
+namespace {
+
+using namespace fusion;
+
+// View `view` of `src`'s memory, read in place.
+void set_view(const Graph& g, int view, int src, std::vector<TensorView>& values) {
+  const Graph::Node& n = g.node(view);
+  if (roles(g, view).in_place) {  // its operand's memory as it is
+    values[std::size_t(view)] = values.at(std::size_t(src));
+    return;
+  }
+  const TensorView& x = values.at(std::size_t(src));
+  const ops::ViewRule& rule = view_rule(g, view);
+  std::optional<TensorView> v = rule.of ? rule.of(x, n.shape, n.attrs) : std::nullopt;
+  if (!v || v->data != x.data)
+    throw Error(fmt::format(
+        "internal error in the fusion pass: view '{}' ({}) is read in place but is no view of "
+        "{} starting where it does (set KILN_DISABLE_FUSION=1 to work around it, and please "
+        "report the graph)",
+        n.name, n.op, x.describe()));
+  values[std::size_t(view)] = *v;
+}
+
+// Dense strides of `shape` laid out in `order` (outermost dim first).
+Shape strides_in(const Shape& shape, const std::vector<std::size_t>& order) {
+  Shape st(shape.size(), 0);
+  std::int64_t step = 1;
+  for (std::size_t i = order.size(); i-- > 0;) {
+    st[order[i]] = step;
+    step *= std::max<std::int64_t>(shape[order[i]], 1);
+  }
+  return st;
+}
+
+// The memory order node `id` asks for: its op's, or (elementwise) that of its first operand of
+// the same shape where that one was given an order here; empty: row-major.
+std::vector<std::size_t> order_of(const Graph& g, int id, const std::vector<TensorView>& values,
+                                  const std::map<int, std::vector<std::size_t>>& ordered) {
+  const Graph::Node& n = g.node(id);
+  const ops::OpDef& op = op_def(g, n.op);
+  if (op.memory_order) {
+    std::vector<TensorView> operands;
+    for (int a : tensor_args(g, id)) operands.push_back(values.at(std::size_t(a)));
+    std::vector<std::size_t> order = op.memory_order(operands);
+    if (order.size() != n.shape.size()) return {};
+    return order;
+  }
+  if (op.fusion.kind != ops::FusionKind::chain) return {};
+  for (int a : tensor_args(g, id)) {
+    if (g.node(a).shape != n.shape) continue;
+    auto it = ordered.find(a);
+    return it == ordered.end() ? std::vector<std::size_t>{} : it->second;
+  }
+  return {};
+}
+
+}  // namespace
+
+void view_values(const Graph& g, const std::vector<FusedGroup>& groups,
+                 std::vector<TensorView>& values, const std::set<int>& given) {
+  std::map<int, int> aliases;
+  for (const auto& [view, src] : view_aliases(g, groups)) aliases[view] = src;
+  std::map<int, std::vector<std::size_t>> ordered;
+  for (std::size_t i = 0; i < g.nodes().size(); ++i) {  // node order: operands first
+    const int id = int(i);
+    if (auto it = aliases.find(id); it != aliases.end()) {
+      set_view(g, id, it->second, values);
+      continue;
+    }
+    if (g.node(id).op == "input" || given.count(id)) continue;
+    std::vector<std::size_t> order = order_of(g, id, values, ordered);
+    bool row_major = true;
+    for (std::size_t d = 0; d < order.size(); ++d) row_major = row_major && order[d] == d;
+    if (row_major) continue;
+    values[i].strides = strides_in(g.node(id).shape, order);
+    ordered[id] = std::move(order);
+  }
+}
+
+}  // namespace kiln
