@@ -104,6 +104,7 @@ DType result_dtype(const OpDef& op, const std::vector<Operand>& args, const Attr
   X(concat_ops)          \
   X(pad_ops)             \
   X(upsample_ops)        \
+  X(conv_ops)            \
   /* a new op file's line goes above */
 
 #define KILN_DECLARE_OP_FILE(f) std::vector<OpDef> f();

@@ -76,6 +76,7 @@ AttrValue attr_value(std::string_view op, const std::string& key, const py::hand
       return value.cast<std::string>();
     case AttrType::extents: {
       std::vector<std::int64_t> out;
+      if (is_integer(value)) return std::vector<std::int64_t>{index_of(value)};  // stride=2
       if (py::isinstance<py::str>(value) || !py::isinstance<py::sequence>(value)) fail();
       for (const py::handle d : value.cast<py::sequence>()) {
         if (!is_integer(d)) fail();

@@ -25,6 +25,7 @@ namespace kiln {
   X(update_family)       \
   X(attention_family)    \
   X(concat_family)       \
+  X(conv_family)         \
   /* a new family's line goes above */
 
 #define KILN_DECLARE_FAMILY(f) const Family& f();

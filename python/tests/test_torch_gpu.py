@@ -194,6 +194,48 @@ def test_pad_and_upsample_nearest_match_torch_read_in_place(engine, channels_las
         torch.testing.assert_close(out[f"cat{k}"], torch.cat([up, skips[k]], 1))
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f32"])
+def test_conv2d_matches_torch_read_in_place_and_keeps_channels_last(engine, channels_last, dtype):
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
+    F = torch.nn.functional
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    cases = [  # (N, C, H, W, K, R, S, stride, padding, dilation, groups)
+        (2, 64, 33, 17, 32, 3, 3, 1, 1, 1, 1),
+        (1, 16, 9, 9, 8, 3, 3, 2, 1, 1, 1),
+        (2, 32, 7, 7, 16, 1, 1, 1, 0, 1, 1),
+        (1, 16, 12, 12, 16, 3, 3, 1, 2, 2, 2),
+        (1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1),
+    ]
+    for n, c, h, w, k, r, s, stride, padding, dilation, groups in cases:
+        g = kiln.Graph()
+
+        def stored(name, shape):  # a channels_last tensor is an [n, h, w, c] input permuted
+            if not channels_last:
+                return g.input(name, shape, dtype)
+            return kiln.permute(g.input(name, [shape[0], shape[2], shape[3], shape[1]], dtype),
+                                dims=[0, 3, 1, 2])
+
+        y = kiln.conv2d(stored("x", [n, c, h, w]), stored("w", [k, c // groups, r, s]),
+                        g.input("b", [k], dtype), stride=stride, padding=padding,
+                        dilation=dilation, groups=groups, exact=True)
+        g.output(kiln.silu(y), "y")
+        x = torch.randn(n, c, h, w, device="cuda", dtype=tdt).to(memory_format=fmt)
+        wt = torch.randn(k, c // groups, r, s, device="cuda", dtype=tdt).to(memory_format=fmt)
+        b = torch.randn(k, device="cuda", dtype=tdt)
+        feed = (lambda t: t.permute(0, 2, 3, 1)) if channels_last else (lambda t: t)
+        out = kiln.Plan(g).run(engine, x=feed(x), w=feed(wt), b=b)["y"]
+        # torch's memory format: channels_last in, channels_last out
+        assert out.is_contiguous(memory_format=fmt)
+        ref = F.silu(F.conv2d(x.double(), wt.double(), b.double(), stride=stride, padding=padding,
+                              dilation=dilation, groups=groups))
+        tol = {"f16": 1e-2, "bf16": 6e-2, "f32": 1e-4}[dtype]
+        torch.testing.assert_close(out.double(), ref, rtol=tol, atol=tol * (c * r * s) ** 0.5)
+    g = kiln.Graph()
+    with pytest.raises(kiln.ShapeError, match="empty convolution"):
+        kiln.conv2d(g.input("x", [1, 4, 2, 2], "f32"), g.input("w", [4, 4, 3, 3], "f32"))
+
+
 def test_tensors_kiln_cannot_take_are_clear_errors(engine):
     plan = affine_plan([4, 4])
     with pytest.raises(kiln.ArgumentError, match="host memory"):

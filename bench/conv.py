@@ -1,0 +1,61 @@
+"""conv2d against cuDNN (issue 51's table): f16 channels_last, x, w and the result in PyTorch's
+channels_last memory, read and written in place by kiln's plan (x as an [N, H, W, C] input
+permuted, w as [K, R, S, C] permuted). Each row checked against PyTorch's fp64 convolution first,
+then kiln's plan replayed in a CUDA graph beside cuDNN (cudnn.benchmark) replayed the same way,
+in one run. TFLOP/s = 2*N*K*P*Q*C*R*S.
+Usage: python3 bench/conv.py (with build-device/python or build/python on PYTHONPATH)."""
+import sys
+
+import torch  # noqa: E402
+from run import graphed, median_us  # noqa: E402
+
+import kiln  # noqa: E402
+
+ENGINE = kiln.Engine()
+F = torch.nn.functional
+CL = torch.channels_last
+# (N, C, K, H=W, R, stride): the table of issue 51
+ROWS = [(2, 320, 320, 64, 3, 1), (2, 640, 640, 32, 3, 1), (2, 1280, 1280, 16, 3, 1),
+        (8, 256, 256, 64, 3, 1), (2, 320, 320, 64, 3, 2), (2, 640, 1280, 32, 1, 1)]
+
+
+def row(n, c, k, hw, r, stride):
+    pad = r // 2
+    g = kiln.Graph()
+    x = kiln.permute(g.input("x", [n, hw, hw, c], "f16"), dims=[0, 3, 1, 2])
+    w = kiln.permute(g.input("w", [k, r, r, c], "f16"), dims=[0, 3, 1, 2])
+    g.output(kiln.conv2d(x, w, stride=[stride], padding=[pad]), "y")
+    plan = kiln.Plan(g)
+    xt = torch.randn(n, c, hw, hw, device="cuda", dtype=torch.float16).to(memory_format=CL)
+    wt = (torch.randn(k, c, r, r, device="cuda", dtype=torch.float16) / (c * r * r) ** 0.5).to(
+        memory_format=CL)
+    p = (hw + 2 * pad - r) // stride + 1
+    y = torch.empty(n, k, p, p, device="cuda", dtype=torch.float16).to(memory_format=CL)
+    inputs = dict(x=xt.permute(0, 2, 3, 1), w=wt.permute(0, 2, 3, 1))
+    plan.run(ENGINE, out={"y": y}, **inputs)
+    ref = F.conv2d(xt.double(), wt.double(), stride=stride, padding=pad)
+    err = ((y.double() - ref).abs() / (1 + ref.abs())).max().item()
+    kiln_us = median_us(graphed(lambda: plan.run(ENGINE, out={"y": y}, **inputs))[0], inner=10)
+    torch.backends.cudnn.benchmark = True
+    cudnn_us = median_us(graphed(lambda: F.conv2d(xt, wt, stride=stride, padding=pad))[0],
+                         inner=10)
+    flops = 2 * n * k * p * p * c * r * r
+    kernel = plan.kernels()[0]["name"]
+    ok = err <= 2e-2
+    print(f"conv {r}x{r} s{stride} N{n} {c}->{k} {hw}x{hw}: kiln {kiln_us:7.1f} us "
+          f"{flops / kiln_us / 1e6:5.0f} TFLOP/s | cuDNN {cudnn_us:7.1f} us "
+          f"{flops / cudnn_us / 1e6:5.0f} TFLOP/s | kiln/cuDNN speed {cudnn_us / kiln_us:.2f}x | "
+          f"error {err:.1e} {'ok' if ok else 'FAIL'} | {kernel}", flush=True)
+    return ok
+
+
+def main():
+    print(f"{torch.cuda.get_device_name()}: conv2d f16 channels_last, CUDA graphs", flush=True)
+    ok = True
+    for r in ROWS:
+        ok = row(*r) and ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+// The convolution template's descriptor and specialization (engine/families/conv/conv.hpp).
+#include "engine/families/conv/conv.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <kiln/error.hpp>
+
+#include "engine/families/gemm/gemm_buckets.hpp"
+#include "engine/families/gemm/gemm_templates.hpp"
+#include "engine/families/rows/rows.hpp"
+#include "engine/target.hpp"
+#include "kernel_templates/kiln/gemm_config.cuh"
+
+namespace kiln {
+namespace {
+
+std::string flag(bool b) { return b ? "true" : "false"; }
+std::string num(int v) { return std::to_string(v); }
+
+// conv.cuh's Window, field by field (8-byte strides, then ints: 80 bytes).
+void put_window(std::vector<unsigned char>& out, const ConvWindow& w) {
+  auto put = [&out](const void* v, std::size_t bytes) {
+    const auto* b = static_cast<const unsigned char*>(v);
+    out.insert(out.end(), b, b + bytes);
+  };
+  for (std::int64_t s : {w.s_img, w.s_c, w.s_h, w.s_w}) put(&s, 8);
+  for (int v : {w.pq, w.q, w.h, w.w, w.c_ext, w.taps_w, w.stride_h, w.stride_w, w.pad_h, w.pad_w,
+                w.dil_h, w.dil_w})
+    put(&v, 4);
+}
+
+GemmSizing sizing_of(const ConvKernel& k, const GemmProblem& p) {
+  const Target arch = target_of(k.arch);
+  GemmSizing s;
+  s.max_shared = k.max_shared ? k.max_shared : arch.max_shared;
+  s.sms = k.sms ? k.sms : arch.sms;
+  s.m = k.dynamic ? gemm_bucket(p.m) : p.m;
+  s.n = p.n, s.k = p.k, s.batches = p.batches;
+  return s;
+}
+
+}  // namespace
+
+std::string ConvTemplate::expression() const {
+  return codegen::render_instance(
+      "kiln::conv::conv2d",
+      {std::string(device_type_of(dtype)), "kiln_epilogue", flag(bias), num(bm), num(bn),
+       num(gemm::config::stage_k(int(size_of(dtype)))), num(warps_m), num(warps_n), num(stages),
+       flag(vec_a), flag(vec_b), flag(exact), num(split), num(columns)});
+}
+
+std::string ConvTemplate::name(std::string_view stem) const {
+  return fmt::format("{}__{}x{}w{}x{}s{}{}_{}{}{}{}", stem, bm, bn, warps_m, warps_n, stages,
+                     split > 1 ? fmt::format("k{}", split) : "", vec_a ? 'v' : 'e',
+                     vec_b ? 'v' : 'e', bias ? "_bias" : "",
+                     dtype == DType::f32 && !exact ? "_tf32" : "");
+}
+
+int ConvTemplate::shared_bytes() const { return gemm::config::mma_shared_bytes(bm, bn, stages); }
+
+std::string ConvWgmmaTemplate::expression() const {
+  return codegen::render_instance("kiln::conv::conv2d_sm90",
+                                  {std::string(device_type_of(dtype)), "kiln_epilogue", flag(bias),
+                                   num(bn), num(stages), num(columns), num(split)});
+}
+
+std::string ConvWgmmaTemplate::name(std::string_view stem) const {
+  return fmt::format("{}__wg{}x{}s{}{}_im2col{}", stem, gemm::config::kWgmmaRows, bn, stages,
+                     split > 1 ? fmt::format("k{}", split) : "", bias ? "_bias" : "");
+}
+
+int ConvWgmmaTemplate::shared_bytes() const {
+  return gemm::config::wgmma_shared_bytes(bn, stages, false, split);
+}
+
+std::string reject_conv_tunables(const GemmTunables& t, int max_shared, bool clusters) {
+  if (std::string why = reject_gemm_tunables(t, max_shared, clusters); !why.empty()) return why;
+  // Each thread keeps the origin of each row it loads (conv.cuh's WindowTile): 8 at most; and
+  // with fewer than 32 accumulators a thread, ptxas spills the index arithmetic.
+  const int threads = 32 * t.warps_m * t.warps_n;
+  if (t.bm * t.bn / threads < 32)
+    return fmt::format("{} threads for a {}x{} tile: at most one per 32 of its elements", threads,
+                       t.bm, t.bn);
+  if (std::max(t.bm, t.bn) * 8 / threads > 8)
+    return fmt::format("{} threads for a {}x{} tile: at least one per 8 of its rows", threads,
+                       t.bm, t.bn);
+  return "";
+}
+
+KernelLaunch specialize_conv(const ConvKernel& k, const std::string& stem, GemmTunables t) {
+  if (t.skinny == 1 || t.columns)
+    throw ArgumentError(fmt::format(
+        "{}: the convolution templates take bm, bn, warps_m, warps_n, stages, split and wgmma",
+        stem));
+  t.skinny = 0;
+  const ConvProblem cp = conv_problem(k, stem);  // ShapeError for sizes past int arithmetic
+  const bool wgmma = t.wgmma != 0 && conv_wgmma_fits(k);
+  if (t.wgmma == 1 && !wgmma)
+    throw ArgumentError(fmt::format(
+        "{}: the wgmma path takes sm_90a, f16 or bf16, one group, channels_last x and w with "
+        "16-byte aligned strides, padding up to 127 and strides up to 8; this convolution runs "
+        "on mma.sync",
+        stem));
+  if (wgmma) {
+    if (t.bm || t.warps_m || t.warps_n)
+      throw ArgumentError(fmt::format("{}: bad convolution tunables: bm, warps_m and warps_n are "
+                                      "the mma.sync path's",
+                                      stem));
+    GemmSizing s = sizing_of(k, GemmProblem{});
+    const ops::ConvGeometry& g = k.geometry;
+    s.m = k.dynamic ? gemm_bucket(g.n * g.p * g.q) : g.n * g.p * g.q;
+    s.n = g.k, s.k = g.r * g.s * g.c;
+    KernelLaunch L = specialize_conv_wgmma(k, s, stem, t);
+    L.bucketed = k.dynamic;
+    L.config.shared_required = true;
+    L.config.programmatic = !L.config.clustered();
+    return L;
+  }
+  t.wgmma = 0;
+  const GemmProblem& p = cp.gemm;
+  const GemmSizing s = sizing_of(k, p);
+  const bool clusters = has_clusters(k.arch);
+  t = resolve_mma_tunables(t, s, clusters);
+  if (std::string why = reject_conv_tunables(t, s.max_shared, clusters); !why.empty())
+    throw ArgumentError(fmt::format("{}: bad convolution tunables: {}", stem, why));
+  const std::int64_t tiles = (p.m + t.bm - 1) / t.bm * ((p.n + t.bn - 1) / t.bn);
+  ConvTemplate tp;
+  tp.dtype = k.x.dtype;
+  tp.bias = k.bias.has_value();
+  tp.bm = t.bm, tp.bn = t.bn, tp.warps_m = t.warps_m, tp.warps_n = t.warps_n, tp.stages = t.stages;
+  tp.vec_a = cp.a.vec, tp.vec_b = cp.b.vec;
+  tp.exact = tp.dtype == DType::f32 && k.exact;
+  tp.split = t.split;
+  tp.columns = epilogue_columns(p);
+  KernelLaunch L;
+  L.spec.source = codegen::render_source(ConvTemplate::kHeader, {{"kiln_epilogue", &k.epilogue}});
+  L.spec.expression = tp.expression();
+  L.spec.options = codegen::builtin_options();
+  L.spec.name = tp.name(stem);
+  L.config.grid = {unsigned(tiles), unsigned(std::min<std::int64_t>(p.batches, 65535)),
+                   unsigned(t.split)};
+  L.config.cluster = {1, 1, unsigned(t.split)};
+  L.config.block = {tp.threads(), 1, 1};
+  L.config.shared = unsigned(tp.shared_bytes());
+  L.config.shared_required = true;
+  L.config.programmatic = clusters && t.split == 1;
+  L.groups = 1;
+  set_gemm_params(L, p, k.epilogue_scalars);
+  std::vector<unsigned char> args = gemm_args(p, k.epilogue_scalars);
+  put_window(args, cp.a);
+  put_window(args, cp.b);
+  L.layout.params[0] = ParamBytes(args);
+  L.tunables = codegen::launch_tunables(gemm_tunable_table(), t,
+                                        kGemmMma | (clusters ? kGemmClusters : 0));
+  L.bucketed = k.dynamic;
+  // As the GEMM family's: f32 kernels of one convolution differ by the order of the K sum.
+  L.agreement = tp.dtype == DType::f32 ? 2e-5 * std::sqrt(double(std::max<std::int64_t>(p.k, 1)))
+                                       : 0;
+  return L;
+}
+
+namespace autotune {
+
+Space conv_space(const KernelLaunch& base) {
+  Space s;
+  s.fallback = base.tunables;
+  if (auto w = s.fallback.find("wgmma"); w != s.fallback.end() && w->second == 1) {
+    s.tunables = codegen::space_tunables(gemm_tunable_table(), kGemmWgmma | kGemmClusters);
+    s.reject = [](const Candidate& c, const DeviceLimits& limits) {
+      return reject_wgmma_tunables(gemm_tunables(c, "conv_space"),
+                                   limits.max_shared_bytes_per_block);
+    };
+    return s;
+  }
+  const bool clusters = s.fallback.count("split") > 0;
+  s.tunables =
+      codegen::space_tunables(gemm_tunable_table(), kGemmMma | (clusters ? kGemmClusters : 0));
+  s.reject = [clusters](const Candidate& c, const DeviceLimits& limits) -> std::string {
+    GemmTunables t = gemm_tunables(c, "conv_space");
+    if (!clusters) t.split = 1;
+    if (32 * t.warps_m * t.warps_n > limits.max_threads_per_block)
+      return fmt::format("{} threads per block, the device allows {}", 32 * t.warps_m * t.warps_n,
+                         limits.max_threads_per_block);
+    return reject_conv_tunables(t, limits.max_shared_bytes_per_block, clusters);
+  };
+  return s;
+}
+
+}  // namespace autotune
+
+}  // namespace kiln

@@ -1,0 +1,105 @@
+#pragma once
+// Specialization of the convolution template (kernel_templates/kiln/conv.cuh): conv2d as an
+// implicit GEMM with its elementwise consumers fused as the epilogue, on the GEMM family's
+// tunables. Sizes and strides are the kernel's arguments; what picks the kernel is the dtype,
+// whether each operand loads in 16-byte chunks, the epilogue, and the tile.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/codegen/codegen.hpp"
+#include "engine/codegen/launch.hpp"
+#include "engine/families/gemm/gemm.hpp"
+#include "engine/families/gemm/gemm_problem.hpp"
+#include "ops/conv2d.hpp"
+
+namespace kiln {
+
+/// The operands and bodies of one convolution kernel.
+struct ConvKernel {
+  ops::ConvGeometry geometry;
+  bool exact = false;      ///< f32 as three TF32 products per term (else plain TF32)
+  codegen::Body epilogue;  ///< reads the product (+ bias) as Ref::Kind::row
+  std::vector<TensorView> outputs;
+  TensorView x, w;
+  std::optional<TensorView> bias;
+  std::vector<TensorView> epilogue_inputs;
+  std::vector<float> epilogue_scalars;
+  std::string arch = "sm_80";
+  int max_shared = 0, sms = 0;  ///< the target's limits (0: the arch's)
+  bool dynamic = false;         ///< a plan's dynamic dim sets N, H or W: M by its bucket
+};
+
+/// conv.cuh's Window: how an operand's rows and K index its tensor.
+struct ConvWindow {
+  std::int64_t s_img = 0, s_c = 0, s_h = 0, s_w = 0;
+  int pq = 1, q = 1, h = 1, w = 1, c_ext = 1, taps_w = 1;
+  int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+  bool vec = false;  ///< loads 16-byte chunks (the channels contiguous and aligned)
+};
+
+/// A convolution as the template takes it: the GEMM problem (slots, M = N*P*Q, N = K / groups,
+/// K = R*S*C / groups, batches = groups; each result-shaped slot's batch dims (group, image, p,
+/// q)) and the windows of x and w.
+struct ConvProblem {
+  GemmProblem gemm;
+  ConvWindow a, b;
+};
+
+/// `k`'s problem; ShapeError naming `stem` for sizes past the template's int arithmetic.
+ConvProblem conv_problem(const ConvKernel& k, const std::string& stem);
+
+/// The kernel of `k` (ShapeError for sizes it cannot take, ArgumentError for tunables that
+/// cannot run).
+KernelLaunch specialize_conv(const ConvKernel& k, const std::string& stem, GemmTunables t = {});
+
+/// Why `t` cannot run the convolution template with `max_shared` bytes of shared memory per
+/// block ("" if it can): the GEMM template's limits, and a thread per 8 rows of the tile.
+std::string reject_conv_tunables(const GemmTunables& t, int max_shared, bool clusters);
+
+namespace autotune {
+/// The convolution template's tile, warps, stages and split around `base`, the kernel the
+/// specializer chose with its defaults.
+Space conv_space(const KernelLaunch& base);
+}  // namespace autotune
+
+/// conv.cuh's `conv2d<T, Epi, Bias, BM, BN, BK, WM, WN, Stages, VecA, VecB, Exact, Split, V>`.
+struct ConvTemplate {
+  static constexpr std::string_view kHeader = "conv.cuh";
+  DType dtype = DType::f32;
+  bool bias = false;
+  int bm = 0, bn = 0, warps_m = 0, warps_n = 0, stages = 0;
+  bool vec_a = false, vec_b = false, exact = false;
+  int split = 1, columns = 1;
+
+  std::string expression() const;
+  /// "<stem>__128x128w2x4s3_vv_bias"
+  std::string name(std::string_view stem) const;
+  int shared_bytes() const;
+  unsigned threads() const { return unsigned(32 * warps_m * warps_n); }
+};
+
+/// conv_sm90.cuh's `conv2d_sm90<T, Epi, Bias, BN, Stages, V, Split>` (tiles of 128 pixels).
+struct ConvWgmmaTemplate {
+  DType dtype = DType::f16;
+  bool bias = false;
+  int bn = 0, stages = 0, split = 1, columns = 1;
+
+  std::string expression() const;
+  /// "<stem>__wg128x128s4_im2col_bias"
+  std::string name(std::string_view stem) const;
+  int shared_bytes() const;
+};
+
+/// Whether the sm_90a path (conv_sm90.cuh) computes `k`: sm_90a, f16 or bf16, one group, x's
+/// channels contiguous and its strides and C multiples of 16 bytes, w's channels contiguous with
+/// its taps one run, padding up to 127, strides up to 8, and every output and epilogue input
+/// stepping its pixels (n, p, q) as one run of rows.
+bool conv_wgmma_fits(const ConvKernel& k);
+
+/// The sm_90a kernel of `k`, its tunables (bn, stages, split) resolved for `s`.
+KernelLaunch specialize_conv_wgmma(const ConvKernel& k, const GemmSizing& s,
+                                   const std::string& stem, GemmTunables t);
+
+}  // namespace kiln

@@ -1,0 +1,180 @@
+// The convolution family's sm_90a path (kernel_templates/kiln/conv_sm90.cuh): x through an
+// im2col TMA map, w through a tiled one, wgmma, gemm_sm90.cuh's block and epilogue.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <kiln/error.hpp>
+
+#include "engine/families/conv/conv.hpp"
+#include "engine/families/gemm/gemm_templates.hpp"
+#include "engine/runtime/tensor_map.hpp"
+#include "kernel_templates/kiln/gemm_config.cuh"
+
+namespace kiln {
+namespace {
+
+constexpr int kRows = gemm::config::kWgmmaRows;
+constexpr int kDepth = 64;  // channels a stage: 128 bytes of f16 or bf16
+
+// `v`'s strides broadcast to the result [N, K, P, Q] (0 where it broadcasts or an extent is 1).
+std::array<std::int64_t, 4> result_strides(const TensorView& v) {
+  std::array<std::int64_t, 4> st{};
+  const Shape own = v.resolved_strides();
+  for (std::size_t i = 0; i < v.shape.size() && i < 4; ++i) {
+    const std::size_t d = v.shape.size() - 1 - i;
+    st[3 - i] = v.shape[d] == 1 ? 0 : own[d];
+  }
+  return st;
+}
+
+// The stride from one output pixel to the next of a result-shaped slot, if (n, p, q) step it
+// as one run of rows (row m = (n * P + p) * Q + q at m times it).
+std::optional<std::int64_t> row_stride(const TensorView& v, const ops::ConvGeometry& g) {
+  const auto st = result_strides(v);
+  const std::int64_t rs = g.q > 1 ? st[3] : g.p > 1 ? st[2] / 1 : g.n > 1 ? st[0] : 0;
+  if (g.q > 1 && st[3] != rs) return std::nullopt;
+  if (g.p > 1 && st[2] != g.q * rs) return std::nullopt;
+  if (g.n > 1 && st[0] != g.p * g.q * rs) return std::nullopt;
+  return rs;
+}
+
+GemmSlot row_slot(const TensorView& v, const ops::ConvGeometry& g) {
+  GemmSlot s;
+  s.data = v.data;
+  s.element = size_of(v.dtype);
+  s.row = row_stride(v, g).value_or(0);
+  s.col = result_strides(v)[1];
+  return s;
+}
+
+bool aligned16(std::int64_t elements, DType t) {
+  return elements * std::int64_t(size_of(t)) % 16 == 0;
+}
+
+// w as [K, R*S, C] (its taps one dim), where its strides allow.
+std::optional<TensorView> taps_view(const TensorView& w) {
+  const Shape st = w.resolved_strides();
+  const std::int64_t r = w.shape[2], s = w.shape[3];
+  const std::int64_t tap = s > 1 ? st[3] : st[2];
+  if (r > 1 && s > 1 && st[2] != s * st[3]) return std::nullopt;
+  if (w.shape[1] > 1 && st[1] != 1) return std::nullopt;
+  TensorView v = w;
+  v.shape = {w.shape[0], r * s, w.shape[1]};
+  v.strides = {st[0], r * s > 1 ? tap : 16, 1};
+  return v;
+}
+
+int blocks_of(const ops::ConvGeometry& g) { return int((g.c + kDepth - 1) / kDepth); }
+
+// The tile width and split: the width whose tiles finish soonest (persistent blocks, a wave
+// of tiles per SM in turn; narrower tiles reread x more), then K split between the blocks of a
+// cluster while the blocks fill at most the GPU once and each keeps 16 stages or more.
+GemmTunables default_tunables(const GemmSizing& s) {
+  GemmTunables t;
+  double best = 0;
+  for (int bn : {256, 128, 64}) {
+    const std::int64_t blocks = (s.m + kRows - 1) / kRows * ((s.n + bn - 1) / bn);
+    const double speed = bn == 256 ? 1.0 : bn == 128 ? 0.9 : 0.75;
+    const double time = double((blocks + s.sms - 1) / s.sms) * bn / speed;
+    if (!t.bn || time < best) t.bn = bn, best = time;
+  }
+  const std::int64_t blocks = (s.m + kRows - 1) / kRows * ((s.n + t.bn - 1) / t.bn);
+  t.split = 1;
+  while (t.split < 4 && blocks * t.split * 2 <= s.sms && s.k / kDepth >= 16 * t.split * 2)
+    t.split *= 2;
+  t.stages = 4;
+  return t;
+}
+
+}  // namespace
+
+bool conv_wgmma_fits(const ConvKernel& k) {
+  const ops::ConvGeometry& g = k.geometry;
+  const DType t = k.x.dtype;
+  if (k.arch != "sm_90a" || (t != DType::f16 && t != DType::bf16) || g.groups != 1) return false;
+  const Shape xs = k.x.resolved_strides();
+  const bool x_ok = (xs[1] == 1 || g.c == 1) && k.x.data % 16 == 0 && aligned16(xs[0], t) &&
+                    aligned16(xs[2], t) && aligned16(xs[3], t) && aligned16(g.c, t);
+  const auto w = taps_view(k.w);
+  const bool w_ok = w && k.w.data % 16 == 0 && aligned16(w->strides[0], t) &&
+                    aligned16(w->strides[1], t);
+  const std::int64_t up_h = g.pad_h - g.dil_h * (g.r - 1), up_w = g.pad_w - g.dil_w * (g.s - 1);
+  const bool walk_ok = g.pad_h <= 127 && g.pad_w <= 127 && up_h >= -128 && up_w >= -128 &&
+                       g.stride_h <= 8 && g.stride_w <= 8 && g.dil_h * (g.r - 1) < 65536 &&
+                       g.dil_w * (g.s - 1) < 65536;
+  bool rows_ok = true;
+  for (const auto& v : k.outputs) rows_ok = rows_ok && row_stride(v, g).has_value();
+  for (const auto& v : k.epilogue_inputs) rows_ok = rows_ok && row_stride(v, g).has_value();
+  return x_ok && w_ok && walk_ok && rows_ok;
+}
+
+KernelLaunch specialize_conv_wgmma(const ConvKernel& k, const GemmSizing& s,
+                                   const std::string& stem, GemmTunables t) {
+  const ops::ConvGeometry& g = k.geometry;
+  const GemmTunables d = default_tunables(s);
+  if (!t.bn) t.bn = d.bn;
+  if (!t.stages) t.stages = d.stages;
+  if (!t.split) t.split = t.bn == d.bn ? d.split : 1;
+  t.wgmma = 1;
+  if (std::string why = reject_wgmma_tunables(t, s.max_shared); !why.empty())
+    throw ArgumentError(fmt::format("{}: bad convolution tunables: {}", stem, why));
+  GemmProblem p;
+  p.m = g.n * g.p * g.q, p.n = g.k, p.k = g.r * g.s * blocks_of(g) * kDepth;
+  p.outputs = k.outputs.size();
+  for (const auto& o : k.outputs) p.slots.push_back(row_slot(o, g)), p.slots.back().hi = p.n;
+  GemmSlot x, w;
+  x.data = k.x.data, x.element = w.element = size_of(k.x.dtype), w.data = k.w.data;
+  p.slots.push_back(x), p.slots.push_back(w);
+  if (k.bias) {
+    GemmSlot b;
+    b.data = k.bias->data, b.element = size_of(k.bias->dtype);
+    b.col = k.bias->shape[0] == 1 ? 0 : k.bias->resolved_strides()[0];
+    p.slots.push_back(b);
+  }
+  for (const auto& v : k.epilogue_inputs) p.slots.push_back(row_slot(v, g));
+  ConvWgmmaTemplate tp;
+  tp.dtype = k.x.dtype;
+  tp.bias = k.bias.has_value();
+  tp.bn = t.bn, tp.stages = t.stages, tp.split = t.split;
+  tp.columns = epilogue_columns(p);
+  KernelLaunch L;
+  L.spec.source = codegen::render_source(ConvTemplate::kHeader, {{"kiln_epilogue", &k.epilogue}});
+  L.spec.expression = tp.expression();
+  L.spec.options = codegen::builtin_options();
+  L.spec.name = tp.name(stem);
+  const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + t.bn - 1) / t.bn);
+  L.config.grid = {unsigned(tiles), 1, unsigned(t.split)};
+  L.config.cluster = {1, 1, unsigned(t.split)};
+  L.config.persistent = t.split == 1;
+  L.config.block = {unsigned(gemm::config::kWgmmaThreads), 1, 1};
+  L.config.shared = unsigned(tp.shared_bytes());
+  L.groups = 1;
+  set_gemm_params(L, p, k.epilogue_scalars, 2);
+  std::vector<unsigned char> args = gemm_args(p, k.epilogue_scalars);
+  for (std::int64_t v : {g.p * g.q, g.q, g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dil_h,
+                         g.dil_w, g.s, std::int64_t(blocks_of(g))}) {
+    const int i = int(v);
+    args.insert(args.end(), reinterpret_cast<const unsigned char*>(&i),
+                reinterpret_cast<const unsigned char*>(&i) + 4);
+  }
+  args.resize((args.size() + 7) / 8 * 8, 0);
+  L.layout.params[0] = ParamBytes(args);
+  runtime::Im2col walk;
+  walk.channels = kDepth, walk.pixels = kRows;
+  walk.lower = {int(-g.pad_h), int(-g.pad_w)};
+  walk.upper = {int(g.pad_h - g.dil_h * (g.r - 1)), int(g.pad_w - g.dil_w * (g.s - 1))};
+  walk.steps = {unsigned(g.stride_h), unsigned(g.stride_w)};
+  L.layout.maps.push_back({{1, std::uint32_t(p.outputs),
+                            runtime::describe_im2col_map(k.x, walk, stem + ": x's map")},
+                           "the tensor map of parameter 1"});
+  L.layout.maps.push_back(
+      {{2, std::uint32_t(p.outputs + 1),
+        runtime::describe_tensor_map(*taps_view(k.w), {unsigned(t.bn), 1, kDepth}, 128,
+                                     stem + ": w's map")},
+       "the tensor map of parameter 2"});
+  L.tunables = codegen::launch_tunables(gemm_tunable_table(), t, kGemmWgmma | kGemmClusters);
+  return L;
+}
+
+}  // namespace kiln

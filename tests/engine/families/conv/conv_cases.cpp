@@ -1,0 +1,54 @@
+// The conv2d tests' convolutions (conv_cases.hpp).
+#include "tests/engine/families/conv/conv_cases.hpp"
+
+namespace kiln::test {
+namespace {
+
+// An [n, c, h, w] tensor stored channels_last: an [n, h, w, c] input permuted.
+Value stored(Graph& g, const std::string& name, const Shape& s, DType t, bool channels_last) {
+  if (!channels_last) return g.input(name, s, t);
+  return apply("permute", {g.input(name, {s[0], s[2], s[3], s[1]}, t)},
+               Attrs().set("dims", std::vector<std::int64_t>{0, 3, 1, 2}));
+}
+
+}  // namespace
+
+std::vector<ConvCase> conv_cases() {
+  using V = std::vector<std::int64_t>;
+  return {
+      {2, 3, 7, 7, 4, 3, 3, {1}, {1}, {1}, 1, false, true, 0},      // C 3, K 4: NCHW, bias
+      {1, 4, 1, 1, 13, 1, 1, {1}, {0}, {1}, 1, true, true, 1},      // a 1x1 image, C 4
+      {2, 13, 33, 33, 64, 3, 3, {2}, {1}, {1}, 1, true, false, 1},  // stride 2, odd sizes
+      {1, 64, 33, 7, 64, 3, 3, {1}, {2}, {2}, 1, true, true, 2},    // dilation 2, padding 2
+      {2, 320, 7, 7, 320, 3, 3, {1}, {1}, {1}, 1, true, true, 3},   // C and K 320
+      {1, 64, 64, 64, 64, 3, 3, {1}, {1}, {1}, 1, true, false, 3},  // many tiles along M
+      {2, 64, 9, 9, 64, 3, 3, {1}, {1}, {1}, 2, true, true, 1},     // groups 2
+      {1, 26, 7, 7, 4, 1, 1, {1}, {0}, {1}, 2, false, true, 0},     // groups 2, NCHW, 1x1
+      {2, 64, 33, 33, 64, 3, 3, {2}, {0}, {1}, 1, false, false, 2}, // NCHW, stride 2, odd
+      {2, 320, 7, 7, 64, 1, 1, {1}, {0}, {1}, 1, true, true, 3},    // a 1x1 convolution
+      {1, 8, 11, 11, 16, 5, 5, {1}, {2}, {1}, 1, true, true, 1},    // a 5x5 filter
+      {1, 16, 9, 10, 8, 1, 3, V{1, 2}, V{0, 1}, {1}, 1, true, false, 0},  // 1x3, pairs
+      {3, 64, 64, 7, 13, 3, 3, {2}, {1}, V{2, 1}, 1, true, true, 2},  // K 13, dilation pair
+  };
+}
+
+Graph conv_graph(const ConvCase& c, DType t) {
+  Graph g;
+  const Value x = stored(g, "x", {c.n, c.c, c.h, c.w}, t, c.channels_last);
+  const Value w = stored(g, "w", {c.k, c.c / c.groups, c.r, c.s}, t, c.channels_last);
+  std::vector<GraphArg> args = {x, w};
+  if (c.bias) args.push_back(g.input("b", {c.k}, t));
+  Attrs attrs;
+  attrs.set("stride", c.stride).set("padding", c.padding).set("dilation", c.dilation);
+  if (c.groups != 1) attrs.set("groups", c.groups);
+  if (t == DType::f32) attrs.set("exact", true);
+  Value y = apply("conv2d", args, attrs);
+  if (c.epilogue == 1 || c.epilogue == 2) y = silu(y);
+  if (c.epilogue == 2) y = y + stored(g, "res", g.node(y.id()).shape, t, c.channels_last);
+  if (c.epilogue == 3)
+    y = apply("permute", {y}, Attrs().set("dims", std::vector<std::int64_t>{0, 2, 3, 1}));
+  g.output(y, "y");
+  return g;
+}
+
+}  // namespace kiln::test

@@ -1,0 +1,206 @@
+// conv2d without a GPU: its shape rules and errors, the fp64 reference against values worked by
+// hand, the plans it makes (one kernel with its epilogue, channels_last read in 16-byte chunks),
+// and NVRTC compiles of the GPU cases and of the tuning candidates with nothing spilled.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <kiln/graph.hpp>
+#include <kiln/ops.hpp>
+
+#include "engine/codegen/autotune.hpp"
+#include "engine/compiler/compiler.hpp"
+#include "engine/exec/plan_specs.hpp"
+#include "engine/families/conv/conv.hpp"
+#include "engine/families/rows/rows.hpp"
+#include "tests/engine/families/conv/conv_cases.hpp"
+#include "tests/engine/reference.hpp"
+#include "tests/support.hpp"
+
+using kiln::Attrs;
+using kiln::DType;
+using kiln::Graph;
+using kiln::Shape;
+using kiln::test::desc;
+using V = std::vector<std::int64_t>;
+
+namespace {
+
+std::string error_of(std::vector<kiln::Operand> args, Attrs attrs = {}) {
+  try {
+    kiln::infer("conv2d", args, attrs);
+  } catch (const kiln::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<unsigned char> f32_bytes(const std::vector<double>& v) {
+  std::vector<unsigned char> b(v.size() * 4);
+  for (std::size_t i = 0; i < v.size(); ++i) kiln::store_element(DType::f32, v[i], b.data() + 4 * i);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d: shapes, and errors naming the call and the sizes") {
+  const auto x = desc({2, 8, 33, 17}, DType::f16);
+  const auto w = desc({16, 8, 3, 3}, DType::f16);
+  CHECK(kiln::infer("conv2d", {x, w}).shape == Shape{2, 16, 31, 15});
+  CHECK(kiln::infer("conv2d", {x, w}, Attrs().set("padding", V{1})).shape == Shape{2, 16, 33, 17});
+  CHECK(kiln::infer("conv2d", {x, w}, Attrs().set("padding", V{1}).set("stride", V{2})).shape ==
+        Shape{2, 16, 17, 9});
+  CHECK(kiln::infer("conv2d", {x, w}, Attrs().set("dilation", V{2, 1})).shape ==
+        Shape{2, 16, 29, 15});
+  CHECK(kiln::infer("conv2d", {x, desc({16, 4, 1, 1}, DType::f16)}, Attrs().set("groups", 2))
+            .shape == Shape{2, 16, 33, 17});
+  CHECK(error_of({desc({8, 33, 17}, DType::f16), w}).find("[N, C, H, W]") != std::string::npos);
+  CHECK(error_of({x, desc({16, 4, 3, 3}, DType::f16)}).find("8 channels in 1 groups need 8") !=
+        std::string::npos);
+  CHECK(error_of({x, desc({16, 8, 3, 3}, DType::f16)}, Attrs().set("groups", 3))
+            .find("groups 3 must divide") != std::string::npos);
+  CHECK(error_of({x, w, desc({15}, DType::f16)}).find("bias must be [16]") != std::string::npos);
+  CHECK(error_of({x, desc({16, 8, 3, 3}, DType::f32)}).find("cast one") != std::string::npos);
+  CHECK(error_of({x, w}, Attrs().set("stride", V{0})).find("stride 0 is outside") !=
+        std::string::npos);
+  CHECK(error_of({x, w}, Attrs().set("padding", V{1, 1, 1})).find("one value") !=
+        std::string::npos);
+  // An empty result names the sizes that make it.
+  const std::string empty = error_of({desc({1, 8, 2, 2}, DType::f16), w});
+  CHECK(empty.find("empty convolution") != std::string::npos);
+  CHECK(empty.find("3x3 filter over 2x2") != std::string::npos);
+}
+
+TEST_CASE("conv2d: the fp64 reference gives torch's values") {
+  // x = [[1, 2, 3], [4, 5, 6], [7, 8, 9]], w = [[1, 0], [0, -1]], bias 0.5: each output is
+  // x[y][z] - x[y + 1][z + 1] + 0.5 over the taps inside x.
+  Graph g;
+  const auto x = g.input("x", {1, 1, 3, 3}, DType::f32);
+  const auto w = g.input("w", {1, 1, 2, 2}, DType::f32);
+  const auto b = g.input("b", {1}, DType::f32);
+  g.output(kiln::apply("conv2d", {x, w, b}), "plain");
+  g.output(kiln::apply("conv2d", {x, w, b}, Attrs().set("padding", V{1}).set("stride", V{2})),
+           "padded");
+  // Two groups of one channel: output k reads channel k only.
+  const auto x2 = g.input("x2", {1, 2, 1, 2}, DType::f32);
+  const auto w2 = g.input("w2", {2, 1, 1, 2}, DType::f32);
+  g.output(kiln::apply("conv2d", {x2, w2}, Attrs().set("groups", 2)), "grouped");
+  kiln::test::HostInputs in;
+  in["x"] = f32_bytes({1, 2, 3, 4, 5, 6, 7, 8, 9});
+  in["w"] = f32_bytes({1, 0, 0, -1});
+  in["b"] = f32_bytes({0.5});
+  in["x2"] = f32_bytes({1, 2, 10, 20});
+  in["w2"] = f32_bytes({1, 1, 2, -1});
+  const auto v = kiln::test::evaluate(g, in);
+  const auto& outs = g.outputs();
+  CHECK(v[std::size_t(outs[0])] == std::vector<double>{-3.5, -3.5, -3.5, -3.5});
+  // padding 1, stride 2: windows at rows/cols -1 and 1
+  CHECK(v[std::size_t(outs[1])] == std::vector<double>{-0.5, -2.5, -6.5, -3.5});
+  CHECK(v[std::size_t(outs[2])] == std::vector<double>{3, 0});
+}
+
+TEST_CASE("conv2d plans one kernel with its epilogue") {
+  for (bool cl : {true, false}) {
+    kiln::test::ConvCase c{2, 64, 16, 16, 128, 3, 3, {1}, {1}, {1}, 1, cl, true, 2};
+    const Graph g = kiln::test::conv_graph(c, DType::f16);
+    const auto kernels = kiln::Plan(g).kernels();
+    REQUIRE(kernels.size() == 1);
+    CAPTURE(kernels[0].name);
+    CHECK(kernels[0].name.rfind("conv2d", 0) == 0);
+    // sm_90a (Plan's default): channels_last on wgmma through an im2col map, NCHW on mma.sync
+    // loading element by element.
+    CHECK(kernels[0].name.find(cl ? "_im2col_bias" : "_ee_bias") != std::string::npos);
+  }
+}
+
+TEST_CASE("conv2d: the GPU case's convolutions NVRTC-compile for sm_80 and sm_90a, nothing "
+          "spilled") {
+  std::vector<std::string> bad;
+  int compiled = 0;
+  for (DType t : {DType::f16, DType::f32})
+    for (const auto& c : kiln::test::conv_cases())
+      for (const char* arch : {"sm_80", "sm_90a"}) {
+        const Graph g = kiln::test::conv_graph(c, t);
+        for (const auto& spec : kiln::plan_specs(g, true, {}, nullptr, arch)) {
+          if (spec.name.rfind("conv2d", 0) != 0) continue;
+          const kiln::CompiledKernel k = kiln::compiler::compile(spec, arch);
+          if (k.spill_bytes) bad.push_back(fmt::format("{} {}: {} bytes spilled", spec.name, arch,
+                                                       k.spill_bytes));
+          ++compiled;
+        }
+      }
+  CHECK(bad.empty());
+  for (const auto& b : bad) MESSAGE(b);
+  CHECK(compiled >= 2 * 2 * int(kiln::test::conv_cases().size()));
+}
+
+TEST_CASE("conv2d's tuning spaces: 8 or more candidates on each path, each compiling with "
+          "nothing spilled") {
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    CAPTURE(arch);
+    kiln::ConvKernel k;
+    k.arch = arch;
+    k.x = kiln::test::desc({2, 320, 64, 64}, DType::f16);
+    k.x.strides = {320 * 64 * 64, 1, 64 * 320, 320};
+    k.w = kiln::test::desc({320, 320, 3, 3}, DType::f16);
+    k.w.strides = {9 * 320, 1, 3 * 320, 320};
+    k.geometry = kiln::ops::conv_geometry(k.x.shape, k.w.shape, Attrs().set("padding", V{1}));
+    k.outputs = {kiln::test::desc({2, 320, 64, 64}, DType::f16)};
+    k.outputs[0].strides = k.x.strides;
+    k.epilogue = kiln::identity_epilogue(DType::f16);
+    const kiln::KernelLaunch base = kiln::specialize_conv(k, "conv2d_f16");
+    const bool wgmma = std::string(arch) == "sm_90a";
+    CHECK(base.spec.name.find(wgmma ? "__wg128x" : "_vv") != std::string::npos);
+    kiln::autotune::DeviceLimits limits;
+    limits.max_shared_bytes_per_block = wgmma ? 227 * 1024 : 163 * 1024;
+    const auto candidates = kiln::autotune::conv_space(base).candidates(limits);
+    CHECK(candidates.size() >= 8);
+    std::vector<std::string> bad;
+    const std::size_t step = std::max<std::size_t>(1, candidates.size() / 12);
+    for (std::size_t i = 0; i < candidates.size(); i += step) {
+      const kiln::KernelLaunch L =
+          kiln::specialize_conv(k, "conv2d_f16", kiln::gemm_tunables(candidates[i], "conv2d_f16"));
+      const kiln::CompiledKernel c = kiln::compiler::compile(L.spec, arch);
+      if (c.spill_bytes != 0 || c.log.find("serialized") != std::string::npos)
+        bad.push_back(fmt::format("{}: {} bytes spilled; {}", L.spec.name, c.spill_bytes, c.log));
+    }
+    for (const auto& b : bad) MESSAGE(b);
+    CHECK(bad.empty());
+    MESSAGE(fmt::format("{}: {} candidates, every {}th compiled", arch, candidates.size(), step));
+  }
+}
+
+TEST_CASE("conv2d takes the wgmma path where it fits, and channels_last in gives channels_last "
+          "out") {
+  auto name_of = [](const kiln::test::ConvCase& c, DType t) {
+    const auto specs = kiln::plan_specs(kiln::test::conv_graph(c, t), true, {}, nullptr, "sm_90a");
+    for (const auto& s : specs)
+      if (s.name.rfind("conv2d", 0) == 0) return s.name;
+    return std::string();
+  };
+  const kiln::test::ConvCase cl{2, 64, 16, 16, 128, 3, 3, {1}, {1}, {1}, 1, true, true, 2};
+  CHECK(name_of(cl, DType::f16).find("__wg128x") != std::string::npos);
+  CHECK(name_of(cl, DType::bf16).find("__wg128x") != std::string::npos);
+  CHECK(name_of(cl, DType::f32).find("__wg") == std::string::npos);  // f32: mma.sync
+  auto nchw = cl;
+  nchw.channels_last = false;
+  CHECK(name_of(nchw, DType::f16).find("__wg") == std::string::npos);
+  auto grouped = cl;
+  grouped.groups = 2;
+  CHECK(name_of(grouped, DType::f16).find("__wg") == std::string::npos);
+  auto odd = cl;
+  odd.c = 13;  // 26 bytes a pixel: TMA needs strides of 16-byte multiples
+  CHECK(name_of(odd, DType::f16).find("__wg") == std::string::npos);
+  // The result's memory order: channels_last for channels_last x, passed on through silu.
+  for (bool channels_last : {true, false}) {
+    Graph g;
+    auto c = cl;
+    c.channels_last = channels_last, c.epilogue = 1;
+    g = kiln::test::conv_graph(c, DType::f16);
+    std::map<std::string, kiln::TensorView> inputs;
+    for (const auto& n : g.nodes())
+      if (n.op == "input") inputs[n.name] = desc(n.shape, n.dtype);
+    const auto outs = kiln::Plan(g).outputs(inputs);
+    const Shape want = channels_last ? Shape{128 * 16 * 16, 1, 16 * 128, 128} : Shape{};
+    CHECK(outs.at("y").strides == want);
+  }
+}
