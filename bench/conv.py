@@ -3,7 +3,8 @@ channels_last memory, read and written in place by kiln's plan (x as an [N, H, W
 permuted, w as [K, R, S, C] permuted). Each row checked against PyTorch's fp64 convolution first,
 then kiln's plan replayed in a CUDA graph beside cuDNN (cudnn.benchmark) replayed the same way,
 in one run. TFLOP/s = 2*N*K*P*Q*C*R*S.
-Usage: python3 bench/conv.py (with build-device/python or build/python on PYTHONPATH)."""
+Usage: python3 bench/conv.py [--tune] (with build-device/python or build/python on PYTHONPATH).
+--tune: `kiln tune` searches each row's kernel first (default and winner printed); the winner runs."""
 import sys
 
 import torch  # noqa: E402
@@ -19,7 +20,7 @@ ROWS = [(2, 320, 320, 64, 3, 1), (2, 640, 640, 32, 3, 1), (2, 1280, 1280, 16, 3,
         (8, 256, 256, 64, 3, 1), (2, 320, 320, 64, 3, 2), (2, 640, 1280, 32, 1, 1)]
 
 
-def row(n, c, k, hw, r, stride):
+def row(n, c, k, hw, r, stride, tune):
     pad = r // 2
     g = kiln.Graph()
     x = kiln.permute(g.input("x", [n, hw, hw, c], "f16"), dims=[0, 3, 1, 2])
@@ -32,6 +33,10 @@ def row(n, c, k, hw, r, stride):
     p = (hw + 2 * pad - r) // stride + 1
     y = torch.empty(n, k, p, p, device="cuda", dtype=torch.float16).to(memory_format=CL)
     inputs = dict(x=xt.permute(0, 2, 3, 1), w=wt.permute(0, 2, 3, 1))
+    if tune:
+        for t in kiln.tune(ENGINE, g):
+            print(f"  tune {t['kernel']}: {t['candidates']} candidates, default {t['default_us']:.1f}"
+                  f" us, winner {t['winner']} {t['tuned_us']:.1f} us", flush=True)
     plan.run(ENGINE, out={"y": y}, **inputs)
     ref = F.conv2d(xt.double(), wt.double(), stride=stride, padding=pad)
     err = ((y.double() - ref).abs() / (1 + ref.abs())).max().item()
@@ -51,9 +56,9 @@ def row(n, c, k, hw, r, stride):
 
 def main():
     print(f"{torch.cuda.get_device_name()}: conv2d f16 channels_last, CUDA graphs", flush=True)
-    ok = True
+    ok, tune = True, "--tune" in sys.argv
     for r in ROWS:
-        ok = row(*r) and ok
+        ok = row(*r, tune) and ok
     return 0 if ok else 1
 
 

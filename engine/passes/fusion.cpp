@@ -167,12 +167,23 @@ bool read_outside(const Graph& g, const std::set<int>& needed,
 
 std::vector<std::pair<int, int>> view_aliases(const Graph& g,
                                               const std::vector<FusedGroup>& groups) {
-  std::set<int> written;
-  for (const FusedGroup& grp : groups) written.insert(grp.outputs.begin(), grp.outputs.end());
+  std::set<int> written, read;
+  for (const FusedGroup& grp : groups) {
+    written.insert(grp.outputs.begin(), grp.outputs.end());
+    for (const std::vector<int>* ids : grp.reads()) read.insert(ids->begin(), ids->end());
+  }
+  // Only views a kernel reads, or that such a view is of (a view nothing needs may not be
+  // makeable of its operand's memory: a reshape of a transposed input).
   std::vector<std::pair<int, int>> out;
-  for (std::size_t id = 0; id < g.nodes().size(); ++id)
-    if ((is_view(g, int(id)) && !written.count(int(id))) || roles(g, int(id)).in_place)
-      out.emplace_back(int(id), std::get<int>(g.nodes()[id].args[0]));
+  for (std::size_t i = g.nodes().size(); i-- > 0;) {
+    const int id = int(i);
+    const bool alias = (is_view(g, id) && !written.count(id)) || roles(g, id).in_place;
+    if (!alias || (!read.count(id) && !roles(g, id).in_place)) continue;
+    const int src = std::get<int>(g.nodes()[i].args[0]);
+    out.emplace_back(id, src);
+    read.insert(src);
+  }
+  std::reverse(out.begin(), out.end());  // node order: a view's view follows
   return out;
 }
 

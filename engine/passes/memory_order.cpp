@@ -66,12 +66,32 @@ std::vector<std::size_t> order_of(const Graph& g, int id, const std::vector<Tens
   return {};
 }
 
+// Whether every view read in place of `id`'s memory (and of those views', on) can still be made
+// of it as `v` lays it out: a reshape of a channels_last value cannot, so that value stays
+// row-major.
+bool views_hold(const Graph& g, int id, const TensorView& v, const std::multimap<int, int>& readers) {
+  const auto [first, last] = readers.equal_range(id);
+  for (auto it = first; it != last; ++it) {
+    const int view = it->second;
+    if (roles(g, view).in_place) {
+      if (!views_hold(g, view, v, readers)) return false;
+      continue;
+    }
+    const Graph::Node& n = g.node(view);
+    const ops::ViewRule& rule = view_rule(g, view);
+    const std::optional<TensorView> w = rule.of ? rule.of(v, n.shape, n.attrs) : std::nullopt;
+    if (!w || w->data != v.data || !views_hold(g, view, *w, readers)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void view_values(const Graph& g, const std::vector<FusedGroup>& groups,
                  std::vector<TensorView>& values, const std::set<int>& given) {
   std::map<int, int> aliases;
-  for (const auto& [view, src] : view_aliases(g, groups)) aliases[view] = src;
+  std::multimap<int, int> readers;  // src -> the views read in place of its memory
+  for (const auto& [view, src] : view_aliases(g, groups)) aliases[view] = src, readers.emplace(src, view);
   std::map<int, std::vector<std::size_t>> ordered;
   for (std::size_t i = 0; i < g.nodes().size(); ++i) {  // node order: operands first
     const int id = int(i);
@@ -84,7 +104,10 @@ void view_values(const Graph& g, const std::vector<FusedGroup>& groups,
     bool row_major = true;
     for (std::size_t d = 0; d < order.size(); ++d) row_major = row_major && order[d] == d;
     if (row_major) continue;
-    values[i].strides = strides_in(g.node(id).shape, order);
+    TensorView v = values[i];
+    v.strides = strides_in(g.node(id).shape, order);
+    if (!views_hold(g, id, v, readers)) continue;
+    values[i] = v;
     ordered[id] = std::move(order);
   }
 }

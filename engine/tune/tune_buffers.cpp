@@ -38,10 +38,27 @@ std::vector<unsigned char> random_indices(const Graph& g, int view, DType t, std
   return out;
 }
 
+// `v`'s strides where they lay its elements out densely in some order of its dims (a
+// channels_last view, a permuted one), so that a buffer allocated so is read as the plan reads
+// it; else empty (row-major).
+Shape dense_strides(const TensorView& v) {
+  if (v.strides.empty()) return {};
+  std::vector<std::size_t> order(v.shape.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return v.strides[a] > v.strides[b]; });
+  std::int64_t step = 1;
+  for (std::size_t i = order.size(); i-- > 0;) {
+    if (v.shape[order[i]] > 1 && v.strides[order[i]] != step) return {};
+    step *= v.shape[order[i]];
+  }
+  return v.strides;
+}
+
 }  // namespace
 
 Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp,
-                     int l2_bytes) {
+                     int l2_bytes, const std::vector<TensorView>& planned) {
   const auto views = gathered(p.graph, grp);
   std::vector<int> reads;
   for (const std::vector<int>* ids : grp.reads())
@@ -78,6 +95,8 @@ Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup
         const auto& n = p.graph.node(id);
         b.tensors.push_back(ids == &reads ? engine.from_host(n.shape, n.dtype, host[id].data())
                                           : engine.empty(n.shape, n.dtype));
+        if (const Shape st = dense_strides(planned.at(std::size_t(id))); !st.empty())
+          b.tensors.back() = b.tensors.back().with_strides(st);
         b.values.back()[std::size_t(id)] = b.tensors.back().view();
         if (s == 0 && ids == &grp.outputs) b.checked.push_back(b.tensors.back());
       }

@@ -24,8 +24,10 @@ struct Buffers {
 
 /// `grp`'s operands (random, of `p`'s shapes; each index tensor's values within the axis its
 /// gather reads) and outputs, in enough sets that cycling through them keeps each run's reads
-/// out of an L2 of `l2_bytes`.
+/// out of an L2 of `l2_bytes`. Each buffer is laid out as `planned` (the plan's views, by node)
+/// lays out its value where that is dense in some order of its dims (a channels_last view read
+/// in place, a channels_last result), else row-major.
 Buffers make_buffers(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp,
-                     int l2_bytes);
+                     int l2_bytes, const std::vector<TensorView>& planned);
 
 }  // namespace kiln::autotune

@@ -274,7 +274,7 @@ std::vector<KernelTuning> tune_graph(Engine& engine, const Graph& graph, const T
     po.archs = {engine.arch()};
     precompile_specs(specs, po, *detail::impl_of(engine).cache);
 
-    Buffers buffers = make_buffers(engine, p, grp, dev.l2_bytes);
+    Buffers buffers = make_buffers(engine, p, grp, dev.l2_bytes, descs);
     int index = 0;
     const Measure measure = [&](const Candidate& c) {
       if (o.progress) o.progress(t.kernel, index++, t.candidates);
@@ -318,7 +318,8 @@ std::vector<KernelTiming> time_kernels(Engine& engine, const Graph& graph, bool 
         p.specialize_tuned(grp, descs, graph, detail::impl_of(engine).target, detail::impl_of(engine).tuning);
     KernelTiming t{L.spec.name, p.ops_of(grp), 0, 0};
     if (L.groups > 0) {
-      Buffers b = make_buffers(engine, p, grp, detail::impl_of(engine).context->info().l2_bytes);
+      Buffers b =
+          make_buffers(engine, p, grp, detail::impl_of(engine).context->info().l2_bytes, descs);
       t.us = run_candidate(engine, p, grp, b, L.tunables, o).us;
       t.bytes = b.bytes;
     }

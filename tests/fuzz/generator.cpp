@@ -233,6 +233,32 @@ Graph random_graph(std::uint64_t seed) {
     const double values[] = {0.0, -1.5, 2.0};
     return apply("pad", {a}, Attrs().set("pads", pads).set("value", values[rng() % 3]));
   };
+  // a (rank 4, or fewer dims made so by leading 1s) convolved with a new weight input of 1 to 16
+  // outputs: a 1x1 or 3x3 filter, stride 1 or 2, padding 0 or 1, now and then dilation 2 or two
+  // groups, sometimes a bias (the conv family; f32 exact).
+  int conv_inputs = 0;
+  auto conv_op = [&](const Value& a) -> Value {
+    const DType t = g.node(a.id()).dtype;
+    Shape s = g.node(a.id()).shape;
+    if (s.empty() || s.size() > 4 || !is_float(t)) throw ShapeError("fuzz: no convolution");
+    Value x = a;
+    if (s.size() < 4) {
+      s.insert(s.begin(), 4 - s.size(), 1);
+      x = apply("reshape", {a}, Attrs().set("shape", s));
+    }
+    const std::int64_t r = chance(50) ? 3 : 1, k = 1 + std::int64_t(rng() % 16);
+    const std::int64_t groups = s[1] % 2 == 0 && k % 2 == 0 && chance(25) ? 2 : 1;
+    Attrs at;
+    at.set("stride", std::vector<std::int64_t>{1 + std::int64_t(rng() % 2)})
+        .set("padding", std::vector<std::int64_t>{r == 3 ? std::int64_t(rng() % 2) : 0})
+        .set("dilation", std::vector<std::int64_t>{chance(20) ? 2 : 1});
+    if (groups > 1) at.set("groups", groups);
+    if (t == DType::f32) at.set("exact", true);
+    const int id = conv_inputs++;
+    std::vector<GraphArg> args = {x, g.input(fmt::format("cw{}", id), {k, s[1] / groups, r, r}, t)};
+    if (chance(50)) args.push_back(g.input(fmt::format("cb{}", id), {k}, t));
+    return apply("conv2d", args, at);
+  };
   auto arg_op = [&](const Value& a) -> Value {
     const Shape s = g.node(a.id()).shape;
     if (s.empty()) throw ShapeError("fuzz: arg of a scalar");
@@ -252,7 +278,10 @@ Graph random_graph(std::uint64_t seed) {
   const bool concats = std::mt19937_64(seed ^ 0x5d2c8e4f1a3b6079ull)() % 4 == 0;
   // A quarter draw pad and upsample_nearest too (apart again).
   const bool remaps = std::mt19937_64(seed ^ 0x2e9b7d1c5a3f8046ull)() % 4 == 0;
+  // A fifth draw conv2d too (apart again).
+  const bool convs = std::mt19937_64(seed ^ 0x7c3e9a5b1d2f4068ull)() % 5 == 0;
   const int concat_kinds = concats ? 10 : 0, remap_kinds = remaps ? 10 : 0;
+  const int conv_kinds = convs ? 10 : 0;
   const int kinds = gathers ? 135 : newer ? 120 : 100;
   const int nodes = 1 + int(rng() % 30);
   for (int n = 0; n < nodes; ++n) {
@@ -262,8 +291,11 @@ Graph random_graph(std::uint64_t seed) {
           chance(70) ? std::min<std::size_t>(rng() % 3, values.size() - 1) : rng() % values.size();
       const Value a = values[values.size() - 1 - back], b = values[rng() % values.size()];
       try {
-        const int kind = int(rng() % std::uint64_t(kinds + concat_kinds + remap_kinds));
-        if (kind >= kinds + concat_kinds) {
+        const int kind =
+            int(rng() % std::uint64_t(kinds + concat_kinds + remap_kinds + conv_kinds));
+        if (kind >= kinds + concat_kinds + remap_kinds) {
+          values.push_back(conv_op(a));
+        } else if (kind >= kinds + concat_kinds) {
           values.push_back(remap_op(a));
         } else if (kind >= kinds) {
           values.push_back(concat_op(a, b));

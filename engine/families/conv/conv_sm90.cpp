@@ -67,21 +67,17 @@ std::optional<TensorView> taps_view(const TensorView& w) {
 
 int blocks_of(const ops::ConvGeometry& g) { return int((g.c + kDepth - 1) / kDepth); }
 
-// The tile width and split: the width whose tiles finish soonest (persistent blocks, a wave
-// of tiles per SM in turn; narrower tiles reread x more), then K split between the blocks of a
-// cluster while the blocks fill at most the GPU once and each keeps 16 stages or more.
+// The tile width and split (H100, issue 51's layers tuned): 256 outputs a tile where those tiles
+// alone fill the GPU, else 128 (64 for 64 outputs or fewer): a wave of narrower tiles beats a
+// partial one of wide tiles. Then K splits between the blocks of a cluster while the blocks fill
+// at most the GPU once and each keeps 16 stages or more.
 GemmTunables default_tunables(const GemmSizing& s) {
+  const auto blocks_of = [&s](int bn) { return (s.m + kRows - 1) / kRows * ((s.n + bn - 1) / bn); };
   GemmTunables t;
-  double best = 0;
-  for (int bn : {256, 128, 64}) {
-    const std::int64_t blocks = (s.m + kRows - 1) / kRows * ((s.n + bn - 1) / bn);
-    const double speed = bn == 256 ? 1.0 : bn == 128 ? 0.9 : 0.75;
-    const double time = double((blocks + s.sms - 1) / s.sms) * bn / speed;
-    if (!t.bn || time < best) t.bn = bn, best = time;
-  }
-  const std::int64_t blocks = (s.m + kRows - 1) / kRows * ((s.n + t.bn - 1) / t.bn);
+  t.bn = blocks_of(256) >= s.sms ? 256 : s.n > 64 ? 128 : 64;
   t.split = 1;
-  while (t.split < 4 && blocks * t.split * 2 <= s.sms && s.k / kDepth >= 16 * t.split * 2)
+  while (t.split < 4 && blocks_of(t.bn) * t.split * 2 <= s.sms &&
+         s.k / kDepth >= 16 * t.split * 2)
     t.split *= 2;
   t.stages = 4;
   return t;

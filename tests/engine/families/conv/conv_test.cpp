@@ -204,3 +204,31 @@ TEST_CASE("conv2d takes the wgmma path where it fits, and channels_last in gives
     CHECK(outs.at("y").strides == want);
   }
 }
+
+TEST_CASE("memory order: a value a reshape reads in place stays row-major; a view nothing reads "
+          "is not made") {
+  // conv (channels_last) -> silu -> reshape read in place by a row op: the reshape needs
+  // row-major memory, so the silu's result is not laid out channels_last.
+  Graph g;
+  const auto x = kiln::apply("permute", {g.input("x", {2, 8, 8, 64}, DType::f16)},
+                             Attrs().set("dims", V{0, 3, 1, 2}));
+  const auto w = kiln::apply("permute", {g.input("w", {16, 3, 3, 64}, DType::f16)},
+                             Attrs().set("dims", V{0, 3, 1, 2}));
+  const auto y = kiln::silu(kiln::apply("conv2d", {x, w}, Attrs().set("padding", V{1})));
+  g.output(kiln::softmax(kiln::apply("reshape", {y}, Attrs().set("shape", V{2, 16 * 64}))), "s");
+  std::map<std::string, kiln::TensorView> inputs;
+  for (const auto& n : g.nodes())
+    if (n.op == "input") inputs[n.name] = desc(n.shape, n.dtype);
+  const auto specs = kiln::plan_specs(g, true, inputs, nullptr, "sm_90a");
+  REQUIRE(specs.size() == 2);
+  CHECK(specs[0].name.find("conv2d") == 0);
+  CHECK(specs[0].name.find("__wg") == std::string::npos);  // a row-major result: mma.sync
+  // A reshape of a transposed input that no kernel reads: planning does not try to make it.
+  Graph h;
+  const auto hx = h.input("x", {3, 2, 5}, DType::f32);
+  kiln::apply("reshape", {hx}, Attrs().set("shape", V{6, 5}));  // unused
+  h.output(kiln::silu(hx), "y");
+  kiln::TensorView t = desc({3, 2, 5}, DType::f32);
+  t.strides = {10, 1, 2};
+  CHECK(kiln::plan_specs(h, true, {{"x", t}}, nullptr, "sm_90a").size() == 1);
+}
