@@ -80,7 +80,7 @@ std::string check(kiln::Engine& e, const kiln::Graph& g, std::uint64_t seed, boo
   try {
     if (compile_only) {
       kiln::Plan(g).compile(e);
-      for (const auto& spec : kiln::plan_specs(g, true, random_views(g, seed)))
+      for (const auto& spec : kiln::plan_specs(g, true, random_views(g, seed), nullptr, e.arch()))
         kiln::detail::impl_of(e).prepare(spec);
       return "";
     }
