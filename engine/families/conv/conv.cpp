@@ -136,10 +136,7 @@ KernelLaunch specialize_conv(const ConvKernel& k, const std::string& stem, GemmT
   tp.split = t.split;
   tp.columns = epilogue_columns(p);
   KernelLaunch L;
-  L.spec.source = codegen::render_source(ConvTemplate::kHeader, {{"kiln_epilogue", &k.epilogue}});
-  L.spec.expression = tp.expression();
-  L.spec.options = codegen::builtin_options();
-  L.spec.name = tp.name(stem);
+  L.spec = gemm_spec(tp, k.epilogue, stem);
   L.config.grid = {unsigned(tiles), unsigned(std::min<std::int64_t>(p.batches, 65535)),
                    unsigned(t.split)};
   L.config.cluster = {1, 1, unsigned(t.split)};
@@ -165,25 +162,15 @@ KernelLaunch specialize_conv(const ConvKernel& k, const std::string& stem, GemmT
 namespace autotune {
 
 Space conv_space(const KernelLaunch& base) {
-  Space s;
-  s.fallback = base.tunables;
-  if (auto w = s.fallback.find("wgmma"); w != s.fallback.end() && w->second == 1) {
-    s.tunables = codegen::space_tunables(gemm_tunable_table(), kGemmWgmma | kGemmClusters);
-    s.reject = [](const Candidate& c, const DeviceLimits& limits) {
-      return reject_wgmma_tunables(gemm_tunables(c, "conv_space"),
-                                   limits.max_shared_bytes_per_block);
-    };
-    return s;
-  }
+  // The GEMM family's spaces (the wgmma path's as they are); the mma.sync path's also refuses
+  // what the window loaders cannot take.
+  Space s = gemm_space(base);
+  if (s.fallback.count("bm") == 0) return s;
   const bool clusters = s.fallback.count("split") > 0;
-  s.tunables =
-      codegen::space_tunables(gemm_tunable_table(), kGemmMma | (clusters ? kGemmClusters : 0));
-  s.reject = [clusters](const Candidate& c, const DeviceLimits& limits) -> std::string {
+  s.reject = [clusters, gemm = s.reject](const Candidate& c, const DeviceLimits& limits) {
+    if (std::string why = gemm(c, limits); !why.empty()) return why;
     GemmTunables t = gemm_tunables(c, "conv_space");
     if (!clusters) t.split = 1;
-    if (32 * t.warps_m * t.warps_n > limits.max_threads_per_block)
-      return fmt::format("{} threads per block, the device allows {}", 32 * t.warps_m * t.warps_n,
-                         limits.max_threads_per_block);
     return reject_conv_tunables(t, limits.max_shared_bytes_per_block, clusters);
   };
   return s;

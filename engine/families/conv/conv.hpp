@@ -82,6 +82,7 @@ struct ConvTemplate {
 
 /// conv_sm90.cuh's `conv2d_sm90<T, Epi, Bias, BN, Stages, V, Split>` (tiles of 128 pixels).
 struct ConvWgmmaTemplate {
+  static constexpr std::string_view kHeader = "conv.cuh";
   DType dtype = DType::f16;
   bool bias = false;
   int bn = 0, stages = 0, split = 1, columns = 1;

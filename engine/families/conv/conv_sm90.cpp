@@ -135,18 +135,8 @@ KernelLaunch specialize_conv_wgmma(const ConvKernel& k, const GemmSizing& s,
   tp.bn = t.bn, tp.stages = t.stages, tp.split = t.split;
   tp.columns = epilogue_columns(p);
   KernelLaunch L;
-  L.spec.source = codegen::render_source(ConvTemplate::kHeader, {{"kiln_epilogue", &k.epilogue}});
-  L.spec.expression = tp.expression();
-  L.spec.options = codegen::builtin_options();
-  L.spec.name = tp.name(stem);
-  const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + t.bn - 1) / t.bn);
-  L.config.grid = {unsigned(tiles), 1, unsigned(t.split)};
-  L.config.cluster = {1, 1, unsigned(t.split)};
-  L.config.persistent = t.split == 1;
-  L.config.block = {unsigned(gemm::config::kWgmmaThreads), 1, 1};
-  L.config.shared = unsigned(tp.shared_bytes());
-  L.groups = 1;
-  set_gemm_params(L, p, k.epilogue_scalars, 2);
+  L.spec = gemm_spec(tp, k.epilogue, stem);
+  set_wgmma_launch(L, p, t.bn, t.split, tp.shared_bytes(), k.epilogue_scalars);
   std::vector<unsigned char> args = gemm_args(p, k.epilogue_scalars);
   for (std::int64_t v : {g.p * g.q, g.q, g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dil_h,
                          g.dil_w, g.s, std::int64_t(blocks_of(g))}) {

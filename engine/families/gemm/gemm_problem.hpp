@@ -82,6 +82,12 @@ bool skinny_by_default(const GemmKernel& k, const GemmProblem& p, const GemmSizi
 KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s,
                                const std::string& stem, GemmTunables t, bool clusters);
 
+/// `L`'s launch on gemm_sm90.cuh's block for `p`: a block per 128 x `bn` tile (persistent, at
+/// most one an SM, unless `split` blocks of a cluster split K), `shared` bytes, the Args block
+/// with `scalars` and two tensor maps after it.
+void set_wgmma_launch(KernelLaunch& L, const GemmProblem& p, int bn, int split, int shared,
+                      const std::vector<float>& scalars);
+
 /// The kernel of the sm_90a path, its tunables resolved (bn, stages) for `s`.
 KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s,
                               const std::string& stem, GemmTunables t);

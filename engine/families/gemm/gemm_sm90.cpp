@@ -53,6 +53,18 @@ int exact_split(std::int64_t tiles, std::int64_t ktiles, std::int64_t sms) {
 
 }  // namespace
 
+void set_wgmma_launch(KernelLaunch& L, const GemmProblem& p, int bn, int split, int shared,
+                      const std::vector<float>& scalars) {
+  const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + bn - 1) / bn);
+  L.config.grid = {unsigned(tiles), 1, unsigned(split)};
+  L.config.cluster = {1, 1, unsigned(split)};
+  L.config.persistent = split == 1;
+  L.config.block = {unsigned(gemm::config::kWgmmaThreads), 1, 1};
+  L.config.shared = unsigned(shared);
+  L.groups = 1;
+  set_gemm_params(L, p, scalars, 2);
+}
+
 bool wgmma_fits(const GemmKernel& k, const GemmProblem& p) {
   const DType t = k.a.dtype;
   const bool b_fits =
@@ -82,7 +94,6 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
   const bool exact = exact_f32(k);
   if (!t.bn) t.bn = default_wgmma_bn(s, exact);
   if (!t.stages) t.stages = 4;
-  const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + t.bn - 1) / t.bn);
   const int depth = gemm::config::stage_k(int(size_of(k.a.dtype)));  // elements of K a stage
   if (!t.split) {
     const std::int64_t planned = (s.m + kRows - 1) / kRows * ((s.n + t.bn - 1) / t.bn);
@@ -105,13 +116,7 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
   tp.split = t.split;
   KernelLaunch L;
   L.spec = gemm_spec(tp, k.epilogue, stem);
-  L.config.grid = {unsigned(tiles), 1, unsigned(t.split)};
-  L.config.cluster = {1, 1, unsigned(t.split)};
-  L.config.persistent = t.split == 1;
-  L.config.block = {unsigned(gemm::config::kWgmmaThreads), 1, 1};
-  L.config.shared = unsigned(tp.shared_bytes());
-  L.groups = 1;
-  set_gemm_params(L, p, k.epilogue_scalars, 2);
+  set_wgmma_launch(L, p, t.bn, t.split, tp.shared_bytes(), k.epilogue_scalars);
   const TensorView va = rows_view(a.data, p.m, p.k, a.row, dtype);
   const TensorView vb =
       trans ? rows_view(b.data, p.k, p.n, b.row, dtype) : rows_view(b.data, p.n, p.k, b.col, dtype);
