@@ -242,12 +242,19 @@ Graph random_graph(std::uint64_t seed) {
     Shape s = g.node(a.id()).shape;
     if (s.empty() || s.size() > 4 || !is_float(t)) throw ShapeError("fuzz: no convolution");
     Value x = a;
-    if (s.size() < 4) {
+    // Half of the [N, H, W, C] values of 16-bit floats with C a multiple of 8 are read as
+    // channels_last [N, C, H, W] (a permute read in place), with a channels_last weight: the
+    // sm_90a path's im2col and tiled maps, where the result's consumers allow it.
+    const bool cl = s.size() == 4 && s[3] % 8 == 0 && t != DType::f32 && chance(50);
+    if (cl) {
+      x = apply("permute", {a}, Attrs().set("dims", std::vector<std::int64_t>{0, 3, 1, 2}));
+      s = {s[0], s[3], s[1], s[2]};
+    } else if (s.size() < 4) {
       s.insert(s.begin(), 4 - s.size(), 1);
       x = apply("reshape", {a}, Attrs().set("shape", s));
     }
     const std::int64_t r = chance(50) ? 3 : 1, k = 1 + std::int64_t(rng() % 16);
-    const std::int64_t groups = s[1] % 2 == 0 && k % 2 == 0 && chance(25) ? 2 : 1;
+    const std::int64_t groups = !cl && s[1] % 2 == 0 && k % 2 == 0 && chance(25) ? 2 : 1;
     Attrs at;
     at.set("stride", std::vector<std::int64_t>{1 + std::int64_t(rng() % 2)})
         .set("padding", std::vector<std::int64_t>{r == 3 ? std::int64_t(rng() % 2) : 0})
@@ -255,7 +262,11 @@ Graph random_graph(std::uint64_t seed) {
     if (groups > 1) at.set("groups", groups);
     if (t == DType::f32) at.set("exact", true);
     const int id = conv_inputs++;
-    std::vector<GraphArg> args = {x, g.input(fmt::format("cw{}", id), {k, s[1] / groups, r, r}, t)};
+    const Value w =
+        cl ? apply("permute", {g.input(fmt::format("cw{}", id), {k, r, r, s[1]}, t)},
+                   Attrs().set("dims", std::vector<std::int64_t>{0, 3, 1, 2}))
+           : g.input(fmt::format("cw{}", id), {k, s[1] / groups, r, r}, t);
+    std::vector<GraphArg> args = {x, w};
     if (chance(50)) args.push_back(g.input(fmt::format("cb{}", id), {k}, t));
     return apply("conv2d", args, at);
   };
