@@ -12,6 +12,16 @@
 
 namespace kiln::ops {
 
+const TensorView& tensor_operand(const OpDef& op, const std::vector<Operand>& args,
+                                 std::size_t i) {
+  const auto* v = std::get_if<TensorView>(&args[i]);
+  if (!v)
+    throw ArgumentError(
+        fmt::format("{}: {} must be a tensor", describe_args(op, args), op.operands[i]));
+  numel_of(v->shape);
+  return *v;
+}
+
 std::string describe_args(const OpDef& op, const std::vector<Operand>& args) {
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < args.size(); ++i) {

@@ -10,18 +10,6 @@
 #include "ops/op.hpp"
 
 namespace kiln::ops {
-namespace {
-
-const TensorView& tensor(const OpDef& op, const std::vector<Operand>& args, std::size_t i) {
-  const auto* v = std::get_if<TensorView>(&args[i]);
-  if (!v)
-    throw ArgumentError(
-        fmt::format("{}: {} must be a tensor", describe_args(op, args), op.operands[i]));
-  numel_of(v->shape);
-  return *v;
-}
-
-}  // namespace
 
 ConvGeometry conv_geometry(const Shape& x, const Shape& w, const Attrs& attrs) {
   ConvGeometry g;
@@ -60,14 +48,14 @@ void check_pairs(const OpDef& op, const std::vector<Operand>& args, const Attrs&
 }
 
 TensorView infer_conv2d(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs) {
-  const TensorView &x = tensor(op, args, 0), &w = tensor(op, args, 1);
+  const TensorView &x = tensor_operand(op, args, 0), &w = tensor_operand(op, args, 1);
   const std::string call = describe_args(op, args);
   if (x.shape.size() != 4 || w.shape.size() != 4)
     throw ShapeError(fmt::format("{}: x must be [N, C, H, W] and w [K, C/groups, R, S]; got x of "
                                  "rank {} and w of rank {}",
                                  call, x.shape.size(), w.shape.size()));
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const DType t = tensor(op, args, i).dtype;
+    const DType t = tensor_operand(op, args, i).dtype;
     if (!is_float(t))
       throw DtypeError(fmt::format("{}: {} is {}; cast it to a float dtype first", call,
                                    op.operands[i], name_of(t)));
@@ -84,9 +72,9 @@ TensorView infer_conv2d(const OpDef& op, const std::vector<Operand>& args, const
     throw ShapeError(fmt::format("{}: w has {} input channels per group; x's {} channels in {} "
                                  "groups need {}",
                                  call, w.shape[1], g.c, g.groups, g.c / g.groups));
-  if (args.size() > 2 && tensor(op, args, 2).shape != Shape{g.k})
+  if (args.size() > 2 && tensor_operand(op, args, 2).shape != Shape{g.k})
     throw ShapeError(fmt::format("{}: bias must be [{}] (w's K), got {}", call, g.k,
-                                 to_string(tensor(op, args, 2).shape)));
+                                 to_string(tensor_operand(op, args, 2).shape)));
   if (g.n < 1 || g.c < 1 || g.k < 1 || g.r < 1 || g.s < 1 || g.p < 1 || g.q < 1)
     throw ShapeError(fmt::format(
         "{}: an empty convolution: N {}, C {}, K {}, a {}x{} filter over {}x{} with padding "

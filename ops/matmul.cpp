@@ -10,15 +10,6 @@
 namespace kiln::ops {
 namespace {
 
-const TensorView& tensor_arg(const OpDef& op, const std::vector<Operand>& args, std::size_t i) {
-  const auto* v = std::get_if<TensorView>(&args[i]);
-  if (!v)
-    throw ArgumentError(
-        fmt::format("{}: {} must be a tensor", describe_args(op, args), op.operands[i]));
-  numel_of(v->shape);
-  return *v;
-}
-
 // Every tensor operand has one float dtype: the result's.
 DType common_dtype(const OpDef& op, const std::vector<Operand>& args) {
   const DType d = std::get<TensorView>(args[0]).dtype;
@@ -53,8 +44,8 @@ Shape broadcast_batch(const OpDef& op, const std::vector<Operand>& args, const S
 }
 
 TensorView infer_matmul(const OpDef& op, const std::vector<Operand>& args) {
-  const TensorView& a = tensor_arg(op, args, 0);
-  const TensorView& b = tensor_arg(op, args, 1);
+  const TensorView& a = tensor_operand(op, args, 0);
+  const TensorView& b = tensor_operand(op, args, 1);
   for (std::size_t i = 0; i < 2; ++i)
     if (std::get<TensorView>(args[i]).shape.empty())
       throw ShapeError(
@@ -75,8 +66,8 @@ TensorView infer_matmul(const OpDef& op, const std::vector<Operand>& args) {
 }
 
 TensorView infer_linear(const OpDef& op, const std::vector<Operand>& args) {
-  const TensorView& x = tensor_arg(op, args, 0);
-  const TensorView& w = tensor_arg(op, args, 1);
+  const TensorView& x = tensor_operand(op, args, 0);
+  const TensorView& w = tensor_operand(op, args, 1);
   if (x.shape.empty())
     throw ShapeError(
         fmt::format("{}: x is a scalar tensor; linear needs x[..., K]", describe_args(op, args)));
@@ -87,7 +78,7 @@ TensorView infer_linear(const OpDef& op, const std::vector<Operand>& args) {
     throw ShapeError(fmt::format("{}: inner dims {} != {} (x[..., K] and w[N, K])",
                                  describe_args(op, args), x.shape.back(), w.shape[1]));
   if (args.size() > 2) {
-    const TensorView& bias = tensor_arg(op, args, 2);
+    const TensorView& bias = tensor_operand(op, args, 2);
     if (bias.shape != Shape{w.shape[0]})
       throw ShapeError(fmt::format("{}: bias must be a vector [{}] (w's N), got {}",
                                    describe_args(op, args), w.shape[0], to_string(bias.shape)));

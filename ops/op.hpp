@@ -216,6 +216,11 @@ const std::vector<OpDef>& all_ops();
 /// "matmul(a: f32[64,128], b: f32[256,32])": an op call in messages.
 std::string describe_args(const OpDef& op, const std::vector<Operand>& args);
 
+/// Operand `i` of `op`'s call, a tensor: ArgumentError naming the call and the operand
+/// otherwise (ShapeError for a negative extent or an element count past int64).
+const TensorView& tensor_operand(const OpDef& op, const std::vector<Operand>& args,
+                                 std::size_t i);
+
 /// Operand x of `op`'s call, a float tensor: ArgumentError (not a tensor) or DtypeError (bool)
 /// naming the call otherwise.
 const TensorView& float_x(const OpDef& op, const std::vector<Operand>& args);

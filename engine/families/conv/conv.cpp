@@ -32,13 +32,16 @@ void put_window(std::vector<unsigned char>& out, const ConvWindow& w) {
     put(&v, 4);
 }
 
-GemmSizing sizing_of(const ConvKernel& k, const GemmProblem& p) {
+// What `k`'s defaults are chosen for (either path): M = N*P*Q (its bucket where a dynamic dim
+// sets it), N = K / groups, K = R*S*C / groups, the groups as batches; the target's limits.
+GemmSizing sizing_of(const ConvKernel& k) {
+  const ops::ConvGeometry& g = k.geometry;
   const Target arch = target_of(k.arch);
   GemmSizing s;
   s.max_shared = k.max_shared ? k.max_shared : arch.max_shared;
   s.sms = k.sms ? k.sms : arch.sms;
-  s.m = k.dynamic ? gemm_bucket(p.m) : p.m;
-  s.n = p.n, s.k = p.k, s.batches = p.batches;
+  s.m = k.dynamic ? gemm_bucket(g.n * g.p * g.q) : g.n * g.p * g.q;
+  s.n = g.k / g.groups, s.k = g.r * g.s * (g.c / g.groups), s.batches = g.groups;
   return s;
 }
 
@@ -109,11 +112,7 @@ KernelLaunch specialize_conv(const ConvKernel& k, const std::string& stem, GemmT
       throw ArgumentError(fmt::format("{}: bad convolution tunables: bm, warps_m and warps_n are "
                                       "the mma.sync path's",
                                       stem));
-    GemmSizing s = sizing_of(k, GemmProblem{});
-    const ops::ConvGeometry& g = k.geometry;
-    s.m = k.dynamic ? gemm_bucket(g.n * g.p * g.q) : g.n * g.p * g.q;
-    s.n = g.k, s.k = g.r * g.s * g.c;
-    KernelLaunch L = specialize_conv_wgmma(k, s, stem, t);
+    KernelLaunch L = specialize_conv_wgmma(k, sizing_of(k), stem, t);
     L.bucketed = k.dynamic;
     L.config.shared_required = true;
     L.config.programmatic = !L.config.clustered();
@@ -121,7 +120,7 @@ KernelLaunch specialize_conv(const ConvKernel& k, const std::string& stem, GemmT
   }
   t.wgmma = 0;
   const GemmProblem& p = cp.gemm;
-  const GemmSizing s = sizing_of(k, p);
+  const GemmSizing s = sizing_of(k);
   const bool clusters = has_clusters(k.arch);
   t = resolve_mma_tunables(t, s, clusters);
   if (std::string why = reject_conv_tunables(t, s.max_shared, clusters); !why.empty())

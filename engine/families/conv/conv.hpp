@@ -4,6 +4,7 @@
 // tunables. Sizes and strides are the kernel's arguments; what picks the kernel is the dtype,
 // whether each operand loads in 16-byte chunks, the epilogue, and the tile.
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,10 @@ struct ConvProblem {
   GemmProblem gemm;
   ConvWindow a, b;
 };
+
+/// `v`'s strides broadcast to the result [N, K, P, Q] (right-aligned; 0 where it broadcasts or
+/// an extent is 1): an output's or an epilogue input's, as both paths read them.
+std::array<std::int64_t, 4> result_strides(const TensorView& v);
 
 /// `k`'s problem; ShapeError naming `stem` for sizes past the template's int arithmetic.
 ConvProblem conv_problem(const ConvKernel& k, const std::string& stem);

@@ -23,9 +23,7 @@ Shape used_strides(const TensorView& v) {
 // stride along N (the product's columns) and its batch dims (group, image, p, q); rows have no
 // stride of their own.
 GemmSlot result_slot(const TensorView& v, const ops::ConvGeometry& g) {
-  Shape st(4, 0);
-  const Shape own = used_strides(v);
-  for (std::size_t i = 0; i < v.shape.size() && i < 4; ++i) st[3 - i] = own[own.size() - 1 - i];
+  const auto st = result_strides(v);
   GemmSlot s;
   s.data = v.data;
   s.element = size_of(v.dtype);
@@ -59,6 +57,14 @@ ConvWindow window_of(const TensorView& v, const ops::ConvGeometry& g, bool weigh
 }
 
 }  // namespace
+
+std::array<std::int64_t, 4> result_strides(const TensorView& v) {
+  std::array<std::int64_t, 4> st{};
+  const Shape own = used_strides(v);
+  for (std::size_t i = 0; i < v.shape.size() && i < 4; ++i)
+    st[3 - i] = own[v.shape.size() - 1 - i];
+  return st;
+}
 
 ConvProblem conv_problem(const ConvKernel& k, const std::string& stem) {
   const ops::ConvGeometry& g = k.geometry;

@@ -17,22 +17,11 @@ namespace {
 constexpr int kRows = gemm::config::kWgmmaRows;
 constexpr int kDepth = 64;  // channels a stage: 128 bytes of f16 or bf16
 
-// `v`'s strides broadcast to the result [N, K, P, Q] (0 where it broadcasts or an extent is 1).
-std::array<std::int64_t, 4> result_strides(const TensorView& v) {
-  std::array<std::int64_t, 4> st{};
-  const Shape own = v.resolved_strides();
-  for (std::size_t i = 0; i < v.shape.size() && i < 4; ++i) {
-    const std::size_t d = v.shape.size() - 1 - i;
-    st[3 - i] = v.shape[d] == 1 ? 0 : own[d];
-  }
-  return st;
-}
-
 // The stride from one output pixel to the next of a result-shaped slot, if (n, p, q) step it
 // as one run of rows (row m = (n * P + p) * Q + q at m times it).
 std::optional<std::int64_t> row_stride(const TensorView& v, const ops::ConvGeometry& g) {
   const auto st = result_strides(v);
-  const std::int64_t rs = g.q > 1 ? st[3] : g.p > 1 ? st[2] / 1 : g.n > 1 ? st[0] : 0;
+  const std::int64_t rs = g.q > 1 ? st[3] : g.p > 1 ? st[2] : g.n > 1 ? st[0] : 0;
   if (g.q > 1 && st[3] != rs) return std::nullopt;
   if (g.p > 1 && st[2] != g.q * rs) return std::nullopt;
   if (g.n > 1 && st[0] != g.p * g.q * rs) return std::nullopt;
