@@ -81,12 +81,23 @@ struct WindowTile {
     return r;
   }
 
-  /// Element (i, k) of the operand's offset from `base`, or -1 outside the tensor.
-  __device__ __forceinline__ static long long offset(const Window& w, const Origin& o, int k) {
-    const int c = k % w.c_ext, t = k / w.c_ext;
-    const int y = o.y + t / w.taps_w * w.dil_h, x = o.x + t % w.taps_w * w.dil_w;
+  /// Where column k reads relative to a row's origin: its tap's offsets and its channel.
+  struct Tap {
+    int dy, dx, c;
+  };
+
+  __device__ __forceinline__ static Tap tap_of(const Window& w, int k) {
+    const int t = k / w.c_ext;
+    return {t / w.taps_w * w.dil_h, t % w.taps_w * w.dil_w, k - t * w.c_ext};
+  }
+
+  /// The element of the row at `o` and the column at `t`: its offset from `base`, or -1 outside
+  /// the tensor.
+  __device__ __forceinline__ static long long offset(const Window& w, const Origin& o,
+                                                    const Tap& t) {
+    const int y = o.y + t.dy, x = o.x + t.dx;
     if (y < 0 || y >= w.h || x < 0 || x >= w.w) return -1;
-    return o.at + y * w.s_h + x * w.s_w + c * w.s_c;
+    return o.at + y * w.s_h + x * w.s_w + t.c * w.s_c;
   }
 
   /// Fills `tile` with rows [i0, i0 + Rows) x [k0, k0 + BK), zeros outside (ext_i, ext_k) and
@@ -95,11 +106,13 @@ struct WindowTile {
                                               const Rows_& rows, int i0, int k0, int ext_i,
                                               int ext_k, int tid) {
     if constexpr (Vec) {
-      // A chunk never straddles two taps: c_ext is a multiple of kPer.
+      // A chunk never straddles two taps: c_ext is a multiple of kPer. The thread's chunk is
+      // one column of every row it loads: its tap is decomposed once.
       const int c = tid % kChunks, k = k0 + c * kPer;
+      const Tap tap = tap_of(w, k);
 #pragma unroll
       for (int j = 0; j < kRows; ++j) {
-        const long long o = k < ext_k ? offset(w, rows.o[j], k) : -1;
+        const long long o = k < ext_k ? offset(w, rows.o[j], tap) : -1;
         mma::cp_async16(tile + Smem::at(tid / kChunks + j * (Threads / kChunks), c),
                         o >= 0 ? base + o : base, o >= 0 ? 16 : 0);
       }
@@ -107,7 +120,8 @@ struct WindowTile {
       for (int e = tid; e < Rows * BK; e += Threads) {
         const int i = e / BK, kk = e % BK;
         long long o = -1;
-        if (i0 + i < ext_i && k0 + kk < ext_k) o = offset(w, origin_of(w, i0 + i), k0 + kk);
+        if (i0 + i < ext_i && k0 + kk < ext_k)
+          o = offset(w, origin_of(w, i0 + i), tap_of(w, k0 + kk));
         *reinterpret_cast<T*>(tile + element(i, kk)) = o >= 0 ? base[o] : T{};
       }
     }

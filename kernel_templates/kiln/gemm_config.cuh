@@ -47,6 +47,13 @@ constexpr int kStagingRows = 64;               ///< a consumer group's rows
 constexpr int kStagingChunk = 32;              ///< columns staged at a time
 constexpr int kStagingLd = kStagingChunk + 8;  ///< a staged row, in floats
 
+/// The tile widths wgmma.cuh instantiates: 64 to 256 in steps of 32 but 224 (a width sized to N
+/// fills the GPU with fewer wasted columns: N 320 is two tiles of 160). An N-contiguous B is
+/// loaded in atoms of 64 columns: multiples of 64 only.
+KILN_GEMM_CONFIG_FN bool wgmma_width_ok(int bn, int b_trans) {
+  const bool width = bn >= 64 && bn <= 256 && bn % 32 == 0 && bn != 224;
+  return width && (!b_trans || bn % 64 == 0);
+}
 /// One operand tile of `rows` rows in a stage.
 KILN_GEMM_CONFIG_FN int wgmma_tile_bytes(int rows) { return rows * kRowBytes; }
 /// One stage of the ring: A, B, and for `exact` B's rest.

@@ -1,7 +1,8 @@
 #pragma once
 // The GEMM template for sm_90a: one warp of a producer warpgroup loads tiles of A and B with TMA
 // into a ring of Stages shared-memory stages (128-byte swizzled, as wgmma reads them); two
-// consumer warpgroups each multiply 64 rows of the block's 128 x BN tile (BN 64, 128 or 256)
+// consumer warpgroups each multiply 64 rows of the block's 128 x BN tile (BN 64 to 256: config::
+// wgmma_width_ok)
 // with wgmma, keeping one stage's products in flight and releasing the stage before it (full and
 // empty mbarriers per stage). For an exact f32 product, the producer group's other three warps
 // write each landed stage's B rest (a split mbarrier per stage).
@@ -207,9 +208,9 @@ template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, 
           int Split, class A, class Produce>
 __device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
   using R = Ring<T, BN, Stages, Exact>;
-  static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0 && BN <= 128),
+  static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0 && (BN == 64 || BN == 128)),
                 "Exact: f32, both K-major, BN 64 or 128");
-  static_assert(BN == 64 || BN == 128 || BN == 256, "BN 64, 128 or 256");
+  static_assert(config::wgmma_width_ok(BN, BTrans), "BN 64, 96, 128, 160, 192 or 256; BTrans: 64s");
   static_assert(Split >= 1 && R::kRows % Split == 0, "a split of the tile's rows");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(

@@ -161,10 +161,14 @@ KernelLaunch specialize_conv(const ConvKernel& k, const std::string& stem, GemmT
 namespace autotune {
 
 Space conv_space(const KernelLaunch& base) {
-  // The GEMM family's spaces (the wgmma path's as they are); the mma.sync path's also refuses
-  // what the window loaders cannot take.
+  // The GEMM family's spaces, the wgmma path's with the widths sized to N too (conv_sm90.cpp);
+  // the mma.sync path's also refuses what the window loaders cannot take.
   Space s = gemm_space(base);
-  if (s.fallback.count("bm") == 0) return s;
+  if (s.fallback.count("bm") == 0) {
+    for (Tunable& t : s.tunables)
+      if (t.name == "bn") t.values = {64, 96, 128, 160, 192, 256};
+    return s;
+  }
   const bool clusters = s.fallback.count("split") > 0;
   s.reject = [clusters, gemm = s.reject](const Candidate& c, const DeviceLimits& limits) {
     if (std::string why = gemm(c, limits); !why.empty()) return why;

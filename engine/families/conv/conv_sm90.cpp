@@ -56,20 +56,29 @@ std::optional<TensorView> taps_view(const TensorView& w) {
 
 int blocks_of(const ops::ConvGeometry& g) { return int((g.c + kDepth - 1) / kDepth); }
 
-// The tile width and split (H100, issue 51's layers tuned): 256 outputs a tile where those tiles
-// alone fill the GPU, else 128 (64 for 64 outputs or fewer): a wave of narrower tiles beats a
-// partial one of wide tiles. Then K splits between the blocks of a cluster while the blocks fill
-// at most the GPU once and each keeps 16 stages or more.
+// The tile width and split with the least estimated time. A block's K steps each cost its B
+// columns plus 32 for A's share (which a narrow tile pays as much as a wide one); persistent
+// blocks take ceil(tiles / SMs) rounds; a split (blocks of a cluster, one round only) keeps 8
+// steps or more a block and costs 4 steps more for the sum through distributed shared memory.
+// Clusters of 4 need 4 free SMs of one GPC each: on an H100, 128 blocks of them took two rounds
+// (issue 51's third layer: 89.7 us against 62.0 in clusters of 2), so they fill half the SMs at
+// most. A width sized to N wastes fewer columns: N 320 is two tiles of 160, where 128 makes three.
 GemmTunables default_tunables(const GemmSizing& s) {
-  const auto blocks_of = [&s](int bn) { return (s.m + kRows - 1) / kRows * ((s.n + bn - 1) / bn); };
-  GemmTunables t;
-  t.bn = blocks_of(256) >= s.sms ? 256 : s.n > 64 ? 128 : 64;
-  t.split = 1;
-  while (t.split < 4 && blocks_of(t.bn) * t.split * 2 <= s.sms &&
-         s.k / kDepth >= 16 * t.split * 2)
-    t.split *= 2;
-  t.stages = 4;
-  return t;
+  const std::int64_t steps = (s.k + kDepth - 1) / kDepth, rows = (s.m + kRows - 1) / kRows;
+  GemmTunables best;
+  double best_cost = 0;
+  for (int bn : {64, 96, 128, 160, 192, 256}) {
+    const std::int64_t tiles = rows * ((s.n + bn - 1) / bn);
+    for (int split = 1; split <= 4; split *= 2) {
+      if (split > 1 && (tiles * split > s.sms / (split / 2) || steps < 8 * split)) break;
+      const std::int64_t rounds = split > 1 ? 1 : (tiles + s.sms - 1) / s.sms;
+      const std::int64_t per = (steps + split - 1) / split + (split > 1 ? 4 : 0);
+      const double cost = double(rounds) * double(per) * (bn + 32);
+      if (best.bn == 0 || cost < best_cost) best.bn = bn, best.split = split, best_cost = cost;
+    }
+  }
+  best.stages = 4;
+  return best;
 }
 
 }  // namespace

@@ -71,8 +71,10 @@ std::string reject_split(int split, bool clusters);
 /// nothing empty.
 bool wgmma_fits(const GemmKernel& k, const GemmProblem& p);
 /// Why `t` cannot run on the sm_90a path with `max_shared` bytes per block ("" if it can);
-/// `exact`: an f32 product to 1e-5 (its stages hold twice the bytes).
-std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact = false);
+/// `exact`: an f32 product to 1e-5 (its stages hold twice the bytes); `b_trans`: B contiguous
+/// along N (loaded 64 columns at a time).
+std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact = false,
+                                  bool b_trans = false);
 /// Whether `p` of `k` takes the skinny path when no tunable says: `s` (its sizes or their
 /// buckets') up to 8 rows, or up to kSkinnyRows of an f32 product (not TF32) whose B is small
 /// (it is read once per 8 rows).

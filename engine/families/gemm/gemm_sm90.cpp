@@ -74,10 +74,13 @@ bool wgmma_fits(const GemmKernel& k, const GemmProblem& p) {
          p.k > 0;
 }
 
-std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact) {
-  if (t.bn != 64 && t.bn != 128 && t.bn != 256)
-    return fmt::format("bn {}: the wgmma path takes 64, 128 or 256", t.bn);
-  if (exact && t.bn == 256) return fmt::format("bn {}: an exact f32 product takes 64 or 128", t.bn);
+std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact, bool b_trans) {
+  if (!gemm::config::wgmma_width_ok(t.bn, 0))
+    return fmt::format("bn {}: the wgmma path takes 64, 96, 128, 160, 192 or 256", t.bn);
+  if (b_trans && !gemm::config::wgmma_width_ok(t.bn, 1))
+    return fmt::format("bn {}: a B contiguous along N takes 64, 128 or 256", t.bn);
+  if (exact && t.bn != 64 && t.bn != 128)
+    return fmt::format("bn {}: an exact f32 product takes 64 or 128", t.bn);
   if (t.bm || t.warps_m || t.warps_n)
     return "bm, warps_m and warps_n are the mma.sync path's (the wgmma path's tile has 128 rows)";
   if (std::string why = reject_split(t.split ? t.split : 1, true); !why.empty()) return why;
@@ -100,10 +103,10 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
     t.split = exact ? exact_split(planned, (s.k + depth - 1) / depth, s.sms) : 1;
   }
   t.wgmma = 1;
-  if (std::string why = reject_wgmma_tunables(t, s.max_shared, exact); !why.empty())
+  const bool trans = p.b_layout == GemmLayout::mn_contiguous;
+  if (std::string why = reject_wgmma_tunables(t, s.max_shared, exact, trans); !why.empty())
     throw ArgumentError(fmt::format("{}: bad GEMM tunables: {}", stem, why));
   const DType dtype = k.a.dtype;
-  const bool trans = p.b_layout == GemmLayout::mn_contiguous;
   const GemmSlot& a = p.slots[p.outputs];
   const GemmSlot& b = p.slots[p.outputs + 1];
   GemmWgmmaTemplate tp;

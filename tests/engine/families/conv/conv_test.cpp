@@ -205,6 +205,32 @@ TEST_CASE("conv2d takes the wgmma path where it fits, and channels_last in gives
   }
 }
 
+TEST_CASE("conv2d's default tiles on issue 51's layers are those an H100 measured fastest") {
+  // `kiln tune` of each layer on an H100 (bench/NOTES.md, session 37): the default's width and
+  // split, or one within 3 % of the fastest candidate (row 5: bn 64 unsplit, 2 % faster).
+  struct Row {
+    kiln::test::ConvCase c;
+    const char* tile;
+  };
+  const std::vector<Row> rows = {
+      {{2, 320, 64, 64, 320, 3, 3, {1}, {1}, {1}}, "__wg128x160s4_"},
+      {{2, 640, 32, 32, 640, 3, 3, {1}, {1}, {1}}, "__wg128x160s4k2_"},
+      {{2, 1280, 16, 16, 1280, 3, 3, {1}, {1}, {1}}, "__wg128x96s4k2_"},
+      {{8, 256, 64, 64, 256, 3, 3, {1}, {1}, {1}}, "__wg128x256s4_"},
+      {{2, 320, 64, 64, 320, 3, 3, {2}, {1}, {1}}, "__wg128x96s4k2_"},
+      {{2, 640, 32, 32, 1280, 1, 1, {1}, {0}, {1}}, "__wg128x160s4_"},
+  };
+  for (const Row& r : rows) {
+    const auto specs =
+        kiln::plan_specs(kiln::test::conv_graph(r.c, DType::f16), true, {}, nullptr, "sm_90a");
+    std::string name;
+    for (const auto& s : specs)
+      if (s.name.rfind("conv2d", 0) == 0) name = s.name;
+    CAPTURE(name);
+    CHECK(name.find(r.tile) != std::string::npos);
+  }
+}
+
 TEST_CASE("memory order: a value a reshape reads in place stays row-major; a view nothing reads "
           "is not made") {
   // conv (channels_last) -> silu -> reshape read in place by a row op: the reshape needs
