@@ -29,6 +29,13 @@ std::vector<ConvCase> conv_cases() {
       {1, 8, 11, 11, 16, 5, 5, {1}, {2}, {1}, 1, true, true, 1},    // a 5x5 filter
       {1, 16, 9, 10, 8, 1, 3, V{1, 2}, V{0, 1}, {1}, 1, true, false, 0},  // 1x3, pairs
       {3, 64, 64, 7, 13, 3, 3, {2}, {1}, V{2, 1}, 1, true, true, 2},  // K 13, dilation pair
+      // Images whose tiles hold whole output rows: stride 2, dilation 2 with padding 2, a 1x1
+      // over C 72 (a stage past C), a stride pair, rows of 128 pixels.
+      {2, 64, 32, 32, 64, 3, 3, {2}, {1}, {1}, 1, true, true, 1},
+      {1, 64, 24, 16, 64, 3, 3, {1}, {2}, {2}, 1, true, false, 2},
+      {2, 72, 8, 16, 64, 1, 1, {1}, {0}, {1}, 1, true, true, 3},
+      {1, 16, 32, 16, 32, 3, 3, V{2, 1}, {1}, {1}, 1, true, true, 0},
+      {1, 8, 2, 128, 8, 3, 3, {1}, {1}, {1}, 1, true, false, 1},
   };
 }
 
