@@ -183,4 +183,5 @@ __global__ void __launch_bounds__(WM* WN * 32)
 
 }  // namespace kiln::conv
 
+#include <kiln/conv_depthwise.cuh>
 #include <kiln/conv_sm90.cuh>

@@ -206,6 +206,8 @@ def test_conv2d_matches_torch_read_in_place_and_keeps_channels_last(engine, chan
         (2, 32, 7, 7, 16, 1, 1, 1, 0, 1, 1),
         (1, 16, 12, 12, 16, 3, 3, 1, 2, 2, 2),
         (1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1),
+        (2, 32, 10, 13, 32, 3, 3, 1, 1, 1, 32),  # depthwise
+        (1, 24, 11, 9, 24, 5, 5, 2, 2, 1, 24),   # depthwise 5x5, stride 2
     ]
     for n, c, h, w, k, r, s, stride, padding, dilation, groups in cases:
         g = kiln.Graph()

@@ -100,6 +100,9 @@ KernelLaunch specialize_conv(const ConvKernel& k, const std::string& stem, GemmT
         stem));
   t.skinny = 0;
   const ConvProblem cp = conv_problem(k, stem);  // ShapeError for sizes past int arithmetic
+  // Depthwise where it fits and no tunable asks for a GEMM path (it has none of its own).
+  const bool asked = t.bm || t.bn || t.warps_m || t.warps_n || t.stages || t.split || t.wgmma >= 0;
+  if (!asked && conv_depthwise_fits(k)) return specialize_conv_depthwise(k, stem);
   const bool wgmma = t.wgmma != 0 && conv_wgmma_fits(k);
   if (t.wgmma == 1 && !wgmma)
     throw ArgumentError(fmt::format(
@@ -163,6 +166,7 @@ namespace autotune {
 Space conv_space(const KernelLaunch& base) {
   // The GEMM family's spaces, the wgmma path's with the widths sized to N too (conv_sm90.cpp);
   // the mma.sync path's also refuses what the window loaders cannot take.
+  if (base.tunables.empty()) return {};  // the depthwise path: its default only
   Space s = gemm_space(base);
   if (s.fallback.count("bm") == 0) {
     for (Tunable& t : s.tunables)

@@ -52,6 +52,16 @@ struct ConvProblem {
 /// an extent is 1): an output's or an epilogue input's, as both paths read them.
 std::array<std::int64_t, 4> result_strides(const TensorView& v);
 
+/// The stride from one output pixel to the next of a result-shaped slot, if (n, p, q) step it
+/// as one run of rows (row m = (n * P + p) * Q + q at m times it).
+std::optional<std::int64_t> row_stride(const TensorView& v, const ops::ConvGeometry& g);
+/// Whether every output and epilogue input of `k` steps its pixels as one run of rows.
+bool pixel_rows_fit(const ConvKernel& k);
+/// `k` as a problem of M = N*P*Q rows (output pixels, each slot's rows one row_stride apart), N
+/// = K columns and K = `depth`: the slots of the outputs, x and w (their data), the bias and the
+/// epilogue inputs, as the sm_90a and depthwise paths take them.
+GemmProblem pixel_rows_problem(const ConvKernel& k, std::int64_t depth);
+
 /// `k`'s problem; ShapeError naming `stem` for sizes past the template's int arithmetic.
 ConvProblem conv_problem(const ConvKernel& k, const std::string& stem);
 
@@ -97,6 +107,27 @@ struct ConvWgmmaTemplate {
   std::string name(std::string_view stem) const;
   int shared_bytes() const;
 };
+
+/// conv_depthwise.cuh's `conv2d_depthwise<T, Epi, Bias, V, R, S, SW, DW>` (no tunables).
+struct ConvDepthwiseTemplate {
+  static constexpr std::string_view kHeader = "conv.cuh";
+  DType dtype = DType::f16;
+  bool bias = false;
+  int r = 1, s = 1, stride_w = 1, dil_w = 1, columns = 1;
+
+  std::string expression() const;
+  /// "<stem>__dw3x3_bias", "<stem>__dw3x3_w2d1" (stride 2 along W)
+  std::string name(std::string_view stem) const;
+};
+
+/// Whether the depthwise path (conv_depthwise.cuh) computes `k`: groups = C = K, f16, bf16 or
+/// f32, x's channels contiguous with C and its strides multiples of 16 bytes, R and S up to 7,
+/// stride and dilation along W up to 2, and every output and epilogue input stepping its pixels
+/// as one run of rows.
+bool conv_depthwise_fits(const ConvKernel& k);
+
+/// The depthwise kernel of `k`.
+KernelLaunch specialize_conv_depthwise(const ConvKernel& k, const std::string& stem);
 
 /// Whether the sm_90a path (conv_sm90.cuh) computes `k`: sm_90a, f16 or bf16, one group, x's
 /// channels contiguous and its strides and C multiples of 16 bytes, w's channels contiguous with

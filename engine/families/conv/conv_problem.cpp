@@ -66,6 +66,54 @@ std::array<std::int64_t, 4> result_strides(const TensorView& v) {
   return st;
 }
 
+std::optional<std::int64_t> row_stride(const TensorView& v, const ops::ConvGeometry& g) {
+  const auto st = result_strides(v);
+  const std::int64_t rs = g.q > 1 ? st[3] : g.p > 1 ? st[2] : g.n > 1 ? st[0] : 0;
+  if (g.q > 1 && st[3] != rs) return std::nullopt;
+  if (g.p > 1 && st[2] != g.q * rs) return std::nullopt;
+  if (g.n > 1 && st[0] != g.p * g.q * rs) return std::nullopt;
+  return rs;
+}
+
+bool pixel_rows_fit(const ConvKernel& k) {
+  bool ok = true;
+  for (const auto& v : k.outputs) ok = ok && row_stride(v, k.geometry).has_value();
+  for (const auto& v : k.epilogue_inputs) ok = ok && row_stride(v, k.geometry).has_value();
+  return ok;
+}
+
+namespace {
+
+GemmSlot row_slot(const TensorView& v, const ops::ConvGeometry& g) {
+  GemmSlot s;
+  s.data = v.data;
+  s.element = size_of(v.dtype);
+  s.row = row_stride(v, g).value_or(0);
+  s.col = result_strides(v)[1];
+  return s;
+}
+
+}  // namespace
+
+GemmProblem pixel_rows_problem(const ConvKernel& k, std::int64_t depth) {
+  const ops::ConvGeometry& g = k.geometry;
+  GemmProblem p;
+  p.m = g.n * g.p * g.q, p.n = g.k, p.k = depth;
+  p.outputs = k.outputs.size();
+  for (const auto& o : k.outputs) p.slots.push_back(row_slot(o, g)), p.slots.back().hi = p.n;
+  GemmSlot x, w;
+  x.data = k.x.data, x.element = w.element = size_of(k.x.dtype), w.data = k.w.data;
+  p.slots.push_back(x), p.slots.push_back(w);
+  if (k.bias) {
+    GemmSlot b;
+    b.data = k.bias->data, b.element = size_of(k.bias->dtype);
+    b.col = k.bias->shape[0] == 1 ? 0 : k.bias->resolved_strides()[0];
+    p.slots.push_back(b);
+  }
+  for (const auto& v : k.epilogue_inputs) p.slots.push_back(row_slot(v, g));
+  return p;
+}
+
 ConvProblem conv_problem(const ConvKernel& k, const std::string& stem) {
   const ops::ConvGeometry& g = k.geometry;
   const std::int64_t m = g.n * g.p * g.q, n = g.k / g.groups, kk = g.r * g.s * (g.c / g.groups);

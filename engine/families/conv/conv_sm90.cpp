@@ -17,26 +17,6 @@ namespace {
 constexpr int kRows = gemm::config::kWgmmaRows;
 constexpr int kDepth = 64;  // channels a stage: 128 bytes of f16 or bf16
 
-// The stride from one output pixel to the next of a result-shaped slot, if (n, p, q) step it
-// as one run of rows (row m = (n * P + p) * Q + q at m times it).
-std::optional<std::int64_t> row_stride(const TensorView& v, const ops::ConvGeometry& g) {
-  const auto st = result_strides(v);
-  const std::int64_t rs = g.q > 1 ? st[3] : g.p > 1 ? st[2] : g.n > 1 ? st[0] : 0;
-  if (g.q > 1 && st[3] != rs) return std::nullopt;
-  if (g.p > 1 && st[2] != g.q * rs) return std::nullopt;
-  if (g.n > 1 && st[0] != g.p * g.q * rs) return std::nullopt;
-  return rs;
-}
-
-GemmSlot row_slot(const TensorView& v, const ops::ConvGeometry& g) {
-  GemmSlot s;
-  s.data = v.data;
-  s.element = size_of(v.dtype);
-  s.row = row_stride(v, g).value_or(0);
-  s.col = result_strides(v)[1];
-  return s;
-}
-
 bool aligned16(std::int64_t elements, DType t) {
   return elements * std::int64_t(size_of(t)) % 16 == 0;
 }
@@ -97,10 +77,7 @@ bool conv_wgmma_fits(const ConvKernel& k) {
   const bool walk_ok = g.pad_h <= 127 && g.pad_w <= 127 && up_h >= -128 && up_w >= -128 &&
                        g.stride_h <= 8 && g.stride_w <= 8 && g.dil_h * (g.r - 1) < 65536 &&
                        g.dil_w * (g.s - 1) < 65536;
-  bool rows_ok = true;
-  for (const auto& v : k.outputs) rows_ok = rows_ok && row_stride(v, g).has_value();
-  for (const auto& v : k.epilogue_inputs) rows_ok = rows_ok && row_stride(v, g).has_value();
-  return x_ok && w_ok && walk_ok && rows_ok;
+  return x_ok && w_ok && walk_ok && pixel_rows_fit(k);
 }
 
 KernelLaunch specialize_conv_wgmma(const ConvKernel& k, const GemmSizing& s,
@@ -113,20 +90,7 @@ KernelLaunch specialize_conv_wgmma(const ConvKernel& k, const GemmSizing& s,
   t.wgmma = 1;
   if (std::string why = reject_wgmma_tunables(t, s.max_shared); !why.empty())
     throw ArgumentError(fmt::format("{}: bad convolution tunables: {}", stem, why));
-  GemmProblem p;
-  p.m = g.n * g.p * g.q, p.n = g.k, p.k = g.r * g.s * blocks_of(g) * kDepth;
-  p.outputs = k.outputs.size();
-  for (const auto& o : k.outputs) p.slots.push_back(row_slot(o, g)), p.slots.back().hi = p.n;
-  GemmSlot x, w;
-  x.data = k.x.data, x.element = w.element = size_of(k.x.dtype), w.data = k.w.data;
-  p.slots.push_back(x), p.slots.push_back(w);
-  if (k.bias) {
-    GemmSlot b;
-    b.data = k.bias->data, b.element = size_of(k.bias->dtype);
-    b.col = k.bias->shape[0] == 1 ? 0 : k.bias->resolved_strides()[0];
-    p.slots.push_back(b);
-  }
-  for (const auto& v : k.epilogue_inputs) p.slots.push_back(row_slot(v, g));
+  const GemmProblem p = pixel_rows_problem(k, g.r * g.s * blocks_of(g) * kDepth);
   ConvWgmmaTemplate tp;
   tp.dtype = k.x.dtype;
   tp.bias = k.bias.has_value();

@@ -123,8 +123,8 @@ TEST_CASE("conv2d: the GPU case's convolutions NVRTC-compile for sm_80 and sm_90
         for (const auto& spec : kiln::plan_specs(g, true, {}, nullptr, arch)) {
           if (spec.name.rfind("conv2d", 0) != 0) continue;
           const kiln::CompiledKernel k = kiln::compiler::compile(spec, arch);
-          if (k.spill_bytes) bad.push_back(fmt::format("{} {}: {} bytes spilled", spec.name, arch,
-                                                       k.spill_bytes));
+          if (k.spill_bytes) bad.push_back(fmt::format("{} {}: {} bytes spilled {}", spec.name, arch,
+                                                       k.spill_bytes, k.log));
           ++compiled;
         }
       }
@@ -187,6 +187,17 @@ TEST_CASE("conv2d takes the wgmma path where it fits, and channels_last in gives
   auto grouped = cl;
   grouped.groups = 2;
   CHECK(name_of(grouped, DType::f16).find("__wg") == std::string::npos);
+  // Depthwise (groups = C = K) over channels_last x: its own memory-bound kernel on any arch
+  // and dtype; NCHW x, or a channel multiplier, on mma.sync.
+  const kiln::test::ConvCase dw{2, 64, 16, 16, 64, 3, 3, {1}, {1}, {1}, 64, true, true, 1};
+  for (DType t : {DType::f16, DType::bf16, DType::f32})
+    CHECK(name_of(dw, t).find("__dw3x3_bias") != std::string::npos);
+  auto dw_nchw = dw;
+  dw_nchw.channels_last = false;
+  CHECK(name_of(dw_nchw, DType::f16).find("__dw") == std::string::npos);
+  auto dw_twice = dw;
+  dw_twice.k = 128;  // two outputs per channel
+  CHECK(name_of(dw_twice, DType::f16).find("__dw") == std::string::npos);
   auto odd = cl;
   odd.c = 13;  // 26 bytes a pixel: TMA needs strides of 16-byte multiples
   CHECK(name_of(odd, DType::f16).find("__wg") == std::string::npos);
