@@ -234,8 +234,8 @@ Graph random_graph(std::uint64_t seed) {
     return apply("pad", {a}, Attrs().set("pads", pads).set("value", values[rng() % 3]));
   };
   // a (rank 4, or fewer dims made so by leading 1s) convolved with a new weight input of 1 to 16
-  // outputs: a 1x1 or 3x3 filter, stride 1 or 2, padding 0 or 1, now and then dilation 2 or two
-  // groups, sometimes a bias (the conv family; f32 exact).
+  // outputs: a 1x1 or 3x3 filter, stride 1 or 2, padding 0 or 1, now and then dilation 2, two
+  // groups or a depthwise one, sometimes a bias (the conv family; f32 exact).
   int conv_inputs = 0;
   auto conv_op = [&](const Value& a) -> Value {
     const DType t = g.node(a.id()).dtype;
@@ -253,8 +253,13 @@ Graph random_graph(std::uint64_t seed) {
       s.insert(s.begin(), 4 - s.size(), 1);
       x = apply("reshape", {a}, Attrs().set("shape", s));
     }
-    const std::int64_t r = chance(50) ? 3 : 1, k = 1 + std::int64_t(rng() % 16);
-    const std::int64_t groups = !cl && s[1] % 2 == 0 && k % 2 == 0 && chance(25) ? 2 : 1;
+    const std::int64_t r = chance(50) ? 3 : 1, drawn = 1 + std::int64_t(rng() % 16);
+    // A channels_last draw of 4, 8, 12 or 16 outputs is depthwise instead (groups = C = K: its
+    // own kernel), decided without drawing, so that every other seed's graph stays as it was.
+    const bool depthwise = cl && drawn % 4 == 0;
+    const std::int64_t k = depthwise ? s[1] : drawn;
+    const std::int64_t groups =
+        depthwise ? k : !cl && s[1] % 2 == 0 && k % 2 == 0 && chance(25) ? 2 : 1;
     Attrs at;
     at.set("stride", std::vector<std::int64_t>{1 + std::int64_t(rng() % 2)})
         .set("padding", std::vector<std::int64_t>{r == 3 ? std::int64_t(rng() % 2) : 0})
@@ -263,7 +268,7 @@ Graph random_graph(std::uint64_t seed) {
     if (t == DType::f32) at.set("exact", true);
     const int id = conv_inputs++;
     const Value w =
-        cl ? apply("permute", {g.input(fmt::format("cw{}", id), {k, r, r, s[1]}, t)},
+        cl ? apply("permute", {g.input(fmt::format("cw{}", id), {k, r, r, s[1] / groups}, t)},
                    Attrs().set("dims", std::vector<std::int64_t>{0, 3, 1, 2}))
            : g.input(fmt::format("cw{}", id), {k, s[1] / groups, r, r}, t);
     std::vector<GraphArg> args = {x, w};
