@@ -5,7 +5,7 @@
 
 namespace kiln::conv::depthwise {
 
-constexpr int kThreads = 256;               ///< a block's threads
+constexpr int kThreads = 128;               ///< a block's threads
 constexpr int kLanes = 8;                   ///< threads along a pixel's channels: 128 bytes
 constexpr int kPixels = kThreads / kLanes;  ///< strips a block computes
 constexpr int kStrip = 4;                   ///< output pixels along a row a thread computes

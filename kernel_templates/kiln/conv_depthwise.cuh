@@ -4,7 +4,7 @@
 // by memory and by converting and multiplying its inputs, not by matrix arithmetic: no tensor
 // cores. A thread computes 16 bytes of channels (8 of f16 or bf16, 4 of f32) of a strip of
 // kStrip output pixels along a row, 8 threads side by side cover 128 bytes of channels, and a
-// block of 256 threads computes 32 strips of one tile of 8 * 16 bytes of channels
+// block of 128 threads computes 16 strips of one tile of 8 * 16 bytes of channels
 // (conv_config.cuh), whose weights it keeps in shared memory as f32. Per filter row, a thread
 // loads and converts each input column its strip reads once (SW and DW, the steps along W, are
 // template parameters, so that the columns are registers): (kStrip - 1) * SW + (S - 1) * DW + 1
