@@ -44,12 +44,13 @@ bin=build-device/bin
 $bin/kiln info | tee "$OUT/info.log"
 
 if want tests; then
-step "test suite: the GPU cases in seven processes (each compiles its kernels on one core) beside the rest"
+step "test suite: the GPU cases in eight processes (each compiles its kernels on one core) beside the rest"
 # NVRTC dominates: one process took ~430 s; its slices side by side take the longest slice's time.
 slices=("gpu: every op x dtype x layout*" "gpu: every row op x dtype*" "gpu: long rows (f32*" "gpu: long rows (f16*"
         "gpu: row ops along*,gpu: tune_graph*,gpu: *dynamic*"
         "gpu: attention*,gpu: group_norm*,gpu: batch_norm*,gpu: var*,gpu: reductions over*,gpu: gather*,gpu: argmax*,gpu: integer sum*,gpu: a KV append*"
-        "gpu: matmul*,gpu: every epilogue pattern*,gpu: every split*,gpu: f32 4096*,gpu: persistent*,gpu: the wgmma*")
+        "gpu: matmul*,gpu: every epilogue pattern*,gpu: every split*,gpu: f32 4096*,gpu: persistent*,gpu: the wgmma*"
+        "gpu: conv2d*")
 pids=()
 for i in "${!slices[@]}"; do
   timeout 460 stdbuf -oL $bin/kiln_tests -tc="${slices[$i]}" >"$OUT/tests-gpu$i.log" 2>&1 & pids+=($!)
