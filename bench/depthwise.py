@@ -7,45 +7,23 @@ Usage: python3 bench/depthwise.py (with build-device/python or build/python on P
 import sys
 
 import torch  # noqa: E402
-from run import copy_ceiling_gbs, graphed, median_us  # noqa: E402
+from conv import measure  # noqa: E402
+from run import copy_ceiling_gbs  # noqa: E402
 
-import kiln  # noqa: E402
-
-ENGINE = kiln.Engine()
-F = torch.nn.functional
-CL = torch.channels_last
-# (N, C, H=W, R, stride): issue 52's row, then U-Net sizes and a stride 2
-ROWS = [(2, 320, 64, 64, 3, 1), (2, 640, 32, 32, 3, 1), (2, 1280, 16, 16, 3, 1),
-        (8, 256, 64, 64, 3, 1), (2, 320, 64, 64, 3, 2), (2, 320, 64, 64, 5, 1)]
+# (N, C, H=W, R, stride): issue 52's row, then U-Net sizes, a stride 2 and a 5x5
+ROWS = [(2, 320, 64, 3, 1), (2, 640, 32, 3, 1), (2, 1280, 16, 3, 1), (8, 256, 64, 3, 1),
+        (2, 320, 64, 3, 2), (2, 320, 64, 5, 1)]
 
 
-def row(n, c, h, w, r, stride, ceiling):
-    pad = r // 2
-    g = kiln.Graph()
-    x = kiln.permute(g.input("x", [n, h, w, c], "f16"), dims=[0, 3, 1, 2])
-    wt_in = kiln.permute(g.input("w", [c, r, r, 1], "f16"), dims=[0, 3, 1, 2])
-    g.output(kiln.conv2d(x, wt_in, stride=[stride], padding=[pad], groups=c), "y")
-    plan = kiln.Plan(g)
-    xt = torch.randn(n, c, h, w, device="cuda", dtype=torch.float16).to(memory_format=CL)
-    wt = (torch.randn(c, 1, r, r, device="cuda", dtype=torch.float16) / r).to(memory_format=CL)
-    p, q = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - r) // stride + 1
-    y = torch.empty(n, c, p, q, device="cuda", dtype=torch.float16).to(memory_format=CL)
-    inputs = dict(x=xt.permute(0, 2, 3, 1), w=wt.permute(0, 2, 3, 1))
-    plan.run(ENGINE, out={"y": y}, **inputs)
-    ref = F.conv2d(xt.double(), wt.double(), stride=stride, padding=pad, groups=c)
-    err = ((y.double() - ref).abs() / (1 + ref.abs())).max().item()
-    kiln_us = median_us(graphed(lambda: plan.run(ENGINE, out={"y": y}, **inputs))[0], inner=10)
-    torch.backends.cudnn.benchmark = True
-    cudnn_us = median_us(graphed(lambda: F.conv2d(xt, wt, stride=stride, padding=pad,
-                                                  groups=c))[0], inner=10)
-    nbytes = 2 * (xt.numel() + y.numel() + wt.numel())
-    gbs = nbytes / kiln_us / 1e3
-    kernels = plan.kernels()
-    ok = err <= 2e-2 and len(kernels) == 1
-    print(f"depthwise {r}x{r} s{stride} N{n} C{c} {h}x{w}: kiln {kiln_us:6.1f} us {gbs:5.0f} GB/s "
-          f"({gbs / ceiling:.2f} of copy) | cuDNN {cudnn_us:6.1f} us | kiln/cuDNN speed "
-          f"{cudnn_us / kiln_us:.2f}x | error {err:.1e} {'ok' if ok else 'FAIL'} | "
-          f"{kernels[0]['name']}", flush=True)
+def row(n, c, hw, r, stride, ceiling):
+    m = measure(n, c, c, hw, r, stride, groups=c)
+    kiln_us, cudnn_us = m["kiln_us"], m["cudnn_us"]
+    gbs = m["nbytes"] / kiln_us / 1e3
+    ok = m["err"] <= 2e-2 and len(m["kernels"]) == 1
+    print(f"depthwise {r}x{r} s{stride} N{n} C{c} {hw}x{hw}: kiln {kiln_us:6.1f} us "
+          f"{gbs:5.0f} GB/s ({gbs / ceiling:.2f} of copy) | cuDNN {cudnn_us:6.1f} us | "
+          f"kiln/cuDNN speed {cudnn_us / kiln_us:.2f}x | error {m['err']:.1e} "
+          f"{'ok' if ok else 'FAIL'} | {m['kernels'][0]['name']}", flush=True)
     return ok
 
 
