@@ -37,12 +37,14 @@ std::vector<ConvCase> conv_cases() {
       {1, 16, 32, 16, 32, 3, 3, V{2, 1}, {1}, {1}, 1, true, true, 0},
       {1, 8, 2, 128, 8, 3, 3, {1}, {1}, {1}, 1, true, false, 1},
       // Depthwise (groups = C = K): 3x3 with a bias, stride 2, 5x5 with dilation 2 into a
-      // channels_last result, a 1x1 over C 40 (a channel tile part full), and NCHW.
+      // channels_last result, a 1x1 over C 40 (a channel tile part full), NCHW, and 7x7 with
+      // stride and dilation 2.
       {2, 64, 33, 33, 64, 3, 3, {1}, {1}, {1}, 64, true, true, 1},
       {1, 32, 16, 17, 32, 3, 3, {2}, {1}, {1}, 32, true, false, 2},
       {2, 24, 9, 9, 24, 5, 5, {1}, {2}, {2}, 24, true, true, 3},
       {2, 40, 8, 8, 40, 1, 1, {1}, {0}, {1}, 40, true, true, 0},
       {1, 16, 7, 7, 16, 3, 3, {1}, {1}, {1}, 16, false, false, 1},
+      {1, 16, 20, 23, 16, 7, 7, {2}, {3}, {2}, 16, true, true, 1},  // 7x7, steps of 2 along W
   };
 }
 

@@ -133,6 +133,31 @@ TEST_CASE("conv2d: the GPU case's convolutions NVRTC-compile for sm_80 and sm_90
   CHECK(compiled >= 2 * 2 * int(kiln::test::conv_cases().size()));
 }
 
+TEST_CASE("conv2d's depthwise kernel compiles with nothing spilled for every filter and step it "
+          "takes") {
+  // Its R, S (up to 7) and steps along W (up to 2) are template parameters, and it has no
+  // tuning space: the largest of each compile here, with an epilogue reading a second input.
+  std::vector<std::string> bad;
+  int compiled = 0;
+  for (DType t : {DType::f16, DType::f32})
+    for (std::int64_t r : {1, 7})
+      for (std::int64_t step : {1, 2}) {
+        kiln::test::ConvCase c{1, 16, 20, 23, 16, r, r, V{1, step}, {r / 2}, V{1, step}, 16,
+                               true, true, 2};
+        for (const auto& spec :
+             kiln::plan_specs(kiln::test::conv_graph(c, t), true, {}, nullptr, "sm_90a")) {
+          if (spec.name.find("__dw") == std::string::npos) continue;
+          const kiln::CompiledKernel k = kiln::compiler::compile(spec, "sm_90a");
+          if (k.spill_bytes) bad.push_back(fmt::format("{}: {} bytes spilled", spec.name,
+                                                       k.spill_bytes));
+          ++compiled;
+        }
+      }
+  for (const auto& b : bad) MESSAGE(b);
+  CHECK(bad.empty());
+  CHECK(compiled == 2 * 2 * 2);
+}
+
 TEST_CASE("conv2d's tuning spaces: 8 or more candidates on each path, each compiling with "
           "nothing spilled") {
   for (const char* arch : {"sm_80", "sm_90a"}) {
