@@ -47,12 +47,15 @@ constexpr int kStagingRows = 64;               ///< a consumer group's rows
 constexpr int kStagingChunk = 32;              ///< columns staged at a time
 constexpr int kStagingLd = kStagingChunk + 8;  ///< a staged row, in floats
 
-/// The tile widths wgmma.cuh instantiates: 64 to 256 in steps of 32 but 224 (a width sized to N
-/// fills the GPU with fewer wasted columns: N 320 is two tiles of 160). An N-contiguous B is
-/// loaded in atoms of 64 columns: multiples of 64 only.
+/// The tile widths wgmma.cuh instantiates, narrowest first (a width sized to N fills the GPU
+/// with fewer wasted columns: N 320 is two tiles of 160).
+constexpr int kWgmmaWidths[] = {64, 96, 128, 160, 192, 256};
+/// Whether the wgmma template takes tiles `bn` wide: one of kWgmmaWidths; an N-contiguous B is
+/// loaded in atoms of 64 columns, so a multiple of 64 with `b_trans`.
 KILN_GEMM_CONFIG_FN bool wgmma_width_ok(int bn, int b_trans) {
-  const bool width = bn >= 64 && bn <= 256 && bn % 32 == 0 && bn != 224;
-  return width && (!b_trans || bn % 64 == 0);
+  bool listed = false;
+  for (int w : kWgmmaWidths) listed = listed || w == bn;
+  return listed && (!b_trans || bn % 64 == 0);
 }
 /// One operand tile of `rows` rows in a stage.
 KILN_GEMM_CONFIG_FN int wgmma_tile_bytes(int rows) { return rows * kRowBytes; }

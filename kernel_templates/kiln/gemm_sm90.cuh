@@ -210,7 +210,7 @@ __device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
   using R = Ring<T, BN, Stages, Exact>;
   static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0 && (BN == 64 || BN == 128)),
                 "Exact: f32, both K-major, BN 64 or 128");
-  static_assert(config::wgmma_width_ok(BN, BTrans), "BN 64, 96, 128, 160, 192 or 256; BTrans: 64s");
+  static_assert(config::wgmma_width_ok(BN, BTrans), "BN one of config::kWgmmaWidths; BTrans: 64s");
   static_assert(Split >= 1 && R::kRows % Split == 0, "a split of the tile's rows");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(

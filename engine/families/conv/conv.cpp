@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <kiln/error.hpp>
 
 #include "engine/families/gemm/gemm_buckets.hpp"
@@ -170,7 +171,9 @@ Space conv_space(const KernelLaunch& base) {
   Space s = gemm_space(base);
   if (s.fallback.count("bm") == 0) {
     for (Tunable& t : s.tunables)
-      if (t.name == "bn") t.values = {64, 96, 128, 160, 192, 256};
+      if (t.name == "bn")
+        t.values.assign(std::begin(gemm::config::kWgmmaWidths),
+                        std::end(gemm::config::kWgmmaWidths));
     return s;
   }
   const bool clusters = s.fallback.count("split") > 0;

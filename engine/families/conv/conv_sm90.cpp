@@ -47,7 +47,7 @@ GemmTunables default_tunables(const GemmSizing& s) {
   const std::int64_t steps = (s.k + kDepth - 1) / kDepth, rows = (s.m + kRows - 1) / kRows;
   GemmTunables best;
   double best_cost = 0;
-  for (int bn : {64, 96, 128, 160, 192, 256}) {
+  for (int bn : gemm::config::kWgmmaWidths) {
     const std::int64_t tiles = rows * ((s.n + bn - 1) / bn);
     for (int split = 1; split <= 4; split *= 2) {
       if (split > 1 && (tiles * split > s.sms / (split / 2) || steps < 8 * split)) break;

@@ -76,7 +76,8 @@ bool wgmma_fits(const GemmKernel& k, const GemmProblem& p) {
 
 std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool exact, bool b_trans) {
   if (!gemm::config::wgmma_width_ok(t.bn, 0))
-    return fmt::format("bn {}: the wgmma path takes 64, 96, 128, 160, 192 or 256", t.bn);
+    return fmt::format("bn {}: the wgmma path takes {}", t.bn,
+                       fmt::join(gemm::config::kWgmmaWidths, ", "));
   if (b_trans && !gemm::config::wgmma_width_ok(t.bn, 1))
     return fmt::format("bn {}: a B contiguous along N takes 64, 128 or 256", t.bn);
   if (exact && t.bn != 64 && t.bn != 128)

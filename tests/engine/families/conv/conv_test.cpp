@@ -243,8 +243,8 @@ TEST_CASE("conv2d takes the wgmma path where it fits, and channels_last in gives
 }
 
 TEST_CASE("conv2d's default tiles on issue 51's layers are those an H100 measured fastest") {
-  // `kiln tune` of each layer on an H100 (bench/NOTES.md, session 37): the default's width and
-  // split, or one within 3 % of the fastest candidate (row 5: bn 64 unsplit, 2 % faster).
+  // The width and split `kiln tune` found fastest on an H100 (bench/NOTES.md), or within 3 % of
+  // it (row 5: bn 64 unsplit is 2 % faster): conv_sm90.cpp's estimate must keep choosing them.
   struct Row {
     kiln::test::ConvCase c;
     const char* tile;
