@@ -108,6 +108,9 @@ struct ViewRule {
   /// coordinates, axis by axis (RemapAxis), with no index tensor; read in place like a gather
   /// view (kernel_templates/kiln/gather.cuh, Remap). Null for other views.
   Remap (*remap)(const Shape& x, const Attrs& attrs) = nullptr;
+  /// Where set, node by node instead of `in_place`: a reshape that only inserts or removes
+  /// unit dims is a view of any strides (`anywhere`), another only of contiguous memory.
+  InPlace (*in_place_for)(const Shape& x, const Shape& result) = nullptr;
 };
 
 /// fp64 reference of a row op on one row of n values: writes n values (1 for a reduction).

@@ -12,12 +12,44 @@ namespace kiln::ops {
 
 namespace {
 
-// reshape's result in x's memory: x itself under the result's shape, where x is contiguous.
+// Whether `result` is `x` with unit dims inserted or removed, nothing else: a [C] vector seen
+// as [C, 1, 1] to broadcast along an image's channels.
+bool unit_reshape(const Shape& x, const Shape& result) {
+  auto kept = [](const Shape& s) {
+    Shape out;
+    for (std::int64_t e : s)
+      if (e != 1) out.push_back(e);
+    return out;
+  };
+  return kept(x) == kept(result);
+}
+
+ViewRule::InPlace reshape_in_place(const Shape& x, const Shape& result) {
+  return unit_reshape(x, result) ? ViewRule::InPlace::anywhere : ViewRule::InPlace::arena;
+}
+
+// reshape's result in x's memory: x itself under the result's shape, where x is contiguous or
+// the reshape only inserts or removes unit dims (each other dim keeps its stride; a unit dim
+// takes the stride a dense layout would give it, so a contiguous x stays contiguous).
 std::optional<TensorView> reshape_of(const TensorView& x, const Shape& result, const Attrs&) {
-  if (!x.is_contiguous()) return std::nullopt;
   TensorView v = x;
   v.shape = result;
   v.strides.clear();
+  if (x.is_contiguous()) return v;
+  if (!unit_reshape(x.shape, result)) return std::nullopt;
+  const Shape from = x.resolved_strides();
+  v.strides.assign(result.size(), 1);
+  std::size_t d = x.shape.size();
+  std::int64_t dense = 1;  // the stride a unit dim takes: its inner neighbour's span
+  for (std::size_t r = result.size(); r-- > 0;) {
+    if (result[r] != 1) {
+      while (x.shape[--d] == 1) {
+      }
+      dense = from[d];
+    }
+    v.strides[r] = dense;
+    dense = v.strides[r] * std::max<std::int64_t>(result[r], 1);
+  }
   return v;
 }
 
@@ -54,6 +86,7 @@ std::vector<OpDef> view_ops() {
   reshape.doc = "x's elements in row-major order under another shape (its memory where the plan "
                 "allows, else a copy).";
   reshape.view = {ViewRule::InPlace::arena, /*row_major=*/true, reshape_of};
+  reshape.view.in_place_for = reshape_in_place;
   slice.name = "slice";
   slice.attrs = {
       {"axis", AttrType::integer, AttrValue(std::int64_t{-1}), false, {},

@@ -34,13 +34,13 @@ bool view_copies(const Graph& g, int id) {
   if (is_output(g, id)) return true;
   if (is_gather(g, id)) return !gathered_in_place(g, id);
   const int src = std::get<int>(g.node(id).args[0]);
-  switch (view_rule(g, id).in_place) {
+  switch (view_in_place(g, id)) {
     case ops::ViewRule::InPlace::never:
       return true;
     case ops::ViewRule::InPlace::arena:
       return g.node(src).op == "input" || is_output(g, src) ||
              (is_view(g, src) && !view_copies(g, src) &&
-              view_rule(g, src).in_place != ops::ViewRule::InPlace::arena);
+              view_in_place(g, src) != ops::ViewRule::InPlace::arena);
     case ops::ViewRule::InPlace::anywhere:
       return read_contiguous(g, id);
   }
@@ -156,7 +156,7 @@ bool read_outside(const Graph& g, const std::set<int>& needed,
                   const std::vector<FusedGroup>& groups, const FusedGroup& self, int id) {
   if (is_output(g, id)) return true;
   for (int v : needed)  // a view that may share its memory
-    if (is_view(g, v) && view_rule(g, v).in_place != ops::ViewRule::InPlace::never &&
+    if (is_view(g, v) && view_in_place(g, v) != ops::ViewRule::InPlace::never &&
         std::get<int>(g.node(v).args[0]) == id)
       return true;
   for (const FusedGroup& other : groups)
@@ -230,6 +230,7 @@ std::vector<FusedGroup> unfused_groups(const Graph& g, const std::set<int>& need
   add_gather_indices(g, groups);
   for (FusedGroup& grp : groups) build_body(g, grp);
   check_in_place(g, groups);
+  overlap_parts(groups);
   return groups;
 }
 
@@ -378,6 +379,7 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
   for (FusedGroup& grp : groups) build_body(g, grp);
   check_order(g, groups);
   check_in_place(g, groups);
+  overlap_parts(groups);
   return groups;
 }
 

@@ -44,6 +44,14 @@ inline const ops::ViewRule& view_rule(const Graph& g, int id) {
   return op_def(g, g.node(id).op).view;
 }
 
+// How view `id` is read in place: its rule's, or for this node's shapes (a unit reshape).
+inline ops::ViewRule::InPlace view_in_place(const Graph& g, int id) {
+  const ops::ViewRule& rule = view_rule(g, id);
+  if (!rule.in_place_for) return rule.in_place;
+  const Graph::Node& n = g.node(id);
+  return rule.in_place_for(g.node(std::get<int>(n.args.at(0))).shape, n.shape);
+}
+
 inline std::vector<int> tensor_args(const Graph& g, int id) {
   std::vector<int> out;
   for (const auto& a : g.node(id).args)

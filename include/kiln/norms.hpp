@@ -13,12 +13,12 @@ namespace kiln {
 
 /// torch.nn.functional.batch_norm(x, mean, var, weight, bias, training=False, eps=eps) over x
 /// [N, C, *]: (x - mean[c]) / sqrt(var[c] + eps) * weight[c] + bias[c] for channel c (dim 1),
-/// mean, var, weight and bias of shape [C] (weight and bias optional). Two kernels: scale =
-/// weight / sqrt(var + eps) and shift = bias - mean * scale over [C], then x * scale + shift,
-/// the [C] values seen as [C, 1, ...] (views of the first kernel's result, read in place), an
-/// elementwise chain that fuses with x's producers and consumers (a SiLU after it) or into a
-/// row op's prologue; the result has x's dtype. ShapeError naming the operands where one is not
-/// [C].
+/// mean, var, weight and bias of shape [C] (weight and bias optional). One elementwise chain:
+/// the [C] operands seen as [C, 1, ...] (reshapes that only add unit dims, read in place
+/// whatever their strides), scale = weight / sqrt(var + eps) and shift = bias - mean * scale
+/// computed per element, then x * scale + shift. It fuses with x's producers and consumers (a
+/// SiLU after it) and into the epilogue of the kernel making x (a convolution) or a row op's
+/// prologue; the result has x's dtype. ShapeError naming the operands where one is not [C].
 inline Value batch_norm(Value x, Value mean, Value var, std::optional<Value> weight = std::nullopt,
                         std::optional<Value> bias = std::nullopt, double eps = 1e-5) {
   Graph& g = *x.graph();
@@ -33,15 +33,16 @@ inline Value batch_norm(Value x, Value mean, Value var, std::optional<Value> wei
       throw ShapeError(std::string("batch_norm: ") + name + " " + to_string(g.node(v.id()).shape) +
                        " must be of shape [" + std::to_string(xs[1]) + "] (C, dim 1 of x " +
                        to_string(xs) + ")");
+  if (xs.size() > 2) {  // [C, 1, ...]: broadcast along dim 1
+    std::vector<std::int64_t> along(xs.size() - 1, 1);
+    along[0] = xs[1];
+    for (auto* v : {&mean, &var}) *v = reshape(*v, along);
+    for (auto* v : {&weight, &bias})
+      if (*v) **v = reshape(**v, along);
+  }
   Value scale = rsqrt(var + eps);
   if (weight) scale = scale * *weight;
-  Value shift = bias ? *bias - mean * scale : -(mean * scale);
-  std::vector<std::int64_t> along(xs.size() - 1, 1);  // [C, 1, ...]: broadcast along dim 1
-  along[0] = xs[1];
-  if (along.size() > 1) {
-    scale = reshape(scale, along);
-    shift = reshape(shift, along);
-  }
+  const Value shift = bias ? *bias - mean * scale : -(mean * scale);
   // In f32 and rounded once to x's dtype, as torch keeps it (the statistics may be f32).
   const Value y = x * scale + shift;
   const DType t = g.node(x.id()).dtype;

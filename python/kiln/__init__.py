@@ -102,9 +102,10 @@ def stack(xs, axis=0):
 def batch_norm(x, mean, var, weight=None, bias=None, eps=1e-5):
     """torch.nn.functional.batch_norm(x, mean, var, weight, bias, training=False, eps=eps) over
     x [N, C, *]: (x - mean[c]) / sqrt(var[c] + eps) * weight[c] + bias[c] for channel c (dim 1),
-    the statistics and affine of shape [C]. As C++'s kiln::batch_norm (<kiln/norms.hpp>): scale
-    and shift over [C], then x * scale + shift, an elementwise chain that fuses with its
-    neighbours."""
+    the statistics and affine of shape [C]. As C++'s kiln::batch_norm (<kiln/norms.hpp>): one
+    elementwise chain, scale and shift computed per element from the [C] operands seen as
+    [C, 1, ...], then x * scale + shift; it fuses with its neighbours (a convolution's
+    epilogue)."""
     C = x.shape[1] if len(x.shape) >= 2 else None
     if C is None:
         raise ShapeError(f"batch_norm: x {x.shape} must be [N, C, *] with a static C")
@@ -112,13 +113,15 @@ def batch_norm(x, mean, var, weight=None, bias=None, eps=1e-5):
         if v is not None and v.shape != [C]:
             raise ShapeError(f"batch_norm: {name} {v.shape} must be of shape [{C}] (C, dim 1 of "
                              f"x {x.shape})")
+    if len(x.shape) > 2:  # [C, 1, ...]: unit dims added, read in place; one chain per element
+        along = [C] + [1] * (len(x.shape) - 2)
+        mean, var = reshape(mean, shape=along), reshape(var, shape=along)  # noqa: F821
+        weight = None if weight is None else reshape(weight, shape=along)  # noqa: F821
+        bias = None if bias is None else reshape(bias, shape=along)  # noqa: F821
     scale = rsqrt(var + eps)  # noqa: F821 (a catalog op, defined above)
     if weight is not None:
         scale = scale * weight
     shift = bias - mean * scale if bias is not None else -(mean * scale)
-    if len(x.shape) > 2:
-        along = [C] + [1] * (len(x.shape) - 2)
-        scale, shift = reshape(scale, shape=along), reshape(shift, shape=along)  # noqa: F821
     y = x * scale + shift  # in f32, rounded once to x's dtype as torch keeps it
     return y if y.dtype == x.dtype else cast(y, dtype=x.dtype)  # noqa: F821
 

@@ -1,6 +1,8 @@
 // The conv2d tests' convolutions (conv_cases.hpp).
 #include "tests/engine/families/conv/conv_cases.hpp"
 
+#include <kiln/norms.hpp>
+
 namespace kiln::test {
 namespace {
 
@@ -45,6 +47,13 @@ std::vector<ConvCase> conv_cases() {
       {2, 40, 8, 8, 40, 1, 1, {1}, {0}, {1}, 40, true, true, 0},
       {1, 16, 7, 7, 16, 3, 3, {1}, {1}, {1}, 16, false, false, 1},
       {1, 16, 20, 23, 16, 7, 7, {2}, {3}, {2}, 16, true, true, 1},  // 7x7, steps of 2 along W
+      // Batch norm and a time embedding in the epilogue (issue 52), channels_last and NCHW, a
+      // depthwise one.
+      {2, 64, 16, 16, 64, 3, 3, {1}, {1}, {1}, 1, true, true, 4},
+      {1, 13, 9, 9, 64, 3, 3, {1}, {1}, {1}, 1, false, false, 4},
+      {2, 32, 16, 17, 32, 3, 3, {1}, {1}, {1}, 32, true, false, 4},
+      {2, 64, 16, 16, 128, 3, 3, {1}, {1}, {1}, 1, true, false, 5},
+      {2, 13, 7, 9, 4, 3, 3, {1}, {1}, {1}, 1, false, true, 5},
   };
 }
 
@@ -59,7 +68,14 @@ Graph conv_graph(const ConvCase& c, DType t) {
   if (c.groups != 1) attrs.set("groups", c.groups);
   if (t == DType::f32) attrs.set("exact", true);
   Value y = apply("conv2d", args, attrs);
-  if (c.epilogue == 1 || c.epilogue == 2) y = silu(y);
+  if (c.epilogue == 4) {
+    auto stat = [&g, &c](const char* name) { return g.input(name, {c.k}, DType::f32); };
+    y = batch_norm(y, stat("mean"), stat("var"), stat("bn_w"), stat("bn_b"), 1e-3);
+  }
+  if (c.epilogue == 5)
+    y = y + apply("reshape", {g.input("temb", {c.n, c.k}, t)},
+                  Attrs().set("shape", std::vector<std::int64_t>{c.n, c.k, 1, 1}));
+  if (c.epilogue == 1 || c.epilogue == 2 || c.epilogue >= 4) y = silu(y);
   if (c.epilogue == 2) y = y + stored(g, "res", g.node(y.id()).shape, t, c.channels_last);
   if (c.epilogue == 3)
     y = apply("permute", {y}, Attrs().set("dims", std::vector<std::int64_t>{0, 2, 3, 1}));

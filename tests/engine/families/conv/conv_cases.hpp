@@ -17,7 +17,9 @@ struct ConvCase {
   bool channels_last = true;  ///< x and w stored channels_last (else NCHW-contiguous)
   bool bias = false;
   /// After it: 0 nothing, 1 silu, 2 silu then a residual add, 3 the output permuted to
-  /// [n, p, q, k] (a channels_last result).
+  /// [n, p, q, k] (a channels_last result), 4 batch_norm (f32 inputs mean, var, bn_w, bn_b of
+  /// [k]; var must be drawn positive) then silu, 5 a time embedding (input temb [n, k] seen as
+  /// [n, k, 1, 1]) added, then silu.
   int epilogue = 0;
 };
 

@@ -98,7 +98,7 @@ TEST_CASE("conv2d: the fp64 reference gives torch's values") {
   CHECK(v[std::size_t(outs[2])] == std::vector<double>{3, 0});
 }
 
-TEST_CASE("conv2d plans one kernel with its epilogue") {
+TEST_CASE("conv2d plans one kernel with its epilogue: a residual, a batch norm, a time embedding") {
   for (bool cl : {true, false}) {
     kiln::test::ConvCase c{2, 64, 16, 16, 128, 3, 3, {1}, {1}, {1}, 1, cl, true, 2};
     const Graph g = kiln::test::conv_graph(c, DType::f16);
@@ -110,6 +110,17 @@ TEST_CASE("conv2d plans one kernel with its epilogue") {
     // loading element by element.
     CHECK(kernels[0].name.find(cl ? "_im2col_bias" : "_ee_bias") != std::string::npos);
   }
+  // A batch norm (its [K] statistics read in place as [K, 1, 1]) or a time embedding ([N, K]
+  // seen as [N, K, 1, 1]) and a SiLU after the convolution: its epilogue, on both paths.
+  for (int epilogue : {4, 5})
+    for (const std::string arch : {"sm_80", "sm_90a"}) {
+      kiln::test::ConvCase c{8, 64, 16, 16, 64, 3, 3, {1}, {1}, {1}, 1, true, false, epilogue};
+      const auto kernels = kiln::Plan(kiln::test::conv_graph(c, DType::f16)).kernels(arch);
+      CAPTURE(epilogue);
+      CAPTURE(arch);
+      REQUIRE(kernels.size() == 1);  // the norm or the embedding and the SiLU in it
+      CHECK(kernels[0].name.rfind("conv2d", 0) == 0);
+    }
 }
 
 TEST_CASE("conv2d: the GPU case's convolutions NVRTC-compile for sm_80 and sm_90a, nothing "

@@ -56,6 +56,15 @@ std::vector<Graph> view_graphs(DType t) {
     g.output(kiln::reshape(kiln::relu(z), {5, 3, 4}) + 1.0, "y");
     out.push_back(g);
   }
+  {
+    Graph g;  // unit dims added to inputs (one transposed, so strided), read in place
+    const auto x = g.input("x", {2, 3, 4, 5}, t);
+    const auto v = kiln::apply("permute", {g.input("t", {5, 3}, t)},
+                               kiln::Attrs().set("dims", std::vector<std::int64_t>{1, 0}));
+    const auto c = kiln::reshape(g.input("c", {3}, t), {3, 1, 1});
+    g.output(x * kiln::reshape(v, {3, 1, 5}) + c, "y");
+    out.push_back(g);
+  }
   return out;
 }
 
@@ -75,7 +84,8 @@ TEST_CASE("reshape: its shape, -1 inferred, and errors naming the shapes") {
   CHECK_THROWS_AS(kiln::infer("reshape", {desc({4, 6}, DType::f32)}), kiln::ArgumentError);
 }
 
-TEST_CASE("reshape shares the memory of a value the plan writes; it copies the caller's") {
+TEST_CASE("reshape shares the memory of a value the plan writes; it copies the caller's unless "
+          "it only adds or removes unit dims") {
   const std::vector<Graph> graphs = view_graphs(DType::f32);
   // exp, then softmax reading its result as [12, 20]: two kernels, no copy.
   CHECK(kiln::Plan(graphs[0]).kernels().size() == 2);
@@ -89,6 +99,10 @@ TEST_CASE("reshape shares the memory of a value the plan writes; it copies the c
   // share memory, no copy.
   CHECK(kiln::Plan(graphs[3]).kernels().size() == 3);
   CHECK(kiln::Plan(graphs[3], false).kernels().size() == 5);  // linear gelu matmul relu add
+  // Unit dims added to a transposed input and to a [3] input: read in place, no copy.
+  const auto units = kiln::Plan(graphs[4]).kernels();
+  REQUIRE(units.size() == 1);
+  CHECK(units[0].name.find("reshape") == std::string::npos);
   // The attribute survives JSON.
   const Graph back = Graph::parse(graphs[3].to_json());
   CHECK(back.to_json() == graphs[3].to_json());
