@@ -29,6 +29,12 @@ struct LaunchConfig {
   /// later) before it touches memory, so it may launch while that one finishes: programmatic
   /// stream serialization, a programmatic edge in a CUDA graph.
   bool programmatic = false;
+  /// The kernel runs beside the kernel before it (a concat's next part after its previous one):
+  /// it reads and writes nothing that one touches, lets the kernel after it start early
+  /// (griddepcontrol.launch_dependents), and waits for the one before it only before it exits,
+  /// so their blocks share the GPU and the stream's order still holds at its end. Launched as a
+  /// programmatic one is; a launch of it alone (the tuner's) clears it.
+  bool beside = false;
 
   bool empty() const { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
   bool clustered() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
@@ -42,6 +48,7 @@ struct LaunchConfig {
     if (shared) s += " shared " + std::to_string(shared);
     if (persistent) s += " persistent";
     if (programmatic) s += " programmatic";
+    if (beside) s += " beside";
     return s;
   }
 };

@@ -67,6 +67,9 @@ struct FusedGroup {
   /// A concat's kernel (ops::FusionRoles::parts) writing operand `part` (x, computed by its
   /// steps or read from memory) into its window of the result; -1 for any other group.
   int part = -1;
+  /// A concat's part right after its previous part in the plan: its kernel may run beside that
+  /// one's (LaunchConfig::beside; overlap_parts).
+  bool beside_previous = false;
   /// Its family's analysis (analyze_groups, when a plan or an eager call is built); none for a
   /// group straight from fuse(), or one its family has nothing to keep for.
   std::shared_ptr<const GroupPayload> payload;
@@ -141,6 +144,11 @@ void hand_on_prologues(const Graph& graph, std::vector<FusedGroup>& groups);
 /// window of the result, computed from memory (inputs, anchors, views, anything in `stop`) by
 /// the elementwise nodes it needs (fusion_parts.cpp).
 std::vector<FusedGroup> part_groups(const Graph& graph, int id, const std::set<int>& stop);
+
+/// Part of fuse, once the groups are in their final order: each concat part whose group follows
+/// its previous part's is marked beside_previous (the two write disjoint windows from values
+/// made before the first part: nothing between them to wait for).
+void overlap_parts(std::vector<FusedGroup>& groups);
 
 /// Whether node `id` is a view that a kernel writing windows may write (a slice: ViewRule::window).
 bool is_window(const Graph& graph, int id);

@@ -23,4 +23,12 @@ std::vector<FusedGroup> part_groups(const Graph& g, int id, const std::set<int>&
   return out;
 }
 
+void overlap_parts(std::vector<FusedGroup>& groups) {
+  for (std::size_t i = 1; i < groups.size(); ++i) {
+    const FusedGroup &prev = groups[i - 1], &grp = groups[i];
+    groups[i].beside_previous =
+        grp.part > 0 && prev.anchor_node == grp.anchor_node && prev.part == grp.part - 1;
+  }
+}
+
 }  // namespace kiln

@@ -34,9 +34,10 @@ KernelGraph::KernelGraph(const std::vector<GraphLaunch>& launches) {
   for (std::size_t i = 0; i < launches.size(); ++i) {
     const CUDA_KERNEL_NODE_PARAMS p = node_params(launches[i]);
     CUgraphNode node = nullptr;
-    // A kernel that waits for the one before it itself (LaunchConfig::programmatic) hangs from
-    // it by a programmatic edge: it may start while that one ends.
-    const bool early = launches[i].config.programmatic && !nodes_.empty();
+    // A kernel that waits for the one before it itself (LaunchConfig::programmatic, beside)
+    // hangs from it by a programmatic edge: it may start while that one runs.
+    const LaunchConfig& ci = launches[i].config;
+    const bool early = (ci.programmatic || ci.beside) && !nodes_.empty();
     const bool after = !nodes_.empty() && !early;  // an ordinary edge from the one before
     KILN_CU_CHECK(
         d.cuGraphAddKernelNode(&node, g, after ? &nodes_.back() : nullptr, after ? 1 : 0, &p),

@@ -49,7 +49,7 @@ void Module::launch(const LaunchConfig& c, CUstream stream, void** args) const {
     attrs[n].value.clusterDim.y = c.cluster[1];
     attrs[n++].value.clusterDim.z = c.cluster[2];
   }
-  if (c.programmatic) {
+  if (c.programmatic || c.beside) {
     attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attrs[n++].value.programmaticStreamSerializationAllowed = 1;
   }

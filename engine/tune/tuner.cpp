@@ -163,6 +163,8 @@ Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const Fused
     params.push_back(std::make_unique<LaunchParams>(L));
     if (b.status.view().data != 0)  // the last pointer: kStatusNode's
       params.back()->set_pointer(L.pointers.size() - 1, b.status.view().data);
+    // Timed alone, after itself: beside a sibling part (LaunchConfig::beside) is the plan's.
+    L.config.beside = false;
     if (params.size() == 1) first = std::move(L);
   }
   detail::EngineImpl& e = detail::impl_of(engine);

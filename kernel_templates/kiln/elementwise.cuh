@@ -21,6 +21,7 @@
 
 #include <kiln/dtype.cuh>
 #include <kiln/gather.cuh>
+#include <kiln/grid_dependency.cuh>
 #include <kiln/integer.cuh>
 #include <kiln/layout.cuh>
 #include <kiln/ops.cuh>
@@ -181,7 +182,7 @@ struct StoreAt {
   }
 };
 
-template <class Body, class L, int V, class Index, int Block, int Unroll>
+template <class Body, class L, int V, class Index, int Block, int Unroll, bool Beside = false>
 __global__ void __launch_bounds__(Block)
     elementwise(const Args<Body::Outputs::size + Body::Inputs::size + kExtraSlots<L>,
                            Body::scalars>
@@ -195,6 +196,7 @@ __global__ void __launch_bounds__(Block)
   InputPacks<L, V, NO, typename Body::Inputs> raw[Unroll];
   Index out_off[Unroll][NO];
   bool store[Unroll];  // false where a scattered output's index is outside its range
+  if constexpr (Beside) allow_next_grid();  // the next part may start beside this one
   const Index first = Index(blockIdx.x) * Index(Block * Unroll) + Index(threadIdx.x);
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) {
@@ -232,6 +234,8 @@ __global__ void __launch_bounds__(Block)
       }
     }
   }
+  // Ending only after the kernel before it keeps the stream's order for the kernels after.
+  if constexpr (Beside) wait_for_previous_grid();
 }
 
 }  // namespace kiln

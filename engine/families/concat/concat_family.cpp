@@ -1,12 +1,14 @@
 // The concat family: one kernel per operand of a concat (ops/concat.cpp), the elementwise
 // template writing the operand into its window of the result, computed there by its
-// elementwise producers or copied from memory (engine/passes/fusion_parts.cpp).
+// elementwise producers or copied from memory (engine/passes/fusion_parts.cpp); each part after
+// the first runs beside the one before it on sm_90 and later (LaunchConfig::beside).
 #include <fmt/format.h>
 
 #include <kiln/error.hpp>
 
 #include "engine/families/elementwise/elementwise.hpp"
 #include "engine/families/family.hpp"
+#include "engine/families/rows/rows.hpp"
 
 namespace kiln {
 namespace {
@@ -27,8 +29,12 @@ KernelLaunch specialize_part(const GroupWork& w, const Tunables& t) {
   all.insert(all.end(), inputs.begin(), inputs.end());
   KernelLaunch L = specialize_elementwise(grp.body, grp.stem, {window.view}, inputs, grp.scalars,
                                           elementwise_tunables(t, grp.stem),
-                                          gather_slots(w, all, 1));
+                                          gather_slots(w, all, 1), /*beside=*/true);
   if (window.offset != 0) L.offsets = {window.offset};
+  // The parts write disjoint windows of values made before the first part's kernel: where one
+  // follows its previous part, their blocks may share the GPU (grid dependency control: sm_90
+  // and later).
+  L.config.beside = grp.beside_previous && has_clusters(w.target.arch);
   return L;
 }
 

@@ -29,10 +29,11 @@ ElementwiseTunables elementwise_tunables(const Tunables& t, const std::string& s
 }
 
 std::string ElementwiseTemplate::expression() const {
-  return codegen::render_instance(
-      "kiln::elementwise",
-      {"kiln_body", layout, std::to_string(vec), codegen::render_index(index64),
-       std::to_string(block), std::to_string(unroll)});
+  std::vector<std::string> args = {"kiln_body", layout, std::to_string(vec),
+                                   codegen::render_index(index64), std::to_string(block),
+                                   std::to_string(unroll)};
+  if (beside) args.push_back("true");
+  return codegen::render_instance("kiln::elementwise", args);
 }
 
 std::string ElementwiseTemplate::name(std::string_view stem, std::size_t dims) const {
@@ -54,7 +55,7 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
                                     const std::vector<TensorView>& outputs,
                                     const std::vector<TensorView>& inputs,
                                     std::vector<float> scalars, ElementwiseTunables tunables,
-                                    const GatherSlots& gathers) {
+                                    const GatherSlots& gathers, bool beside) {
   const int block = tunables.block ? tunables.block : kDefaultBlock;
   const int unroll = tunables.unroll ? tunables.unroll : kDefaultUnroll;
   if (block < 32 || block > 1024 || block % 32 != 0 || unroll < 1 || unroll > 16)
@@ -85,6 +86,7 @@ KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string
   tp.vec = vec;
   tp.index64 = lp.index64;
   tp.block = block, tp.unroll = unroll;
+  tp.beside = beside;
   L.spec.source = codegen::render_source(tp.kHeader, {{"kiln_body", &body}});
   L.spec.expression = tp.expression();
   L.spec.options = codegen::builtin_options();

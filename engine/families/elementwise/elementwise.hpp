@@ -48,6 +48,9 @@ struct ElementwiseTemplate {
   bool index64 = false;
   int block = ElementwiseTunables::kDefaultBlock;
   int unroll = ElementwiseTunables::kDefaultUnroll;
+  /// A kernel that may run beside the one before it (LaunchConfig::beside): a template
+  /// argument only where set, so other kernels keep their expressions.
+  bool beside = false;
 
   std::string expression() const;
   /// "<stem>__r2v4", with "_b<block>u<unroll>" where they are not the defaults; `dims` the
@@ -67,12 +70,13 @@ Window window_along(TensorView v, std::size_t axis, std::int64_t start, std::int
 
 /// Specializes `body` writing `outputs` (all of one shape) from `inputs` (broadcast to it).
 /// `stem` names the kernel ("silu_add_mul"); dtypes, rank and vector width are appended.
-/// Throws ShapeError for views that do not fit.
+/// Throws ShapeError for views that do not fit. `beside`: the template's variant that may run
+/// beside the kernel before it (ElementwiseTemplate::beside); the caller sets the launch's.
 KernelLaunch specialize_elementwise(const codegen::Body& body, const std::string& stem,
                                     const std::vector<TensorView>& outputs,
                                     const std::vector<TensorView>& inputs,
                                     std::vector<float> scalars, ElementwiseTunables tunables = {},
-                                    const GatherSlots& gathers = {});
+                                    const GatherSlots& gathers = {}, bool beside = false);
 
 namespace autotune {
 /// The elementwise template's tunables: threads per block x groups per thread.

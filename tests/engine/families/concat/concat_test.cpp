@@ -10,6 +10,7 @@
 #include <kiln/ops.hpp>
 
 #include "engine/passes/fusion.hpp"
+#include "engine/exec/plan_specs.hpp"
 #include "engine/passes/planner.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
@@ -147,6 +148,23 @@ TEST_CASE("concat: the U-Net skip concat of two produced channels_last halves ha
   REQUIRE(names.size() == 2);
   CHECK(names[0].rfind("silu__concat_f16", 0) == 0);
   CHECK(names[1].rfind("mul__concat_f16", 0) == 0);
+  // The second half's kernel follows the first's: it may run beside it (LaunchConfig::beside),
+  // both of the template's variant that lets the next start early and ends after the previous.
+  const std::vector<kiln::FusedGroup> groups = kiln::fuse(g, true);
+  REQUIRE(groups.size() == 2);
+  CHECK(!groups[0].beside_previous);
+  CHECK(groups[1].beside_previous);
+  for (const auto& spec : kiln::plan_specs(g))
+    CHECK(spec.expression.find(", true>") != std::string::npos);
+  // Parts of two concats, or a part after another kernel, are not beside their predecessor.
+  Graph h;
+  const auto a = h.input("a", {4, 8}, DType::f32), b = h.input("b", {4, 8}, DType::f32);
+  h.output(kiln::concat({kiln::exp(a), b}, 0), "c");
+  h.output(kiln::concat({kiln::exp(b), a}, 0), "d");
+  const std::vector<kiln::FusedGroup> hg = kiln::fuse(h, true);
+  REQUIRE(hg.size() == 4);
+  CHECK(std::vector<bool>{hg[0].beside_previous, hg[1].beside_previous, hg[2].beside_previous,
+                          hg[3].beside_previous} == std::vector<bool>{false, true, false, true});
 }
 
 TEST_CASE("concat: its result lives in the arena from its first part's kernel to its reader") {
