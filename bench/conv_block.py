@@ -4,7 +4,10 @@ conv3x3 + batch norm + SiLU at N8 C256 64x64, conv3x3 + time embedding + SiLU at
 64x64. Each block is one kiln plan (its kernels printed), checked against PyTorch in fp64 first,
 then replayed in a CUDA graph beside kiln's convolution alone and PyTorch's block (eager, and the
 GroupNorm + SiLU through torch.compile, cuDNN with cudnn.benchmark) replayed the same way.
-Usage: python3 bench/conv_block.py (with build-device/python or build/python on PYTHONPATH)."""
+Also (by name): silu, the convolution and a SiLU; affine, a per-channel scale and shift given
+(batch norm's folded) and a SiLU.
+Usage: python3 bench/conv_block.py [BLOCK...] (with build-device/python or build/python on
+PYTHONPATH); blocks bn, temb, gn by default."""
 import sys
 
 import torch  # noqa: E402
@@ -31,6 +34,12 @@ def conv_graph(n, c, k, hw, block):
         y = kiln.silu(kiln.batch_norm(y, *stats, eps=1e-5))
     if block == "temb":
         y = kiln.silu(y + kiln.reshape(g.input("temb", [n, k], "f16"), shape=[n, k, 1, 1]))
+    if block == "silu":
+        y = kiln.silu(y)
+    if block == "affine":  # batch norm's scale and shift given per channel
+        scale, shift = (kiln.reshape(g.input(s, [k], "f32"), shape=[k, 1, 1])
+                        for s in ("bn_w", "bn_b"))
+        y = kiln.silu(y * scale + shift)
     g.output(y, "y")
     return g
 
@@ -58,13 +67,18 @@ def torch_block(t, block, gn_silu=None):
                                 t["bn_w"].to(y.dtype), t["bn_b"].to(y.dtype), False, 0.0, 1e-5))
     if block == "temb":
         y = F.silu(y + t["temb"][:, :, None, None])
+    if block == "silu":
+        y = F.silu(y)
+    if block == "affine":
+        y = F.silu(y * t["bn_w"].to(y.dtype)[:, None, None] + t["bn_b"].to(y.dtype)[:, None, None])
     return y
 
 
 def one_block(n, c, k, hw, block):
     t = tensors(n, c, k, hw)
     plan, alone = kiln.Plan(conv_graph(n, c, k, hw, block)), kiln.Plan(conv_graph(n, c, k, hw, "conv"))
-    names = {"bn": ["mean", "var", "bn_w", "bn_b"], "temb": ["temb"], "gn": ["gamma", "beta"]}
+    names = {"bn": ["mean", "var", "bn_w", "bn_b"], "temb": ["temb"], "gn": ["gamma", "beta"],
+             "affine": ["bn_w", "bn_b"]}
     inputs = dict(x=t["x"].permute(0, 2, 3, 1), w=t["w"].permute(0, 2, 3, 1),
                   **{s: t[s] for s in names.get(block, [])})
     y = torch.empty(n, k, hw, hw, device="cuda", dtype=torch.float16).to(memory_format=CL)
@@ -92,7 +106,11 @@ def one_block(n, c, k, hw, block):
 def main():
     print(f"{torch.cuda.get_device_name()}: conv blocks f16 channels_last, CUDA graphs", flush=True)
     ok = True
-    for args in [(8, 256, 256, 64, "bn"), (2, 320, 320, 64, "temb"), (2, 320, 320, 64, "gn")]:
+    blocks = sys.argv[1:] or ["bn", "temb", "gn"]
+    for args in [(8, 256, 256, 64, "bn"), (2, 320, 320, 64, "temb"), (2, 320, 320, 64, "gn"),
+                 (8, 256, 256, 64, "silu"), (8, 256, 256, 64, "affine")]:
+        if args[-1] not in blocks:
+            continue
         ok = one_block(*args) and ok
     return 0 if ok else 1
 

@@ -90,11 +90,12 @@ __global__ void __launch_bounds__(depthwise::kThreads, 1)
         for (int e = 0; e < kVec; ++e) acc[j][e] += in[j * SW + s * DW][e] * kv[e];
     }
   }
-  const long long bi[gemm::kBatchDims] = {0, 0, 0, 0};
+  // Pixel m of image img: a slot's offset img * batch[slot][0] + m * row[slot].
+  const long long bi[gemm::kBatchDims] = {img, 0, 0, 0};
 #pragma unroll
   for (int j = 0; j < kStrip; ++j) {
     if (q0 + j >= d.q) break;
-    const int m = row * d.q + q0 + j;
+    const int m = p * d.q + q0 + j;
 #pragma unroll
     for (int h = 0; h < kVec; h += V) {
       float v[V];

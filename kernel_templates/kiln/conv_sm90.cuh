@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(gemm::config::kWgmmaThreads, 1)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(sizeof(T) == 2, "f16 or bf16");
   using R = gemm::Ring<T, BN, Stages, false>;
-  gemm::sm90_block<T, Epi, Bias, BN, Stages, 0, V, false, Split>(
+  gemm::sm90_block<T, Epi, Bias, BN, Stages, 0, V, false, Split, /*Images=*/true>(
       args.g, [&](const R& ring, const gemm::Work& w) {
         produce_taps<R, BN, Stages>(ring, &map_x, &map_w, w, args.taps);
       });

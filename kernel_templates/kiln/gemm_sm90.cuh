@@ -138,12 +138,14 @@ __device__ __forceinline__ void stage_fragments(float* tile, const float (&acc)[
 /// summed over the cluster): rows r0..r0 + R of the tile, its first C columns, V columns a
 /// thread of `Threads` from `me`, along rows so that loads and stores coalesce. `rows` and
 /// `cols`: how many of the tile's rows and columns lie in C; the tile's (0, 0) is C's (m0, n0).
+/// Images (a convolution's rows, output pixels): row m is pixel m % pq of image m / pq (pq =
+/// args.batch_ext[0]), each slot's offset image * batch[slot][0] + pixel * row[slot], so that
+/// an operand may step per image alone (a time embedding [N, K, 1, 1]).
 template <class T, class Epi, bool Bias, int V, int R, int C, int Ld, int Threads, int Split,
-          class A>
+          bool Images, class A>
 __device__ __forceinline__ void epilogue_rows(const A& args, const float* tile, int r0, int rows,
                                               int cols, int m0, int n0, int me) {
   constexpr int kVecs = C / V;
-  const long long bi[kBatchDims] = {0, 0, 0, 0};
 #pragma unroll 1
   for (int e = me; e < R * kVecs; e += Threads) {
     const int r = r0 + e / kVecs, col = e % kVecs * V;
@@ -151,7 +153,13 @@ __device__ __forceinline__ void epilogue_rows(const A& args, const float* tile, 
     float v[V];
 #pragma unroll
     for (int i = 0; i < V; ++i) v[i] = tile_sum<Split>(tile, r * Ld + col + i);
-    epilogue_at<T, Epi, Bias, V>(args, bi, m0 + r, n0 + col, v);
+    long long bi[kBatchDims] = {0, 0, 0, 0};
+    int m = m0 + r;
+    if constexpr (Images) {
+      const int pq = int(args.batch_ext[0]), image = m / pq;
+      bi[0] = image, m -= image * pq;
+    }
+    epilogue_at<T, Epi, Bias, V>(args, bi, m, n0 + col, v);
   }
 }
 
@@ -160,7 +168,7 @@ __device__ __forceinline__ void epilogue_rows(const A& args, const float* tile, 
 /// staging area `stage` (the ring stays the producer's, already loading the next tile), then
 /// walked along rows, V columns a thread: loads and stores as vectors, their addresses computed
 /// once per V columns. A named barrier per group (ids 2 and 3) orders the writes and the reads.
-template <class T, class Epi, bool Bias, int BN, int V, class A>
+template <class T, class Epi, bool Bias, int BN, int V, bool Images, class A>
 __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc)[BN / 2],
                                                 float* stage, int m0, int n0, int c, int tid) {
   constexpr int kChunk = config::kStagingChunk, kLd = config::kStagingLd;
@@ -173,14 +181,14 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
     asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the last chunk's reads done
     stage_fragments<kChunk / 8, kLd>(stage, acc, q * kChunk / 8, r, t);
     asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
-    epilogue_rows<T, Epi, Bias, V, 64, kChunk, kLd, 128, 1>(args, stage, 0, rows, cols, m0 + c * 64,
-                                                            n0 + q * kChunk, me);
+    epilogue_rows<T, Epi, Bias, V, 64, kChunk, kLd, 128, 1, Images>(args, stage, 0, rows, cols,
+                                                                    m0 + c * 64, n0 + q * kChunk, me);
   }
 }
 
 /// Split > 1: the tile through the ring (free once every block's copies landed and products
 /// are done), summed over the cluster, then this block's share of its rows, V columns a thread.
-template <class T, class Epi, bool Bias, int BN, int V, int Split, class A>
+template <class T, class Epi, bool Bias, int BN, int V, int Split, bool Images, class A>
 __device__ __forceinline__ void cluster_epilogue(const A& args, const float (&acc)[BN / 2],
                                                  unsigned char* smem, int m0, int n0, int tid) {
   constexpr int BM = config::kWgmmaRows, kLd = config::wgmma_tile_ld(BN);
@@ -196,16 +204,17 @@ __device__ __forceinline__ void cluster_epilogue(const A& args, const float (&ac
   split_barrier<Split, true>();
   const int rows = min(args.m - m0, BM), cols = min(args.n - n0, BN);
   const int r0 = int(blockIdx.z) * (BM / Split);
-  epilogue_rows<T, Epi, Bias, V, BM / Split, BN, kLd, kThreads, Split>(args, tile, r0, rows, cols,
-                                                                       m0, n0, tid);
+  epilogue_rows<T, Epi, Bias, V, BM / Split, BN, kLd, kThreads, Split, Images>(args, tile, r0, rows,
+                                                                               cols, m0, n0, tid);
   split_barrier<Split, false>();  // every block's tile is read before any block exits
 }
 
 /// The block of gemm_sm90 (and of conv.cuh's conv2d_sm90): its ring and barriers, the producer
 /// thread's produce(ring, work) loading each of the block's stages, the consumer groups' products
-/// and epilogue through `args` (gemm.cuh's Args: m, n, k, the epilogue's slots).
+/// and epilogue through `args` (gemm.cuh's Args: m, n, k, the epilogue's slots; Images: rows
+/// of a convolution's images, epilogue_rows).
 template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
-          int Split, class A, class Produce>
+          int Split, bool Images = false, class A, class Produce>
 __device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
   using R = Ring<T, BN, Stages, Exact>;
   static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0 && (BN == 64 || BN == 128)),
@@ -268,7 +277,7 @@ __device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
         products<T, R, BN, Stages, BTrans>(acc, ring, it, w.ktiles, group - 1, tid);
       it += w.padded;
       if constexpr (Split == 1)
-        staged_epilogue<T, Epi, Bias, BN, V>(
+        staged_epilogue<T, Epi, Bias, BN, V, Images>(
             args, acc, staging + (group - 1) * config::kStagingRows * config::kStagingLd,
             tm * R::kRows, tn * BN, group - 1, tid);
     }
@@ -276,7 +285,8 @@ __device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
   if constexpr (Split > 1) {  // one tile a block: blockIdx.x's
     int tm, tn;
     tile_of(blockIdx.x, w.tiles_m, w.tiles_n, tm, tn);
-    cluster_epilogue<T, Epi, Bias, BN, V, Split>(args, acc, smem, tm * R::kRows, tn * BN, tid);
+    cluster_epilogue<T, Epi, Bias, BN, V, Split, Images>(args, acc, smem, tm * R::kRows, tn * BN,
+                                                         tid);
   }
 }
 #endif

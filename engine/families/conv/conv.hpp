@@ -52,14 +52,17 @@ struct ConvProblem {
 /// an extent is 1): an output's or an epilogue input's, as both paths read them.
 std::array<std::int64_t, 4> result_strides(const TensorView& v);
 
-/// The stride from one output pixel to the next of a result-shaped slot, if (n, p, q) step it
-/// as one run of rows (row m = (n * P + p) * Q + q at m times it).
+/// The stride from one output pixel to the next within an image of a result-shaped slot, if
+/// (p, q) step it as one run of rows (pixel p * Q + q at that times it); images step by the
+/// slot's own stride along N (0 for a per-channel operand, K for a time embedding [N, K, 1, 1]).
 std::optional<std::int64_t> row_stride(const TensorView& v, const ops::ConvGeometry& g);
-/// Whether every output and epilogue input of `k` steps its pixels as one run of rows.
+/// Whether every output of `k` steps its pixels as one run of rows, and every epilogue input
+/// its pixels within an image.
 bool pixel_rows_fit(const ConvKernel& k);
-/// `k` as a problem of M = N*P*Q rows (output pixels, each slot's rows one row_stride apart), N
-/// = K columns and K = `depth`: the slots of the outputs, x and w (their data), the bias and the
-/// epilogue inputs, as the sm_90a and depthwise paths take them.
+/// `k` as a problem of M = N*P*Q rows (output pixels: row m is pixel m % (P*Q) of image
+/// m / (P*Q), batch_ext[0] = P*Q; each slot's pixels one row_stride apart, its images
+/// batch[0]), N = K columns and K = `depth`: the slots of the outputs, x and w (their data), the
+/// bias and the epilogue inputs, as the sm_90a and depthwise paths take them.
 GemmProblem pixel_rows_problem(const ConvKernel& k, std::int64_t depth);
 
 /// `k`'s problem; ShapeError naming `stem` for sizes past the template's int arithmetic.

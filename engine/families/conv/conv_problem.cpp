@@ -68,16 +68,19 @@ std::array<std::int64_t, 4> result_strides(const TensorView& v) {
 
 std::optional<std::int64_t> row_stride(const TensorView& v, const ops::ConvGeometry& g) {
   const auto st = result_strides(v);
-  const std::int64_t rs = g.q > 1 ? st[3] : g.p > 1 ? st[2] : g.n > 1 ? st[0] : 0;
-  if (g.q > 1 && st[3] != rs) return std::nullopt;
+  const std::int64_t rs = g.q > 1 ? st[3] : g.p > 1 ? st[2] : 0;
   if (g.p > 1 && st[2] != g.q * rs) return std::nullopt;
-  if (g.n > 1 && st[0] != g.p * g.q * rs) return std::nullopt;
   return rs;
 }
 
 bool pixel_rows_fit(const ConvKernel& k) {
+  const ops::ConvGeometry& g = k.geometry;
   bool ok = true;
-  for (const auto& v : k.outputs) ok = ok && row_stride(v, k.geometry).has_value();
+  // The outputs' images one run of rows too (an NCHW result takes the mma.sync path, whose
+  // stores along P*Q coalesce); an input may step per image alone (a time embedding).
+  for (const auto& v : k.outputs)
+    ok = ok && row_stride(v, g) &&
+         (g.n == 1 || result_strides(v)[0] == g.p * g.q * *row_stride(v, g));
   for (const auto& v : k.epilogue_inputs) ok = ok && row_stride(v, k.geometry).has_value();
   return ok;
 }
@@ -90,6 +93,7 @@ GemmSlot row_slot(const TensorView& v, const ops::ConvGeometry& g) {
   s.element = size_of(v.dtype);
   s.row = row_stride(v, g).value_or(0);
   s.col = result_strides(v)[1];
+  s.batch[0] = g.n > 1 ? result_strides(v)[0] : 0;  // image to image
   return s;
 }
 
@@ -99,6 +103,7 @@ GemmProblem pixel_rows_problem(const ConvKernel& k, std::int64_t depth) {
   const ops::ConvGeometry& g = k.geometry;
   GemmProblem p;
   p.m = g.n * g.p * g.q, p.n = g.k, p.k = depth;
+  p.batch_ext[0] = g.p * g.q;  // pixels an image: the templates split a row into the two
   p.outputs = k.outputs.size();
   for (const auto& o : k.outputs) p.slots.push_back(row_slot(o, g)), p.slots.back().hi = p.n;
   GemmSlot x, w;
