@@ -39,7 +39,7 @@ def conv_graph(n, c, k, hw, block):
     if block == "affine":  # batch norm's scale and shift given per channel
         scale, shift = (kiln.reshape(g.input(s, [k], "f32"), shape=[k, 1, 1])
                         for s in ("bn_w", "bn_b"))
-        y = kiln.silu(y * scale + shift)
+        y = kiln.cast(kiln.silu(y * scale + shift), dtype="f16")
     g.output(y, "y")
     return g
 
