@@ -235,7 +235,8 @@ Graph random_graph(std::uint64_t seed) {
   };
   // a (rank 4, or fewer dims made so by leading 1s) convolved with a new weight input of 1 to 16
   // outputs: a 1x1 or 3x3 filter, stride 1 or 2, padding 0 or 1, now and then dilation 2, two
-  // groups or a depthwise one, sometimes a bias (the conv family; f32 exact).
+  // groups or a depthwise one, sometimes a bias (the conv family; f32 exact), sometimes a
+  // per-channel scale and per-image add after it.
   int conv_inputs = 0;
   auto conv_op = [&](const Value& a) -> Value {
     const DType t = g.node(a.id()).dtype;
@@ -273,7 +274,17 @@ Graph random_graph(std::uint64_t seed) {
            : g.input(fmt::format("cw{}", id), {k, s[1] / groups, r, r}, t);
     std::vector<GraphArg> args = {x, w};
     if (chance(50)) args.push_back(g.input(fmt::format("cb{}", id), {k}, t));
-    return apply("conv2d", args, at);
+    const Value y = apply("conv2d", args, at);
+    // A third of them scale per channel and add per image and channel after it (batch norm's
+    // and a time embedding's shapes: [K] and [N, K] with unit dims added, read in place by the
+    // epilogue), decided by a stream of their own so that the main one draws as before.
+    if (std::mt19937_64(seed ^ 0x3a5c7e9b2d4f6081ull ^ std::uint64_t(id))() % 3 != 0) return y;
+    const Shape ys = g.node(y.id()).shape;
+    const Value scale = apply("reshape", {g.input(fmt::format("cs{}", id), {k}, t)},
+                              Attrs().set("shape", std::vector<std::int64_t>{k, 1, 1}));
+    const Value temb = apply("reshape", {g.input(fmt::format("ct{}", id), {ys[0], k}, t)},
+                             Attrs().set("shape", std::vector<std::int64_t>{ys[0], k, 1, 1}));
+    return y * scale + temb;
   };
   auto arg_op = [&](const Value& a) -> Value {
     const Shape s = g.node(a.id()).shape;
