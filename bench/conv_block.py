@@ -76,7 +76,8 @@ def torch_block(t, block, gn_silu=None):
 
 def one_block(n, c, k, hw, block):
     t = tensors(n, c, k, hw)
-    plan, alone = kiln.Plan(conv_graph(n, c, k, hw, block)), kiln.Plan(conv_graph(n, c, k, hw, "conv"))
+    plan = kiln.Plan(conv_graph(n, c, k, hw, block))
+    alone = kiln.Plan(conv_graph(n, c, k, hw, "conv"))
     names = {"bn": ["mean", "var", "bn_w", "bn_b"], "temb": ["temb"], "gn": ["gamma", "beta"],
              "affine": ["bn_w", "bn_b"]}
     inputs = dict(x=t["x"].permute(0, 2, 3, 1), w=t["w"].permute(0, 2, 3, 1),
@@ -97,7 +98,8 @@ def one_block(n, c, k, hw, block):
     if block == "gn":
         compiled = torch.compile(lambda x, g_, b_: F.silu(F.group_norm(x, 32, g_, b_, eps=1e-5)))
         best_us = median_us(graphed(lambda: torch_block(t, block, compiled))[0], inner=10)
-        line += f" | torch.compile GN+SiLU + cuDNN {best_us:6.1f} us (kiln/that {kiln_us / best_us:.2f}x)"
+        line += (f" | torch.compile GN+SiLU + cuDNN {best_us:6.1f} us "
+                 f"(kiln/that {kiln_us / best_us:.2f}x)")
     ok = err <= 2e-2
     print(f"{line} | error {err:.1e} {'ok' if ok else 'FAIL'}", flush=True)
     return ok
