@@ -112,6 +112,14 @@ std::string render_source(std::string_view header,
   return fmt::format("#include <kiln/{}>\n\n{}", header, fmt::join(structs, "\n"));
 }
 
+Body fast_math(Body body) {
+  constexpr std::string_view kOps = "kiln::op::";
+  for (Step& st : body.steps)
+    if (!st.expr && st.functor.rfind(kOps, 0) == 0 && st.functor.rfind("kiln::op::fast::", 0) != 0)
+      st.functor = "kiln::op::fast::" + st.functor.substr(kOps.size());
+  return body;
+}
+
 std::string render_body(const Body& b, std::string_view name) {
   if (b.results.size() != b.outputs.size())
     throw ArgumentError(

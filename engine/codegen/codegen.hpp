@@ -47,6 +47,11 @@ struct Body {
   bool typed() const;
 };
 
+/// `body` with kiln's ops taken from kiln::op::fast (kernel_templates/kiln/ops.cuh): exp, log,
+/// rsqrt, sigmoid and silu through the hardware's approximations, the rest as they are. For
+/// bodies whose outputs round far coarser than those approximations err (16-bit outputs).
+Body fast_math(Body body);
+
 /// The struct `name` implementing `body` for the templates (kernel_templates/kiln/*.cuh).
 std::string render_body(const Body& body, std::string_view name = "kiln_body");
 

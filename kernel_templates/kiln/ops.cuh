@@ -67,6 +67,20 @@ KILN_UNARY(GeluTanh, 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.0447
 KILN_UNARY(Silu, x / (1.0f + expf(-x)))
 KILN_UNARY(Softplus, x > 20.0f ? x : log1pf(expf(x)))
 
+/// The same ops, exp, log, rsqrt, sigmoid and silu through the hardware's approximations
+/// (errors near 2^-21 relative, denormals flushed): what a product's or convolution's epilogue
+/// whose outputs are all 16-bit computes (engine/families/gemm/gemm_templates.cpp), since those
+/// outputs round at 2^-11 or coarser and the epilogue's math runs while the tensor cores wait.
+/// Every other op is op's own (found through the using-directive).
+namespace fast {
+using namespace ::kiln::op;
+KILN_UNARY(Exp, __expf(x))
+KILN_UNARY(Log, __logf(x))
+KILN_UNARY(Rsqrt, rsqrtf(x))
+KILN_UNARY(Sigmoid, __fdividef(1.0f, 1.0f + __expf(-x)))
+KILN_UNARY(Silu, __fdividef(x, 1.0f + __expf(-x)))
+}  // namespace fast
+
 KILN_BINARY_INT(Add, a + b, integer::add(a, b))
 KILN_BINARY_INT(Sub, a - b, integer::sub(a, b))
 KILN_BINARY_INT(Mul, a* b, integer::mul(a, b))

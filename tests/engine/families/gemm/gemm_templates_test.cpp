@@ -145,3 +145,22 @@ TEST_CASE("the GEMM descriptors render their instances and names") {
   CHECK(sk.expression() == "kiln::gemm::gemm_skinny<float, kiln_epilogue, false, 4, 4, true, 32>");
   CHECK(sk.name("s") == "s__rows4x32k4_n");
 }
+
+TEST_CASE("an epilogue whose outputs are all 16-bit takes kiln::op::fast's exp, rsqrt and silu") {
+  kiln::codegen::Body body;
+  body.inputs = {DType::f32};
+  body.steps.push_back({"kiln::op::Silu", {{kiln::codegen::Ref::Kind::input, 0}}});
+  body.steps.push_back({"kiln::op::Add",
+                        {{kiln::codegen::Ref::Kind::step, 0}, {kiln::codegen::Ref::Kind::input, 0}}});
+  body.results = {{kiln::codegen::Ref::Kind::step, 1}};
+  const kiln::codegen::Body fast = kiln::codegen::fast_math(body);
+  CHECK(fast.steps[0].functor == "kiln::op::fast::Silu");
+  CHECK(fast.steps[1].functor == "kiln::op::fast::Add");  // op's own, through the using-directive
+  CHECK(kiln::codegen::fast_math(fast).steps[0].functor == "kiln::op::fast::Silu");
+  for (DType t : {DType::f16, DType::bf16, DType::f32}) {
+    body.outputs = {t};
+    const std::string source = kiln::gemm_source("gemm.cuh", body);
+    CAPTURE(kiln::name_of(t));
+    CHECK((source.find("kiln::op::fast::Silu") != std::string::npos) == (t != DType::f32));
+  }
+}
