@@ -123,7 +123,7 @@ grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[doctest\] test cases" "$OUT/racechec
 # The split rows (clusters) on small graphs: the suite's long rows under racecheck ran past 300 s.
 # A log per graph and tool stays out of $OUT unless it failed: 20 files crowd what comes back.
 sanitize_logs=$(mktemp -d)
-for g in tests/sanitize/*.json tests/sanitize_gemm/*.json tests/sanitize_conv/*.json; do
+for g in tests/sanitize/*.json tests/sanitize_gemm/*.json tests/sanitize_conv/*.json tests/sanitize_concat/*.json; do
   for tool in racecheck memcheck; do
     log="$sanitize_logs/$tool-$(basename "$g" .json).log"
     timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 $bin/kiln bench --reps 1 "$g" >"$log" 2>&1
