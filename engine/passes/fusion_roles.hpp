@@ -44,14 +44,6 @@ inline const ops::ViewRule& view_rule(const Graph& g, int id) {
   return op_def(g, g.node(id).op).view;
 }
 
-// How view `id` is read in place: its rule's, or for this node's shapes (a unit reshape).
-inline ops::ViewRule::InPlace view_in_place(const Graph& g, int id) {
-  const ops::ViewRule& rule = view_rule(g, id);
-  if (!rule.in_place_for) return rule.in_place;
-  const Graph::Node& n = g.node(id);
-  return rule.in_place_for(g.node(std::get<int>(n.args.at(0))).shape, n.shape);
-}
-
 inline std::vector<int> tensor_args(const Graph& g, int id) {
   std::vector<int> out;
   for (const auto& a : g.node(id).args)
@@ -64,6 +56,17 @@ inline std::vector<int> tensor_args(const Graph& g, int id) {
 /// kernels that can (fusion_gathers.cpp).
 inline bool is_gather(const Graph& g, int id) {
   return is_view(g, id) && (view_rule(g, id).axis || view_rule(g, id).remap);
+}
+
+/// How view `id` is read in place: its rule's, or for this node's shapes (a unit reshape) where
+/// its operand is memory — not a gather or remap view, which is read at indices or positions.
+inline ops::ViewRule::InPlace view_in_place(const Graph& g, int id) {
+  const ops::ViewRule& rule = view_rule(g, id);
+  if (!rule.in_place_for) return rule.in_place;
+  const Graph::Node& n = g.node(id);
+  const int src = std::get<int>(n.args.at(0));
+  if (is_gather(g, src)) return rule.in_place;
+  return rule.in_place_for(g.node(src).shape, n.shape);
 }
 
 /// The node a gather view's kernel takes as its index tensor (FusedGroup::index_inputs): its

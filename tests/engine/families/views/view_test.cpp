@@ -65,6 +65,13 @@ std::vector<Graph> view_graphs(DType t) {
     g.output(x * kiln::reshape(v, {3, 1, 5}) + c, "y");
     out.push_back(g);
   }
+  {
+    Graph g;  // unit dims added to a padded input (a remap view: no memory of its own)
+    const auto padded = kiln::apply("pad", {g.input("x", {3, 4}, t)},
+                                    kiln::Attrs().set("pads", std::vector<std::int64_t>{1, 1}));
+    g.output(kiln::reshape(padded, {3, 1, 6}) * 2.0, "y");
+    out.push_back(g);
+  }
   return out;
 }
 
@@ -103,6 +110,11 @@ TEST_CASE("reshape shares the memory of a value the plan writes; it copies the c
   const auto units = kiln::Plan(graphs[4]).kernels();
   REQUIRE(units.size() == 1);
   CHECK(units[0].name.find("reshape") == std::string::npos);
+  // Unit dims added to a padded input (a remap view, read at computed positions, no memory of
+  // its own): the pad is copied, and the reshape reads that copy.
+  const auto copied_pad = kiln::Plan(graphs[5]).kernels();
+  REQUIRE(copied_pad.size() == 2);
+  CHECK(copied_pad[0].name.rfind("pad_f32", 0) == 0);
   // The attribute survives JSON.
   const Graph back = Graph::parse(graphs[3].to_json());
   CHECK(back.to_json() == graphs[3].to_json());
