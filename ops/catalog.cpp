@@ -158,6 +158,20 @@ const TensorView& float_x(const OpDef& op, const std::vector<Operand>& args) {
   return *x;
 }
 
+std::vector<std::size_t> keeps_channels_last(const std::vector<TensorView>& operands) {
+  const TensorView& x = operands.at(0);
+  const std::size_t rank = x.shape.size();
+  if (rank < 3) return {};
+  const Shape st = x.resolved_strides();
+  std::int64_t spatial = 1;
+  for (std::size_t d = 2; d < rank; ++d) spatial *= x.shape[d];
+  if (x.shape[1] <= 1 || st[1] != 1 || spatial <= 1) return {};
+  std::vector<std::size_t> order = {0};
+  for (std::size_t d = 2; d < rank; ++d) order.push_back(d);
+  order.push_back(1);
+  return order;
+}
+
 namespace {
 
 // The axes a row op works along, from 0 (every one for "all"): ShapeError for one out of range,

@@ -87,14 +87,6 @@ TensorView infer_conv2d(const OpDef& op, const std::vector<Operand>& args, const
   return r;
 }
 
-// channels_last memory in, channels_last out (torch's conv2d keeps x's memory format).
-std::vector<std::size_t> conv_memory_order(const std::vector<TensorView>& operands) {
-  const TensorView& x = operands.at(0);
-  const Shape st = x.resolved_strides();
-  const bool channels_last = x.shape[1] > 1 && st[1] == 1 && x.shape[2] * x.shape[3] > 1;
-  return channels_last ? std::vector<std::size_t>{0, 2, 3, 1} : std::vector<std::size_t>{};
-}
-
 }  // namespace
 
 std::vector<OpDef> conv_ops() {
@@ -106,7 +98,7 @@ std::vector<OpDef> conv_ops() {
   // consumers fuse as the epilogue.
   d.fusion = {FusionKind::anchor, "conv", false, true, 2};
   d.infer = infer_conv2d;
-  d.memory_order = conv_memory_order;
+  d.memory_order = keeps_channels_last;  // channels_last in, channels_last out
   d.domain = {-1, 1};
   const AttrRange from1{1, double(std::int64_t(1) << 20)};
   d.attrs = {

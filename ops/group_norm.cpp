@@ -35,22 +35,6 @@ TensorView infer_group_norm(const OpDef& op, const std::vector<Operand>& args, c
   return r;
 }
 
-// channels_last in, channels_last out (torch's group_norm keeps x's memory format): a
-// convolution after it then reads its result in place on its fast path.
-std::vector<std::size_t> group_norm_memory_order(const std::vector<TensorView>& operands) {
-  const TensorView& x = operands.at(0);
-  const std::size_t rank = x.shape.size();
-  if (rank < 3) return {};
-  const Shape st = x.resolved_strides();
-  std::int64_t spatial = 1;
-  for (std::size_t d = 2; d < rank; ++d) spatial *= x.shape[d];
-  if (x.shape[1] <= 1 || st[1] != 1 || spatial <= 1) return {};
-  std::vector<std::size_t> order = {0};
-  for (std::size_t d = 2; d < rank; ++d) order.push_back(d);
-  order.push_back(1);
-  return order;
-}
-
 }  // namespace
 
 std::vector<OpDef> group_norm_ops() {
@@ -64,7 +48,8 @@ std::vector<OpDef> group_norm_ops() {
   d.fusion = {FusionKind::anchor, "rows", /*prologue=*/true, /*epilogue=*/true, /*side_from=*/1};
   d.fusion.hands_on = true;
   d.infer = infer_group_norm;
-  d.memory_order = group_norm_memory_order;
+  // channels_last in, channels_last out: a convolution after it reads its result in place.
+  d.memory_order = keeps_channels_last;
   d.attrs = {
       {"groups",
        AttrType::integer,

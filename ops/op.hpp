@@ -228,6 +228,11 @@ const TensorView& tensor_operand(const OpDef& op, const std::vector<Operand>& ar
 /// naming the call otherwise.
 const TensorView& float_x(const OpDef& op, const std::vector<Operand>& args);
 
+/// The memory_order of an op that keeps x's (operand 0's) memory format, as torch's conv2d and
+/// group_norm do: N, the spatial dims, then C where x [N, C, *spatial] is channels_last (C
+/// contiguous, C and the spatial extent above 1); empty (row-major) otherwise.
+std::vector<std::size_t> keeps_channels_last(const std::vector<TensorView>& operands);
+
 /// The result of a row op (reduction, softmax, norm): ShapeError/DtypeError naming every
 /// operand.
 TensorView infer_row(const OpDef& op, const std::vector<Operand>& args, const Attrs& attrs);

@@ -78,10 +78,11 @@ bool pixel_rows_fit(const ConvKernel& k) {
   bool ok = true;
   // The outputs' images one run of rows too (an NCHW result takes the mma.sync path, whose
   // stores along P*Q coalesce); an input may step per image alone (a time embedding).
-  for (const auto& v : k.outputs)
-    ok = ok && row_stride(v, g) &&
-         (g.n == 1 || result_strides(v)[0] == g.p * g.q * *row_stride(v, g));
-  for (const auto& v : k.epilogue_inputs) ok = ok && row_stride(v, k.geometry).has_value();
+  for (const auto& v : k.outputs) {
+    const auto rs = row_stride(v, g);
+    ok = ok && rs && (g.n == 1 || result_strides(v)[0] == g.p * g.q * *rs);
+  }
+  for (const auto& v : k.epilogue_inputs) ok = ok && row_stride(v, g).has_value();
   return ok;
 }
 

@@ -51,7 +51,7 @@ const codegen::TunableTable<GemmTunables>& gemm_tunable_table() {
 std::string gemm_source(std::string_view header, const codegen::Body& epilogue) {
   // Outputs all 16-bit: they round at 2^-11 or coarser, far above the hardware approximations'
   // errors, and the epilogue's math runs while the tensor cores wait, so its instruction count
-  // is time (bench/NOTES.md, session 38).
+  // is time.
   bool narrow = !epilogue.outputs.empty();
   for (DType t : epilogue.outputs) narrow = narrow && (t == DType::f16 || t == DType::bf16);
   const codegen::Body body = narrow ? codegen::fast_math(epilogue) : epilogue;
