@@ -59,15 +59,16 @@ __device__ __forceinline__ int key_end(const Pair& r, int m0, int rows) {
   return e < 0 ? 0 : e < r.skv ? int(e) : r.skv;
 }
 
-/// Score `x` (log2 units, scaled) of key j for query row i: the mask added, or -inf where the
-/// key is masked (past the batch's keys, past the causal diagonal, false in a bool mask).
+/// Score `x` (log2 units, scaled) of key j for query row i (`row_ok`: a row of the call), whose
+/// mask row starts at element `mask_row`: the mask added, or -inf where the key is masked (past
+/// the batch's keys, past the causal diagonal, false in a bool mask).
 template <bool Causal, int Mask, class M>
-__device__ __forceinline__ float masked(float x, const Params& p, const Pair& r, int i, int j) {
-  if (j >= r.skv || i >= p.sq || (Causal && j > i + r.diag)) return minus_infinity();
+__device__ __forceinline__ float masked_at(float x, const Params& p, const Pair& r, bool row_ok,
+                                           int i, long long mask_row, int j) {
+  if (!row_ok || j >= r.skv || (Causal && j > i + r.diag)) return minus_infinity();
   if constexpr (Mask != kNoMask) {
-    const M m = reinterpret_cast<const M*>(p.ptr[4])[r.off[config::kMask] +
-                                                     i * p.s[config::kMask].row +
-                                                     j * p.s[config::kMask].col];
+    const M m =
+        reinterpret_cast<const M*>(p.ptr[4])[mask_row + j * p.s[config::kMask].col];
     if constexpr (Mask == kAdditive) {
       x += to_float(m) * kLog2e;
     } else {
@@ -75,6 +76,13 @@ __device__ __forceinline__ float masked(float x, const Params& p, const Pair& r,
     }
   }
   return x;
+}
+
+/// masked_at for row i of the pair `r`.
+template <bool Causal, int Mask, class M>
+__device__ __forceinline__ float masked(float x, const Params& p, const Pair& r, int i, int j) {
+  return masked_at<Causal, Mask, M>(x, p, r, i < p.sq, i,
+                                    r.off[config::kMask] + i * p.s[config::kMask].row, j);
 }
 
 /// exp2 of `x - m` for a running max `m` that may still be -inf (a row with nothing seen yet).

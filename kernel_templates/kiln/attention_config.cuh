@@ -63,6 +63,24 @@ KILN_ATTENTION_CONFIG_FN bool q_in_registers(int d) { return padded_d(d) <= 128;
 /// Query rows per block of the plain path (a warp each).
 constexpr int kRowWarps = 4;
 
+// The decode template (attention_decode.cuh): a tile of 16 packed rows (query row, head of a
+// group), then a ring of `stages` stages of bn keys and bn values for each warp. After the keys,
+// the ring holds each warp's partial results and the block's merge of them (f32: 16 maxima, 16
+// sums, 16 rows of padded D), which the cluster's blocks merge in turn.
+
+/// Packed rows a decode block takes.
+constexpr int kDecodeRows = 16;
+/// One partial result in floats: the rows' maxima and sums, then their outputs.
+KILN_ATTENTION_CONFIG_FN int decode_part_floats(int d) {
+  return 2 * kDecodeRows + kDecodeRows * padded_d(d);
+}
+/// The decode kernel's dynamic shared memory for 2-byte elements.
+KILN_ATTENTION_CONFIG_FN int decode_shared_bytes(int d, int bn, int stages, int warps) {
+  const int ring = warps * stages * 2 * bn * row_elements(d) * 2;
+  const int parts = (warps + 1) * decode_part_floats(d) * 4;
+  return kDecodeRows * row_elements(d) * 2 + (ring > parts ? ring : parts);
+}
+
 }  // namespace kiln::attention::config
 
 #undef KILN_ATTENTION_CONFIG_FN

@@ -33,19 +33,24 @@ std::string AttentionTemplate::expression() const {
   const std::string l(lens && *lens == DType::i64 ? "long long" : "int");
   const auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
   std::vector<std::string> args = {t, m, l, std::to_string(d)};
-  if (mma) {
+  if (mma && decode) {
+    for (int v : {bn, stages, warps, split}) args.push_back(std::to_string(v));
+  } else if (mma) {
     for (int v : {bm, bn, stages}) args.push_back(std::to_string(v));
   }
   for (const std::string& s :
        {flag(causal), flag(bottom_right), std::to_string(mask_kind(mask)), flag(lens.has_value())})
     args.push_back(s);
-  return codegen::render_instance(
-      mma ? "kiln::attention::attention_mma" : "kiln::attention::attention_rows", args);
+  return codegen::render_instance(!mma     ? "kiln::attention::attention_rows"
+                                  : decode ? "kiln::attention::attention_decode"
+                                           : "kiln::attention::attention_mma",
+                                  args);
 }
 
 std::string AttentionTemplate::name(std::string_view stem) const {
-  std::string s = mma ? fmt::format("{}__fa{}x{}s{}_d{}", stem, bm, bn, stages, d)
-                      : fmt::format("{}__rows_d{}", stem, d);
+  std::string s = !mma    ? fmt::format("{}__rows_d{}", stem, d)
+                  : decode ? fmt::format("{}__dec{}s{}w{}k{}_d{}", stem, bn, stages, warps, split, d)
+                           : fmt::format("{}__fa{}x{}s{}_d{}", stem, bm, bn, stages, d);
   if (causal) s += bottom_right ? "_causal_br" : "_causal";
   if (mask) s += mask == DType::boolean ? "_boolmask" : "_mask";
   if (lens) s += "_lens";
@@ -53,41 +58,13 @@ std::string AttentionTemplate::name(std::string_view stem) const {
 }
 
 int AttentionTemplate::shared_bytes() const {
-  return mma ? cfg::shared_bytes(d, bm, bn, stages) : 0;
+  if (!mma) return 0;
+  return decode ? cfg::decode_shared_bytes(d, bn, stages, warps)
+                : cfg::shared_bytes(d, bm, bn, stages);
 }
 
 unsigned AttentionTemplate::threads() const {
-  return mma ? unsigned(bm / 16 * 32) : unsigned(cfg::kRowWarps * 32);
-}
-
-const codegen::TunableTable<AttentionTemplate>& attention_tunable_table() {
-  static const codegen::TunableTable<AttentionTemplate> table = {
-      {"bm", &AttentionTemplate::bm, {64, 128}},
-      {"bn", &AttentionTemplate::bn, {16, 32, 64, 128}},
-      {"stages", &AttentionTemplate::stages, {2, 3}},
-  };
-  return table;
-}
-
-int widest_key_tile(int d, bool masked) {
-  // Measured with ptxas for sm_80 and sm_90a (tests/engine/families/attention): wider tiles spill.
-  if (masked) return d <= 80 ? 64 : d <= 128 ? 32 : 16;
-  return d <= 192 ? 128 : 64;
-}
-
-AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared) {
-  AttentionTemplate t;
-  t.d = d;
-  // Above D 128, Q is read from shared memory and the output takes 128 registers a thread:
-  // 64 x 32 tiles keep the block without spills. A mask's element-wise work takes registers
-  // too: half as many keys a tile.
-  if (d > 128) t.bm = 64, t.bn = 32;
-  if (masked) t.bn /= 2;
-  t.stages = d <= 64 ? 3 : 2;
-  while (t.shared_bytes() > max_shared && t.stages > 2) --t.stages;
-  while (t.shared_bytes() > max_shared && t.bn > 16) t.bn /= 2;
-  while (t.shared_bytes() > max_shared && t.bm > 64) t.bm /= 2;
-  return t;
+  return !mma ? unsigned(cfg::kRowWarps * 32) : decode ? unsigned(warps * 32) : unsigned(bm / 16 * 32);
 }
 
 namespace {
@@ -186,22 +163,54 @@ cfg::Params call_params(const AttentionKernel& k, const std::string& stem, bool&
   return p;
 }
 
-// `t` over the defaults `tp` of the mma path; ArgumentError for a name or value the template
-// does not take, or tiles whose shared memory the block does not have.
-AttentionTemplate parse_tiles(const Tunables& t, const AttentionTemplate& tp,
-                              const std::string& stem, int max_shared) {
-  AttentionTemplate r =
-      codegen::parse_tunables(attention_tunable_table(), t, tp, stem, "attention template");
-  for (const auto& row : attention_tunable_table())
-    if (std::find(row.values.begin(), row.values.end(), r.*(row.field)) == row.values.end())
-      throw ArgumentError(fmt::format("{}: {}={} is not a value the attention template takes", stem,
-                                      row.name, r.*(row.field)));
-  if (r.shared_bytes() > max_shared)
-    throw ArgumentError(fmt::format(
-        "{}: tiles {}x{} in {} stages take {} bytes of shared memory, more than the {} a block "
-        "has",
-        stem, r.bm, r.bn, r.stages, r.shared_bytes(), max_shared));
-  return r;
+}  // namespace
+
+namespace {
+
+// Few query rows (a step of decoding, or a short prompt over a long cache) take the decode path.
+constexpr std::int64_t kDecodeRowsMax = 16;
+
+// The call's template: its path, the defaults of that path, `t` over them.
+AttentionTemplate choose_template(const AttentionKernel& k, const cfg::Params& p, bool mma,
+                                  const std::string& stem, const Tunables& t) {
+  const int d = int(k.q.shape.back());
+  const bool masked = k.mask.has_value();
+  const int max_shared = k.max_shared > 0 ? k.max_shared : kSharedFallback;
+  // Above D 192 an additive mask's work spills on the tensor-core paths: the plain kernel.
+  mma = mma && !(d > 192 && masked && k.mask->dtype != DType::boolean);
+  AttentionTemplate tp;
+  if (mma && p.sq <= kDecodeRowsMax) {
+    const std::int64_t work = std::int64_t(p.batches) * (p.heads / p.group) *
+                              ((std::int64_t(p.sq) * p.group + cfg::kDecodeRows - 1) /
+                               cfg::kDecodeRows);
+    tp = default_decode_tiles(d, masked, max_shared, work, p.skv, k.clusters, k.sms);
+  } else {
+    tp = default_attention_tiles(d, masked, max_shared);
+  }
+  tp.mma = mma;
+  tp.dtype = k.q.dtype;
+  tp.mask = k.mask ? std::optional<DType>(k.mask->dtype) : std::nullopt;
+  tp.lens = k.lens ? std::optional<DType>(k.lens->dtype) : std::nullopt;
+  tp.causal = k.causal;
+  tp.bottom_right = k.causal && k.bottom_right;
+  if (tp.mma) return resolve_attention_tiles(t, tp, stem, max_shared, k.clusters);
+  if (!t.empty())
+    throw ArgumentError(fmt::format("{}: the plain attention kernel takes no tunables", stem));
+  return tp;
+}
+
+// Blocks of the launch of `tp` (the decode path's clusters together).
+std::uint64_t blocks_of(const AttentionTemplate& tp, cfg::Params& p) {
+  const std::uint64_t pairs = std::uint64_t(p.batches) * std::uint64_t(p.heads);
+  const std::uint64_t sq = std::uint64_t(p.sq);
+  if (!tp.mma) return (pairs * sq + cfg::kRowWarps - 1) / cfg::kRowWarps;
+  if (!tp.decode) {
+    p.m_blocks = int((sq + std::uint64_t(tp.bm) - 1) / std::uint64_t(tp.bm));
+    return std::uint64_t(p.m_blocks) * pairs;
+  }
+  const std::uint64_t rows = sq * std::uint64_t(p.group);
+  p.m_blocks = int((rows + cfg::kDecodeRows - 1) / cfg::kDecodeRows);
+  return std::uint64_t(p.m_blocks) * (pairs / std::uint64_t(p.group)) * std::uint64_t(tp.split);
 }
 
 }  // namespace
@@ -210,38 +219,28 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
                                   const Tunables& t) {
   bool mma = false;
   cfg::Params p = call_params(k, stem, mma);
-  const std::int64_t d = k.q.shape.back(), sq = p.sq, pairs = std::int64_t(p.batches) * p.heads;
-  const int max_shared = k.max_shared > 0 ? k.max_shared : kSharedFallback;
-  AttentionTemplate tp = default_attention_tiles(int(d), k.mask.has_value(), max_shared);
-  tp.dtype = k.q.dtype;
-  tp.mask = k.mask ? std::optional<DType>(k.mask->dtype) : std::nullopt;
-  tp.lens = k.lens ? std::optional<DType>(k.lens->dtype) : std::nullopt;
-  tp.causal = k.causal;
-  tp.bottom_right = k.causal && k.bottom_right;
-  // Above D 192 an additive mask's work spills on the mma path: the plain kernel takes it.
-  tp.mma = mma && !(d > 192 && k.mask && k.mask->dtype != DType::boolean);
-  if (tp.mma)
-    tp = parse_tiles(t, tp, stem, max_shared);
-  else if (!t.empty())
-    throw ArgumentError(fmt::format("{}: the plain attention kernel takes no tunables", stem));
+  const AttentionTemplate tp = choose_template(k, p, mma, stem, t);
+  const std::int64_t pairs = std::int64_t(p.batches) * p.heads;
 
   KernelLaunch L;
-  const std::uint64_t m_blocks = tp.mma ? std::uint64_t((sq + tp.bm - 1) / tp.bm) : 0;
-  p.m_blocks = int(m_blocks);
-  const std::uint64_t blocks =
-      tp.mma ? m_blocks * std::uint64_t(pairs)
-             : (std::uint64_t(pairs) * std::uint64_t(sq) + cfg::kRowWarps - 1) / cfg::kRowWarps;
-  L.groups = std::uint64_t(pairs) * std::uint64_t(sq) * std::uint64_t(d);
+  const std::uint64_t blocks = blocks_of(tp, p);
+  L.groups = std::uint64_t(pairs) * std::uint64_t(p.sq) * std::uint64_t(k.q.shape.back());
   L.config.grid[0] = grid_x(blocks, [&] { return fmt::format("{}: {}", stem, k.q.describe()); });
   L.config.block[0] = tp.threads();
+  if (tp.decode) L.config.cluster[0] = unsigned(tp.split);
   L.config.shared = unsigned(tp.shared_bytes());
   L.config.shared_required = tp.mma;
-  L.spec.source =
-      fmt::format("#include <kiln/{}>\n", tp.mma ? "attention.cuh" : "attention_rows.cuh");
+  L.spec.source = fmt::format("#include <kiln/{}>\n", !tp.mma    ? "attention_rows.cuh"
+                                                       : tp.decode ? "attention_decode.cuh"
+                                                                   : "attention.cuh");
   L.spec.expression = tp.expression();
   L.spec.options = codegen::builtin_options();
   L.spec.name = tp.name(stem);
-  if (tp.mma) L.tunables = codegen::launch_tunables(attention_tunable_table(), tp, ~0u);
+  if (tp.mma)
+    L.tunables = codegen::launch_tunables(attention_tunable_table(), tp, tp.where(k.clusters));
+  // Which path and split serve a call depend on its lengths: a dynamic one's kernels are those
+  // of the extents the family probes.
+  L.bucketed = k.dynamic;
 
   std::vector<const TensorView*> views = {&k.out, &k.q, &k.k, &k.v};
   if (k.mask) views.push_back(&*k.mask);
@@ -256,32 +255,5 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   L.layout.params = {ParamBytes(&p, sizeof p)};
   return L;
 }
-
-namespace autotune {
-Space attention_space(const KernelLaunch& base, int max_shared) {
-  Space s;
-  s.reject = [](const Candidate&, const DeviceLimits&) { return std::string(); };
-  if (base.tunables.empty()) return s;  // the rows path: nothing to search
-  s.tunables = codegen::space_tunables(attention_tunable_table(), ~0u);
-  s.fallback = base.tunables;
-  // The head size and whether a mask is applied, from the kernel's name (name()).
-  const std::string& name = base.spec.name;
-  const auto at = name.rfind("_d");
-  const int d = at == std::string::npos ? 256 : std::atoi(name.c_str() + at + 2);
-  const bool masked = name.find("mask", at == std::string::npos ? 0 : at) != std::string::npos;
-  s.reject = [d, masked, max_shared](const Candidate& c, const DeviceLimits& lim) -> std::string {
-    AttentionTemplate t;
-    t.d = d;
-    t.bm = c.at("bm"), t.bn = c.at("bn"), t.stages = c.at("stages");
-    const int have = std::min(max_shared, lim.max_shared_bytes_per_block);
-    if (t.shared_bytes() > have)
-      return fmt::format("{} bytes of shared memory, more than {}", t.shared_bytes(), have);
-    if (t.bn > widest_key_tile(d, masked))
-      return fmt::format("key tiles of {} spill at D {}{}", t.bn, d, masked ? " with a mask" : "");
-    return "";
-  };
-  return s;
-}
-}  // namespace autotune
 
 }  // namespace kiln

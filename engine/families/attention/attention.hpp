@@ -24,29 +24,42 @@ struct AttentionKernel {
   bool bottom_right = false;  ///< causal_align "bottom_right"
   std::optional<double> scale;  ///< none: 1 / sqrt(D)
   int max_shared = 0;  ///< the target's opt-in shared memory per block (0: 99 KiB)
+  int sms = 0;         ///< the target's multiprocessors (0: 108), which the decode path fills
+  bool clusters = false;  ///< the target runs thread-block clusters (sm_90 and later)
+  bool dynamic = false;   ///< a dim of the call is dynamic: the launch serves a bucket of extents
 };
 
 /// The templates' parameters as the specialization chose them: `mma` picks attention_mma
-/// (bm, bn, stages its tunables, declared once in attention_tunable_table()) over
-/// attention_rows.
+/// (tunables bm, bn, stages) over attention_rows, and `decode` (with `mma`) attention_decode
+/// for few query rows (tunables bn, stages, warps, split); attention_tunable_table() declares
+/// them once.
 struct AttentionTemplate {
   DType dtype = DType::bf16;
   std::optional<DType> mask, lens;
   int d = 64;
-  bool mma = true;
+  bool mma = true, decode = false;
   bool causal = false, bottom_right = false;
   int bm = 128, bn = 64, stages = 2;
+  int warps = 4, split = 1;  ///< the decode path's warps a block, and blocks a cluster
 
-  /// `kiln::attention::attention_mma<...>` or `kiln::attention::attention_rows<...>`.
+  /// `kiln::attention::attention_mma<...>`, `...attention_decode<...>` or `...attention_rows<...>`.
   std::string expression() const;
-  /// "<stem>__fa128x64s2_d64_causal"; the rows path "<stem>__rows_d64".
+  /// "<stem>__fa128x64s2_d64_causal"; the decode path "<stem>__dec32s3w4k2_d128"; the rows
+  /// path "<stem>__rows_d64".
   std::string name(std::string_view stem) const;
-  /// Dynamic shared memory (attention_config.cuh's layout); 0 for the rows path.
+  /// Dynamic shared memory (attention_config.cuh's layouts); 0 for the rows path.
   int shared_bytes() const;
   unsigned threads() const;
+  /// The tunable table's path bits of this template (kAttentionMma, kAttentionDecode), with
+  /// kAttentionClusters where `clusters`.
+  unsigned where(bool clusters) const;
 };
 
-/// The mma template's tunables, once: bm, bn, stages.
+/// Path bits of attention_tunable_table().
+constexpr unsigned kAttentionMma = 1, kAttentionDecode = 2, kAttentionClusters = 4;
+
+/// The templates' tunables, once: the mma path's bm, bn, stages; the decode path's bn, stages,
+/// warps and (with clusters) split.
 const codegen::TunableTable<AttentionTemplate>& attention_tunable_table();
 
 /// The most keys a tile of the mma path takes at head size `d` (with a mask: `masked`) before
@@ -57,15 +70,27 @@ int widest_key_tile(int d, bool masked);
 /// `max_shared` bytes.
 AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared);
 
-/// `k`'s kernel with tunables `t` (mma path only; a missing one takes the default).
+/// The default tiles of the decode path for head size `d` (with a mask: `masked`) within
+/// `max_shared` bytes: `work` tiles of packed rows over `keys` keys, split between the blocks
+/// of a cluster (where `clusters`) while the blocks still fit one wave on `sms` multiprocessors.
+AttentionTemplate default_decode_tiles(int d, bool masked, int max_shared, std::int64_t work,
+                                       std::int64_t keys, bool clusters, int sms);
+
+/// `t` over `defaults` (a template of the mma or decode path); ArgumentError naming `stem` for
+/// a tunable its path does not have, a value the template does not take, a split where the
+/// target has no clusters, or tiles whose shared memory the block does not have.
+AttentionTemplate resolve_attention_tiles(const Tunables& t, const AttentionTemplate& defaults,
+                                          const std::string& stem, int max_shared, bool clusters);
+
+/// `k`'s kernel with tunables `t` (mma and decode paths; a missing one takes the default).
 /// ArgumentError naming `stem` for another tunable or a value the template does not take,
 /// ShapeError for views it cannot launch on.
 KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& stem,
                                   const Tunables& t);
 
 namespace autotune {
-/// What `kiln tune` searches for an attention kernel (nothing for the rows path): bm, bn and
-/// stages whose shared memory fits `max_shared`.
+/// What `kiln tune` searches for an attention kernel (nothing for the rows path): its path's
+/// tunables whose shared memory fits `max_shared` and whose key tiles do not spill.
 Space attention_space(const KernelLaunch& base, int max_shared);
 }  // namespace autotune
 

@@ -1,11 +1,29 @@
 // The attention family: scaled dot-product attention (ops/attention.cpp) on the mma.sync kernel
-// (kernel_templates/kiln/attention.cuh) or the plain one (attention_rows.cuh). Its operands are
-// read from memory as the views they are; its specialization is attention.*.
+// (kernel_templates/kiln/attention.cuh), its decode arrangement (attention_decode.cuh) or the
+// plain one (attention_rows.cuh). Its operands are read from memory as the views they are; its
+// specialization is attention.* and attention_tiles.cpp.
 #include "engine/families/attention/attention.hpp"
 #include "engine/families/family.hpp"
+#include "engine/families/rows/rows.hpp"
 
 namespace kiln {
 namespace {
+
+// What an attention group keeps from the planned graph: whether a dynamic dim sets a length,
+// a batch or the heads of one of its operands (its path and split follow them).
+struct AttentionPlanned final : GroupPayload {
+  bool dynamic = false;
+};
+
+AttentionPlanned analyze_attention(const FusedGroup& grp, const Graph& planned) {
+  AttentionPlanned p;
+  const auto& anchor = planned.node(grp.anchor_node);
+  for (const auto& a : anchor.args)
+    if (const int* id = std::get_if<int>(&a))
+      for (std::int64_t e : planned.node(*id).shape) p.dynamic = p.dynamic || e < 0;
+  for (std::int64_t e : anchor.shape) p.dynamic = p.dynamic || e < 0;
+  return p;
+}
 
 class AttentionFamily final : public Family {
  public:
@@ -13,8 +31,13 @@ class AttentionFamily final : public Family {
   bool claims(const FusedGroup& grp, const Graph&) const override {
     return grp.anchor && grp.anchor->fusion.family == name();
   }
+  std::shared_ptr<const GroupPayload> analyze(const FusedGroup& grp,
+                                              const Graph& planned) const override {
+    return std::make_shared<AttentionPlanned>(analyze_attention(grp, planned));
+  }
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
     const FusedGroup& grp = w.group;
+    const auto* kept = grp.payload_as<AttentionPlanned>();
     const Attrs& attrs = w.shapes.node(grp.anchor_node).attrs;
     const std::vector<TensorView> in = w.views(grp.inputs);
     AttentionKernel k;
@@ -27,6 +50,9 @@ class AttentionFamily final : public Family {
     k.bottom_right = align && std::get<std::string>(*align) == "bottom_right";
     k.scale = attrs.number("scale");
     k.max_shared = w.target.max_shared;
+    k.sms = w.target.sms;
+    k.clusters = has_clusters(w.target.arch);
+    k.dynamic = kept ? kept->dynamic : analyze_attention(grp, w.planned).dynamic;
     return specialize_attention(k, grp.stem, t);
   }
   autotune::Space space(const FusedGroup&, const KernelLaunch& base,
@@ -34,7 +60,14 @@ class AttentionFamily final : public Family {
     return autotune::attention_space(base, target.max_shared);
   }
   std::vector<std::string_view> headers() const override {
-    return {"attention.cuh", "attention_rows.cuh"};
+    return {"attention.cuh", "attention_decode.cuh", "attention_rows.cuh"};
+  }
+  std::vector<std::int64_t> extent_probes() const override {
+    // Past the decode path's bound (16 query rows), and lengths doubling over the range where
+    // its split grows (a split is a power of two, chosen by the tiles of keys).
+    std::vector<std::int64_t> probes = {17};
+    for (std::int64_t e = 1; e <= 65536; e *= 2) probes.push_back(e);
+    return probes;
   }
 };
 

@@ -1,7 +1,8 @@
 // attention on the GPU against the tests' fp64 reference (tests/engine/reference_attention.cpp):
-// lengths 1 to 1000 with Sq != Skv, grouped and multi-query heads, D 40 to 256, causal in both
-// alignments, additive and bool masks, per-batch KV lengths, fully masked rows, q/k/v read in
-// place from a packed [B, S, 3, H, D] projection, f16, bf16 and f32; outputs poisoned first.
+// lengths 1 to 4097 with Sq != Skv, grouped and multi-query heads (packed in the decode path's
+// tiles), keys split between warps and blocks, D 40 to 256, causal in both alignments, additive
+// and bool masks, per-batch KV lengths, fully masked rows, q/k/v read in place from a packed
+// [B, S, 3, H, D] projection, f16, bf16 and f32; outputs poisoned first.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -75,7 +76,9 @@ struct Case {
   DType t;
   std::int64_t b, hq, hkv, sq, skv, d;
   bool causal = false, bottom_right = false;
-  int mask = 0;  // 0 none, 1 additive (with a row of -inf), 2 bool (with a row all false)
+  // 0 none, 1 additive [Sq, Skv] (with a row of -inf), 2 bool [B, 1, Sq, Skv] (with a row all
+  // false), 3 additive per head [1, Hq, Sq, Skv]
+  int mask = 0;
   bool lens = false;
   bool packed = false;  // q, k, v views of one [B, S, 3, H, D] tensor
 };
@@ -85,6 +88,7 @@ std::string name_of(const Case& c) {
                      c.sq, c.skv, c.d, c.causal ? (c.bottom_right ? " causal_br" : " causal") : "",
                      c.mask == 1   ? " mask"
                      : c.mask == 2 ? " boolmask"
+                     : c.mask == 3 ? " headmask"
                                    : "",
                      c.lens ? " lens" : "", c.packed ? " packed" : "", "");
 }
@@ -112,13 +116,16 @@ void run_case(kiln::Engine& e, const Case& c, std::mt19937_64& rng) {
     vals.push_back(keep[c.packed ? 0 : std::size_t(i)].values(
         std::get<kiln::TensorView>(args[std::size_t(i)])));
   if (c.mask) {
-    const Shape ms = c.mask == 1 ? Shape{c.sq, c.skv} : Shape{c.b, 1, c.sq, c.skv};
+    const Shape ms = c.mask == 1   ? Shape{c.sq, c.skv}
+                     : c.mask == 2 ? Shape{c.b, 1, c.sq, c.skv}
+                                   : Shape{1, c.hq, c.sq, c.skv};
+    const bool additive = c.mask != 2;
     std::vector<double> m(std::size_t(kiln::numel_of(ms)));
     std::uniform_real_distribution<double> u(-2, 2);
-    for (double& x : m) x = c.mask == 1 ? u(rng) : double(u(rng) > -1.2);
+    for (double& x : m) x = additive ? u(rng) : double(u(rng) > -1.2);
     const std::int64_t dead = std::min<std::int64_t>(3, c.sq - 1);  // a row with no key
     for (std::int64_t j = 0; j < c.skv; ++j)
-      m[std::size_t(dead * c.skv + j)] = c.mask == 1 ? -std::numeric_limits<double>::infinity() : 0;
+      m[std::size_t(dead * c.skv + j)] = additive ? -std::numeric_limits<double>::infinity() : 0;
     const DType mt = c.mask == 2 ? DType::boolean : c.t;
     keep.push_back(upload(e, mt, std::move(m)));
     args.push_back(keep.back().view(ms, contiguous(ms), 0));
@@ -192,6 +199,26 @@ TEST_CASE("gpu: attention against fp64 over lengths, heads, head sizes, masks an
       {DType::f16, 2, 8, 8, 1000, 7, 64},
       {DType::bf16, 2, 8, 8, 1000, 1000, 128},
       {DType::f16, 1, 4, 2, 129, 1000, 64, true, true, 2, true},
+  };
+  for (const Case& c : cases) run_case(e, c, rng);
+}
+
+TEST_CASE("gpu: attention's decode path (16 query rows or fewer) against fp64: grouped heads "
+          "packed, keys split between warps and the blocks of a cluster" *
+          doctest::skip(!kiln::test::has_gpu())) {
+  kiln::Engine e(kiln::test::on_gpu());
+  std::mt19937_64 rng = kiln::test::make_rng(51);
+  const std::vector<Case> cases = {
+      {DType::bf16, 2, 32, 8, 1, 4097, 128},
+      {DType::bf16, 1, 8, 1, 1, 4097, 128},
+      {DType::f16, 1, 8, 1, 16, 1000, 64, true, true, 1},
+      {DType::bf16, 3, 4, 4, 5, 129, 80, true},
+      {DType::bf16, 2, 16, 2, 2, 4097, 160, false, false, 0, true},
+      {DType::bf16, 2, 8, 2, 4, 1000, 128, false, false, 2},
+      {DType::f16, 2, 4, 4, 9, 9, 64, true, false, 0, false, true},
+      {DType::bf16, 2, 4, 1, 3, 64, 256, true, true, 0, true},
+      {DType::bf16, 2, 8, 2, 3, 500, 64, false, false, 3, true},
+      {DType::f16, 1, 6, 3, 7, 1, 40},
   };
   for (const Case& c : cases) run_case(e, c, rng);
 }

@@ -7,11 +7,13 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <set>
 
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
 
 #include "engine/compiler/compiler.hpp"
+#include "engine/exec/plan_specs.hpp"
 #include "tests/support.hpp"
 
 using kiln::Attrs;
@@ -123,7 +125,7 @@ TEST_CASE("attention is one kernel reading permuted q, k and v in place") {
   CHECK(kernels[0].name == "attention_bf16__fa128x64s3_d64_causal");
 }
 
-TEST_CASE("attention over a dynamic sequence length plans one kernel for every length") {
+TEST_CASE("attention over a dynamic sequence length precompiles a bounded set of kernels") {
   const Graph g = Graph::parse(R"({"inputs": [
       {"name": "q", "shape": [2, 8, "?", 64], "dtype": "bf16"},
       {"name": "k", "shape": [2, 8, "?", 64], "dtype": "bf16"},
@@ -132,7 +134,33 @@ TEST_CASE("attention over a dynamic sequence length plans one kernel for every l
     "outputs": ["o"]})");
   const auto kernels = kiln::Plan(g).kernels("sm_90a");
   REQUIRE(kernels.size() == 1);
-  CHECK(kernels[0].name == "attention_bf16__fa128x64s3_d64_causal");
+  CHECK(kernels[0].name == "attention_bf16__buckets");
+  // Self-attention: the decode path up to 16 query rows, the mma path past them.
+  std::set<std::string> names;
+  for (const kiln::KernelSpec& s : kiln::plan_specs(g)) names.insert(s.name);
+  CHECK(names == std::set<std::string>{"attention_bf16__dec32s3w4k1_d64_causal",
+                                       "attention_bf16__fa128x64s3_d64_causal"});
+  // A step of decoding over a cache of dynamic length: the split grows with the keys, 4
+  // kernels at most.
+  const Graph step = Graph::parse(R"({"inputs": [
+      {"name": "q", "shape": [2, 8, 1, 64], "dtype": "bf16"},
+      {"name": "k", "shape": [2, 8, "?", 64], "dtype": "bf16"},
+      {"name": "v", "shape": [2, 8, "?", 64], "dtype": "bf16"}],
+    "nodes": [{"name": "o", "op": "attention", "args": ["q", "k", "v"]}],
+    "outputs": ["o"]})");
+  std::set<std::string> steps;
+  for (const kiln::KernelSpec& s : kiln::plan_specs(step)) steps.insert(s.name);
+  CHECK(steps == std::set<std::string>{
+                     "attention_bf16__dec32s3w4k1_d64", "attention_bf16__dec32s3w4k2_d64",
+                     "attention_bf16__dec32s3w4k4_d64", "attention_bf16__dec32s3w4k8_d64"});
+  // A length the probes did not meet runs a kernel among them.
+  const Graph at = Graph::parse(R"({"inputs": [
+      {"name": "q", "shape": [2, 8, 5, 64], "dtype": "bf16"},
+      {"name": "k", "shape": [2, 8, 5, 64], "dtype": "bf16"},
+      {"name": "v", "shape": [2, 8, 5, 64], "dtype": "bf16"}],
+    "nodes": [{"name": "o", "op": "attention", "args": ["q", "k", "v"], "attrs": {"causal": true}}],
+    "outputs": ["o"]})");
+  CHECK(names.count(kiln::plan_specs(at).at(0).name) == 1);
 }
 
 TEST_CASE("the attention template's specialization: paths, names, tunables, lengths") {
@@ -181,7 +209,7 @@ TEST_CASE("the attention template's specialization: paths, names, tunables, leng
   CHECK_THROWS_WITH_AS(
       kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
                                  {{"warps", 4}}),
-      "at: 'warps' is not a tunable of the attention template (bm, bn, stages)",
+      "at: 'warps' is not a tunable of the attention template's mma path (bm, bn, stages)",
       kiln::ArgumentError);
   CHECK_THROWS_AS(kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}),
                                              "at", {{"bn", 48}}),
@@ -250,30 +278,33 @@ TEST_CASE("attention kernels NVRTC-compile for sm_80 and sm_90a with nothing spi
   };
   for (const char* arch : {"sm_80", "sm_90a"}) {
     kiln::Engine e(kiln::test::offline(arch));
-    for (const Case& c : cases) {
-      std::vector<kiln::Operand> args = {desc({2, 8, 333, c.d}, c.t), desc({2, 2, 500, c.d}, c.t),
-                                         desc({2, 2, 500, c.d}, c.t)};
-      if (c.mask) args.push_back(desc({333, 500}, *c.mask));
-      if (c.lens) args.push_back(desc({2}, DType::i64));
-      const kiln::KernelRecord r = kiln::precompile(
-          e, "attention", args, Attrs().set("causal", c.causal).set("causal_align", c.align));
-      CAPTURE(arch);
-      CAPTURE(r.name);
-      CHECK(r.spill_bytes == 0);
-      CHECK(r.registers > 0);
+    for (const Case& c : cases)
+      for (std::int64_t sq : {333, 3}) {  // the mma path and the decode path
+        std::vector<kiln::Operand> args = {desc({2, 8, sq, c.d}, c.t), desc({2, 2, 500, c.d}, c.t),
+                                           desc({2, 2, 500, c.d}, c.t)};
+        if (c.mask) args.push_back(desc({sq, 500}, *c.mask));
+        if (c.lens) args.push_back(desc({2}, DType::i64));
+        const kiln::KernelRecord r = kiln::precompile(
+            e, "attention", args, Attrs().set("causal", c.causal).set("causal_align", c.align));
+        CAPTURE(arch);
+        CAPTURE(r.name);
+        CHECK(r.spill_bytes == 0);
+        CHECK(r.registers > 0);
     }
   }
 }
 
 namespace {
 
-// Compiles every `step`-th candidate of the tuning space of a bf16 call at head size `d` (with an
-// additive mask: `masked`) for `arch`; returns those that spilled or failed.
+// Compiles every `step`-th candidate of the tuning space of a bf16 call of `sq` query rows at
+// head size `d` (with an additive mask: `masked`) for `arch`; returns those that spilled or
+// failed.
 std::vector<std::string> compile_space(std::int64_t d, bool masked, const std::string& arch,
-                                       std::size_t step = 1) {
-  kiln::AttentionKernel k = call(DType::bf16, {2, 8, 1000, d}, {2, 8, 1000, d});
-  if (masked) k.mask = desc({1000, 1000}, DType::bf16);
+                                       std::size_t step = 1, std::int64_t sq = 1000) {
+  kiln::AttentionKernel k = call(DType::bf16, {2, 8, sq, d}, {2, 2, 1000, d});
+  if (masked) k.mask = desc({sq, 1000}, DType::bf16);
   k.causal = true;
+  k.clusters = arch != "sm_80";
   const kiln::KernelLaunch base = kiln::specialize_attention(k, "attention_bf16", {});
   kiln::autotune::DeviceLimits limits;
   limits.max_shared_bytes_per_block = 227 * 1024;
@@ -289,8 +320,9 @@ std::vector<std::string> compile_space(std::int64_t d, bool masked, const std::s
       bad.push_back(fmt::format("{}: {}", L.spec.name, e.what()));
     }
   }
-  MESSAGE(fmt::format("D {}{}: {} of {} candidates compiled for {}", d, masked ? " masked" : "",
-                      (candidates.size() + step - 1) / step, candidates.size(), arch));
+  MESSAGE(fmt::format("Sq {} D {}{}: {} of {} candidates compiled for {}", sq, d,
+                      masked ? " masked" : "", (candidates.size() + step - 1) / step,
+                      candidates.size(), arch));
   return bad;
 }
 
@@ -299,6 +331,8 @@ std::vector<std::string> compile_space(std::int64_t d, bool masked, const std::s
 TEST_CASE("a sample of the attention tuning space compiles for sm_90a with nothing spilled") {
   for (const std::string& b : compile_space(128, false, "sm_90a", 5)) FAIL_CHECK(b);
   for (const std::string& b : compile_space(160, true, "sm_90a", 3)) FAIL_CHECK(b);
+  for (const std::string& b : compile_space(128, false, "sm_90a", 9, 1)) FAIL_CHECK(b);
+  for (const std::string& b : compile_space(256, true, "sm_90a", 9, 4)) FAIL_CHECK(b);
 }
 
 TEST_CASE(
@@ -308,5 +342,6 @@ TEST_CASE(
   for (const char* arch : {"sm_80", "sm_90a"})
     for (std::int64_t d : {40, 64, 80, 128, 160, 256})
       for (bool masked : {false, true})
-        for (const std::string& b : compile_space(d, masked, arch)) FAIL_CHECK(b);
+        for (std::int64_t sq : {1000, 1})
+          for (const std::string& b : compile_space(d, masked, arch, 1, sq)) FAIL_CHECK(b);
 }

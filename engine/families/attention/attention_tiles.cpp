@@ -1,0 +1,153 @@
+// The attention templates' tiles: the tunable table, the defaults of the mma and decode paths,
+// the check of a tuning's values, and what `kiln tune` searches (attention.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <kiln/error.hpp>
+
+#include "engine/families/attention/attention.hpp"
+#include "kernel_templates/kiln/attention_config.cuh"
+
+namespace kiln {
+
+namespace cfg = attention::config;
+
+namespace {
+// Shared memory a multiprocessor holds on sm_90 (the most a decode launch can count on for
+// several blocks an SM), and what a block reserves besides its own.
+constexpr int kSharedPerSm = 228 * 1024, kSharedReserved = 1024;
+constexpr int kThreadsPerSm = 2048;
+}  // namespace
+
+const codegen::TunableTable<AttentionTemplate>& attention_tunable_table() {
+  using T = AttentionTemplate;
+  static const codegen::TunableTable<T> table = {
+      {"bm", &T::bm, {64, 128}, kAttentionMma},
+      {"bn", &T::bn, {16, 32, 64, 128}, kAttentionMma},
+      {"stages", &T::stages, {2, 3}, kAttentionMma},
+      {"bn", &T::bn, {16, 32, 64}, kAttentionDecode},
+      {"stages", &T::stages, {2, 3, 4}, kAttentionDecode},
+      {"warps", &T::warps, {2, 4, 8}, kAttentionDecode},
+      {"split", &T::split, {1, 2, 4, 8}, kAttentionDecode, kAttentionClusters},
+  };
+  return table;
+}
+
+unsigned AttentionTemplate::where(bool clusters) const {
+  return (decode ? kAttentionDecode : kAttentionMma) | (clusters ? kAttentionClusters : 0u);
+}
+
+int widest_key_tile(int d, bool masked) {
+  // Measured with ptxas for sm_80 and sm_90a (tests/engine/families/attention): wider tiles spill.
+  if (masked) return d <= 80 ? 64 : d <= 128 ? 32 : 16;
+  return d <= 192 ? 128 : 64;
+}
+
+AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared) {
+  AttentionTemplate t;
+  t.d = d;
+  // Above D 128, Q is read from shared memory and the output takes 128 registers a thread:
+  // 64 x 32 tiles keep the block without spills. A mask's element-wise work takes registers
+  // too: half as many keys a tile.
+  if (d > 128) t.bm = 64, t.bn = 32;
+  if (masked) t.bn /= 2;
+  t.stages = d <= 64 ? 3 : 2;
+  while (t.shared_bytes() > max_shared && t.stages > 2) --t.stages;
+  while (t.shared_bytes() > max_shared && t.bn > 16) t.bn /= 2;
+  while (t.shared_bytes() > max_shared && t.bm > 64) t.bm /= 2;
+  return t;
+}
+
+AttentionTemplate default_decode_tiles(int d, bool masked, int max_shared, std::int64_t work,
+                                       std::int64_t keys, bool clusters, int sms) {
+  AttentionTemplate t;
+  t.d = d;
+  t.decode = true;
+  // Three stages of 32 keys for each of 4 warps keep ~128 KB of K and V in flight an SM at D
+  // 128: what one SM needs to draw its share of the memory's bandwidth.
+  t.bn = std::min(32, widest_key_tile(d, masked));
+  t.stages = 3;
+  t.warps = 4;
+  while (t.shared_bytes() > max_shared && t.stages > 2) --t.stages;
+  while (t.shared_bytes() > max_shared && t.bn > 16) t.bn /= 2;
+  while (t.shared_bytes() > max_shared && t.warps > 2) t.warps /= 2;
+  // Split the keys while the blocks still fit one wave and each warp keeps 4 tiles or more.
+  const std::int64_t per_sm = std::max(1, std::min(kSharedPerSm / (t.shared_bytes() +
+                                                                   kSharedReserved),
+                                                   kThreadsPerSm / int(t.threads())));
+  const std::int64_t wave = std::int64_t(sms > 0 ? sms : 108) * per_sm;
+  const std::int64_t tiles = (keys + t.bn - 1) / t.bn;
+  while (clusters && t.split < 8 && work * t.split * 2 <= wave &&
+         tiles >= std::int64_t(4) * t.warps * t.split * 2)
+    t.split *= 2;
+  return t;
+}
+
+AttentionTemplate resolve_attention_tiles(const Tunables& t, const AttentionTemplate& defaults,
+                                          const std::string& stem, int max_shared,
+                                          bool clusters) {
+  const auto& table = attention_tunable_table();
+  const unsigned where = defaults.where(clusters);
+  const char* path = defaults.decode ? "decode path" : "mma path";
+  for (const auto& [name, value] : t) {
+    const bool known = std::any_of(table.begin(), table.end(), [&, &n = name](const auto& row) {
+      return row.name == n && row.in(where);
+    });
+    if (!known) {
+      std::vector<std::string> names;
+      for (const auto& [n, v] : codegen::launch_tunables(table, defaults, where))
+        names.push_back(n);
+      throw ArgumentError(fmt::format("{}: '{}' is not a tunable of the attention template's {} "
+                                      "({})",
+                                      stem, name, path, fmt::join(names, ", ")));
+    }
+  }
+  AttentionTemplate r = codegen::parse_tunables(table, t, defaults, stem, "attention template");
+  for (const auto& row : table)
+    if (row.in(where) &&
+        std::find(row.values.begin(), row.values.end(), r.*(row.field)) == row.values.end())
+      throw ArgumentError(fmt::format("{}: {}={} is not a value the attention template's {} takes",
+                                      stem, row.name, r.*(row.field), path));
+  if (r.shared_bytes() > max_shared)
+    throw ArgumentError(fmt::format("{}: tiles of {} keys in {} stages take {} bytes of shared "
+                                    "memory, more than the {} a block has",
+                                    stem, r.bn, r.stages, r.shared_bytes(), max_shared));
+  return r;
+}
+
+namespace autotune {
+Space attention_space(const KernelLaunch& base, int max_shared) {
+  Space s;
+  s.reject = [](const Candidate&, const DeviceLimits&) { return std::string(); };
+  if (base.tunables.empty()) return s;  // the rows path: nothing to search
+  s.fallback = base.tunables;
+  AttentionTemplate t;
+  t.decode = s.fallback.count("warps") > 0;
+  const bool clusters = s.fallback.count("split") > 0;
+  s.tunables = codegen::space_tunables(attention_tunable_table(), t.where(clusters));
+  // The head size and whether a mask is applied, from the kernel's name (name()).
+  const std::string& name = base.spec.name;
+  const auto at = name.rfind("_d");
+  t.d = at == std::string::npos ? 256 : std::atoi(name.c_str() + at + 2);
+  const bool masked = name.find("mask", at == std::string::npos ? 0 : at) != std::string::npos;
+  s.reject = [t, masked, max_shared](const Candidate& c, const DeviceLimits& lim) -> std::string {
+    AttentionTemplate x = t;
+    for (const auto& [n, v] : c)
+      for (const auto& row : attention_tunable_table())
+        if (row.name == n) x.*(row.field) = v;
+    const int have = std::min(max_shared, lim.max_shared_bytes_per_block);
+    if (x.shared_bytes() > have)
+      return fmt::format("{} bytes of shared memory, more than {}", x.shared_bytes(), have);
+    if (x.bn > widest_key_tile(x.d, masked))
+      return fmt::format("key tiles of {} spill at D {}{}", x.bn, x.d,
+                         masked ? " with a mask" : "");
+    if (int(x.threads()) > lim.max_threads_per_block)
+      return fmt::format("{} threads per block, the device allows {}", x.threads(),
+                         lim.max_threads_per_block);
+    return "";
+  };
+  return s;
+}
+}  // namespace autotune
+
+}  // namespace kiln
