@@ -74,16 +74,11 @@ constexpr int kDecodeRows = 16;
 KILN_ATTENTION_CONFIG_FN int decode_part_floats(int d) {
   return 2 * kDecodeRows + kDecodeRows * padded_d(d);
 }
-/// Where the decode kernel's barriers start (bytes): a barrier a stage of each warp's ring,
-/// for the bulk copies of sm_90 and later.
-KILN_ATTENTION_CONFIG_FN int decode_barriers_at(int d, int bn, int stages, int warps) {
+/// The decode kernel's dynamic shared memory for 2-byte elements.
+KILN_ATTENTION_CONFIG_FN int decode_shared_bytes(int d, int bn, int stages, int warps) {
   const int ring = warps * stages * 2 * bn * row_elements(d) * 2;
   const int parts = (warps + 1) * decode_part_floats(d) * 4;
   return kDecodeRows * row_elements(d) * 2 + (ring > parts ? ring : parts);
-}
-/// The decode kernel's dynamic shared memory for 2-byte elements.
-KILN_ATTENTION_CONFIG_FN int decode_shared_bytes(int d, int bn, int stages, int warps) {
-  return decode_barriers_at(d, bn, stages, warps) + warps * stages * 8;
 }
 
 }  // namespace kiln::attention::config

@@ -13,13 +13,6 @@
 
 #include <kiln/attention.cuh>
 #include <kiln/cluster.cuh>
-#include <kiln/tma.cuh>
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define KILN_DECODE_BULK 1
-#else
-#define KILN_DECODE_BULK 0
-#endif
 
 namespace kiln::attention {
 
@@ -178,74 +171,6 @@ __device__ __forceinline__ void merge_blocks(const float* block, const Params& p
   }
 }
 
-/// One warp's ring of Stages stages of BN key rows then BN value rows. On sm_90 and later a row
-/// arrives by one bulk copy that completes on its stage's barrier: a few instructions a tile,
-/// where cp.async (before sm_90) takes one a 16-byte piece, and those instructions were what
-/// held the warps back. Rows past the keys repeat the last key's: finite, and weighted 0.
-template <class T, int D, int BN, int Stages, int Ld>
-struct WarpRing {
-  static constexpr int kStage = 2 * BN * Ld;
-  T* ring;
-  unsigned long long* bars;  ///< a barrier a stage (bulk copies)
-  const T *k, *v;
-  long long ks, vs;  ///< row strides
-  int n_end, lane;
-
-  __device__ __forceinline__ T* stage(int n) const { return ring + n % Stages * kStage; }
-
-  /// The barriers made, and D's padding zeroed (the copies write D columns; a zero pad adds
-  /// nothing to a dot product).
-  __device__ __forceinline__ void init() {
-#if KILN_DECODE_BULK
-    if (lane < Stages) tma::barrier_init(bars + lane, 1);
-    if constexpr (D % 16 != 0) {
-      for (int row = lane; row < Stages * 2 * BN; row += 32)
-        *reinterpret_cast<uint4*>(ring + row * Ld + D) = make_uint4(0, 0, 0, 0);
-    }
-    __syncwarp();
-#endif
-  }
-  /// Starts the loads of key tile `kt` into the stage of the ring's n-th use.
-  __device__ __forceinline__ void issue(int n, int kt) {
-#if KILN_DECODE_BULK
-    T* const st = stage(n);
-    unsigned long long* const bar = bars + n % Stages;
-    tma::fence_async_shared();  // this lane's reads of the stage's last tile came first
-    if (lane == 0) tma::arrive_expect_bytes(bar, 2u * BN * D * sizeof(T));
-    for (int row = lane; row < BN; row += 32) {
-      const long long from = min(kt * BN + row, n_end - 1);
-      tma::copy_bytes(st + row * Ld, k + from * ks, D * sizeof(T), bar);
-      tma::copy_bytes(st + (BN + row) * Ld, v + from * vs, D * sizeof(T), bar);
-    }
-#else
-    load_tile<T, D, BN, Ld, 32>(stage(n), k, ks, kt * BN, n_end, lane);
-    load_tile<T, D, BN, Ld, 32>(stage(n) + BN * Ld, v, vs, kt * BN, n_end, lane);
-#endif
-  }
-  __device__ __forceinline__ void commit() {
-#if !KILN_DECODE_BULK
-    mma::cp_async_commit();
-#endif
-  }
-  /// Waits for the packed Q tile (a cp.async group before the ring's).
-  __device__ __forceinline__ void wait_q() {
-#if KILN_DECODE_BULK
-    mma::cp_async_wait<0>();
-#else
-    mma::cp_async_wait<Stages - 1>();
-#endif
-  }
-  /// Waits until the tile of the n-th use landed for every lane.
-  __device__ __forceinline__ void wait(int n) {
-#if KILN_DECODE_BULK
-    tma::barrier_wait(bars + n % Stages, unsigned(n / Stages) & 1u);
-#else
-    mma::cp_async_wait<Stages - 2>();
-#endif
-    __syncwarp();  // and every lane is done with the stage the next issue refills
-  }
-};
-
 template <class T, class M, class L, int D, int BN, int Stages, int Warps, int Split, bool Causal,
           bool BottomRight, int Mask, bool Lens>
 __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p) {
@@ -273,21 +198,22 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
   // Worker u of U takes tiles u, u + U, ...
   const int u = rank * Warps + warp, U = Split * Warps;
   const int mine = tiles > u ? (tiles - u + U - 1) / U : 0;
-  WarpRing<T, D, BN, Stages, kLd> ring{
-      rings + warp * Stages * kStage,
-      reinterpret_cast<unsigned long long*>(
-          smem_raw + config::decode_barriers_at(D, BN, Stages, Warps)) + warp * Stages,
-      k, v, p.s[config::kK].row, p.s[config::kV].row, n_end, lane};
-  ring.init();
+  T* const ring = rings + warp * Stages * kStage;
 
   load_packed_q<T, D, kLd, Warps * 32>(qs, p, r, rho0, tid);
   mma::cp_async_commit();
+  auto load_kv = [&](int n) {
+    T* st = ring + n % Stages * kStage;
+    const int kt = u + n * U;
+    load_tile<T, D, BN, kLd, 32>(st, k, p.s[config::kK].row, kt * BN, n_end, lane);
+    load_tile<T, D, BN, kLd, 32>(st + BN * kLd, v, p.s[config::kV].row, kt * BN, n_end, lane);
+  };
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {
-    if (s < mine) ring.issue(s, u + s * U);
-    ring.commit();
+    if (s < mine) load_kv(s);
+    mma::cp_async_commit();
   }
-  ring.wait_q();
+  mma::cp_async_wait<Stages - 1>();  // the Q tile landed
   __syncthreads();
   const T* const qw = qs + (lane & 15) * kLd + (lane >> 4) * 8;
   unsigned qf[kQRegs ? KS : 1][4];
@@ -303,10 +229,11 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
 
 #pragma unroll 1
   for (int n = 0; n < mine; ++n) {
-    ring.wait(n);
-    if (n + Stages - 1 < mine) ring.issue(n + Stages - 1, u + (n + Stages - 1) * U);
-    ring.commit();
-    const T* const tile = ring.stage(n);
+    mma::cp_async_wait<Stages - 2>();
+    __syncwarp();  // tile n landed for every lane; the stage of tile n - 1 is free
+    if (n + Stages - 1 < mine) load_kv(n + Stages - 1);
+    mma::cp_async_commit();
+    const T* const tile = ring + n % Stages * kStage;
     const int n0 = (u + n * U) * BN;
     float s[NT][4];
     tile_scores<T, KS, NT, kLd, kQRegs>(s, qf, qw, tile, lane);

@@ -86,23 +86,6 @@ __device__ inline void load_im2col_4d(void* dst, const TensorMap* map, int c, in
       : "memory");
 }
 
-/// Copies `bytes` (a multiple of 16) from global `src` to shared `dst` (both 16-byte aligned),
-/// completing them on `bar`: a plain bulk copy, no tensor map.
-__device__ inline void copy_bytes(void* dst, const void* src, unsigned bytes,
-                                  unsigned long long* bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(shared_address(dst)),
-      "l"(src), "r"(bytes), "r"(shared_address(bar))
-      : "memory");
-}
-
-/// Orders this thread's earlier generic-proxy accesses to shared memory before the copies it
-/// issues next (a stage read by ldmatrix, then refilled by a bulk copy).
-__device__ inline void fence_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
 /// The same for a map of one dim.
 __device__ inline void load_1d(void* dst, const TensorMap* map, int c0, unsigned long long* bar) {
   asm volatile(
