@@ -121,6 +121,7 @@ std::vector<OpDef> attention_ops() {
   d.min_operands = 3;
   // A kernel of its own reading every operand from memory, strided views in place.
   d.fusion = {FusionKind::anchor, "attention"};
+  d.fusion.laid_out = true;
   d.infer = infer_attention;
   d.domain = {-1, 1};
   d.attrs = {

@@ -62,6 +62,11 @@ struct FusionRoles {
   /// elementwise producers (engine/passes/fusion_parts.cpp), so that no operand produced in
   /// the plan is written anywhere else first.
   bool parts = false;
+  /// Its kernel writes its result through any strides, so where the result's one reader is a
+  /// view reordering its dims (a permute), the result is laid out so that the view is row-major
+  /// (engine/passes/memory_order.cpp): attention's [B, H, S, D] stored as [B, S, H, D], which
+  /// the output projection's reshape then reads in place.
+  bool laid_out = false;
 };
 
 /// One axis of a remap view (ViewRule::remap): the result's coordinate c along `axis` reads

@@ -4,16 +4,18 @@
 # Usage: scripts/device-test.sh [MODE...]  MODE: tests|sanity|memcheck|fuzz|tune|bench|gemm|attention|dynamic|python|pyexamples|APP|all (default
 #   all, which takes longer than one 600 s device call: split it). On an H100, after a ~100 s
 #   build: tests (the suite: slices of its GPU cases and the others, side by side) ~250 s;
-#   sanity (racecheck of the row cases and of tests/sanitize*/*.json, their memcheck, hello,
-#   bundle) ~50 s; memcheck (every GPU case) > 300 s; fuzz: the GPU regressions, the fuzz run
-#   and its memcheck sample; tune: `kiln tune` over the benchmark's row grid (the bench after
-#   it then runs with those records and also untuned); bench ~150 s; dynamic: kiln_bench_dynamic
-#   (softmax and layer_norm over 200 dynamic row lengths, bucket kernels against per-length ones);
+#   sanity (racecheck of the row cases and of tests/sanitize*/*.json, their memcheck and the
+#   attention graphs' synccheck, hello, bundle) ~50 s; memcheck (every GPU case) > 300 s;
+#   fuzz: the GPU regressions, the fuzz run and its memcheck sample; tune: `kiln tune` over the
+#   benchmark's row grid (the bench after it then runs with those records and also untuned);
+#   bench ~150 s; dynamic: kiln_bench_dynamic (softmax and layer_norm over 200 dynamic row
+#   lengths, bucket kernels against per-length ones);
 #   python: pytest of python/tests with the machine's torch and CuPy; pyexamples: examples/python
 #   beside torch (not part of all); gemm: `kiln bench` of bench/gemm/*.json, then their peers
 #   (bench/gemm/peers.py: cuBLAS, torch.compile) in the same call (not part of all); attention:
 #   the "gpu: attention" tests, `kiln bench` of bench/attention/*.json, then torch SDPA on them
-#   (bench/attention/peers.py: flash and cuDNN backends, CUDA graphs) (not part of all);
+#   (bench/attention/peers.py: flash and cuDNN backends, CUDA graphs), and the decode bench
+#   (bench/attention_decode.py, beside torch SDPA) (not part of all);
 #   APP one of diffusion|gfn|rusty_ops|gaussian_field|spectral_autoencoder: the seed app beside PyTorch (bench/APP.py;
 #   not part of all); dyngemm: bench/dynamic_gemm.py on a bundle of bench/dynamic_mlp.json made
 #   beforehand without a GPU into .device/mlp.kbundle (not part of all).
@@ -123,8 +125,11 @@ grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[doctest\] test cases" "$OUT/racechec
 # The split rows (clusters) on small graphs: the suite's long rows under racecheck ran past 300 s.
 # A log per graph and tool stays out of $OUT unless it failed: 20 files crowd what comes back.
 sanitize_logs=$(mktemp -d)
-for g in tests/sanitize/*.json tests/sanitize_gemm/*.json tests/sanitize_conv/*.json tests/sanitize_concat/*.json; do
-  for tool in racecheck memcheck; do
+for g in tests/sanitize/*.json tests/sanitize_gemm/*.json tests/sanitize_conv/*.json tests/sanitize_concat/*.json \
+         tests/sanitize_attention/*.json; do
+  tools="racecheck memcheck"
+  [[ "$g" == *sanitize_attention* ]] && tools="$tools synccheck"  # warp-level waits, cluster merge
+  for tool in $tools; do
     log="$sanitize_logs/$tool-$(basename "$g" .json).log"
     timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 $bin/kiln bench --reps 1 "$g" >"$log" 2>&1
     rc=$?
@@ -197,6 +202,8 @@ for g in bench/attention/*.json; do
   echo "$g"; tail -n 4 "$OUT/attention-$(basename "$g" .json).log"
 done
 timeout 120 python3 bench/attention/peers.py bench/attention/*.json 2>&1 | tee "$OUT/attention-peers.log" || status=1
+PYTHONPATH="$PWD/build-device/python${PYTHONPATH:+:$PYTHONPATH}" timeout 120 python3 bench/attention_decode.py \
+  2>&1 | tee "$OUT/attention-decode.log" || status=1
 fi
 
 if want dynamic; then

@@ -28,8 +28,9 @@ bool read_contiguous(const Graph& g, int id) {
 // Whether view `id` needs a kernel copying its operand: an output itself; a view that is never
 // read in place (a slice, unless a product's kernel writes it: window_slices); one read in
 // place in the arena whose operand is not a value there (a graph input or output: memory the
-// caller owns and the view cannot share, or another view read in place elsewhere); one read in
-// place anywhere that a kernel reading only contiguous memory reads.
+// caller owns and the view cannot share, or another view read in place elsewhere, unless that
+// view is made row-major by its operand's layout: reader_order); one read in place anywhere that
+// a kernel reading only contiguous memory reads.
 bool view_copies(const Graph& g, int id) {
   if (is_output(g, id)) return true;
   if (is_gather(g, id)) return !gathered_in_place(g, id);
@@ -40,7 +41,8 @@ bool view_copies(const Graph& g, int id) {
     case ops::ViewRule::InPlace::arena:
       return g.node(src).op == "input" || is_output(g, src) ||
              (is_view(g, src) && !view_copies(g, src) &&
-              view_in_place(g, src) != ops::ViewRule::InPlace::arena);
+              view_in_place(g, src) != ops::ViewRule::InPlace::arena &&
+              reader_order(g, src).empty());
     case ops::ViewRule::InPlace::anywhere:
       return read_contiguous(g, id);
   }

@@ -120,6 +120,11 @@ std::vector<std::pair<int, int>> view_aliases(const Graph& graph,
 void view_values(const Graph& graph, const std::vector<FusedGroup>& groups,
                  std::vector<TensorView>& values, const std::set<int>& given = {});
 
+/// Where view `id` reorders the dims (a permute, a transpose) of a value whose op lays its
+/// result out for its reader (ops::FusionRoles::laid_out) and is that value's one reader: the
+/// value's memory order (outermost dim first) that makes the view row-major. Empty otherwise.
+std::vector<std::size_t> reader_order(const Graph& graph, int id);
+
 /// What `grp`'s kernel computes, as an expression over the values it reads (graph names):
 /// "softmax(mul(x,2)+b)", its outputs joined by "; ", each cut at 200 bytes. NVTX names its
 /// launches so.

@@ -44,12 +44,43 @@ Shape strides_in(const Shape& shape, const std::vector<std::size_t>& order) {
   return st;
 }
 
-// The memory order node `id` asks for: its op's, or (elementwise) that of its first operand of
+// The permutation (result dim k reads x's dim order[k]) of view `id` where it only reorders its
+// operand's dims, read off its rule's view of a probe whose strides name the dims.
+std::vector<std::size_t> permutation_of(const Graph& g, int id) {
+  const Graph::Node& n = g.node(id);
+  const ops::ViewRule& rule = view_rule(g, id);
+  const Graph::Node& x = g.node(std::get<int>(n.args.at(0)));
+  if (!rule.of || view_in_place(g, id) != ops::ViewRule::InPlace::anywhere ||
+      x.shape.size() != n.shape.size())
+    return {};
+  TensorView probe;
+  probe.dtype = x.dtype;
+  probe.shape = x.shape;
+  for (std::size_t d = 0; d < x.shape.size(); ++d) probe.strides.push_back(std::int64_t(d) + 1);
+  const std::optional<TensorView> v = rule.of(probe, n.shape, n.attrs);
+  if (!v || v->strides.size() != n.shape.size()) return {};
+  std::vector<std::size_t> order;
+  std::vector<bool> seen(n.shape.size(), false);
+  for (std::int64_t s : v->strides) {
+    if (s < 1 || s > std::int64_t(seen.size()) || seen[std::size_t(s - 1)]) return {};
+    seen[std::size_t(s - 1)] = true;
+    order.push_back(std::size_t(s - 1));
+  }
+  return order;
+}
+
+// The memory order node `id` asks for: its reader's (ops::FusionRoles::laid_out), its op's, or
+// (elementwise) that of its first operand of
 // the same shape where that one was given an order here; empty: row-major.
 std::vector<std::size_t> order_of(const Graph& g, int id, const std::vector<TensorView>& values,
                                   const std::map<int, std::vector<std::size_t>>& ordered) {
   const Graph::Node& n = g.node(id);
   const ops::OpDef& op = op_def(g, n.op);
+  if (op.fusion.laid_out)
+    for (std::size_t r = std::size_t(id) + 1; r < g.nodes().size(); ++r)
+      if (std::vector<std::size_t> order = reader_order(g, int(r)); !order.empty()) {
+        if (std::get<int>(g.node(int(r)).args.at(0)) == id) return order;
+      }
   if (op.memory_order) {
     std::vector<TensorView> operands;
     for (int a : tensor_args(g, id)) operands.push_back(values.at(std::size_t(a)));
@@ -86,6 +117,16 @@ bool views_hold(const Graph& g, int id, const TensorView& v, const std::multimap
 }
 
 }  // namespace
+
+std::vector<std::size_t> reader_order(const Graph& g, int id) {
+  if (!is_view(g, id) || is_output(g, id)) return {};
+  const int src = std::get<int>(g.node(id).args.at(0));
+  if (!roles(g, src).laid_out || is_output(g, src)) return {};
+  for (std::size_t c = 0; c < g.nodes().size(); ++c)
+    for (const auto& a : g.nodes()[c].args)
+      if (int(c) != id && std::holds_alternative<int>(a) && std::get<int>(a) == src) return {};
+  return permutation_of(g, id);
+}
 
 void view_values(const Graph& g, const std::vector<FusedGroup>& groups,
                  std::vector<TensorView>& values, const std::set<int>& given) {

@@ -125,6 +125,21 @@ TEST_CASE("attention is one kernel reading permuted q, k and v in place") {
   CHECK(kernels[0].name == "attention_bf16__fa128x64s3_d64_causal");
 }
 
+TEST_CASE("QKV projection, attention and output projection plan as three kernels, no copy") {
+  // The projection writes q, k and v as windows; attention reads them permuted in place and
+  // writes its [B, H, S, D] result laid out as [B, S, H, D], which the output projection's
+  // reshape reads in place.
+  Graph g = Graph::load(std::string(KILN_SOURCE_DIR) +
+                        "/tests/regressions/hand-attention-output-laid-out-for-its-projection.json");
+  const auto kernels = kiln::Plan(g).kernels("sm_90a");
+  REQUIRE(kernels.size() == 3);
+  CHECK(kernels[1].name == "attention_bf16__fa128x64s3_d64_causal");
+  // The result read by anything else as well keeps its row-major layout, and the reshape of its
+  // permute is a copy.
+  g.output(kiln::Value(&g, g.find("a")), "a");
+  CHECK(kiln::Plan(g).kernels("sm_90a").size() == 4);
+}
+
 TEST_CASE("attention over a dynamic sequence length precompiles a bounded set of kernels") {
   const Graph g = Graph::parse(R"({"inputs": [
       {"name": "q", "shape": [2, 8, "?", 64], "dtype": "bf16"},
