@@ -1,7 +1,8 @@
 #pragma once
 // Attention on sm_80 tensor cores (mma.sync m16n8k16, f16 or bf16 operands, f32 accumulators),
-// in the manner of FlashAttention-2: a block takes BM query rows of one (batch, head), a warp 16
-// of them; Q's fragments stay in registers (read from its tile at each step for D above 128);
+// in the manner of FlashAttention-2: a block takes BM query rows of one (batch, head), a warp WM
+// of them (16 or 32: tiles of 16 rows that share each K and V fragment read); Q's fragments stay
+// in registers (read from its tile at each step for D above 128 or two tiles a warp);
 // tiles of BN keys and values stream through a ring of Stages shared-memory stages that cp.async
 // fills ahead; the scores of a tile live in registers, the softmax runs online with f32 row
 // statistics in log2 units, and the probabilities feed the P V product straight from registers.
@@ -149,6 +150,65 @@ __device__ __forceinline__ void accumulate_pv(float (&o)[DT][4], const float (&s
   }
 }
 
+/// tile_scores for MT tiles of 16 query rows a warp (the Q tile's rows at `qw`, 16 apart), each
+/// K fragment read from shared memory once for all of them: twice the products a byte read.
+template <class T, int KS, int NT, int Ld, int MT>
+__device__ __forceinline__ void tile_scores_rows(float (&s)[MT][NT][4], const T* qw, const T* kt,
+                                                 int lane) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0;
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    unsigned a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) mma::ldmatrix_x4(a[mt], qw + mt * 16 * Ld + ks * 16);
+#pragma unroll
+    for (int nt = 0; nt < NT; nt += 2) {
+      unsigned kb[4];
+      mma::ldmatrix_x4(kb, kt + (nt * 8 + (lane >> 4) * 8 + (lane & 7)) * Ld + ks * 16 +
+                               ((lane >> 3) & 1) * 8);
+      const unsigned b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        mma::mma_16816<T>(s[mt][nt], a[mt], b0);
+        mma::mma_16816<T>(s[mt][nt + 1], a[mt], b1);
+      }
+    }
+  }
+}
+
+/// accumulate_pv for MT tiles of 16 rows, each V fragment read once for all of them.
+template <class T, int NT, int DT, int Ld, int MT>
+__device__ __forceinline__ void accumulate_pv_rows(float (&o)[MT][DT][4],
+                                                   const float (&s)[MT][NT][4], const T* vt,
+                                                   int lane) {
+#pragma unroll
+  for (int kk = 0; kk < NT / 2; ++kk) {
+    unsigned a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      a[mt][0] = pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+      a[mt][1] = pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+      a[mt][2] = pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+      a[mt][3] = pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+    }
+#pragma unroll
+    for (int dt = 0; dt < DT; dt += 2) {
+      unsigned vb[4];
+      mma::ldmatrix_x4_trans(vb, vt + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * Ld +
+                                     dt * 8 + (lane >> 4) * 8);
+      const unsigned b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        mma::mma_16816<T>(o[mt][dt], a[mt], b0);
+        mma::mma_16816<T>(o[mt][dt + 1], a[mt], b1);
+      }
+    }
+  }
+}
+
 /// The thread's output rows (row0, row0 + 8), divided by their sums; a row that saw no key
 /// gives zeros; columns from D on (D's padding) are not written.
 template <class T, int D, int DT>
@@ -173,14 +233,17 @@ __device__ __forceinline__ void store_output(T* out, const config::Strides& so, 
   }
 }
 
-template <class T, class M, class L, int D, int BM, int BN, int Stages, bool Causal,
+template <class T, class M, class L, int D, int BM, int BN, int Stages, int WM, bool Causal,
           bool BottomRight, int Mask, bool Lens>
-__global__ void __launch_bounds__(BM / 16 * 32, 1) attention_mma(const Params p) {
-  constexpr int kLd = config::row_elements(D), kThreads = BM / 16 * 32;
+__global__ void __launch_bounds__(BM / WM * 32, 1) attention_mma(const Params p) {
+  constexpr int kLd = config::row_elements(D), kThreads = BM / WM * 32, MT = WM / 16;
   constexpr int KS = config::padded_d(D) / 16, NT = BN / 8, DT = config::padded_d(D) / 8;
-  constexpr bool kQRegs = config::q_in_registers(D);
+  // One tile of rows a warp keeps Q's fragments in registers where they fit; two read them
+  // from the Q tile at each step, as every K fragment then serves both.
+  constexpr bool kQRegs = MT == 1 && config::q_in_registers(D);
   static_assert(D % 8 == 0 && D <= 256, "D is a multiple of 8 up to 256");
-  static_assert(BM % 16 == 0 && BN % 16 == 0 && Stages >= 2, "16-row tiles, two stages or more");
+  static_assert(BM % WM == 0 && WM % 16 == 0 && BN % 16 == 0 && Stages >= 2,
+                "16-row tiles, two stages or more");
   extern __shared__ __align__(128) char smem_raw[];
   T* const qs = reinterpret_cast<T*>(smem_raw);
   T* const ring = qs + BM * kLd;
@@ -210,7 +273,7 @@ __global__ void __launch_bounds__(BM / 16 * 32, 1) attention_mma(const Params p)
     mma::cp_async_commit();
   }
 
-  const T* const qw = qs + (warp * 16 + (lane & 15)) * kLd + (lane >> 4) * 8;
+  const T* const qw = qs + (warp * WM + (lane & 15)) * kLd + (lane >> 4) * 8;
   unsigned qf[kQRegs ? KS : 1][4];
   if constexpr (kQRegs) {
     mma::cp_async_wait<Stages - 1>();  // the Q tile landed
@@ -218,11 +281,17 @@ __global__ void __launch_bounds__(BM / 16 * 32, 1) attention_mma(const Params p)
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks) mma::ldmatrix_x4(qf[ks], qw + ks * 16);
   }
-  float o[DT][4];
+  float o[MT][DT][4];
 #pragma unroll
-  for (int dt = 0; dt < DT; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
-  float mx[2] = {minus_infinity(), minus_infinity()}, l[2] = {0.0f, 0.0f};
-  const int row0 = m0 + warp * 16 + (lane >> 2), t = lane & 3;  // rows row0 and row0 + 8
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0;
+  float mx[MT][2], l[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+    mx[mt][0] = mx[mt][1] = minus_infinity(), l[mt][0] = l[mt][1] = 0.0f;
+  // Tile mt's rows row0 + 16 mt and row0 + 16 mt + 8.
+  const int row0 = m0 + warp * WM + (lane >> 2), t = lane & 3;
 
 #pragma unroll 1
   for (int kt = 0; kt < tiles; ++kt) {
@@ -232,16 +301,27 @@ __global__ void __launch_bounds__(BM / 16 * 32, 1) attention_mma(const Params p)
     mma::cp_async_commit();
     const T* const kt_tile = ring + kt % Stages * 2 * BN * kLd;
     const int n0 = kt * BN;
-    float s[NT][4];
-    tile_scores<T, KS, NT, kLd, kQRegs>(s, qf, qw, kt_tile, lane);
+    float s[MT][NT][4];
+    if constexpr (MT == 1)
+      tile_scores<T, KS, NT, kLd, kQRegs>(s[0], qf, qw, kt_tile, lane);
+    else
+      tile_scores_rows<T, KS, NT, kLd, MT>(s, qw, kt_tile, lane);
     const bool edge = n0 + BN > r.skv || Mask != kNoMask || (Causal && n0 + BN - 1 > m0 + r.diag);
-    scale_scores<Causal, Mask, M>(s, p, r, edge, row0, n0 + 2 * t);
-    softmax_tile(s, o, mx, l);
-    accumulate_pv<T, NT, DT, kLd>(o, s, kt_tile + BN * kLd, lane);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      scale_scores<Causal, Mask, M>(s[mt], p, r, edge, row0 + 16 * mt, n0 + 2 * t);
+      softmax_tile(s[mt], o[mt], mx[mt], l[mt]);
+    }
+    if constexpr (MT == 1)
+      accumulate_pv<T, NT, DT, kLd>(o[0], s[0], kt_tile + BN * kLd, lane);
+    else
+      accumulate_pv_rows<T, NT, DT, kLd, MT>(o, s, kt_tile + BN * kLd, lane);
   }
   mma::cp_async_wait<0>();
-  store_output<T, D, DT>(reinterpret_cast<T*>(p.ptr[0]) + r.off[config::kOut], p.s[config::kOut],
-                         p.sq, row0, o, l, t);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+    store_output<T, D, DT>(reinterpret_cast<T*>(p.ptr[0]) + r.off[config::kOut],
+                           p.s[config::kOut], p.sq, row0 + 16 * mt, o[mt], l[mt], t);
 }
 
 }  // namespace kiln::attention

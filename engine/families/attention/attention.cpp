@@ -36,7 +36,7 @@ std::string AttentionTemplate::expression() const {
   if (mma && decode) {
     for (int v : {bn, stages, warps, split}) args.push_back(std::to_string(v));
   } else if (mma) {
-    for (int v : {bm, bn, stages}) args.push_back(std::to_string(v));
+    for (int v : {bm, bn, stages, wm}) args.push_back(std::to_string(v));
   }
   for (const std::string& s :
        {flag(causal), flag(bottom_right), std::to_string(mask_kind(mask)), flag(lens.has_value())})
@@ -50,7 +50,8 @@ std::string AttentionTemplate::expression() const {
 std::string AttentionTemplate::name(std::string_view stem) const {
   std::string s = !mma    ? fmt::format("{}__rows_d{}", stem, d)
                   : decode ? fmt::format("{}__dec{}s{}w{}k{}_d{}", stem, bn, stages, warps, split, d)
-                           : fmt::format("{}__fa{}x{}s{}_d{}", stem, bm, bn, stages, d);
+                           : fmt::format("{}__fa{}x{}s{}{}_d{}", stem, bm, bn, stages,
+                                         wm == 16 ? "" : fmt::format("r{}", wm), d);
   if (causal) s += bottom_right ? "_causal_br" : "_causal";
   if (mask) s += mask == DType::boolean ? "_boolmask" : "_mask";
   if (lens) s += "_lens";
@@ -64,7 +65,9 @@ int AttentionTemplate::shared_bytes() const {
 }
 
 unsigned AttentionTemplate::threads() const {
-  return !mma ? unsigned(cfg::kRowWarps * 32) : decode ? unsigned(warps * 32) : unsigned(bm / 16 * 32);
+  return !mma     ? unsigned(cfg::kRowWarps * 32)
+         : decode ? unsigned(warps * 32)
+                  : unsigned(bm / wm * 32);
 }
 
 namespace {
@@ -185,7 +188,7 @@ AttentionTemplate choose_template(const AttentionKernel& k, const cfg::Params& p
                                cfg::kDecodeRows);
     tp = default_decode_tiles(d, masked, max_shared, work, p.skv, k.clusters, k.sms);
   } else {
-    tp = default_attention_tiles(d, masked, max_shared);
+    tp = default_attention_tiles(d, masked, max_shared, k.clusters);
   }
   tp.mma = mma;
   tp.dtype = k.q.dtype;

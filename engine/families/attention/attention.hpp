@@ -30,7 +30,7 @@ struct AttentionKernel {
 };
 
 /// The templates' parameters as the specialization chose them: `mma` picks attention_mma
-/// (tunables bm, bn, stages) over attention_rows, and `decode` (with `mma`) attention_decode
+/// (tunables bm, bn, stages, wm) over attention_rows, and `decode` (with `mma`) attention_decode
 /// for few query rows (tunables bn, stages, warps, split); attention_tunable_table() declares
 /// them once.
 struct AttentionTemplate {
@@ -40,11 +40,12 @@ struct AttentionTemplate {
   bool mma = true, decode = false;
   bool causal = false, bottom_right = false;
   int bm = 128, bn = 64, stages = 2;
+  int wm = 16;               ///< the mma path's query rows a warp (16 or 32)
   int warps = 4, split = 1;  ///< the decode path's warps a block, and blocks a cluster
 
   /// `kiln::attention::attention_mma<...>`, `...attention_decode<...>` or `...attention_rows<...>`.
   std::string expression() const;
-  /// "<stem>__fa128x64s2_d64_causal"; the decode path "<stem>__dec32s3w4k2_d128"; the rows
+  /// "<stem>__fa128x64s2_d64_causal" ("...s2r32_..." with 32 rows a warp); the decode path "<stem>__dec32s3w4k2_d128"; the rows
   /// path "<stem>__rows_d64".
   std::string name(std::string_view stem) const;
   /// Dynamic shared memory (attention_config.cuh's layouts); 0 for the rows path.
@@ -58,17 +59,18 @@ struct AttentionTemplate {
 /// Path bits of attention_tunable_table().
 constexpr unsigned kAttentionMma = 1, kAttentionDecode = 2, kAttentionClusters = 4;
 
-/// The templates' tunables, once: the mma path's bm, bn, stages; the decode path's bn, stages,
+/// The templates' tunables, once: the mma path's bm, bn, stages, wm; the decode path's bn, stages,
 /// warps and (with clusters) split.
 const codegen::TunableTable<AttentionTemplate>& attention_tunable_table();
 
-/// The most keys a tile of the mma path takes at head size `d` (with a mask: `masked`) before
-/// its registers spill.
-int widest_key_tile(int d, bool masked);
+/// The most keys a tile of the mma path takes at head size `d` (with a mask: `masked`) and `wm`
+/// query rows a warp before its registers spill (0: none fits), on sm_90 and later (`sm90`) or
+/// before.
+int widest_key_tile(int d, bool masked, int wm, bool sm90);
 
 /// The default tiles of the mma path for head size `d` (with a mask: `masked`) within
-/// `max_shared` bytes.
-AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared);
+/// `max_shared` bytes, on sm_90 and later (`sm90`) or before.
+AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared, bool sm90);
 
 /// The default tiles of the decode path for head size `d` (with a mask: `masked`) within
 /// `max_shared` bytes: `work` tiles of packed rows over `keys` keys, split between the blocks
@@ -90,8 +92,9 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
 
 namespace autotune {
 /// What `kiln tune` searches for an attention kernel (nothing for the rows path): its path's
-/// tunables whose shared memory fits `max_shared` and whose key tiles do not spill.
-Space attention_space(const KernelLaunch& base, int max_shared);
+/// tunables whose shared memory fits `max_shared` and whose key tiles do not spill (on sm_90 and
+/// later: `sm90`).
+Space attention_space(const KernelLaunch& base, int max_shared, bool sm90);
 }  // namespace autotune
 
 }  // namespace kiln

@@ -57,7 +57,7 @@ class AttentionFamily final : public Family {
   }
   autotune::Space space(const FusedGroup&, const KernelLaunch& base,
                         const Target& target) const override {
-    return autotune::attention_space(base, target.max_shared);
+    return autotune::attention_space(base, target.max_shared, has_clusters(target.arch));
   }
   std::vector<std::string_view> headers() const override {
     return {"attention.cuh", "attention_decode.cuh", "attention_rows.cuh"};

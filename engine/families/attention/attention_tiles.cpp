@@ -25,6 +25,7 @@ const codegen::TunableTable<AttentionTemplate>& attention_tunable_table() {
       {"bm", &T::bm, {64, 128}, kAttentionMma},
       {"bn", &T::bn, {16, 32, 64, 128}, kAttentionMma},
       {"stages", &T::stages, {2, 3}, kAttentionMma},
+      {"wm", &T::wm, {16, 32}, kAttentionMma},
       {"bn", &T::bn, {16, 32, 64}, kAttentionDecode},
       {"stages", &T::stages, {2, 3, 4}, kAttentionDecode},
       {"warps", &T::warps, {2, 4, 8}, kAttentionDecode},
@@ -37,13 +38,19 @@ unsigned AttentionTemplate::where(bool clusters) const {
   return (decode ? kAttentionDecode : kAttentionMma) | (clusters ? kAttentionClusters : 0u);
 }
 
-int widest_key_tile(int d, bool masked) {
+int widest_key_tile(int d, bool masked, int wm, bool sm90) {
   // Measured with ptxas for sm_80 and sm_90a (tests/engine/families/attention): wider tiles spill.
+  // Two tiles of rows a warp hold twice the scores and outputs: none fits above D 160, and at D
+  // 128 sm_90a's code fits 64 keys where sm_80's spills.
+  if (wm == 32) {
+    if (masked) return d <= 40 ? 64 : d <= 80 ? 32 : 0;
+    return d <= 80 || (d <= 128 && sm90) ? 64 : d <= 128 ? 32 : d <= 160 ? 16 : 0;
+  }
   if (masked) return d <= 80 ? 64 : d <= 128 ? 32 : 16;
   return d <= 192 ? 128 : 64;
 }
 
-AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared) {
+AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared, bool sm90) {
   AttentionTemplate t;
   t.d = d;
   // Above D 128, Q is read from shared memory and the output takes 128 registers a thread:
@@ -51,6 +58,9 @@ AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared) {
   // too: half as many keys a tile.
   if (d > 128) t.bm = 64, t.bn = 32;
   if (masked) t.bn /= 2;
+  // Up to D 128 without a mask, 32 rows a warp (4 warps of 128 rows, 64 keys a tile, as
+  // FlashAttention-2 has it): each K and V fragment read serves two tiles of rows.
+  if (d <= 128 && !masked) t.wm = 32, t.bn = widest_key_tile(d, false, 32, sm90);
   t.stages = d <= 64 ? 3 : 2;
   while (t.shared_bytes() > max_shared && t.stages > 2) --t.stages;
   while (t.shared_bytes() > max_shared && t.bn > 16) t.bn /= 2;
@@ -65,7 +75,7 @@ AttentionTemplate default_decode_tiles(int d, bool masked, int max_shared, std::
   t.decode = true;
   // Three stages of 32 keys for each of 4 warps keep ~128 KB of K and V in flight an SM at D
   // 128: what one SM needs to draw its share of the memory's bandwidth.
-  t.bn = std::min(32, widest_key_tile(d, masked));
+  t.bn = std::min(32, widest_key_tile(d, masked, 16, clusters));
   t.stages = 3;
   t.warps = 4;
   while (t.shared_bytes() > max_shared && t.stages > 2) --t.stages;
@@ -116,7 +126,7 @@ AttentionTemplate resolve_attention_tiles(const Tunables& t, const AttentionTemp
 }
 
 namespace autotune {
-Space attention_space(const KernelLaunch& base, int max_shared) {
+Space attention_space(const KernelLaunch& base, int max_shared, bool sm90) {
   Space s;
   s.reject = [](const Candidate&, const DeviceLimits&) { return std::string(); };
   if (base.tunables.empty()) return s;  // the rows path: nothing to search
@@ -130,7 +140,8 @@ Space attention_space(const KernelLaunch& base, int max_shared) {
   const auto at = name.rfind("_d");
   t.d = at == std::string::npos ? 256 : std::atoi(name.c_str() + at + 2);
   const bool masked = name.find("mask", at == std::string::npos ? 0 : at) != std::string::npos;
-  s.reject = [t, masked, max_shared](const Candidate& c, const DeviceLimits& lim) -> std::string {
+  s.reject = [t, masked, max_shared, sm90](const Candidate& c,
+                                           const DeviceLimits& lim) -> std::string {
     AttentionTemplate x = t;
     for (const auto& [n, v] : c)
       for (const auto& row : attention_tunable_table())
@@ -138,9 +149,10 @@ Space attention_space(const KernelLaunch& base, int max_shared) {
     const int have = std::min(max_shared, lim.max_shared_bytes_per_block);
     if (x.shared_bytes() > have)
       return fmt::format("{} bytes of shared memory, more than {}", x.shared_bytes(), have);
-    if (x.bn > widest_key_tile(x.d, masked))
-      return fmt::format("key tiles of {} spill at D {}{}", x.bn, x.d,
-                         masked ? " with a mask" : "");
+    const int wm = x.decode ? 16 : x.wm;
+    if (x.bn > widest_key_tile(x.d, masked, wm, sm90))
+      return fmt::format("key tiles of {} spill at D {}{} with {} rows a warp", x.bn, x.d,
+                         masked ? " with a mask" : "", wm);
     if (int(x.threads()) > lim.max_threads_per_block)
       return fmt::format("{} threads per block, the device allows {}", x.threads(),
                          lim.max_threads_per_block);

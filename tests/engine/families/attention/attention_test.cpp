@@ -122,7 +122,7 @@ TEST_CASE("attention is one kernel reading permuted q, k and v in place") {
   g.output(kiln::apply("attention", {q, k, v}, Attrs().set("causal", true)), "y");
   const auto kernels = kiln::Plan(g).kernels("sm_80");
   REQUIRE(kernels.size() == 1);
-  CHECK(kernels[0].name == "attention_bf16__fa128x64s3_d64_causal");
+  CHECK(kernels[0].name == "attention_bf16__fa128x64s3r32_d64_causal");
 }
 
 TEST_CASE("QKV projection, attention and output projection plan as three kernels, no copy") {
@@ -133,7 +133,7 @@ TEST_CASE("QKV projection, attention and output projection plan as three kernels
                         "/tests/regressions/hand-attention-output-laid-out-for-its-projection.json");
   const auto kernels = kiln::Plan(g).kernels("sm_90a");
   REQUIRE(kernels.size() == 3);
-  CHECK(kernels[1].name == "attention_bf16__fa128x64s3_d64_causal");
+  CHECK(kernels[1].name == "attention_bf16__fa128x64s3r32_d64_causal");
   // The result read by anything else as well keeps its row-major layout, and the reshape of its
   // permute is a copy.
   g.output(kiln::Value(&g, g.find("a")), "a");
@@ -154,7 +154,7 @@ TEST_CASE("attention over a dynamic sequence length precompiles a bounded set of
   std::set<std::string> names;
   for (const kiln::KernelSpec& s : kiln::plan_specs(g)) names.insert(s.name);
   CHECK(names == std::set<std::string>{"attention_bf16__dec32s3w4k1_d64_causal",
-                                       "attention_bf16__fa128x64s3_d64_causal"});
+                                       "attention_bf16__fa128x64s3r32_d64_causal"});
   // A step of decoding over a cache of dynamic length: the split grows with the keys, 4
   // kernels at most.
   const Graph step = Graph::parse(R"({"inputs": [
@@ -179,24 +179,30 @@ TEST_CASE("attention over a dynamic sequence length precompiles a bounded set of
 }
 
 TEST_CASE("the attention template's specialization: paths, names, tunables, lengths") {
-  const kiln::KernelLaunch a = kiln::specialize_attention(
-      call(DType::bf16, {4, 16, 4096, 128}, {4, 16, 4096, 128}), "at", {});
-  CHECK(a.spec.name == "at__fa128x64s2_d128");
-  CHECK(a.config.block[0] == 256);
+  // D 128 on sm_90: 128 query rows a block, 32 a warp, tiles of 64 keys; before sm_90 that
+  // many keys spill: tiles of 32.
+  kiln::AttentionKernel big = call(DType::bf16, {4, 16, 4096, 128}, {4, 16, 4096, 128});
+  big.clusters = true;
+  const kiln::KernelLaunch a = kiln::specialize_attention(big, "at", {});
+  CHECK(a.spec.name == "at__fa128x64s2r32_d128");
+  CHECK(a.config.block[0] == 128);
   CHECK(a.config.grid[0] == 32 * 64);
   CHECK(a.config.shared == (128 + 2 * 64 * 2) * 136 * 2);
   CHECK(a.spec.expression ==
-        "kiln::attention::attention_mma<kiln::bf16, float, int, 128, 128, 64, 2, false, false, 0, "
-        "false>");
-  CHECK(a.tunables == kiln::Tunables{{"bm", 128}, {"bn", 64}, {"stages", 2}});
+        "kiln::attention::attention_mma<kiln::bf16, float, int, 128, 128, 64, 2, 32, false, false, "
+        "0, false>");
+  CHECK(a.tunables == kiln::Tunables{{"bm", 128}, {"bn", 64}, {"stages", 2}, {"wm", 32}});
+  big.clusters = false;
+  CHECK(kiln::specialize_attention(big, "at", {}).spec.name == "at__fa128x32s2r32_d128");
   // Another length, batch or head count: the same kernel.
-  CHECK(kiln::specialize_attention(call(DType::bf16, {1, 4, 77, 128}, {1, 4, 1000, 128}), "at", {})
-            .spec.expression == a.spec.expression);
+  kiln::AttentionKernel other = call(DType::bf16, {1, 4, 77, 128}, {1, 4, 1000, 128});
+  other.clusters = true;
+  CHECK(kiln::specialize_attention(other, "at", {}).spec.expression == a.spec.expression);
   // D 256: 64 x 32 tiles, Q read from shared memory; D 40 padded to 48.
   CHECK(kiln::specialize_attention(call(DType::f16, {1, 2, 64, 256}, {1, 2, 64, 256}), "at", {})
             .spec.name == "at__fa64x32s2_d256");
   CHECK(kiln::specialize_attention(call(DType::f16, {1, 2, 64, 40}, {1, 2, 64, 40}), "at", {})
-            .spec.name == "at__fa128x64s3_d40");
+            .spec.name == "at__fa128x64s3r32_d40");
   // f32, a head size not a multiple of 8, or D strided: the plain kernel.
   CHECK(kiln::specialize_attention(call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at", {})
             .spec.name == "at__rows_d64");
@@ -216,15 +222,15 @@ TEST_CASE("the attention template's specialization: paths, names, tunables, leng
   kiln::AttentionKernel qkv = call(DType::bf16, {2, 4, 129, 64}, {2, 4, 129, 64});
   qkv.q = strided({2, 4, 129, 64}, {129 * 3 * 256, 64, 3 * 256, 1}, DType::bf16);
   qkv.k = qkv.v = qkv.q;
-  CHECK(kiln::specialize_attention(qkv, "at", {}).spec.name == "at__fa128x64s3_d64");
+  CHECK(kiln::specialize_attention(qkv, "at", {}).spec.name == "at__fa128x64s3r32_d64");
   // tunables
   CHECK(kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
-                                   {{"bm", 64}, {"bn", 128}, {"stages", 2}})
+                                   {{"bm", 64}, {"bn", 128}, {"stages", 2}, {"wm", 16}})
             .spec.name == "at__fa64x128s2_d64");
   CHECK_THROWS_WITH_AS(
       kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
                                  {{"warps", 4}}),
-      "at: 'warps' is not a tunable of the attention template's mma path (bm, bn, stages)",
+      "at: 'warps' is not a tunable of the attention template's mma path (bm, bn, stages, wm)",
       kiln::ArgumentError);
   CHECK_THROWS_AS(kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}),
                                              "at", {{"bn", 48}}),
@@ -256,7 +262,7 @@ TEST_CASE("an attention launch's parameter block holds its pointers, kv_lens in 
 TEST_CASE("the attention tuning space: candidates that fit, the default first") {
   const kiln::KernelLaunch a = kiln::specialize_attention(
       call(DType::bf16, {4, 16, 4096, 128}, {4, 16, 4096, 128}), "at", {});
-  const kiln::autotune::Space s = kiln::autotune::attention_space(a, 227 * 1024);
+  const kiln::autotune::Space s = kiln::autotune::attention_space(a, 227 * 1024, true);
   kiln::autotune::DeviceLimits lim;
   lim.max_shared_bytes_per_block = 227 * 1024;
   const auto c = s.candidates(lim);
@@ -264,7 +270,7 @@ TEST_CASE("the attention tuning space: candidates that fit, the default first") 
   CHECK(c.front() == a.tunables);
   const kiln::KernelLaunch f = kiln::specialize_attention(
       call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at", {});
-  const kiln::autotune::Space none = kiln::autotune::attention_space(f, 227 * 1024);
+  const kiln::autotune::Space none = kiln::autotune::attention_space(f, 227 * 1024, true);
   CHECK(none.tunables.empty());
   CHECK(none.candidates(lim).size() == 1);  // the default alone
 }
@@ -323,7 +329,7 @@ std::vector<std::string> compile_space(std::int64_t d, bool masked, const std::s
   const kiln::KernelLaunch base = kiln::specialize_attention(k, "attention_bf16", {});
   kiln::autotune::DeviceLimits limits;
   limits.max_shared_bytes_per_block = 227 * 1024;
-  const auto candidates = kiln::autotune::attention_space(base, 227 * 1024).candidates(limits);
+  const auto candidates = kiln::autotune::attention_space(base, 227 * 1024, k.clusters).candidates(limits);
   std::vector<std::string> bad;
   for (std::size_t i = 0; i < candidates.size(); i += step) {
     const kiln::KernelLaunch L = kiln::specialize_attention(k, "attention_bf16", candidates[i]);
