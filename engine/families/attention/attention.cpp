@@ -49,7 +49,8 @@ std::string AttentionTemplate::expression() const {
 
 std::string AttentionTemplate::name(std::string_view stem) const {
   std::string s = !mma    ? fmt::format("{}__rows_d{}", stem, d)
-                  : decode ? fmt::format("{}__dec{}s{}w{}k{}_d{}", stem, bn, stages, warps, split, d)
+                  : decode ? fmt::format("{}__dec{}s{}w{}k{}_d{}", stem, bn, stages, warps, split,
+                                         d)
                            : fmt::format("{}__fa{}x{}s{}{}_d{}", stem, bm, bn, stages,
                                          wm == 16 ? "" : fmt::format("r{}", wm), d);
   if (causal) s += bottom_right ? "_causal_br" : "_causal";

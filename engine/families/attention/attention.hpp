@@ -45,8 +45,8 @@ struct AttentionTemplate {
 
   /// `kiln::attention::attention_mma<...>`, `...attention_decode<...>` or `...attention_rows<...>`.
   std::string expression() const;
-  /// "<stem>__fa128x64s2_d64_causal" ("...s2r32_..." with 32 rows a warp); the decode path "<stem>__dec32s3w4k2_d128"; the rows
-  /// path "<stem>__rows_d64".
+  /// "<stem>__fa128x64s2_d64_causal" ("...s2r32_..." with 32 rows a warp); the decode path
+  /// "<stem>__dec32s3w4k2_d128"; the rows path "<stem>__rows_d64".
   std::string name(std::string_view stem) const;
   /// Dynamic shared memory (attention_config.cuh's layouts); 0 for the rows path.
   int shared_bytes() const;

@@ -40,10 +40,10 @@ unsigned AttentionTemplate::where(bool clusters) const {
 
 int widest_key_tile(int d, bool masked, int wm, bool sm90) {
   // Measured with ptxas for sm_80 and sm_90a (tests/engine/families/attention): wider tiles spill.
-  // Two tiles of rows a warp hold twice the scores and outputs: none fits above D 160, and at D
-  // 128 sm_90a's code fits 64 keys where sm_80's spills.
+  // Two tiles of rows a warp hold twice the scores and outputs: none fits above D 160, none
+  // with a mask before sm_90, and at D 128 sm_90a's code fits 64 keys where sm_80's spills.
   if (wm == 32) {
-    if (masked) return d <= 40 ? 64 : d <= 80 ? 32 : 0;
+    if (masked) return !sm90 ? 0 : d <= 40 ? 64 : d <= 80 ? 32 : 0;
     return d <= 80 || (d <= 128 && sm90) ? 64 : d <= 128 ? 32 : d <= 160 ? 16 : 0;
   }
   if (masked) return d <= 80 ? 64 : d <= 128 ? 32 : 16;

@@ -129,8 +129,8 @@ TEST_CASE("QKV projection, attention and output projection plan as three kernels
   // The projection writes q, k and v as windows; attention reads them permuted in place and
   // writes its [B, H, S, D] result laid out as [B, S, H, D], which the output projection's
   // reshape reads in place.
-  Graph g = Graph::load(std::string(KILN_SOURCE_DIR) +
-                        "/tests/regressions/hand-attention-output-laid-out-for-its-projection.json");
+  Graph g = Graph::load(std::string(KILN_SOURCE_DIR) + "/tests/regressions/" +
+                        "hand-attention-output-laid-out-for-its-projection.json");
   const auto kernels = kiln::Plan(g).kernels("sm_90a");
   REQUIRE(kernels.size() == 3);
   CHECK(kernels[1].name == "attention_bf16__fa128x64s3r32_d64_causal");
@@ -329,7 +329,8 @@ std::vector<std::string> compile_space(std::int64_t d, bool masked, const std::s
   const kiln::KernelLaunch base = kiln::specialize_attention(k, "attention_bf16", {});
   kiln::autotune::DeviceLimits limits;
   limits.max_shared_bytes_per_block = 227 * 1024;
-  const auto candidates = kiln::autotune::attention_space(base, 227 * 1024, k.clusters).candidates(limits);
+  const auto candidates =
+      kiln::autotune::attention_space(base, 227 * 1024, k.clusters).candidates(limits);
   std::vector<std::string> bad;
   for (std::size_t i = 0; i < candidates.size(); i += step) {
     const kiln::KernelLaunch L = kiln::specialize_attention(k, "attention_bf16", candidates[i]);
