@@ -48,6 +48,37 @@ __device__ __forceinline__ void load_tile(T* tile, const T* src, long long rs, i
   }
 }
 
+/// B fragments of key tiles nt and nt + 1 (8 keys each) at k-step ks of the K tile `kt`.
+template <int Ld, class T>
+__device__ __forceinline__ void key_fragments(unsigned (&b0)[2], unsigned (&b1)[2], const T* kt,
+                                              int nt, int ks, int lane) {
+  unsigned r[4];
+  mma::ldmatrix_x4(r, kt + (nt * 8 + (lane >> 4) * 8 + (lane & 7)) * Ld + ks * 16 +
+                          ((lane >> 3) & 1) * 8);
+  b0[0] = r[0], b0[1] = r[1], b1[0] = r[2], b1[1] = r[3];
+}
+
+/// B fragments of output columns dt and dt + 1 (8 each) over keys 16 kk to 16 kk + 16 of the V
+/// tile `vt`.
+template <int Ld, class T>
+__device__ __forceinline__ void value_fragments(unsigned (&b0)[2], unsigned (&b1)[2], const T* vt,
+                                                int kk, int dt, int lane) {
+  unsigned r[4];
+  mma::ldmatrix_x4_trans(r, vt + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * Ld + dt * 8 +
+                                (lane >> 4) * 8);
+  b0[0] = r[0], b0[1] = r[1], b1[0] = r[2], b1[1] = r[3];
+}
+
+/// The A fragment of 16 keys (key tiles 2 kk and 2 kk + 1 of the scores `s`) as T pairs.
+template <class T, int NT>
+__device__ __forceinline__ void probability_fragment(unsigned (&a)[4], const float (&s)[NT][4],
+                                                     int kk) {
+  a[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
+  a[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
+  a[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+  a[3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
+
 /// S (16 rows x BN keys, this warp's) = Q K^T for the K tile `kt` in shared memory; Q from its
 /// fragments in registers `qf`, or (QRegs false) from the Q tile at `qw`.
 template <class T, int KS, int NT, int Ld, bool QRegs, int QF>
@@ -66,10 +97,8 @@ __device__ __forceinline__ void tile_scores(float (&s)[NT][4], const unsigned (&
     }
 #pragma unroll
     for (int nt = 0; nt < NT; nt += 2) {
-      unsigned kb[4];
-      mma::ldmatrix_x4(kb, kt + (nt * 8 + (lane >> 4) * 8 + (lane & 7)) * Ld + ks * 16 +
-                               ((lane >> 3) & 1) * 8);
-      const unsigned b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
+      unsigned b0[2], b1[2];
+      key_fragments<Ld>(b0, b1, kt, nt, ks, lane);
       mma::mma_16816<T>(s[nt], a, b0);
       mma::mma_16816<T>(s[nt + 1], a, b1);
     }
@@ -134,16 +163,12 @@ __device__ __forceinline__ void accumulate_pv(float (&o)[DT][4], const float (&s
                                               const T* vt, int lane) {
 #pragma unroll
   for (int kk = 0; kk < NT / 2; ++kk) {
-    const unsigned a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]),
-                           pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                           pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                           pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+    unsigned a[4];
+    probability_fragment<T>(a, s, kk);
 #pragma unroll
     for (int dt = 0; dt < DT; dt += 2) {
-      unsigned vb[4];
-      mma::ldmatrix_x4_trans(vb, vt + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * Ld +
-                                     dt * 8 + (lane >> 4) * 8);
-      const unsigned b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
+      unsigned b0[2], b1[2];
+      value_fragments<Ld>(b0, b1, vt, kk, dt, lane);
       mma::mma_16816<T>(o[dt], a, b0);
       mma::mma_16816<T>(o[dt + 1], a, b1);
     }
@@ -166,10 +191,8 @@ __device__ __forceinline__ void tile_scores_rows(float (&s)[MT][NT][4], const T*
     for (int mt = 0; mt < MT; ++mt) mma::ldmatrix_x4(a[mt], qw + mt * 16 * Ld + ks * 16);
 #pragma unroll
     for (int nt = 0; nt < NT; nt += 2) {
-      unsigned kb[4];
-      mma::ldmatrix_x4(kb, kt + (nt * 8 + (lane >> 4) * 8 + (lane & 7)) * Ld + ks * 16 +
-                               ((lane >> 3) & 1) * 8);
-      const unsigned b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
+      unsigned b0[2], b1[2];
+      key_fragments<Ld>(b0, b1, kt, nt, ks, lane);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         mma::mma_16816<T>(s[mt][nt], a[mt], b0);
@@ -188,18 +211,11 @@ __device__ __forceinline__ void accumulate_pv_rows(float (&o)[MT][DT][4],
   for (int kk = 0; kk < NT / 2; ++kk) {
     unsigned a[MT][4];
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      a[mt][0] = pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-      a[mt][1] = pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-      a[mt][2] = pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-      a[mt][3] = pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-    }
+    for (int mt = 0; mt < MT; ++mt) probability_fragment<T>(a[mt], s[mt], kk);
 #pragma unroll
     for (int dt = 0; dt < DT; dt += 2) {
-      unsigned vb[4];
-      mma::ldmatrix_x4_trans(vb, vt + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * Ld +
-                                     dt * 8 + (lane >> 4) * 8);
-      const unsigned b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
+      unsigned b0[2], b1[2];
+      value_fragments<Ld>(b0, b1, vt, kk, dt, lane);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         mma::mma_16816<T>(o[mt][dt], a[mt], b0);

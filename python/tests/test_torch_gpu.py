@@ -293,24 +293,30 @@ def test_a_registered_op_under_torch_compile_matches_eager():
     torch.testing.assert_close(compiled(*args2), model(*args2))
 
 
-def test_a_registered_op_in_a_cuda_graph_capture():
-    import kiln.torch
-
-    op = kiln.torch.op(block_plan(), "test_block_captured")
-    args = block_args()
+def replayed_on(op, args, fresh):
+    """op(*args) captured in a CUDA graph (after a warm-up on a side stream, which compiles and
+    sizes the plan's memory), replayed with the values of `fresh` copied into `args`: its result."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up: compiles and sizes the plan's memory
+    with torch.cuda.stream(side):
         op(*args)
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         y = op(*args)
-    fresh = block_args()
     for a, f in zip(args, fresh):
         a.copy_(f)
     graph.replay()
     torch.cuda.synchronize()
+    return y
+
+
+def test_a_registered_op_in_a_cuda_graph_capture():
+    import kiln.torch
+
+    op = kiln.torch.op(block_plan(), "test_block_captured")
+    fresh = block_args()
+    y = replayed_on(op, block_args(), fresh)
     torch.testing.assert_close(y, block_ref(*fresh), atol=1e-5, rtol=1e-5)
 
 
@@ -373,19 +379,8 @@ def test_an_attention_block_as_a_torch_op_under_compile_and_in_a_cuda_graph():
     torch.testing.assert_close(eager.double(), attention_block_ref(*args, 4), atol=3e-2, rtol=3e-2)
     compiled = torch.compile(lambda x, w1, w2: op(x, w1, w2) * 2, fullgraph=True)
     torch.testing.assert_close(compiled(*args), eager * 2)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        op(*args)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        y = op(*args)
     fresh = attention_block_args()
-    for a, f in zip(args, fresh):
-        a.copy_(f)
-    graph.replay()
-    torch.cuda.synchronize()
+    y = replayed_on(op, args, fresh)
     torch.testing.assert_close(y.double(), attention_block_ref(*fresh, 4), atol=3e-2, rtol=3e-2)
 
 
