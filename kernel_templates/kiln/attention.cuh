@@ -175,6 +175,19 @@ __device__ __forceinline__ void accumulate_pv(float (&o)[DT][4], const float (&s
   }
 }
 
+/// The running state of MT tiles of 16 rows before any key: outputs 0, maxima -inf, sums 0.
+template <int MT, int DT>
+__device__ __forceinline__ void start_rows(float (&o)[MT][DT][4], float (&mx)[MT][2],
+                                           float (&l)[MT][2]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0;
+    mx[mt][0] = mx[mt][1] = minus_infinity();
+    l[mt][0] = l[mt][1] = 0.0f;
+  }
+}
+
 /// tile_scores for MT tiles of 16 query rows a warp (the Q tile's rows at `qw`, 16 apart), each
 /// K fragment read from shared memory once for all of them: twice the products a byte read.
 template <class T, int KS, int NT, int Ld, int MT>
@@ -297,15 +310,8 @@ __global__ void __launch_bounds__(BM / WM * 32, 1) attention_mma(const Params p)
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks) mma::ldmatrix_x4(qf[ks], qw + ks * 16);
   }
-  float o[MT][DT][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int dt = 0; dt < DT; ++dt) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0;
-  float mx[MT][2], l[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-    mx[mt][0] = mx[mt][1] = minus_infinity(), l[mt][0] = l[mt][1] = 0.0f;
+  float o[MT][DT][4], mx[MT][2], l[MT][2];
+  start_rows(o, mx, l);
   // Tile mt's rows row0 + 16 mt and row0 + 16 mt + 8.
   const int row0 = m0 + warp * WM + (lane >> 2), t = lane & 3;
 

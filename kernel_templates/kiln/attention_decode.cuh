@@ -222,10 +222,8 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
     for (int ks = 0; ks < KS; ++ks) mma::ldmatrix_x4(qf[ks], qw + ks * 16);
   }
   const DecodeRows d = decode_rows(p, r, rho0 + (lane >> 2));
-  float o[DT][4];
-#pragma unroll
-  for (int dt = 0; dt < DT; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
-  float mx[2] = {minus_infinity(), minus_infinity()}, l[2] = {0.0f, 0.0f};
+  float o[1][DT][4], mx[1][2], l[1][2];
+  start_rows(o, mx, l);
 
 #pragma unroll 1
   for (int n = 0; n < mine; ++n) {
@@ -240,14 +238,14 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
     const bool edge =
         n0 + BN > r.skv || Mask != kNoMask || (Causal && n0 + BN - 1 > i_first + r.diag);
     decode_scores<Causal, Mask, M>(s, p, r, d, edge, n0 + 2 * (lane & 3));
-    softmax_tile(s, o, mx, l);
-    accumulate_pv<T, NT, DT, kLd>(o, s, tile + BN * kLd, lane);
+    softmax_tile(s, o[0], mx[0], l[0]);
+    accumulate_pv<T, NT, DT, kLd>(o[0], s, tile + BN * kLd, lane);
   }
   mma::cp_async_wait<0>();
   __syncthreads();  // every warp is done with its ring: it now holds the partial results
   float* const parts = reinterpret_cast<float*>(rings);
   float* const block = parts + Warps * config::decode_part_floats(D);
-  store_part<DT, kDp>(parts + warp * config::decode_part_floats(D), o, mx, l, lane);
+  store_part<DT, kDp>(parts + warp * config::decode_part_floats(D), o[0], mx[0], l[0], lane);
   __syncthreads();
   merge_warps<T, D, Warps, Split == 1>(block, parts, p, r, rho0, tid);
   if constexpr (Split > 1) {
