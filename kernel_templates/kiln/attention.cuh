@@ -238,6 +238,25 @@ __device__ __forceinline__ void accumulate_pv_rows(float (&o)[MT][DT][4],
   }
 }
 
+/// One key tile's scores for MT tiles of rows (one tile: Q from registers where `QRegs`).
+template <class T, int KS, int NT, int Ld, bool QRegs, int QF, int MT>
+__device__ __forceinline__ void scores_of(float (&s)[MT][NT][4], const unsigned (&qf)[QF][4],
+                                          const T* qw, const T* kt, int lane) {
+  if constexpr (MT == 1)
+    tile_scores<T, KS, NT, Ld, QRegs>(s[0], qf, qw, kt, lane);
+  else
+    tile_scores_rows<T, KS, NT, Ld, MT>(s, qw, kt, lane);
+}
+/// The outputs of MT tiles of rows plus the tile's probabilities times V.
+template <class T, int NT, int DT, int Ld, int MT>
+__device__ __forceinline__ void add_pv(float (&o)[MT][DT][4], const float (&s)[MT][NT][4],
+                                       const T* vt, int lane) {
+  if constexpr (MT == 1)
+    accumulate_pv<T, NT, DT, Ld>(o[0], s[0], vt, lane);
+  else
+    accumulate_pv_rows<T, NT, DT, Ld, MT>(o, s, vt, lane);
+}
+
 /// The thread's output rows (row0, row0 + 8), divided by their sums; a row that saw no key
 /// gives zeros; columns from D on (D's padding) are not written.
 template <class T, int D, int DT>
@@ -324,20 +343,14 @@ __global__ void __launch_bounds__(BM / WM * 32, 1) attention_mma(const Params p)
     const T* const kt_tile = ring + kt % Stages * 2 * BN * kLd;
     const int n0 = kt * BN;
     float s[MT][NT][4];
-    if constexpr (MT == 1)
-      tile_scores<T, KS, NT, kLd, kQRegs>(s[0], qf, qw, kt_tile, lane);
-    else
-      tile_scores_rows<T, KS, NT, kLd, MT>(s, qw, kt_tile, lane);
+    scores_of<T, KS, NT, kLd, kQRegs>(s, qf, qw, kt_tile, lane);
     const bool edge = n0 + BN > r.skv || Mask != kNoMask || (Causal && n0 + BN - 1 > m0 + r.diag);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       scale_scores<Causal, Mask, M>(s[mt], p, r, edge, row0 + 16 * mt, n0 + 2 * t);
       softmax_tile(s[mt], o[mt], mx[mt], l[mt]);
     }
-    if constexpr (MT == 1)
-      accumulate_pv<T, NT, DT, kLd>(o[0], s[0], kt_tile + BN * kLd, lane);
-    else
-      accumulate_pv_rows<T, NT, DT, kLd, MT>(o, s, kt_tile + BN * kLd, lane);
+    add_pv<T, NT, DT, kLd>(o, s, kt_tile + BN * kLd, lane);
   }
   mma::cp_async_wait<0>();
 #pragma unroll

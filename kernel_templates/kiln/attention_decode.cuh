@@ -157,10 +157,13 @@ __device__ __forceinline__ void merge_warps(float* block, const float* parts, co
 }
 
 /// The cluster's Split block results merged; this block writes every Split-th output element.
+/// Every block of the cluster calls it, once its result is in `block`.
 template <class T, int D, int Warps, int Split>
 __device__ __forceinline__ void merge_blocks(const float* block, const Params& p, const Pair& r,
                                              int rho0, int rank, int tid) {
   constexpr int kDp = config::padded_d(D);
+  cluster_arrive_release();  // the block's result, to the cluster
+  cluster_wait();
   const Parts<true> from{block, 0};
   const int rows = min(config::kDecodeRows, p.sq * p.group - rho0);
   for (int e = rank * Warps * 32 + tid; e < rows * D; e += Split * Warps * 32) {
@@ -169,6 +172,8 @@ __device__ __forceinline__ void merge_blocks(const float* block, const Params& p
     const float acc = merge_parts(from, Split, row, c, kDp, m, sum);
     store_merged<T>(p, r, rho0 + row, c, acc, sum);
   }
+  cluster_arrive();  // no block leaves while another still reads its shared memory
+  cluster_wait();
 }
 
 template <class T, class M, class L, int D, int BN, int Stages, int Warps, int Split, bool Causal,
@@ -248,13 +253,7 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
   store_part<DT, kDp>(parts + warp * config::decode_part_floats(D), o[0], mx[0], l[0], lane);
   __syncthreads();
   merge_warps<T, D, Warps, Split == 1>(block, parts, p, r, rho0, tid);
-  if constexpr (Split > 1) {
-    cluster_arrive_release();  // the block's result, to the cluster
-    cluster_wait();
-    merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid);
-    cluster_arrive();  // no block leaves while another still reads its shared memory
-    cluster_wait();
-  }
+  if constexpr (Split > 1) merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid);
 }
 
 }  // namespace kiln::attention
