@@ -199,6 +199,7 @@ TEST_CASE("gpu: attention against fp64 over lengths, heads, head sizes, masks an
       {DType::f16, 2, 8, 8, 1000, 7, 64},
       {DType::bf16, 2, 8, 8, 1000, 1000, 128},
       {DType::f16, 1, 4, 2, 129, 1000, 64, true, true, 2, true},
+      {DType::bf16, 1, 2, 1, 4097, 4097, 64, true},
   };
   for (const Case& c : cases) run_case(e, c, rng);
 }
