@@ -4,6 +4,8 @@ Every op of kiln's catalog (docs/ops.md) is a function here taking graph values 
 its attributes as keywords: ``kiln.softmax(x * 0.125 + mask)``,
 ``kiln.layer_norm(h, w, b, eps=1e-5)``, ``kiln.sum(x, axis="all")``. An optional operand may be
 given as None. ``g.define_op`` and ``g.define_template`` return a graph's own ops as functions.
+Called on tensors instead (torch's, or any with ``__dlpack__``), an op runs at once and returns
+its result: ``kiln.attention(q, k, v, causal=True)`` (kiln/eager.py).
 
 ``plan.run(engine, x=t, ...)`` runs on any tensors with ``__dlpack__`` (torch, CuPy, JAX) in
 place, on torch's current stream when torch is imported (CuPy's when only CuPy is), and returns
@@ -15,6 +17,7 @@ import sys
 
 from ._kiln import *  # noqa: F401,F403
 from ._kiln import Graph, Plan, __version__, _apply, _op_schema, _outputs, _run, desc, op_names
+from . import eager as _eager
 
 
 def _signature(schema):
@@ -71,6 +74,8 @@ def _op(name):
             if i < len(args):
                 raise ArgumentError(f"{name}: operand {o} given by position and by name")
             args += [None] * (i - len(args)) + [kwargs.pop(o)]
+        if _eager.takes(args):  # on tensors: run at once (kiln/eager.py)
+            return _eager.call(name, args, kwargs)
         return _apply(name, *args, **kwargs)
 
     signature = _signature(schema)

@@ -198,3 +198,40 @@ def test_batch_norm_is_a_scale_and_shift_per_channel():
     assert len(kiln.Plan(g).kernels("sm_90a")) == 1  # the [8] operands read in place as [8, 1, 1]
     with pytest.raises(kiln.ShapeError, match=r"must be of shape \[8\]"):
         kiln.batch_norm(x, m, g.input("v3", [3], "f32"))
+
+
+class FakeTensor:
+    """What kiln's eager calls read of a tensor without a GPU: its shape, its dtype and that it
+    has __dlpack__ (never called here)."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, dtype
+
+    def __dlpack__(self, stream=None):
+        raise AssertionError("not read without a GPU")
+
+
+def test_an_op_on_tensors_is_a_one_op_plan_made_once_per_signature():
+    q = FakeTensor([2, 32, 1, 128], "bf16")
+    kv = FakeTensor([2, 8, 4096, 128], "bf16")
+    step = kiln.eager.plan_for("attention", [q, kv, kv], {})
+    assert [k["name"] for k in step.kernels("sm_90a")] == ["attention_bf16__dec32s3w4k8_d128"]
+    assert kiln.eager.plan_for("attention", [q, kv, kv], {}) is step  # the same signature
+    prompt = kiln.eager.plan_for("attention", [FakeTensor([2, 32, 300, 128], "bf16"), kv, kv],
+                                 {"causal": True})
+    assert prompt is not step
+    assert [k["name"] for k in prompt.kernels("sm_90a")] == [
+        "attention_bf16__fa128x64s2r32_d128_causal"]
+    assert prompt.inputs == ["x0", "x1", "x2"] and prompt.outputs == ["y"]
+    # Numbers and attributes are part of the signature too.
+    x = FakeTensor([4, 8], "f32")
+    assert kiln.eager.plan_for("add", [x, 1.0], {}) is not kiln.eager.plan_for("add", [x, 2.0], {})
+    # Tensors alone are an eager call; with a graph value, the graph op's (an error here).
+    assert kiln.eager.takes([q, kv, kv]) and not kiln.eager.takes([1.0])
+    g = kiln.Graph()
+    assert not kiln.eager.takes([g.input("x", [4, 8], "f32"), x])
+    with pytest.raises(kiln.ArgumentError, match="a graph value or a number"):
+        kiln.add(g.input("y", [4, 8], "f32"), x)
+    if not kiln.gpu_available():  # the call plans, then needs a GPU to run
+        with pytest.raises(kiln.CudaError, match="no CUDA driver"):
+            kiln.softmax(x)

@@ -368,6 +368,21 @@ def test_attention_on_torch_tensors_matches_sdpa_in_both_paths(engine):
         torch.testing.assert_close(out.double(), ref, atol=2e-2, rtol=2e-2)
 
 
+def test_kiln_attention_called_on_torch_tensors_runs_at_once():
+    F = torch.nn.functional
+    qkv = torch.randn(2, 100, 3, 8, 64, device="cuda", dtype=torch.bfloat16)
+    q, k, v = qkv.permute(2, 0, 3, 1, 4)  # [B, H, S, D] views of the projection, read in place
+    out = kiln.attention(q, k, v, causal=True)
+    ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    torch.testing.assert_close(out.double(), ref, atol=2e-2, rtol=2e-2)
+    plans = len(kiln.eager._plans)
+    again = kiln.attention(q, k, v, causal=True)  # the same signature: no new plan
+    assert len(kiln.eager._plans) == plans
+    torch.testing.assert_close(again, out)
+    x = torch.randn(64, 1000, device="cuda")
+    torch.testing.assert_close(kiln.softmax(x), torch.softmax(x, -1), atol=1e-6, rtol=1e-5)
+
+
 def test_an_attention_block_as_a_torch_op_under_compile_and_in_a_cuda_graph():
     import kiln.torch
 
