@@ -70,17 +70,17 @@ std::vector<std::size_t> permutation_of(const Graph& g, int id) {
 }
 
 // The memory order node `id` asks for: its reader's (ops::FusionRoles::laid_out), its op's, or
-// (elementwise) that of its first operand of
-// the same shape where that one was given an order here; empty: row-major.
+// (elementwise) that of its first operand of the same shape where that one was given an order
+// here; empty: row-major.
 std::vector<std::size_t> order_of(const Graph& g, int id, const std::vector<TensorView>& values,
                                   const std::map<int, std::vector<std::size_t>>& ordered) {
   const Graph::Node& n = g.node(id);
   const ops::OpDef& op = op_def(g, n.op);
-  if (op.fusion.laid_out)
-    for (std::size_t r = std::size_t(id) + 1; r < g.nodes().size(); ++r)
-      if (std::vector<std::size_t> order = reader_order(g, int(r)); !order.empty()) {
-        if (std::get<int>(g.node(int(r)).args.at(0)) == id) return order;
-      }
+  if (op.fusion.laid_out)  // its one reader, if that is a view reordering its dims
+    for (std::size_t r = std::size_t(id) + 1; r < g.nodes().size(); ++r) {
+      const auto& args = g.nodes()[r].args;
+      if (!args.empty() && args[0] == std::variant<int, double>(id)) return reader_order(g, int(r));
+    }
   if (op.memory_order) {
     std::vector<TensorView> operands;
     for (int a : tensor_args(g, id)) operands.push_back(values.at(std::size_t(a)));

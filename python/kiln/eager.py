@@ -9,6 +9,8 @@ torch is imported). Several ops in a row are faster as one graph, whose elementw
 """
 import sys
 
+from . import _kiln
+
 _plans = {}
 _engines = {}
 
@@ -16,10 +18,7 @@ _engines = {}
 def takes(args):
     """Whether a call with operands `args` is an eager one: a tensor among them, and no graph
     value (a graph value with a tensor is the graph op's error to give)."""
-    from . import _kiln
-
-    tensors = [a for a in args if _is_tensor(a)]
-    return bool(tensors) and not any(isinstance(a, _kiln.Value) for a in args)
+    return any(_is_tensor(a) for a in args) and not any(isinstance(a, _kiln.Value) for a in args)
 
 
 def _is_tensor(a):

@@ -174,6 +174,14 @@ namespace {
 // Few query rows (a step of decoding, or a short prompt over a long cache) take the decode path.
 constexpr std::int64_t kDecodeRowsMax = 16;
 
+// The decode path's tiles of packed rows, one a key/value head of a batch (or several where
+// the group's rows pass 16): its blocks before the split.
+std::uint64_t decode_tiles(const cfg::Params& p) {
+  const std::uint64_t rows = std::uint64_t(p.sq) * std::uint64_t(p.group);
+  return std::uint64_t(p.batches) * std::uint64_t(p.heads / p.group) *
+         ((rows + cfg::kDecodeRows - 1) / cfg::kDecodeRows);
+}
+
 // The call's template: its path, the defaults of that path, `t` over them.
 AttentionTemplate choose_template(const AttentionKernel& k, const cfg::Params& p, bool mma,
                                   const std::string& stem, const Tunables& t) {
@@ -184,10 +192,8 @@ AttentionTemplate choose_template(const AttentionKernel& k, const cfg::Params& p
   mma = mma && !(d > 192 && masked && k.mask->dtype != DType::boolean);
   AttentionTemplate tp;
   if (mma && p.sq <= kDecodeRowsMax) {
-    const std::int64_t work = std::int64_t(p.batches) * (p.heads / p.group) *
-                              ((std::int64_t(p.sq) * p.group + cfg::kDecodeRows - 1) /
-                               cfg::kDecodeRows);
-    tp = default_decode_tiles(d, masked, max_shared, work, p.skv, k.clusters, k.sms);
+    tp = default_decode_tiles(d, masked, max_shared, std::int64_t(decode_tiles(p)), p.skv,
+                              k.clusters, k.sms);
   } else {
     tp = default_attention_tiles(d, masked, max_shared, k.clusters);
   }
@@ -212,9 +218,8 @@ std::uint64_t blocks_of(const AttentionTemplate& tp, cfg::Params& p) {
     p.m_blocks = int((sq + std::uint64_t(tp.bm) - 1) / std::uint64_t(tp.bm));
     return std::uint64_t(p.m_blocks) * pairs;
   }
-  const std::uint64_t rows = sq * std::uint64_t(p.group);
-  p.m_blocks = int((rows + cfg::kDecodeRows - 1) / cfg::kDecodeRows);
-  return std::uint64_t(p.m_blocks) * (pairs / std::uint64_t(p.group)) * std::uint64_t(tp.split);
+  p.m_blocks = int((sq * std::uint64_t(p.group) + cfg::kDecodeRows - 1) / cfg::kDecodeRows);
+  return decode_tiles(p) * std::uint64_t(tp.split);
 }
 
 }  // namespace
