@@ -156,7 +156,7 @@ cfg::Params call_params(const AttentionKernel& k, const std::string& stem, bool&
     throw ShapeError(fmt::format("{}: batch, heads and lengths must each be below 2^31", stem));
   p.batches = int(numel_of(batch));
   p.heads = int(hq);
-  p.group = int(hkv > 0 ? hq / hkv : 1);
+  p.group = int(hkv > 0 && hq > 0 ? hq / hkv : 1);  // no heads: no blocks, no division by 0
   p.sq = int(sq);
   p.skv = int(skv);
   const double scale = k.scale ? *k.scale : 1.0 / std::sqrt(double(d));

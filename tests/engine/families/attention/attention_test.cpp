@@ -240,6 +240,16 @@ TEST_CASE("the attention template's specialization: paths, names, tunables, leng
                   kiln::ArgumentError);
 }
 
+TEST_CASE("attention with no query heads or no keys plans an empty launch or zeros, no crash") {
+  // No query heads: no blocks on either path (and no group of heads to divide by).
+  for (std::int64_t sq : {1, 300})
+    CHECK(kiln::specialize_attention(call(DType::bf16, {1, 0, sq, 64}, {1, 2, 10, 64}), "at", {})
+              .config.grid[0] == 0);
+  // No keys: blocks that write zeros.
+  CHECK(kiln::specialize_attention(call(DType::bf16, {1, 4, 1, 64}, {1, 2, 0, 64}), "at", {})
+            .config.grid[0] == 2);
+}
+
 TEST_CASE("an attention launch's parameter block holds its pointers, kv_lens in its own slot") {
   kiln::AttentionKernel k = call(DType::bf16, {2, 4, 64, 64}, {2, 4, 64, 64});
   k.out.data = 0x10000, k.q.data = 0x20000, k.k.data = 0x30000, k.v.data = 0x40000;
