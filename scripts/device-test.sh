@@ -126,7 +126,7 @@ grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[doctest\] test cases" "$OUT/racechec
 # A log per graph and tool stays out of $OUT unless it failed: 20 files crowd what comes back.
 sanitize_logs=$(mktemp -d)
 for g in tests/sanitize/*.json tests/sanitize_gemm/*.json tests/sanitize_conv/*.json tests/sanitize_concat/*.json \
-         tests/sanitize_attention/*.json; do
+         tests/sanitize_group/*.json tests/sanitize_attention/*.json; do
   tools="racecheck memcheck"
   [[ "$g" == *sanitize_attention* ]] && tools="$tools synccheck"  # warp-level waits, cluster merge
   for tool in $tools; do

@@ -35,6 +35,10 @@ struct LaunchConfig {
   /// so their blocks share the GPU and the stream's order still holds at its end. Launched as a
   /// programmatic one is; a launch of it alone (the tuner's) clears it.
   bool beside = false;
+  /// Every block of the grid runs at once: the blocks wait for each other (a grid-wide merge
+  /// through the launch's workspace, KernelLaunch::workspace). A cooperative launch, which fails
+  /// rather than hangs where the device cannot hold them all.
+  bool cooperative = false;
 
   bool empty() const { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
   bool clustered() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
@@ -49,6 +53,7 @@ struct LaunchConfig {
     if (persistent) s += " persistent";
     if (programmatic) s += " programmatic";
     if (beside) s += " beside";
+    if (cooperative) s += " cooperative";
     return s;
   }
 };

@@ -11,6 +11,7 @@
 
 #include "engine/exec/engine_impl.hpp"
 #include "engine/exec/gather_status.hpp"
+#include "engine/exec/workspace.hpp"
 #include "engine/exec/plan_impl.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/driver.hpp"
@@ -122,7 +123,7 @@ std::shared_ptr<PreparedCall> prepare_call(const PlanImpl& p, Engine& engine,
     const FusedGroup& grp = *work[i].first;
     KernelLaunch& L = work[i].second;
     std::vector<int> nodes = grp.pointer_nodes();
-    if (nodes.size() != L.pointers.size())
+    if (nodes.size() + (L.workspace ? 1 : 0) != L.pointers.size())
       throw Error(fmt::format("internal error: kernel {} takes {} pointers for {} values",
                               L.spec.name, L.pointers.size(), nodes.size()));
     const LaunchConfig config = kernels[i]->config_for(L);
@@ -203,6 +204,7 @@ std::map<std::string, Tensor> bind_and_launch(PlanImpl& p, Engine& engine,
   std::map<std::string, Tensor> made = bind_data(*call, p, engine, inputs, outputs);
   if (call->launches.empty()) return made;
   bind_status(*call, engine);
+  bind_workspace(*call, engine);
   runtime::ContextGuard guard(*detail::impl_of(engine).context);  // LaunchParams::pointers()
   launch(*call, static_cast<CUstream>(engine.stream()));
   check_status(*call, static_cast<CUstream>(engine.stream()));

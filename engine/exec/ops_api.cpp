@@ -12,6 +12,7 @@
 
 #include "engine/exec/engine_impl.hpp"
 #include "engine/exec/gather_status.hpp"
+#include "engine/exec/workspace.hpp"
 #include "engine/exec/op_call.hpp"
 #include "engine/exec/prepared_call.hpp"
 #include "engine/runtime/context.hpp"
@@ -138,6 +139,7 @@ void launch_op(Engine& engine, detail::PreparedCall& p, const ops::OpDef& op, co
   for (double s : ops::attr_scalars(op, attrs)) l.params->set_scalar(scalar++, s);  // clamp's
   detail::EngineImpl& e = detail::impl_of(engine);
   detail::bind_status(p, engine);
+  detail::bind_workspace(p, engine);
   const runtime::NvtxRange range(op.name.data());  // catalog names are NUL-terminated literals
   runtime::ContextGuard guard(*e.context);
   l.kernel->module->launch(l.config, e.stream(), l.params->pointers());

@@ -42,6 +42,7 @@ struct PreparedCall {
     };
     std::vector<Gather> gathers;
     std::size_t status_word = 0;
+    std::uint64_t workspace_at = 0;  ///< its part of the call's workspace, from its start
   };
   /// An output a plan call allocates (none given for it).
   struct Made {
@@ -64,6 +65,9 @@ struct PreparedCall {
   /// itself (engine/exec/gather_status.hpp); allocated at the first call on a device.
   Tensor status;
   std::size_t status_words = 0;
+  /// The launches' workspaces (KernelLaunch::workspace), one part each, zeroed when allocated
+  /// at the first call on a device (engine/exec/workspace.hpp).
+  Tensor workspace;
 };
 
 /// `L` loaded as `kernel`, its parameters laid out, to run with `config`.

@@ -71,7 +71,7 @@ std::vector<std::size_t> permutation_of(const Graph& g, int id) {
 
 // The memory order node `id` asks for: its reader's (ops::FusionRoles::laid_out), its op's, or
 // (elementwise) that of its first operand of the same shape where that one was given an order
-// here; empty: row-major.
+// here or is a channels_last input or view; empty: row-major.
 std::vector<std::size_t> order_of(const Graph& g, int id, const std::vector<TensorView>& values,
                                   const std::map<int, std::vector<std::size_t>>& ordered) {
   const Graph::Node& n = g.node(id);
@@ -92,7 +92,10 @@ std::vector<std::size_t> order_of(const Graph& g, int id, const std::vector<Tens
   for (int a : tensor_args(g, id)) {
     if (g.node(a).shape != n.shape) continue;
     auto it = ordered.find(a);
-    return it == ordered.end() ? std::vector<std::size_t>{} : it->second;
+    if (it != ordered.end()) return it->second;
+    // A channels_last input or view read in place passes its format on, as torch's
+    // elementwise ops do: a residual add before a group_norm keeps it channels_last.
+    return ops::keeps_channels_last({values.at(std::size_t(a))});
   }
   return {};
 }

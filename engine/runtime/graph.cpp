@@ -58,6 +58,12 @@ KernelGraph::KernelGraph(const std::vector<GraphLaunch>& launches) {
           d.cuGraphKernelNodeSetAttribute(node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &dims),
           fmt::format("kernel {} of a plan's CUDA graph", i));
     }
+    if (launches[i].config.cooperative) {
+      CUlaunchAttributeValue on{};
+      on.cooperative = 1;
+      KILN_CU_CHECK(d.cuGraphKernelNodeSetAttribute(node, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &on),
+                    fmt::format("kernel {} of a plan's CUDA graph", i));
+    }
     nodes_.push_back(node);
   }
   CUgraphExec exec = nullptr;

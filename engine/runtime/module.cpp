@@ -41,7 +41,7 @@ unsigned Module::allow_dynamic_shared(int optin) {
 }
 
 void Module::launch(const LaunchConfig& c, CUstream stream, void** args) const {
-  CUlaunchAttribute attrs[2]{};
+  CUlaunchAttribute attrs[3]{};
   unsigned n = 0;
   if (c.clustered()) {
     attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -52,6 +52,10 @@ void Module::launch(const LaunchConfig& c, CUstream stream, void** args) const {
   if (c.programmatic || c.beside) {
     attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+  }
+  if (c.cooperative) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[n++].value.cooperative = 1;
   }
   CUlaunchConfig config{};
   config.gridDimX = c.grid[0];

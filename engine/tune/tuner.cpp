@@ -14,6 +14,7 @@
 #include "engine/exec/engine_impl.hpp"
 #include "engine/exec/plan_impl.hpp"
 #include "engine/exec/precompile.hpp"
+#include "engine/exec/workspace.hpp"
 #include "engine/tune/tune_buffers.hpp"
 
 namespace kiln::autotune {
@@ -157,12 +158,18 @@ namespace {
 Measurement run_candidate(Engine& engine, const detail::PlanImpl& p, const FusedGroup& grp,
                           Buffers& b, const Candidate& c, const TuneOptions& o) {
   std::vector<std::unique_ptr<LaunchParams>> params;
+  std::vector<Tensor> workspaces;  // one each: a launch's workspace is its own
   KernelLaunch first;
   for (const std::vector<TensorView>& values : b.values) {
     KernelLaunch L = p.specialize(grp, values, p.graph, detail::impl_of(engine).target, c);
     params.push_back(std::make_unique<LaunchParams>(L));
-    if (b.status.view().data != 0)  // the last pointer: kStatusNode's
-      params.back()->set_pointer(L.pointers.size() - 1, b.status.view().data);
+    const std::size_t last = L.pointers.size() - (L.workspace ? 1 : 0);
+    if (b.status.view().data != 0)  // the last of the group's pointers: kStatusNode's
+      params.back()->set_pointer(last - 1, b.status.view().data);
+    if (L.workspace) {
+      workspaces.push_back(detail::zeroed_workspace(engine, L.workspace));
+      params.back()->set_pointer(last, workspaces.back().view().data);
+    }
     // Timed alone, after itself: beside a sibling part (LaunchConfig::beside) is the plan's.
     L.config.beside = false;
     if (params.size() == 1) first = std::move(L);

@@ -89,7 +89,8 @@ TensorView split_channels(TensorView v, const Shape& x, std::int64_t groups) {
   return v;
 }
 
-// A weight or bias [C] as a view at x's rank along dim 1 (not the last, as broadcasting aligns).
+}  // namespace
+
 TensorView along_channels(TensorView v, std::size_t rank) {
   const std::int64_t channels = v.shape.at(0), step = v.resolved_strides().at(0);
   v.shape.assign(rank, 1);
@@ -99,8 +100,6 @@ TensorView along_channels(TensorView v, std::size_t rank) {
   return v;
 }
 
-// `epi` after y = row * weight + bias (those of `affine` there: weight, then bias): the
-// epilogue's inputs are then the affine ones and its own, in that order.
 codegen::Body affine_epilogue(const codegen::Body& epi, const std::vector<TensorView>& affine) {
   using codegen::Ref;
   codegen::Body body;
@@ -131,8 +130,6 @@ codegen::Body affine_epilogue(const codegen::Body& epi, const std::vector<Tensor
   for (const Ref& r : epi.results) body.results.push_back(moved(r));
   return body;
 }
-
-}  // namespace
 
 void arrange_axes(const RowKernel& k, const std::string& stem, Shape& shape,
                   std::vector<TensorView>& all, std::size_t& axis, bool merge) {

@@ -35,9 +35,6 @@ bool along_columns(std::int64_t axis, bool all_axes, const Shape& x) {
   return false;
 }
 
-namespace {
-
-// `v` at the rank of `shape`: its broadcast leading dims explicit (extent 1, stride 0).
 TensorView full_rank(TensorView v, const Shape& shape) {
   Shape strides = v.resolved_strides();
   while (v.shape.size() < shape.size()) {
@@ -47,6 +44,8 @@ TensorView full_rank(TensorView v, const Shape& shape) {
   v.strides = strides;
   return v;
 }
+
+namespace {
 
 void erase_dim(TensorView& v, std::size_t d) {
   v.shape.erase(v.shape.begin() + std::ptrdiff_t(d));

@@ -3,6 +3,7 @@
 // axis of `shape`, its input computed by a fused elementwise prologue and its result passed
 // through a fused elementwise epilogue.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,26 @@ void arrange_axes(const RowKernel& k, const std::string& stem, Shape& shape,
 /// dims after G; the weight and bias the epilogue's first inputs (per channel), applied before
 /// its own steps. ShapeError where C does not split into k.groups.
 RowKernel grouped_rows(const RowKernel& k, const std::string& stem, Shape& shape);
+
+/// A weight or bias [C] as a view at `rank` along dim 1 (not the last, as broadcasting
+/// aligns), 0 strides elsewhere.
+TensorView along_channels(TensorView v, std::size_t rank);
+
+/// `epi` after y = row * weight + bias (those of `affine`: weight, then bias): the epilogue's
+/// inputs are then the affine ones and its own, in that order.
+codegen::Body affine_epilogue(const codegen::Body& epi, const std::vector<TensorView>& affine);
+
+/// `v` at the rank of `shape`: its broadcast leading dims explicit (extent 1, stride 0).
+TensorView full_rank(TensorView v, const Shape& shape);
+
+/// group_norm's kernel `k` over a channels_last x of `shape` ([N, C, *spatial] with C
+/// contiguous) in one cooperative launch of kernel_templates/kiln/group_rows.cuh, each image split
+/// between blocks that hold it in registers and merge its groups' statistics through the
+/// launch's workspace; `sms` the target's multiprocessors (one such block each). Nothing where
+/// it does not apply: another memory order, gathers, a dynamic row, an image too large for the
+/// GPU's registers, channels whose groups of 16 bytes no block of 1024 threads covers.
+std::optional<KernelLaunch> specialize_group_rows(const RowKernel& k, const std::string& stem,
+                                                  const Shape& shape, int sms);
 
 /// Whether `arch` ("sm_90a") runs thread-block clusters (sm_90 and later).
 bool has_clusters(const std::string& arch);

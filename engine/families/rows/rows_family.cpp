@@ -122,17 +122,28 @@ class RowsFamily final : public Family {
   bool claims(const FusedGroup& grp, const Graph& shapes) const override {
     return row_anchor(grp, shapes) && !on_columns(grp, shapes);
   }
+  // A channels_last group_norm runs as one cooperative launch by default (group_rows.cpp);
+  // tunables name the row template's kernel, which `kiln tune` searches against it.
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
     const std::string& stem = w.group.stem;
-    return specialize_rows(row_kernel(w), stem, w.shapes.node(w.group.x).shape,
-                           row_tunables(t, stem));
+    const RowKernel k = row_kernel(w);
+    const Shape& shape = w.shapes.node(w.group.x).shape;
+    const RowTunables rt = row_tunables(t, stem);
+    if (rt.block == 0)
+      if (auto L = specialize_group_rows(k, stem, shape, w.target.sms)) return std::move(*L);
+    return specialize_rows(k, stem, shape, rt);
   }
   autotune::Space space(const FusedGroup&, const KernelLaunch& base,
                         const Target& target) const override {
+    if (base.workspace != 0) {  // group_rows.cpp's: no tunables of its own, the default alone
+      autotune::Space s;
+      s.reject = [](const autotune::Candidate&, const autotune::DeviceLimits&) { return ""; };
+      return s;
+    }
     return autotune::rows_space(std::int64_t(kiln_index(base.layout)), base.vec, base.tunables,
                                 has_clusters(target.arch));
   }
-  std::vector<std::string_view> headers() const override { return {"rows.cuh"}; }
+  std::vector<std::string_view> headers() const override { return {"rows.cuh", "group_rows.cuh"}; }
   std::vector<std::int64_t> extent_probes() const override { return row_bucket_probes(); }
 };
 
