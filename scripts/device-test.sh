@@ -122,11 +122,19 @@ timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 \
 rc=$?
 grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[doctest\] test cases" "$OUT/racecheck.log" | tail -n 3
 [ $rc -eq 0 ] || { status=1; echo "racecheck exit $rc"; tail -n 30 "$OUT/racecheck.log"; }
+# group_norm's cooperative kernel (its shared sums, the merge through the workspace).
+for tool in racecheck memcheck; do
+  timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 \
+    $bin/kiln_tests -tc="gpu: group_norm grouped*" >"$OUT/$tool-grouped.log" 2>&1
+  rc=$?
+  echo "$tool group_norm grouped: exit $rc"
+  [ $rc -eq 0 ] || { status=1; tail -n 30 "$OUT/$tool-grouped.log"; }
+done
 # The split rows (clusters) on small graphs: the suite's long rows under racecheck ran past 300 s.
 # A log per graph and tool stays out of $OUT unless it failed: 20 files crowd what comes back.
 sanitize_logs=$(mktemp -d)
 for g in tests/sanitize/*.json tests/sanitize_gemm/*.json tests/sanitize_conv/*.json tests/sanitize_concat/*.json \
-         tests/sanitize_group/*.json tests/sanitize_attention/*.json; do
+         tests/sanitize_attention/*.json; do
   tools="racecheck memcheck"
   [[ "$g" == *sanitize_attention* ]] && tools="$tools synccheck"  # warp-level waits, cluster merge
   for tool in $tools; do

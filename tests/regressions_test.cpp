@@ -67,23 +67,6 @@ TEST_CASE("sanitize graphs: each splits its rows between the blocks of a cluster
   CHECK(registers_kept == int(files.size()));
 }
 
-TEST_CASE("group sanitize graphs: each is one cooperative group_norm kernel of several blocks") {
-  // device-test.sh sanity runs these under racecheck and memcheck: the blocks' shared sums per
-  // channel and per group, and their merge through the workspace (group_rows.cuh).
-  kiln::Engine e(kiln::test::offline("sm_90a"));
-  const auto files = graph_files("sanitize_group");
-  REQUIRE(files.size() >= 2);
-  for (const auto& path : files) {
-    CAPTURE(path);
-    const kiln::Plan plan(kiln::Graph::load(path));
-    const auto kernels = plan.kernels("sm_90a");
-    REQUIRE(kernels.size() == 1);
-    CHECK(kernels[0].name.find("__grouped") != std::string::npos);
-    CHECK(kernels[0].grid >= 4);
-    for (const auto& k : plan.compile(e)) CHECK(k.spill_bytes == 0);
-  }
-}
-
 TEST_CASE("GEMM sanitize graphs: each is one wgmma kernel on sm_90a, the f32 split one along K") {
   // device-test.sh sanity runs these under racecheck and memcheck: the f32 stages split in
   // shared memory before wgmma reads them (gemm_sm90.cuh), the DSMEM sum of a split, the

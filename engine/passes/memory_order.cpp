@@ -69,33 +69,43 @@ std::vector<std::size_t> permutation_of(const Graph& g, int id) {
   return order;
 }
 
+// A node's memory order (outermost dim first; empty: row-major), and whether it is only a
+// channels_last format passed on from an input or view (which a graph output does not take).
+struct Order {
+  std::vector<std::size_t> dims;
+  bool passed_on = false;
+};
+
 // The memory order node `id` asks for: its reader's (ops::FusionRoles::laid_out), its op's, or
 // (elementwise) that of its first operand of the same shape where that one was given an order
-// here or is a channels_last input or view; empty: row-major.
-std::vector<std::size_t> order_of(const Graph& g, int id, const std::vector<TensorView>& values,
-                                  const std::map<int, std::vector<std::size_t>>& ordered) {
+// here or is a channels_last input or view. A channels_last format passes on from an input or
+// view to values inside the plan, as torch's elementwise ops pass it on (a residual add before a
+// group_norm stays channels_last); a graph output stays row-major there, as its caller reads it.
+Order order_of(const Graph& g, int id, const std::vector<TensorView>& values,
+               const std::map<int, Order>& ordered) {
   const Graph::Node& n = g.node(id);
   const ops::OpDef& op = op_def(g, n.op);
   if (op.fusion.laid_out)  // its one reader, if that is a view reordering its dims
     for (std::size_t r = std::size_t(id) + 1; r < g.nodes().size(); ++r) {
       const auto& args = g.nodes()[r].args;
-      if (!args.empty() && args[0] == std::variant<int, double>(id)) return reader_order(g, int(r));
+      if (!args.empty() && args[0] == std::variant<int, double>(id))
+        return {reader_order(g, int(r))};
     }
   if (op.memory_order) {
     std::vector<TensorView> operands;
     for (int a : tensor_args(g, id)) operands.push_back(values.at(std::size_t(a)));
     std::vector<std::size_t> order = op.memory_order(operands);
     if (order.size() != n.shape.size()) return {};
-    return order;
+    return {order};
   }
   if (op.fusion.kind != ops::FusionKind::chain) return {};
+  const bool output = is_output(g, id);
   for (int a : tensor_args(g, id)) {
     if (g.node(a).shape != n.shape) continue;
     auto it = ordered.find(a);
-    if (it != ordered.end()) return it->second;
-    // A channels_last input or view read in place passes its format on, as torch's
-    // elementwise ops do: a residual add before a group_norm keeps it channels_last.
-    return ops::keeps_channels_last({values.at(std::size_t(a))});
+    if (it != ordered.end()) return output && it->second.passed_on ? Order{} : it->second;
+    if (output) return {};
+    return {ops::keeps_channels_last({values.at(std::size_t(a))}), true};
   }
   return {};
 }
@@ -136,7 +146,7 @@ void view_values(const Graph& g, const std::vector<FusedGroup>& groups,
   std::map<int, int> aliases;
   std::multimap<int, int> readers;  // src -> the views read in place of its memory
   for (const auto& [view, src] : view_aliases(g, groups)) aliases[view] = src, readers.emplace(src, view);
-  std::map<int, std::vector<std::size_t>> ordered;
+  std::map<int, Order> ordered;
   for (std::size_t i = 0; i < g.nodes().size(); ++i) {  // node order: operands first
     const int id = int(i);
     if (auto it = aliases.find(id); it != aliases.end()) {
@@ -144,12 +154,12 @@ void view_values(const Graph& g, const std::vector<FusedGroup>& groups,
       continue;
     }
     if (g.node(id).op == "input" || given.count(id)) continue;
-    std::vector<std::size_t> order = order_of(g, id, values, ordered);
+    Order order = order_of(g, id, values, ordered);
     bool row_major = true;
-    for (std::size_t d = 0; d < order.size(); ++d) row_major = row_major && order[d] == d;
+    for (std::size_t d = 0; d < order.dims.size(); ++d) row_major = row_major && order.dims[d] == d;
     if (row_major) continue;
     TensorView v = values[i];
-    v.strides = strides_in(g.node(id).shape, order);
+    v.strides = strides_in(g.node(id).shape, order.dims);
     if (!views_hold(g, id, v, readers)) continue;
     values[i] = v;
     ordered[id] = std::move(order);

@@ -6,14 +6,14 @@
 
 namespace kiln::test {
 
-Value nchw(Graph& g, const Shape& s, DType t, bool channels_last) {
-  if (!channels_last) return g.input("x", s, t);
+Value nchw(Graph& g, const Shape& s, DType t, bool channels_last, const std::string& name) {
+  if (!channels_last) return g.input(name, s, t);
   Shape nhwc = {s[0]};
   nhwc.insert(nhwc.end(), s.begin() + 2, s.end());
   nhwc.push_back(s[1]);
   std::vector<std::int64_t> dims = {0, std::int64_t(s.size()) - 1};
   for (std::size_t d = 1; d + 1 < s.size(); ++d) dims.push_back(std::int64_t(d));
-  return apply("permute", {g.input("x", nhwc, t)}, Attrs().set("dims", dims));
+  return apply("permute", {g.input(name, nhwc, t)}, Attrs().set("dims", dims));
 }
 
 const char* name_of(Layout l) {

@@ -9,9 +9,9 @@
 
 namespace kiln::test {
 
-/// x [N, C, *spatial] of `s` as a graph value "x": an input, or (channels_last) an input [N,
+/// x [N, C, *spatial] of `s` as a graph value `name`: an input, or (channels_last) an input [N,
 /// *spatial, C] permuted to it, the strides of an NHWC tensor seen as NCHW.
-Value nchw(Graph& g, const Shape& s, DType t, bool channels_last);
+Value nchw(Graph& g, const Shape& s, DType t, bool channels_last, const std::string& name = "x");
 
 enum class Layout { contiguous, strided, broadcast, scalar, misaligned };
 const char* name_of(Layout l);

@@ -13,9 +13,10 @@
 namespace kiln {
 namespace {
 
-// The most C a block's shared memory holds (group_rows.cuh's Shared: 2 C + 2 G + 3 max(Block,
-// G) floats, within the 48 KiB a block has without asking).
+// The most C a block's shared memory holds (group_rows.cuh's Shared: Block * V + 3 G floats,
+// within the 48 KiB a block has without asking).
 constexpr std::int64_t kMostChannels = 2048;
+constexpr std::int64_t kSharedFloats = 12288;
 
 // Dims of every view in x's memory order: N, the spatial dims by `lead`'s strides (largest
 // first), C last. Nothing where C is not x's contiguous dim.
@@ -42,28 +43,37 @@ TensorView permuted(const TensorView& v, const std::vector<std::size_t>& order) 
   return p;
 }
 
-// The launch's shape: a block of whole warps whose groups of `vec` cover whole pixels (Block *
-// vec a multiple of C), at least 256 threads; the fewest groups a thread (Items, at most 64
-// values in registers, fewer for blocks past 512) that let one block a multiprocessor hold every
-// image. {0} where none does.
+// The launch's shape: blocks of whole warps whose groups of `vec` cover whole pixels (Block *
+// vec a multiple of C), `per_sm` of them a multiprocessor (launch bounds that cap registers to
+// match), and the fewest groups a thread (Items) that let them hold every image at once. The
+// most threads a multiprocessor first: the kernel is a long chain of dependent steps per
+// thread (loads, sums, the epilogue), which 10 warps an SM could not hide (22 us for the 10 MB
+// of GN(32) at N2 C320 64x64 on an H100, bench/NOTES.md); then the fewest blocks, whose
+// parts each block reads back from L2 to merge. {0} where nothing fits.
 struct GroupShape {
-  int block = 0, items = 0;
+  int block = 0, items = 0, per_sm = 0;
   std::int64_t parts = 0;
 };
 
 GroupShape group_shape(std::int64_t images, std::int64_t pixels, std::int64_t c, int vec,
                        int sms) {
   const std::int64_t per_pixel = c / vec, unit = std::lcm(per_pixel, std::int64_t(32));
-  if (unit > 1024) return {};
-  const int block = int(unit * ((256 + unit - 1) / unit));
-  if (block > 1024) return {};
-  const int most = std::min(16, std::min(64, 65536 / block / 2) / vec);
-  for (int items = 1; items <= most; ++items) {
-    const std::int64_t span = std::int64_t(block) * items / per_pixel;
-    const std::int64_t parts = (pixels + span - 1) / span;
-    if (images * parts <= sms) return {block, items, parts};
+  GroupShape best;
+  for (int per_sm : {1, 2, 3, 4}) {
+    const int block = int(1024 / per_sm / unit * unit);
+    if (block < 32 || block * per_sm <= best.block * best.per_sm) continue;
+    // Registers: 65536 a multiprocessor; ~40 a thread besides the values it holds.
+    const int values = std::min(64, 65536 / (block * per_sm) - 40);
+    for (int items = 1; items <= std::min(16, values / vec); ++items) {
+      const std::int64_t span = std::int64_t(block) * items / per_pixel;
+      const std::int64_t parts = (pixels + span - 1) / span;
+      if (images * parts <= std::int64_t(sms) * per_sm) {
+        best = {block, items, per_sm, parts};
+        break;
+      }
+    }
   }
-  return {};
+  return best;
 }
 
 }  // namespace
@@ -109,8 +119,9 @@ std::optional<KernelLaunch> specialize_group_rows(const RowKernel& k, const std:
   const std::int64_t c = shape[1], per_row = lp.groups / shape[0];
   if (c % lp.vec != 0) return std::nullopt;
   const GroupShape gs = group_shape(shape[0], per_row / (c / lp.vec), c, lp.vec, sms);
-  const std::int64_t groups = k.groups, most = std::max<std::int64_t>(gs.block, groups);
-  if (gs.block == 0 || 2 * c + 2 * groups + 3 * most > 12288) return std::nullopt;
+  if (gs.block == 0 || std::int64_t(gs.block) * lp.vec + 3 * k.groups > kSharedFloats)
+    return std::nullopt;
+  const std::int64_t groups = k.groups;
 
   KernelLaunch L;
   L.vec = lp.vec;
@@ -125,11 +136,12 @@ std::optional<KernelLaunch> specialize_group_rows(const RowKernel& k, const std:
   L.spec.expression = codegen::render_instance(
       "kiln::group_rows",
       {"kiln_body", "kiln_epilogue", lp.type(), std::to_string(lp.vec),
-       codegen::render_index(lp.index64), std::to_string(gs.block), std::to_string(gs.items),
-       std::to_string(c), std::to_string(c / groups), std::to_string(gs.parts)});
+       codegen::render_index(lp.index64), std::to_string(gs.block), std::to_string(gs.per_sm),
+       std::to_string(gs.items), std::to_string(c), std::to_string(c / groups),
+       std::to_string(gs.parts)});
   L.spec.options = codegen::builtin_options();
-  L.spec.name = fmt::format("{}__grouped{}v{}b{}i{}p{}{}", stem, lp.dims.size(), lp.vec, gs.block,
-                            gs.items, gs.parts, lp.index64 ? "_i64" : "");
+  L.spec.name = fmt::format("{}__grouped{}v{}b{}m{}i{}p{}{}", stem, lp.dims.size(), lp.vec,
+                            gs.block, gs.per_sm, gs.items, gs.parts, lp.index64 ? "_i64" : "");
   for (const TensorView* v : views) L.pointers.push_back(v->data);
   L.pointers.push_back(0);  // the workspace, each launch's own
   L.scalars = k.scalars;

@@ -18,6 +18,7 @@ const codegen::TunableTable<RowTunables>& row_tunable_table() {
       {"cols", &T::cols, {1, 2, 4, 8, 16, 32}, kColumnTemplate},
       {"split", &T::split, {1, 2, 4, 8}, kRowTemplate, kRowClusters},
       {"pack", &T::pack, {1, 2, 4, 8}, kRowTemplate},
+      {"grouped", &T::grouped, {0, 1}, kRowGrouped},
   };
   return table;
 }

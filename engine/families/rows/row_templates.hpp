@@ -17,6 +17,7 @@ namespace kiln {
 inline constexpr unsigned kRowTemplate = 1;     ///< rows.cuh
 inline constexpr unsigned kColumnTemplate = 2;  ///< columns.cuh
 inline constexpr unsigned kRowClusters = 4;
+inline constexpr unsigned kRowGrouped = 8;  ///< group_norm's cooperative kernel (group_rows.cuh)
 
 /// Every tunable of the row templates, once: row_tunables() parses by it, each template's
 /// launch records its rows and autotune::rows_space() / columns_space() search them.

@@ -99,6 +99,10 @@ struct RowTunables {
                   ///< the axis)
   int split = 1;  ///< blocks per row, a cluster (1, 2, 4 or 8; more than 1 needs sm_90)
   int pack = 1;   ///< rows per block, a warp each (1, 2, 4 or 8; more than 1: block 32, items)
+  /// 1: group_norm over a channels_last x as one cooperative launch (specialize_group_rows),
+  /// the other tunables unused. A `kiln tune` candidate, not the default: on an H100 it ran
+  /// 1.0-1.7x the row template's time (bench/NOTES.md).
+  int grouped = 0;
 };
 
 /// `t`'s "block", "items", "cols", "split" and "pack" (missing: 0, the default); ArgumentError naming

@@ -4,6 +4,8 @@
 // engine/families/rows/rows.*.
 #include <fmt/format.h>
 
+#include <kiln/error.hpp>
+
 #include "engine/families/family.hpp"
 #include "engine/families/rows/row_buckets.hpp"
 #include "engine/families/rows/row_templates.hpp"
@@ -122,26 +124,39 @@ class RowsFamily final : public Family {
   bool claims(const FusedGroup& grp, const Graph& shapes) const override {
     return row_anchor(grp, shapes) && !on_columns(grp, shapes);
   }
-  // A channels_last group_norm runs as one cooperative launch by default (group_rows.cpp);
-  // tunables name the row template's kernel, which `kiln tune` searches against it.
+  // A group_norm over a channels_last x also runs as one cooperative launch (group_rows.cpp)
+  // where a tuning record says `grouped`.
   KernelLaunch specialize(const GroupWork& w, const Tunables& t) const override {
     const std::string& stem = w.group.stem;
     const RowKernel k = row_kernel(w);
     const Shape& shape = w.shapes.node(w.group.x).shape;
     const RowTunables rt = row_tunables(t, stem);
-    if (rt.block == 0)
-      if (auto L = specialize_group_rows(k, stem, shape, w.target.sms)) return std::move(*L);
-    return specialize_rows(k, stem, shape, rt);
+    if (rt.grouped == 0) return specialize_rows(k, stem, shape, rt);
+    std::optional<KernelLaunch> L = specialize_group_rows(k, stem, shape, w.target.sms);
+    if (!L)
+      throw ArgumentError(fmt::format(
+          "{}: grouped=1 runs a group_norm of a channels_last x whose images fit the GPU's "
+          "registers at once; this one does not",
+          stem));
+    L->tunables = {{"grouped", 1}};
+    return std::move(*L);
   }
-  autotune::Space space(const FusedGroup&, const KernelLaunch& base,
+  // group_norm's space has one candidate more: the cooperative kernel.
+  autotune::Space space(const FusedGroup& grp, const KernelLaunch& base,
                         const Target& target) const override {
-    if (base.workspace != 0) {  // group_rows.cpp's: no tunables of its own, the default alone
-      autotune::Space s;
-      s.reject = [](const autotune::Candidate&, const autotune::DeviceLimits&) { return ""; };
-      return s;
-    }
-    return autotune::rows_space(std::int64_t(kiln_index(base.layout)), base.vec, base.tunables,
-                                has_clusters(target.arch));
+    autotune::Space s = autotune::rows_space(std::int64_t(kiln_index(base.layout)), base.vec,
+                                             base.tunables, has_clusters(target.arch));
+    if (grp.anchor->name != "group_norm") return s;
+    s.tunables.push_back({"grouped", {0, 1}});
+    s.fallback["grouped"] = 0;
+    s.reject = [row = s.reject, fallback = s.fallback](const autotune::Candidate& c,
+                                                       const autotune::DeviceLimits& limits) {
+      if (c.at("grouped") == 0) return row(c, limits);
+      autotune::Candidate as_default = c;
+      as_default["grouped"] = 0;
+      return as_default == fallback ? std::string() : std::string("grouped takes no others");
+    };
+    return s;
   }
   std::vector<std::string_view> headers() const override { return {"rows.cuh", "group_rows.cuh"}; }
   std::vector<std::int64_t> extent_probes() const override { return row_bucket_probes(); }
