@@ -180,7 +180,7 @@ TEST_CASE(
 TEST_CASE("the row templates' tunables: the parse and both spaces are the table's rows") {
   CHECK_THROWS_WITH_AS(kiln::row_tunables({{"unroll", 2}}, "softmax_f32"),
                        "softmax_f32: 'unroll' is not a tunable of the row templates (block, items, "
-                       "cols, split, pack)",
+                       "cols, split, pack, grouped)",
                        kiln::ArgumentError);
   const auto names = [](const kiln::autotune::Space& s) {
     std::vector<std::string> out;
