@@ -24,11 +24,13 @@ struct Strides {
 
 /// The tensors of a launch, in this order: what `Params::s` holds strides for.
 enum Tensor { kOut = 0, kQ = 1, kK = 2, kV = 3, kMask = 4, kTensors = 5 };
+/// Params::ptr's slot of the launch's workspace (the decode path's chunks), after the lens'.
+constexpr int kWorkspace = 6;
 
 /// The kernels' one parameter. Pointers first (the launch writes each call's there: out, q, k,
 /// v, then mask and lens where the call has them), then the sizes of the call.
 struct Params {
-  unsigned long long ptr[6];   ///< out, q, k, v, mask, lens (0 when absent)
+  unsigned long long ptr[7];   ///< out, q, k, v, mask, lens, workspace (0 when absent)
   Strides s[kTensors];         ///< per Tensor
   long long batch[kBatchDims]; ///< the batch dims' extents (1 for unused ones, leading)
   long long lens_stride;       ///< kv_lens' stride (elements)

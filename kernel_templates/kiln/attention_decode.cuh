@@ -9,6 +9,10 @@
 // - Each warp keeps an online softmax (f32 statistics in log2 units) and an unnormalized
 //   output. At the end the warps' partial results merge in the block's shared memory, and the
 //   blocks' merge over distributed shared memory, each block writing a share of the output.
+// - With Chunks > 1 the keys are split further, between Chunks clusters (or blocks): each writes
+//   its merged partial result to the launch's workspace and counts itself in at its tile's
+//   counter there; the block that arrives last merges the Chunks partials into the output. A
+//   batch of one then fills more multiprocessors than one cluster of 8 a key/value head can.
 // A row whose every key is masked gives zeros, as on the other paths.
 
 #include <kiln/attention.cuh>
@@ -107,11 +111,19 @@ struct Parts {
   }
 };
 
+/// Partial results in the launch's workspace, `stride` floats apart (read past L1: other
+/// multiprocessors wrote them).
+struct GlobalParts {
+  const float* base;
+  int stride;
+  __device__ __forceinline__ float at(int n, int i) const { return __ldcg(base + n * stride + i); }
+};
+
 /// Element `c` of packed row `row` merged over `n` partial results: the merged max and sum into
 /// `m` and `sum`, the unnormalized output returned.
-template <bool Remote>
-__device__ __forceinline__ float merge_parts(const Parts<Remote>& parts, int n, int row, int c,
-                                             int dp, float& m, float& sum) {
+template <class P>
+__device__ __forceinline__ float merge_parts(const P& parts, int n, int row, int c, int dp,
+                                             float& m, float& sum) {
   m = minus_infinity();
   for (int k = 0; k < n; ++k) m = fmaxf(m, parts.at(k, row));
   float acc = 0.0f;
@@ -156,11 +168,12 @@ __device__ __forceinline__ void merge_warps(float* block, const float* parts, co
   }
 }
 
-/// The cluster's Split block results merged; this block writes every Split-th output element.
+/// The cluster's Split block results merged; this block writes every Split-th output element,
+/// or (`chunk` not null) of the cluster's partial result there, as store_part lays one out.
 /// Every block of the cluster calls it, once its result is in `block`.
 template <class T, int D, int Warps, int Split>
 __device__ __forceinline__ void merge_blocks(const float* block, const Params& p, const Pair& r,
-                                             int rho0, int rank, int tid) {
+                                             int rho0, int rank, int tid, float* chunk) {
   constexpr int kDp = config::padded_d(D);
   cluster_arrive_release();  // the block's result, to the cluster
   cluster_wait();
@@ -170,14 +183,46 @@ __device__ __forceinline__ void merge_blocks(const float* block, const Params& p
     const int row = e / D, c = e % D;
     float m, sum;
     const float acc = merge_parts(from, Split, row, c, kDp, m, sum);
-    store_merged<T>(p, r, rho0 + row, c, acc, sum);
+    if (!chunk) {
+      store_merged<T>(p, r, rho0 + row, c, acc, sum);
+      continue;
+    }
+    if (c == 0) chunk[row] = m, chunk[config::kDecodeRows + row] = sum;
+    chunk[2 * config::kDecodeRows + row * kDp + c] = acc;
   }
   cluster_arrive();  // no block leaves while another still reads its shared memory
   cluster_wait();
 }
 
-template <class T, class M, class L, int D, int BN, int Stages, int Warps, int Split, bool Causal,
-          bool BottomRight, int Mask, bool Lens>
+/// After every block wrote its share of its chunk's partial result (`parts` holds the tile's
+/// Chunks, `counter` counts the Chunks * Split blocks in, and only grows): the block that
+/// arrives last merges them into the output.
+template <class T, int D, int Warps, int Chunks, int Split>
+__device__ __forceinline__ void merge_chunks(const float* parts, unsigned long long* counter,
+                                             const Params& p, const Pair& r, int rho0, int tid) {
+  constexpr int kDp = config::padded_d(D), kPart = config::decode_part_floats(D);
+  __shared__ bool last;
+  __syncthreads();  // the block's share written
+  if (tid == 0) {
+    __threadfence();
+    const unsigned long long ticket = atomicAdd(counter, 1ull);
+    last = ticket % (Chunks * Split) == Chunks * Split - 1;
+    if (last) __threadfence();  // the others' shares, seen after their counts
+  }
+  __syncthreads();
+  if (!last) return;
+  const GlobalParts from{parts, kPart};
+  const int rows = min(config::kDecodeRows, p.sq * p.group - rho0);
+  for (int e = tid; e < rows * D; e += Warps * 32) {
+    const int row = e / D, c = e % D;
+    float m, sum;
+    const float acc = merge_parts(from, Chunks, row, c, kDp, m, sum);
+    store_merged<T>(p, r, rho0 + row, c, acc, sum);
+  }
+}
+
+template <class T, class M, class L, int D, int BN, int Stages, int Warps, int Split, int Chunks,
+          bool Causal, bool BottomRight, int Mask, bool Lens>
 __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p) {
   constexpr int kLd = config::row_elements(D), kDp = config::padded_d(D);
   constexpr int KS = kDp / 16, NT = BN / 8, DT = kDp / 8, kStage = 2 * BN * kLd;
@@ -189,7 +234,8 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
   T* const rings = qs + config::kDecodeRows * kLd;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int rank = int(blockIdx.x) % Split, work = int(blockIdx.x) / Split;
+  const int rank = int(blockIdx.x) % Split, chunk = int(blockIdx.x) / Split % Chunks;
+  const int work = int(blockIdx.x) / Split / Chunks;
   const int kv_heads = p.heads / p.group, kv_pairs = p.batches * kv_heads;
   const int pair = work % kv_pairs, rho0 = work / kv_pairs * config::kDecodeRows;
   const Pair r = locate<Lens, L, BottomRight>(p, pair / kv_heads, pair % kv_heads * p.group);
@@ -201,7 +247,7 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
   const int n_end = key_end<Causal>(r, i_last, 1);
   const int tiles = (n_end + BN - 1) / BN;
   // Worker u of U takes tiles u, u + U, ...
-  const int u = rank * Warps + warp, U = Split * Warps;
+  const int u = (chunk * Split + rank) * Warps + warp, U = Chunks * Split * Warps;
   const int mine = tiles > u ? (tiles - u + U - 1) / U : 0;
   T* const ring = rings + warp * Stages * kStage;
 
@@ -252,8 +298,27 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
   float* const block = parts + Warps * config::decode_part_floats(D);
   store_part<DT, kDp>(parts + warp * config::decode_part_floats(D), o[0], mx[0], l[0], lane);
   __syncthreads();
-  merge_warps<T, D, Warps, Split == 1>(block, parts, p, r, rho0, tid);
-  if constexpr (Split > 1) merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid);
+  merge_warps<T, D, Warps, Split == 1 && Chunks == 1>(block, parts, p, r, rho0, tid);
+  if constexpr (Chunks == 1) {
+    if constexpr (Split > 1)
+      merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid, nullptr);
+  } else {
+    // The workspace: a counter per tile of packed rows, then each tile's Chunks partials.
+    auto* counters = reinterpret_cast<unsigned long long*>(p.ptr[config::kWorkspace]);
+    const int works = int(gridDim.x) / (Split * Chunks);
+    float* const mine_part = reinterpret_cast<float*>(counters + works) +
+                             (long long)(work * Chunks + chunk) * config::decode_part_floats(D);
+    if constexpr (Split > 1) {
+      merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid, mine_part);
+    } else {
+      const int rows = min(config::kDecodeRows, p.sq * p.group - rho0);
+      __syncthreads();  // the block's merged result, from every warp
+      for (int e = tid; e < 2 * config::kDecodeRows + rows * kDp; e += Warps * 32)
+        mine_part[e] = block[e];
+    }
+    merge_chunks<T, D, Warps, Chunks, Split>(mine_part - chunk * config::decode_part_floats(D),
+                                             counters + work, p, r, rho0, tid);
+  }
 }
 
 }  // namespace kiln::attention

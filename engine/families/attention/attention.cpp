@@ -34,7 +34,7 @@ std::string AttentionTemplate::expression() const {
   const auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
   std::vector<std::string> args = {t, m, l, std::to_string(d)};
   if (mma && decode) {
-    for (int v : {bn, stages, warps, split}) args.push_back(std::to_string(v));
+    for (int v : {bn, stages, warps, split, chunks}) args.push_back(std::to_string(v));
   } else if (mma) {
     for (int v : {bm, bn, stages, wm}) args.push_back(std::to_string(v));
   }
@@ -49,8 +49,8 @@ std::string AttentionTemplate::expression() const {
 
 std::string AttentionTemplate::name(std::string_view stem) const {
   std::string s = !mma    ? fmt::format("{}__rows_d{}", stem, d)
-                  : decode ? fmt::format("{}__dec{}s{}w{}k{}_d{}", stem, bn, stages, warps, split,
-                                         d)
+                  : decode ? fmt::format("{}__dec{}s{}w{}k{}{}_d{}", stem, bn, stages, warps,
+                                         split, chunks > 1 ? fmt::format("c{}", chunks) : "", d)
                            : fmt::format("{}__fa{}x{}s{}{}_d{}", stem, bm, bn, stages,
                                          wm == 16 ? "" : fmt::format("r{}", wm), d);
   if (causal) s += bottom_right ? "_causal_br" : "_causal";
@@ -219,7 +219,7 @@ std::uint64_t blocks_of(const AttentionTemplate& tp, cfg::Params& p) {
     return std::uint64_t(p.m_blocks) * pairs;
   }
   p.m_blocks = int((sq * std::uint64_t(p.group) + cfg::kDecodeRows - 1) / cfg::kDecodeRows);
-  return decode_tiles(p) * std::uint64_t(tp.split);
+  return decode_tiles(p) * std::uint64_t(tp.split) * std::uint64_t(tp.chunks);
 }
 
 }  // namespace
@@ -260,6 +260,13 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
     L.pointers.push_back(views[i]->data);
     L.layout.pointers.push_back({0, cfg::pointer_offset(slot)});
     p.ptr[slot] = views[i]->data;  // a launch straight from L (the tuner's) reads them here
+  }
+  if (tp.decode && tp.chunks > 1) {  // a counter a tile of rows, then its chunks' partials
+    const std::uint64_t tiles = decode_tiles(p);
+    L.workspace = 8 * tiles + 4 * tiles * std::uint64_t(tp.chunks) *
+                                  std::uint64_t(cfg::decode_part_floats(int(k.q.shape.back())));
+    L.pointers.push_back(0);  // each launch's own
+    L.layout.pointers.push_back({0, cfg::pointer_offset(cfg::kWorkspace)});
   }
   L.layout.params = {ParamBytes(&p, sizeof p)};
   return L;

@@ -31,7 +31,7 @@ struct AttentionKernel {
 
 /// The templates' parameters as the specialization chose them: `mma` picks attention_mma
 /// (tunables bm, bn, stages, wm) over attention_rows, and `decode` (with `mma`) attention_decode
-/// for few query rows (tunables bn, stages, warps, split); attention_tunable_table() declares
+/// for few query rows (tunables bn, stages, warps, split, chunks); attention_tunable_table() declares
 /// them once.
 struct AttentionTemplate {
   DType dtype = DType::bf16;
@@ -42,6 +42,9 @@ struct AttentionTemplate {
   int bm = 128, bn = 64, stages = 2;
   int wm = 16;               ///< the mma path's query rows a warp (16 or 32)
   int warps = 4, split = 1;  ///< the decode path's warps a block, and blocks a cluster
+  /// The decode path's clusters (or blocks) a tile of packed rows, over its keys, merged through
+  /// the launch's workspace by the last to finish.
+  int chunks = 1;
 
   /// `kiln::attention::attention_mma<...>`, `...attention_decode<...>` or `...attention_rows<...>`.
   std::string expression() const;
@@ -60,7 +63,7 @@ struct AttentionTemplate {
 constexpr unsigned kAttentionMma = 1, kAttentionDecode = 2, kAttentionClusters = 4;
 
 /// The templates' tunables, once: the mma path's bm, bn, stages, wm; the decode path's bn, stages,
-/// warps and (with clusters) split.
+/// warps, chunks and (with clusters) split.
 const codegen::TunableTable<AttentionTemplate>& attention_tunable_table();
 
 /// The most keys a tile of the mma path takes at head size `d` (with a mask: `masked`) and `wm`
@@ -74,7 +77,8 @@ AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared, bo
 
 /// The default tiles of the decode path for head size `d` (with a mask: `masked`) within
 /// `max_shared` bytes: `work` tiles of packed rows over `keys` keys, split between the blocks
-/// of a cluster (where `clusters`) while the blocks still fit one wave on `sms` multiprocessors.
+/// of a cluster (where `clusters`), then between chunks, while the blocks still fit one wave on
+/// `sms` multiprocessors.
 AttentionTemplate default_decode_tiles(int d, bool masked, int max_shared, std::int64_t work,
                                        std::int64_t keys, bool clusters, int sms);
 

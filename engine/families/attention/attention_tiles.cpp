@@ -30,6 +30,7 @@ const codegen::TunableTable<AttentionTemplate>& attention_tunable_table() {
       {"stages", &T::stages, {2, 3, 4}, kAttentionDecode},
       {"warps", &T::warps, {2, 4, 8}, kAttentionDecode},
       {"split", &T::split, {1, 2, 4, 8}, kAttentionDecode, kAttentionClusters},
+      {"chunks", &T::chunks, {1, 2, 4, 8}, kAttentionDecode},
   };
   return table;
 }
@@ -90,6 +91,11 @@ AttentionTemplate default_decode_tiles(int d, bool masked, int max_shared, std::
   while (clusters && t.split < 8 && work * t.split * 2 <= wave &&
          tiles >= std::int64_t(4) * t.warps * t.split * 2)
     t.split *= 2;
+  // Then between chunks (clusters, or blocks), merged through the workspace: B1 over 32768
+  // keys has 8 tiles of rows, 64 blocks in clusters of 8, half an H100.
+  while (t.chunks < 8 && work * t.split * t.chunks * 2 <= wave &&
+         tiles >= std::int64_t(4) * t.warps * t.split * t.chunks * 2)
+    t.chunks *= 2;
   return t;
 }
 

@@ -205,7 +205,7 @@ TEST_CASE("gpu: attention against fp64 over lengths, heads, head sizes, masks an
 }
 
 TEST_CASE("gpu: attention's decode path (16 query rows or fewer) against fp64: grouped heads "
-          "packed, keys split between warps and the blocks of a cluster" *
+          "packed, keys split between warps, the blocks of a cluster and chunks" *
           doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e(kiln::test::on_gpu());
   std::mt19937_64 rng = kiln::test::make_rng(51);
@@ -220,6 +220,11 @@ TEST_CASE("gpu: attention's decode path (16 query rows or fewer) against fp64: g
       {DType::bf16, 2, 4, 1, 3, 64, 256, true, true, 0, true},
       {DType::bf16, 2, 8, 2, 3, 500, 64, false, false, 3, true},
       {DType::f16, 1, 6, 3, 7, 1, 40},
+      // Few tiles of rows over many keys: clusters of 8, then chunks merged through the
+      // workspace (on an H100's 132 multiprocessors).
+      {DType::bf16, 1, 8, 1, 1, 16384, 128},
+      {DType::f16, 1, 4, 2, 3, 20000, 64, true, true, 0, true},
+      {DType::bf16, 1, 16, 2, 1, 30000, 80, false, false, 1},
   };
   for (const Case& c : cases) run_case(e, c, rng);
 }
