@@ -111,14 +111,6 @@ struct Parts {
   }
 };
 
-/// Partial results in the launch's workspace, `stride` floats apart (read past L1: other
-/// multiprocessors wrote them).
-struct GlobalParts {
-  const float* base;
-  int stride;
-  __device__ __forceinline__ float at(int n, int i) const { return __ldcg(base + n * stride + i); }
-};
-
 /// Element `c` of packed row `row` merged over `n` partial results: the merged max and sum into
 /// `m` and `sum`, the unnormalized output returned.
 template <class P>
@@ -211,13 +203,28 @@ __device__ __forceinline__ void merge_chunks(const float* parts, unsigned long l
   }
   __syncthreads();
   if (!last) return;
-  const GlobalParts from{parts, kPart};
+  // Each chunk's weight per row (exp2 of its max less the rows' max) and the rows' sums first,
+  // in shared memory; then every output element one coalesced load a chunk.
+  __shared__ float weight[Chunks][config::kDecodeRows], total[config::kDecodeRows];
   const int rows = min(config::kDecodeRows, p.sq * p.group - rho0);
+  if (tid < rows) {
+    float m = minus_infinity(), sum = 0.0f;
+    for (int k = 0; k < Chunks; ++k) m = fmaxf(m, __ldcg(parts + k * kPart + tid));
+    for (int k = 0; k < Chunks; ++k) {
+      const float mk = __ldcg(parts + k * kPart + tid);
+      weight[k][tid] = mk == minus_infinity() ? 0.0f : exp2f(mk - m);
+      sum += weight[k][tid] * __ldcg(parts + k * kPart + config::kDecodeRows + tid);
+    }
+    total[tid] = sum;
+  }
+  __syncthreads();
   for (int e = tid; e < rows * D; e += Warps * 32) {
     const int row = e / D, c = e % D;
-    float m, sum;
-    const float acc = merge_parts(from, Chunks, row, c, kDp, m, sum);
-    store_merged<T>(p, r, rho0 + row, c, acc, sum);
+    float acc = 0.0f;
+#pragma unroll
+    for (int k = 0; k < Chunks; ++k)
+      acc += weight[k][row] * __ldcg(parts + k * kPart + 2 * config::kDecodeRows + row * kDp + c);
+    store_merged<T>(p, r, rho0 + row, c, acc, total[row]);
   }
 }
 

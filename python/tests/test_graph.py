@@ -215,7 +215,7 @@ def test_an_op_on_tensors_is_a_one_op_plan_made_once_per_signature():
     q = FakeTensor([2, 32, 1, 128], "bf16")
     kv = FakeTensor([2, 8, 4096, 128], "bf16")
     step = kiln.eager.plan_for("attention", [q, kv, kv], {})
-    assert [k["name"] for k in step.kernels("sm_90a")] == ["attention_bf16__dec32s3w4k8_d128"]
+    assert [k["name"] for k in step.kernels("sm_90a")] == ["attention_bf16__dec32s3w4k2c4_d128"]
     assert kiln.eager.plan_for("attention", [q, kv, kv], {}) is step  # the same signature
     prompt = kiln.eager.plan_for("attention", [FakeTensor([2, 32, 300, 128], "bf16"), kv, kv],
                                  {"causal": True})

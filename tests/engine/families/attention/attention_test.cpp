@@ -155,8 +155,8 @@ TEST_CASE("attention over a dynamic sequence length precompiles a bounded set of
   for (const kiln::KernelSpec& s : kiln::plan_specs(g)) names.insert(s.name);
   CHECK(names == std::set<std::string>{"attention_bf16__dec32s3w4k1_d64_causal",
                                        "attention_bf16__fa128x64s3r32_d64_causal"});
-  // A step of decoding over a cache of dynamic length: the split grows with the keys, then the
-  // chunks merged through the workspace, 5 kernels at most.
+  // A step of decoding over a cache of dynamic length: clusters of 2, then chunks merged
+  // through the workspace as the keys grow, 5 kernels at most.
   const Graph step = Graph::parse(R"({"inputs": [
       {"name": "q", "shape": [2, 8, 1, 64], "dtype": "bf16"},
       {"name": "k", "shape": [2, 8, "?", 64], "dtype": "bf16"},
@@ -167,8 +167,8 @@ TEST_CASE("attention over a dynamic sequence length precompiles a bounded set of
   for (const kiln::KernelSpec& s : kiln::plan_specs(step)) steps.insert(s.name);
   CHECK(steps == std::set<std::string>{
                      "attention_bf16__dec32s3w4k1_d64", "attention_bf16__dec32s3w4k2_d64",
-                     "attention_bf16__dec32s3w4k4_d64", "attention_bf16__dec32s3w4k8_d64",
-                     "attention_bf16__dec32s3w4k8c2_d64"});
+                     "attention_bf16__dec32s3w4k2c2_d64", "attention_bf16__dec32s3w4k2c4_d64",
+                     "attention_bf16__dec32s3w4k2c8_d64"});
   // A length the probes did not meet runs a kernel among them.
   const Graph at = Graph::parse(R"({"inputs": [
       {"name": "q", "shape": [2, 8, 5, 64], "dtype": "bf16"},
