@@ -228,6 +228,42 @@ __device__ __forceinline__ void merge_chunks(const float* parts, unsigned long l
   }
 }
 
+/// The warps' results (`o`, `mx`, `l`) into the output: merged in the block's shared memory
+/// (`smem`, the rings' space), then between the cluster's Split blocks, then (Chunks > 1)
+/// through the workspace by the last of the tile's blocks to finish.
+template <class T, int D, int Warps, int Split, int Chunks, int DT>
+__device__ __forceinline__ void merge_results(float* smem, const float (&o)[DT][4],
+                                              const float (&mx)[2], const float (&l)[2],
+                                              const Params& p, const Pair& r, int rho0, int rank,
+                                              int chunk, int work, int tid) {
+  constexpr int kDp = config::padded_d(D), kPart = config::decode_part_floats(D);
+  float* const parts = smem;
+  float* const block = parts + Warps * kPart;
+  store_part<DT, kDp>(parts + (tid >> 5) * kPart, o, mx, l, tid & 31);
+  __syncthreads();
+  merge_warps<T, D, Warps, Split == 1 && Chunks == 1>(block, parts, p, r, rho0, tid);
+  if constexpr (Chunks == 1) {
+    if constexpr (Split > 1)
+      merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid, nullptr);
+  } else {
+    // The workspace: a counter per tile of packed rows, then each tile's Chunks partials.
+    auto* counters = reinterpret_cast<unsigned long long*>(p.ptr[config::kWorkspace]);
+    const int works = int(gridDim.x) / (Split * Chunks);
+    float* const tile_parts = reinterpret_cast<float*>(counters + works) +
+                              (long long)work * Chunks * kPart;
+    float* const mine = tile_parts + chunk * kPart;
+    if constexpr (Split > 1) {
+      merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid, mine);
+    } else {
+      const int rows = min(config::kDecodeRows, p.sq * p.group - rho0);
+      __syncthreads();  // the block's merged result, from every warp
+      for (int e = tid; e < 2 * config::kDecodeRows + rows * kDp; e += Warps * 32)
+        mine[e] = block[e];
+    }
+    merge_chunks<T, D, Warps, Chunks, Split>(tile_parts, counters + work, p, r, rho0, tid);
+  }
+}
+
 template <class T, class M, class L, int D, int BN, int Stages, int Warps, int Split, int Chunks,
           bool Causal, bool BottomRight, int Mask, bool Lens>
 __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p) {
@@ -301,31 +337,8 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
   }
   mma::cp_async_wait<0>();
   __syncthreads();  // every warp is done with its ring: it now holds the partial results
-  float* const parts = reinterpret_cast<float*>(rings);
-  float* const block = parts + Warps * config::decode_part_floats(D);
-  store_part<DT, kDp>(parts + warp * config::decode_part_floats(D), o[0], mx[0], l[0], lane);
-  __syncthreads();
-  merge_warps<T, D, Warps, Split == 1 && Chunks == 1>(block, parts, p, r, rho0, tid);
-  if constexpr (Chunks == 1) {
-    if constexpr (Split > 1)
-      merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid, nullptr);
-  } else {
-    // The workspace: a counter per tile of packed rows, then each tile's Chunks partials.
-    auto* counters = reinterpret_cast<unsigned long long*>(p.ptr[config::kWorkspace]);
-    const int works = int(gridDim.x) / (Split * Chunks);
-    float* const mine_part = reinterpret_cast<float*>(counters + works) +
-                             (long long)(work * Chunks + chunk) * config::decode_part_floats(D);
-    if constexpr (Split > 1) {
-      merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid, mine_part);
-    } else {
-      const int rows = min(config::kDecodeRows, p.sq * p.group - rho0);
-      __syncthreads();  // the block's merged result, from every warp
-      for (int e = tid; e < 2 * config::kDecodeRows + rows * kDp; e += Warps * 32)
-        mine_part[e] = block[e];
-    }
-    merge_chunks<T, D, Warps, Chunks, Split>(mine_part - chunk * config::decode_part_floats(D),
-                                             counters + work, p, r, rho0, tid);
-  }
+  merge_results<T, D, Warps, Split, Chunks>(reinterpret_cast<float*>(rings), o[0], mx[0], l[0], p,
+                                            r, rho0, rank, chunk, work, tid);
 }
 
 }  // namespace kiln::attention
