@@ -1,6 +1,7 @@
 // group_norm: shape rules and errors, fusion (a prologue and a SiLU after it in one kernel), the
-// launch of few long groups (split between the blocks of a cluster), NVRTC compiles, and on the
-// GPU against fp64 loops written here, NCHW and channels_last, fused and not.
+// launch of few long groups (split between the blocks of a cluster), the channels_last format
+// of the values before it, NVRTC compiles, and on the GPU against fp64 loops written here, NCHW
+// and channels_last, fused and not.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -85,6 +86,26 @@ TEST_CASE(
     // contiguous values: packs of 2, stashed).
     CHECK(k[0].grid == 2 * 32 * (channels_last ? 4 : 8));
     CHECK(kiln::Plan(g).kernels("sm_80")[0].grid == 2 * 32);  // no clusters: a block a group
+  }
+}
+
+TEST_CASE(
+    "group_norm after an add of channels_last inputs: the sum inside the plan keeps their "
+    "format, a sum that is a graph output is row-major") {
+  // Seen in the kernel's vector width: with x, the sum and the result all channels_last, a
+  // group's 2 adjacent channels load together; a row-major sum (and so result) reads one value
+  // at a time.
+  for (bool output : {false, true}) {
+    Graph g;
+    auto x = kiln::test::nchw(g, {2, 64, 16, 16}, DType::f16, true);
+    auto r = kiln::test::nchw(g, {2, 64, 16, 16}, DType::f16, true, "r");
+    auto h = x + r;
+    if (output) g.output(h, "h");
+    g.output(kiln::apply("group_norm", {h}, groups(32)), "y");
+    const auto k = kiln::Plan(g).kernels("sm_90a");
+    CAPTURE(g.to_json());
+    REQUIRE(k.size() == 1);
+    CHECK(k[0].name == (output ? "add__group_norm_f16__r4v1" : "add__group_norm_f16__r4v2"));
   }
 }
 
