@@ -2,7 +2,8 @@
 // Launch workspaces (KernelLaunch::workspace): scratch memory a kernel takes as its last pointer,
 // for blocks that merge their parts through global memory (counters and partial results). Each
 // launch of a prepared call has a part of its own, zeroed once when allocated; the kernel
-// leaves it as its next launch expects, so later calls and graph replays reuse it as is.
+// leaves it as its next launch expects, so later calls and graph replays reuse it as is. Like
+// the plan's arena of intermediates, it serves one call of the signature in flight at a time.
 
 #include <cstdint>
 #include <kiln/engine.hpp>
