@@ -105,8 +105,9 @@ struct KernelLaunch {
   /// still agree; 0: the tolerance of the output's dtype. Products over a long K need more.
   double agreement = 0;
   /// Bytes of scratch memory the kernel takes as its last pointer (`pointers` ends with a 0
-  /// for it; 0 bytes: none). Whoever launches it gives each launch its own, zero when first given; the kernel leaves it
-  /// as its next launch expects (counters that only grow), so a CUDA graph replays it as is.
+  /// for it; 0 bytes: none). Whoever launches it gives each launch its own, zero when first
+  /// given; the kernel leaves it as its next launch expects (counters that only grow), so a
+  /// CUDA graph replays it as is.
   std::uint64_t workspace = 0;
 };
 

@@ -66,8 +66,10 @@ struct PreparedCall {
   Tensor status;
   std::size_t status_words = 0;
   /// The launches' workspaces (KernelLaunch::workspace), one part each, zeroed when allocated
-  /// at the first call on a device (engine/exec/workspace.hpp).
+  /// at the first call on a device (engine/exec/workspace.hpp), and whether their pointers are
+  /// written (later calls then do nothing).
   Tensor workspace;
+  bool workspace_bound = false;
 };
 
 /// `L` loaded as `kernel`, its parameters laid out, to run with `config`.

@@ -17,19 +17,18 @@ Tensor zeroed_workspace(Engine& engine, std::uint64_t bytes) {
 }
 
 void bind_workspace(PreparedCall& call, Engine& engine) {
-  if (call.workspace.view().data == 0) {
-    std::uint64_t total = 0;
-    for (PreparedCall::Launch& l : call.launches) {
-      l.workspace_at = total;
-      total += aligned(l.launch.workspace);
-    }
-    if (total == 0) return;
-    call.workspace = zeroed_workspace(engine, total);
+  if (call.workspace_bound) return;  // the pointers stay in the launches' parameters
+  std::uint64_t total = 0;
+  for (PreparedCall::Launch& l : call.launches) {
+    l.workspace_at = total;
+    total += aligned(l.launch.workspace);
   }
+  call.workspace = zeroed_workspace(engine, total);
   for (PreparedCall::Launch& l : call.launches)
     if (l.launch.workspace != 0)
       l.params->set_pointer(l.launch.pointers.size() - 1,
                             call.workspace.view().data + l.workspace_at);
+  call.workspace_bound = true;
 }
 
 }  // namespace kiln::detail

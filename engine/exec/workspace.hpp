@@ -14,7 +14,8 @@
 namespace kiln::detail {
 
 /// Gives each launch of `call` that takes a workspace its part of the call's (allocated and
-/// zeroed at the first call on `engine`) and writes its pointer, the launch's last.
+/// zeroed at the first call on `engine`) and writes its pointer, the launch's last, once: later
+/// calls return at once.
 void bind_workspace(PreparedCall& call, Engine& engine);
 
 /// A workspace of `bytes` for one launch outside a prepared call (a tuning candidate's), zero;

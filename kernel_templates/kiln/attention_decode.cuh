@@ -241,8 +241,8 @@ __device__ __forceinline__ void merge_results(float* smem, const float (&o)[DT][
   float* const block = parts + Warps * kPart;
   store_part<DT, kDp>(parts + (tid >> 5) * kPart, o, mx, l, tid & 31);
   __syncthreads();
-  merge_warps<T, D, Warps, Split == 1 && Chunks == 1>(block, parts, p, r, rho0, tid);
   if constexpr (Chunks == 1) {
+    merge_warps<T, D, Warps, Split == 1>(block, parts, p, r, rho0, tid);
     if constexpr (Split > 1)
       merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid, nullptr);
   } else {
@@ -252,14 +252,9 @@ __device__ __forceinline__ void merge_results(float* smem, const float (&o)[DT][
     float* const tile_parts = reinterpret_cast<float*>(counters + works) +
                               (long long)work * Chunks * kPart;
     float* const mine = tile_parts + chunk * kPart;
-    if constexpr (Split > 1) {
-      merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid, mine);
-    } else {
-      const int rows = min(config::kDecodeRows, p.sq * p.group - rho0);
-      __syncthreads();  // the block's merged result, from every warp
-      for (int e = tid; e < 2 * config::kDecodeRows + rows * kDp; e += Warps * 32)
-        mine[e] = block[e];
-    }
+    // Without a cluster the warps' merge is the chunk's partial: written there at once.
+    merge_warps<T, D, Warps, false>(Split > 1 ? block : mine, parts, p, r, rho0, tid);
+    if constexpr (Split > 1) merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid, mine);
     merge_chunks<T, D, Warps, Chunks, Split>(tile_parts, counters + work, p, r, rho0, tid);
   }
 }
