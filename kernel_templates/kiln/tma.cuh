@@ -72,6 +72,17 @@ __device__ inline void load_3d(void* dst, const TensorMap* map, int c0, int c1, 
       : "memory");
 }
 
+/// The same for a map of five dims.
+__device__ inline void load_5d(void* dst, const TensorMap* map, int c0, int c1, int c2, int c3,
+                               int c4, unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(shared_address(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
+      "r"(shared_address(bar))
+      : "memory");
+}
+
 /// Copies one column of an im2col map (an [N, H, W, C] tensor): its pixels from the one at
 /// (w, h, n), walking the map's window, each read at (+ dw, + dh), channels from c; zeros
 /// outside the tensor.

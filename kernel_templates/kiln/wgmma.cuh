@@ -2,7 +2,8 @@
 // Warpgroup matrix multiply-add (wgmma, sm_90a): shared-memory matrix descriptors and
 // D (64 x N, f32) += A (64 x 16, K-major) * B (16 x N, K- or N-major) for f16 and bf16, or
 // A (64 x 8) * B (8 x N), both K-major, for f32 on TF32 (32 bytes of K either way), with both
-// operands in shared memory, 128-byte swizzled as TMA writes them. Issued by a whole
+// operands in shared memory, 128-byte swizzled as TMA writes them (or A in registers: WgmmaRs,
+// WgmmaTf32Rs). Issued by a whole
 // warpgroup (128 threads); asynchronous between fence and wait. Accumulator fragments are
 // mma.sync's m16n8 ones, warp w of the group holding rows 16w..16w+15.
 
@@ -153,10 +154,58 @@ struct WgmmaTf32Rs;
 KILN_WGMMA_TF32_RS(64, 32, KILN_WGMMA_R32, "{%32, %33, %34, %35}", "%36", "%37", KILN_WGMMA_D32(0))
 KILN_WGMMA_TF32_RS(128, 64, KILN_WGMMA_R64, "{%64, %65, %66, %67}", "%68", "%69", KILN_WGMMA_D64(0))
 
+/// D (64 x N, f32) += A (64 x 16 of f16 or bf16 in registers: mma.sync's m16n8k16 A fragment of
+/// this thread's warp's 16 rows, pairs packed low element first) * B (16 x N in shared memory,
+/// K- or N-major). The registers must hold still until a wait_group covers the product.
+template <class T, int N>
+struct WgmmaRs;
+
+#define KILN_WGMMA_RS(T, PTX, N, R, REGS, A0, B, SCALE, TRANS, ...)                           \
+  template <>                                                                                \
+  struct WgmmaRs<T, N> {                                                                     \
+    template <int TransB>                                                                    \
+    __device__ __forceinline__ static void run(float (&d)[R], const unsigned (&a)[4],        \
+                                               unsigned long long b, int accumulate) {       \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE                                 \
+                   ", 0;\n"                                                                  \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX "." PTX " {" REGS   \
+                   "}, " A0 ", " B ", p, 1, 1, " TRANS ";\n}\n"                              \
+                   : __VA_ARGS__                                                             \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate),   \
+                     "n"(TransB));                                                           \
+    }                                                                                        \
+  };
+
+KILN_WGMMA_RS(half, "f16", 64, 32, KILN_WGMMA_R32, "{%32, %33, %34, %35}", "%36", "%37", "%38",
+              KILN_WGMMA_D32(0))
+KILN_WGMMA_RS(bf16, "bf16", 64, 32, KILN_WGMMA_R32, "{%32, %33, %34, %35}", "%36", "%37", "%38",
+              KILN_WGMMA_D32(0))
+KILN_WGMMA_RS(half, "f16", 128, 64, KILN_WGMMA_R64, "{%64, %65, %66, %67}", "%68", "%69", "%70",
+              KILN_WGMMA_D64(0))
+KILN_WGMMA_RS(bf16, "bf16", 128, 64, KILN_WGMMA_R64, "{%64, %65, %66, %67}", "%68", "%69", "%70",
+              KILN_WGMMA_D64(0))
+KILN_WGMMA_RS(half, "f16", 192, 96, KILN_WGMMA_R96, "{%96, %97, %98, %99}", "%100", "%101",
+              "%102", KILN_WGMMA_D96(0))
+KILN_WGMMA_RS(bf16, "bf16", 192, 96, KILN_WGMMA_R96, "{%96, %97, %98, %99}", "%100", "%101",
+              "%102", KILN_WGMMA_D96(0))
+KILN_WGMMA_RS(half, "f16", 256, 128, KILN_WGMMA_R128, "{%128, %129, %130, %131}", "%132", "%133",
+              "%134", KILN_WGMMA_D64(0), KILN_WGMMA_D64(64))
+KILN_WGMMA_RS(bf16, "bf16", 256, 128, KILN_WGMMA_R128, "{%128, %129, %130, %131}", "%132", "%133",
+              "%134", KILN_WGMMA_D64(0), KILN_WGMMA_D64(64))
+
 /// Keeps `r` live, in its registers, up to this point (a product may still read them): a use,
 /// not a definition, which would make ptxas serialize the products around it.
 __device__ __forceinline__ void hold(const unsigned (&r)[4]) {
   asm volatile("" ::"r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+
+/// Marks accumulators `r` as written here: after a wait_group, so that the compiler does not
+/// move reads of them (or other writes) above the wait, where the product may still be
+/// writing them (ptxas would then serialize the products).
+template <int N>
+__device__ __forceinline__ void fence_operands(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
 /// Sets this warpgroup's registers per thread to N (a multiple of 8 from 24 to 256): fewer for
@@ -171,6 +220,7 @@ __device__ __forceinline__ void registers_up() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
 }
 
+#undef KILN_WGMMA_RS
 #undef KILN_WGMMA_TF32_RS
 #undef KILN_WGMMA_TF32
 #undef KILN_WGMMA

@@ -32,6 +32,11 @@ std::string AttentionTemplate::expression() const {
   const std::string m(mask ? device_type_of(*mask) : "float");
   const std::string l(lens && *lens == DType::i64 ? "long long" : "int");
   const auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  if (mma && wgmma)
+    return codegen::render_instance(
+        "kiln::attention::attention_sm90",
+        {t, l, std::to_string(d), std::to_string(bn), std::to_string(stages), flag(causal),
+         flag(bottom_right), flag(lens.has_value())});
   std::vector<std::string> args = {t, m, l, std::to_string(d)};
   if (mma && decode) {
     for (int v : {bn, stages, warps, split, chunks}) args.push_back(std::to_string(v));
@@ -49,6 +54,7 @@ std::string AttentionTemplate::expression() const {
 
 std::string AttentionTemplate::name(std::string_view stem) const {
   std::string s = !mma    ? fmt::format("{}__rows_d{}", stem, d)
+                  : wgmma  ? fmt::format("{}__wg{}x{}s{}_d{}", stem, cfg::kWgmmaRows, bn, stages, d)
                   : decode ? fmt::format("{}__dec{}s{}w{}k{}{}_d{}", stem, bn, stages, warps,
                                          split, chunks > 1 ? fmt::format("c{}", chunks) : "", d)
                            : fmt::format("{}__fa{}x{}s{}{}_d{}", stem, bm, bn, stages,
@@ -61,12 +67,14 @@ std::string AttentionTemplate::name(std::string_view stem) const {
 
 int AttentionTemplate::shared_bytes() const {
   if (!mma) return 0;
+  if (wgmma) return cfg::wgmma_shared_bytes(d, bn, stages);
   return decode ? cfg::decode_shared_bytes(d, bn, stages, warps)
                 : cfg::shared_bytes(d, bm, bn, stages);
 }
 
 unsigned AttentionTemplate::threads() const {
   return !mma     ? unsigned(cfg::kRowWarps * 32)
+         : wgmma  ? unsigned(cfg::kWgmmaThreads)
          : decode ? unsigned(warps * 32)
                   : unsigned(bm / wm * 32);
 }
@@ -191,12 +199,22 @@ AttentionTemplate choose_template(const AttentionKernel& k, const cfg::Params& p
   // Above D 192 an additive mask's work spills on the tensor-core paths: the plain kernel.
   mma = mma && !(d > 192 && masked && k.mask->dtype != DType::boolean);
   AttentionTemplate tp;
+  const auto wanted = t.find("wgmma");
   if (mma && p.sq <= kDecodeRowsMax) {
     tp = default_decode_tiles(d, masked, max_shared, std::int64_t(decode_tiles(p)), p.skv,
                               k.clusters, k.sms);
+  } else if (mma && k.wgmma && (wanted == t.end() || wanted->second != 0)) {
+    if (const std::string why = wgmma_unfit(k, p); why.empty())
+      tp = default_wgmma_tiles(d, max_shared);
+    else if (wanted != t.end())
+      throw ArgumentError(fmt::format("{}: wgmma={}: the call cannot take the sm_90a path: {}",
+                                      stem, wanted->second, why));
+    else
+      tp = default_attention_tiles(d, masked, max_shared, k.clusters);
   } else {
     tp = default_attention_tiles(d, masked, max_shared, k.clusters);
   }
+  tp.hopper = k.wgmma && !tp.decode;
   tp.mma = mma;
   tp.dtype = k.q.dtype;
   tp.mask = k.mask ? std::optional<DType>(k.mask->dtype) : std::nullopt;
@@ -215,7 +233,8 @@ std::uint64_t blocks_of(const AttentionTemplate& tp, cfg::Params& p) {
   const std::uint64_t sq = std::uint64_t(p.sq);
   if (!tp.mma) return (pairs * sq + cfg::kRowWarps - 1) / cfg::kRowWarps;
   if (!tp.decode) {
-    p.m_blocks = int((sq + std::uint64_t(tp.bm) - 1) / std::uint64_t(tp.bm));
+    const std::uint64_t bm = std::uint64_t(tp.wgmma ? cfg::kWgmmaRows : tp.bm);
+    p.m_blocks = int((sq + bm - 1) / bm);
     return std::uint64_t(p.m_blocks) * pairs;
   }
   p.m_blocks = int((sq * std::uint64_t(p.group) + cfg::kDecodeRows - 1) / cfg::kDecodeRows);
@@ -241,6 +260,7 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   L.config.shared_required = tp.mma;
   L.spec.source = fmt::format("#include <kiln/{}>\n", !tp.mma    ? "attention_rows.cuh"
                                                        : tp.decode ? "attention_decode.cuh"
+                                                       : tp.wgmma  ? "attention_sm90.cuh"
                                                                    : "attention.cuh");
   L.spec.expression = tp.expression();
   L.spec.options = codegen::builtin_options();
@@ -269,6 +289,7 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
     L.layout.pointers.push_back({0, cfg::pointer_offset(cfg::kWorkspace)});
   }
   L.layout.params = {ParamBytes(&p, sizeof p)};
+  if (tp.wgmma) set_wgmma_maps(L, k, p, tp.bn, stem);
   return L;
 }
 

@@ -12,6 +12,7 @@
 #include "engine/codegen/autotune.hpp"
 #include "engine/codegen/launch.hpp"
 #include "engine/codegen/tunable_table.hpp"
+#include "kernel_templates/kiln/attention_config.cuh"
 
 namespace kiln {
 
@@ -26,13 +27,14 @@ struct AttentionKernel {
   int max_shared = 0;  ///< the target's opt-in shared memory per block (0: 99 KiB)
   int sms = 0;         ///< the target's multiprocessors (0: 108), which the decode path fills
   bool clusters = false;  ///< the target runs thread-block clusters (sm_90 and later)
+  bool wgmma = false;     ///< the target runs wgmma and TMA (sm_90a)
   bool dynamic = false;   ///< a dim of the call is dynamic: the launch serves a bucket of extents
 };
 
 /// The templates' parameters as the specialization chose them: `mma` picks attention_mma
-/// (tunables bm, bn, stages, wm) over attention_rows, and `decode` (with `mma`) attention_decode
-/// for few query rows (tunables bn, stages, warps, split, chunks); attention_tunable_table() declares
-/// them once.
+/// (tunables bm, bn, stages, wm) over attention_rows, `decode` (with `mma`) attention_decode
+/// for few query rows (tunables bn, stages, warps, split, chunks), `wgmma` (with `mma`)
+/// attention_sm90 (tunables bn, stages); attention_tunable_table() declares them once.
 struct AttentionTemplate {
   DType dtype = DType::bf16;
   std::optional<DType> mask, lens;
@@ -45,22 +47,29 @@ struct AttentionTemplate {
   /// The decode path's clusters (or blocks) a tile of packed rows, over its keys, merged through
   /// the launch's workspace by the last to finish.
   int chunks = 1;
+  /// The sm_90a path (attention_sm90.cuh); a tunable, 0 on the mma path of an sm_90a target
+  /// (`hopper`), so that a tuning record can choose either.
+  int wgmma = 0;
+  bool hopper = false;
 
   /// `kiln::attention::attention_mma<...>`, `...attention_decode<...>` or `...attention_rows<...>`.
   std::string expression() const;
   /// "<stem>__fa128x64s2_d64_causal" ("...s2r32_..." with 32 rows a warp); the decode path
-  /// "<stem>__dec32s3w4k2_d128"; the rows path "<stem>__rows_d64".
+  /// "<stem>__dec32s3w4k2_d128"; the sm_90a path "<stem>__wg128x128s2_d128"; the rows path
+  /// "<stem>__rows_d64".
   std::string name(std::string_view stem) const;
   /// Dynamic shared memory (attention_config.cuh's layouts); 0 for the rows path.
   int shared_bytes() const;
   unsigned threads() const;
-  /// The tunable table's path bits of this template (kAttentionMma, kAttentionDecode), with
-  /// kAttentionClusters where `clusters`.
+  /// The tunable table's path bits of this template (kAttentionMma, kAttentionDecode,
+  /// kAttentionWgmma), with kAttentionClusters where `clusters` and kAttentionHopper where
+  /// `hopper`.
   unsigned where(bool clusters) const;
 };
 
 /// Path bits of attention_tunable_table().
 constexpr unsigned kAttentionMma = 1, kAttentionDecode = 2, kAttentionClusters = 4;
+constexpr unsigned kAttentionWgmma = 8, kAttentionHopper = 16;
 
 /// The templates' tunables, once: the mma path's bm, bn, stages, wm; the decode path's bn, stages,
 /// warps, chunks and (with clusters) split.
@@ -74,6 +83,13 @@ int widest_key_tile(int d, bool masked, int wm, bool sm90);
 /// The default tiles of the mma path for head size `d` (with a mask: `masked`) within
 /// `max_shared` bytes, on sm_90 and later (`sm90`) or before.
 AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared, bool sm90);
+
+/// Whether the sm_90a path's tiles of `bn` keys at head size `d` keep their scores,
+/// probabilities and outputs in a consumer's registers without spilling.
+bool wgmma_key_tile_fits(int d, int bn);
+
+/// The default tiles of the sm_90a path for head size `d` within `max_shared` bytes.
+AttentionTemplate default_wgmma_tiles(int d, int max_shared);
 
 /// The default tiles of the decode path for head size `d` (with a mask: `masked`) within
 /// `max_shared` bytes: `work` tiles of packed rows over `keys` keys, split between the blocks
@@ -93,6 +109,16 @@ AttentionTemplate resolve_attention_tiles(const Tunables& t, const AttentionTemp
 /// ShapeError for views it cannot launch on.
 KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& stem,
                                   const Tunables& t);
+
+/// Why the call `k` (its parameter block `p`) cannot take the sm_90a path: not sm_90a, a mask,
+/// not 16-bit, more than two batch dims, a broadcast operand, a view TMA cannot map; empty where
+/// it can.
+std::string wgmma_unfit(const AttentionKernel& k, const attention::config::Params& p);
+
+/// Appends to `L` the TMA maps of q, k and v (parameters 1 to 3 of attention_sm90; tiles of
+/// 128 query rows and of `bn` keys), errors naming `stem`.
+void set_wgmma_maps(KernelLaunch& L, const AttentionKernel& k, const attention::config::Params& p,
+                    int bn, const std::string& stem);
 
 namespace autotune {
 /// What `kiln tune` searches for an attention kernel (nothing for the rows path): its path's

@@ -1,6 +1,6 @@
-// The attention family: scaled dot-product attention (ops/attention.cpp) on the mma.sync kernel
-// (kernel_templates/kiln/attention.cuh), its decode arrangement (attention_decode.cuh) or the
-// plain one (attention_rows.cuh). Its operands are read from memory as the views they are; its
+// The attention family: scaled dot-product attention (ops/attention.cpp) on the sm_90a kernel
+// (kernel_templates/kiln/attention_sm90.cuh), the mma.sync kernel (attention.cuh), its decode
+// arrangement (attention_decode.cuh) or the plain one (attention_rows.cuh). Its operands are read from memory as the views they are; its
 // specialization is attention.* and attention_tiles.cpp.
 #include "engine/families/attention/attention.hpp"
 #include "engine/families/family.hpp"
@@ -52,6 +52,7 @@ class AttentionFamily final : public Family {
     k.max_shared = w.target.max_shared;
     k.sms = w.target.sms;
     k.clusters = has_clusters(w.target.arch);
+    k.wgmma = w.target.arch == "sm_90a";
     k.dynamic = kept ? kept->dynamic : analyze_attention(grp, w.planned).dynamic;
     return specialize_attention(k, grp.stem, t);
   }
@@ -60,7 +61,7 @@ class AttentionFamily final : public Family {
     return autotune::attention_space(base, target.max_shared, has_clusters(target.arch));
   }
   std::vector<std::string_view> headers() const override {
-    return {"attention.cuh", "attention_decode.cuh", "attention_rows.cuh"};
+    return {"attention.cuh", "attention_decode.cuh", "attention_rows.cuh", "attention_sm90.cuh"};
   }
   std::vector<std::int64_t> extent_probes() const override {
     // Past the decode path's bound (16 query rows), and lengths doubling over the range where

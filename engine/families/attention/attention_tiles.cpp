@@ -31,12 +31,36 @@ const codegen::TunableTable<AttentionTemplate>& attention_tunable_table() {
       {"warps", &T::warps, {2, 4, 8}, kAttentionDecode},
       {"split", &T::split, {1, 2, 4, 8}, kAttentionDecode, kAttentionClusters},
       {"chunks", &T::chunks, {1, 2, 4, 8, 16}, kAttentionDecode},
+      {"bn", &T::bn, {64, 96, 128, 160, 192}, kAttentionWgmma},
+      {"stages", &T::stages, {2, 3, 4}, kAttentionWgmma},
+      {"wgmma", &T::wgmma, {1}, kAttentionWgmma},
+      {"wgmma", &T::wgmma, {0}, kAttentionMma, kAttentionHopper},
   };
   return table;
 }
 
 unsigned AttentionTemplate::where(bool clusters) const {
-  return (decode ? kAttentionDecode : kAttentionMma) | (clusters ? kAttentionClusters : 0u);
+  return (decode ? kAttentionDecode : wgmma ? kAttentionWgmma : kAttentionMma) |
+         (clusters ? kAttentionClusters : 0u) | (hopper ? kAttentionHopper : 0u);
+}
+
+bool wgmma_key_tile_fits(int d, int bn) {
+  // A consumer thread holds D/2 output and BN/2 score accumulators and BN/4 registers of
+  // probabilities, within the 240 a consumer warpgroup's threads have.
+  return cfg::wgmma_d(d) / 2 + 3 * bn / 4 <= 192;
+}
+
+AttentionTemplate default_wgmma_tiles(int d, int max_shared) {
+  AttentionTemplate t;
+  t.d = d;
+  t.wgmma = 1;
+  t.hopper = true;
+  const int dp = cfg::wgmma_d(d);
+  t.bn = dp <= 128 ? 128 : dp <= 192 ? 96 : 64;
+  t.stages = dp <= 64 ? 3 : 2;
+  while (t.shared_bytes() > max_shared && t.stages > 2) --t.stages;
+  while (t.shared_bytes() > max_shared && t.bn > 64) t.bn -= 32;
+  return t;
 }
 
 int widest_key_tile(int d, bool masked, int wm, bool sm90) {
@@ -105,7 +129,7 @@ AttentionTemplate resolve_attention_tiles(const Tunables& t, const AttentionTemp
                                           bool clusters) {
   const auto& table = attention_tunable_table();
   const unsigned where = defaults.where(clusters);
-  const char* path = defaults.decode ? "decode path" : "mma path";
+  const char* path = defaults.decode ? "decode path" : defaults.wgmma ? "sm_90a path" : "mma path";
   for (const auto& [name, value] : t) {
     const bool known = std::any_of(table.begin(), table.end(), [&, &n = name](const auto& row) {
       return row.name == n && row.in(where);
@@ -140,6 +164,8 @@ Space attention_space(const KernelLaunch& base, int max_shared, bool sm90) {
   s.fallback = base.tunables;
   AttentionTemplate t;
   t.decode = s.fallback.count("warps") > 0;
+  t.wgmma = s.fallback.count("wgmma") ? s.fallback.at("wgmma") : 0;
+  t.hopper = s.fallback.count("wgmma") > 0;
   const bool clusters = s.fallback.count("split") > 0;
   s.tunables = codegen::space_tunables(attention_tunable_table(), t.where(clusters));
   // The head size and whether a mask is applied, from the kernel's name (name()).
@@ -157,7 +183,9 @@ Space attention_space(const KernelLaunch& base, int max_shared, bool sm90) {
     if (x.shared_bytes() > have)
       return fmt::format("{} bytes of shared memory, more than {}", x.shared_bytes(), have);
     const int wm = x.decode ? 16 : x.wm;
-    if (x.bn > widest_key_tile(x.d, masked, wm, sm90))
+    if (x.wgmma && !wgmma_key_tile_fits(x.d, x.bn))
+      return fmt::format("key tiles of {} spill at D {} on the sm_90a path", x.bn, x.d);
+    if (!x.wgmma && x.bn > widest_key_tile(x.d, masked, wm, sm90))
       return fmt::format("key tiles of {} spill at D {}{} with {} rows a warp", x.bn, x.d,
                          masked ? " with a mask" : "", wm);
     if (int(x.threads()) > lim.max_threads_per_block)

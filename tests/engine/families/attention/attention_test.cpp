@@ -133,7 +133,8 @@ TEST_CASE("QKV projection, attention and output projection plan as three kernels
                         "hand-attention-output-laid-out-for-its-projection.json");
   const auto kernels = kiln::Plan(g).kernels("sm_90a");
   REQUIRE(kernels.size() == 3);
-  CHECK(kernels[1].name == "attention_bf16__fa128x64s3r32_d64_causal");
+  CHECK(kernels[1].name == "attention_bf16__wg128x128s3_d64_causal");
+  CHECK(kiln::Plan(g).kernels("sm_80")[1].name == "attention_bf16__fa128x64s3r32_d64_causal");
   // The result read by anything else as well keeps its row-major layout, and the reshape of its
   // permute is a copy.
   g.output(kiln::Value(&g, g.find("a")), "a");
@@ -150,11 +151,11 @@ TEST_CASE("attention over a dynamic sequence length precompiles a bounded set of
   const auto kernels = kiln::Plan(g).kernels("sm_90a");
   REQUIRE(kernels.size() == 1);
   CHECK(kernels[0].name == "attention_bf16__buckets");
-  // Self-attention: the decode path up to 16 query rows, the mma path past them.
+  // Self-attention: the decode path up to 16 query rows, the sm_90a path past them.
   std::set<std::string> names;
   for (const kiln::KernelSpec& s : kiln::plan_specs(g)) names.insert(s.name);
   CHECK(names == std::set<std::string>{"attention_bf16__dec32s3w4k1_d64_causal",
-                                       "attention_bf16__fa128x64s3r32_d64_causal"});
+                                       "attention_bf16__wg128x128s3_d64_causal"});
   // A step of decoding over a cache of dynamic length: clusters of 2, then chunks merged
   // through the workspace as the keys grow, 5 kernels at most.
   const Graph step = Graph::parse(R"({"inputs": [

@@ -1,0 +1,298 @@
+#pragma once
+// Attention on sm_90a in the manner of FlashAttention-3: a block takes 128 query rows of one
+// (batch, head); one thread of a producer warpgroup loads Q once and tiles of BN keys and
+// values through a ring of Stages stages with TMA (each tensor a 5-d map [D, rows, heads, two
+// batch dims], so strided views are read in place; D padded to 64 columns and rows past the
+// tensor arrive as zeros); two consumer warpgroups take 64 rows each: S = Q K^T by wgmma from
+// shared memory, the online softmax on S's accumulators in registers (f32, log2 units), then
+// O += P V by wgmma with P straight from those registers (the register-A form: a score
+// accumulator's fragment is the A fragment of a 16-bit product). A tile's P V product runs
+// while the next tile's Q K^T is issued; the K and V stages are released as soon as both
+// groups' products that read them are done (full and empty mbarriers per stage, K and V
+// apart so that Q K^T starts before V lands). Causal blocks stop at the last tile their rows
+// see and the longest run first; only tiles that cross the diagonal or the batch's last key
+// are masked element by element. No mask operand (those calls take attention.cuh).
+
+#include <kiln/attention.cuh>
+#include <kiln/attention_common.cuh>
+#include <kiln/grid_dependency.cuh>
+#include <kiln/tma.cuh>
+#include <kiln/wgmma.cuh>
+
+namespace kiln::attention {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+namespace sm90 {
+
+/// The block's shared memory (attention_config.cuh's layout) and where one tile's work lies.
+template <int D, int BN, int Stages>
+struct Block {
+  static constexpr int kDp = config::wgmma_d(D), kAtoms = kDp / 64;
+  static constexpr int kRows = config::kWgmmaRows;
+  static constexpr int kQ = config::wgmma_tile_bytes(kRows, D);
+  static constexpr int kKv = config::wgmma_tile_bytes(BN, D);
+  unsigned char* q;
+  unsigned char* k;  // stage s at k + s * kKv, V's after all of K's
+  unsigned char* v;
+  unsigned long long* bars;  // Q landed, then per stage: K landed, K free, V landed, V free
+
+  __device__ __forceinline__ unsigned long long* q_full() const { return bars; }
+  __device__ __forceinline__ unsigned long long* k_full(int s) const { return bars + 1 + s; }
+  __device__ __forceinline__ unsigned long long* k_free(int s) const {
+    return bars + 1 + Stages + s;
+  }
+  __device__ __forceinline__ unsigned long long* v_full(int s) const {
+    return bars + 1 + 2 * Stages + s;
+  }
+  __device__ __forceinline__ unsigned long long* v_free(int s) const {
+    return bars + 1 + 3 * Stages + s;
+  }
+};
+
+/// A block's share: its first query row, its (batch, head) pair, the maps' coordinates of its
+/// batch dims, and the tiles of keys it reads.
+struct Work {
+  int m0, h, b1, b2, tiles;
+  Pair r;
+};
+
+/// The producer thread: Q, then each tile's K and V once both groups released the stage.
+template <class B, int BN, int Stages>
+__device__ __forceinline__ void produce(const B& sm, const Work& w, const TensorMap* map_q,
+                                        const TensorMap* map_k, const TensorMap* map_v,
+                                        int group) {
+  if (w.tiles == 0) return;
+  tma::arrive_expect_bytes(sm.q_full(), B::kQ);
+#pragma unroll
+  for (int a = 0; a < B::kAtoms; ++a)
+    tma::load_5d(sm.q + a * B::kRows * 128, map_q, a * 64, w.m0, w.h, w.b2, w.b1, sm.q_full());
+  const int hkv = w.h / group;
+#pragma unroll 1
+  for (int n = 0; n < w.tiles; ++n) {
+    const int s = n % Stages;
+    const unsigned used = unsigned(n / Stages - 1) & 1;
+    if (n >= Stages) tma::barrier_wait(sm.k_free(s), used);
+    tma::arrive_expect_bytes(sm.k_full(s), B::kKv);
+#pragma unroll
+    for (int a = 0; a < B::kAtoms; ++a)
+      tma::load_5d(sm.k + s * B::kKv + a * BN * 128, map_k, a * 64, n * BN, hkv, w.b2, w.b1,
+                   sm.k_full(s));
+    if (n >= Stages) tma::barrier_wait(sm.v_free(s), used);
+    tma::arrive_expect_bytes(sm.v_full(s), B::kKv);
+#pragma unroll
+    for (int a = 0; a < B::kAtoms; ++a)
+      tma::load_5d(sm.v + s * B::kKv + a * BN * 128, map_v, a * 64, n * BN, hkv, w.b2, w.b1,
+                   sm.v_full(s));
+  }
+}
+
+/// S (this group's 64 rows x BN keys) = Q K^T for the K tile of stage s, issued and committed.
+template <class T, class B, int BN>
+__device__ __forceinline__ void issue_scores(float (&sc)[BN / 2], const B& sm, int s, int c) {
+  wgmma::fence();
+#pragma unroll
+  for (int kk = 0; kk < B::kDp / 16; ++kk) {
+    const unsigned char* a = sm.q + kk / 4 * B::kRows * 128 + c * 64 * 128 + kk % 4 * 32;
+    const unsigned char* b = sm.k + s * B::kKv + kk / 4 * BN * 128 + kk % 4 * 32;
+    wgmma::Wgmma<T, BN>::template run<0>(sc, wgmma::descriptor(a, 16, 1024),
+                                         wgmma::descriptor(b, 16, 1024), kk > 0);
+  }
+  wgmma::commit();
+}
+
+/// O += P V for the V tile of stage s, P as A fragments in registers: issued and committed.
+template <class T, class B, int BN>
+__device__ __forceinline__ void issue_values(float (&o)[B::kDp / 2], const unsigned (&pf)[BN / 16][4],
+                                             const B& sm, int s) {
+  wgmma::fence();
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) {
+    const unsigned char* b = sm.v + s * B::kKv + kk * 16 * 128;
+    wgmma::WgmmaRs<T, B::kDp>::template run<1>(o, pf[kk], wgmma::descriptor(b, BN * 128, 1024), 1);
+  }
+  wgmma::commit();
+}
+
+/// The tile's scores in log2 units; on an `edge` tile, -inf for keys past the batch's last or
+/// past the causal diagonal of the thread's rows i0 and i0 + 8 (keys from c0: 8 j + 2 t).
+template <bool Causal, int BN>
+__device__ __forceinline__ void scale_tile(float (&sc)[BN / 2], float scale, const Pair& r,
+                                           bool edge, int i0, int c0) {
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = i0 + (e >> 1) * 8, key = c0 + 8 * j + (e & 1);
+      const bool out = edge && (key >= r.skv || (Causal && key > i + r.diag));
+      sc[4 * j + e] = out ? minus_infinity() : sc[4 * j + e] * scale;
+    }
+}
+
+/// The online softmax over one tile (a quad of lanes holds a row): each of the thread's two rows'
+/// max, its output and sum rescaled to it, its scores replaced by their probabilities packed as
+/// the A fragments of P V.
+template <class T, int BN, int Dp>
+__device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&o)[Dp / 2],
+                                             unsigned (&pf)[BN / 16][4], float (&mx)[2],
+                                             float (&l)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float m = mx[h];
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) m = fmaxf(m, fmaxf(sc[4 * j + 2 * h], sc[4 * j + 2 * h + 1]));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    const float alpha = exp2_from(mx[h], m);
+    mx[h] = m;
+    const float base = m == minus_infinity() ? 0.0f : m;
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float pr = exp2f(sc[4 * j + 2 * h + e] - base);
+        sc[4 * j + 2 * h + e] = pr;
+        sum += pr;
+      }
+    l[h] = l[h] * alpha + sum;
+#pragma unroll
+    for (int j = 0; j < Dp / 8; ++j) o[4 * j + 2 * h] *= alpha, o[4 * j + 2 * h + 1] *= alpha;
+  }
+  // Keys 16 kk .. 16 kk + 15 are the n8 steps 2 kk and 2 kk + 1: mma.sync's A fragment.
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) pf[kk][i] = pack2<T>(sc[8 * kk + 2 * i], sc[8 * kk + 2 * i + 1]);
+}
+
+/// The thread's output rows i0 and i0 + 8, divided by their sums (0 for a row that saw no key);
+/// columns from D on (the padding) and rows from Sq on are not written.
+template <class T, int D, int Dp>
+__device__ __forceinline__ void store_rows(T* out, const config::Strides& so, int sq, int i0,
+                                           const float (&o)[Dp / 2], const float (&l)[2], int t) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = l[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const int i = i0 + 8 * h;
+    if (i >= sq) continue;
+#pragma unroll
+    for (int j = 0; j < Dp / 8; ++j) {
+      const int col = 8 * j + 2 * t;
+      if (col >= D) continue;
+      T* at = out + (long long)i * so.row + (long long)col * so.col;
+      at[0] = from_float<T>(o[4 * j + 2 * h] * inv);
+      at[so.col] = from_float<T>(o[4 * j + 2 * h + 1] * inv);
+    }
+  }
+}
+
+/// Consumer group c (0 or 1): its 64 rows over the block's tiles, then its output.
+template <class T, int D, int BN, int Stages, bool Causal, class B>
+__device__ __forceinline__ void consume(const Params& p, const B& sm, const Work& w, int c,
+                                        int tid) {
+  const int lane = tid & 31, warp = (tid / 32) % 4, t = lane & 3;
+  const int i0 = w.m0 + c * 64 + warp * 16 + (lane >> 2);  // and i0 + 8
+  float o[B::kDp / 2], mx[2] = {minus_infinity(), minus_infinity()}, l[2] = {0, 0};
+  unsigned pf[BN / 16][4];
+#pragma unroll
+  for (int i = 0; i < B::kDp / 2; ++i) o[i] = 0.0f;
+  if (w.tiles > 0) tma::barrier_wait(sm.q_full(), 0);
+#pragma unroll 1
+  for (int n = 0; n < w.tiles; ++n) {
+    const int s = n % Stages;
+    const unsigned phase = unsigned(n / Stages) & 1;
+    tma::barrier_wait(sm.k_full(s), phase);
+    // Not carried from the last tile (its first product ignores it): a carried value would take
+    // copies into these registers while that tile's P V runs, which serializes the products.
+    float sc[BN / 2];
+    issue_scores<T, B, BN>(sc, sm, s, c);
+    wgmma::wait<0>();  // these scores, and the previous tile's P V (its P and O are free)
+    wgmma::fence_operands(sc);
+    wgmma::fence_operands(o);
+    if (n > 0) {
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) wgmma::hold(pf[kk]);
+    }
+    if (tid % 128 == 0) {
+      tma::arrive(sm.k_free(s));
+      if (n > 0) tma::arrive(sm.v_free((n - 1) % Stages));
+    }
+    const int n0 = n * BN, rows0 = w.m0 + c * 64;
+    const bool edge = n0 + BN > w.r.skv || (Causal && n0 + BN - 1 > rows0 + w.r.diag);
+    scale_tile<Causal, BN>(sc, p.scale_log2, w.r, edge, i0, n0 + 2 * t);
+    softmax_tile<T, BN, B::kDp>(sc, o, pf, mx, l);
+    tma::barrier_wait(sm.v_full(s), phase);
+    issue_values<T, B, BN>(o, pf, sm, s);
+    // At D 64, ptxas serializes the products when this P V still runs under the next Q K^T
+    // (C7515; not at D 128 or more): it is waited for here.
+    if constexpr (B::kDp == 64) wgmma::wait<0>();
+  }
+  wgmma::wait<0>();
+  wgmma::fence_operands(o);
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) wgmma::hold(pf[kk]);
+  store_rows<T, D, B::kDp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.r.off[config::kOut],
+                           p.s[config::kOut], p.sq, i0, o, l, t);
+}
+
+/// The block's share of the launch: the longest causal runs (last row blocks) first.
+template <int BN, bool Lens, class L, bool BottomRight, bool Causal>
+__device__ __forceinline__ Work work_of(const Params& p) {
+  const int pairs = p.batches * p.heads;
+  const int b = int(blockIdx.x) % pairs / p.heads;
+  Work w;
+  w.h = int(blockIdx.x) % p.heads;
+  w.m0 = (p.m_blocks - 1 - int(blockIdx.x) / pairs) * config::kWgmmaRows;
+  w.b2 = int(b % p.batch[2]);
+  w.b1 = int(b / p.batch[2] % p.batch[1]);
+  w.r = locate<Lens, L, BottomRight>(p, b, w.h);
+  w.tiles = (key_end<Causal>(w.r, w.m0, config::kWgmmaRows) + BN - 1) / BN;
+  return w;
+}
+
+}  // namespace sm90
+#endif
+
+/// Parameters: Params (out's pointer, kv_lens' where Lens; q's, k's and v's slots unused), then
+/// the tensor maps of q, k and v, each [D, rows, heads, batch dim 2, batch dim 1] innermost
+/// first (config::Params::batch[0] is 1), boxes of 64 columns x 128 rows (q) or BN rows.
+template <class T, class L, int D, int BN, int Stages, bool Causal, bool BottomRight, bool Lens>
+__global__ void __launch_bounds__(config::kWgmmaThreads, 1)
+    attention_sm90(const Params p, const __grid_constant__ TensorMap map_q,
+                   const __grid_constant__ TensorMap map_k, const __grid_constant__ TensorMap map_v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using B = sm90::Block<D, BN, Stages>;
+  static_assert(D % 8 == 0 && D <= 256 && BN % 16 == 0 && Stages >= 2, "D, BN, Stages");
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* base = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+  const B sm{base, base + B::kQ, base + B::kQ + Stages * B::kKv,
+             reinterpret_cast<unsigned long long*>(base + B::kQ + 2 * Stages * B::kKv)};
+  const int tid = threadIdx.x, group = tid / 128;
+  if (tid == 0) {
+    tma::barrier_init(sm.q_full(), 1);
+    for (int s = 0; s < Stages; ++s) {
+      tma::barrier_init(sm.k_full(s), 1);
+      tma::barrier_init(sm.k_free(s), 2);
+      tma::barrier_init(sm.v_full(s), 1);
+      tma::barrier_init(sm.v_free(s), 2);
+    }
+  }
+  __syncthreads();
+  wait_for_previous_grid();
+  allow_next_grid();
+  const sm90::Work w = sm90::work_of<BN, Lens, L, BottomRight, Causal>(p);
+  if (group == 0) {
+    wgmma::registers_down<24>();
+    if (tid == 0) sm90::produce<B, BN, Stages>(sm, w, &map_q, &map_k, &map_v, p.group);
+  } else {
+    wgmma::registers_up<240>();
+    sm90::consume<T, D, BN, Stages, Causal, B>(p, sm, w, group - 1, tid);
+  }
+#endif
+}
+
+}  // namespace kiln::attention
