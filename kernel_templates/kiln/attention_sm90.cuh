@@ -6,12 +6,13 @@
 // tensor arrive as zeros); two consumer warpgroups take 64 rows each: S = Q K^T by wgmma from
 // shared memory, the online softmax on S's accumulators in registers (f32, log2 units), then
 // O += P V by wgmma with P straight from those registers (the register-A form: a score
-// accumulator's fragment is the A fragment of a 16-bit product). A tile's P V product runs
-// while the next tile's Q K^T is issued; the K and V stages are released as soon as both
-// groups' products that read them are done (full and empty mbarriers per stage, K and V
-// apart so that Q K^T starts before V lands). Causal blocks stop at the last tile their rows
-// see and the longest run first; only tiles that cross the diagonal or the batch's last key
-// are masked element by element. No mask operand (those calls take attention.cuh).
+// accumulator's fragment is the A fragment of a 16-bit product). The two groups take turns at
+// the tensor cores: one issues its tile's Q K^T and the previous tile's P V, then runs its
+// softmax while the other's products run (ping-pong, ordered by named barriers). The K and V
+// stages are released as soon as both groups' products that read them are done (full and
+// empty mbarriers per stage, K and V apart so that Q K^T starts before V lands). Causal blocks
+// stop at the last tile their rows see and the longest run first; only tiles that cross the
+// diagonal or the batch's last key are masked element by element. No mask operand (those calls take attention.cuh).
 
 #include <kiln/attention.cuh>
 #include <kiln/attention_common.cuh>
@@ -128,13 +129,13 @@ __device__ __forceinline__ void scale_tile(float (&sc)[BN / 2], float scale, con
     }
 }
 
-/// The online softmax over one tile (a quad of lanes holds a row): each of the thread's two rows'
-/// max, its output and sum rescaled to it, its scores replaced by their probabilities packed as
-/// the A fragments of P V.
-template <class T, int BN, int Dp>
-__device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&o)[Dp / 2],
-                                             unsigned (&pf)[BN / 16][4], float (&mx)[2],
-                                             float (&l)[2]) {
+/// The online softmax's first half over one tile (a quad of lanes holds a row): each of the
+/// thread's two rows' new max, the scores replaced by their probabilities, the sums updated;
+/// `alpha` what the output must be scaled by (outputs are left alone: a product may still be
+/// adding to them).
+template <int BN>
+__device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&mx)[2], float (&l)[2],
+                                             float (&alpha)[2]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float m = mx[h];
@@ -142,7 +143,7 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&o)[Dp 
     for (int j = 0; j < BN / 8; ++j) m = fmaxf(m, fmaxf(sc[4 * j + 2 * h], sc[4 * j + 2 * h + 1]));
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-    const float alpha = exp2_from(mx[h], m);
+    alpha[h] = exp2_from(mx[h], m);
     mx[h] = m;
     const float base = m == minus_infinity() ? 0.0f : m;
     float sum = 0.0f;
@@ -154,15 +155,35 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&o)[Dp 
         sc[4 * j + 2 * h + e] = pr;
         sum += pr;
       }
-    l[h] = l[h] * alpha + sum;
-#pragma unroll
-    for (int j = 0; j < Dp / 8; ++j) o[4 * j + 2 * h] *= alpha, o[4 * j + 2 * h + 1] *= alpha;
+    l[h] = l[h] * alpha[h] + sum;
   }
-  // Keys 16 kk .. 16 kk + 15 are the n8 steps 2 kk and 2 kk + 1: mma.sync's A fragment.
+}
+
+/// The second half, once no product adds to the outputs: the outputs rescaled, the
+/// probabilities packed as the A fragments of P V (keys 16 kk .. 16 kk + 15 are the n8 steps
+/// 2 kk and 2 kk + 1: mma.sync's A fragment).
+template <class T, int BN, int Dp>
+__device__ __forceinline__ void rescale_and_pack(float (&o)[Dp / 2], unsigned (&pf)[BN / 16][4],
+                                                 const float (&sc)[BN / 2],
+                                                 const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < Dp / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e >> 1];
 #pragma unroll
   for (int kk = 0; kk < BN / 16; ++kk)
 #pragma unroll
     for (int i = 0; i < 4; ++i) pf[kk][i] = pack2<T>(sc[8 * kk + 2 * i], sc[8 * kk + 2 * i + 1]);
+}
+
+/// The two consumer groups take turns at the tensor cores (named barriers 1 and 2, both groups'
+/// 256 threads): each issues its products, then passes the turn and runs its softmax while the
+/// other's products run.
+__device__ __forceinline__ void wait_turn(int c) {
+  asm volatile("bar.sync %0, 256;" ::"r"(1 + c) : "memory");
+}
+__device__ __forceinline__ void pass_turn(int c) {
+  asm volatile("bar.arrive %0, 256;" ::"r"(2 - c) : "memory");
 }
 
 /// The thread's output rows i0 and i0 + 8, divided by their sums (0 for a row that saw no key);
@@ -189,7 +210,20 @@ __device__ __forceinline__ void store_rows(T* out, const config::Strides& so, in
   }
 }
 
-/// Consumer group c (0 or 1): its 64 rows over the block's tiles, then its output.
+/// store_rows into the call's output.
+template <class T, int D, int Dp>
+__device__ __forceinline__ void store_output(const Params& p, const Work& w, int i0,
+                                             const float (&o)[Dp / 2], const float (&l)[2],
+                                             int t) {
+  store_rows<T, D, Dp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.r.off[config::kOut],
+                       p.s[config::kOut], p.sq, i0, o, l, t);
+}
+
+/// Consumer group c (0 or 1): its 64 rows over the block's tiles, then its output. In its turn
+/// at tile n it issues S(n) = Q K(n)^T, then O += P(n - 1) V(n - 1); it passes the turn, waits
+/// for S(n) and runs the softmax of it under the P V product, then waits for that, rescales O
+/// and packs P(n). Group 1 gives group 0 the first turn and keeps its last (the counts of each
+/// barrier's waits and arrivals match).
 template <class T, int D, int BN, int Stages, bool Causal, class B>
 __device__ __forceinline__ void consume(const Params& p, const B& sm, const Work& w, int c,
                                         int tid) {
@@ -199,43 +233,45 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, const Work
   unsigned pf[BN / 16][4];
 #pragma unroll
   for (int i = 0; i < B::kDp / 2; ++i) o[i] = 0.0f;
-  if (w.tiles > 0) tma::barrier_wait(sm.q_full(), 0);
+  if (w.tiles == 0) return store_output<T, D, B::kDp>(p, w, i0, o, l, t);
+  if (c == 1) pass_turn(c);
+  tma::barrier_wait(sm.q_full(), 0);
 #pragma unroll 1
   for (int n = 0; n < w.tiles; ++n) {
-    const int s = n % Stages;
-    const unsigned phase = unsigned(n / Stages) & 1;
-    tma::barrier_wait(sm.k_full(s), phase);
+    const int s = n % Stages, before = (n + Stages - 1) % Stages;
+    tma::barrier_wait(sm.k_full(s), unsigned(n / Stages) & 1);
+    if (n > 0) tma::barrier_wait(sm.v_full(before), unsigned((n - 1) / Stages) & 1);
     // Not carried from the last tile (its first product ignores it): a carried value would take
-    // copies into these registers while that tile's P V runs, which serializes the products.
-    float sc[BN / 2];
+    // copies into these registers while a product runs, which serializes the products.
+    float sc[BN / 2], alpha[2];
+    wait_turn(c);
     issue_scores<T, B, BN>(sc, sm, s, c);
-    wgmma::wait<0>();  // these scores, and the previous tile's P V (its P and O are free)
+    if (n > 0) issue_values<T, B, BN>(o, pf, sm, before);
+    if (c == 0 || n + 1 < w.tiles) pass_turn(c);
+    if (n > 0) wgmma::wait<1>(); else wgmma::wait<0>();
     wgmma::fence_operands(sc);
-    wgmma::fence_operands(o);
-    if (n > 0) {
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) wgmma::hold(pf[kk]);
-    }
-    if (tid % 128 == 0) {
-      tma::arrive(sm.k_free(s));
-      if (n > 0) tma::arrive(sm.v_free((n - 1) % Stages));
-    }
+    if (tid % 128 == 0) tma::arrive(sm.k_free(s));
     const int n0 = n * BN, rows0 = w.m0 + c * 64;
     const bool edge = n0 + BN > w.r.skv || (Causal && n0 + BN - 1 > rows0 + w.r.diag);
     scale_tile<Causal, BN>(sc, p.scale_log2, w.r, edge, i0, n0 + 2 * t);
-    softmax_tile<T, BN, B::kDp>(sc, o, pf, mx, l);
-    tma::barrier_wait(sm.v_full(s), phase);
-    issue_values<T, B, BN>(o, pf, sm, s);
-    // At D 64, ptxas serializes the products when this P V still runs under the next Q K^T
-    // (C7515; not at D 128 or more): it is waited for here.
-    if constexpr (B::kDp == 64) wgmma::wait<0>();
+    softmax_tile<BN>(sc, mx, l, alpha);
+    if (n > 0) {
+      wgmma::wait<0>();  // P(n - 1) V(n - 1): P's registers and V's stage are free
+      wgmma::fence_operands(o);
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) wgmma::hold(pf[kk]);
+      if (tid % 128 == 0) tma::arrive(sm.v_free(before));
+    }
+    rescale_and_pack<T, BN, B::kDp>(o, pf, sc, alpha);
   }
+  const int last = (w.tiles - 1) % Stages;
+  tma::barrier_wait(sm.v_full(last), unsigned((w.tiles - 1) / Stages) & 1);
+  issue_values<T, B, BN>(o, pf, sm, last);
   wgmma::wait<0>();
   wgmma::fence_operands(o);
 #pragma unroll
   for (int kk = 0; kk < BN / 16; ++kk) wgmma::hold(pf[kk]);
-  store_rows<T, D, B::kDp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.r.off[config::kOut],
-                           p.s[config::kOut], p.sq, i0, o, l, t);
+  store_output<T, D, B::kDp>(p, w, i0, o, l, t);
 }
 
 /// The block's share of the launch: the longest causal runs (last row blocks) first.

@@ -172,9 +172,15 @@ TEST_CASE("gpu: attention's sm_90a path at every tile width and stage count, and
              "o");
     const std::string signature = kiln::compiler::spec_id(kiln::plan_specs(g).at(0));
     std::vector<std::map<std::string, int>> records = {{{"wgmma", 0}}};
-    for (int bn : {64, 96, 128, 160, 192})
-      if (kiln::wgmma_key_tile_fits(int(c.d), bn))
-        records.push_back({{"wgmma", 1}, {"bn", bn}, {"stages", bn <= 128 ? 3 : 2}});
+    for (int bn : {64, 96, 128, 160, 192}) {
+      // The deepest ring of 2 or 3 stages whose shared memory a block has.
+      int stages = 3;
+      while (stages >= 2 && kiln::attention::config::wgmma_shared_bytes(int(c.d), bn, stages) >
+                                227 * 1024)
+        --stages;
+      if (kiln::wgmma_key_tile_fits(int(c.d), bn) && stages >= 2)
+        records.push_back({{"wgmma", 1}, {"bn", bn}, {"stages", stages}});
+    }
     for (const auto& r : records) {
       std::string tunables;
       for (const auto& [n, x] : r) tunables += fmt::format(" {}={}", n, x);
