@@ -297,10 +297,10 @@ __global__ void __launch_bounds__(BM / WM * 32, 1) attention_mma(const Params p)
   T* const ring = qs + BM * kLd;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int pairs = p.batches * p.heads;
-  const int m0 = (p.m_blocks - 1 - int(blockIdx.x) / pairs) * BM;  // the longest causal first
-  const Pair r = locate<Lens, L, BottomRight>(p, int(blockIdx.x) % pairs / p.heads,
-                                              int(blockIdx.x) % p.heads);
+  int pair, m_block;
+  block_work(p, int(blockIdx.x), pair, m_block);
+  const int m0 = m_block * BM;
+  const Pair r = locate<Lens, L, BottomRight>(p, pair / p.heads, pair % p.heads);
   const T* const q = reinterpret_cast<const T*>(p.ptr[1]) + r.off[config::kQ];
   const T* const k = reinterpret_cast<const T*>(p.ptr[2]) + r.off[config::kK];
   const T* const v = reinterpret_cast<const T*>(p.ptr[3]) + r.off[config::kV];

@@ -51,6 +51,19 @@ __device__ __forceinline__ Pair locate(const Params& p, int b, int h) {
   return r;
 }
 
+/// The (batch, head) pair and query block (m_block) of a prefill block `bid`: the pairs in
+/// sections of p.section, each section's blocks by query block from the last (the longest
+/// causal runs first), pairs innermost. Blocks that run at once then share a few pairs' keys and
+/// values in L2; pairs innermost over the whole grid would have every block running at once
+/// read another head, each head's keys and values fetched from memory by each query block.
+__device__ __forceinline__ void block_work(const Params& p, int bid, int& pair, int& m_block) {
+  const int pairs = p.batches * p.heads, per = p.section * p.m_blocks;
+  const int first = bid / per * p.section, size = min(p.section, pairs - first);
+  const int r = bid - first * p.m_blocks;
+  m_block = p.m_blocks - 1 - r / size;
+  pair = first + r % size;
+}
+
 /// The last key (exclusive) any of rows [m0, m0 + rows) sees.
 template <bool Causal>
 __device__ __forceinline__ int key_end(const Pair& r, int m0, int rows) {

@@ -40,7 +40,9 @@ struct Params {
   int sq, skv;                 ///< query rows, keys
   int m_blocks;                ///< blocks along the query rows (the mma path)
   float scale_log2;            ///< scale * log2(e)
-  int pad;
+  /// The prefill paths' (batch, head) pairs a section: a section's blocks run together, query
+  /// blocks outermost, so that they read its keys and values from L2 (block_work).
+  int section;
 };
 
 /// Slot of pointer `i` (the launch's order) in Params.

@@ -129,6 +129,14 @@ __device__ __forceinline__ void scale_tile(float (&sc)[BN / 2], float scale, con
     }
 }
 
+/// 2^x by the multifunction unit alone (subnormal results flush to zero: a probability below
+/// 2^-126 of the row's largest adds nothing a 16-bit P keeps).
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
 /// The online softmax's first half over one tile (a quad of lanes holds a row): each of the
 /// thread's two rows' new max, the scores replaced by their probabilities, the sums updated;
 /// `alpha` what the output must be scaled by (outputs are left alone: a product may still be
@@ -151,7 +159,7 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&mx)[2]
     for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float pr = exp2f(sc[4 * j + 2 * h + e] - base);
+        const float pr = exp2_ftz(sc[4 * j + 2 * h + e] - base);
         sc[4 * j + 2 * h + e] = pr;
         sum += pr;
       }
@@ -274,14 +282,15 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, const Work
   store_output<T, D, B::kDp>(p, w, i0, o, l, t);
 }
 
-/// The block's share of the launch: the longest causal runs (last row blocks) first.
+/// The block's share of the launch (block_work's order).
 template <int BN, bool Lens, class L, bool BottomRight, bool Causal>
 __device__ __forceinline__ Work work_of(const Params& p) {
-  const int pairs = p.batches * p.heads;
-  const int b = int(blockIdx.x) % pairs / p.heads;
+  int pair, m_block;
+  block_work(p, int(blockIdx.x), pair, m_block);
+  const int b = pair / p.heads;
   Work w;
-  w.h = int(blockIdx.x) % p.heads;
-  w.m0 = (p.m_blocks - 1 - int(blockIdx.x) / pairs) * config::kWgmmaRows;
+  w.h = pair % p.heads;
+  w.m0 = m_block * config::kWgmmaRows;
   w.b2 = int(b % p.batch[2]);
   w.b1 = int(b / p.batch[2] % p.batch[1]);
   w.r = locate<Lens, L, BottomRight>(p, b, w.h);

@@ -227,6 +227,16 @@ AttentionTemplate choose_template(const AttentionKernel& k, const cfg::Params& p
   return tp;
 }
 
+// The (batch, head) pairs of a prefill section (block_work in attention_common.cuh): as many as
+// keep 16 MB of keys and values, the pairs of a group of heads sharing theirs; 1 or more.
+int section_pairs(const cfg::Params& p, int d, int elem) {
+  constexpr double kSectionBytes = 16.0 * 1024 * 1024;
+  const double per_pair = 2.0 * double(p.skv) * d * elem / std::max(1, p.group);
+  const double fit = per_pair > 0 ? kSectionBytes / per_pair : 1e9;
+  const std::int64_t pairs = std::int64_t(p.batches) * p.heads;
+  return int(std::max<std::int64_t>(1, std::min<std::int64_t>(pairs, std::int64_t(fit))));
+}
+
 // Blocks of the launch of `tp` (the decode path's clusters together).
 std::uint64_t blocks_of(const AttentionTemplate& tp, cfg::Params& p) {
   const std::uint64_t pairs = std::uint64_t(p.batches) * std::uint64_t(p.heads);
@@ -235,6 +245,7 @@ std::uint64_t blocks_of(const AttentionTemplate& tp, cfg::Params& p) {
   if (!tp.decode) {
     const std::uint64_t bm = std::uint64_t(tp.wgmma ? cfg::kWgmmaRows : tp.bm);
     p.m_blocks = int((sq + bm - 1) / bm);
+    p.section = section_pairs(p, tp.d, int(size_of(tp.dtype)));
     return std::uint64_t(p.m_blocks) * pairs;
   }
   p.m_blocks = int((sq * std::uint64_t(p.group) + cfg::kDecodeRows - 1) / cfg::kDecodeRows);
