@@ -4,9 +4,9 @@
 // values through a ring of Stages stages with TMA (each tensor a 5-d map [D, rows, heads, two
 // batch dims], so strided views are read in place; D padded to 64 columns and rows past the
 // tensor arrive as zeros); two consumer warpgroups take 64 rows each: S = Q K^T by wgmma from
-// shared memory, the online softmax on S's accumulators in registers (f32, log2 units), then
-// O += P V by wgmma with P straight from those registers (the register-A form: a score
-// accumulator's fragment is the A fragment of a 16-bit product). The two groups take turns at
+// shared memory, the online softmax on S's accumulators in registers (f32, log2 units; the
+// scale must be above 0), then O += P V by wgmma with P straight from those registers (the
+// register-A form: a score accumulator's fragment is the A fragment of a 16-bit product). The two groups take turns at
 // the tensor cores: one issues its tile's Q K^T and the previous tile's P V, then runs its
 // softmax while the other's products run (ping-pong, ordered by named barriers). The K and V
 // stages are released as soon as both groups' products that read them are done (full and
@@ -114,18 +114,17 @@ __device__ __forceinline__ void issue_values(float (&o)[B::kDp / 2], const unsig
   wgmma::commit();
 }
 
-/// The tile's scores in log2 units; on an `edge` tile, -inf for keys past the batch's last or
-/// past the causal diagonal of the thread's rows i0 and i0 + 8 (keys from c0: 8 j + 2 t).
+/// An edge tile's raw scores: -inf for keys past the batch's last or past the causal diagonal
+/// of the thread's rows i0 and i0 + 8 (keys from c0: 8 j + 2 t). Only tiles that cross one take
+/// this: on the others the per-element tests were half the softmax's instructions.
 template <bool Causal, int BN>
-__device__ __forceinline__ void scale_tile(float (&sc)[BN / 2], float scale, const Pair& r,
-                                           bool edge, int i0, int c0) {
+__device__ __forceinline__ void mask_tile(float (&sc)[BN / 2], const Pair& r, int i0, int c0) {
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = i0 + (e >> 1) * 8, key = c0 + 8 * j + (e & 1);
-      const bool out = edge && (key >= r.skv || (Causal && key > i + r.diag));
-      sc[4 * j + e] = out ? minus_infinity() : sc[4 * j + e] * scale;
+      if (key >= r.skv || (Causal && key > i + r.diag)) sc[4 * j + e] = minus_infinity();
     }
 }
 
@@ -137,13 +136,14 @@ __device__ __forceinline__ float exp2_ftz(float x) {
   return r;
 }
 
-/// The online softmax's first half over one tile (a quad of lanes holds a row): each of the
-/// thread's two rows' new max, the scores replaced by their probabilities, the sums updated;
-/// `alpha` what the output must be scaled by (outputs are left alone: a product may still be
-/// adding to them).
+/// The online softmax's first half over one tile of raw scores (a quad of lanes holds a row;
+/// `scale` in log2 units, above 0, so the raw max is the scaled one's): each of the thread's two
+/// rows' new max (raw), the scores replaced by their probabilities exp2(x scale - max scale), one
+/// FFMA and one MUFU each, the sums updated; `alpha` what the output must be scaled by (outputs
+/// are left alone: a product may still be adding to them).
 template <int BN>
 __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&mx)[2], float (&l)[2],
-                                             float (&alpha)[2]) {
+                                             float (&alpha)[2], float scale) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float m = mx[h];
@@ -151,15 +151,15 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&mx)[2]
     for (int j = 0; j < BN / 8; ++j) m = fmaxf(m, fmaxf(sc[4 * j + 2 * h], sc[4 * j + 2 * h + 1]));
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-    alpha[h] = exp2_from(mx[h], m);
+    const float base = m == minus_infinity() ? 0.0f : m * scale;
+    alpha[h] = mx[h] == minus_infinity() ? 0.0f : exp2_ftz(mx[h] * scale - base);
     mx[h] = m;
-    const float base = m == minus_infinity() ? 0.0f : m;
     float sum = 0.0f;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float pr = exp2_ftz(sc[4 * j + 2 * h + e] - base);
+        const float pr = exp2_ftz(fmaf(sc[4 * j + 2 * h + e], scale, -base));
         sc[4 * j + 2 * h + e] = pr;
         sum += pr;
       }
@@ -174,10 +174,13 @@ template <class T, int BN, int Dp>
 __device__ __forceinline__ void rescale_and_pack(float (&o)[Dp / 2], unsigned (&pf)[BN / 16][4],
                                                  const float (&sc)[BN / 2],
                                                  const float (&alpha)[2]) {
+  // Late in a row the max rarely moves: a warp whose 16 rows all kept theirs skips the FMULs.
+  if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
-  for (int j = 0; j < Dp / 8; ++j)
+    for (int j = 0; j < Dp / 8; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e >> 1];
+      for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e >> 1];
+  }
 #pragma unroll
   for (int kk = 0; kk < BN / 16; ++kk)
 #pragma unroll
@@ -261,8 +264,8 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, const Work
     if (tid % 128 == 0) tma::arrive(sm.k_free(s));
     const int n0 = n * BN, rows0 = w.m0 + c * 64;
     const bool edge = n0 + BN > w.r.skv || (Causal && n0 + BN - 1 > rows0 + w.r.diag);
-    scale_tile<Causal, BN>(sc, p.scale_log2, w.r, edge, i0, n0 + 2 * t);
-    softmax_tile<BN>(sc, mx, l, alpha);
+    if (edge) mask_tile<Causal, BN>(sc, w.r, i0, n0 + 2 * t);
+    softmax_tile<BN>(sc, mx, l, alpha, p.scale_log2);
     if (n > 0) {
       wgmma::wait<0>();  // P(n - 1) V(n - 1): P's registers and V's stage are free
       wgmma::fence_operands(o);

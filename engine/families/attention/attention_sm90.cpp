@@ -47,6 +47,7 @@ std::string wgmma_unfit(const AttentionKernel& k, const cfg::Params& p) {
   if (k.mask) return "a mask operand takes the mma path";
   if (k.q.dtype != DType::f16 && k.q.dtype != DType::bf16) return "q is not f16 or bf16";
   if (p.batch[0] != 1) return "more than two batch dims";
+  if (!(p.scale_log2 > 0)) return "a scale of 0 or less";
   for (int t : {cfg::kQ, cfg::kK, cfg::kV}) {
     const cfg::Strides& st = p.s[t];
     const TensorView& v = t == cfg::kQ ? k.q : t == cfg::kK ? k.k : k.v;

@@ -82,6 +82,9 @@ TEST_CASE("attention on sm_90a: which calls take the wgmma path, its launch and 
   CHECK(kiln::specialize_attention(hopper_call(DType::bf16, {1, 2, 3, 64}, {1, 2, 300, 64}), "at",
                                    {})
             .spec.name.find("__dec") != std::string::npos);
+  kiln::AttentionKernel negative = hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64});
+  negative.scale = -0.5;  // the sm_90a softmax takes the max of unscaled scores
+  CHECK(kiln::specialize_attention(negative, "at", {}).spec.name == "at__fa128x64s3r32_d64");
   kiln::AttentionKernel sm80 = hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64});
   sm80.wgmma = false;
   CHECK(kiln::specialize_attention(sm80, "at", {}).spec.name == "at__fa128x64s3r32_d64");
@@ -153,23 +156,24 @@ TEST_CASE("gpu: attention's sm_90a path at every tile width and stage count, and
   struct Case {
     std::int64_t b, hq, hkv, sq, skv, d;
     bool causal, bottom_right;
+    double scale = 0;  // 0: the default, 1 / sqrt(D)
   };
   // Lengths off the tiles, grouped heads, causal both ways (bottom-right with rows that see
   // no key), D 40 padded to 64 columns and 160 to 192.
   const std::vector<Case> cases = {{2, 4, 2, 300, 333, 64, true, false},
                                    {1, 4, 1, 129, 1000, 128, false, false},
                                    {1, 2, 2, 200, 77, 160, true, true},
-                                   {2, 2, 2, 17, 250, 40, false, false}};
+                                   {2, 2, 2, 17, 250, 40, false, false, 0.3}};
   auto rng = kiln::test::make_rng(52);
   for (const Case& c : cases) {
     kiln::Graph g;
     const auto q = g.input("q", {c.b, c.hq, c.sq, c.d}, DType::bf16);
     const auto k = g.input("k", {c.b, c.hkv, c.skv, c.d}, DType::bf16);
     const auto v = g.input("v", {c.b, c.hkv, c.skv, c.d}, DType::bf16);
-    g.output(kiln::apply("attention", {q, k, v},
-                         Attrs().set("causal", c.causal).set(
-                             "causal_align", c.bottom_right ? "bottom_right" : "top_left")),
-             "o");
+    Attrs attrs;
+    attrs.set("causal", c.causal).set("causal_align", c.bottom_right ? "bottom_right" : "top_left");
+    if (c.scale > 0) attrs.set("scale", c.scale);
+    g.output(kiln::apply("attention", {q, k, v}, attrs), "o");
     const std::string signature = kiln::compiler::spec_id(kiln::plan_specs(g).at(0));
     std::vector<std::map<std::string, int>> records = {{{"wgmma", 0}}};
     for (int bn : {64, 96, 128, 160, 192}) {
