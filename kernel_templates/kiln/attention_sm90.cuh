@@ -140,30 +140,52 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 /// `scale` in log2 units, above 0, so the raw max is the scaled one's): each of the thread's two
 /// rows' new max (raw), the scores replaced by their probabilities exp2(x scale - max scale), one
 /// FFMA and one MUFU each, the sums updated; `alpha` what the output must be scaled by (outputs
-/// are left alone: a product may still be adding to them).
+/// are left alone: a product may still be adding to them). Maxima and sums run in 4 chains a
+/// row: one warp a scheduler does this while the other group's products run, so a single chain
+/// of 64 dependent adds would be its latency, not its issue, that sets the time.
 template <int BN>
 __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&mx)[2], float (&l)[2],
                                              float (&alpha)[2], float scale) {
+  static_assert(BN % 32 == 0 || BN == 96 || BN == 160, "n8 steps in fours or twos");
+  constexpr int kChains = BN / 8 % 4 == 0 ? 4 : 2;
+  float m[2][kChains], sum[2][kChains];
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) m[h][c] = mx[h], sum[h][c] = 0.0f;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      m[h][j % kChains] =
+          fmaxf(m[h][j % kChains], fmaxf(sc[4 * j + 2 * h], sc[4 * j + 2 * h + 1]));
+  float base[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float m = mx[h];
+    float r = m[h][0];
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) m = fmaxf(m, fmaxf(sc[4 * j + 2 * h], sc[4 * j + 2 * h + 1]));
-    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-    const float base = m == minus_infinity() ? 0.0f : m * scale;
-    alpha[h] = mx[h] == minus_infinity() ? 0.0f : exp2_ftz(mx[h] * scale - base);
-    mx[h] = m;
-    float sum = 0.0f;
+    for (int c = 1; c < kChains; ++c) r = fmaxf(r, m[h][c]);
+    r = fmaxf(r, __shfl_xor_sync(0xffffffffu, r, 1));
+    r = fmaxf(r, __shfl_xor_sync(0xffffffffu, r, 2));
+    base[h] = r == minus_infinity() ? 0.0f : r * scale;
+    alpha[h] = mx[h] == minus_infinity() ? 0.0f : exp2_ftz(mx[h] * scale - base[h]);
+    mx[h] = r;
+  }
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
+  for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float pr = exp2_ftz(fmaf(sc[4 * j + 2 * h + e], scale, -base));
-        sc[4 * j + 2 * h + e] = pr;
-        sum += pr;
-      }
-    l[h] = l[h] * alpha[h] + sum;
+    for (int e = 0; e < 4; ++e) {
+      const int h = e >> 1;
+      const float pr = exp2_ftz(fmaf(sc[4 * j + e], scale, -base[h]));
+      sc[4 * j + e] = pr;
+      sum[h][j % kChains] += pr;
+    }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float r = sum[h][0];
+#pragma unroll
+    for (int c = 1; c < kChains; ++c) r += sum[h][c];
+    l[h] = l[h] * alpha[h] + r;
   }
 }
 
