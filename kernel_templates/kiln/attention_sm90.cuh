@@ -215,8 +215,11 @@ __device__ __forceinline__ void rescale_and_pack(float (&o)[Dp / 2], unsigned (&
 __device__ __forceinline__ void wait_turn(int c) {
   asm volatile("bar.sync %0, 256;" ::"r"(1 + c) : "memory");
 }
-__device__ __forceinline__ void pass_turn(int c) {
-  asm volatile("bar.arrive %0, 256;" ::"r"(2 - c) : "memory");
+/// Passes the turn where `yes` (predicated, not branched around).
+__device__ __forceinline__ void pass_turn(int c, bool yes) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p bar.arrive %0, 256;\n}" ::"r"(2 - c),
+               "r"(int(yes))
+               : "memory");
 }
 
 /// The thread's output rows i0 and i0 + 8, divided by their sums (0 for a row that saw no key);
@@ -252,58 +255,90 @@ __device__ __forceinline__ void store_output(const Params& p, const Work& w, int
                        p.s[config::kOut], p.sq, i0, o, l, t);
 }
 
+/// Arrives on `bar` where `yes`, without a branch (a branch inside a product's pipeline stage
+/// makes ptxas serialize the products).
+__device__ __forceinline__ void arrive_if(unsigned long long* bar, bool yes) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}"
+               ::"r"(tma::shared_address(bar)), "r"(int(yes))
+               : "memory");
+}
+
+/// The scores of tile n (keys n BN ..) to probabilities: the edge tiles masked, then the online
+/// softmax's first half.
+template <bool Causal, int BN>
+__device__ __forceinline__ void tile_probabilities(float (&sc)[BN / 2], float (&mx)[2],
+                                                   float (&l)[2], float (&alpha)[2],
+                                                   const Params& p, const Work& w, int n, int c,
+                                                   int i0, int t) {
+  const int n0 = n * BN, rows0 = w.m0 + c * 64;
+  const bool edge = n0 + BN > w.r.skv || (Causal && n0 + BN - 1 > rows0 + w.r.diag);
+  if (edge) mask_tile<Causal, BN>(sc, w.r, i0, n0 + 2 * t);
+  softmax_tile<BN>(sc, mx, l, alpha, p.scale_log2);
+}
+
 /// Consumer group c (0 or 1): its 64 rows over the block's tiles, then its output. In its turn
 /// at tile n it issues S(n) = Q K(n)^T, then O += P(n - 1) V(n - 1); it passes the turn, waits
 /// for S(n) and runs the softmax of it under the P V product, then waits for that, rescales O
 /// and packs P(n). Group 1 gives group 0 the first turn and keeps its last (the counts of each
-/// barrier's waits and arrivals match).
+/// barrier's waits and arrivals match). Tile 0 (no P V before it) is peeled off the loop: ptxas
+/// keeps the products pipelined only where no branch lies between a product and its wait.
 template <class T, int D, int BN, int Stages, bool Causal, class B>
 __device__ __forceinline__ void consume(const Params& p, const B& sm, const Work& w, int c,
                                         int tid) {
   const int lane = tid & 31, warp = (tid / 32) % 4, t = lane & 3;
   const int i0 = w.m0 + c * 64 + warp * 16 + (lane >> 2);  // and i0 + 8
-  float o[B::kDp / 2], mx[2] = {minus_infinity(), minus_infinity()}, l[2] = {0, 0};
+  const bool leader = tid % 128 == 0;
+  float o[B::kDp / 2], mx[2] = {minus_infinity(), minus_infinity()}, l[2] = {0, 0}, alpha[2];
   unsigned pf[BN / 16][4];
 #pragma unroll
   for (int i = 0; i < B::kDp / 2; ++i) o[i] = 0.0f;
   if (w.tiles == 0) return store_output<T, D, B::kDp>(p, w, i0, o, l, t);
-  if (c == 1) pass_turn(c);
+  if (c == 1) pass_turn(c, true);
   tma::barrier_wait(sm.q_full(), 0);
+  {
+    tma::barrier_wait(sm.k_full(0), 0);
+    float sc[BN / 2];
+    wait_turn(c);
+    issue_scores<T, B, BN>(sc, sm, 0, c);
+    pass_turn(c, c == 0 || w.tiles > 1);
+    wgmma::wait<0>();
+    wgmma::fence_operands(sc);
+    arrive_if(sm.k_free(0), leader);
+    tile_probabilities<Causal, BN>(sc, mx, l, alpha, p, w, 0, c, i0, t);
+    rescale_and_pack<T, BN, B::kDp>(o, pf, sc, alpha);
+  }
 #pragma unroll 1
-  for (int n = 0; n < w.tiles; ++n) {
-    const int s = n % Stages, before = (n + Stages - 1) % Stages;
+  for (int n = 1; n < w.tiles; ++n) {
+    const int s = n % Stages, before = (n - 1) % Stages;
     tma::barrier_wait(sm.k_full(s), unsigned(n / Stages) & 1);
-    if (n > 0) tma::barrier_wait(sm.v_full(before), unsigned((n - 1) / Stages) & 1);
+    tma::barrier_wait(sm.v_full(before), unsigned((n - 1) / Stages) & 1);
     // Not carried from the last tile (its first product ignores it): a carried value would take
     // copies into these registers while a product runs, which serializes the products.
-    float sc[BN / 2], alpha[2];
+    float sc[BN / 2];
+    wgmma::fence_operands(o);  // rescaled, and P packed, before the products are issued
+    wgmma::fence_operands(pf);
     wait_turn(c);
     issue_scores<T, B, BN>(sc, sm, s, c);
-    if (n > 0) issue_values<T, B, BN>(o, pf, sm, before);
-    if (c == 0 || n + 1 < w.tiles) pass_turn(c);
-    if (n > 0) wgmma::wait<1>(); else wgmma::wait<0>();
+    issue_values<T, B, BN>(o, pf, sm, before);
+    pass_turn(c, c == 0 || n + 1 < w.tiles);
+    wgmma::wait<1>();
     wgmma::fence_operands(sc);
-    if (tid % 128 == 0) tma::arrive(sm.k_free(s));
-    const int n0 = n * BN, rows0 = w.m0 + c * 64;
-    const bool edge = n0 + BN > w.r.skv || (Causal && n0 + BN - 1 > rows0 + w.r.diag);
-    if (edge) mask_tile<Causal, BN>(sc, w.r, i0, n0 + 2 * t);
-    softmax_tile<BN>(sc, mx, l, alpha, p.scale_log2);
-    if (n > 0) {
-      wgmma::wait<0>();  // P(n - 1) V(n - 1): P's registers and V's stage are free
-      wgmma::fence_operands(o);
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) wgmma::hold(pf[kk]);
-      if (tid % 128 == 0) tma::arrive(sm.v_free(before));
-    }
+    arrive_if(sm.k_free(s), leader);
+    tile_probabilities<Causal, BN>(sc, mx, l, alpha, p, w, n, c, i0, t);
+    wgmma::wait<0>();  // P(n - 1) V(n - 1): P's registers and V's stage are free
+    wgmma::fence_operands(o);
+    wgmma::fence_operands(pf);
+    arrive_if(sm.v_free(before), leader);
     rescale_and_pack<T, BN, B::kDp>(o, pf, sc, alpha);
   }
   const int last = (w.tiles - 1) % Stages;
   tma::barrier_wait(sm.v_full(last), unsigned((w.tiles - 1) / Stages) & 1);
+  wgmma::fence_operands(o);
+  wgmma::fence_operands(pf);
   issue_values<T, B, BN>(o, pf, sm, last);
   wgmma::wait<0>();
   wgmma::fence_operands(o);
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; ++kk) wgmma::hold(pf[kk]);
+  wgmma::fence_operands(pf);
   store_output<T, D, B::kDp>(p, w, i0, o, l, t);
 }
 

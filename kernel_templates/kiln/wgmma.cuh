@@ -199,13 +199,23 @@ __device__ __forceinline__ void hold(const unsigned (&r)[4]) {
   asm volatile("" ::"r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
 }
 
-/// Marks accumulators `r` as written here: after a wait_group, so that the compiler does not
-/// move reads of them (or other writes) above the wait, where the product may still be
-/// writing them (ptxas would then serialize the products).
+/// Marks accumulators `r` as written here. After a wait_group: the compiler does not move reads
+/// of them above the wait, where the product may still be writing them; before a product is
+/// issued: it does not sink other writes to them past the issue. Either would make ptxas
+/// serialize the products (C7514, C7515).
 template <int N>
 __device__ __forceinline__ void fence_operands(float (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+/// The same for A fragments in registers: written before this point, so that the compiler
+/// does not sink their writes past a product issued next (ptxas would serialize it).
+template <int N>
+__device__ __forceinline__ void fence_operands(unsigned (&r)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    asm volatile("" : "+r"(r[i][0]), "+r"(r[i][1]), "+r"(r[i][2]), "+r"(r[i][3])::"memory");
 }
 
 /// Sets this warpgroup's registers per thread to N (a multiple of 8 from 24 to 256): fewer for
