@@ -67,7 +67,7 @@ KILN_ATTENTION_CONFIG_FN bool q_in_registers(int d) { return padded_d(d) <= 128;
 // The sm_90a template (attention_sm90.cuh): 128 query rows a block, 64 a consumer warpgroup;
 // Q, then a ring of `stages` stages of K and of V (bn rows each), every tile in atoms of 64
 // columns (128 bytes a row, 128-byte swizzled as TMA writes them: D padded to 64 with zeros);
-// then the barriers (Q landed; per stage K landed, K free, V landed, V free).
+// then the barriers (Q landed, Q free; per stage K landed, K free, V landed, V free).
 
 constexpr int kWgmmaRows = 128;
 /// A producer warpgroup and two consumer warpgroups.
@@ -76,7 +76,7 @@ constexpr int kWgmmaThreads = 384;
 KILN_ATTENTION_CONFIG_FN int wgmma_d(int d) { return (d + 63) / 64 * 64; }
 /// A tile of `rows` rows of 2-byte elements at head size `d`, in bytes.
 KILN_ATTENTION_CONFIG_FN int wgmma_tile_bytes(int rows, int d) { return rows * wgmma_d(d) * 2; }
-KILN_ATTENTION_CONFIG_FN int wgmma_barriers(int stages) { return 1 + 4 * stages; }
+KILN_ATTENTION_CONFIG_FN int wgmma_barriers(int stages) { return 2 + 4 * stages; }
 /// The sm_90a kernel's dynamic shared memory: 1024 bytes to align the tiles, the tiles, the
 /// barriers.
 KILN_ATTENTION_CONFIG_FN int wgmma_shared_bytes(int d, int bn, int stages) {

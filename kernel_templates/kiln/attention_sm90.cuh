@@ -14,8 +14,8 @@
 // stop at the last tile their rows see and the longest run first; only tiles that cross the
 // diagonal or the batch's last key are masked element by element. No mask operand (those calls take attention.cuh).
 
-#include <kiln/attention.cuh>
 #include <kiln/attention_common.cuh>
+#include <kiln/attention_sm90_softmax.cuh>
 #include <kiln/grid_dependency.cuh>
 #include <kiln/tma.cuh>
 #include <kiln/wgmma.cuh>
@@ -35,18 +35,19 @@ struct Block {
   unsigned char* q;
   unsigned char* k;  // stage s at k + s * kKv, V's after all of K's
   unsigned char* v;
-  unsigned long long* bars;  // Q landed, then per stage: K landed, K free, V landed, V free
+  unsigned long long* bars;  // Q landed, Q free, then per stage: K landed, K free, V landed, free
 
   __device__ __forceinline__ unsigned long long* q_full() const { return bars; }
-  __device__ __forceinline__ unsigned long long* k_full(int s) const { return bars + 1 + s; }
+  __device__ __forceinline__ unsigned long long* q_free() const { return bars + 1; }
+  __device__ __forceinline__ unsigned long long* k_full(int s) const { return bars + 2 + s; }
   __device__ __forceinline__ unsigned long long* k_free(int s) const {
-    return bars + 1 + Stages + s;
+    return bars + 2 + Stages + s;
   }
   __device__ __forceinline__ unsigned long long* v_full(int s) const {
-    return bars + 1 + 2 * Stages + s;
+    return bars + 2 + 2 * Stages + s;
   }
   __device__ __forceinline__ unsigned long long* v_free(int s) const {
-    return bars + 1 + 3 * Stages + s;
+    return bars + 2 + 3 * Stages + s;
   }
 };
 
@@ -54,36 +55,46 @@ struct Block {
 /// batch dims, and the tiles of keys it reads.
 struct Work {
   int m0, h, b1, b2, tiles;
-  Pair r;
+  int skv, diag;  ///< the pair's keys and causal diagonal (Pair's)
+  long long out;  ///< the output's offset of the pair
 };
 
-/// The producer thread: Q, then each tile's K and V once both groups released the stage.
-template <class B, int BN, int Stages>
-__device__ __forceinline__ void produce(const B& sm, const Work& w, const TensorMap* map_q,
+/// The producer thread: for each of the block's items (work_of) with keys, its Q once both groups
+/// are done with the last item's (a block's items are numbered on: `loaded`), then each tile's K
+/// and V once both groups released the stage (the ring's uses numbered on across items: `it`),
+/// so the next item's loads run under this one's last products and its store.
+template <class B, int BN, int Stages, class Next>
+__device__ __forceinline__ void produce(const B& sm, Next next, const TensorMap* map_q,
                                         const TensorMap* map_k, const TensorMap* map_v,
                                         int group) {
-  if (w.tiles == 0) return;
-  tma::arrive_expect_bytes(sm.q_full(), B::kQ);
+  int it = 0, loaded = 0;
+  Work w;
+  while (next(w)) {
+    if (w.tiles == 0) continue;
+    if (loaded > 0) tma::barrier_wait(sm.q_free(), unsigned(loaded - 1) & 1);
+    ++loaded;
+    tma::arrive_expect_bytes(sm.q_full(), B::kQ);
 #pragma unroll
-  for (int a = 0; a < B::kAtoms; ++a)
-    tma::load_5d(sm.q + a * B::kRows * 128, map_q, a * 64, w.m0, w.h, w.b2, w.b1, sm.q_full());
-  const int hkv = w.h / group;
+    for (int a = 0; a < B::kAtoms; ++a)
+      tma::load_5d(sm.q + a * B::kRows * 128, map_q, a * 64, w.m0, w.h, w.b2, w.b1, sm.q_full());
+    const int hkv = w.h / group;
 #pragma unroll 1
-  for (int n = 0; n < w.tiles; ++n) {
-    const int s = n % Stages;
-    const unsigned used = unsigned(n / Stages - 1) & 1;
-    if (n >= Stages) tma::barrier_wait(sm.k_free(s), used);
-    tma::arrive_expect_bytes(sm.k_full(s), B::kKv);
+    for (int n = 0; n < w.tiles; ++n, ++it) {
+      const int s = it % Stages;
+      const unsigned used = unsigned(it / Stages - 1) & 1;
+      if (it >= Stages) tma::barrier_wait(sm.k_free(s), used);
+      tma::arrive_expect_bytes(sm.k_full(s), B::kKv);
 #pragma unroll
-    for (int a = 0; a < B::kAtoms; ++a)
-      tma::load_5d(sm.k + s * B::kKv + a * BN * 128, map_k, a * 64, n * BN, hkv, w.b2, w.b1,
-                   sm.k_full(s));
-    if (n >= Stages) tma::barrier_wait(sm.v_free(s), used);
-    tma::arrive_expect_bytes(sm.v_full(s), B::kKv);
+      for (int a = 0; a < B::kAtoms; ++a)
+        tma::load_5d(sm.k + s * B::kKv + a * BN * 128, map_k, a * 64, n * BN, hkv, w.b2, w.b1,
+                     sm.k_full(s));
+      if (it >= Stages) tma::barrier_wait(sm.v_free(s), used);
+      tma::arrive_expect_bytes(sm.v_full(s), B::kKv);
 #pragma unroll
-    for (int a = 0; a < B::kAtoms; ++a)
-      tma::load_5d(sm.v + s * B::kKv + a * BN * 128, map_v, a * 64, n * BN, hkv, w.b2, w.b1,
-                   sm.v_full(s));
+      for (int a = 0; a < B::kAtoms; ++a)
+        tma::load_5d(sm.v + s * B::kKv + a * BN * 128, map_v, a * 64, n * BN, hkv, w.b2, w.b1,
+                     sm.v_full(s));
+    }
   }
 }
 
@@ -114,101 +125,6 @@ __device__ __forceinline__ void issue_values(float (&o)[B::kDp / 2], const unsig
   wgmma::commit();
 }
 
-/// An edge tile's raw scores: -inf for keys past the batch's last or past the causal diagonal
-/// of the thread's rows i0 and i0 + 8 (keys from c0: 8 j + 2 t). Only tiles that cross one take
-/// this: on the others the per-element tests were half the softmax's instructions.
-template <bool Causal, int BN>
-__device__ __forceinline__ void mask_tile(float (&sc)[BN / 2], const Pair& r, int i0, int c0) {
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = i0 + (e >> 1) * 8, key = c0 + 8 * j + (e & 1);
-      if (key >= r.skv || (Causal && key > i + r.diag)) sc[4 * j + e] = minus_infinity();
-    }
-}
-
-/// 2^x by the multifunction unit alone (subnormal results flush to zero: a probability below
-/// 2^-126 of the row's largest adds nothing a 16-bit P keeps).
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-
-/// The online softmax's first half over one tile of raw scores (a quad of lanes holds a row;
-/// `scale` in log2 units, above 0, so the raw max is the scaled one's): each of the thread's two
-/// rows' new max (raw), the scores replaced by their probabilities exp2(x scale - max scale), one
-/// FFMA and one MUFU each, the sums updated; `alpha` what the output must be scaled by (outputs
-/// are left alone: a product may still be adding to them). Maxima and sums run in 4 chains a
-/// row: one warp a scheduler does this while the other group's products run, so a single chain
-/// of 64 dependent adds would be its latency, not its issue, that sets the time.
-template <int BN>
-__device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&mx)[2], float (&l)[2],
-                                             float (&alpha)[2], float scale) {
-  static_assert(BN % 32 == 0 || BN == 96 || BN == 160, "n8 steps in fours or twos");
-  constexpr int kChains = BN / 8 % 4 == 0 ? 4 : 2;
-  float m[2][kChains], sum[2][kChains];
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int c = 0; c < kChains; ++c) m[h][c] = mx[h], sum[h][c] = 0.0f;
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      m[h][j % kChains] =
-          fmaxf(m[h][j % kChains], fmaxf(sc[4 * j + 2 * h], sc[4 * j + 2 * h + 1]));
-  float base[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float r = m[h][0];
-#pragma unroll
-    for (int c = 1; c < kChains; ++c) r = fmaxf(r, m[h][c]);
-    r = fmaxf(r, __shfl_xor_sync(0xffffffffu, r, 1));
-    r = fmaxf(r, __shfl_xor_sync(0xffffffffu, r, 2));
-    base[h] = r == minus_infinity() ? 0.0f : r * scale;
-    alpha[h] = mx[h] == minus_infinity() ? 0.0f : exp2_ftz(mx[h] * scale - base[h]);
-    mx[h] = r;
-  }
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int h = e >> 1;
-      const float pr = exp2_ftz(fmaf(sc[4 * j + e], scale, -base[h]));
-      sc[4 * j + e] = pr;
-      sum[h][j % kChains] += pr;
-    }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float r = sum[h][0];
-#pragma unroll
-    for (int c = 1; c < kChains; ++c) r += sum[h][c];
-    l[h] = l[h] * alpha[h] + r;
-  }
-}
-
-/// The second half, once no product adds to the outputs: the outputs rescaled, the
-/// probabilities packed as the A fragments of P V (keys 16 kk .. 16 kk + 15 are the n8 steps
-/// 2 kk and 2 kk + 1: mma.sync's A fragment).
-template <class T, int BN, int Dp>
-__device__ __forceinline__ void rescale_and_pack(float (&o)[Dp / 2], unsigned (&pf)[BN / 16][4],
-                                                 const float (&sc)[BN / 2],
-                                                 const float (&alpha)[2]) {
-  // Late in a row the max rarely moves: a warp whose 16 rows all kept theirs skips the FMULs.
-  if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
-#pragma unroll
-    for (int j = 0; j < Dp / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e >> 1];
-  }
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; ++kk)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) pf[kk][i] = pack2<T>(sc[8 * kk + 2 * i], sc[8 * kk + 2 * i + 1]);
-}
-
 /// The two consumer groups take turns at the tensor cores (named barriers 1 and 2, both groups'
 /// 256 threads): each issues its products, then passes the turn and runs its softmax while the
 /// other's products run.
@@ -222,39 +138,6 @@ __device__ __forceinline__ void pass_turn(int c, bool yes) {
                : "memory");
 }
 
-/// The thread's output rows i0 and i0 + 8, divided by their sums (0 for a row that saw no key);
-/// columns from D on (the padding) and rows from Sq on are not written.
-template <class T, int D, int Dp>
-__device__ __forceinline__ void store_rows(T* out, const config::Strides& so, int sq, int i0,
-                                           const float (&o)[Dp / 2], const float (&l)[2], int t) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float sum = l[h];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    const int i = i0 + 8 * h;
-    if (i >= sq) continue;
-#pragma unroll
-    for (int j = 0; j < Dp / 8; ++j) {
-      const int col = 8 * j + 2 * t;
-      if (col >= D) continue;
-      T* at = out + (long long)i * so.row + (long long)col * so.col;
-      at[0] = from_float<T>(o[4 * j + 2 * h] * inv);
-      at[so.col] = from_float<T>(o[4 * j + 2 * h + 1] * inv);
-    }
-  }
-}
-
-/// store_rows into the call's output.
-template <class T, int D, int Dp>
-__device__ __forceinline__ void store_output(const Params& p, const Work& w, int i0,
-                                             const float (&o)[Dp / 2], const float (&l)[2],
-                                             int t) {
-  store_rows<T, D, Dp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.r.off[config::kOut],
-                       p.s[config::kOut], p.sq, i0, o, l, t);
-}
-
 /// Arrives on `bar` where `yes`, without a branch (a branch inside a product's pipeline stage
 /// makes ptxas serialize the products).
 __device__ __forceinline__ void arrive_if(unsigned long long* bar, bool yes) {
@@ -265,96 +148,131 @@ __device__ __forceinline__ void arrive_if(unsigned long long* bar, bool yes) {
 
 /// The scores of tile n (keys n BN ..) to probabilities: the edge tiles masked, then the online
 /// softmax's first half.
-template <bool Causal, int BN>
+template <bool Causal, int BN, int Dp>
 __device__ __forceinline__ void tile_probabilities(float (&sc)[BN / 2], float (&mx)[2],
                                                    float (&l)[2], float (&alpha)[2],
                                                    const Params& p, const Work& w, int n, int c,
                                                    int i0, int t) {
   const int n0 = n * BN, rows0 = w.m0 + c * 64;
-  const bool edge = n0 + BN > w.r.skv || (Causal && n0 + BN - 1 > rows0 + w.r.diag);
-  if (edge) mask_tile<Causal, BN>(sc, w.r, i0, n0 + 2 * t);
-  softmax_tile<BN>(sc, mx, l, alpha, p.scale_log2);
+  const bool edge = n0 + BN > w.skv || (Causal && n0 + BN - 1 > rows0 + w.diag);
+  if (edge) mask_tile<Causal, BN>(sc, w.skv, w.diag, i0, n0 + 2 * t);
+  // 4 chains where the registers allow (D 256's outputs take 128 of them: 2 chains, no spill).
+  constexpr int kChains = Dp > 192 ? 1 : BN / 8 % 4 != 0 ? 2 : 4;
+  softmax_tile<BN, kChains>(sc, mx, l, alpha, p.scale_log2);
 }
 
-/// Consumer group c (0 or 1): its 64 rows over the block's tiles, then its output. In its turn
-/// at tile n it issues S(n) = Q K(n)^T, then O += P(n - 1) V(n - 1); it passes the turn, waits
-/// for S(n) and runs the softmax of it under the P V product, then waits for that, rescales O
-/// and packs P(n). Group 1 gives group 0 the first turn and keeps its last (the counts of each
-/// barrier's waits and arrivals match). Tile 0 (no P V before it) is peeled off the loop: ptxas
-/// keeps the products pipelined only where no branch lies between a product and its wait.
-template <class T, int D, int BN, int Stages, bool Causal, class B>
-__device__ __forceinline__ void consume(const Params& p, const B& sm, const Work& w, int c,
-                                        int tid) {
-  const int lane = tid & 31, warp = (tid / 32) % 4, t = lane & 3;
-  const int i0 = w.m0 + c * 64 + warp * 16 + (lane >> 2);  // and i0 + 8
+/// The running state of a consumer thread's two rows over one item.
+template <int BN, int Dp>
+struct Rows {
+  float o[Dp / 2], mx[2], l[2];
+  unsigned pf[BN / 16][4];  ///< the last tile's P, packed
+  int i0;                   ///< the first of the thread's rows (and i0 + 8)
+};
+
+/// Consumer group c (0 or 1) over one item's tiles, the ring's uses from `it`. In its turn at
+/// tile n it issues S(n) = Q K(n)^T, then O += P(n - 1) V(n - 1); it passes the turn, waits for
+/// S(n) (after the last, Q is free for the next item) and runs the softmax of it under the
+/// P V product, then waits for that, rescales O and packs P(n); the last P V closes the item.
+/// Tile 0 (no P V before it) is peeled off the loop: ptxas keeps the products pipelined only
+/// where no branch lies between a product and its wait.
+template <class T, int BN, int Stages, bool Causal, class B>
+__device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, const B& sm,
+                                         const Work& w, int it, int c, int tid) {
+  const int t = tid & 3;
   const bool leader = tid % 128 == 0;
-  float o[B::kDp / 2], mx[2] = {minus_infinity(), minus_infinity()}, l[2] = {0, 0}, alpha[2];
-  unsigned pf[BN / 16][4];
-#pragma unroll
-  for (int i = 0; i < B::kDp / 2; ++i) o[i] = 0.0f;
-  if (w.tiles == 0) return store_output<T, D, B::kDp>(p, w, i0, o, l, t);
-  if (c == 1) pass_turn(c, true);
-  tma::barrier_wait(sm.q_full(), 0);
+  float alpha[2];
   {
-    tma::barrier_wait(sm.k_full(0), 0);
+    tma::barrier_wait(sm.k_full(it % Stages), unsigned(it / Stages) & 1);
     float sc[BN / 2];
     wait_turn(c);
-    issue_scores<T, B, BN>(sc, sm, 0, c);
-    pass_turn(c, c == 0 || w.tiles > 1);
+    issue_scores<T, B, BN>(sc, sm, it % Stages, c);
+    pass_turn(c, true);
     wgmma::wait<0>();
     wgmma::fence_operands(sc);
-    arrive_if(sm.k_free(0), leader);
-    tile_probabilities<Causal, BN>(sc, mx, l, alpha, p, w, 0, c, i0, t);
-    rescale_and_pack<T, BN, B::kDp>(o, pf, sc, alpha);
+    arrive_if(sm.k_free(it % Stages), leader);
+    arrive_if(sm.q_free(), leader && w.tiles == 1);
+    tile_probabilities<Causal, BN, B::kDp>(sc, x.mx, x.l, alpha, p, w, 0, c, x.i0, t);
+    rescale_and_pack<T, BN, B::kDp>(x.o, x.pf, sc, alpha);
   }
 #pragma unroll 1
   for (int n = 1; n < w.tiles; ++n) {
-    const int s = n % Stages, before = (n - 1) % Stages;
-    tma::barrier_wait(sm.k_full(s), unsigned(n / Stages) & 1);
-    tma::barrier_wait(sm.v_full(before), unsigned((n - 1) / Stages) & 1);
+    const int s = (it + n) % Stages, before = (it + n - 1) % Stages;
+    tma::barrier_wait(sm.k_full(s), unsigned((it + n) / Stages) & 1);
+    tma::barrier_wait(sm.v_full(before), unsigned((it + n - 1) / Stages) & 1);
     // Not carried from the last tile (its first product ignores it): a carried value would take
     // copies into these registers while a product runs, which serializes the products.
     float sc[BN / 2];
-    wgmma::fence_operands(o);  // rescaled, and P packed, before the products are issued
-    wgmma::fence_operands(pf);
+    wgmma::fence_operands(x.o);  // rescaled, and P packed, before the products are issued
+    wgmma::fence_operands(x.pf);
     wait_turn(c);
     issue_scores<T, B, BN>(sc, sm, s, c);
-    issue_values<T, B, BN>(o, pf, sm, before);
-    pass_turn(c, c == 0 || n + 1 < w.tiles);
+    issue_values<T, B, BN>(x.o, x.pf, sm, before);
+    pass_turn(c, true);
     wgmma::wait<1>();
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(s), leader);
-    tile_probabilities<Causal, BN>(sc, mx, l, alpha, p, w, n, c, i0, t);
+    arrive_if(sm.q_free(), leader && n + 1 == w.tiles);
+    tile_probabilities<Causal, BN, B::kDp>(sc, x.mx, x.l, alpha, p, w, n, c, x.i0, t);
     wgmma::wait<0>();  // P(n - 1) V(n - 1): P's registers and V's stage are free
-    wgmma::fence_operands(o);
-    wgmma::fence_operands(pf);
+    wgmma::fence_operands(x.o);
+    wgmma::fence_operands(x.pf);
     arrive_if(sm.v_free(before), leader);
-    rescale_and_pack<T, BN, B::kDp>(o, pf, sc, alpha);
+    rescale_and_pack<T, BN, B::kDp>(x.o, x.pf, sc, alpha);
   }
-  const int last = (w.tiles - 1) % Stages;
-  tma::barrier_wait(sm.v_full(last), unsigned((w.tiles - 1) / Stages) & 1);
-  wgmma::fence_operands(o);
-  wgmma::fence_operands(pf);
-  issue_values<T, B, BN>(o, pf, sm, last);
+  const int last = (it + w.tiles - 1) % Stages;
+  tma::barrier_wait(sm.v_full(last), unsigned((it + w.tiles - 1) / Stages) & 1);
+  wgmma::fence_operands(x.o);
+  wgmma::fence_operands(x.pf);
+  issue_values<T, B, BN>(x.o, x.pf, sm, last);
   wgmma::wait<0>();
-  wgmma::fence_operands(o);
-  wgmma::fence_operands(pf);
-  store_output<T, D, B::kDp>(p, w, i0, o, l, t);
+  wgmma::fence_operands(x.o);
+  wgmma::fence_operands(x.pf);
+  arrive_if(sm.v_free(last), leader);
 }
 
-/// The block's share of the launch (block_work's order).
+/// Consumer group c over the block's items: each item's rows from zero, its tiles (run_item; an
+/// item without keys writes zeros), its output. The groups take turns at the tensor cores
+/// (named barriers 1 and 2): group 1 passes the first turn once and then after each of its
+/// turns; group 0 takes one turn more at the end, so each barrier's waits and arrivals match.
+template <class T, int D, int BN, int Stages, bool Causal, class B, class Next>
+__device__ __forceinline__ void consume(const Params& p, const B& sm, Next next, int c, int tid) {
+  const int lane = tid & 31, warp = (tid / 32) % 4;
+  if (c == 1) pass_turn(c, true);
+  int it = 0, loaded = 0;
+  Work w;
+  while (next(w)) {
+    Rows<BN, B::kDp> x;
+    x.i0 = w.m0 + c * 64 + warp * 16 + (lane >> 2);
+    x.mx[0] = x.mx[1] = minus_infinity();
+    x.l[0] = x.l[1] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < B::kDp / 2; ++i) x.o[i] = 0.0f;
+    if (w.tiles > 0) {
+      tma::barrier_wait(sm.q_full(), unsigned(loaded++) & 1);
+      run_item<T, BN, Stages, Causal, B>(x, p, sm, w, it, c, tid);
+      it += w.tiles;
+    }
+    store_rows<T, D, B::kDp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.out,
+                             p.s[config::kOut], p.sq, x.i0, x.o, x.l, lane & 3);
+  }
+  if (c == 0) wait_turn(c);
+}
+
+/// Item `item` of the launch (block_work's order): its pair, rows, the maps' coordinates, and
+/// the tiles of keys its rows see.
 template <int BN, bool Lens, class L, bool BottomRight, bool Causal>
-__device__ __forceinline__ Work work_of(const Params& p) {
+__device__ __forceinline__ Work work_of(const Params& p, int item) {
   int pair, m_block;
-  block_work(p, int(blockIdx.x), pair, m_block);
+  block_work(p, item, pair, m_block);
   const int b = pair / p.heads;
   Work w;
   w.h = pair % p.heads;
   w.m0 = m_block * config::kWgmmaRows;
   w.b2 = int(b % p.batch[2]);
   w.b1 = int(b / p.batch[2] % p.batch[1]);
-  w.r = locate<Lens, L, BottomRight>(p, b, w.h);
-  w.tiles = (key_end<Causal>(w.r, w.m0, config::kWgmmaRows) + BN - 1) / BN;
+  const Pair r = locate<Lens, L, BottomRight>(p, b, w.h);
+  w.skv = r.skv, w.diag = r.diag, w.out = r.off[config::kOut];
+  w.tiles = (key_end<Causal>(r, w.m0, config::kWgmmaRows) + BN - 1) / BN;
   return w;
 }
 
@@ -379,6 +297,7 @@ __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
   const int tid = threadIdx.x, group = tid / 128;
   if (tid == 0) {
     tma::barrier_init(sm.q_full(), 1);
+    tma::barrier_init(sm.q_free(), 2);
     for (int s = 0; s < Stages; ++s) {
       tma::barrier_init(sm.k_full(s), 1);
       tma::barrier_init(sm.k_free(s), 2);
@@ -389,13 +308,21 @@ __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
   __syncthreads();
   wait_for_previous_grid();
   allow_next_grid();
-  const sm90::Work w = sm90::work_of<BN, Lens, L, BottomRight, Causal>(p);
+  // Persistent blocks (LaunchConfig::persistent): block b takes items b, b + gridDim.x, ...
+  const int items = p.m_blocks * p.batches * p.heads;
+  int item = int(blockIdx.x) - int(gridDim.x);
+  const auto next = [&](sm90::Work& w) {
+    item += int(gridDim.x);
+    if (item >= items) return false;
+    w = sm90::work_of<BN, Lens, L, BottomRight, Causal>(p, item);
+    return true;
+  };
   if (group == 0) {
     wgmma::registers_down<24>();
-    if (tid == 0) sm90::produce<B, BN, Stages>(sm, w, &map_q, &map_k, &map_v, p.group);
+    if (tid == 0) sm90::produce<B, BN, Stages>(sm, next, &map_q, &map_k, &map_v, p.group);
   } else {
     wgmma::registers_up<240>();
-    sm90::consume<T, D, BN, Stages, Causal, B>(p, sm, w, group - 1, tid);
+    sm90::consume<T, D, BN, Stages, Causal, B>(p, sm, next, group - 1, tid);
   }
 #endif
 }

@@ -267,6 +267,7 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   L.config.grid[0] = grid_x(blocks, [&] { return fmt::format("{}: {}", stem, k.q.describe()); });
   L.config.block[0] = tp.threads();
   if (tp.decode) L.config.cluster[0] = unsigned(tp.split);
+  L.config.persistent = tp.wgmma == 1;  // attention_sm90's blocks stride over the items
   L.config.shared = unsigned(tp.shared_bytes());
   L.config.shared_required = tp.mma;
   L.spec.source = fmt::format("#include <kiln/{}>\n", !tp.mma    ? "attention_rows.cuh"

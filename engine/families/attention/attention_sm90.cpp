@@ -46,6 +46,7 @@ std::string wgmma_unfit(const AttentionKernel& k, const cfg::Params& p) {
   if (!k.wgmma) return "the target is not sm_90a";
   if (k.mask) return "a mask operand takes the mma path";
   if (k.q.dtype != DType::f16 && k.q.dtype != DType::bf16) return "q is not f16 or bf16";
+  if (k.q.shape.back() > 192) return "a head size above 192 (the path's registers hold 192)";
   if (p.batch[0] != 1) return "more than two batch dims";
   if (!(p.scale_log2 > 0)) return "a scale of 0 or less";
   for (int t : {cfg::kQ, cfg::kK, cfg::kV}) {

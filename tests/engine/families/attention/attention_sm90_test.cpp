@@ -42,7 +42,8 @@ TEST_CASE("attention on sm_90a: which calls take the wgmma path, its launch and 
         "kiln::attention::attention_sm90<kiln::bf16, int, 128, 128, 2, false, false, false>");
   CHECK(a.config.block[0] == 384);
   CHECK(a.config.grid[0] == 32 * 64);
-  CHECK(a.config.shared == 1024 + 128 * 256 + 2 * 2 * 128 * 256 + 8 * 9);
+  CHECK(a.config.persistent);  // blocks stride over the 2048 items
+  CHECK(a.config.shared == 1024 + 128 * 256 + 2 * 2 * 128 * 256 + 8 * 10);
   CHECK(a.tunables == kiln::Tunables{{"bn", 128}, {"stages", 2}, {"wgmma", 1}});
   REQUIRE(a.layout.params.size() == 4);  // Params, then the maps of q, k and v
   REQUIRE(a.layout.maps.size() == 3);
@@ -57,9 +58,10 @@ TEST_CASE("attention on sm_90a: which calls take the wgmma path, its launch and 
   CHECK(kiln::specialize_attention(hopper_call(DType::f16, {1, 2, 300, 160}, {1, 2, 300, 160}),
                                    "at", {})
             .spec.name == "at__wg128x96s2_d160");
+  // D above 192: the mma path (the sm_90a path's registers would spill).
   CHECK(kiln::specialize_attention(hopper_call(DType::f16, {1, 2, 300, 256}, {1, 2, 300, 256}),
                                    "at", {})
-            .spec.name == "at__wg128x64s2_d256");
+            .spec.name == "at__fa64x32s2_d256");
   // A [B, S, 3, H, D] projection read in place: q's map steps through its strides.
   kiln::AttentionKernel qkv = hopper_call(DType::bf16, {2, 4, 129, 64}, {2, 4, 129, 64});
   qkv.q = desc({2, 4, 129, 64}, DType::bf16);
@@ -115,14 +117,14 @@ TEST_CASE("the sm_90a attention tuning space: 8 candidates or more, the default 
   kiln::autotune::DeviceLimits lim;
   lim.max_shared_bytes_per_block = 227 * 1024;
   lim.max_threads_per_block = 1024;
-  for (std::int64_t d : {64, 128, 256}) {
+  for (std::int64_t d : {64, 128, 192}) {
     kiln::AttentionKernel k = hopper_call(DType::bf16, {2, 8, 1000, d}, {2, 2, 1000, d});
     k.causal = true;
     const kiln::KernelLaunch base = kiln::specialize_attention(k, "attention_bf16", {});
     const auto c = kiln::autotune::attention_space(base, 227 * 1024, true).candidates(lim);
     CAPTURE(d);
     CHECK(c.front() == base.tunables);
-    if (d <= 128) CHECK(c.size() >= 8);
+    CHECK(c.size() >= (d <= 128 ? 8u : 3u));
     for (const kiln::Tunables& t : c) {
       const kiln::KernelLaunch L = kiln::specialize_attention(k, "attention_bf16", t);
       const kiln::CompiledKernel ck = kiln::compiler::compile(L.spec, "sm_90a");
