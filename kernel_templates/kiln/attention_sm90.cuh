@@ -308,15 +308,11 @@ __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
   __syncthreads();
   wait_for_previous_grid();
   allow_next_grid();
-  // Persistent blocks (LaunchConfig::persistent) take the items in rounds of gridDim.x, every
-  // other round in reverse: the items run longest first (block_work), so a block that took a
-  // long one in a round takes a short one in the next (round robin left causal blocks up to
-  // 1.35x slower than the hardware's own scheduling of one block an item).
-  const int items = p.m_blocks * p.batches * p.heads, grid = int(gridDim.x);
-  int round = -1;
+  // Persistent blocks (LaunchConfig::persistent): block b takes items b, b + gridDim.x, ...
+  const int items = p.m_blocks * p.batches * p.heads;
+  int item = int(blockIdx.x) - int(gridDim.x);
   const auto next = [&](sm90::Work& w) {
-    ++round;
-    const int item = round * grid + (round & 1 ? grid - 1 - int(blockIdx.x) : int(blockIdx.x));
+    item += int(gridDim.x);
     if (item >= items) return false;
     w = sm90::work_of<BN, Lens, L, BottomRight, Causal>(p, item);
     return true;
