@@ -237,6 +237,13 @@ int section_pairs(const cfg::Params& p, int d, int elem) {
   return int(std::max<std::int64_t>(1, std::min<std::int64_t>(pairs, std::int64_t(fit))));
 }
 
+// Whether attention_sm90's blocks stride over its items (LaunchConfig::persistent), each
+// item's loads then running under the last one's store, or take one each in the hardware's
+// order (longest first). Causal items differ in length: over more than 8 row blocks a pair the
+// hardware balances them better (H100, B4 H16 S4096 D128: 563 us one a block, 663 persistent;
+// at S1024 persistent wins, 225 against 280: bench/NOTES.md, session 41).
+bool persistent_items(const cfg::Params& p, bool causal) { return !causal || p.m_blocks <= 8; }
+
 // Blocks of the launch of `tp` (the decode path's clusters together).
 std::uint64_t blocks_of(const AttentionTemplate& tp, cfg::Params& p) {
   const std::uint64_t pairs = std::uint64_t(p.batches) * std::uint64_t(p.heads);
@@ -267,7 +274,7 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   L.config.grid[0] = grid_x(blocks, [&] { return fmt::format("{}: {}", stem, k.q.describe()); });
   L.config.block[0] = tp.threads();
   if (tp.decode) L.config.cluster[0] = unsigned(tp.split);
-  L.config.persistent = tp.wgmma == 1;  // attention_sm90's blocks stride over the items
+  L.config.persistent = tp.wgmma == 1 && persistent_items(p, k.causal);
   L.config.shared = unsigned(tp.shared_bytes());
   L.config.shared_required = tp.mma;
   L.spec.source = fmt::format("#include <kiln/{}>\n", !tp.mma    ? "attention_rows.cuh"

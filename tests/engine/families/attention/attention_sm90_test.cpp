@@ -43,6 +43,14 @@ TEST_CASE("attention on sm_90a: which calls take the wgmma path, its launch and 
   CHECK(a.config.block[0] == 384);
   CHECK(a.config.grid[0] == 32 * 64);
   CHECK(a.config.persistent);  // blocks stride over the 2048 items
+  // Causal items over more than 8 row blocks: one a block, in the hardware's order.
+  kiln::AttentionKernel causal = big;
+  causal.causal = true;
+  CHECK_FALSE(kiln::specialize_attention(causal, "at", {}).config.persistent);
+  kiln::AttentionKernel short_causal =
+      hopper_call(DType::bf16, {16, 16, 1024, 128}, {16, 16, 1024, 128});
+  short_causal.causal = true;
+  CHECK(kiln::specialize_attention(short_causal, "at", {}).config.persistent);
   CHECK(a.config.shared == 1024 + 128 * 256 + 2 * 2 * 128 * 256 + 8 * 10);
   CHECK(a.tunables == kiln::Tunables{{"bn", 128}, {"stages", 2}, {"wgmma", 1}});
   REQUIRE(a.layout.params.size() == 4);  // Params, then the maps of q, k and v
