@@ -6,13 +6,14 @@
 // tensor arrive as zeros); two consumer warpgroups take 64 rows each: S = Q K^T by wgmma from
 // shared memory, the online softmax on S's accumulators in registers (f32, log2 units; the
 // scale must be above 0), then O += P V by wgmma with P straight from those registers (the
-// register-A form: a score accumulator's fragment is the A fragment of a 16-bit product). The two groups take turns at
-// the tensor cores: one issues its tile's Q K^T and the previous tile's P V, then runs its
-// softmax while the other's products run (ping-pong, ordered by named barriers). The K and V
-// stages are released as soon as both groups' products that read them are done (full and
+// register-A form: a score accumulator's fragment is the A fragment of a 16-bit product). The two
+// groups take turns at the tensor cores: one issues its tile's Q K^T and the previous tile's P V,
+// then runs its softmax while the other's products run (ping-pong, ordered by named barriers). The
+// K and V stages are released as soon as both groups' products that read them are done (full and
 // empty mbarriers per stage, K and V apart so that Q K^T starts before V lands). Causal blocks
 // stop at the last tile their rows see and the longest run first; only tiles that cross the
-// diagonal or the batch's last key are masked element by element. No mask operand (those calls take attention.cuh).
+// diagonal or the batch's last key are masked element by element. No mask operand (those calls take
+// attention.cuh).
 
 #include <kiln/attention_common.cuh>
 #include <kiln/attention_sm90_softmax.cuh>
@@ -65,8 +66,7 @@ struct Work {
 /// so the next item's loads run under this one's last products and its store.
 template <class B, int BN, int Stages, class Next>
 __device__ __forceinline__ void produce(const B& sm, Next next, const TensorMap* map_q,
-                                        const TensorMap* map_k, const TensorMap* map_v,
-                                        int group) {
+                                        const TensorMap* map_k, const TensorMap* map_v, int group) {
   int it = 0, loaded = 0;
   Work w;
   while (next(w)) {
@@ -114,8 +114,8 @@ __device__ __forceinline__ void issue_scores(float (&sc)[BN / 2], const B& sm, i
 
 /// O += P V for the V tile of stage s, P as A fragments in registers: issued and committed.
 template <class T, class B, int BN>
-__device__ __forceinline__ void issue_values(float (&o)[B::kDp / 2], const unsigned (&pf)[BN / 16][4],
-                                             const B& sm, int s) {
+__device__ __forceinline__ void issue_values(float (&o)[B::kDp / 2],
+                                             const unsigned (&pf)[BN / 16][4], const B& sm, int s) {
   wgmma::fence();
 #pragma unroll
   for (int kk = 0; kk < BN / 16; ++kk) {
@@ -141,9 +141,11 @@ __device__ __forceinline__ void pass_turn(int c, bool yes) {
 /// Arrives on `bar` where `yes`, without a branch (a branch inside a product's pipeline stage
 /// makes ptxas serialize the products).
 __device__ __forceinline__ void arrive_if(unsigned long long* bar, bool yes) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}"
-               ::"r"(tma::shared_address(bar)), "r"(int(yes))
-               : "memory");
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}" ::
+          "r"(tma::shared_address(bar)),
+      "r"(int(yes))
+      : "memory");
 }
 
 /// The scores of tile n (keys n BN ..) to probabilities: the edge tiles masked, then the online
@@ -252,8 +254,8 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, Next next,
       run_item<T, BN, Stages, Causal, B>(x, p, sm, w, it, c, tid);
       it += w.tiles;
     }
-    store_rows<T, D, B::kDp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.out,
-                             p.s[config::kOut], p.sq, x.i0, x.o, x.l, lane & 3);
+    store_rows<T, D, B::kDp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.out, p.s[config::kOut],
+                             p.sq, x.i0, x.o, x.l, lane & 3);
   }
   if (c == 0) wait_turn(c);
 }
@@ -285,7 +287,8 @@ __device__ __forceinline__ Work work_of(const Params& p, int item) {
 template <class T, class L, int D, int BN, int Stages, bool Causal, bool BottomRight, bool Lens>
 __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
     attention_sm90(const Params p, const __grid_constant__ TensorMap map_q,
-                   const __grid_constant__ TensorMap map_k, const __grid_constant__ TensorMap map_v) {
+                   const __grid_constant__ TensorMap map_k,
+                   const __grid_constant__ TensorMap map_v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using B = sm90::Block<D, BN, Stages>;
   static_assert(D % 8 == 0 && D <= 256 && BN % 16 == 0 && Stages >= 2, "D, BN, Stages");

@@ -13,8 +13,7 @@ namespace kiln::attention::sm90 {
 /// of the thread's rows i0 and i0 + 8 (keys from c0: 8 j + 2 t). Only tiles that cross one take
 /// this: on the others the per-element tests were half the softmax's instructions.
 template <bool Causal, int BN>
-__device__ __forceinline__ void mask_tile(float (&sc)[BN / 2], int skv, int diag, int i0,
-                                          int c0) {
+__device__ __forceinline__ void mask_tile(float (&sc)[BN / 2], int skv, int diag, int i0, int c0) {
   // Against the element's key offset 8 j + (e & 1), a constant: the keys left, and the last key
   // each of the two rows sees.
   const int left = skv - c0, seen0 = i0 + diag - c0, seen1 = seen0 + 8;
@@ -57,8 +56,7 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&mx)[2]
   for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      m[h][j % kChains] =
-          fmaxf(m[h][j % kChains], fmaxf(sc[4 * j + 2 * h], sc[4 * j + 2 * h + 1]));
+      m[h][j % kChains] = fmaxf(m[h][j % kChains], fmaxf(sc[4 * j + 2 * h], sc[4 * j + 2 * h + 1]));
   float base[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {

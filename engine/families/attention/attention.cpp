@@ -53,10 +53,10 @@ std::string AttentionTemplate::expression() const {
 }
 
 std::string AttentionTemplate::name(std::string_view stem) const {
-  std::string s = !mma    ? fmt::format("{}__rows_d{}", stem, d)
+  std::string s = !mma     ? fmt::format("{}__rows_d{}", stem, d)
                   : wgmma  ? fmt::format("{}__wg{}x{}s{}_d{}", stem, cfg::kWgmmaRows, bn, stages, d)
-                  : decode ? fmt::format("{}__dec{}s{}w{}k{}{}_d{}", stem, bn, stages, warps,
-                                         split, chunks > 1 ? fmt::format("c{}", chunks) : "", d)
+                  : decode ? fmt::format("{}__dec{}s{}w{}k{}{}_d{}", stem, bn, stages, warps, split,
+                                         chunks > 1 ? fmt::format("c{}", chunks) : "", d)
                            : fmt::format("{}__fa{}x{}s{}{}_d{}", stem, bm, bn, stages,
                                          wm == 16 ? "" : fmt::format("r{}", wm), d);
   if (causal) s += bottom_right ? "_causal_br" : "_causal";
@@ -277,10 +277,10 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   L.config.persistent = tp.wgmma == 1 && persistent_items(p, k.causal);
   L.config.shared = unsigned(tp.shared_bytes());
   L.config.shared_required = tp.mma;
-  L.spec.source = fmt::format("#include <kiln/{}>\n", !tp.mma    ? "attention_rows.cuh"
-                                                       : tp.decode ? "attention_decode.cuh"
-                                                       : tp.wgmma  ? "attention_sm90.cuh"
-                                                                   : "attention.cuh");
+  L.spec.source = fmt::format("#include <kiln/{}>\n", !tp.mma     ? "attention_rows.cuh"
+                                                      : tp.decode ? "attention_decode.cuh"
+                                                      : tp.wgmma  ? "attention_sm90.cuh"
+                                                                  : "attention.cuh");
   L.spec.expression = tp.expression();
   L.spec.options = codegen::builtin_options();
   L.spec.name = tp.name(stem);

@@ -22,10 +22,10 @@ struct AttentionKernel {
   TensorView out, q, k, v;
   std::optional<TensorView> mask, lens;
   bool causal = false;
-  bool bottom_right = false;  ///< causal_align "bottom_right"
+  bool bottom_right = false;    ///< causal_align "bottom_right"
   std::optional<double> scale;  ///< none: 1 / sqrt(D)
-  int max_shared = 0;  ///< the target's opt-in shared memory per block (0: 99 KiB)
-  int sms = 0;         ///< the target's multiprocessors (0: 108), which the decode path fills
+  int max_shared = 0;           ///< the target's opt-in shared memory per block (0: 99 KiB)
+  int sms = 0;            ///< the target's multiprocessors (0: 108), which the decode path fills
   bool clusters = false;  ///< the target runs thread-block clusters (sm_90 and later)
   bool wgmma = false;     ///< the target runs wgmma and TMA (sm_90a)
   bool dynamic = false;   ///< a dim of the call is dynamic: the launch serves a bucket of extents

@@ -1,7 +1,7 @@
 // The attention family: scaled dot-product attention (ops/attention.cpp) on the sm_90a kernel
 // (kernel_templates/kiln/attention_sm90.cuh), the mma.sync kernel (attention.cuh), its decode
-// arrangement (attention_decode.cuh) or the plain one (attention_rows.cuh). Its operands are read from memory as the views they are; its
-// specialization is attention.* and attention_tiles.cpp.
+// arrangement (attention_decode.cuh) or the plain one (attention_rows.cuh). Its operands are read
+// from memory as the views they are; its specialization is attention.* and attention_tiles.cpp.
 #include "engine/families/attention/attention.hpp"
 #include "engine/families/family.hpp"
 #include "engine/families/rows/rows.hpp"

@@ -35,7 +35,7 @@ TensorView map_view(const AttentionKernel& k, const cfg::Params& p, int t) {
 }
 
 TensorMapDesc describe(const AttentionKernel& k, const cfg::Params& p, int t, int rows,
-                                const std::string& who) {
+                       const std::string& who) {
   return runtime::describe_tensor_map(map_view(k, p, t), {1, 1, 1, std::uint32_t(rows), 64}, 128,
                                       who);
 }
@@ -53,10 +53,9 @@ std::string wgmma_unfit(const AttentionKernel& k, const cfg::Params& p) {
     const cfg::Strides& st = p.s[t];
     const TensorView& v = t == cfg::kQ ? k.q : t == cfg::kK ? k.k : k.v;
     const std::size_t rank = v.shape.size();
-    const bool broadcast = (p.batch[1] > 1 && st.batch[1] == 0) ||
-                           (p.batch[2] > 1 && st.batch[2] == 0) ||
-                           (v.shape[rank - 3] > 1 && st.head == 0) ||
-                           (v.shape[rank - 2] > 1 && st.row == 0);
+    const bool broadcast =
+        (p.batch[1] > 1 && st.batch[1] == 0) || (p.batch[2] > 1 && st.batch[2] == 0) ||
+        (v.shape[rank - 3] > 1 && st.head == 0) || (v.shape[rank - 2] > 1 && st.row == 0);
     if (broadcast) return "an operand broadcasts along a dim";
     try {
       describe(k, p, t, 64, "attention");

@@ -40,7 +40,9 @@ const codegen::TunableTable<AttentionTemplate>& attention_tunable_table() {
 }
 
 unsigned AttentionTemplate::where(bool clusters) const {
-  return (decode ? kAttentionDecode : wgmma ? kAttentionWgmma : kAttentionMma) |
+  return (decode  ? kAttentionDecode
+          : wgmma ? kAttentionWgmma
+                  : kAttentionMma) |
          (clusters ? kAttentionClusters : 0u) | (hopper ? kAttentionHopper : 0u);
 }
 
@@ -110,9 +112,9 @@ AttentionTemplate default_decode_tiles(int d, bool masked, int max_shared, std::
   while (t.shared_bytes() > max_shared && t.bn > 16) t.bn /= 2;
   while (t.shared_bytes() > max_shared && t.warps > 2) t.warps /= 2;
   // Split the keys while the blocks still fit one wave and each warp keeps 4 tiles or more.
-  const std::int64_t per_sm = std::max(1, std::min(kSharedPerSm / (t.shared_bytes() +
-                                                                   kSharedReserved),
-                                                   kThreadsPerSm / int(t.threads())));
+  const std::int64_t per_sm =
+      std::max(1, std::min(kSharedPerSm / (t.shared_bytes() + kSharedReserved),
+                           kThreadsPerSm / int(t.threads())));
   const std::int64_t wave = std::int64_t(sms > 0 ? sms : 108) * per_sm;
   const std::int64_t tiles = (keys + t.bn - 1) / t.bn;
   // Split between the 2 blocks of a cluster, then between chunks (clusters merged through the
@@ -128,8 +130,7 @@ AttentionTemplate default_decode_tiles(int d, bool masked, int max_shared, std::
 }
 
 AttentionTemplate resolve_attention_tiles(const Tunables& t, const AttentionTemplate& defaults,
-                                          const std::string& stem, int max_shared,
-                                          bool clusters) {
+                                          const std::string& stem, int max_shared, bool clusters) {
   const auto& table = attention_tunable_table();
   const unsigned where = defaults.where(clusters);
   const char* path = defaults.decode ? "decode path" : defaults.wgmma ? "sm_90a path" : "mma path";
@@ -141,9 +142,10 @@ AttentionTemplate resolve_attention_tiles(const Tunables& t, const AttentionTemp
       std::vector<std::string> names;
       for (const auto& [n, v] : codegen::launch_tunables(table, defaults, where))
         names.push_back(n);
-      throw ArgumentError(fmt::format("{}: '{}' is not a tunable of the attention template's {} "
-                                      "({})",
-                                      stem, name, path, fmt::join(names, ", ")));
+      throw ArgumentError(
+          fmt::format("{}: '{}' is not a tunable of the attention template's {} "
+                      "({})",
+                      stem, name, path, fmt::join(names, ", ")));
     }
   }
   AttentionTemplate r = codegen::parse_tunables(table, t, defaults, stem, "attention template");
@@ -153,9 +155,10 @@ AttentionTemplate resolve_attention_tiles(const Tunables& t, const AttentionTemp
       throw ArgumentError(fmt::format("{}: {}={} is not a value the attention template's {} takes",
                                       stem, row.name, r.*(row.field), path));
   if (r.shared_bytes() > max_shared)
-    throw ArgumentError(fmt::format("{}: tiles of {} keys in {} stages take {} bytes of shared "
-                                    "memory, more than the {} a block has",
-                                    stem, r.bn, r.stages, r.shared_bytes(), max_shared));
+    throw ArgumentError(
+        fmt::format("{}: tiles of {} keys in {} stages take {} bytes of shared "
+                    "memory, more than the {} a block has",
+                    stem, r.bn, r.stages, r.shared_bytes(), max_shared));
   return r;
 }
 

@@ -208,9 +208,10 @@ TEST_CASE("gpu: attention against fp64 over lengths, heads, head sizes, masks an
   for (const Case& c : cases) run_case(e, c, rng);
 }
 
-TEST_CASE("gpu: attention's decode path (16 query rows or fewer) against fp64: grouped heads "
-          "packed, keys split between warps, the blocks of a cluster and chunks" *
-          doctest::skip(!kiln::test::has_gpu())) {
+TEST_CASE(
+    "gpu: attention's decode path (16 query rows or fewer) against fp64: grouped heads "
+    "packed, keys split between warps, the blocks of a cluster and chunks" *
+    doctest::skip(!kiln::test::has_gpu())) {
   kiln::Engine e(kiln::test::on_gpu());
   std::mt19937_64 rng = kiln::test::make_rng(51);
   const std::vector<Case> cases = {

@@ -60,8 +60,8 @@ TEST_CASE("attention on sm_90a: which calls take the wgmma path, its launch and 
     CHECK(a.layout.maps[i].map.pointer == i + 1);
   }
   // Head sizes: D padded to 64 columns; past 128, narrower key tiles.
-  CHECK(kiln::specialize_attention(hopper_call(DType::f16, {1, 2, 300, 64}, {1, 2, 300, 64}),
-                                   "at", {})
+  CHECK(kiln::specialize_attention(hopper_call(DType::f16, {1, 2, 300, 64}, {1, 2, 300, 64}), "at",
+                                   {})
             .spec.name == "at__wg128x128s3_d64");
   CHECK(kiln::specialize_attention(hopper_call(DType::f16, {1, 2, 300, 160}, {1, 2, 300, 160}),
                                    "at", {})
@@ -89,9 +89,9 @@ TEST_CASE("attention on sm_90a: which calls take the wgmma path, its launch and 
   const kiln::KernelLaunch mk = kiln::specialize_attention(masked, "at", {});
   CHECK(mk.spec.name == "at__fa128x32s3_d64_boolmask");
   CHECK(mk.tunables.at("wgmma") == 0);
-  CHECK(kiln::specialize_attention(hopper_call(DType::bf16, {1, 2, 3, 64}, {1, 2, 300, 64}), "at",
-                                   {})
-            .spec.name.find("__dec") != std::string::npos);
+  CHECK(
+      kiln::specialize_attention(hopper_call(DType::bf16, {1, 2, 3, 64}, {1, 2, 300, 64}), "at", {})
+          .spec.name.find("__dec") != std::string::npos);
   kiln::AttentionKernel negative = hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64});
   negative.scale = -0.5;  // the sm_90a softmax takes the max of unscaled scores
   CHECK(kiln::specialize_attention(negative, "at", {}).spec.name == "at__fa128x64s3r32_d64");
@@ -103,25 +103,26 @@ TEST_CASE("attention on sm_90a: which calls take the wgmma path, its launch and 
       hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64}), "at", {{"wgmma", 0}});
   CHECK(mma.spec.name == "at__fa128x64s3r32_d64");
   CHECK(mma.tunables.at("wgmma") == 0);
-  CHECK(kiln::specialize_attention(hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64}),
-                                   "at", {{"bn", 192}, {"stages", 4}})
+  CHECK(kiln::specialize_attention(hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64}), "at",
+                                   {{"bn", 192}, {"stages", 4}})
             .spec.name == "at__wg128x192s4_d64");
   CHECK_THROWS_WITH_AS(kiln::specialize_attention(masked, "at", {{"wgmma", 1}}),
                        "at: wgmma=1: the call cannot take the sm_90a path: a mask operand takes "
                        "the mma path",
                        kiln::ArgumentError);
-  CHECK_THROWS_AS(kiln::specialize_attention(
-                      hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64}), "at",
-                      {{"bn", 80}}),
-                  kiln::ArgumentError);
-  CHECK_THROWS_AS(kiln::specialize_attention(
-                      hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64}), "at",
-                      {{"wm", 32}}),
-                  kiln::ArgumentError);
+  CHECK_THROWS_AS(
+      kiln::specialize_attention(hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64}), "at",
+                                 {{"bn", 80}}),
+      kiln::ArgumentError);
+  CHECK_THROWS_AS(
+      kiln::specialize_attention(hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64}), "at",
+                                 {{"wm", 32}}),
+      kiln::ArgumentError);
 }
 
-TEST_CASE("the sm_90a attention tuning space: 8 candidates or more, the default first, each "
-          "compiling with nothing spilled") {
+TEST_CASE(
+    "the sm_90a attention tuning space: 8 candidates or more, the default first, each "
+    "compiling with nothing spilled") {
   kiln::autotune::DeviceLimits lim;
   lim.max_shared_bytes_per_block = 227 * 1024;
   lim.max_threads_per_block = 1024;
@@ -160,9 +161,10 @@ kiln::EngineOptions with_record(const kiln::test::TempDir& dir, const std::strin
 
 }  // namespace
 
-TEST_CASE("gpu: attention's sm_90a path at every tile width and stage count, and the mma path, "
-          "as a tuning record sets them" *
-          doctest::skip(!kiln::test::has_gpu() || !kiln::test::has_arch(9))) {
+TEST_CASE(
+    "gpu: attention's sm_90a path at every tile width and stage count, and the mma path, "
+    "as a tuning record sets them" *
+    doctest::skip(!kiln::test::has_gpu() || !kiln::test::has_arch(9))) {
   struct Case {
     std::int64_t b, hq, hkv, sq, skv, d;
     bool causal, bottom_right;
@@ -189,8 +191,8 @@ TEST_CASE("gpu: attention's sm_90a path at every tile width and stage count, and
     for (int bn : {64, 96, 128, 160, 192}) {
       // The deepest ring of 2 or 3 stages whose shared memory a block has.
       int stages = 3;
-      while (stages >= 2 && kiln::attention::config::wgmma_shared_bytes(int(c.d), bn, stages) >
-                                227 * 1024)
+      while (stages >= 2 &&
+             kiln::attention::config::wgmma_shared_bytes(int(c.d), bn, stages) > 227 * 1024)
         --stages;
       if (kiln::wgmma_key_tile_fits(int(c.d), bn) && stages >= 2)
         records.push_back({{"wgmma", 1}, {"bn", bn}, {"stages", stages}});
@@ -198,8 +200,8 @@ TEST_CASE("gpu: attention's sm_90a path at every tile width and stage count, and
     for (const auto& r : records) {
       std::string tunables;
       for (const auto& [n, x] : r) tunables += fmt::format(" {}={}", n, x);
-      CAPTURE(fmt::format("B{} H{}/{} Sq{} Skv{} D{}{}", c.b, c.hq, c.hkv, c.sq, c.skv, c.d,
-                          tunables));
+      CAPTURE(
+          fmt::format("B{} H{}/{} Sq{} Skv{} D{}{}", c.b, c.hq, c.hkv, c.sq, c.skv, c.d, tunables));
       kiln::test::TempDir dir;
       kiln::Engine e(with_record(dir, signature, r));
       for (const auto& f : kiln::test::check_on_gpu(e, g, rng)) FAIL_CHECK(f);

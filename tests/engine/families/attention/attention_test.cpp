@@ -7,10 +7,9 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <set>
-
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
+#include <set>
 
 #include "engine/compiler/compiler.hpp"
 #include "engine/exec/plan_specs.hpp"
@@ -58,17 +57,17 @@ TEST_CASE("attention: its shape and dtype, grouped heads, and errors naming ever
   const TensorView mask = desc({100, 37}, DType::boolean), lens = desc({2}, DType::i32);
   CHECK(kiln::infer("attention", {q, kv, kv, mask, lens}).shape == q.shape);
   CHECK(kiln::infer("attention", {q, kv, kv, lens}).shape == q.shape);
-  CHECK(error_of<kiln::ShapeError>({q, desc({2, 3, 37, 64}, DType::bf16),
-                                    desc({2, 3, 37, 64}, DType::bf16)}) ==
+  CHECK(error_of<kiln::ShapeError>(
+            {q, desc({2, 3, 37, 64}, DType::bf16), desc({2, 3, 37, 64}, DType::bf16)}) ==
         "attention(q: bf16[2, 8, 100, 64], k: bf16[2, 3, 37, 64], v: bf16[2, 3, 37, 64]): q's 8 "
         "heads are not a multiple of k and v's 3");
-  CHECK(error_of<kiln::ShapeError>({q, desc({2, 2, 37, 32}, DType::bf16),
-                                    desc({2, 2, 37, 32}, DType::bf16)})
+  CHECK(error_of<kiln::ShapeError>(
+            {q, desc({2, 2, 37, 32}, DType::bf16), desc({2, 2, 37, 32}, DType::bf16)})
             .find("k and v have head size 32, q 64") != std::string::npos);
   CHECK(error_of<kiln::ShapeError>({q, kv, desc({2, 2, 36, 64}, DType::bf16)})
             .find("k and v must be of one shape") != std::string::npos);
-  CHECK(error_of<kiln::ShapeError>({desc({8, 64}, DType::bf16), kv, kv})
-            .find("3 or more") != std::string::npos);
+  CHECK(error_of<kiln::ShapeError>({desc({8, 64}, DType::bf16), kv, kv}).find("3 or more") !=
+        std::string::npos);
   CHECK(error_of<kiln::ShapeError>({desc({3, 8, 100, 64}, DType::bf16), kv, kv})
             .find("same batch dims") != std::string::npos);
   CHECK(error_of<kiln::ShapeError>({desc({1, 1, 4, 320}, DType::f16),
@@ -102,9 +101,9 @@ TEST_CASE("attention's attributes: causal, causal_align (a choice of two words),
             .find("unknown attribute") != std::string::npos);
   Graph g;
   const auto x = g.input("q", {1, 4, 16, 64}, DType::f16);
-  g.output(kiln::apply("attention", {x, x, x},
-                       Attrs().set("causal", true).set("causal_align", "bottom_right").set(
-                           "scale", 0.25)),
+  g.output(kiln::apply(
+               "attention", {x, x, x},
+               Attrs().set("causal", true).set("causal_align", "bottom_right").set("scale", 0.25)),
            "y");
   CHECK(Graph::parse(g.to_json()).to_json() == g.to_json());
   CHECK(g.to_json().find(R"("causal_align":"bottom_right")") != std::string::npos);
@@ -237,8 +236,8 @@ TEST_CASE("the attention template's specialization: paths, names, tunables, leng
   CHECK_THROWS_AS(kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}),
                                              "at", {{"bn", 48}}),
                   kiln::ArgumentError);
-  CHECK_THROWS_AS(kiln::specialize_attention(call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}),
-                                             "at", {{"bn", 64}}),
+  CHECK_THROWS_AS(kiln::specialize_attention(call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
+                                             {{"bn", 64}}),
                   kiln::ArgumentError);
 }
 
@@ -280,8 +279,8 @@ TEST_CASE("the attention tuning space: candidates that fit, the default first") 
   const auto c = s.candidates(lim);
   CHECK(c.size() >= 8);
   CHECK(c.front() == a.tunables);
-  const kiln::KernelLaunch f = kiln::specialize_attention(
-      call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at", {});
+  const kiln::KernelLaunch f =
+      kiln::specialize_attention(call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at", {});
   const kiln::autotune::Space none = kiln::autotune::attention_space(f, 227 * 1024, true);
   CHECK(none.tunables.empty());
   CHECK(none.candidates(lim).size() == 1);  // the default alone
@@ -323,7 +322,7 @@ TEST_CASE("attention kernels NVRTC-compile for sm_80 and sm_90a with nothing spi
         CAPTURE(r.name);
         CHECK(r.spill_bytes == 0);
         CHECK(r.registers > 0);
-    }
+      }
   }
 }
 
