@@ -159,4 +159,15 @@ cache::TuningRecord tuning_record(const std::string& gpu, const std::string& sig
   return r;
 }
 
+EngineOptions with_tuning_record(const TempDir& dir, const std::string& signature,
+                                 std::map<std::string, int> winner) {
+  EngineOptions o;
+  o.cache_dir = dir.path();
+  const std::string gpu = Engine(o).device_name();
+  cache::TuningDb db(gpu);
+  db.put(tuning_record(gpu, signature, std::move(winner), 1));
+  db.save(dir.path());
+  return o;
+}
+
 }  // namespace kiln::test

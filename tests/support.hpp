@@ -75,4 +75,9 @@ std::mt19937_64 make_rng(std::uint64_t salt);
 cache::TuningRecord tuning_record(const std::string& gpu, const std::string& signature,
                                   std::map<std::string, int> winner, double us);
 
+/// Engine options on the GPU whose cache in `dir` holds one tuning record: `winner` for the
+/// kernels of `signature` (so a test runs a template with the tunables it names).
+EngineOptions with_tuning_record(const TempDir& dir, const std::string& signature,
+                                 std::map<std::string, int> winner);
+
 }  // namespace kiln::test

@@ -264,10 +264,7 @@ __device__ __forceinline__ void store_output(T* out, const config::Strides& so, 
                                              const float (&o)[DT][4], const float (&l)[2], int t) {
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
-    float sum = l[hr];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const float inv = inverse_row_sum(l[hr]);
     const int i = row0 + hr * 8;
     if (i >= sq) continue;
 #pragma unroll

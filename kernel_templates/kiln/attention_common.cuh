@@ -98,6 +98,14 @@ __device__ __forceinline__ float masked(float x, const Params& p, const Pair& r,
                                     r.off[config::kMask] + i * p.s[config::kMask].row, j);
 }
 
+/// 1 / the sum of a row whose quad of lanes each hold part `l` of it; 0 for a row that saw no
+/// key (its output is then zeros).
+__device__ __forceinline__ float inverse_row_sum(float l) {
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  return l > 0.0f ? 1.0f / l : 0.0f;
+}
+
 /// exp2 of `x - m` for a running max `m` that may still be -inf (a row with nothing seen yet).
 __device__ __forceinline__ float exp2_from(float x, float m) {
   return exp2f(x - (m == minus_infinity() ? 0.0f : m));

@@ -60,6 +60,17 @@ struct Work {
   long long out;  ///< the output's offset of the pair
 };
 
+/// BN rows of K or V from key `row` of head `hkv` into a stage at `dst`, landing on `full`.
+template <class B, int BN>
+__device__ __forceinline__ void load_keys(unsigned char* dst, const TensorMap* map,
+                                          unsigned long long* full, int row, int hkv,
+                                          const Work& w) {
+  tma::arrive_expect_bytes(full, B::kKv);
+#pragma unroll
+  for (int a = 0; a < B::kAtoms; ++a)
+    tma::load_5d(dst + a * BN * 128, map, a * 64, row, hkv, w.b2, w.b1, full);
+}
+
 /// The producer thread: for each of the block's items (work_of) with keys, its Q once both groups
 /// are done with the last item's (a block's items are numbered on: `loaded`), then each tile's K
 /// and V once both groups released the stage (the ring's uses numbered on across items: `it`),
@@ -83,17 +94,9 @@ __device__ __forceinline__ void produce(const B& sm, Next next, const TensorMap*
       const int s = it % Stages;
       const unsigned used = unsigned(it / Stages - 1) & 1;
       if (it >= Stages) tma::barrier_wait(sm.k_free(s), used);
-      tma::arrive_expect_bytes(sm.k_full(s), B::kKv);
-#pragma unroll
-      for (int a = 0; a < B::kAtoms; ++a)
-        tma::load_5d(sm.k + s * B::kKv + a * BN * 128, map_k, a * 64, n * BN, hkv, w.b2, w.b1,
-                     sm.k_full(s));
+      load_keys<B, BN>(sm.k + s * B::kKv, map_k, sm.k_full(s), n * BN, hkv, w);
       if (it >= Stages) tma::barrier_wait(sm.v_free(s), used);
-      tma::arrive_expect_bytes(sm.v_full(s), B::kKv);
-#pragma unroll
-      for (int a = 0; a < B::kAtoms; ++a)
-        tma::load_5d(sm.v + s * B::kKv + a * BN * 128, map_v, a * 64, n * BN, hkv, w.b2, w.b1,
-                     sm.v_full(s));
+      load_keys<B, BN>(sm.v + s * B::kKv, map_v, sm.v_full(s), n * BN, hkv, w);
     }
   }
 }

@@ -115,10 +115,7 @@ __device__ __forceinline__ void store_rows(T* out, const config::Strides& so, in
                                            const float (&o)[Dp / 2], const float (&l)[2], int t) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float sum = l[h];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const float inv = inverse_row_sum(l[h]);
     const int i = i0 + 8 * h;
     if (i >= sq) continue;
     T* row = out + (long long)i * so.row;

@@ -146,21 +146,6 @@ TEST_CASE(
   }
 }
 
-namespace {
-
-kiln::EngineOptions with_record(const kiln::test::TempDir& dir, const std::string& signature,
-                                std::map<std::string, int> winner) {
-  kiln::EngineOptions o;
-  o.cache_dir = dir.path();
-  const std::string gpu = kiln::Engine(o).device_name();
-  kiln::cache::TuningDb db(gpu);
-  db.put(kiln::test::tuning_record(gpu, signature, std::move(winner), 1));
-  db.save(dir.path());
-  return o;
-}
-
-}  // namespace
-
 TEST_CASE(
     "gpu: attention's sm_90a path at every tile width and stage count, and the mma path, "
     "as a tuning record sets them" *
@@ -203,7 +188,7 @@ TEST_CASE(
       CAPTURE(
           fmt::format("B{} H{}/{} Sq{} Skv{} D{}{}", c.b, c.hq, c.hkv, c.sq, c.skv, c.d, tunables));
       kiln::test::TempDir dir;
-      kiln::Engine e(with_record(dir, signature, r));
+      kiln::Engine e(kiln::test::with_tuning_record(dir, signature, r));
       for (const auto& f : kiln::test::check_on_gpu(e, g, rng)) FAIL_CHECK(f);
       REQUIRE(e.kernels().size() == 1);
       const std::string want =

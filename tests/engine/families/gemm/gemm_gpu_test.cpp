@@ -86,19 +86,6 @@ double check_product(const kiln::Tensor& c, const Placed& a, const Placed& b, st
 
 double out_tol(DType t) { return t == DType::bf16 ? 0x1p-8 : t == DType::f16 ? 0x1p-11 : 0; }
 
-// Options of an engine on the GPU whose cache `dir` holds one tuning record: `winner` for the
-// kernel of `signature`.
-kiln::EngineOptions with_record(const kiln::test::TempDir& dir, const std::string& signature,
-                                std::map<std::string, int> winner) {
-  kiln::EngineOptions o;
-  o.cache_dir = dir.path();
-  const std::string gpu = kiln::Engine(o).device_name();
-  kiln::cache::TuningDb db(gpu);
-  db.put(kiln::test::tuning_record(gpu, signature, std::move(winner), 1));
-  db.save(dir.path());
-  return o;
-}
-
 }  // namespace
 
 TEST_CASE("gpu: matmul of every dtype on odd, edge, transposed and misaligned views" *
@@ -249,7 +236,7 @@ TEST_CASE("gpu: every split of the mma.sync path, as a tuning record sets it, ov
   for (int split : {1, 2, 4, 8}) {
     CAPTURE(split);
     kiln::test::TempDir dir;
-    kiln::Engine e(with_record(
+    kiln::Engine e(kiln::test::with_tuning_record(
         dir, signature,
         {{"bm", 64}, {"bn", 64}, {"warps_m", 1}, {"warps_n", 1}, {"stages", 2}, {"split", split}}));
     for (const auto& f : kiln::test::check_on_gpu(e, g, rng)) FAIL_CHECK(f);
@@ -279,13 +266,13 @@ TEST_CASE("gpu: f32 4096^3 on every split of three tile shapes, against fp64 and
     for (int split : {1, 2, 4, 8}) {
       CAPTURE(fmt::format("{}x{} split {}", tile.bm, tile.bn, split));
       kiln::test::TempDir dir;
-      kiln::Engine e(with_record(dir, signature,
-                                 {{"bm", tile.bm},
-                                  {"bn", tile.bn},
-                                  {"warps_m", tile.wm},
-                                  {"warps_n", tile.wn},
-                                  {"stages", 3},
-                                  {"split", split}}));
+      kiln::Engine e(kiln::test::with_tuning_record(dir, signature,
+                                                    {{"bm", tile.bm},
+                                                     {"bn", tile.bn},
+                                                     {"warps_m", tile.wm},
+                                                     {"warps_n", tile.wn},
+                                                     {"stages", 3},
+                                                     {"split", split}}));
       auto rng = kiln::test::make_rng(64);  // the same operands for every split
       const Placed a = place(e, {n, n}, {n, 1}, 0, DType::f32, rng);
       const Placed b = place(e, {n, n}, {n, 1}, 0, DType::f32, rng);
@@ -365,8 +352,8 @@ TEST_CASE("gpu: the wgmma path at every tile width and split, as a tuning record
       for (int split : {1, 4}) {
         CAPTURE(fmt::format("{} {} bn {} split {}", kiln::name_of(c.t), c.linear, bn, split));
         kiln::test::TempDir dir;
-        kiln::Engine e(with_record(dir, signature,
-                                   {{"bn", bn}, {"stages", 3}, {"wgmma", 1}, {"split", split}}));
+        kiln::Engine e(kiln::test::with_tuning_record(
+            dir, signature, {{"bn", bn}, {"stages", 3}, {"wgmma", 1}, {"split", split}}));
         for (const auto& f : kiln::test::check_on_gpu(e, g, rng)) FAIL_CHECK(f);
         REQUIRE(e.kernels().size() == 1);
         CHECK(e.kernels()[0].name.find(fmt::format("__wg128x{}s3{}_", bn, split > 1 ? "k4" : "")) !=
