@@ -6,6 +6,7 @@
 #include <random>
 
 #include "ops/op.hpp"
+#include "tests/fuzz/attention_draw.hpp"
 
 namespace kiln::fuzz {
 namespace {
@@ -79,7 +80,7 @@ Graph random_graph(std::uint64_t seed) {
     Attrs at;
     at.set("keepdim", chance(50));
     if (def.reduces && (def.name == "var" || def.name == "std"))
-      at.set("correction", 0);  // a row of one: 0, not NaN (M2 / 0)
+      at.set("correction", 0);                           // a row of one: 0, not NaN (M2 / 0)
     if (args.size() == 1 && !s.empty() && chance(40)) {  // another axis (columns), or all
       if (def.reduces && chance(25)) {
         at.set("axis", "all");
@@ -205,8 +206,7 @@ Graph random_graph(std::uint64_t seed) {
     std::vector<GraphArg> xs = {a, beside ? b : apply(pick(kBounded), {a})};
     if (chance(30)) xs.push_back(a);
     const std::int64_t rank = std::int64_t(s.size());
-    return apply("concat", xs,
-                 Attrs().set("axis", std::int64_t(axis) - (chance(50) ? rank : 0)));
+    return apply("concat", xs, Attrs().set("axis", std::int64_t(axis) - (chance(50) ? rank : 0)));
   };
   // a padded (0 to 3 each side of one or two axes, now and then a crop of 1) or upsampled by 2
   // or 3 along its spatial axes (rank 3 and more): the remap views, read in place.
@@ -259,8 +259,9 @@ Graph random_graph(std::uint64_t seed) {
     // own kernel), decided without drawing, so that every other seed's graph stays as it was.
     const bool depthwise = cl && drawn % 4 == 0;
     const std::int64_t k = depthwise ? s[1] : drawn;
-    const std::int64_t groups =
-        depthwise ? k : !cl && s[1] % 2 == 0 && k % 2 == 0 && chance(25) ? 2 : 1;
+    const std::int64_t groups = depthwise                                          ? k
+                                : !cl && s[1] % 2 == 0 && k % 2 == 0 && chance(25) ? 2
+                                                                                   : 1;
     Attrs at;
     at.set("stride", std::vector<std::int64_t>{1 + std::int64_t(rng() % 2)})
         .set("padding", std::vector<std::int64_t>{r == 3 ? std::int64_t(rng() % 2) : 0})
@@ -305,10 +306,12 @@ Graph random_graph(std::uint64_t seed) {
   const bool concats = std::mt19937_64(seed ^ 0x5d2c8e4f1a3b6079ull)() % 4 == 0;
   // A quarter draw pad and upsample_nearest too (apart again).
   const bool remaps = std::mt19937_64(seed ^ 0x2e9b7d1c5a3f8046ull)() % 4 == 0;
-  // A fifth draw conv2d too (apart again).
+  // A fifth draw conv2d too, a sixth attention (apart again).
   const bool convs = std::mt19937_64(seed ^ 0x7c3e9a5b1d2f4068ull)() % 5 == 0;
+  const bool attns = std::mt19937_64(seed ^ 0x4a7d2b9e6c1f3085ull)() % 6 == 0;
   const int concat_kinds = concats ? 10 : 0, remap_kinds = remaps ? 10 : 0;
-  const int conv_kinds = convs ? 10 : 0;
+  const int conv_kinds = convs ? 10 : 0, attn_kinds = attns ? 5 : 0;
+  int attentions = 0;
   const int kinds = gathers ? 135 : newer ? 120 : 100;
   const int nodes = 1 + int(rng() % 30);
   for (int n = 0; n < nodes; ++n) {
@@ -318,9 +321,11 @@ Graph random_graph(std::uint64_t seed) {
           chance(70) ? std::min<std::size_t>(rng() % 3, values.size() - 1) : rng() % values.size();
       const Value a = values[values.size() - 1 - back], b = values[rng() % values.size()];
       try {
-        const int kind =
-            int(rng() % std::uint64_t(kinds + concat_kinds + remap_kinds + conv_kinds));
-        if (kind >= kinds + concat_kinds + remap_kinds) {
+        const int kind = int(
+            rng() % std::uint64_t(kinds + concat_kinds + remap_kinds + conv_kinds + attn_kinds));
+        if (kind >= kinds + concat_kinds + remap_kinds + conv_kinds) {
+          values.push_back(attention_draw(g, g.node(a.id()).dtype, rng, attentions++));
+        } else if (kind >= kinds + concat_kinds + remap_kinds) {
           values.push_back(conv_op(a));
         } else if (kind >= kinds + concat_kinds) {
           values.push_back(remap_op(a));

@@ -176,3 +176,23 @@ TEST_CASE("fuzz generator: its graphs reach pad and upsample_nearest, read in pl
   CHECK(upsamples >= 5);
   CHECK(copied >= 1);  // as an output, or read by a kernel that cannot read it in place
 }
+
+TEST_CASE("fuzz generator: its attention draws reach every path of the attention family") {
+  // On sm_90a: the wgmma prefill path, mma.sync (a mask), the decode path (16 query rows or
+  // fewer) and the plain kernel (D 20, or f32).
+  std::set<std::string> paths;
+  int graphs = 0;
+  for (std::uint64_t seed = 0; seed < 600 && paths.size() < 4; ++seed) {
+    const kiln::Graph g = kiln::fuzz::random_graph(seed);
+    bool drawn = false;
+    for (const auto& n : g.nodes()) drawn = drawn || n.op == "attention";
+    if (!drawn) continue;
+    ++graphs;
+    for (const auto& k : kiln::Plan(g).kernels("sm_90a"))
+      for (const char* p : {"__wg", "__fa", "__dec", "__rows"})
+        if (k.name.rfind("attention", 0) == 0 && k.name.find(p) != std::string::npos)
+          paths.insert(p);
+  }
+  CHECK(graphs >= 10);
+  CHECK(paths == std::set<std::string>{"__wg", "__fa", "__dec", "__rows"});
+}

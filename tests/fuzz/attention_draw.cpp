@@ -1,0 +1,46 @@
+#include "tests/fuzz/attention_draw.hpp"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+namespace kiln::fuzz {
+namespace {
+
+constexpr std::int64_t kQueryRows[] = {1, 3, 16, 17, 64, 129, 300};
+constexpr std::int64_t kKeys[] = {1, 7, 64, 129, 333};
+constexpr std::int64_t kHeadSizes[] = {8, 20, 40, 64, 72, 128, 160};
+const std::vector<std::int64_t> kToHeads = {0, 2, 1, 3};  // [B, S, H, D] <-> [B, H, S, D]
+
+}  // namespace
+
+Value attention_draw(Graph& g, DType dtype, std::mt19937_64& rng, int id) {
+  auto chance = [&](int percent) { return int(rng() % 100) < percent; };
+  auto pick = [&](const auto& list) { return list[rng() % (sizeof(list) / sizeof(list[0]))]; };
+  const std::int64_t b = 1 + std::int64_t(rng() % 2), hkv = 1 + std::int64_t(rng() % 2);
+  const std::int64_t hq = hkv * (std::int64_t(1) << (rng() % 3));
+  const std::int64_t sq = pick(kQueryRows), skv = pick(kKeys), d = pick(kHeadSizes);
+  // The fp64 reference's work per graph stays in the millions.
+  if (b * hq * sq * skv * d > (std::int64_t(1) << 23)) throw ShapeError("fuzz: attention too big");
+  // An operand [B, H, S, D], or [B, S, H, D] permuted to it (read in place).
+  auto operand = [&](const char* name, std::int64_t heads, std::int64_t rows) -> Value {
+    if (chance(50)) return g.input(fmt::format("a{}{}", name, id), {b, heads, rows, d}, dtype);
+    return apply("permute", {g.input(fmt::format("a{}{}", name, id), {b, rows, heads, d}, dtype)},
+                 Attrs().set("dims", kToHeads));
+  };
+  std::vector<GraphArg> args = {apply("tanh", {operand("q", hq, sq)}), operand("k", hkv, skv),
+                                operand("v", hkv, skv)};
+  Attrs at;
+  if (chance(50)) {
+    at.set("causal", true);
+    if (chance(40)) at.set("causal_align", "bottom_right");
+  }
+  if (chance(25)) {
+    const Value m = g.input(fmt::format("am{}", id), {sq, skv}, dtype);
+    args.push_back(chance(50) ? m : apply("gt", {m, -3.0}));  // bool: keeps most keys
+  }
+  const Value y = apply("attention", args, at);
+  return chance(50) ? apply("permute", {y}, Attrs().set("dims", kToHeads)) : y;
+}
+
+}  // namespace kiln::fuzz
