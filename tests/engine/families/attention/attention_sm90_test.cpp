@@ -92,6 +92,16 @@ TEST_CASE("attention on sm_90a: which calls take the wgmma path, its launch and 
   CHECK(
       kiln::specialize_attention(hopper_call(DType::bf16, {1, 2, 3, 64}, {1, 2, 300, 64}), "at", {})
           .spec.name.find("__dec") != std::string::npos);
+  // Three batch dims that do not merge, or k broadcast over the batch: no 5-d map, the mma path.
+  kiln::AttentionKernel batches =
+      hopper_call(DType::bf16, {2, 3, 2, 2, 300, 64}, {2, 3, 2, 2, 300, 64});
+  batches.q.strides = {2 * 3 * 4 * 2 * 300 * 64, 4 * 2 * 300 * 64, 2 * 300 * 64, 300 * 64, 64, 1};
+  batches.out = batches.q;
+  CHECK(kiln::specialize_attention(batches, "at", {}).spec.name == "at__fa128x64s3r32_d64");
+  kiln::AttentionKernel shared = hopper_call(DType::bf16, {4, 2, 300, 64}, {1, 2, 300, 64});
+  shared.k.shape = shared.v.shape = {4, 2, 300, 64};
+  shared.k.strides = shared.v.strides = {0, 300 * 64, 64, 1};
+  CHECK(kiln::specialize_attention(shared, "at", {}).spec.name == "at__fa128x64s3r32_d64");
   kiln::AttentionKernel negative = hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64});
   negative.scale = -0.5;  // the sm_90a softmax takes the max of unscaled scores
   CHECK(kiln::specialize_attention(negative, "at", {}).spec.name == "at__fa128x64s3r32_d64");
