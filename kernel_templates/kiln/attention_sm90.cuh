@@ -10,10 +10,13 @@
 // groups take turns at the tensor cores: one issues its tile's Q K^T and the previous tile's P V,
 // then runs its softmax while the other's products run (ping-pong, ordered by named barriers). The
 // K and V stages are released as soon as both groups' products that read them are done (full and
-// empty mbarriers per stage, K and V apart so that Q K^T starts before V lands). Causal blocks
-// stop at the last tile their rows see and the longest run first; only tiles that cross the
-// diagonal or the batch's last key are masked element by element. No mask operand (those calls take
-// attention.cuh).
+// empty mbarriers per stage, K and V apart so that Q K^T starts before V lands). A block takes
+// the items (a pair's 128-row block) blockIdx.x, + gridDim.x, ... in block_work's order: one
+// each where the host launches as many blocks as items, several where it launches persistent
+// blocks, the next item's loads then running under this one's last products and store. Causal
+// items stop at the last tile their rows see, the longest first; only tiles that cross the
+// diagonal or the batch's last key are masked element by element. No mask operand (those calls
+// take attention.cuh).
 
 #include <kiln/attention_common.cuh>
 #include <kiln/attention_sm90_softmax.cuh>
@@ -26,7 +29,7 @@ namespace kiln::attention {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 namespace sm90 {
 
-/// The block's shared memory (attention_config.cuh's layout) and where one tile's work lies.
+/// The block's shared memory (attention_config.cuh's layout).
 template <int D, int BN, int Stages>
 struct Block {
   static constexpr int kDp = config::wgmma_d(D), kAtoms = kDp / 64;
@@ -52,8 +55,8 @@ struct Block {
   }
 };
 
-/// A block's share: its first query row, its (batch, head) pair, the maps' coordinates of its
-/// batch dims, and the tiles of keys it reads.
+/// An item: its first query row, its head, the maps' coordinates of its batch dims, and the
+/// tiles of keys it reads.
 struct Work {
   int m0, h, b1, b2, tiles;
   int skv, diag;  ///< the pair's keys and causal diagonal (Pair's)
@@ -153,7 +156,7 @@ __device__ __forceinline__ void arrive_if(unsigned long long* bar, bool yes) {
 
 /// The scores of tile n (keys n BN ..) to probabilities: the edge tiles masked, then the online
 /// softmax's first half.
-template <bool Causal, int BN, int Dp>
+template <bool Causal, int BN>
 __device__ __forceinline__ void tile_probabilities(float (&sc)[BN / 2], float (&mx)[2],
                                                    float (&l)[2], float (&alpha)[2],
                                                    const Params& p, const Work& w, int n, int c,
@@ -161,8 +164,8 @@ __device__ __forceinline__ void tile_probabilities(float (&sc)[BN / 2], float (&
   const int n0 = n * BN, rows0 = w.m0 + c * 64;
   const bool edge = n0 + BN > w.skv || (Causal && n0 + BN - 1 > rows0 + w.diag);
   if (edge) mask_tile<Causal, BN>(sc, w.skv, w.diag, i0, n0 + 2 * t);
-  // 4 chains where the registers allow (D 256's outputs take 128 of them: 2 chains, no spill).
-  constexpr int kChains = Dp > 192 ? 1 : BN / 8 % 4 != 0 ? 2 : 4;
+  // 4 chains where the tile's n8 steps divide by 4 (every width the path takes), else 2.
+  constexpr int kChains = BN / 8 % 4 != 0 ? 2 : 4;
   softmax_tile<BN, kChains>(sc, mx, l, alpha, p.scale_log2);
 }
 
@@ -196,7 +199,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(it % Stages), leader);
     arrive_if(sm.q_free(), leader && w.tiles == 1);
-    tile_probabilities<Causal, BN, B::kDp>(sc, x.mx, x.l, alpha, p, w, 0, c, x.i0, t);
+    tile_probabilities<Causal, BN>(sc, x.mx, x.l, alpha, p, w, 0, c, x.i0, t);
     rescale_and_pack<T, BN, B::kDp>(x.o, x.pf, sc, alpha);
   }
 #pragma unroll 1
@@ -217,7 +220,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(s), leader);
     arrive_if(sm.q_free(), leader && n + 1 == w.tiles);
-    tile_probabilities<Causal, BN, B::kDp>(sc, x.mx, x.l, alpha, p, w, n, c, x.i0, t);
+    tile_probabilities<Causal, BN>(sc, x.mx, x.l, alpha, p, w, n, c, x.i0, t);
     wgmma::wait<0>();  // P(n - 1) V(n - 1): P's registers and V's stage are free
     wgmma::fence_operands(x.o);
     wgmma::fence_operands(x.pf);
