@@ -67,7 +67,7 @@ KILN_ATTENTION_CONFIG_FN bool q_in_registers(int d) { return padded_d(d) <= 128;
 // The sm_90a template (attention_sm90.cuh): 128 query rows a block, 64 a consumer warpgroup;
 // Q, then a ring of `stages` stages of K and of V (bn rows each), every tile in atoms of 64
 // columns (128 bytes a row, 128-byte swizzled as TMA writes them: D padded to 64 with zeros);
-// then the barriers (Q landed, Q free; per stage K landed, K free, V landed, V free).
+// then the barriers (Q landed, Q free; then K landed, K free, V landed, V free, `stages` of each).
 
 constexpr int kWgmmaRows = 128;
 /// A producer warpgroup and two consumer warpgroups.

@@ -39,7 +39,7 @@ struct Block {
   unsigned char* q;
   unsigned char* k;  // stage s at k + s * kKv, V's after all of K's
   unsigned char* v;
-  unsigned long long* bars;  // Q landed, Q free, then per stage: K landed, K free, V landed, free
+  unsigned long long* bars;  // Q landed, Q free; K landed, K free, V landed, V free: Stages each
 
   __device__ __forceinline__ unsigned long long* q_full() const { return bars; }
   __device__ __forceinline__ unsigned long long* q_free() const { return bars + 1; }

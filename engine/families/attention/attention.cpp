@@ -160,8 +160,11 @@ cfg::Params call_params(const AttentionKernel& k, const std::string& stem, bool&
   }
   if (k.lens) p.lens_stride = k.lens->resolved_strides().at(0);
   const std::int64_t pairs = numel_of(batch) * hq;
-  if (numel_of(batch) > 0x7fffffff || sq > 0x7fffffff || skv > 0x7fffffff || pairs > 0x7fffffff)
-    throw ShapeError(fmt::format("{}: batch, heads and lengths must each be below 2^31", stem));
+  // Lengths keep 2^16 below int's range: a kernel rounds its keys up to whole tiles.
+  constexpr std::int64_t kLengthMax = 0x7fffffff - 0xffff;
+  if (numel_of(batch) > 0x7fffffff || sq > kLengthMax || skv > kLengthMax || pairs > 0x7fffffff)
+    throw ShapeError(fmt::format(
+        "{}: batch and heads must each be below 2^31, the lengths below 2^31 - 65536", stem));
   p.batches = int(numel_of(batch));
   p.heads = int(hq);
   p.group = int(hkv > 0 && hq > 0 ? hq / hkv : 1);  // no heads: no blocks, no division by 0
@@ -204,7 +207,10 @@ AttentionTemplate choose_template(const AttentionKernel& k, const cfg::Params& p
     tp = default_decode_tiles(d, masked, max_shared, std::int64_t(decode_tiles(p)), p.skv,
                               k.clusters, k.sms);
   } else if (mma && k.wgmma && (wanted == t.end() || wanted->second != 0)) {
-    if (const std::string why = wgmma_unfit(k, p); why.empty())
+    std::string why = wgmma_unfit(k, p);
+    if (why.empty() && default_wgmma_tiles(d, max_shared).shared_bytes() > max_shared)
+      why = "its tiles take more shared memory than a block has";
+    if (why.empty())
       tp = default_wgmma_tiles(d, max_shared);
     else if (wanted != t.end())
       throw ArgumentError(fmt::format("{}: wgmma={}: the call cannot take the sm_90a path: {}",

@@ -48,11 +48,13 @@ struct AttentionTemplate {
   /// the launch's workspace by the last to finish.
   int chunks = 1;
   /// The sm_90a path (attention_sm90.cuh); a tunable, 0 on the mma path of an sm_90a target
-  /// (`hopper`), so that a tuning record can choose either.
+  /// (`hopper`), so that a tuning record can choose either (`kiln tune` searches the default's
+  /// path).
   int wgmma = 0;
   bool hopper = false;
 
-  /// `kiln::attention::attention_mma<...>`, `...attention_decode<...>` or `...attention_rows<...>`.
+  /// `kiln::attention::attention_mma<...>`, `...attention_decode<...>`, `...attention_sm90<...>`
+  /// or `...attention_rows<...>`.
   std::string expression() const;
   /// "<stem>__fa128x64s2_d64_causal" ("...s2r32_..." with 32 rows a warp); the decode path
   /// "<stem>__dec32s3w4k2_d128"; the sm_90a path "<stem>__wg128x128s2_d128"; the rows path
@@ -110,9 +112,10 @@ AttentionTemplate resolve_attention_tiles(const Tunables& t, const AttentionTemp
 KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& stem,
                                   const Tunables& t);
 
-/// Why the call `k` (its parameter block `p`) cannot take the sm_90a path: not sm_90a, a mask,
-/// not 16-bit, more than two batch dims, a broadcast operand, a view TMA cannot map; empty where
-/// it can.
+/// Why the call `k` (its parameter block `p`) cannot take the sm_90a path: not sm_90a, a mask or
+/// kv_lens, not 16-bit, D above 192, a scale not above 0 or not finite, more than two batch dims,
+/// more than 2^30 blocks of 128 rows, a broadcast operand, a view TMA cannot map; empty where it
+/// can.
 std::string wgmma_unfit(const AttentionKernel& k, const attention::config::Params& p);
 
 /// Appends to `L` the TMA maps of q, k and v (parameters 1 to 3 of attention_sm90; tiles of

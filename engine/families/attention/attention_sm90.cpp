@@ -2,6 +2,7 @@
 // takes, and the TMA maps of q, k and v its launch encodes (attention.hpp).
 #include <fmt/format.h>
 
+#include <cmath>
 #include <kiln/error.hpp>
 
 #include "engine/families/attention/attention.hpp"
@@ -16,7 +17,7 @@ namespace {
 
 // Tensor `t` (cfg::kQ, kK or kV) of `k` as the 5-d view its map takes: [batch dim 1, batch dim
 // 2, heads, rows, D] at the call's merged batch strides; a dim of extent 1 is given a stride of
-// 16 bytes (TMA takes no other for it, and never steps along it).
+// 16 bytes (its own may be 0 or unaligned, which TMA refuses; it never steps along it).
 TensorView map_view(const AttentionKernel& k, const cfg::Params& p, int t) {
   const TensorView& v = t == cfg::kQ ? k.q : t == cfg::kK ? k.k : k.v;
   const std::size_t rank = v.shape.size();
@@ -45,10 +46,17 @@ TensorMapDesc describe(const AttentionKernel& k, const cfg::Params& p, int t, in
 std::string wgmma_unfit(const AttentionKernel& k, const cfg::Params& p) {
   if (!k.wgmma) return "the target is not sm_90a";
   if (k.mask) return "a mask operand takes the mma path";
+  // The maps' rows run to Skv: past a batch's length, memory the path reads into V's tiles
+  // (NaN or Inf in a cache's unused rows would turn 0 x V into NaN); the mma path zero-fills.
+  if (k.lens) return "kv_lens take the mma path";
   if (k.q.dtype != DType::f16 && k.q.dtype != DType::bf16) return "q is not f16 or bf16";
   if (k.q.shape.back() > 192) return "a head size above 192 (the path's registers hold 192)";
   if (p.batch[0] != 1) return "more than two batch dims";
-  if (!(p.scale_log2 > 0)) return "a scale of 0 or less";
+  if (!(p.scale_log2 > 0) || !std::isfinite(p.scale_log2))
+    return "a scale of 0 or less, or not finite";
+  const std::int64_t blocks = (std::int64_t(p.sq) + cfg::kWgmmaRows - 1) / cfg::kWgmmaRows *
+                              std::int64_t(p.batches) * p.heads;
+  if (blocks > (std::int64_t(1) << 30)) return "more than 2^30 blocks of 128 rows";
   for (int t : {cfg::kQ, cfg::kK, cfg::kV}) {
     const cfg::Strides& st = p.s[t];
     const TensorView& v = t == cfg::kQ ? k.q : t == cfg::kK ? k.k : k.v;

@@ -154,6 +154,9 @@ AttentionTemplate resolve_attention_tiles(const Tunables& t, const AttentionTemp
         std::find(row.values.begin(), row.values.end(), r.*(row.field)) == row.values.end())
       throw ArgumentError(fmt::format("{}: {}={} is not a value the attention template's {} takes",
                                       stem, row.name, r.*(row.field), path));
+  if (r.wgmma && !wgmma_key_tile_fits(r.d, r.bn))
+    throw ArgumentError(fmt::format("{}: tiles of {} keys at head size {} spill on the sm_90a path",
+                                    stem, r.bn, r.d));
   if (r.shared_bytes() > max_shared)
     throw ArgumentError(
         fmt::format("{}: tiles of {} keys in {} stages take {} bytes of shared "

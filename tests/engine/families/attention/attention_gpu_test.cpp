@@ -201,8 +201,10 @@ TEST_CASE("gpu: attention against fp64 over lengths, heads, head sizes, masks an
       {DType::f16, 1, 4, 2, 129, 1000, 64, true, true, 2, true},
       {DType::bf16, 1, 2, 1, 4097, 4097, 64, true},
       // More blocks of 128 rows than an H100 has multiprocessors: the sm_90a path's persistent
-      // blocks take several each (a batch without keys among them).
+      // blocks take several each (with kv_lens, the mma path's; bottom-right causal over fewer
+      // keys than rows: blocks whose rows see no key).
       {DType::bf16, 8, 16, 4, 600, 700, 128, true, true, 0, true},
+      {DType::bf16, 8, 16, 4, 600, 300, 128, true, true},
       {DType::f16, 4, 16, 16, 1000, 1000, 64},
   };
   for (const Case& c : cases) run_case(e, c, rng);

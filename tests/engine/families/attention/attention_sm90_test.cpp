@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
 #include <map>
@@ -102,6 +103,13 @@ TEST_CASE("attention on sm_90a: which calls take the wgmma path, its launch and 
   shared.k.shape = shared.v.shape = {4, 2, 300, 64};
   shared.k.strides = shared.v.strides = {0, 300 * 64, 64, 1};
   CHECK(kiln::specialize_attention(shared, "at", {}).spec.name == "at__fa128x64s3r32_d64");
+  // kv_lens (rows past a batch's length may hold anything), or a scale that is not finite.
+  kiln::AttentionKernel lens = hopper_call(DType::bf16, {2, 2, 300, 64}, {2, 2, 300, 64});
+  lens.lens = desc({2}, DType::i64);
+  CHECK(kiln::specialize_attention(lens, "at", {}).spec.name == "at__fa128x64s3r32_d64_lens");
+  kiln::AttentionKernel inf = hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64});
+  inf.scale = HUGE_VAL;
+  CHECK(kiln::specialize_attention(inf, "at", {}).spec.name == "at__fa128x64s3r32_d64");
   kiln::AttentionKernel negative = hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64});
   negative.scale = -0.5;  // the sm_90a softmax takes the max of unscaled scores
   CHECK(kiln::specialize_attention(negative, "at", {}).spec.name == "at__fa128x64s3r32_d64");
