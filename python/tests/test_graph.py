@@ -221,7 +221,7 @@ def test_an_op_on_tensors_is_a_one_op_plan_made_once_per_signature():
                                  {"causal": True})
     assert prompt is not step
     assert [k["name"] for k in prompt.kernels("sm_90a")] == [
-        "attention_bf16__fa128x64s2r32_d128_causal"]
+        "attention_bf16__wg128x128s2_d128_causal"]
     assert prompt.inputs == ["x0", "x1", "x2"] and prompt.outputs == ["y"]
     # Numbers and attributes are part of the signature too.
     x = FakeTensor([4, 8], "f32")
