@@ -90,7 +90,8 @@ void check_lens(const OpDef& op, const std::vector<Operand>& args, const TensorV
     throw ShapeError(fmt::format("{}: kv_lens must be of shape [B] for q [B, Hq, Sq, D]", call));
 }
 
-TensorView infer_attention(const OpDef& op, const std::vector<Operand>& args, const Attrs&) {
+// q, k, v and the optional mask and kv_lens, checked.
+void check_operands(const OpDef& op, const std::vector<Operand>& args) {
   check_qkv(op, args);
   for (std::size_t i = 3; i < args.size(); ++i) {
     const TensorView& t = tensor(op, args, i, i == 3 ? "mask" : "kv_lens");
@@ -105,10 +106,24 @@ TensorView infer_attention(const OpDef& op, const std::vector<Operand>& args, co
       check_mask(op, args, t);
     }
   }
+}
+
+TensorView infer_attention(const OpDef& op, const std::vector<Operand>& args, const Attrs&) {
+  check_operands(op, args);
   const TensorView& q = std::get<TensorView>(args[0]);
   TensorView r;
   r.shape = q.shape;
   r.dtype = q.dtype;
+  return r;
+}
+
+// The rows' log-sum-exp: q's shape less D, f32.
+TensorView infer_lse(const OpDef& op, const std::vector<Operand>& args, const Attrs&) {
+  check_operands(op, args);
+  const TensorView& q = std::get<TensorView>(args[0]);
+  TensorView r;
+  r.shape = Shape(q.shape.begin(), q.shape.end() - 1);
+  r.dtype = DType::f32;
   return r;
 }
 
@@ -148,7 +163,22 @@ std::vector<OpDef> attention_ops() {
       "q, k and v of one float dtype, the result's; f16 and bf16 on tensor cores with f32 softmax "
       "statistics (the probabilities rounded to the dtype for the second product, as "
       "FlashAttention), f32 on a plain f32 kernel (slower); the mask float of any dtype or bool.";
-  return {d};
+  OpDef lse = d;
+  lse.name = "attention_lse";
+  // Written by the kernel of an attention node of the same operands and attributes, beside its
+  // result; alone, by an attention kernel that writes no result.
+  lse.fusion = {FusionKind::anchor, "attention"};
+  lse.fusion.joins = "attention";
+  lse.infer = infer_lse;
+  lse.doc =
+      "the log-sum-exp of each query row's scores in attention(q, k, v, mask?, kv_lens?) with "
+      "the same attributes: log(sum_j exp(q.k_j * scale + mask_j)) over the keys the row sees, "
+      "natural log, f32, of shape [..., Hq, Sq] (what a backward needs: the softmax is "
+      "exp(s - lse)). A row that sees no key gives -inf (the log of an empty sum). In a graph "
+      "that also has the attention node of the same operands and attributes, one kernel writes "
+      "both.";
+  lse.dtypes = "f32, whatever q's float dtype; the operands' rules are attention's.";
+  return {d, lse};
 }
 
 }  // namespace kiln::ops

@@ -67,6 +67,11 @@ struct FusionRoles {
   /// (engine/passes/memory_order.cpp): attention's [B, H, S, D] stored as [B, S, H, D], which
   /// the output projection's reshape then reads in place.
   bool laid_out = false;
+  /// Its result is one more output of the kernel of a node of op `joins` with the same operands
+  /// and attribute values (engine/passes/fusion_join.cpp): attention_lse is written by the
+  /// attention kernel that computes the rows it sums. Without such a node, its own kernel (its
+  /// family's) computes it alone.
+  std::string_view joins = {};
 };
 
 /// One axis of a remap view (ViewRule::remap): the result's coordinate c along `axis` reads

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <kiln/graph.hpp>
 #include <map>
 #include <memory>
@@ -114,8 +115,12 @@ class PlanImpl {
     for (int id : grp.steps) ops.push_back(graph.node(id).name);
     if (grp.anchor) ops.push_back(graph.node(grp.anchor_node).name);
     for (int id : grp.epilogue_steps) ops.push_back(graph.node(id).name);
-    for (int id : grp.outputs)  // slices of a product's columns its kernel writes
-      if (id != grp.anchor_node && graph.node(id).op == "slice") ops.push_back(graph.node(id).name);
+    // Outputs computed beside the anchor: slices of a product's columns its kernel writes, a
+    // result joining it (attention_lse).
+    for (int id : grp.outputs) {
+      const std::string& name = graph.node(id).name;
+      if (std::find(ops.begin(), ops.end(), name) == ops.end()) ops.push_back(name);
+    }
     return ops;
   }
 

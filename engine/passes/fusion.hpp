@@ -145,6 +145,12 @@ void window_slices(const Graph& graph, const std::set<int>& needed,
 /// output, goes.
 void hand_on_prologues(const Graph& graph, std::vector<FusedGroup>& groups);
 
+/// Part of fuse: each group anchored on a node whose op joins another's kernel
+/// (ops::FusionRoles::joins: attention_lse) becomes one more output of the group anchored on a
+/// node of that op with the same operands and attribute values, where there is one (its outputs
+/// first); the joined group runs where the earlier of the two did.
+void join_results(const Graph& graph, std::vector<FusedGroup>& groups);
+
 /// A concat node `id`'s kernels (ops::FusionRoles::parts): one per operand, writing it into its
 /// window of the result, computed from memory (inputs, anchors, views, anything in `stop`) by
 /// the elementwise nodes it needs (fusion_parts.cpp).

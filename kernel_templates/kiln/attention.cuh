@@ -278,6 +278,26 @@ __device__ __forceinline__ void store_output(T* out, const config::Strides& so, 
   }
 }
 
+/// The block's output rows (those of MT tiles of 16 from row0, the pair's output at `out`), then
+/// their lse where the call asks for it (the outputs' registers free by then).
+template <class T, int D, int MT, int DT>
+__device__ __forceinline__ void finish_rows(const Params& p, long long out, int row0,
+                                            const float (&o)[MT][DT][4], const float (&mx)[MT][2],
+                                            const float (&l)[MT][2], int t) {
+  if (p.ptr[config::kOut] != 0) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+      store_output<T, D, DT>(reinterpret_cast<T*>(p.ptr[config::kOut]) + out, p.s[config::kOut],
+                             p.sq, row0 + 16 * mt, o[mt], l[mt], t);
+  }
+  if (p.ptr[config::kLsePointer] == 0) return;
+  int pair, m_block;
+  block_work(p, int(blockIdx.x), pair, m_block);  // again: nothing held through the loop
+  const long long at = lse_offset(p, pair / p.heads, pair % p.heads);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) store_lse_rows(p, at, row0 + 16 * mt, mx[mt], l[mt], t);
+}
+
 template <class T, class M, class L, int D, int BM, int BN, int Stages, int WM, bool Causal,
           bool BottomRight, int Mask, bool Lens>
 __global__ void __launch_bounds__(BM / WM * 32, 1) attention_mma(const Params p) {
@@ -350,10 +370,7 @@ __global__ void __launch_bounds__(BM / WM * 32, 1) attention_mma(const Params p)
     add_pv<T, NT, DT, kLd>(o, s, kt_tile + BN * kLd, lane);
   }
   mma::cp_async_wait<0>();
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-    store_output<T, D, DT>(reinterpret_cast<T*>(p.ptr[0]) + r.off[config::kOut],
-                           p.s[config::kOut], p.sq, row0 + 16 * mt, o[mt], l[mt], t);
+  finish_rows<T, D>(p, r.off[config::kOut], row0, o, mx, l, t);
 }
 
 }  // namespace kiln::attention

@@ -24,24 +24,43 @@ struct Pair {
   int diag;
 };
 
-template <bool Lens, class L, bool BottomRight>
-__device__ __forceinline__ Pair locate(const Params& p, int b, int h) {
-  long long bi[config::kBatchDims];
+/// Batch `b`'s index along each batch dim.
+__device__ __forceinline__ void batch_index(const Params& p, int b,
+                                            long long (&bi)[config::kBatchDims]) {
   long long rest = b;
 #pragma unroll
   for (int d = config::kBatchDims - 1; d >= 0; --d) {
     bi[d] = rest % p.batch[d];
     rest /= p.batch[d];
   }
+}
+
+/// Where tensor `t`'s (batch `bi`, head `head`) starts, in elements.
+__device__ __forceinline__ long long tensor_offset(const Params& p, int t,
+                                                   const long long (&bi)[config::kBatchDims],
+                                                   int head) {
+  long long o = head * p.s[t].head;
+#pragma unroll
+  for (int d = 0; d < config::kBatchDims; ++d) o += bi[d] * p.s[t].batch[d];
+  return o;
+}
+
+/// Where query head `h` of batch `b` starts in the lse: worked out where a kernel stores it, as
+/// an offset kept from the start would hold two registers through its loop.
+__device__ __forceinline__ long long lse_offset(const Params& p, int b, int h) {
+  long long bi[config::kBatchDims];
+  batch_index(p, b, bi);
+  return tensor_offset(p, config::kLse, bi, h);
+}
+
+template <bool Lens, class L, bool BottomRight>
+__device__ __forceinline__ Pair locate(const Params& p, int b, int h) {
+  long long bi[config::kBatchDims];
+  batch_index(p, b, bi);
   Pair r;
 #pragma unroll
-  for (int t = 0; t < config::kTensors; ++t) {
-    const int head = t == config::kK || t == config::kV ? h / p.group : h;
-    long long o = head * p.s[t].head;
-#pragma unroll
-    for (int d = 0; d < config::kBatchDims; ++d) o += bi[d] * p.s[t].batch[d];
-    r.off[t] = o;
-  }
+  for (int t = 0; t < config::kTensors; ++t)
+    r.off[t] = tensor_offset(p, t, bi, t == config::kK || t == config::kV ? h / p.group : h);
   r.skv = p.skv;
   if constexpr (Lens) {
     const long long n = reinterpret_cast<const L*>(p.ptr[5])[b * p.lens_stride];
@@ -104,6 +123,37 @@ __device__ __forceinline__ float inverse_row_sum(float l) {
   l += __shfl_xor_sync(0xffffffffu, l, 1);
   l += __shfl_xor_sync(0xffffffffu, l, 2);
   return l > 0.0f ? 1.0f / l : 0.0f;
+}
+
+/// The natural log-sum-exp of a row's scores from its max `m` (log2 units, scaled) and its sum
+/// of exp2(x - m): -inf for a row that saw no key (the log of an empty sum). The hardware's
+/// log2 (2^-22 relative) is well within the f32 scores' own error.
+__device__ __forceinline__ float row_lse(float m, float sum) {
+  return sum > 0.0f ? (m + __log2f(sum)) * 0.6931471805599453f : minus_infinity();
+}
+
+/// Stores the lse of query row `i` of the pair whose lse starts at `off` (Pair::off; rows past
+/// the call are not written), where the call asks for it.
+__device__ __forceinline__ void store_lse(const Params& p, long long off, int i, float m,
+                                          float sum) {
+  if (p.ptr[config::kLsePointer] == 0 || i >= p.sq) return;
+  reinterpret_cast<float*>(p.ptr[config::kLsePointer])[off + i * p.s[config::kLse].row] =
+      row_lse(m, sum);
+}
+
+/// store_lse for a thread's rows i0 and i0 + 8 of a tile whose quad of lanes (lane & 3, `t`)
+/// each hold part `l` of a row's sum; `m` the rows' max in log2 units. Every lane of the warp
+/// calls it (the sums are reduced across the quad), lane t == 0 stores.
+__device__ __forceinline__ void store_lse_rows(const Params& p, long long off, int i0,
+                                               const float (&m)[2], const float (&l)[2], int t) {
+  if (p.ptr[config::kLsePointer] == 0) return;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = l[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    if (t == 0) store_lse(p, off, i0 + 8 * h, m[h], sum);
+  }
 }
 
 /// exp2 of `x - m` for a running max `m` that may still be -inf (a row with nothing seen yet).

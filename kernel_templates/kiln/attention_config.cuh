@@ -16,21 +16,25 @@ namespace kiln::attention::config {
 constexpr int kBatchDims = 3;
 
 /// Strides (elements) of one tensor seen as [batch..., heads, rows, cols]: cols are D for q, k,
-/// v and the output, the keys for a mask (0 where it broadcasts).
+/// v and the output, the keys for a mask (0 where it broadcasts), none (0) for the lse.
 struct Strides {
   long long batch[kBatchDims];
   long long head, row, col;
 };
 
-/// The tensors of a launch, in this order: what `Params::s` holds strides for.
-enum Tensor { kOut = 0, kQ = 1, kK = 2, kV = 3, kMask = 4, kTensors = 5 };
+/// The tensors of a launch, in this order: what `Params::s` holds strides for. The first five
+/// are also their pointers' slots in Params::ptr; the lse (the rows' log-sum-exp, f32) is not.
+enum Tensor { kOut = 0, kQ = 1, kK = 2, kV = 3, kMask = 4, kLse = 5, kTensors = 6 };
 /// Params::ptr's slot of the launch's workspace (the decode path's chunks), after the lens'.
 constexpr int kWorkspace = 6;
+/// Params::ptr's slot of the lse, 0 where the call does not ask for it.
+constexpr int kLsePointer = 7;
 
 /// The kernels' one parameter. Pointers first (the launch writes each call's there: out, q, k,
-/// v, then mask and lens where the call has them), then the sizes of the call.
+/// v, then mask, lens and lse where the call has them), then the sizes of the call. An out of 0
+/// is not written (a call that asks for the lse alone).
 struct Params {
-  unsigned long long ptr[7];   ///< out, q, k, v, mask, lens, workspace (0 when absent)
+  unsigned long long ptr[8];   ///< out, q, k, v, mask, lens, workspace, lse (0 when absent)
   Strides s[kTensors];         ///< per Tensor
   long long batch[kBatchDims]; ///< the batch dims' extents (1 for unused ones, leading)
   long long lens_stride;       ///< kv_lens' stride (elements)

@@ -133,10 +133,22 @@ __device__ __forceinline__ float merge_parts(const P& parts, int n, int row, int
 template <class T>
 __device__ __forceinline__ void store_merged(const Params& p, const Pair& r, int x, int c,
                                              float acc, float sum) {
+  if (p.ptr[config::kOut] == 0) return;  // a call that asks for the lse alone
   const config::Strides& so = p.s[config::kOut];
-  T* out = reinterpret_cast<T*>(p.ptr[0]) + r.off[config::kOut] + x % p.group * so.head +
-           (long long)(x / p.group) * so.row + (long long)c * so.col;
+  T* out = reinterpret_cast<T*>(p.ptr[config::kOut]) + r.off[config::kOut] +
+           x % p.group * so.head + (long long)(x / p.group) * so.row + (long long)c * so.col;
   *out = from_float<T>(sum > 0.0f ? acc / sum : 0.0f);
+}
+
+/// Packed row `x`'s lse from its merged max `m` and sum, where the call asks for it.
+__device__ __forceinline__ void store_packed_lse(const Params& p, const Pair& r, int x, float m,
+                                                 float sum) {
+  if (p.ptr[config::kLsePointer] == 0) return;
+  const config::Strides& sl = p.s[config::kLse];
+  reinterpret_cast<float*>(p.ptr[config::kLsePointer])[r.off[config::kLse] +
+                                                       x % p.group * sl.head +
+                                                       (long long)(x / p.group) * sl.row] =
+      row_lse(m, sum);
 }
 
 /// The warps' partial results (`parts`, one after another) merged into the block's (`block`);
@@ -152,6 +164,7 @@ __device__ __forceinline__ void merge_warps(float* block, const float* parts, co
     float m, sum;
     const float acc = merge_parts(from, Warps, row, c, kDp, m, sum);
     if constexpr (Final) {
+      if (c == 0) store_packed_lse(p, r, rho0 + row, m, sum);
       if (c < D) store_merged<T>(p, r, rho0 + row, c, acc, sum);
     } else {
       if (c == 0) block[row] = m, block[config::kDecodeRows + row] = sum;
@@ -176,6 +189,7 @@ __device__ __forceinline__ void merge_blocks(const float* block, const Params& p
     float m, sum;
     const float acc = merge_parts(from, Split, row, c, kDp, m, sum);
     if (!chunk) {
+      if (c == 0) store_packed_lse(p, r, rho0 + row, m, sum);
       store_merged<T>(p, r, rho0 + row, c, acc, sum);
       continue;
     }
@@ -216,6 +230,7 @@ __device__ __forceinline__ void merge_chunks(const float* parts, unsigned long l
       sum += weight[k][tid] * __ldcg(parts + k * kPart + config::kDecodeRows + tid);
     }
     total[tid] = sum;
+    store_packed_lse(p, r, rho0 + tid, m, sum);
   }
   __syncthreads();
   for (int e = tid; e < rows * D; e += Warps * 32) {

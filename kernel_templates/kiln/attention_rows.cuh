@@ -53,6 +53,8 @@ __global__ void __launch_bounds__(config::kRowWarps * 32) attention_rows(const P
       acc[c] = fmaf(pr, vv, acc[c] * alpha);
     }
   }
+  if (lane == 0) store_lse(p, r.off[config::kLse], i, mx, l);
+  if (p.ptr[config::kOut] == 0) return;
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
   const config::Strides& so = p.s[config::kOut];
   T* const out = reinterpret_cast<T*>(p.ptr[0]) + r.off[config::kOut] + i * so.row;

@@ -260,8 +260,14 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, Next next,
       run_item<T, BN, Stages, Causal, B>(x, p, sm, w, it, c, tid);
       it += w.tiles;
     }
-    store_rows<T, D, B::kDp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.out, p.s[config::kOut],
-                             p.sq, x.i0, x.o, x.l, lane & 3);
+    if (p.ptr[config::kOut] != 0)
+      store_rows<T, D, B::kDp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.out,
+                               p.s[config::kOut], p.sq, x.i0, x.o, x.l, lane & 3);
+    if (p.ptr[config::kLsePointer] != 0) {  // the maxima are raw scores: to log2 units
+      const float m[2] = {x.mx[0] * p.scale_log2, x.mx[1] * p.scale_log2};
+      const long long at = lse_offset(p, w.b1 * int(p.batch[2]) + w.b2, w.h);
+      store_lse_rows(p, at, x.i0, m, x.l, lane & 3);
+    }
   }
   if (c == 0) wait_turn(c);
 }

@@ -131,6 +131,18 @@ def batch_norm(x, mean, var, weight=None, bias=None, eps=1e-5):
     return y if y.dtype == x.dtype else cast(y, dtype=x.dtype)  # noqa: F821
 
 
+def attention_with_lse(q, k, v, mask=None, kv_lens=None, **attrs):
+    """(attention(q, k, v, mask, kv_lens, **attrs), attention_lse(q, k, v, mask, kv_lens,
+    **attrs)): the result and each query row's log-sum-exp ([..., Hq, Sq], f32), which one
+    kernel writes together. On graph values, the two nodes; on tensors, run at once."""
+    args = [q, k, v, mask, kv_lens]
+    while args[-1] is None:
+        args.pop()
+    if _eager.takes(args):
+        return _eager.call(("attention", "attention_lse"), args, attrs)
+    return (_apply("attention", *args, **attrs), _apply("attention_lse", *args, **attrs))
+
+
 def _graph_op(name, operands, doc):
     """A graph's own op as a function with its operands' names as parameters (help() shows
     them), each a graph value or a number."""

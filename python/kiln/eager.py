@@ -35,8 +35,9 @@ def _signature(name, args, kwargs):
 
 def plan_for(name, args, kwargs):
     """The one-op plan of op `name` on `args` (tensors, numbers, None) with attributes `kwargs`:
-    inputs x0, x1, ... for the tensors by position, output y. Made at the first call of a
-    signature, kept after."""
+    inputs x0, x1, ... for the tensors by position, output y. `name` may be a tuple of ops on
+    the same operands and attributes (attention and attention_lse), outputs y0, y1, ... then.
+    Made at the first call of a signature, kept after."""
     import kiln
 
     key = _signature(name, args, kwargs)
@@ -45,7 +46,11 @@ def plan_for(name, args, kwargs):
         g = kiln.Graph()
         operands = [g.input(f"x{i}", [int(d) for d in a.shape], kiln._kiln_dtype(a.dtype))
                     if _is_tensor(a) else a for i, a in enumerate(args)]
-        g.output(kiln._apply(name, *operands, **kwargs), "y")
+        if isinstance(name, tuple):
+            for i, n in enumerate(name):
+                g.output(kiln._apply(n, *operands, **kwargs), f"y{i}")
+        else:
+            g.output(kiln._apply(name, *operands, **kwargs), "y")
         plan = _plans[key] = kiln.Plan(g)
     return plan
 
@@ -65,7 +70,11 @@ def _engine_for(args):
 
 
 def call(name, args, kwargs):
-    """Op `name` run at once on `args`: its result (a torch tensor where torch is imported)."""
+    """Op `name` run at once on `args`: its result (a torch tensor where torch is imported); for
+    a tuple of ops, the tuple of their results."""
     plan = plan_for(name, args, kwargs)
     inputs = {f"x{i}": a for i, a in enumerate(args) if _is_tensor(a)}
-    return plan.run(_engine_for(args), inputs)["y"]
+    out = plan.run(_engine_for(args), inputs)
+    if isinstance(name, tuple):
+        return tuple(out[f"y{i}"] for i in range(len(name)))
+    return out["y"]

@@ -1,7 +1,7 @@
 """kiln's attention on torch tensors, on a GPU: against torch's scaled_dot_product_attention on
-the decode and prefill paths, called on tensors at once, and an attention block (QKV projection,
-attention, output projection: three kernels) as a torch op under torch.compile and in a CUDA graph
-capture. Skipped (visibly) without torch or a GPU."""
+the decode and prefill paths, called on tensors at once (with its lse, against torch.logsumexp),
+and an attention block (QKV projection, attention, output projection: three kernels) as a torch
+op under torch.compile and in a CUDA graph capture. Skipped (visibly) without torch or a GPU."""
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -74,6 +74,21 @@ def test_kiln_attention_called_on_torch_tensors_runs_at_once():
     torch.testing.assert_close(again, out)
     x = torch.randn(64, 1000, device="cuda")
     torch.testing.assert_close(kiln.softmax(x), torch.softmax(x, -1), atol=1e-6, rtol=1e-5)
+
+
+def test_attention_with_lse_on_tensors_matches_torch_logsumexp():
+    for sq, skv, hq, hkv in ((1, 3000, 8, 2), (300, 500, 4, 1)):
+        q = torch.randn(2, hq, sq, 64, device="cuda", dtype=torch.bfloat16)
+        k, v = (torch.randn(2, hkv, skv, 64, device="cuda", dtype=torch.bfloat16) for _ in "kv")
+        out, lse = kiln.attention_with_lse(q, k, v, causal=True, causal_align="bottom_right")
+        assert lse.dtype == torch.float32 and list(lse.shape) == [2, hq, sq]
+        kd = k.double().repeat_interleave(hq // hkv, dim=1)
+        s = q.double() @ kd.transpose(-1, -2) / 8.0
+        s = s.masked_fill(~torch.ones(sq, skv, dtype=torch.bool, device="cuda").tril(skv - sq),
+                          float("-inf"))
+        torch.testing.assert_close(lse.double(), torch.logsumexp(s, -1), atol=1e-4, rtol=1e-5)
+        torch.testing.assert_close(out, kiln.attention(q, k, v, causal=True,
+                                                       causal_align="bottom_right"))
 
 
 def test_an_attention_block_as_a_torch_op_under_compile_and_in_a_cuda_graph():

@@ -235,3 +235,22 @@ def test_an_op_on_tensors_is_a_one_op_plan_made_once_per_signature():
     if not kiln.gpu_available():  # the call plans, then needs a GPU to run
         with pytest.raises(kiln.CudaError, match="no CUDA driver"):
             kiln.softmax(x)
+
+
+def test_attention_with_lse_is_two_nodes_and_one_kernel():
+    g = kiln.Graph()
+    q = g.input("q", [2, 8, 300, 64], "bf16")
+    kv = g.input("kv", [2, 2, 500, 64], "bf16")
+    out, lse = kiln.attention_with_lse(q, kv, kv, causal=True)
+    assert out.shape == [2, 8, 300, 64] and out.dtype == kiln.DType.bf16
+    assert lse.shape == [2, 8, 300] and lse.dtype == kiln.DType.f32
+    g.output(out, "out")
+    g.output(lse, "lse")
+    kernels = kiln.Plan(g).kernels("sm_90a")
+    assert [k["name"] for k in kernels] == ["attention_bf16__wg128x128s3_d64_causal"]
+    # On tensors: a plan of the two, run at once (its outputs y0 and y1).
+    kv_t = FakeTensor([2, 2, 500, 64], "bf16")
+    step = kiln.eager.plan_for(("attention", "attention_lse"),
+                               [FakeTensor([2, 8, 1, 64], "bf16"), kv_t, kv_t], {})
+    assert step.outputs == ["y0", "y1"]
+    assert len(step.kernels("sm_90a")) == 1

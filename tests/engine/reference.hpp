@@ -87,10 +87,13 @@ struct AttentionRef {
 std::vector<double> attention_row(const AttentionRef& a, std::int64_t b, std::int64_t h,
                                   std::int64_t i);
 
-/// Node `id` of `g`, an attention node, in fp64 from its operands' values; `mag` (if given)
-/// gets, per element, the largest |v|.
-std::vector<double> attention_reference(const Graph& g, int id, const ValueLookup& arg,
-                                        std::vector<double>* mag);
+/// Row (b, h, i)'s log-sum-exp (natural log; -inf where every key is masked); `bound` (if
+/// given) gets the largest scale * sum |q_c k_c| (+ |mask|) of the keys it sees.
+double attention_lse_row(const AttentionRef& a, std::int64_t b, std::int64_t h, std::int64_t i,
+                         double* bound = nullptr);
+
+/// The AttentionRef of node `id` of `g` (attention or attention_lse) over its operands' values.
+AttentionRef attention_ref(const Graph& g, int id, const ValueLookup& arg);
 
 /// Host bytes of a graph's inputs, by name.
 using HostInputs = std::map<std::string, std::vector<unsigned char>>;

@@ -40,6 +40,8 @@ Value attention_draw(Graph& g, DType dtype, std::mt19937_64& rng, int id) {
     args.push_back(chance(50) ? m : apply("gt", {m, -3.0}));  // bool: keeps most keys
   }
   const Value y = apply("attention", args, at);
+  // The rows' log-sum-exp beside it, an output of the same kernel.
+  if (chance(25)) g.output(apply("attention_lse", args, at), fmt::format("alse{}", id));
   return chance(50) ? apply("permute", {y}, Attrs().set("dims", kToHeads)) : y;
 }
 

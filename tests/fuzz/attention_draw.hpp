@@ -13,8 +13,9 @@ namespace kiln::fuzz {
 /// 16) and keys 1 to 333, D from 8 to 160 (20 and 72: the plain kernel and the mma path's
 /// padding), q, k and v contiguous or permuted from [B, S, H, D], causal in both alignments, a
 /// mask now and then (additive, or bool by a comparison); the result permuted back to
-/// [B, S, H, D] half the time. q = tanh(input), so the scores stay moderate. ShapeError where a
-/// draw does not fit (the generator draws again).
+/// [B, S, H, D] half the time; a quarter of the time the call's attention_lse too, an output of
+/// the graph (the same kernel writes it). q = tanh(input), so the scores stay moderate.
+/// ShapeError where a draw does not fit (the generator draws again).
 Value attention_draw(Graph& g, DType dtype, std::mt19937_64& rng, int id);
 
 }  // namespace kiln::fuzz

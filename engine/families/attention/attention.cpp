@@ -120,6 +120,15 @@ void set_batches(cfg::Params& p, const Shape& batch, const std::vector<Shape>& s
   }
 }
 
+// The lse [..., Hq, Sq] seen as [..., Hq, Sq, 1]: its strides over q's shape (0 along D).
+Shape lse_strides(const TensorView& lse, const Shape& qs) {
+  TensorView v = lse;
+  v.strides = lse.resolved_strides();
+  v.shape.push_back(1);
+  v.strides.push_back(1);
+  return strides_over(v, qs, "lse");
+}
+
 // The mma path takes 2-byte operands whose D is contiguous and whose rows start on 16 bytes.
 bool mma_fits(const TensorView& v, const Shape& strides) {
   if (strides.back() != 1 && v.shape.back() != 1) return false;
@@ -150,7 +159,8 @@ cfg::Params call_params(const AttentionKernel& k, const std::string& stem, bool&
   const std::vector<Shape> strides = {
       strides_over(k.out, qs, "output"), strides_over(k.q, qs, "q"),
       strides_over(k.k, kv_shape, "k"), strides_over(k.v, kv_shape, "v"),
-      k.mask ? strides_over(*k.mask, mask_shape, "mask") : Shape(rank, 0)};
+      k.mask ? strides_over(*k.mask, mask_shape, "mask") : Shape(rank, 0),
+      k.lse ? lse_strides(*k.lse, qs) : Shape(rank, 0)};
   cfg::Params p{};
   set_batches(p, batch, strides, stem);
   for (std::size_t i = 0; i < strides.size(); ++i) {
@@ -296,15 +306,18 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   // of the extents the family probes.
   L.bucketed = k.dynamic;
 
-  std::vector<const TensorView*> views = {&k.out, &k.q, &k.k, &k.v};
-  if (k.mask) views.push_back(&*k.mask);
-  if (k.lens) views.push_back(&*k.lens);
-  for (std::size_t i = 0; i < views.size(); ++i) {
-    // a slot per pointer present: mask at 4, kv_lens at 5 even without a mask
-    const int slot = i == 4 && !k.mask ? 5 : int(i);
-    L.pointers.push_back(views[i]->data);
+  // The group's pointers in order (FusedGroup::pointer_nodes): its outputs, then its inputs.
+  std::vector<std::pair<const TensorView*, int>> views;  // with their slots in Params::ptr
+  if (k.store_out) views.emplace_back(&k.out, int(cfg::kOut));
+  if (k.lse) views.emplace_back(&*k.lse, cfg::kLsePointer);
+  const std::uint32_t first_input = std::uint32_t(views.size());
+  views.insert(views.end(), {{&k.q, cfg::kQ}, {&k.k, cfg::kK}, {&k.v, cfg::kV}});
+  if (k.mask) views.emplace_back(&*k.mask, int(cfg::kMask));
+  if (k.lens) views.emplace_back(&*k.lens, 5);
+  for (const auto& [view, slot] : views) {
+    L.pointers.push_back(view->data);
     L.layout.pointers.push_back({0, cfg::pointer_offset(slot)});
-    p.ptr[slot] = views[i]->data;  // a launch straight from L (the tuner's) reads them here
+    p.ptr[slot] = view->data;  // a launch straight from L (the tuner's) reads them here
   }
   if (tp.decode && tp.chunks > 1) {  // a counter a tile of rows, then its chunks' partials
     const std::uint64_t tiles = decode_tiles(p);
@@ -314,7 +327,7 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
     L.layout.pointers.push_back({0, cfg::pointer_offset(cfg::kWorkspace)});
   }
   L.layout.params = {ParamBytes(&p, sizeof p)};
-  if (tp.wgmma) set_wgmma_maps(L, k, p, tp.bn, stem);
+  if (tp.wgmma) set_wgmma_maps(L, k, p, tp.bn, first_input, stem);
   return L;
 }
 

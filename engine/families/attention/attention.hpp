@@ -17,10 +17,14 @@
 namespace kiln {
 
 /// One attention call: its views (out [..., Hq, Sq, D]; q; k and v [..., Hkv, Skv, D]; the mask
-/// broadcastable to [..., Hq, Sq, Skv]; kv_lens [B]), its attributes and the target.
+/// broadcastable to [..., Hq, Sq, Skv]; kv_lens [B]; the lse [..., Hq, Sq], f32), its attributes
+/// and the target.
 struct AttentionKernel {
   TensorView out, q, k, v;
-  std::optional<TensorView> mask, lens;
+  std::optional<TensorView> mask, lens, lse;
+  /// Whether the kernel writes `out` (a call of the lse alone does not: `out` then only gives
+  /// the shape).
+  bool store_out = true;
   bool causal = false;
   bool bottom_right = false;    ///< causal_align "bottom_right"
   std::optional<double> scale;  ///< none: 1 / sqrt(D)
@@ -119,9 +123,9 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
 std::string wgmma_unfit(const AttentionKernel& k, const attention::config::Params& p);
 
 /// Appends to `L` the TMA maps of q, k and v (parameters 1 to 3 of attention_sm90; tiles of
-/// 128 query rows and of `bn` keys), errors naming `stem`.
+/// 128 query rows and of `bn` keys) of its pointers `first` to `first` + 2, errors naming `stem`.
 void set_wgmma_maps(KernelLaunch& L, const AttentionKernel& k, const attention::config::Params& p,
-                    int bn, const std::string& stem);
+                    int bn, std::uint32_t first, const std::string& stem);
 
 namespace autotune {
 /// What `kiln tune` searches for an attention kernel (nothing for the rows path): its path's

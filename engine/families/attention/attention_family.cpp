@@ -25,6 +25,26 @@ AttentionPlanned analyze_attention(const FusedGroup& grp, const Graph& planned) 
   return p;
 }
 
+// The group's outputs (fusion_join.cpp orders them): the attention result, then the lse
+// (attention_lse), either of them alone. Without the result, the kernel writes none: `out`
+// keeps q's shape, row-major, for the strides the launch's parameters take.
+void set_outputs(AttentionKernel& k, const FusedGroup& grp, const GroupWork& w) {
+  k.store_out = false;
+  for (int id : grp.outputs) {
+    const TensorView& v = w.values.at(std::size_t(id));
+    if (w.shapes.node(id).op == "attention_lse") {
+      k.lse = v;
+    } else {
+      k.out = v;
+      k.store_out = true;
+    }
+  }
+  if (k.store_out) return;
+  k.out = TensorView{};
+  k.out.shape = k.q.shape;
+  k.out.dtype = k.q.dtype;
+}
+
 class AttentionFamily final : public Family {
  public:
   std::string_view name() const override { return "attention"; }
@@ -41,8 +61,8 @@ class AttentionFamily final : public Family {
     const Attrs& attrs = w.shapes.node(grp.anchor_node).attrs;
     const std::vector<TensorView> in = w.views(grp.inputs);
     AttentionKernel k;
-    k.out = w.values.at(std::size_t(grp.outputs.at(0)));
     k.q = in.at(0), k.k = in.at(1), k.v = in.at(2);
+    set_outputs(k, grp, w);
     // After v: a mask (float or bool), then kv_lens (an integer tensor, which no mask is).
     for (std::size_t i = 3; i < in.size(); ++i) (is_integer(in[i].dtype) ? k.lens : k.mask) = in[i];
     k.causal = attrs.flag("causal");

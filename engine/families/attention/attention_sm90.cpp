@@ -75,13 +75,13 @@ std::string wgmma_unfit(const AttentionKernel& k, const cfg::Params& p) {
 }
 
 void set_wgmma_maps(KernelLaunch& L, const AttentionKernel& k, const cfg::Params& p, int bn,
-                    const std::string& stem) {
+                    std::uint32_t first, const std::string& stem) {
   const char* names[] = {"q", "k", "v"};
   for (int t : {cfg::kQ, cfg::kK, cfg::kV}) {
     const int rows = t == cfg::kQ ? cfg::kWgmmaRows : bn;
     L.layout.params.emplace_back(runtime::kTensorMapBytes);
     L.layout.maps.push_back(
-        {{std::uint32_t(t), std::uint32_t(t),
+        {{std::uint32_t(t), first + std::uint32_t(t - cfg::kQ),
           describe(k, p, t, rows, fmt::format("{}: {}'s map", stem, names[t - 1]))},
          fmt::format("the tensor map of {}", names[t - 1])});
   }

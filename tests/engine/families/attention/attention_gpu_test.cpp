@@ -9,6 +9,7 @@
 #include <cmath>
 #include <kiln/ops.hpp>
 #include <limits>
+#include <map>
 
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
@@ -93,6 +94,47 @@ std::string name_of(const Case& c) {
                      c.lens ? " lens" : "", c.packed ? " packed" : "", "");
 }
 
+// The call of run_case as a plan that also writes the rows' lse (attention_lse joins the
+// attention kernel): one kernel, the result byte for byte the eager call's (`eager`), the lse
+// against fp64 (-inf where a row sees no key).
+void check_with_lse(kiln::Engine& e, const Case& c, const std::vector<kiln::Operand>& args,
+                    const kiln::Attrs& attrs, const kiln::test::AttentionRef& ref,
+                    const std::vector<unsigned char>& eager) {
+  kiln::Graph g;
+  std::vector<kiln::GraphArg> in;
+  std::map<std::string, kiln::TensorView> inputs;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& v = std::get<kiln::TensorView>(args[i]);
+    in.push_back(g.input(fmt::format("x{}", i), v.shape, v.dtype));
+    inputs[fmt::format("x{}", i)] = v;
+  }
+  g.output(g.add("attention", in, attrs), "out");
+  g.output(g.add("attention_lse", in, attrs), "lse");
+  const kiln::Plan plan(g);
+  CHECK(plan.kernels().size() == 1);
+  const Shape qs = {c.b, c.hq, c.sq, c.d}, ls = {c.b, c.hq, c.sq};
+  std::vector<unsigned char> poison(eager.size(), 0xff);
+  kiln::Tensor out = e.from_host(qs, c.t, poison.data());
+  std::vector<unsigned char> lse_poison(std::size_t(kiln::numel_of(ls)) * 4, 0xff);
+  kiln::Tensor lse = e.from_host(ls, DType::f32, lse_poison.data());
+  plan.run(e, inputs, {{"out", out.view()}, {"lse", lse.view()}});
+  CHECK(kiln::test::bytes_of(out) == eager);
+  const std::vector<unsigned char> got = kiln::test::bytes_of(lse);
+  int bad = 0;
+  const std::int64_t rows = kiln::numel_of(ls), step = rows > 4000 ? 7 : 1;  // as run_case's
+  for (std::int64_t r = 0; r < rows; r += step) {
+    double bound = 0;
+    const double want =
+        kiln::test::attention_lse_row(ref, r / c.sq / c.hq, r / c.sq % c.hq, r % c.sq, &bound);
+    const double have = kiln::load_element(DType::f32, got.data() + 4 * r);
+    // f32 scores (their error scales with `bound`) and an approximate exp2 on some paths.
+    const double tol = 2e-5 * (1 + bound + std::fabs(want));
+    const bool ok = std::isinf(want) ? have == want : std::fabs(have - want) <= tol;
+    if (!ok && bad++ < 5) FAIL_CHECK(fmt::format("lse row {}: got {} want {}", r, have, want));
+  }
+  CHECK(bad == 0);
+}
+
 void run_case(kiln::Engine& e, const Case& c, std::mt19937_64& rng) {
   CAPTURE(name_of(c));
   const Shape qs = {c.b, c.hq, c.sq, c.d}, ks = {c.b, c.hkv, c.skv, c.d};
@@ -174,6 +216,7 @@ void run_case(kiln::Engine& e, const Case& c, std::mt19937_64& rng) {
   }
   MESSAGE(fmt::format("{}: largest error {:.3g}", name_of(c), worst));
   CHECK(bad == 0);
+  check_with_lse(e, c, args, attrs, ref, got);
 }
 
 }  // namespace
