@@ -1,5 +1,5 @@
 // Every graph the fuzzer ever shrank (tests/regressions/*.json) runs in the normal suite; the
-// graphs that scripts/device-test.sh runs under compute-sanitizer (tests/sanitize/*.json) are
+// graphs that scripts/device-test.sh runs under compute-sanitizer (tests/sanitize*/*.json) are
 // checked to still reach the kernels they are there for.
 #include <algorithm>
 #include <filesystem>
@@ -87,4 +87,29 @@ TEST_CASE("GEMM sanitize graphs: each is one wgmma kernel on sm_90a, the f32 spl
       CHECK(kernels[0].name.find("__wg128x64s4_kk") != std::string::npos);
     for (const auto& k : plan.compile(e)) CHECK(k.spill_bytes == 0);
   }
+}
+
+TEST_CASE("attention sanitize graphs: each is one kernel on the path its name says, on sm_90a") {
+  // device-test.sh sanity runs these under racecheck, memcheck and synccheck: the wgmma path's
+  // barriers and persistent items, the decode path's warp, cluster and chunk merges, the mma
+  // path's masks; those with an lse output check its stores too (one kernel writes both).
+  const auto files = graph_files("sanitize_attention");
+  REQUIRE(files.size() >= 6);
+  int with_lse = 0;
+  for (const auto& path : files) {
+    CAPTURE(path);
+    const kiln::Graph g = kiln::Graph::load(path);
+    const auto kernels = kiln::Plan(g).kernels("sm_90a");
+    REQUIRE(kernels.size() == 1);
+    const std::string file = std::filesystem::path(path).filename().string();
+    const char* path_of = file.find("_wgmma_") != std::string::npos    ? "__wg128x"
+                          : file.find("_decode_") != std::string::npos ? "__dec"
+                                                                       : "__fa";
+    CHECK(kernels[0].name.find(path_of) != std::string::npos);
+    if (file.find("_chunks_") != std::string::npos)
+      CHECK(std::regex_search(kernels[0].name, std::regex("k[0-9]c[0-9]")));
+    CHECK(kernels[0].ops.size() == g.outputs().size());
+    with_lse += g.outputs().size() == 2;
+  }
+  CHECK(with_lse >= 3);
 }
