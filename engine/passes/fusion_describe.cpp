@@ -6,6 +6,7 @@
 #include <set>
 
 #include "engine/passes/fusion.hpp"
+#include "engine/passes/fusion_roles.hpp"
 
 namespace kiln {
 namespace {
@@ -53,8 +54,11 @@ std::string describe_group(const Graph& g, const FusedGroup& grp) {
   std::set<int> computed(grp.steps.begin(), grp.steps.end());
   computed.insert(grp.epilogue_steps.begin(), grp.epilogue_steps.end());
   if (grp.anchor) computed.insert(grp.anchor_node);
-  for (int o : grp.outputs)  // a product's kernel writing a slice of its columns
-    if (grp.anchor && o != grp.anchor_node && is_window(g, o)) computed.insert(o);
+  // A product's kernel writing a slice of its columns; a result joining the anchor's kernel.
+  for (int o : grp.outputs)
+    if (grp.anchor && o != grp.anchor_node &&
+        (is_window(g, o) || !fusion::roles(g, o).joins.empty()))
+      computed.insert(o);
   std::map<int, std::string> memo;
   std::vector<std::string> outs;
   for (int o : grp.outputs) outs.push_back(render(g, o, computed, memo));

@@ -36,13 +36,19 @@ bool same_call(const Graph& g, int a, int b) {
   return attr_values(g, a) == attr_values(g, b);
 }
 
-// The group anchored on a node of op `op` that makes the same call as node `id`; -1 if none.
+// The group anchored on a node of op `op` that makes the same call as node `id` and has no
+// result of id's op joined yet (a second attention_lse of one call runs alone: the kernel has
+// one lse to write); -1 if none.
 int host_of(const Graph& g, const std::vector<FusedGroup>& groups, int id, std::string_view op) {
+  const std::string& mine = g.node(id).op;
   for (std::size_t k = 0; k < groups.size(); ++k) {
     const FusedGroup& h = groups[k];
-    if (h.anchor && h.anchor_node != id && g.node(h.anchor_node).op == op &&
-        h.epilogue_steps.empty() && same_call(g, h.anchor_node, id))
-      return int(k);
+    if (!h.anchor || h.anchor_node == id || g.node(h.anchor_node).op != op ||
+        !h.epilogue_steps.empty() || !same_call(g, h.anchor_node, id))
+      continue;
+    const bool taken = std::any_of(h.outputs.begin(), h.outputs.end(),
+                                   [&](int o) { return g.node(o).op == mine; });
+    if (!taken) return int(k);
   }
   return -1;
 }

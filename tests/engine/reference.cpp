@@ -294,8 +294,10 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
     }
     if (grp.anchor) step(grp.anchor_node);
     for (int id : grp.epilogue_steps) step(id);
-    for (int id : grp.outputs)  // a slice of a product's columns its kernel writes
-      if (!local.count(id) && g.node(id).op == "slice") step(id);
+    // Outputs beside the anchor: a slice of a product's columns its kernel writes, a result
+    // joining it (attention_lse).
+    for (int id : grp.outputs)
+      if (!local.count(id)) step(id);
     for (int id : grp.outputs) {
       stored[std::size_t(id)] = arg(id);
       round_to(g.node(id).dtype, stored[std::size_t(id)]);

@@ -45,7 +45,7 @@ std::vector<double> row_scores(const AttentionRef& a, std::int64_t b, std::int64
       const double m = (*a.mask)[std::size_t(
           broadcast_offset(((b * hq + h) * sq + i) * skv + j, full, a.mask_shape))];
       if (a.mask_bool && m == 0) continue;
-      if (!a.mask_bool) s += m, size += std::fabs(m);
+      if (!a.mask_bool) s += m, size += std::isfinite(m) ? std::fabs(m) : 0.0;
     }
     x[std::size_t(j)] = s;
     top = std::max(top, s);

@@ -115,6 +115,10 @@ std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const Ho
       }
       return false;
     };
+    for (const PlanRun& r : runs)  // a model the plan's kernels left empty would check nothing
+      if (r.model[std::size_t(o)].size() != r.got.at(o).size())
+        failures.push_back(fmt::format("{}: the model has {} values, the GPU wrote {}", n.name,
+                                       r.model[std::size_t(o)].size(), r.got.at(o).size()));
     for (std::size_t i = 0; i < runs[0].model[std::size_t(o)].size(); ++i) {
       const PlanRun& f = runs[0];
       const double fused = f.got.at(o)[i];

@@ -168,3 +168,30 @@ TEST_CASE("the fp64 lse reference on a call worked out by hand") {
   a.lens = &lens;
   CHECK(kiln::test::attention_lse_row(a, 0, 0, 0) == -std::numeric_limits<double>::infinity());
 }
+
+TEST_CASE("a second attention_lse of one call is a kernel of its own") {
+  Graph g = pair_graph(DType::bf16, 300, 64, {}, {});
+  const kiln::Value q(&g, g.find("q")), k(&g, g.find("k")), v(&g, g.find("v"));
+  g.output(kiln::apply("attention_lse", {q, k, v}), "lse2");
+  const auto kernels = kiln::Plan(g).kernels("sm_90a");
+  REQUIRE(kernels.size() == 2);
+  CHECK(kernels[0].ops == std::vector<std::string>{"out", "lse"});
+  CHECK(kernels[1].ops == std::vector<std::string>{"lse2"});
+}
+
+TEST_CASE("the plan's fp64 model has the joined lse (what the GPU fuzz checks it against)") {
+  const Attrs causal = Attrs().set("causal", true);
+  const Graph g = pair_graph(DType::bf16, 5, 8, causal, causal);
+  std::mt19937_64 rng = kiln::test::make_rng(42);
+  const kiln::test::HostInputs host = kiln::test::random_inputs(g, rng);
+  const std::vector<std::vector<double>> whole = kiln::test::evaluate(g, host);
+  const std::size_t lse = std::size_t(g.find("lse"));
+  REQUIRE(whole[lse].size() == 2 * 4 * 5);
+  for (bool fused : {true, false}) {
+    CAPTURE(fused);
+    const std::vector<double> model = kiln::test::model_plan(g, host, fused).model[lse];
+    REQUIRE(model.size() == whole[lse].size());
+    for (std::size_t i = 0; i < model.size(); ++i)  // the model rounds what a kernel stores: f32
+      CHECK(model[i] == doctest::Approx(whole[lse][i]).epsilon(1e-7));
+  }
+}
