@@ -133,10 +133,10 @@ __device__ __forceinline__ float row_lse(float m, float sum) {
 }
 
 /// Stores the lse of query row `i` of the pair whose lse starts at `off` (Pair::off; rows past
-/// the call are not written), where the call asks for it.
+/// the call are not written). Callers check that the call asks for it (Params::ptr).
 __device__ __forceinline__ void store_lse(const Params& p, long long off, int i, float m,
                                           float sum) {
-  if (p.ptr[config::kLsePointer] == 0 || i >= p.sq) return;
+  if (i >= p.sq) return;
   reinterpret_cast<float*>(p.ptr[config::kLsePointer])[off + i * p.s[config::kLse].row] =
       row_lse(m, sum);
 }
@@ -146,7 +146,6 @@ __device__ __forceinline__ void store_lse(const Params& p, long long off, int i,
 /// calls it (the sums are reduced across the quad), lane t == 0 stores.
 __device__ __forceinline__ void store_lse_rows(const Params& p, long long off, int i0,
                                                const float (&m)[2], const float (&l)[2], int t) {
-  if (p.ptr[config::kLsePointer] == 0) return;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float sum = l[h];

@@ -129,14 +129,19 @@ __device__ __forceinline__ float merge_parts(const P& parts, int n, int row, int
   return acc;
 }
 
+/// Where packed row `x` (query row x / group of the group's head x % group) starts in tensor
+/// `t` of the pair `r`.
+__device__ __forceinline__ long long packed_row(const Params& p, const Pair& r, int t, int x) {
+  return r.off[t] + x % p.group * p.s[t].head + (long long)(x / p.group) * p.s[t].row;
+}
+
 /// Element `c` of packed row `x`'s output: `acc` divided by `sum` (0 for a row that saw no key).
 template <class T>
 __device__ __forceinline__ void store_merged(const Params& p, const Pair& r, int x, int c,
                                              float acc, float sum) {
   if (p.ptr[config::kOut] == 0) return;  // a call that asks for the lse alone
-  const config::Strides& so = p.s[config::kOut];
-  T* out = reinterpret_cast<T*>(p.ptr[config::kOut]) + r.off[config::kOut] +
-           x % p.group * so.head + (long long)(x / p.group) * so.row + (long long)c * so.col;
+  T* out = reinterpret_cast<T*>(p.ptr[config::kOut]) + packed_row(p, r, config::kOut, x) +
+           (long long)c * p.s[config::kOut].col;
   *out = from_float<T>(sum > 0.0f ? acc / sum : 0.0f);
 }
 
@@ -144,10 +149,7 @@ __device__ __forceinline__ void store_merged(const Params& p, const Pair& r, int
 __device__ __forceinline__ void store_packed_lse(const Params& p, const Pair& r, int x, float m,
                                                  float sum) {
   if (p.ptr[config::kLsePointer] == 0) return;
-  const config::Strides& sl = p.s[config::kLse];
-  reinterpret_cast<float*>(p.ptr[config::kLsePointer])[r.off[config::kLse] +
-                                                       x % p.group * sl.head +
-                                                       (long long)(x / p.group) * sl.row] =
+  reinterpret_cast<float*>(p.ptr[config::kLsePointer])[packed_row(p, r, config::kLse, x)] =
       row_lse(m, sum);
 }
 

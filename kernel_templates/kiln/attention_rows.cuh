@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(config::kRowWarps * 32) attention_rows(const P
       acc[c] = fmaf(pr, vv, acc[c] * alpha);
     }
   }
-  if (lane == 0) store_lse(p, r.off[config::kLse], i, mx, l);
+  if (lane == 0 && p.ptr[config::kLsePointer] != 0) store_lse(p, r.off[config::kLse], i, mx, l);
   if (p.ptr[config::kOut] == 0) return;
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
   const config::Strides& so = p.s[config::kOut];

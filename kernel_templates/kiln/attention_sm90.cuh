@@ -265,8 +265,8 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, Next next,
                                p.s[config::kOut], p.sq, x.i0, x.o, x.l, lane & 3);
     if (p.ptr[config::kLsePointer] != 0) {  // the maxima are raw scores: to log2 units
       const float m[2] = {x.mx[0] * p.scale_log2, x.mx[1] * p.scale_log2};
-      const long long at = lse_offset(p, w.b1 * int(p.batch[2]) + w.b2, w.h);
-      store_lse_rows(p, at, x.i0, m, x.l, lane & 3);
+      const long long bi[config::kBatchDims] = {0, w.b1, w.b2};  // the path's batch dims
+      store_lse_rows(p, tensor_offset(p, config::kLse, bi, w.h), x.i0, m, x.l, lane & 3);
     }
   }
   if (c == 0) wait_turn(c);

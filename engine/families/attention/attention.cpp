@@ -257,7 +257,7 @@ int section_pairs(const cfg::Params& p, int d, int elem) {
 // item's loads then running under the last one's store, or take one each in the hardware's
 // order (longest first). Causal items differ in length: over more than 8 row blocks a pair the
 // hardware balances them better (H100, B4 H16 S4096 D128: 563 us one a block, 663 persistent;
-// at S1024 persistent wins, 225 against 280: bench/NOTES.md, session 41).
+// at S1024 persistent wins, 225 against 280: bench/NOTES.md, "Persistence").
 bool persistent_items(const cfg::Params& p, bool causal) { return !causal || p.m_blocks <= 8; }
 
 // Blocks of the launch of `tp` (the decode path's clusters together).
