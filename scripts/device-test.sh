@@ -14,7 +14,8 @@
 #   beside torch (not part of all); gemm: `kiln bench` of bench/gemm/*.json, then their peers
 #   (bench/gemm/peers.py: cuBLAS, torch.compile) in the same call (not part of all); attention:
 #   the "gpu: attention" tests, `kiln bench` of bench/attention/*.json, then torch SDPA on them
-#   (bench/attention/peers.py: flash and cuDNN backends, CUDA graphs), and the decode bench
+#   (bench/attention/peers.py: flash and cuDNN backends, CUDA graphs; ATTENTION_TESTS=0 skips the
+#   tests), the calls of bench/attention/lse (with the log-sum-exp too), and the decode bench
 #   (bench/attention_decode.py, beside torch SDPA) (not part of all);
 #   APP one of diffusion|gfn|rusty_ops|gaussian_field|spectral_autoencoder: the seed app beside PyTorch (bench/APP.py;
 #   not part of all); dyngemm: bench/dynamic_gemm.py on a bundle of bench/dynamic_mlp.json made
@@ -203,9 +204,12 @@ fi
 
 if [[ "$modes" == *" attention "* ]]; then
 step "attention: its GPU tests, its bench graphs beside torch SDPA (flash and cuDNN; logs attention-*.log)"
+if [ "${ATTENTION_TESTS:-1}" != 0 ]; then  # 0: the bench alone (the suite ran them already)
 timeout 300 $bin/kiln_tests -tc="gpu: attention*" -s >"$OUT/attention-tests.log" 2>&1 || status=1
 grep -E "largest error|ERROR|test cases" "$OUT/attention-tests.log" | tail -n 25
-for g in bench/attention/*.json; do
+fi
+# bench/attention/lse: the same calls with the log-sum-exp as a second output (no peer).
+for g in bench/attention/*.json bench/attention/lse/*.json; do
   timeout 120 $bin/kiln bench "$g" >"$OUT/attention-$(basename "$g" .json).log" 2>&1 || status=1
   echo "$g"; tail -n 4 "$OUT/attention-$(basename "$g" .json).log"
 done

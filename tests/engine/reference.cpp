@@ -155,6 +155,18 @@ void round_to(DType t, std::vector<double>& v) {
   for (double& x : v) store_element(t, x, bytes), x = load_element(t, bytes);
 }
 
+// How far (relative to its magnitude and its operands') a node's value in a kernel may sit from
+// the fp64 one: f32 evaluation errors, but attention over f16/bf16 rounds its probabilities to
+// that dtype before P.V (by 2^-11 or 2^-8 at most each); over a row those errors partly cancel,
+// so a quarter of that. Too small a nudge hides a rounding of the stored result that may go
+// either way.
+double jitter_of(const Graph& g, int id) {
+  const auto& n = g.node(id);
+  if (n.op != "attention") return 0x1p-20;
+  const DType p = g.node(std::get<int>(n.args[0])).dtype;
+  return p == DType::f16 ? 0x1p-13 : p == DType::bf16 ? 0x1p-10 : 0x1p-20;
+}
+
 }  // namespace
 
 bool register_node_reference(const char* op, NodeReference ref) {
@@ -276,7 +288,7 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
       } else {
         v = compute(g, id, arg, &mag);
       }
-      perturb(id, v, mag);
+      perturb(id, v, mag, jitter_of(g, id));
       if (jitter != 0) knife_edge_equality(g, id, arg, v);
       if (g.node(id).op == "cast")
         round_to(g.node(id).dtype, v);  // a cast rounds even inside a kernel
