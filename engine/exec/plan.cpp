@@ -1,6 +1,7 @@
 // Plans: a fused graph bound to tensors and launched on an engine.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <kiln/graph.hpp>
@@ -79,16 +80,22 @@ std::vector<KernelLaunch> specialize_groups(const detail::PlanImpl& p, const Gra
                                             const std::map<std::string, TensorView>& views,
                                             const cache::TuningDb* records, const Target& target) {
   std::vector<TensorView> values;
+  std::set<int> given;  // outputs in the caller's memory, as a run given them writes them
   for (const auto& n : graph.nodes()) {
     values.push_back(detail::PlanImpl::desc(n));
-    if (auto it = views.find(n.name); it != views.end() && n.op == "input") {
-      if (it->second.shape != n.shape || it->second.dtype != n.dtype)
-        throw ShapeError(fmt::format("input '{}': view {} does not match the graph's {}{}", n.name,
-                                     it->second.describe(), name_of(n.dtype), to_string(n.shape)));
-      values.back() = it->second;
-    }
+    auto it = views.find(n.name);
+    if (it == views.end()) continue;
+    const bool output =
+        std::count(graph.outputs().begin(), graph.outputs().end(), int(values.size() - 1)) != 0;
+    if (n.op != "input" && !output) continue;
+    if (it->second.shape != n.shape || it->second.dtype != n.dtype)
+      throw ShapeError(fmt::format("{} '{}': view {} does not match the graph's {}{}",
+                                   output ? "output" : "input", n.name, it->second.describe(),
+                                   name_of(n.dtype), to_string(n.shape)));
+    values.back() = it->second;
+    if (output) given.insert(int(values.size() - 1));
   }
-  view_values(graph, p.groups, values);
+  view_values(graph, p.groups, values, given);
   std::vector<KernelLaunch> out;
   for (const FusedGroup& grp : p.groups)
     out.push_back(records ? p.specialize_tuned(grp, values, graph, target, *records)

@@ -17,7 +17,9 @@ class TuningDb;
 
 /// The kernel specs of a graph's plan for its static shapes (what `kiln precompile G.json`
 /// compiles): inputs are contiguous and aligned unless `inputs` gives views (strides, a data
-/// address for the alignment) for some of them; kernels as `records` tuned them, if given;
+/// address for the alignment) for some of them; outputs in the memory order the plan makes
+/// them in (Plan::outputs) unless `inputs` gives views of some of them too, as a run given
+/// those outputs writes them; kernels as `records` tuned them, if given;
 /// for `arch` (a long row splits between blocks on sm_90 and later). Dynamic dims: the kernels
 /// that serve every extent of 2 or more (a batch: the launch's, not the kernel's), those of an
 /// extent of 1, and a kernel its family chooses by a bucket of extents (rows of a dynamic

@@ -151,11 +151,15 @@ PlanModel model_plan(const Graph& g, const HostInputs& inputs, bool fused);
 /// (anything goes where a perturbation changes that). Returns the mismatches (a few per output and
 /// kind).
 /// With `plan`, the fused run is that plan's (one of a graph with dynamic dims, `g` its
-/// binding), not one of `g`.
+/// binding), not one of `g`. Outputs are given to the run row-major, or with `plan_order` in
+/// the memory order each plan makes them in (Plan::outputs: channels_last after a
+/// channels_last x), which can be another kernel.
 std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng,
-                                      bool unfused = false, const Plan* plan = nullptr);
+                                      bool unfused = false, const Plan* plan = nullptr,
+                                      bool plan_order = false);
 /// The same on the inputs given (NaN and infinities included).
 std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const HostInputs& inputs,
-                                             bool unfused = false, const Plan* plan = nullptr);
+                                             bool unfused = false, const Plan* plan = nullptr,
+                                             bool plan_order = false);
 
 }  // namespace kiln::test

@@ -42,6 +42,17 @@ std::string verdict(const Graph::Node& n, double have, double want, double slack
                                          : fmt::format("want {} (tolerance {:.3g})", want, limit);
 }
 
+// Where the element of row-major index `i` of `v` is, in elements from its start.
+std::size_t element_offset(const TensorView& v, std::size_t i) {
+  if (v.strides.empty()) return i;
+  std::int64_t at = 0, rest = std::int64_t(i);
+  for (std::size_t d = v.shape.size(); d-- > 0;) {
+    at += rest % v.shape[d] * v.strides[d];
+    rest /= v.shape[d];
+  }
+  return std::size_t(at);
+}
+
 }  // namespace
 
 HostInputs random_inputs(const Graph& g, std::mt19937_64& rng) {
@@ -53,8 +64,8 @@ HostInputs random_inputs(const Graph& g, std::mt19937_64& rng) {
 }
 
 std::vector<std::string> check_on_gpu(Engine& e, const Graph& g, std::mt19937_64& rng, bool unfused,
-                                      const Plan* plan) {
-  return check_inputs_on_gpu(e, g, random_inputs(g, rng), unfused, plan);
+                                      const Plan* plan, bool plan_order) {
+  return check_inputs_on_gpu(e, g, random_inputs(g, rng), unfused, plan, plan_order);
 }
 
 DeviceInputs upload(Engine& e, const Graph& g, const HostInputs& host) {
@@ -68,13 +79,16 @@ DeviceInputs upload(Engine& e, const Graph& g, const HostInputs& host) {
 }
 
 std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const HostInputs& host,
-                                             bool unfused, const Plan* plan) {
+                                             bool unfused, const Plan* plan, bool plan_order) {
   const DeviceInputs dev = upload(e, g, host);
   const std::map<std::string, TensorView>& views = dev.views;
   std::vector<PlanRun> runs;
   for (bool fuse : {true, false}) {
     if (!fuse && !unfused) break;
     PlanRun run{model_plan(g, host, fuse), {}};
+    const Plan own(g, fuse);
+    const Plan& p = plan && fuse ? *plan : own;
+    const auto order = plan_order ? p.outputs(views) : std::map<std::string, TensorView>{};
     std::map<std::string, Tensor> outs;
     std::map<std::string, TensorView> out_views;
     for (int o : g.outputs()) {
@@ -82,18 +96,17 @@ std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const Ho
       outs[n.name] = e.empty(n.shape, n.dtype);
       outs[n.name].fill_bytes(0xff);  // NaN in every float dtype: a skipped element shows
       out_views[n.name] = outs[n.name].view();
+      if (plan_order) out_views[n.name].strides = order.at(n.name).strides;  // dense, permuted
     }
-    if (plan && fuse)
-      plan->run(e, views, out_views);
-    else
-      Plan(g, fuse).run(e, views, out_views);
+    p.run(e, views, out_views);
     for (int o : g.outputs()) {
       const auto& n = g.node(o);
       std::vector<unsigned char> bytes(outs[n.name].bytes());
       outs[n.name].copy_to_host(bytes.data());
       auto& got = run.got[o];
       for (std::size_t i = 0; i < bytes.size() / size_of(n.dtype); ++i)
-        got.push_back(load_element(n.dtype, bytes.data() + i * size_of(n.dtype)));
+        got.push_back(load_element(
+            n.dtype, bytes.data() + element_offset(out_views[n.name], i) * size_of(n.dtype)));
     }
     runs.push_back(std::move(run));
   }
