@@ -137,6 +137,7 @@ std::vector<OpDef> attention_ops() {
   // A kernel of its own reading every operand from memory, strided views in place.
   d.fusion = {FusionKind::anchor, "attention"};
   d.fusion.laid_out = true;
+  d.fusion.folds_scale = true;  // q * c reads q, its scale times c
   d.infer = infer_attention;
   d.domain = {-1, 1};
   d.attrs = {
@@ -169,6 +170,7 @@ std::vector<OpDef> attention_ops() {
   // result; alone, by an attention kernel that writes no result.
   lse.fusion = {FusionKind::anchor, "attention"};
   lse.fusion.joins = "attention";
+  lse.fusion.folds_scale = true;
   lse.infer = infer_lse;
   lse.doc =
       "the log-sum-exp of each query row's scores in attention(q, k, v, mask?, kv_lens?) with "

@@ -72,6 +72,11 @@ struct FusionRoles {
   /// attention kernel that computes the rows it sums. Without such a node, its own kernel (its
   /// family's) computes it alone.
   std::string_view joins = {};
+  /// Its result scales its operands 0 and 1 by its `scale` attribute only through their
+  /// product (attention's q and k): a factor on either (a mul or div by a number that nothing
+  /// else reads) folds into that scale, its node a step of the kernel, which reads the factor's
+  /// operand instead (engine/passes/fusion_scale.cpp).
+  bool folds_scale = false;
 };
 
 /// One axis of a remap view (ViewRule::remap): the result's coordinate c along `axis` reads

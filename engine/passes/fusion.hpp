@@ -151,6 +151,16 @@ void hand_on_prologues(const Graph& graph, std::vector<FusedGroup>& groups);
 /// first); the joined group runs where the earlier of the two did.
 void join_results(const Graph& graph, std::vector<FusedGroup>& groups);
 
+/// Part of fuse: in each group anchored on an op that folds a scale (ops::FusionRoles::
+/// folds_scale: attention), operand 0 or 1 written by an elementwise kernel of its own as a
+/// positive factor of a value (mul or div by a number) that nothing else reads is read as that
+/// value instead: the factor's node becomes a step of the group (folded_scale) and its kernel
+/// leaves `groups`.
+void fold_scales(const Graph& graph, const std::set<int>& needed, std::vector<FusedGroup>& groups);
+/// The product of the factors fold_scales made steps of `grp` (1 if none): what its anchor's
+/// scale is multiplied by.
+double folded_scale(const Graph& graph, const FusedGroup& grp);
+
 /// A concat node `id`'s kernels (ops::FusionRoles::parts): one per operand, writing it into its
 /// window of the result, computed from memory (inputs, anchors, views, anything in `stop`) by
 /// the elementwise nodes it needs (fusion_parts.cpp).

@@ -180,7 +180,7 @@ cfg::Params call_params(const AttentionKernel& k, const std::string& stem, bool&
   p.group = int(hkv > 0 && hq > 0 ? hq / hkv : 1);  // no heads: no blocks, no division by 0
   p.sq = int(sq);
   p.skv = int(skv);
-  const double scale = k.scale ? *k.scale : 1.0 / std::sqrt(double(d));
+  const double scale = (k.scale ? *k.scale : 1.0 / std::sqrt(double(d))) * k.scale_factor;
   p.scale_log2 = float(scale * 1.4426950408889634);
   mma = k.q.dtype != DType::f32 && d % 8 == 0 && d <= 256;
   for (std::size_t i = 1; i < 4 && mma; ++i)

@@ -28,6 +28,7 @@ struct AttentionKernel {
   bool causal = false;
   bool bottom_right = false;    ///< causal_align "bottom_right"
   std::optional<double> scale;  ///< none: 1 / sqrt(D)
+  double scale_factor = 1;      ///< the scale times this: factors folded from q and k
   int max_shared = 0;           ///< the target's opt-in shared memory per block (0: 99 KiB)
   int sms = 0;            ///< the target's multiprocessors (0: 108), which the decode path fills
   bool clusters = false;  ///< the target runs thread-block clusters (sm_90 and later)

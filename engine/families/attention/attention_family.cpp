@@ -69,6 +69,7 @@ class AttentionFamily final : public Family {
     const AttrValue* align = attrs.find("causal_align");
     k.bottom_right = align && std::get<std::string>(*align) == "bottom_right";
     k.scale = attrs.number("scale");
+    k.scale_factor = folded_scale(w.shapes, grp);
     k.max_shared = w.target.max_shared;
     k.sms = w.target.sms;
     k.clusters = has_clusters(w.target.arch);
