@@ -28,7 +28,10 @@ Value attention_draw(Graph& g, DType dtype, std::mt19937_64& rng, int id) {
     return apply("permute", {g.input(fmt::format("a{}{}", name, id), {b, rows, heads, d}, dtype)},
                  Attrs().set("dims", kToHeads));
   };
-  std::vector<GraphArg> args = {apply("tanh", {operand("q", hq, sq)}), operand("k", hkv, skv),
+  Value key = operand("k", hkv, skv);
+  // A positive factor on k folds into the kernel's scale (engine/passes/fusion_scale.cpp).
+  if (chance(25)) key = chance(50) ? key * 0.75 : key / 1.5;
+  std::vector<GraphArg> args = {apply("tanh", {operand("q", hq, sq)}), key,
                                 operand("v", hkv, skv)};
   Attrs at;
   if (chance(50)) {
