@@ -29,6 +29,43 @@ bool scaled(const Graph& g, int id, int& x, double& f) {
   return false;
 }
 
+// Whether an attention kernel reads x as it would read the dense result of the factor's kernel
+// (its memory order passed on from x): x is an input or a kernel's result, or views of one that
+// keep the last axis innermost and broadcast nothing (a permute or transpose leaving the last
+// axis where it is, of at most three batch dims, the kernels' most; a reshape; a slice is
+// copied). Another view (an expand, the head dim moved) would take a slower path or none.
+bool reads_like_dense(const Graph& g, int x) {
+  for (int id = x; is_view(g, id); id = std::get<int>(g.node(id).args.at(0))) {
+    const Graph::Node& n = g.node(id);
+    const auto rank = std::int64_t(n.shape.size());
+    if ((n.op == "permute" || n.op == "transpose") && rank > 6) return false;
+    const auto last = [rank](std::int64_t d) { return d == rank - 1 || d == -1; };
+    if (n.op == "slice") return true;
+    if (n.op == "permute") {
+      const auto dims = n.attrs.extents("dims");
+      if (!dims || dims->empty() || !last(dims->back())) return false;
+    } else if (n.op == "transpose") {
+      if (last(n.attrs.integer("dim0").value_or(0)) || last(n.attrs.integer("dim1").value_or(1)))
+        return false;
+    } else if (n.op != "reshape") {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Whether an in-place write (slice_update) takes node `id`'s memory: folding a read of it moves
+// the read past the write, or leaves the write without the memory it was to write.
+bool written_in_place(const Graph& g, int id) {
+  for (;; id = std::get<int>(g.node(id).args.at(0))) {  // id, then the memory it views
+    for (std::size_t n = 0; n < g.nodes().size(); ++n)
+      if (roles(g, int(n)).in_place && !g.nodes()[n].args.empty() &&
+          g.nodes()[n].args[0] == std::variant<int, double>(id))
+        return true;
+    if (!is_view(g, id)) return false;
+  }
+}
+
 // The group that computes node `id` alone as an elementwise kernel of its own; -1 if none.
 int own_group(const std::vector<FusedGroup>& groups, int id) {
   for (std::size_t k = 0; k < groups.size(); ++k) {
@@ -61,8 +98,9 @@ void fold_scales(const Graph& g, const std::set<int>& needed, std::vector<FusedG
       int x = -1;
       double f = 0;
       // A gather or remap view stays read by the elementwise kernel (attention's read no views
-      // at indices).
-      if (id < 0 || !scaled(g, id, x, f) || is_gather(g, x) ||
+      // at indices), as does a view the attention kernels read slower than dense memory.
+      if (id < 0 || !scaled(g, id, x, f) || is_gather(g, x) || !reads_like_dense(g, x) ||
+          written_in_place(g, id) || written_in_place(g, x) ||
           read_outside(g, needed, groups, grp, id) ||
           std::count(grp.inputs.begin(), grp.inputs.end(), id) != 1)  // q and k one node
         continue;

@@ -117,6 +117,44 @@ TEST_CASE("a factor stays an elementwise kernel where folding it would change wh
     c.g.output(kiln::apply("attention", {kiln::tanh(c.q) * 0.5, c.k, c.v}), "out");
     CHECK(kernels(c.g) == 2);
   }
+  {  // k broadcast over heads (an expand) or k with D moved: attention would read x slower
+    Call c = inputs();
+    const Value kx = c.g.input("kx", {2, 1, 300, 64}, DType::bf16);
+    const Value kb = kiln::apply("expand", {kx}, Attrs().set("shape", kiln::Shape{2, 2, 300, 64}));
+    c.g.output(kiln::apply("attention", {c.q, kb * 0.5, c.v}), "out");
+    CHECK(kernels(c.g) == 2);
+    Call d = inputs();
+    const Value kt = d.g.input("kt", {2, 2, 64, 300}, DType::bf16);
+    const Value kp = kiln::apply("permute", {kt}, Attrs().set("dims", kiln::Shape{0, 1, 3, 2}));
+    d.g.output(kiln::apply("attention", {d.q, kp * 0.5, d.v}), "out");
+    CHECK(kernels(d.g) == 2);
+  }
+  {  // k as [B, S, H, D] permuted to [B, H, S, D]: read in place, the factor folded
+    Call c = inputs();
+    const Value ks = c.g.input("ks", {2, 300, 2, 64}, DType::bf16);
+    const Value kp = kiln::apply("permute", {ks}, Attrs().set("dims", kiln::Shape{0, 2, 1, 3}));
+    c.g.output(kiln::apply("attention", {c.q, kp * 0.5, c.v}), "out");
+    CHECK(kernels(c.g) == 1);
+  }
+  {  // a slice_update writes the factor's memory: its kernel stays
+    Call c = inputs();
+    const Value m = c.q * 0.5;
+    c.g.output(kiln::apply("attention", {m, c.k, c.v}), "out");
+    const Value fresh = c.g.input("fresh", {2, 4, 1, 64}, DType::bf16);
+    const Value u = kiln::apply("slice_update", {m, fresh}, Attrs().set("axis", 2).set("start", 0));
+    c.g.output(u + 1.0, "w");
+    CHECK(kernels(c.g) == 4);
+  }
+  {  // ... or the memory the factor reads (a KV cache): the factor is read before the write
+    Call c = inputs();
+    const Value fresh = c.g.input("fresh", {2, 2, 1, 64}, DType::bf16);
+    const Value u =
+        kiln::apply("slice_update", {c.k, fresh}, Attrs().set("axis", 2).set("start", 63));
+    const Value ks = c.k * 0.5;
+    c.g.output(kiln::apply("attention", {c.q, u, c.v}), "new");
+    c.g.output(kiln::apply("attention", {c.q, ks, c.v}), "old");
+    CHECK(kernels(c.g) == 4);
+  }
   {  // a second attention reads the factor too: it is written once, for both
     Call c = inputs();
     const Value q = c.q * 0.5;

@@ -6,6 +6,7 @@
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
 #include <regex>
+#include <set>
 
 #include "cache/tuning.hpp"
 #include "engine/compiler/compiler.hpp"
@@ -92,13 +93,14 @@ TEST_CASE("group_norm grouped: a record's grouped plans one cooperative kernel t
         const Graph h = grouped_graph(c.shape, c.groups, t, residual);
         CAPTURE(h.to_json());
         const kiln::cache::TuningDb records = grouped_records(h, "GPU A");
+        std::set<std::string> compiled;  // with a residual, y is row-major either way
         for (const Views& views : {Views{}, row_major_outputs(h)}) {
           // A row-major y of the first case: one value a load, too many for the registers.
           if (!views.empty() && &c == &kCases[0]) continue;
           for (const kiln::KernelSpec& s : kiln::plan_specs(h, true, views, &records)) {
             CHECK(s.name.find("__grouped") != std::string::npos);
-            const auto compiled = kiln::compiler::compile(s, "sm_90a");
-            CHECK(compiled.spill_bytes == 0);
+            if (compiled.insert(kiln::compiler::spec_id(s)).second)
+              CHECK(kiln::compiler::compile(s, "sm_90a").spill_bytes == 0);
           }
         }
       }
