@@ -92,8 +92,11 @@ std::vector<KernelLaunch> specialize_groups(const detail::PlanImpl& p, const Gra
       throw ShapeError(fmt::format("{} '{}': view {} does not match the graph's {}{}",
                                    output ? "output" : "input", n.name, it->second.describe(),
                                    name_of(n.dtype), to_string(n.shape)));
+    if (output) {
+      check_view(it->second, fmt::format("output '{}'", n.name), false);
+      given.insert(int(values.size() - 1));
+    }
     values.back() = it->second;
-    if (output) given.insert(int(values.size() - 1));
   }
   view_values(graph, p.groups, values, given);
   std::vector<KernelLaunch> out;
@@ -119,7 +122,8 @@ std::vector<Planned> plan_groups(const detail::PlanImpl& p,
   }
   if (!inputs.empty())
     throw ArgumentError(
-        "input views are for a graph with static shapes; this one has dynamic dims (\"?\")");
+        "views of inputs or outputs are for a graph with static shapes; this one has dynamic "
+        "dims (\"?\")");
   Graph two, three;
   std::vector<KernelLaunch> at2 = specialize_groups(p, p.bound_at(2, two), {}, records, target),
                             at3 = specialize_groups(p, p.bound_at(3, three), {}, records, target);

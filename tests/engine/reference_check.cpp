@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
@@ -86,8 +87,8 @@ std::vector<std::string> check_inputs_on_gpu(Engine& e, const Graph& g, const Ho
   for (bool fuse : {true, false}) {
     if (!fuse && !unfused) break;
     PlanRun run{model_plan(g, host, fuse), {}};
-    const Plan own(g, fuse);
-    const Plan& p = plan && fuse ? *plan : own;
+    std::optional<Plan> own;
+    const Plan& p = plan && fuse ? *plan : own.emplace(g, fuse);
     const auto order = plan_order ? p.outputs(views) : std::map<std::string, TensorView>{};
     std::map<std::string, Tensor> outs;
     std::map<std::string, TensorView> out_views;
