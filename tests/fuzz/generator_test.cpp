@@ -182,7 +182,7 @@ TEST_CASE("fuzz generator: its attention draws reach every path of the attention
   // fewer) and the plain kernel (D 20, or f32).
   std::set<std::string> paths;
   int graphs = 0;
-  for (std::uint64_t seed = 0; seed < 600 && paths.size() < 4; ++seed) {
+  for (std::uint64_t seed = 0; seed < 3000 && paths.size() < 4; ++seed) {
     const kiln::Graph g = kiln::fuzz::random_graph(seed);
     bool drawn = false;
     for (const auto& n : g.nodes()) drawn = drawn || n.op == "attention";
