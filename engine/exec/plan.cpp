@@ -1,7 +1,6 @@
 // Plans: a fused graph bound to tensors and launched on an engine.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <kiln/graph.hpp>
@@ -14,6 +13,7 @@
 #include "engine/exec/plan_specs.hpp"
 #include "engine/families/family.hpp"
 #include "engine/passes/fusion.hpp"
+#include "engine/passes/fusion_roles.hpp"
 
 namespace kiln {
 
@@ -81,20 +81,19 @@ std::vector<KernelLaunch> specialize_groups(const detail::PlanImpl& p, const Gra
                                             const cache::TuningDb* records, const Target& target) {
   std::vector<TensorView> values;
   std::set<int> given;  // outputs in the caller's memory, as a run given them writes them
-  for (const auto& n : graph.nodes()) {
+  for (int id = 0; id < int(graph.nodes().size()); ++id) {
+    const Graph::Node& n = graph.node(id);
     values.push_back(detail::PlanImpl::desc(n));
     auto it = views.find(n.name);
-    if (it == views.end()) continue;
-    const bool output =
-        std::count(graph.outputs().begin(), graph.outputs().end(), int(values.size() - 1)) != 0;
-    if (n.op != "input" && !output) continue;
+    const bool output = fusion::is_output(graph, id);
+    if (it == views.end() || (n.op != "input" && !output)) continue;
     if (it->second.shape != n.shape || it->second.dtype != n.dtype)
       throw ShapeError(fmt::format("{} '{}': view {} does not match the graph's {}{}",
                                    output ? "output" : "input", n.name, it->second.describe(),
                                    name_of(n.dtype), to_string(n.shape)));
     if (output) {
       check_view(it->second, fmt::format("output '{}'", n.name), false);
-      given.insert(int(values.size() - 1));
+      given.insert(id);
     }
     values.back() = it->second;
   }

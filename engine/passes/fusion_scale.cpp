@@ -81,11 +81,12 @@ int own_group(const std::vector<FusedGroup>& groups, int id) {
 
 double folded_scale(const Graph& g, const FusedGroup& grp) {
   double product = 1;
-  int x = -1;
-  double f = 1;
-  if (grp.anchor && grp.anchor->fusion.folds_scale)
-    for (int id : grp.steps)
-      if (scaled(g, id, x, f)) product *= f;
+  if (!grp.anchor || !grp.anchor->fusion.folds_scale) return product;
+  for (int id : grp.steps) {
+    int x = -1;
+    double f = 1;
+    if (scaled(g, id, x, f)) product *= f;
+  }
   return product;
 }
 
