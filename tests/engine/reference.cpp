@@ -56,7 +56,6 @@ RowView row_view(const Graph& g, int id) {
   return v;
 }
 
-
 // v (a whole number) wrapped into integer dtype t's range, two's complement: exact for i32;
 // i64 values are left as they are (the tests keep them far below 2^53).
 double wrapped(DType t, double v) {
@@ -157,14 +156,15 @@ void round_to(DType t, std::vector<double>& v) {
 
 // How far (relative to its magnitude and its operands') a node's value in a kernel may sit from
 // the fp64 one: f32 evaluation errors, but attention over f16/bf16 rounds its probabilities to
-// that dtype before P.V (by 2^-11 or 2^-8 at most each); over a row those errors partly cancel,
-// so a quarter of that. Too small a nudge hides a rounding of the stored result that may go
-// either way.
+// that dtype before P.V, each by at most the unit roundoff u (2^-11, 2^-8), which moves the
+// result by at most u max|v| (the sum it divides by is of the unrounded ones). Over a long row
+// those errors partly cancel; over a row of a few keys they need not, so the whole bound. Too
+// small a nudge hides a value that may land either side of a rounding or a cast's truncation.
 double jitter_of(const Graph& g, int id) {
   const auto& n = g.node(id);
   if (n.op != "attention") return 0x1p-20;
   const DType p = g.node(std::get<int>(n.args[0])).dtype;
-  return p == DType::f16 ? 0x1p-13 : p == DType::bf16 ? 0x1p-10 : 0x1p-20;
+  return p == DType::f16 ? 0x1p-11 : p == DType::bf16 ? 0x1p-8 : 0x1p-20;
 }
 
 }  // namespace
