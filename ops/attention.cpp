@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <kiln/error.hpp>
 
+#include "kernel_templates/kiln/attention_config.cuh"
 #include "ops/op.hpp"
 
 namespace kiln::ops {
@@ -32,8 +33,10 @@ void check_qkv(const OpDef& op, const std::vector<Operand>& args) {
   const std::string call = describe_args(op, args);
   for (const TensorView* t : {&q, &k, &v}) {
     if (!is_float(t->dtype))
-      throw DtypeError(fmt::format("{}: q, k and v must be float tensors (f32, f16, bf16); cast "
-                                   "them first", call));
+      throw DtypeError(
+          fmt::format("{}: q, k and v must be float tensors (f32, f16, bf16); cast "
+                      "them first",
+                      call));
     if (t->dtype != q.dtype)
       throw DtypeError(fmt::format("{}: q, k and v must be of one dtype; cast them to {}", call,
                                    name_of(q.dtype)));
@@ -42,23 +45,24 @@ void check_qkv(const OpDef& op, const std::vector<Operand>& args) {
   if (rank < 3 || k.shape.size() != rank || v.shape.size() != rank)
     throw ShapeError(fmt::format(
         "{}: q, k and v must be of one rank, 3 or more: q [..., Hq, Sq, D], k and v [..., Hkv, "
-        "Skv, D]", call));
-  if (k.shape != v.shape)
-    throw ShapeError(fmt::format("{}: k and v must be of one shape", call));
+        "Skv, D]",
+        call));
+  if (k.shape != v.shape) throw ShapeError(fmt::format("{}: k and v must be of one shape", call));
   if (!std::equal(q.shape.begin(), q.shape.end() - 3, k.shape.begin()))
-    throw ShapeError(fmt::format("{}: q, k and v must have the same batch dims (those before "
-                                 "the heads)", call));
+    throw ShapeError(
+        fmt::format("{}: q, k and v must have the same batch dims (those before "
+                    "the heads)",
+                    call));
   const std::int64_t d = q.shape[rank - 1];
   if (k.shape[rank - 1] != d)
     throw ShapeError(fmt::format("{}: k and v have head size {}, q {}; they must match", call,
                                  k.shape[rank - 1], d));
   if (d < 1 || d > kMaxHeadSize)
-    throw ShapeError(
-        fmt::format("{}: head size {} is outside 1 to {}", call, d, kMaxHeadSize));
+    throw ShapeError(fmt::format("{}: head size {} is outside 1 to {}", call, d, kMaxHeadSize));
   const std::int64_t hq = q.shape[rank - 3], hkv = k.shape[rank - 3];
   if (hkv < 1 || hq % hkv != 0)
-    throw ShapeError(fmt::format("{}: q's {} heads are not a multiple of k and v's {}", call, hq,
-                                 hkv));
+    throw ShapeError(
+        fmt::format("{}: q's {} heads are not a multiple of k and v's {}", call, hq, hkv));
 }
 
 // A mask broadcastable to [..., Hq, Sq, Skv], float or bool.
@@ -68,8 +72,10 @@ void check_mask(const OpDef& op, const std::vector<Operand>& args, const TensorV
   full.back() = std::get<TensorView>(args[1]).shape[q.size() - 2];
   const std::string call = describe_args(op, args);
   if (!is_float(m.dtype) && m.dtype != DType::boolean)
-    throw DtypeError(fmt::format("{}: mask must be float (added to the scores) or bool (true: "
-                                 "attends); kv_lens, an integer tensor, comes after it", call));
+    throw DtypeError(
+        fmt::format("{}: mask must be float (added to the scores) or bool (true: "
+                    "attends); kv_lens, an integer tensor, comes after it",
+                    call));
   bool fits = m.shape.size() <= full.size();
   for (std::size_t i = 0; fits && i < m.shape.size(); ++i) {
     const std::int64_t e = m.shape[m.shape.size() - 1 - i];
@@ -98,8 +104,8 @@ void check_operands(const OpDef& op, const std::vector<Operand>& args) {
     if (is_integer(t.dtype)) {
       check_lens(op, args, t);
       if (i + 1 < args.size())
-        throw ArgumentError(fmt::format("{}: kv_lens comes last, after the mask",
-                                        describe_args(op, args)));
+        throw ArgumentError(
+            fmt::format("{}: kv_lens comes last, after the mask", describe_args(op, args)));
     } else {
       if (i == 4)
         throw DtypeError(fmt::format("{}: kv_lens must be i32 or i64", describe_args(op, args)));
@@ -138,16 +144,33 @@ std::vector<OpDef> attention_ops() {
   d.fusion = {FusionKind::anchor, "attention"};
   d.fusion.laid_out = true;
   d.fusion.folds_scale = true;  // q * c reads q, its scale times c
+  // Its elementwise consumers of its shape (a cast, a scale, a gate, a residual) are computed
+  // where each output element is stored, their tensors in the parameter block's epilogue slots.
+  d.fusion.epilogue = true;
+  d.fusion.epilogue_tensors = std::size_t(attention::config::kEpilogueSlots);
+  d.fusion.epilogue_scalars = std::size_t(attention::config::kEpilogueScalars);
   d.infer = infer_attention;
   d.domain = {-1, 1};
   d.attrs = {
-      {"causal", AttrType::flag, AttrValue(false), false, {},
+      {"causal",
+       AttrType::flag,
+       AttrValue(false),
+       false,
+       {},
        "query row i attends to keys j <= i (top_left) or j <= i + Skv - Sq (bottom_right)"},
-      {"causal_align", AttrType::choice, AttrValue(std::string("top_left")), false, {},
+      {"causal_align",
+       AttrType::choice,
+       AttrValue(std::string("top_left")),
+       false,
+       {},
        "where the causal diagonal starts: top_left (torch's is_causal) or bottom_right (the "
        "last query row sees every key: a KV cache)",
        {"top_left", "bottom_right"}},
-      {"scale", AttrType::number, std::nullopt, false, {},
+      {"scale",
+       AttrType::number,
+       std::nullopt,
+       false,
+       {},
        "multiplies q.k before the softmax; 1/sqrt(D) when absent"},
   };
   d.doc =

@@ -3,8 +3,8 @@
 // the device functor it binds to in kernel_templates/kiln/ops.cuh (or the family computing it),
 // its fp64 CPU reference and its doc. Each op file registers its ops (catalog.cpp lists them).
 
-#include <kiln/op_schema.hpp>
 #include <kiln/attrs.hpp>
+#include <kiln/op_schema.hpp>
 #include <limits>
 #include <optional>
 #include <string>
@@ -19,7 +19,8 @@ namespace kiln::ops {
 
 class Expr;
 
-/// What an op is to the fusion pass (engine/passes/fusion.cpp asks nothing else of it; docs/ops.md).
+/// What an op is to the fusion pass (engine/passes/fusion.cpp asks nothing else of it;
+/// docs/ops.md).
 enum class FusionKind {
   chain,   ///< elementwise: fuses into chains, and into an anchor's prologue or epilogue
   anchor,  ///< a kernel of its own, computed by the family `FusionRoles::family` names
@@ -38,7 +39,8 @@ struct FusionRoles {
   bool epilogue = false;
   std::size_t side_from = std::numeric_limits<std::size_t>::max();
   /// Its kernel can write a slice of its result's last axis as a window of the columns it
-  /// computes (a product's: QKV), so that the slice needs no copy (engine/passes/fusion_windows.cpp).
+  /// computes (a product's: QKV), so that the slice needs no copy
+  /// (engine/passes/fusion_windows.cpp).
   bool windows = false;
   /// Its kernel reads operands of any strides in place (a view such as a permute's result);
   /// false: each operand it reads is contiguous memory (a user's template), so a view it reads
@@ -77,6 +79,12 @@ struct FusionRoles {
   /// else reads) folds into that scale, its node a step of the kernel, which reads the factor's
   /// operand instead (engine/passes/fusion_scale.cpp).
   bool folds_scale = false;
+  /// The most tensors its epilogue reads and writes besides its result's own memory (the
+  /// elementwise consumers it absorbs and their other operands), and the most scalars its
+  /// body takes: a kernel whose parameter block has that many slots (attention's). A consumer
+  /// past either stays a kernel of its own.
+  std::size_t epilogue_tensors = std::numeric_limits<std::size_t>::max();
+  std::size_t epilogue_scalars = std::numeric_limits<std::size_t>::max();
 };
 
 /// One axis of a remap view (ViewRule::remap): the result's coordinate c along `axis` reads
@@ -107,8 +115,9 @@ struct ViewRule {
   /// its copy then reads x as it lies, in row-major order).
   std::optional<TensorView> (*of)(const TensorView& x, const Shape& result,
                                   const Attrs& attrs) = nullptr;
-  /// A slice of x's last axis that a kernel writing windows may write (engine/passes/fusion_windows.cpp):
-  /// its first column; none for another slice. Null for views that are no such slice.
+  /// A slice of x's last axis that a kernel writing windows may write
+  /// (engine/passes/fusion_windows.cpp): its first column; none for another slice. Null for views
+  /// that are no such slice.
   std::optional<std::int64_t> (*window)(const Shape& x, const Attrs& attrs) = nullptr;
   /// A gather view's (gather, index_select, embedding: ops/gather.cpp): its result reads x (`of`
   /// gives x over the result's shape, stepping 0 along the indexed axis) at the indices its
@@ -184,8 +193,8 @@ struct OpDef {
   std::size_t min_operands = 0;          ///< when some operands are optional (norms); 0 = all
   /// Its last operand repeats (concat's xs): it takes min_operands or more, any number.
   bool variadic = false;
-  /// A custom op's expression (engine/ir/custom_ops.hpp): codegen renders its functor from it, references
-  /// evaluate it; null for kiln's own ops.
+  /// A custom op's expression (engine/ir/custom_ops.hpp): codegen renders its functor from it,
+  /// references evaluate it; null for kiln's own ops.
   const Expr* expr = nullptr;
   /// A user template's node (an anchor of the "template" family): the template; null otherwise.
   const Template* tmpl = nullptr;
@@ -230,14 +239,12 @@ const OpDef& find_op(std::string_view name);
 /// Every op, in catalog order.
 const std::vector<OpDef>& all_ops();
 
-
 /// "matmul(a: f32[64,128], b: f32[256,32])": an op call in messages.
 std::string describe_args(const OpDef& op, const std::vector<Operand>& args);
 
 /// Operand `i` of `op`'s call, a tensor: ArgumentError naming the call and the operand
 /// otherwise (ShapeError for a negative extent or an element count past int64).
-const TensorView& tensor_operand(const OpDef& op, const std::vector<Operand>& args,
-                                 std::size_t i);
+const TensorView& tensor_operand(const OpDef& op, const std::vector<Operand>& args, std::size_t i);
 
 /// Operand x of `op`'s call, a float tensor: ArgumentError (not a tensor) or DtypeError (bool)
 /// naming the call otherwise.

@@ -256,7 +256,7 @@ void find_depths(const Graph& g, Layers& l) {
     l.depth[id] = d + (is_anchor(g, id) ? 1 : 0);
     const std::vector<int> args = tensor_args(g, id);
     if (is_anchor(g, id) && !roles(g, id).parts)  // what an anchor reads past a prologue's x,
-                                                   // all a view reads (a concat computes its own)
+                                                  // all a view reads (a concat computes its own)
       for (std::size_t i = takes_prologue(g, id) && !involves_integer(g, args[0]) ? 1 : 0;
            i < args.size(); ++i)
         l.materialized.insert(args[i]);
@@ -269,7 +269,7 @@ void find_depths(const Graph& g, Layers& l) {
 
 // Elementwise consumers that fuse as a row op's epilogue: materialized values of the same
 // depth and shape that read the row result (the highest such row op of that depth takes
-// them, so any other row result they read is computed first).
+// them, so any other row result they read is computed first), while they fit its kernel.
 void find_epilogues(const Graph& g, Layers& l) {
   for (int id : l.materialized) {
     if (g.node(id).op == "input" || is_anchor(g, id)) continue;
@@ -285,6 +285,10 @@ void find_epilogues(const Graph& g, Layers& l) {
     // The host must run after every row result the epilogue reads: reductions of its depth run
     // first, then softmax and norms in id order.
     if (host < 0 || host != last_row) continue;
+    const auto had = l.epilogue_of.find(host);
+    std::vector<int> taken = had == l.epilogue_of.end() ? std::vector<int>() : had->second;
+    taken.push_back(id);
+    if (!epilogue_fits(g, host, taken)) continue;
     l.epilogue_of[host].push_back(id);
     l.absorbed.insert(id);
   }
@@ -296,8 +300,7 @@ void find_epilogues(const Graph& g, Layers& l) {
 void add_anchor_groups(const Graph& g, Layers& l, int level, std::vector<FusedGroup>& groups) {
   std::vector<int> rows;
   for (int id : l.needed)
-    if (takes_prologue(g, id) && !hosts_epilogue(g, id) && l.depth[id] == level)
-      rows.push_back(id);
+    if (takes_prologue(g, id) && !hosts_epilogue(g, id) && l.depth[id] == level) rows.push_back(id);
   for (int id : l.needed)
     if (hosts_epilogue(g, id) && l.depth[id] == level) rows.push_back(id);
   for (int id : l.needed)

@@ -9,6 +9,7 @@
 
 #include "engine/ir/graph_ops.hpp"
 #include "engine/passes/fusion.hpp"
+#include "engine/passes/fusion_roles.hpp"
 
 namespace kiln {
 namespace {
@@ -120,8 +121,11 @@ void build_body(const Graph& g, FusedGroup& grp) {
     grp.stem = fmt::format("{}_{}", grp.anchor->name, name_of(g.node(grp.anchor_node).dtype));
     return;
   }
+  // An anchor's steps are its prologue, or factors folded into its scale (fold_scales), which
+  // its code does not show: then no body, and the name of the kernel without them.
+  const bool folded = grp.anchor && grp.anchor->fusion.folds_scale;
   std::map<int, Ref> refs;
-  grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
+  if (!folded) grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
   const std::string dtype(name_of(g.node(grp.outputs[0]).dtype));
   if (grp.anchor) {
     if (grp.x >= 0) {  // a row op's prologue; a matrix product reads its operands as they are
@@ -133,10 +137,13 @@ void build_body(const Graph& g, FusedGroup& grp) {
     grp.epilogue = make_body(g, grp.epilogue_steps, grp.epilogue_inputs, grp.anchor_node,
                              grp.epilogue_scalars, erefs);
     for (int id : grp.outputs) {
+      if (id != grp.anchor_node && !fusion::roles(g, id).joins.empty())
+        continue;  // a result joining the kernel, written beside
       grp.epilogue.outputs.push_back(g.node(id).dtype);
       grp.epilogue.results.push_back(erefs.at(window_source(g, id)));
     }
-    const std::string pro = op_names(g, grp.steps), epi = op_names(g, grp.epilogue_steps);
+    const std::string pro = folded ? "" : op_names(g, grp.steps);
+    const std::string epi = op_names(g, grp.epilogue_steps);
     grp.stem = fmt::format("{}{}{}{}{}_{}", pro, pro.empty() ? "" : "__", grp.anchor->name,
                            epi.empty() ? "" : "__", epi, name_of(g.node(grp.anchor_node).dtype));
     return;

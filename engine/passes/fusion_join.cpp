@@ -44,7 +44,7 @@ int host_of(const Graph& g, const std::vector<FusedGroup>& groups, int id, std::
   for (std::size_t k = 0; k < groups.size(); ++k) {
     const FusedGroup& h = groups[k];
     if (!h.anchor || h.anchor_node == id || g.node(h.anchor_node).op != op ||
-        !h.epilogue_steps.empty() || !same_call(g, h.anchor_node, id))
+        !same_call(g, h.anchor_node, id))
       continue;
     const bool taken = std::any_of(h.outputs.begin(), h.outputs.end(),
                                    [&](int o) { return g.node(o).op == mine; });

@@ -12,6 +12,7 @@
 // zero-fills), so the padding adds nothing to a dot product and its output columns are dropped.
 
 #include <kiln/attention_common.cuh>
+#include <kiln/attention_epilogue.cuh>
 #include <kiln/attention_rows.cuh>
 #include <kiln/mma.cuh>
 
@@ -280,11 +281,20 @@ __device__ __forceinline__ void store_output(T* out, const config::Strides& so, 
 
 /// The block's output rows (those of MT tiles of 16 from row0, the pair's output at `out`), then
 /// their lse where the call asks for it (the outputs' registers free by then).
-template <class T, int D, int MT, int DT>
+template <class T, int D, class Epi, int MT, int DT>
 __device__ __forceinline__ void finish_rows(const Params& p, long long out, int row0,
                                             const float (&o)[MT][DT][4], const float (&mx)[MT][2],
                                             const float (&l)[MT][2], int t) {
-  if (p.ptr[config::kOut] != 0) {
+  if constexpr (HasEpilogue<Epi>::value) {
+    int pair, m_block;
+    block_work(p, int(blockIdx.x), pair, m_block);  // again: nothing held through the loop
+    long long bi[config::kBatchDims];
+    batch_index(p, pair / p.heads, bi);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+      epilogue_rows<Epi, D, DT>(p, bi, pair % p.heads, row0 + 16 * mt, l[mt], t,
+                                [&](int j, int e) { return o[mt][j][e]; });
+  } else if (p.ptr[config::kOut] != 0) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
       store_output<T, D, DT>(reinterpret_cast<T*>(p.ptr[config::kOut]) + out, p.s[config::kOut],
@@ -299,7 +309,7 @@ __device__ __forceinline__ void finish_rows(const Params& p, long long out, int 
 }
 
 template <class T, class M, class L, int D, int BM, int BN, int Stages, int WM, bool Causal,
-          bool BottomRight, int Mask, bool Lens>
+          bool BottomRight, int Mask, bool Lens, class Epi = void>
 __global__ void __launch_bounds__(BM / WM * 32, 1) attention_mma(const Params p) {
   constexpr int kLd = config::row_elements(D), kThreads = BM / WM * 32, MT = WM / 16;
   constexpr int KS = config::padded_d(D) / 16, NT = BN / 8, DT = config::padded_d(D) / 8;
@@ -370,7 +380,7 @@ __global__ void __launch_bounds__(BM / WM * 32, 1) attention_mma(const Params p)
     add_pv<T, NT, DT, kLd>(o, s, kt_tile + BN * kLd, lane);
   }
   mma::cp_async_wait<0>();
-  finish_rows<T, D>(p, r.off[config::kOut], row0, o, mx, l, t);
+  finish_rows<T, D, Epi>(p, r.off[config::kOut], row0, o, mx, l, t);
 }
 
 }  // namespace kiln::attention

@@ -22,6 +22,7 @@ struct Pair {
   long long off[config::kTensors];
   int skv;
   int diag;
+  int b, h;  ///< the batch and (first) query head it was located for
 };
 
 /// Batch `b`'s index along each batch dim.
@@ -67,6 +68,7 @@ __device__ __forceinline__ Pair locate(const Params& p, int b, int h) {
     r.skv = n < 0 ? 0 : n > p.skv ? p.skv : int(n);
   }
   r.diag = BottomRight ? r.skv - p.sq : 0;
+  r.b = b, r.h = h;
   return r;
 }
 

@@ -30,6 +30,17 @@ constexpr int kWorkspace = 6;
 /// Params::ptr's slot of the lse, 0 where the call does not ask for it.
 constexpr int kLsePointer = 7;
 
+/// Tensors an epilogue (elementwise consumers of the result, computed at its store) reads and
+/// writes besides output 0 (whose pointer and strides are kOut's): its outputs 1 and on, then
+/// its inputs, each over the result's [batch..., heads, rows, cols]; and its scalars.
+constexpr int kEpilogueSlots = 4;
+constexpr int kEpilogueScalars = 8;
+struct EpilogueSlots {
+  unsigned long long ptr[kEpilogueSlots];
+  Strides s[kEpilogueSlots];
+  float scalars[kEpilogueScalars];
+};
+
 /// The kernels' one parameter. Pointers first (the launch writes each call's there: out, q, k,
 /// v, then mask, lens and lse where the call has them), then the sizes of the call. An out of 0
 /// is not written (a call that asks for the lse alone).
@@ -47,6 +58,7 @@ struct Params {
   /// The prefill paths' (batch, head) pairs a section: a section's blocks run together, query
   /// blocks outermost, so that they read its keys and values from L2 (block_work).
   int section;
+  EpilogueSlots epi;  ///< where the kernel has an epilogue
 };
 
 /// Slot of pointer `i` (the launch's order) in Params.

@@ -136,9 +136,16 @@ __device__ __forceinline__ long long packed_row(const Params& p, const Pair& r, 
 }
 
 /// Element `c` of packed row `x`'s output: `acc` divided by `sum` (0 for a row that saw no key).
-template <class T>
+template <class T, class Epi>
 __device__ __forceinline__ void store_merged(const Params& p, const Pair& r, int x, int c,
                                              float acc, float sum) {
+  if constexpr (HasEpilogue<Epi>::value) {
+    long long bi[config::kBatchDims];
+    batch_index(p, r.b, bi);
+    epilogue_element<Epi>(p, bi, r.h + x % p.group, x / p.group, c,
+                          sum > 0.0f ? acc / sum : 0.0f);
+    return;
+  }
   if (p.ptr[config::kOut] == 0) return;  // a call that asks for the lse alone
   T* out = reinterpret_cast<T*>(p.ptr[config::kOut]) + packed_row(p, r, config::kOut, x) +
            (long long)c * p.s[config::kOut].col;
@@ -155,7 +162,7 @@ __device__ __forceinline__ void store_packed_lse(const Params& p, const Pair& r,
 
 /// The warps' partial results (`parts`, one after another) merged into the block's (`block`);
 /// with one block a cluster, straight into the output instead.
-template <class T, int D, int Warps, bool Final>
+template <class T, int D, int Warps, bool Final, class Epi>
 __device__ __forceinline__ void merge_warps(float* block, const float* parts, const Params& p,
                                             const Pair& r, int rho0, int tid) {
   constexpr int kDp = config::padded_d(D), kPart = config::decode_part_floats(D);
@@ -167,7 +174,7 @@ __device__ __forceinline__ void merge_warps(float* block, const float* parts, co
     const float acc = merge_parts(from, Warps, row, c, kDp, m, sum);
     if constexpr (Final) {
       if (c == 0) store_packed_lse(p, r, rho0 + row, m, sum);
-      if (c < D) store_merged<T>(p, r, rho0 + row, c, acc, sum);
+      if (c < D) store_merged<T, Epi>(p, r, rho0 + row, c, acc, sum);
     } else {
       if (c == 0) block[row] = m, block[config::kDecodeRows + row] = sum;
       block[2 * config::kDecodeRows + row * kDp + c] = acc;
@@ -178,7 +185,7 @@ __device__ __forceinline__ void merge_warps(float* block, const float* parts, co
 /// The cluster's Split block results merged; this block writes every Split-th output element,
 /// or (`chunk` not null) of the cluster's partial result there, as store_part lays one out.
 /// Every block of the cluster calls it, once its result is in `block`.
-template <class T, int D, int Warps, int Split>
+template <class T, int D, int Warps, int Split, class Epi>
 __device__ __forceinline__ void merge_blocks(const float* block, const Params& p, const Pair& r,
                                              int rho0, int rank, int tid, float* chunk) {
   constexpr int kDp = config::padded_d(D);
@@ -192,7 +199,7 @@ __device__ __forceinline__ void merge_blocks(const float* block, const Params& p
     const float acc = merge_parts(from, Split, row, c, kDp, m, sum);
     if (!chunk) {
       if (c == 0) store_packed_lse(p, r, rho0 + row, m, sum);
-      store_merged<T>(p, r, rho0 + row, c, acc, sum);
+      store_merged<T, Epi>(p, r, rho0 + row, c, acc, sum);
       continue;
     }
     if (c == 0) chunk[row] = m, chunk[config::kDecodeRows + row] = sum;
@@ -205,7 +212,7 @@ __device__ __forceinline__ void merge_blocks(const float* block, const Params& p
 /// After every block wrote its share of its chunk's partial result (`parts` holds the tile's
 /// Chunks, `counter` counts the Chunks * Split blocks in, and only grows): the block that
 /// arrives last merges them into the output.
-template <class T, int D, int Warps, int Chunks, int Split>
+template <class T, int D, int Warps, int Chunks, int Split, class Epi>
 __device__ __forceinline__ void merge_chunks(const float* parts, unsigned long long* counter,
                                              const Params& p, const Pair& r, int rho0, int tid) {
   constexpr int kDp = config::padded_d(D), kPart = config::decode_part_floats(D);
@@ -241,14 +248,14 @@ __device__ __forceinline__ void merge_chunks(const float* parts, unsigned long l
 #pragma unroll
     for (int k = 0; k < Chunks; ++k)
       acc += weight[k][row] * __ldcg(parts + k * kPart + 2 * config::kDecodeRows + row * kDp + c);
-    store_merged<T>(p, r, rho0 + row, c, acc, total[row]);
+    store_merged<T, Epi>(p, r, rho0 + row, c, acc, total[row]);
   }
 }
 
 /// The warps' results (`o`, `mx`, `l`) into the output: merged in the block's shared memory
 /// (`smem`, the rings' space), then between the cluster's Split blocks, then (Chunks > 1)
 /// through the workspace by the last of the tile's blocks to finish.
-template <class T, int D, int Warps, int Split, int Chunks, int DT>
+template <class T, int D, int Warps, int Split, int Chunks, class Epi, int DT>
 __device__ __forceinline__ void merge_results(float* smem, const float (&o)[DT][4],
                                               const float (&mx)[2], const float (&l)[2],
                                               const Params& p, const Pair& r, int rho0, int rank,
@@ -259,9 +266,9 @@ __device__ __forceinline__ void merge_results(float* smem, const float (&o)[DT][
   store_part<DT, kDp>(parts + (tid >> 5) * kPart, o, mx, l, tid & 31);
   __syncthreads();
   if constexpr (Chunks == 1) {
-    merge_warps<T, D, Warps, Split == 1>(block, parts, p, r, rho0, tid);
+    merge_warps<T, D, Warps, Split == 1, Epi>(block, parts, p, r, rho0, tid);
     if constexpr (Split > 1)
-      merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid, nullptr);
+      merge_blocks<T, D, Warps, Split, Epi>(block, p, r, rho0, rank, tid, nullptr);
   } else {
     // The workspace: a counter per tile of packed rows, then each tile's Chunks partials.
     auto* counters = reinterpret_cast<unsigned long long*>(p.ptr[config::kWorkspace]);
@@ -270,14 +277,14 @@ __device__ __forceinline__ void merge_results(float* smem, const float (&o)[DT][
                               (long long)work * Chunks * kPart;
     float* const mine = tile_parts + chunk * kPart;
     // Without a cluster the warps' merge is the chunk's partial: written there at once.
-    merge_warps<T, D, Warps, false>(Split > 1 ? block : mine, parts, p, r, rho0, tid);
-    if constexpr (Split > 1) merge_blocks<T, D, Warps, Split>(block, p, r, rho0, rank, tid, mine);
-    merge_chunks<T, D, Warps, Chunks, Split>(tile_parts, counters + work, p, r, rho0, tid);
+    merge_warps<T, D, Warps, false, Epi>(Split > 1 ? block : mine, parts, p, r, rho0, tid);
+    if constexpr (Split > 1) merge_blocks<T, D, Warps, Split, Epi>(block, p, r, rho0, rank, tid, mine);
+    merge_chunks<T, D, Warps, Chunks, Split, Epi>(tile_parts, counters + work, p, r, rho0, tid);
   }
 }
 
 template <class T, class M, class L, int D, int BN, int Stages, int Warps, int Split, int Chunks,
-          bool Causal, bool BottomRight, int Mask, bool Lens>
+          bool Causal, bool BottomRight, int Mask, bool Lens, class Epi = void>
 __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p) {
   constexpr int kLd = config::row_elements(D), kDp = config::padded_d(D);
   constexpr int KS = kDp / 16, NT = BN / 8, DT = kDp / 8, kStage = 2 * BN * kLd;
@@ -349,7 +356,7 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
   }
   mma::cp_async_wait<0>();
   __syncthreads();  // every warp is done with its ring: it now holds the partial results
-  merge_results<T, D, Warps, Split, Chunks>(reinterpret_cast<float*>(rings), o[0], mx[0], l[0], p,
+  merge_results<T, D, Warps, Split, Chunks, Epi>(reinterpret_cast<float*>(rings), o[0], mx[0], l[0], p,
                                             r, rho0, rank, chunk, work, tid);
 }
 

@@ -5,10 +5,12 @@
 // FMA throughout: the correct, slower path (attention.cuh is the fast one).
 
 #include <kiln/attention_common.cuh>
+#include <kiln/attention_epilogue.cuh>
 
 namespace kiln::attention {
 
-template <class T, class M, class L, int D, bool Causal, bool BottomRight, int Mask, bool Lens>
+template <class T, class M, class L, int D, bool Causal, bool BottomRight, int Mask, bool Lens,
+          class Epi = void>
 __global__ void __launch_bounds__(config::kRowWarps * 32) attention_rows(const Params p) {
   constexpr int kPer = (D + 31) / 32;  // columns per lane
   const int lane = threadIdx.x & 31;
@@ -56,6 +58,16 @@ __global__ void __launch_bounds__(config::kRowWarps * 32) attention_rows(const P
   if (lane == 0 && p.ptr[config::kLsePointer] != 0) store_lse(p, r.off[config::kLse], i, mx, l);
   if (p.ptr[config::kOut] == 0) return;
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  if constexpr (HasEpilogue<Epi>::value) {
+    long long bi[config::kBatchDims];
+    batch_index(p, b, bi);
+#pragma unroll
+    for (int c = 0; c < kPer; ++c) {
+      const int d = lane + 32 * c;
+      if (d < D) epilogue_element<Epi>(p, bi, h, i, d, acc[c] * inv);
+    }
+    return;
+  }
   const config::Strides& so = p.s[config::kOut];
   T* const out = reinterpret_cast<T*>(p.ptr[0]) + r.off[config::kOut] + i * so.row;
 #pragma unroll

@@ -19,6 +19,7 @@
 // take attention.cuh).
 
 #include <kiln/attention_common.cuh>
+#include <kiln/attention_epilogue.cuh>
 #include <kiln/attention_sm90_softmax.cuh>
 #include <kiln/grid_dependency.cuh>
 #include <kiln/tma.cuh>
@@ -242,7 +243,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
 /// item without keys writes zeros), its output. The groups take turns at the tensor cores
 /// (named barriers 1 and 2): group 1 passes the first turn once and then after each of its
 /// turns; group 0 takes one turn more at the end, so each barrier's waits and arrivals match.
-template <class T, int D, int BN, int Stages, bool Causal, class B, class Next>
+template <class T, int D, int BN, int Stages, bool Causal, class Epi, class B, class Next>
 __device__ __forceinline__ void consume(const Params& p, const B& sm, Next next, int c, int tid) {
   const int lane = tid & 31, warp = (tid / 32) % 4;
   if (c == 1) pass_turn(c, true);
@@ -260,12 +261,15 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, Next next,
       run_item<T, BN, Stages, Causal, B>(x, p, sm, w, it, c, tid);
       it += w.tiles;
     }
-    if (p.ptr[config::kOut] != 0)
+    const long long bi[config::kBatchDims] = {0, w.b1, w.b2};  // the path's batch dims
+    if constexpr (HasEpilogue<Epi>::value)
+      epilogue_rows<Epi, D, B::kDp / 8>(p, bi, w.h, x.i0, x.l, lane & 3,
+                                        [&](int j, int e) { return x.o[4 * j + e]; });
+    else if (p.ptr[config::kOut] != 0)
       store_rows<T, D, B::kDp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.out,
                                p.s[config::kOut], p.sq, x.i0, x.o, x.l, lane & 3);
     if (p.ptr[config::kLsePointer] != 0) {  // the maxima are raw scores: to log2 units
       const float m[2] = {x.mx[0] * p.scale_log2, x.mx[1] * p.scale_log2};
-      const long long bi[config::kBatchDims] = {0, w.b1, w.b2};  // the path's batch dims
       store_lse_rows(p, tensor_offset(p, config::kLse, bi, w.h), x.i0, m, x.l, lane & 3);
     }
   }
@@ -296,7 +300,8 @@ __device__ __forceinline__ Work work_of(const Params& p, int item) {
 /// Parameters: Params (out's pointer, kv_lens' where Lens; q's, k's and v's slots unused), then
 /// the tensor maps of q, k and v, each [D, rows, heads, batch dim 2, batch dim 1] innermost
 /// first (config::Params::batch[0] is 1), boxes of 64 columns x 128 rows (q) or BN rows.
-template <class T, class L, int D, int BN, int Stages, bool Causal, bool BottomRight, bool Lens>
+template <class T, class L, int D, int BN, int Stages, bool Causal, bool BottomRight, bool Lens,
+          class Epi = void>
 __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
     attention_sm90(const Params p, const __grid_constant__ TensorMap map_q,
                    const __grid_constant__ TensorMap map_k,
@@ -337,7 +342,7 @@ __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
     if (tid == 0) sm90::produce<B, BN, Stages>(sm, next, &map_q, &map_k, &map_v, p.group);
   } else {
     wgmma::registers_up<240>();
-    sm90::consume<T, D, BN, Stages, Causal, B>(p, sm, next, group - 1, tid);
+    sm90::consume<T, D, BN, Stages, Causal, Epi, B>(p, sm, next, group - 1, tid);
   }
 #endif
 }

@@ -25,27 +25,10 @@
 #include <kiln/integer.cuh>
 #include <kiln/layout.cuh>
 #include <kiln/ops.cuh>
+#include <kiln/types.cuh>
 #include <kiln/vec.cuh>
 
 namespace kiln {
-
-template <class... T>
-struct Types {
-  static constexpr int size = sizeof...(T);
-};
-
-namespace detail {
-template <int I, class L>
-struct TypeAt;
-template <class H, class... R>
-struct TypeAt<0, Types<H, R...>> {
-  using type = H;
-};
-template <int I, class H, class... R>
-struct TypeAt<I, Types<H, R...>> {
-  using type = typename TypeAt<I - 1, Types<R...>>::type;
-};
-}  // namespace detail
 
 template <class L>
 struct ValuesOfList;

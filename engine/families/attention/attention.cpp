@@ -32,11 +32,18 @@ std::string AttentionTemplate::expression() const {
   const std::string m(mask ? device_type_of(*mask) : "float");
   const std::string l(lens && *lens == DType::i64 ? "long long" : "int");
   const auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
-  if (mma && wgmma)
-    return codegen::render_instance(
-        "kiln::attention::attention_sm90",
-        {t, l, std::to_string(d), std::to_string(bn), std::to_string(stages), flag(causal),
-         flag(bottom_right), flag(lens.has_value())});
+  if (mma && wgmma) {
+    std::vector<std::string> args = {t,
+                                     l,
+                                     std::to_string(d),
+                                     std::to_string(bn),
+                                     std::to_string(stages),
+                                     flag(causal),
+                                     flag(bottom_right),
+                                     flag(lens.has_value())};
+    if (epilogue) args.push_back(kAttentionEpilogue);
+    return codegen::render_instance("kiln::attention::attention_sm90", args);
+  }
   std::vector<std::string> args = {t, m, l, std::to_string(d)};
   if (mma && decode) {
     for (int v : {bn, stages, warps, split, chunks}) args.push_back(std::to_string(v));
@@ -46,6 +53,7 @@ std::string AttentionTemplate::expression() const {
   for (const std::string& s :
        {flag(causal), flag(bottom_right), std::to_string(mask_kind(mask)), flag(lens.has_value())})
     args.push_back(s);
+  if (epilogue) args.push_back(kAttentionEpilogue);
   return codegen::render_instance(!mma     ? "kiln::attention::attention_rows"
                                   : decode ? "kiln::attention::attention_decode"
                                            : "kiln::attention::attention_mma",
@@ -89,8 +97,8 @@ Shape strides_over(const TensorView& v, const Shape& shape, const char* role) {
 
 // The batch dims merged where every tensor steps through them as one, dims of extent 1
 // dropped: ShapeError when more than kBatchDims remain.
-void set_batches(cfg::Params& p, const Shape& batch, const std::vector<Shape>& strides,
-                 const std::string& stem) {
+void set_batches(cfg::Params& p, const std::vector<cfg::Strides*>& dst, const Shape& batch,
+                 const std::vector<Shape>& strides, const std::string& stem) {
   std::vector<std::int64_t> ext;
   std::vector<std::vector<std::int64_t>> st(strides.size());
   for (std::size_t d = 0; d < batch.size(); ++d) {
@@ -116,7 +124,7 @@ void set_batches(cfg::Params& p, const Shape& batch, const std::vector<Shape>& s
     const bool used = std::size_t(d) >= lead;
     p.batch[d] = used ? ext[std::size_t(d) - lead] : 1;
     for (std::size_t t = 0; t < strides.size(); ++t)
-      p.s[t].batch[d] = used ? st[t][std::size_t(d) - lead] : 0;
+      dst[t]->batch[d] = used ? st[t][std::size_t(d) - lead] : 0;
   }
 }
 
@@ -156,17 +164,21 @@ cfg::Params call_params(const AttentionKernel& k, const std::string& stem, bool&
   kv_shape.insert(kv_shape.end(), {hkv, skv, d});
   Shape mask_shape = batch;
   mask_shape.insert(mask_shape.end(), {hq, sq, skv});
-  const std::vector<Shape> strides = {
-      strides_over(k.out, qs, "output"), strides_over(k.q, qs, "q"),
-      strides_over(k.k, kv_shape, "k"), strides_over(k.v, kv_shape, "v"),
-      k.mask ? strides_over(*k.mask, mask_shape, "mask") : Shape(rank, 0),
-      k.lse ? lse_strides(*k.lse, qs) : Shape(rank, 0)};
+  std::vector<Shape> strides = {strides_over(k.out, qs, "output"),
+                                strides_over(k.q, qs, "q"),
+                                strides_over(k.k, kv_shape, "k"),
+                                strides_over(k.v, kv_shape, "v"),
+                                k.mask ? strides_over(*k.mask, mask_shape, "mask") : Shape(rank, 0),
+                                k.lse ? lse_strides(*k.lse, qs) : Shape(rank, 0)};
   cfg::Params p{};
-  set_batches(p, batch, strides, stem);
+  std::vector<cfg::Strides*> dst;
+  for (cfg::Strides& s : p.s) dst.push_back(&s);
+  set_epilogue_slots(p, k, stem, strides, dst);
+  set_batches(p, dst, batch, strides, stem);
   for (std::size_t i = 0; i < strides.size(); ++i) {
-    p.s[i].head = strides[i][rank - 3];
-    p.s[i].row = strides[i][rank - 2];
-    p.s[i].col = strides[i][rank - 1];
+    dst[i]->head = strides[i][rank - 3];
+    dst[i]->row = strides[i][rank - 2];
+    dst[i]->col = strides[i][rank - 1];
   }
   if (k.lens) p.lens_stride = k.lens->resolved_strides().at(0);
   const std::int64_t pairs = numel_of(batch) * hq;
@@ -237,6 +249,7 @@ AttentionTemplate choose_template(const AttentionKernel& k, const cfg::Params& p
   tp.lens = k.lens ? std::optional<DType>(k.lens->dtype) : std::nullopt;
   tp.causal = k.causal;
   tp.bottom_right = k.causal && k.bottom_right;
+  tp.epilogue = k.has_epilogue();
   if (tp.mma) return resolve_attention_tiles(t, tp, stem, max_shared, k.clusters);
   if (!t.empty())
     throw ArgumentError(fmt::format("{}: the plain attention kernel takes no tunables", stem));
@@ -293,10 +306,11 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   L.config.persistent = tp.wgmma == 1 && persistent_items(p, k.causal);
   L.config.shared = unsigned(tp.shared_bytes());
   L.config.shared_required = tp.mma;
-  L.spec.source = fmt::format("#include <kiln/{}>\n", !tp.mma     ? "attention_rows.cuh"
-                                                      : tp.decode ? "attention_decode.cuh"
-                                                      : tp.wgmma  ? "attention_sm90.cuh"
-                                                                  : "attention.cuh");
+  const char* header = !tp.mma     ? "attention_rows.cuh"
+                       : tp.decode ? "attention_decode.cuh"
+                       : tp.wgmma  ? "attention_sm90.cuh"
+                                   : "attention.cuh";
+  L.spec.source = attention_source(header, k);
   L.spec.expression = tp.expression();
   L.spec.options = codegen::builtin_options();
   L.spec.name = tp.name(stem);
@@ -306,19 +320,7 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   // of the extents the family probes.
   L.bucketed = k.dynamic;
 
-  // The group's pointers in order (FusedGroup::pointer_nodes): its outputs, then its inputs.
-  std::vector<std::pair<const TensorView*, int>> views;  // with their slots in Params::ptr
-  if (k.store_out) views.emplace_back(&k.out, int(cfg::kOut));
-  if (k.lse) views.emplace_back(&*k.lse, cfg::kLsePointer);
-  const std::uint32_t first_input = std::uint32_t(views.size());
-  views.insert(views.end(), {{&k.q, cfg::kQ}, {&k.k, cfg::kK}, {&k.v, cfg::kV}});
-  if (k.mask) views.emplace_back(&*k.mask, int(cfg::kMask));
-  if (k.lens) views.emplace_back(&*k.lens, 5);
-  for (const auto& [view, slot] : views) {
-    L.pointers.push_back(view->data);
-    L.layout.pointers.push_back({0, cfg::pointer_offset(slot)});
-    p.ptr[slot] = view->data;  // a launch straight from L (the tuner's) reads them here
-  }
+  const std::uint32_t first_input = set_attention_pointers(L, p, k);
   if (tp.decode && tp.chunks > 1) {  // a counter a tile of rows, then its chunks' partials
     const std::uint64_t tiles = decode_tiles(p);
     L.workspace = 8 * tiles + 4 * tiles * std::uint64_t(tp.chunks) *

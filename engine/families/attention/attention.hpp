@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "engine/codegen/autotune.hpp"
+#include "engine/codegen/codegen.hpp"
 #include "engine/codegen/launch.hpp"
 #include "engine/codegen/tunable_table.hpp"
 #include "kernel_templates/kiln/attention_config.cuh"
@@ -34,6 +35,14 @@ struct AttentionKernel {
   bool clusters = false;  ///< the target runs thread-block clusters (sm_90 and later)
   bool wgmma = false;     ///< the target runs wgmma and TMA (sm_90a)
   bool dynamic = false;   ///< a dim of the call is dynamic: the launch serves a bucket of extents
+  /// Elementwise consumers of the result computed at its store (FusedGroup::epilogue: the
+  /// result is its last input, Ref::Kind::row); none without outputs. Its output 0 is `out`,
+  /// the rest `epilogue_outputs`; its tensor inputs `epilogue_inputs`, each of the result's
+  /// shape or broadcast to it.
+  codegen::Body epilogue;
+  std::vector<TensorView> epilogue_outputs, epilogue_inputs;
+  std::vector<float> epilogue_scalars;
+  bool has_epilogue() const { return !epilogue.outputs.empty(); }
 };
 
 /// The templates' parameters as the specialization chose them: `mma` picks attention_mma
@@ -57,6 +66,8 @@ struct AttentionTemplate {
   /// path).
   int wgmma = 0;
   bool hopper = false;
+  /// The kernel applies the epilogue `kiln_epilogue` (its source's) at its store.
+  bool epilogue = false;
 
   /// `kiln::attention::attention_mma<...>`, `...attention_decode<...>`, `...attention_sm90<...>`
   /// or `...attention_rows<...>`.
@@ -110,6 +121,28 @@ AttentionTemplate default_decode_tiles(int d, bool masked, int max_shared, std::
 /// target has no clusters, or tiles whose shared memory the block does not have.
 AttentionTemplate resolve_attention_tiles(const Tunables& t, const AttentionTemplate& defaults,
                                           const std::string& stem, int max_shared, bool clusters);
+
+/// The name of the epilogue's struct in a kernel's source, the templates' Epi.
+constexpr const char* kAttentionEpilogue = "kiln_epilogue";
+
+/// The epilogue's tensors of `k` (outputs after the first, then inputs) appended to `strides`,
+/// each over the result's shape (0 where it broadcasts), with their slots in `dst`; their
+/// pointers and the epilogue's scalars in p.epi. ArgumentError naming `stem` past the slots
+/// (the fusion pass keeps an epilogue within them: ops::FusionRoles::epilogue_tensors).
+void set_epilogue_slots(attention::config::Params& p, const AttentionKernel& k,
+                        const std::string& stem, std::vector<Shape>& strides,
+                        std::vector<attention::config::Strides*>& dst);
+
+/// L's pointers in the group's order (FusedGroup::pointer_nodes): its outputs (the result or the
+/// epilogue's, then the lse), its inputs, then the epilogue's inputs; each where the kernel
+/// reads it, written into `p` too (a launch straight from L, the tuner's, reads them there).
+/// Returns q's position.
+std::uint32_t set_attention_pointers(KernelLaunch& L, attention::config::Params& p,
+                                     const AttentionKernel& k);
+
+/// The source of `k`'s kernel from template header `header`: its include, and the epilogue's
+/// struct where `k` has one.
+std::string attention_source(std::string_view header, const AttentionKernel& k);
 
 /// `k`'s kernel with tunables `t` (mma and decode paths; a missing one takes the default).
 /// ArgumentError naming `stem` for another tunable or a value the template does not take,

@@ -25,19 +25,27 @@ AttentionPlanned analyze_attention(const FusedGroup& grp, const Graph& planned) 
   return p;
 }
 
-// The group's outputs (fusion_join.cpp orders them): the attention result, then the lse
-// (attention_lse), either of them alone. Without the result, the kernel writes none: `out`
-// keeps q's shape, row-major, for the strides the launch's parameters take.
+// The group's outputs (fusion_join.cpp orders them): the attention result or its epilogue's
+// outputs (the result first where something else reads it too), then the lse
+// (attention_lse); or the lse alone. Without a result, the kernel writes none: `out` keeps q's
+// shape, row-major, for the strides the launch's parameters take.
 void set_outputs(AttentionKernel& k, const FusedGroup& grp, const GroupWork& w) {
   k.store_out = false;
   for (int id : grp.outputs) {
     const TensorView& v = w.values.at(std::size_t(id));
     if (w.shapes.node(id).op == "attention_lse") {
       k.lse = v;
+    } else if (k.store_out) {
+      k.epilogue_outputs.push_back(v);
     } else {
       k.out = v;
       k.store_out = true;
     }
+  }
+  if (!grp.epilogue_steps.empty()) {
+    k.epilogue = grp.epilogue;
+    k.epilogue_inputs = w.views(grp.epilogue_inputs);
+    k.epilogue_scalars = grp.epilogue_scalars;
   }
   if (k.store_out) return;
   k.out = TensorView{};
@@ -82,8 +90,8 @@ class AttentionFamily final : public Family {
     return autotune::attention_space(base, target.max_shared, has_clusters(target.arch));
   }
   std::vector<std::string_view> headers() const override {
-    return {"attention.cuh", "attention_decode.cuh", "attention_rows.cuh", "attention_sm90.cuh",
-            "attention_sm90_softmax.cuh"};
+    return {"attention.cuh",      "attention_decode.cuh", "attention_epilogue.cuh",
+            "attention_rows.cuh", "attention_sm90.cuh",   "attention_sm90_softmax.cuh"};
   }
   std::vector<std::int64_t> extent_probes() const override {
     // Past the decode path's bound (16 query rows), and lengths doubling over the range where

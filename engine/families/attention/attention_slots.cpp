@@ -1,0 +1,79 @@
+// An attention launch's slots (engine/families/attention/attention.hpp): where each pointer
+// goes in the parameter block, the epilogue's tensors and scalars, and the kernel's source with
+// the epilogue's body.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <kiln/error.hpp>
+
+#include "engine/codegen/layout.hpp"
+#include "engine/families/attention/attention.hpp"
+
+namespace kiln {
+
+namespace cfg = attention::config;
+
+namespace {
+
+// Where the kernel reads pointer `slot` of Params::ptr, or epilogue slot `j` of Params::epi.
+std::uint32_t ptr_offset(int slot) { return cfg::pointer_offset(slot); }
+std::uint32_t epi_offset(std::size_t j) {
+  return std::uint32_t(offsetof(cfg::Params, epi) + offsetof(cfg::EpilogueSlots, ptr) + 8 * j);
+}
+
+}  // namespace
+
+void set_epilogue_slots(cfg::Params& p, const AttentionKernel& k, const std::string& stem,
+                        std::vector<Shape>& strides, std::vector<cfg::Strides*>& dst) {
+  std::vector<const TensorView*> views;
+  for (const TensorView& v : k.epilogue_outputs) views.push_back(&v);
+  for (const TensorView& v : k.epilogue_inputs) views.push_back(&v);
+  if (views.size() > std::size_t(cfg::kEpilogueSlots) ||
+      k.epilogue_scalars.size() > std::size_t(cfg::kEpilogueScalars))
+    throw ArgumentError(fmt::format(
+        "{}: an epilogue of {} tensors and {} scalars; the kernel takes {} and {} (internal "
+        "error in the fusion pass: set KILN_DISABLE_FUSION=1 to work around it)",
+        stem, views.size(), k.epilogue_scalars.size(), cfg::kEpilogueSlots, cfg::kEpilogueScalars));
+  for (std::size_t j = 0; j < views.size(); ++j) {
+    strides.push_back(broadcast_strides(*views[j], k.out.shape, "epilogue operand"));
+    dst.push_back(&p.epi.s[j]);
+    p.epi.ptr[j] = views[j]->data;
+  }
+  std::copy(k.epilogue_scalars.begin(), k.epilogue_scalars.end(), p.epi.scalars);
+}
+
+std::uint32_t set_attention_pointers(KernelLaunch& L, cfg::Params& p, const AttentionKernel& k) {
+  std::vector<std::pair<const TensorView*, std::uint32_t>> views;
+  if (k.store_out) views.emplace_back(&k.out, ptr_offset(cfg::kOut));
+  for (std::size_t j = 0; j < k.epilogue_outputs.size(); ++j)
+    views.emplace_back(&k.epilogue_outputs[j], epi_offset(j));
+  if (k.lse) views.emplace_back(&*k.lse, ptr_offset(cfg::kLsePointer));
+  const std::uint32_t first_input = std::uint32_t(views.size());
+  views.insert(
+      views.end(),
+      {{&k.q, ptr_offset(cfg::kQ)}, {&k.k, ptr_offset(cfg::kK)}, {&k.v, ptr_offset(cfg::kV)}});
+  if (k.mask) views.emplace_back(&*k.mask, ptr_offset(cfg::kMask));
+  if (k.lens) views.emplace_back(&*k.lens, ptr_offset(5));
+  for (std::size_t j = 0; j < k.epilogue_inputs.size(); ++j)
+    views.emplace_back(&k.epilogue_inputs[j], epi_offset(k.epilogue_outputs.size() + j));
+  for (const auto& [view, offset] : views) {
+    L.pointers.push_back(view->data);
+    L.layout.pointers.push_back({0, offset});
+    std::memcpy(reinterpret_cast<char*>(&p) + offset, &view->data, sizeof view->data);
+  }
+  return first_input;
+}
+
+std::string attention_source(std::string_view header, const AttentionKernel& k) {
+  if (!k.has_epilogue()) return fmt::format("#include <kiln/{}>\n", header);
+  // In fast math where every output is 16-bit (as the GEMM's epilogue): their rounding is far
+  // coarser than the approximations' errors.
+  bool narrow = true;
+  for (DType t : k.epilogue.outputs) narrow = narrow && (t == DType::f16 || t == DType::bf16);
+  const codegen::Body body = narrow ? codegen::fast_math(k.epilogue) : k.epilogue;
+  return codegen::render_source(header, {{kAttentionEpilogue, &body}});
+}
+
+}  // namespace kiln
