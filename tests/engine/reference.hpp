@@ -120,9 +120,13 @@ std::vector<std::vector<double>> evaluate(const Graph& g, const HostInputs& inpu
 /// every value read or computed also moves (before any rounding) by 2^-20 of its magnitude
 /// plus, for elementwise ops, of its largest operand's: in alternating directions along each
 /// row for 1, all up for 2, all down for 3, up only at even (4) or odd (5) node ids, random
-/// directions (seeded by `jitter`) otherwise. A row op's input row moves too, by 2^-22 of its
+/// directions (seeded by `jitter`) for 6 to 8, alternating the other way round for 9; for
+/// kTowardZero (10) only values whose error is coarser than f32's (attention over f16/bf16)
+/// move, toward 0 and no further.
+/// A row op's input row moves too, by 2^-22 of its
 /// element's magnitude plus the row's largest (its f32 sum, mean or max errs by that). With `only`
 /// >= 0, only that node moves.
+constexpr int kTowardZero = 10;
 std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs& inputs, bool fused,
                                                int jitter = 0, int only = -1);
 
@@ -131,7 +135,7 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
 /// 8 (none where it agrees).
 std::vector<std::string> model_differences(const Graph& g, std::mt19937_64& rng, double epsilon);
 
-/// A plan's model and its jittered variants: the eight patterns of evaluate_plan, and, at each
+/// A plan's model and its jittered variants: the ten patterns of evaluate_plan, and, at each
 /// f16/bf16 rounding whose direction some pattern changed, that node alone moved up and down
 /// (a flip the patterns cancel downstream, e.g. through abs). sensitivity(o, i): how far
 /// element i of node o moves in any of them.
