@@ -121,7 +121,8 @@ void view_values(const Graph& graph, const std::vector<FusedGroup>& groups,
                  std::vector<TensorView>& values, const std::set<int>& given = {});
 
 /// Where view `id` reorders the dims (a permute, a transpose) of a value whose op lays its
-/// result out for its reader (ops::FusionRoles::laid_out) and is that value's one reader: the
+/// result out for its reader (ops::FusionRoles::laid_out), or of an elementwise value of such a
+/// result's shape computed from it, and is that value's one reader: the
 /// value's memory order (outermost dim first) that makes the view row-major. Empty otherwise.
 std::vector<std::size_t> reader_order(const Graph& graph, int id);
 

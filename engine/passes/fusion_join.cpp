@@ -53,6 +53,16 @@ int host_of(const Graph& g, const std::vector<FusedGroup>& groups, int id, std::
   return -1;
 }
 
+// Whether the host's kernel may run at the earlier of its place and position `k`: it reads
+// nothing a kernel between them may write (the call's operands, read by both, are written
+// before either; an epilogue's operands are too where they are graph inputs).
+bool may_move(const Graph& g, const std::vector<FusedGroup>& groups, int host, std::size_t k) {
+  if (std::size_t(host) < k) return true;
+  for (int in : groups[std::size_t(host)].epilogue_inputs)
+    if (g.node(in).op != "input") return false;
+  return true;
+}
+
 }  // namespace
 
 void join_results(const Graph& g, std::vector<FusedGroup>& groups) {
@@ -61,12 +71,12 @@ void join_results(const Graph& g, std::vector<FusedGroup>& groups) {
     const int id = grp.anchor_node;
     const std::string_view op = grp.anchor ? grp.anchor->fusion.joins : std::string_view();
     const int host = op.empty() ? -1 : host_of(g, groups, id, op);
-    if (host < 0 || grp.outputs != std::vector<int>{id}) {
+    if (host < 0 || grp.outputs != std::vector<int>{id} || !may_move(g, groups, host, k)) {
       ++k;
       continue;
     }
     // The host's outputs first, then this one; the joined kernel runs where the earlier of the
-    // two did (they read the same operands, so nothing between them is read by either).
+    // two did (may_move).
     FusedGroup joined = std::move(groups[std::size_t(host)]);
     joined.outputs.push_back(id);
     const std::size_t first = std::min(k, std::size_t(host)), last = std::max(k, std::size_t(host));

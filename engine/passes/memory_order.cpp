@@ -76,7 +76,20 @@ struct Order {
   bool passed_on = false;
 };
 
-// The memory order node `id` asks for: its reader's (ops::FusionRoles::laid_out), its op's, or
+// Whether node `id` is laid out for a reader that reorders its dims: its op's kernel writes
+// through any strides (ops::FusionRoles::laid_out: attention), or it is an elementwise value of
+// such a node's shape computed from it (attention's epilogue: a cast or a scale of its result,
+// written by the same kernel or an elementwise one, both writing through any strides).
+bool lays_out(const Graph& g, int id) {
+  const ops::FusionRoles& r = roles(g, id);
+  if (r.laid_out) return true;
+  if (r.kind != ops::FusionKind::chain || g.node(id).op == "input") return false;
+  for (int a : tensor_args(g, id))
+    if (g.node(a).shape == g.node(id).shape && lays_out(g, a)) return true;
+  return false;
+}
+
+// The memory order node `id` asks for: its reader's (lays_out), its op's, or
 // (elementwise) that of its first operand of the same shape where that one was given an order
 // here or is a channels_last input or view. A channels_last format passes on from an input or
 // view to values inside the plan, as torch's elementwise ops pass it on (a residual add before a
@@ -85,11 +98,13 @@ Order order_of(const Graph& g, int id, const std::vector<TensorView>& values,
                const std::map<int, Order>& ordered) {
   const Graph::Node& n = g.node(id);
   const ops::OpDef& op = op_def(g, n.op);
-  if (op.fusion.laid_out)  // its one reader, if that is a view reordering its dims
+  if (lays_out(g, id))  // its one reader, if that is a view reordering its dims
     for (std::size_t r = std::size_t(id) + 1; r < g.nodes().size(); ++r) {
       const auto& args = g.nodes()[r].args;
-      if (!args.empty() && args[0] == std::variant<int, double>(id))
-        return {reader_order(g, int(r))};
+      if (args.empty() || args[0] != std::variant<int, double>(id)) continue;
+      std::vector<std::size_t> order = reader_order(g, int(r));
+      if (!order.empty() || op.fusion.laid_out) return {std::move(order)};
+      break;  // an elementwise value: as its operands pass it on
     }
   if (op.memory_order) {
     std::vector<TensorView> operands;
@@ -113,7 +128,8 @@ Order order_of(const Graph& g, int id, const std::vector<TensorView>& values,
 // Whether every view read in place of `id`'s memory (and of those views', on) can still be made
 // of it as `v` lays it out: a reshape of a channels_last value cannot, so that value stays
 // row-major.
-bool views_hold(const Graph& g, int id, const TensorView& v, const std::multimap<int, int>& readers) {
+bool views_hold(const Graph& g, int id, const TensorView& v,
+                const std::multimap<int, int>& readers) {
   const auto [first, last] = readers.equal_range(id);
   for (auto it = first; it != last; ++it) {
     const int view = it->second;
@@ -134,7 +150,7 @@ bool views_hold(const Graph& g, int id, const TensorView& v, const std::multimap
 std::vector<std::size_t> reader_order(const Graph& g, int id) {
   if (!is_view(g, id) || is_output(g, id)) return {};
   const int src = std::get<int>(g.node(id).args.at(0));
-  if (!roles(g, src).laid_out || is_output(g, src)) return {};
+  if (!lays_out(g, src) || is_output(g, src)) return {};
   for (std::size_t c = 0; c < g.nodes().size(); ++c)
     for (const auto& a : g.nodes()[c].args)
       if (int(c) != id && std::holds_alternative<int>(a) && std::get<int>(a) == src) return {};
@@ -145,7 +161,8 @@ void view_values(const Graph& g, const std::vector<FusedGroup>& groups,
                  std::vector<TensorView>& values, const std::set<int>& given) {
   std::map<int, int> aliases;
   std::multimap<int, int> readers;  // src -> the views read in place of its memory
-  for (const auto& [view, src] : view_aliases(g, groups)) aliases[view] = src, readers.emplace(src, view);
+  for (const auto& [view, src] : view_aliases(g, groups))
+    aliases[view] = src, readers.emplace(src, view);
   std::map<int, Order> ordered;
   for (std::size_t i = 0; i < g.nodes().size(); ++i) {  // node order: operands first
     const int id = int(i);

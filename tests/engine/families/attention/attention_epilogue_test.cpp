@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
 
@@ -113,6 +115,43 @@ TEST_CASE("attention's epilogue: the result also an output, the lse and a folded
     REQUIRE(ks.size() == 1);
     CAPTURE(ks[0].name);
     CHECK(ks[0].name.rfind("attention__mul_bf16__wg", 0) == 0);  // the factor not in its name
+  }
+  {  // an epilogue reading a row op's result: the lse, planned before that row op, stays apart
+    Graph g;
+    const Value x = g.input("x", {2, 4, 300, 64}, DType::bf16);
+    const Value sm = kiln::apply("softmax", {x}, Attrs().set("axis", -1));  // before attention
+    const Value q = g.input("q", {2, 4, 300, 64}, DType::bf16);
+    const Value k = g.input("k", {2, 2, 300, 64}, DType::bf16);
+    const Value v = g.input("v", {2, 2, 300, 64}, DType::bf16);
+    g.output(kiln::apply("attention", {q, k, v}) + sm, "y");
+    g.output(kiln::apply("attention_lse", {q, k, v}), "lse");
+    const auto ks = kernels(g);
+    REQUIRE(ks.size() == 3);
+    CHECK(ks[0].name.rfind("attention_lse_f32__", 0) == 0);
+    CHECK(ks[1].name.rfind("softmax", 0) == 0);
+    CHECK(ks[2].name.rfind("attention__add_bf16__", 0) == 0);
+  }
+}
+
+TEST_CASE("attention's scaled result, laid out for the output projection, needs no copy") {
+  // QKV projection -> attention -> a * 0.5 -> [B, S, H, D] -> [B, S, H*D] -> output projection:
+  // the scale is attention's epilogue, its result written as [B, S, H, D], which the output
+  // projection's reshape reads in place.
+  std::ifstream f(std::string(KILN_SOURCE_DIR) + "/tests/regressions/" +
+                  "hand-attention-output-laid-out-for-its-projection.json");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string a = R"({"name": "t", "op": "permute", "args": ["a"])";
+  const std::size_t at = text.find(a);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, a.size(),
+               R"({"name": "half", "op": "mul", "args": ["a", 0.5]},
+    {"name": "t", "op": "permute", "args": ["half"])");
+  const Graph g = Graph::parse(text);
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    const auto ks = kernels(g, arch);
+    CAPTURE(arch);
+    REQUIRE(ks.size() == 3);
+    CHECK(ks[1].name.rfind("attention__mul_bf16__", 0) == 0);
   }
 }
 
