@@ -149,6 +149,7 @@ std::vector<OpDef> attention_ops() {
   d.fusion.epilogue = true;
   d.fusion.epilogue_tensors = std::size_t(attention::config::kEpilogueSlots);
   d.fusion.epilogue_scalars = std::size_t(attention::config::kEpilogueScalars);
+  d.fusion.epilogue_rank = std::size_t(attention::config::kBatchDims) + 3;
   d.infer = infer_attention;
   d.domain = {-1, 1};
   d.attrs = {

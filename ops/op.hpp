@@ -85,6 +85,9 @@ struct FusionRoles {
   /// past either stays a kernel of its own.
   std::size_t epilogue_tensors = std::numeric_limits<std::size_t>::max();
   std::size_t epilogue_scalars = std::numeric_limits<std::size_t>::max();
+  /// The highest rank of a result whose epilogue its kernel indexes whatever the operands'
+  /// strides (attention's: three batch dims, which then need no merging).
+  std::size_t epilogue_rank = std::numeric_limits<std::size_t>::max();
 };
 
 /// One axis of a remap view (ViewRule::remap): the result's coordinate c along `axis` reads

@@ -9,6 +9,7 @@ namespace kiln::fusion {
 bool epilogue_fits(const Graph& g, int host, const std::vector<int>& outputs) {
   const ops::FusionRoles& r = roles(g, host);
   constexpr std::size_t kAny = std::numeric_limits<std::size_t>::max();
+  if (g.node(host).shape.size() > r.epilogue_rank) return false;
   if (r.epilogue_tensors == kAny && r.epilogue_scalars == kAny) return true;
   FusedGroup epi;
   collect(g, outputs, {}, epi);

@@ -76,8 +76,9 @@ inline int index_node(const Graph& g, int id) {
 }
 
 /// Whether `host`'s epilogue with the elementwise nodes `outputs` absorbed stays within what its
-/// kernel takes (ops::FusionRoles::epilogue_tensors, epilogue_scalars): the outputs and the
-/// tensors it reads besides the host's result, the scalars its steps take (fusion_limits.cpp).
+/// kernel takes (ops::FusionRoles::epilogue_tensors, epilogue_scalars, epilogue_rank): the
+/// outputs and the tensors it reads besides the host's result, the scalars its steps take, the
+/// result's rank (fusion_limits.cpp).
 bool epilogue_fits(const Graph& g, int host, const std::vector<int>& outputs);
 
 /// Whether gather view `id` is read in place by every kernel that reads it.

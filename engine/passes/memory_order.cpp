@@ -79,14 +79,26 @@ struct Order {
 // Whether node `id` is laid out for a reader that reorders its dims: its op's kernel writes
 // through any strides (ops::FusionRoles::laid_out: attention), or it is an elementwise value of
 // such a node's shape computed from it (attention's epilogue: a cast or a scale of its result,
-// written by the same kernel or an elementwise one, both writing through any strides).
-bool lays_out(const Graph& g, int id) {
+// written by the same kernel or an elementwise one, both writing through any strides). Each
+// node is looked at once (`seen`): a chain reusing its values would otherwise be walked along
+// every path.
+bool lays_out(const Graph& g, int id, std::map<int, bool>& seen) {
+  if (auto it = seen.find(id); it != seen.end()) return it->second;
   const ops::FusionRoles& r = roles(g, id);
-  if (r.laid_out) return true;
-  if (r.kind != ops::FusionKind::chain || g.node(id).op == "input") return false;
-  for (int a : tensor_args(g, id))
-    if (g.node(a).shape == g.node(id).shape && lays_out(g, a)) return true;
-  return false;
+  bool out = r.laid_out;
+  if (!out && r.kind == ops::FusionKind::chain && g.node(id).op != "input")
+    for (int a : tensor_args(g, id))
+      if (g.node(a).shape == g.node(id).shape && lays_out(g, a, seen)) {
+        out = true;
+        break;
+      }
+  seen[id] = out;
+  return out;
+}
+
+bool lays_out(const Graph& g, int id) {
+  std::map<int, bool> seen;
+  return lays_out(g, id, seen);
 }
 
 // The memory order node `id` asks for: its reader's (lays_out), its op's, or

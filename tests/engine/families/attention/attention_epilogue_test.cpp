@@ -15,8 +15,7 @@
 #include "engine/compiler/compiler.hpp"
 #include "engine/exec/plan_specs.hpp"
 #include "engine/families/attention/attention.hpp"
-#include "engine/families/family.hpp"
-#include "engine/passes/fusion.hpp"
+#include "tests/engine/families/attention/attention_launch.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
 
@@ -29,42 +28,21 @@ namespace cfg = kiln::attention::config;
 
 namespace {
 
-struct Call {
-  Graph g;
-  Value q, k, v, o;
+struct Call : kiln::test::AttentionCall {
+  Value o;
 };
 
 // attention over q [2, 4, sq, d] and k, v [2, 2, 300, d] of dtype `t`.
 Call attention_call(DType t = DType::bf16, std::int64_t sq = 300, std::int64_t d = 64,
                     const Attrs& a = {}) {
   Call c;
-  c.q = c.g.input("q", {2, 4, sq, d}, t);
-  c.k = c.g.input("k", {2, 2, 300, d}, t);
-  c.v = c.g.input("v", {2, 2, 300, d}, t);
+  kiln::test::add_attention_inputs(c, t, sq, d);
   c.o = kiln::apply("attention", {c.q, c.k, c.v}, a);
   return c;
 }
 
 std::vector<kiln::PlanKernel> kernels(const Graph& g, const char* arch = "sm_90a") {
   return kiln::Plan(g).kernels(arch);
-}
-
-// The launch of `g`'s attention kernel planned for sm_90a, and its parameter block.
-kiln::KernelLaunch attention_launch(const Graph& g, cfg::Params& p) {
-  std::vector<kiln::TensorView> values;
-  for (const auto& n : g.nodes()) values.push_back(kiln::test::desc(n.shape, n.dtype));
-  const kiln::Target target = kiln::target_of("sm_90a");
-  const auto groups = kiln::fuse(g, true);
-  kiln::view_values(g, groups, values);
-  for (const kiln::FusedGroup& grp : groups) {
-    if (!grp.anchor || grp.anchor->name != "attention") continue;
-    kiln::KernelLaunch L = kiln::specialize_group({grp, values, g, g, target});
-    REQUIRE(L.layout.params.at(0).size() == sizeof p);
-    std::memcpy(&p, L.layout.params[0].data(), sizeof p);
-    return L;
-  }
-  FAIL("no attention kernel");
-  return {};
 }
 
 }  // namespace
@@ -195,13 +173,38 @@ TEST_CASE("an epilogue past the kernel's slots leaves its last consumers a kerne
   }
 }
 
+TEST_CASE("attention's epilogue: results of more than three batch dims stay apart") {
+  // Four batch dims must merge into the kernel's three; an epilogue operand's strides may not.
+  Graph g;
+  const Value q = g.input("q", {2, 2, 2, 2, 4, 64, 64}, DType::bf16);
+  const Value o = kiln::apply("attention", {q, q, q});
+  g.output(o + g.input("r", {2, 2, 2, 2, 4, 64, 64}, DType::bf16), "y");
+  CHECK(kernels(g).size() == 2);
+  Graph h;  // three batch dims: one kernel
+  const Value q3 = h.input("q", {2, 2, 2, 4, 64, 64}, DType::bf16);
+  h.output(kiln::apply("attention", {q3, q3, q3}) + h.input("r", {2, 2, 2, 4, 64, 64}, DType::bf16),
+           "y");
+  CHECK(kernels(h).size() == 1);
+}
+
+TEST_CASE("a long elementwise chain reusing its values after attention plans (each node once)") {
+  // y = y * y + y, 60 times over: walking every path from the last node back to attention would
+  // take 2^60 steps.
+  Call c = attention_call();
+  Value y = c.o;
+  for (int i = 0; i < 60; ++i) y = y * y + y;
+  const Value t = kiln::apply("permute", {y}, Attrs().set("dims", kiln::Shape{0, 2, 1, 3}));
+  c.g.output(kiln::apply("reshape", {t}, Attrs().set("shape", kiln::Shape{2, 300, 256})), "out");
+  CHECK(kernels(c.g).size() >= 2);
+}
+
 TEST_CASE("an attention launch's epilogue slots: outputs after the first, inputs, scalars") {
   Call c = attention_call();
   const Value r = c.g.input("r", {2, 1, 300, 64}, DType::f32);  // broadcast over heads
   c.g.output(c.o + r, "y1");
   c.g.output(kiln::cast(c.o * 3.0, DType::f32), "y2");
   cfg::Params p{};
-  const kiln::KernelLaunch L = attention_launch(c.g, p);
+  const kiln::KernelLaunch L = kiln::test::attention_launch(c.g, p);
   // Pointers: y1 (kOut), y2 (slot 0), q, k, v, r (slot 1).
   REQUIRE(L.layout.pointers.size() == 6);
   CHECK(L.layout.pointers[0].offset == cfg::pointer_offset(cfg::kOut));

@@ -12,6 +12,7 @@
 #include "engine/families/attention/attention.hpp"
 #include "engine/families/family.hpp"
 #include "engine/passes/fusion.hpp"
+#include "tests/engine/families/attention/attention_launch.hpp"
 #include "tests/engine/reference.hpp"
 #include "tests/support.hpp"
 
@@ -24,35 +25,19 @@ namespace cfg = kiln::attention::config;
 
 namespace {
 
-struct Call {
-  Graph g;
-  Value q, k, v;
-};
+using Call = kiln::test::AttentionCall;
 
 Call inputs(DType t = DType::bf16) {
   Call c;
-  c.q = c.g.input("q", {2, 4, 300, 64}, t);
-  c.k = c.g.input("k", {2, 2, 300, 64}, t);
-  c.v = c.g.input("v", {2, 2, 300, 64}, t);
+  kiln::test::add_attention_inputs(c, t);
   return c;
 }
 
 // The scale (log2 units) of the launch of `g`'s attention kernel, planned for sm_90a.
 float scale_log2_of(const Graph& g) {
-  std::vector<kiln::TensorView> values;
-  for (const auto& n : g.nodes()) values.push_back(kiln::test::desc(n.shape, n.dtype));
-  const kiln::Target target = kiln::target_of("sm_90a");
-  for (const kiln::FusedGroup& grp : kiln::fuse(g, true)) {
-    if (!grp.anchor || grp.anchor->name != "attention") continue;
-    kiln::view_values(g, {grp}, values);
-    const kiln::KernelLaunch L = kiln::specialize_group({grp, values, g, g, target});
-    cfg::Params p;
-    REQUIRE(L.layout.params.at(0).size() == sizeof p);
-    std::memcpy(&p, L.layout.params[0].data(), sizeof p);
-    return p.scale_log2;
-  }
-  FAIL("no attention kernel");
-  return 0;
+  cfg::Params p;
+  kiln::test::attention_launch(g, p);
+  return p.scale_log2;
 }
 
 std::size_t kernels(const Graph& g, bool fuse = true) {
