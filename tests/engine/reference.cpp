@@ -354,13 +354,15 @@ PlanModel model_plan(const Graph& g, const HostInputs& inputs, bool fused) {
   out.model = evaluate_plan(g, inputs, fused);
   for (int jitter : {1, 2, 3, 4, 5, 6, 7, 8, 9, kTowardZero})
     out.jittered.push_back(evaluate_plan(g, inputs, fused, jitter));
+  const std::size_t patterns = out.jittered.size();
   // A rounding that goes the other way in one place, everything else exact: the patterns
   // above can cancel it (a nudge down downstream of the flip up, through abs or a subtraction).
   // Only where some pattern rounded the value differently is the rounding in doubt.
   for (int id : rounding_points(g, fused)) {
     const auto& m = out.model[std::size_t(id)];
     bool doubt = m.empty();  // a cast inside a kernel: not stored, so not seen; assume doubt
-    for (std::size_t j = 0; j < 10 && !doubt; ++j) doubt = out.jittered[j][std::size_t(id)] != m;
+    for (std::size_t j = 0; j < patterns && !doubt; ++j)
+      doubt = out.jittered[j][std::size_t(id)] != m;
     if (!doubt) continue;
     for (int jitter : {2, 3}) out.jittered.push_back(evaluate_plan(g, inputs, fused, jitter, id));
   }

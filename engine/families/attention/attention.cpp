@@ -32,29 +32,25 @@ std::string AttentionTemplate::expression() const {
   const std::string m(mask ? device_type_of(*mask) : "float");
   const std::string l(lens && *lens == DType::i64 ? "long long" : "int");
   const auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  std::vector<std::string> args;
   if (mma && wgmma) {
-    std::vector<std::string> args = {t,
-                                     l,
-                                     std::to_string(d),
-                                     std::to_string(bn),
-                                     std::to_string(stages),
-                                     flag(causal),
-                                     flag(bottom_right),
-                                     flag(lens.has_value())};
-    if (epilogue) args.push_back(kAttentionEpilogue);
-    return codegen::render_instance("kiln::attention::attention_sm90", args);
+    args = {t, l};
+    for (int v : {d, bn, stages}) args.push_back(std::to_string(v));
+    for (bool b : {causal, bottom_right, lens.has_value()}) args.push_back(flag(b));
+  } else {
+    args = {t, m, l, std::to_string(d)};
+    if (mma && decode) {
+      for (int v : {bn, stages, warps, split, chunks}) args.push_back(std::to_string(v));
+    } else if (mma) {
+      for (int v : {bm, bn, stages, wm}) args.push_back(std::to_string(v));
+    }
+    for (const std::string& s : {flag(causal), flag(bottom_right), std::to_string(mask_kind(mask)),
+                                 flag(lens.has_value())})
+      args.push_back(s);
   }
-  std::vector<std::string> args = {t, m, l, std::to_string(d)};
-  if (mma && decode) {
-    for (int v : {bn, stages, warps, split, chunks}) args.push_back(std::to_string(v));
-  } else if (mma) {
-    for (int v : {bm, bn, stages, wm}) args.push_back(std::to_string(v));
-  }
-  for (const std::string& s :
-       {flag(causal), flag(bottom_right), std::to_string(mask_kind(mask)), flag(lens.has_value())})
-    args.push_back(s);
   if (epilogue) args.push_back(kAttentionEpilogue);
   return codegen::render_instance(!mma     ? "kiln::attention::attention_rows"
+                                  : wgmma  ? "kiln::attention::attention_sm90"
                                   : decode ? "kiln::attention::attention_decode"
                                            : "kiln::attention::attention_mma",
                                   args);

@@ -17,8 +17,7 @@ namespace cfg = attention::config;
 
 namespace {
 
-// Where the kernel reads pointer `slot` of Params::ptr, or epilogue slot `j` of Params::epi.
-std::uint32_t ptr_offset(int slot) { return cfg::pointer_offset(slot); }
+// Where the kernel reads the pointer of epilogue slot `j` (Params::epi).
 std::uint32_t epi_offset(std::size_t j) {
   return std::uint32_t(offsetof(cfg::Params, epi) + offsetof(cfg::EpilogueSlots, ptr) + 8 * j);
 }
@@ -46,16 +45,16 @@ void set_epilogue_slots(cfg::Params& p, const AttentionKernel& k, const std::str
 
 std::uint32_t set_attention_pointers(KernelLaunch& L, cfg::Params& p, const AttentionKernel& k) {
   std::vector<std::pair<const TensorView*, std::uint32_t>> views;
-  if (k.store_out) views.emplace_back(&k.out, ptr_offset(cfg::kOut));
+  if (k.store_out) views.emplace_back(&k.out, cfg::pointer_offset(cfg::kOut));
   for (std::size_t j = 0; j < k.epilogue_outputs.size(); ++j)
     views.emplace_back(&k.epilogue_outputs[j], epi_offset(j));
-  if (k.lse) views.emplace_back(&*k.lse, ptr_offset(cfg::kLsePointer));
+  if (k.lse) views.emplace_back(&*k.lse, cfg::pointer_offset(cfg::kLsePointer));
   const std::uint32_t first_input = std::uint32_t(views.size());
-  views.insert(
-      views.end(),
-      {{&k.q, ptr_offset(cfg::kQ)}, {&k.k, ptr_offset(cfg::kK)}, {&k.v, ptr_offset(cfg::kV)}});
-  if (k.mask) views.emplace_back(&*k.mask, ptr_offset(cfg::kMask));
-  if (k.lens) views.emplace_back(&*k.lens, ptr_offset(5));
+  views.insert(views.end(), {{&k.q, cfg::pointer_offset(cfg::kQ)},
+                             {&k.k, cfg::pointer_offset(cfg::kK)},
+                             {&k.v, cfg::pointer_offset(cfg::kV)}});
+  if (k.mask) views.emplace_back(&*k.mask, cfg::pointer_offset(cfg::kMask));
+  if (k.lens) views.emplace_back(&*k.lens, cfg::pointer_offset(5));
   for (std::size_t j = 0; j < k.epilogue_inputs.size(); ++j)
     views.emplace_back(&k.epilogue_inputs[j], epi_offset(k.epilogue_outputs.size() + j));
   for (const auto& [view, offset] : views) {
