@@ -16,7 +16,7 @@
 // A row whose every key is masked gives zeros, as on the other paths.
 
 #include <kiln/attention.cuh>
-#include <kiln/cluster.cuh>
+#include <kiln/attention_decode_merge.cuh>
 
 namespace kiln::attention {
 
@@ -75,213 +75,52 @@ __device__ __forceinline__ void decode_scores(float (&s)[NT][4], const Params& p
   }
 }
 
-/// This warp's partial result into `part` (config::decode_part_floats): its rows' maxima, sums
-/// and unnormalized outputs.
-template <int DT, int Dp>
-__device__ __forceinline__ void store_part(float* part, const float (&o)[DT][4],
-                                           const float (&mx)[2], const float (&l)[2], int lane) {
-  const int t = lane & 3;
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    const int row = (lane >> 2) + 8 * hr;
-    float sum = l[hr];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    if (t == 0) part[row] = mx[hr], part[config::kDecodeRows + row] = sum;
-#pragma unroll
-    for (int dt = 0; dt < DT; ++dt) {
-      float* at = part + 2 * config::kDecodeRows + row * Dp + dt * 8 + 2 * t;
-      at[0] = o[dt][2 * hr];
-      at[1] = o[dt][2 * hr + 1];
-    }
-  }
-}
+/// One warp's copies of its tiles of K and V, in turn. Where a row's 16-byte pieces divide the
+/// warp (D 16, 32, 64, 128, 256), each lane copies the same piece of every (32 / pieces)-th row
+/// of a whole tile, so a piece costs an address add and a cp.async, and a tile one 64-bit add:
+/// the bounds and index math of load_tile took about half the loop's instructions, and a warp
+/// that issues slower than memory delivers leaves bandwidth unused. Other D, and tiles past the
+/// keys' end, go through load_tile.
+template <class T, int D, int BN, int Ld>
+struct WarpKv {
+  static constexpr int kPieces = config::padded_d(D) / 8;
+  static constexpr bool kApplies = config::padded_d(D) == D && 32 % kPieces == 0;
+  static constexpr int kRows = kApplies ? 32 / kPieces : 1;  // rows one pass of the warp copies
+  const T *k, *v;
+  long long k_rs, v_rs;
+  int first, between;  // the warp's first key, and the keys from one of its tiles to the next
+  const char *next_k, *next_v;  // this lane's piece of the next tile
+  unsigned dst;                 // this lane's offset in a tile's shared memory
 
-/// Where partial result `n` of `Parts` is: this block's shared memory (`Remote` false) or block
-/// n of the cluster's.
-template <bool Remote>
-struct Parts {
-  const float* local;
-  int stride;
-  __device__ __forceinline__ float at(int n, int i) const {
-    if constexpr (Remote)
-      return cluster_load(cluster_map(local + i, unsigned(n)));
-    else
-      return local[n * stride + i];
+  __device__ __forceinline__ WarpKv(const T* k_, long long k_rs_, const T* v_, long long v_rs_,
+                                    int first_, int between_, int lane)
+      : k(k_), v(v_), k_rs(k_rs_), v_rs(v_rs_), first(first_), between(between_) {
+    const int row = lane / kPieces, piece = lane % kPieces;
+    next_k = reinterpret_cast<const char*>(k + (first + row) * k_rs + piece * 8);
+    next_v = reinterpret_cast<const char*>(v + (first + row) * v_rs + piece * 8);
+    dst = unsigned((row * Ld + piece * 8) * sizeof(T));
+  }
+  /// Tile `n` of the warp (n = 0, 1, 2, ... in turn) into `stage`: K, then V.
+  __device__ __forceinline__ void load(T* stage, int n, int n_end, int lane) {
+    const int k0 = first + n * between;
+    if (kApplies && k0 + BN <= n_end) {
+      copy(stage, next_k, k_rs);
+      copy(stage + BN * Ld, next_v, v_rs);
+    } else {
+      load_tile<T, D, BN, Ld, 32>(stage, k, k_rs, k0, n_end, lane);
+      load_tile<T, D, BN, Ld, 32>(stage + BN * Ld, v, v_rs, k0, n_end, lane);
+    }
+    next_k += between * k_rs * (long long)sizeof(T);
+    next_v += between * v_rs * (long long)sizeof(T);
+  }
+  __device__ __forceinline__ void copy(T* tile, const char* from, long long rs) const {
+    const unsigned to = mma::smem(tile) + dst;
+    const long long pass = kRows * rs * (long long)sizeof(T);
+#pragma unroll
+    for (int i = 0; i < BN / kRows; ++i, from += pass)
+      mma::cp_async16_line(to + unsigned(i * kRows * Ld * sizeof(T)), from);
   }
 };
-
-/// Element `c` of packed row `row` merged over `n` partial results: the merged max and sum into
-/// `m` and `sum`, the unnormalized output returned.
-template <class P>
-__device__ __forceinline__ float merge_parts(const P& parts, int n, int row, int c, int dp,
-                                             float& m, float& sum) {
-  m = minus_infinity();
-  for (int k = 0; k < n; ++k) m = fmaxf(m, parts.at(k, row));
-  float acc = 0.0f;
-  sum = 0.0f;
-  for (int k = 0; k < n; ++k) {
-    const float mk = parts.at(k, row);
-    const float w = mk == minus_infinity() ? 0.0f : exp2f(mk - m);
-    sum += w * parts.at(k, config::kDecodeRows + row);
-    acc += w * parts.at(k, 2 * config::kDecodeRows + row * dp + c);
-  }
-  return acc;
-}
-
-/// Where packed row `x` (query row x / group of the group's head x % group) starts in tensor
-/// `t` of the pair `r`.
-__device__ __forceinline__ long long packed_row(const Params& p, const Pair& r, int t, int x) {
-  return r.off[t] + x % p.group * p.s[t].head + (long long)(x / p.group) * p.s[t].row;
-}
-
-/// Element `c` of packed row `x`'s output: `acc` divided by `sum` (0 for a row that saw no key).
-template <class T, class Epi>
-__device__ __forceinline__ void store_merged(const Params& p, const Pair& r, int x, int c,
-                                             float acc, float sum) {
-  if constexpr (HasEpilogue<Epi>::value) {
-    long long bi[config::kBatchDims];
-    batch_index(p, r.b, bi);
-    epilogue_element<Epi>(p, bi, r.h + x % p.group, x / p.group, c,
-                          sum > 0.0f ? acc / sum : 0.0f);
-    return;
-  }
-  if (p.ptr[config::kOut] == 0) return;  // a call that asks for the lse alone
-  T* out = reinterpret_cast<T*>(p.ptr[config::kOut]) + packed_row(p, r, config::kOut, x) +
-           (long long)c * p.s[config::kOut].col;
-  *out = from_float<T>(sum > 0.0f ? acc / sum : 0.0f);
-}
-
-/// Packed row `x`'s lse from its merged max `m` and sum, where the call asks for it.
-__device__ __forceinline__ void store_packed_lse(const Params& p, const Pair& r, int x, float m,
-                                                 float sum) {
-  if (p.ptr[config::kLsePointer] == 0) return;
-  reinterpret_cast<float*>(p.ptr[config::kLsePointer])[packed_row(p, r, config::kLse, x)] =
-      row_lse(m, sum);
-}
-
-/// The warps' partial results (`parts`, one after another) merged into the block's (`block`);
-/// with one block a cluster, straight into the output instead.
-template <class T, int D, int Warps, bool Final, class Epi>
-__device__ __forceinline__ void merge_warps(float* block, const float* parts, const Params& p,
-                                            const Pair& r, int rho0, int tid) {
-  constexpr int kDp = config::padded_d(D), kPart = config::decode_part_floats(D);
-  const Parts<false> from{parts, kPart};
-  const int rows = min(config::kDecodeRows, p.sq * p.group - rho0);
-  for (int e = tid; e < rows * kDp; e += Warps * 32) {
-    const int row = e / kDp, c = e % kDp;
-    float m, sum;
-    const float acc = merge_parts(from, Warps, row, c, kDp, m, sum);
-    if constexpr (Final) {
-      if (c == 0) store_packed_lse(p, r, rho0 + row, m, sum);
-      if (c < D) store_merged<T, Epi>(p, r, rho0 + row, c, acc, sum);
-    } else {
-      if (c == 0) block[row] = m, block[config::kDecodeRows + row] = sum;
-      block[2 * config::kDecodeRows + row * kDp + c] = acc;
-    }
-  }
-}
-
-/// The cluster's Split block results merged; this block writes every Split-th output element,
-/// or (`chunk` not null) of the cluster's partial result there, as store_part lays one out.
-/// Every block of the cluster calls it, once its result is in `block`.
-template <class T, int D, int Warps, int Split, class Epi>
-__device__ __forceinline__ void merge_blocks(const float* block, const Params& p, const Pair& r,
-                                             int rho0, int rank, int tid, float* chunk) {
-  constexpr int kDp = config::padded_d(D);
-  cluster_arrive_release();  // the block's result, to the cluster
-  cluster_wait();
-  const Parts<true> from{block, 0};
-  const int rows = min(config::kDecodeRows, p.sq * p.group - rho0);
-  for (int e = rank * Warps * 32 + tid; e < rows * D; e += Split * Warps * 32) {
-    const int row = e / D, c = e % D;
-    float m, sum;
-    const float acc = merge_parts(from, Split, row, c, kDp, m, sum);
-    if (!chunk) {
-      if (c == 0) store_packed_lse(p, r, rho0 + row, m, sum);
-      store_merged<T, Epi>(p, r, rho0 + row, c, acc, sum);
-      continue;
-    }
-    if (c == 0) chunk[row] = m, chunk[config::kDecodeRows + row] = sum;
-    chunk[2 * config::kDecodeRows + row * kDp + c] = acc;
-  }
-  cluster_arrive();  // no block leaves while another still reads its shared memory
-  cluster_wait();
-}
-
-/// After every block wrote its share of its chunk's partial result (`parts` holds the tile's
-/// Chunks, `counter` counts the Chunks * Split blocks in, and only grows): the block that
-/// arrives last merges them into the output.
-template <class T, int D, int Warps, int Chunks, int Split, class Epi>
-__device__ __forceinline__ void merge_chunks(const float* parts, unsigned long long* counter,
-                                             const Params& p, const Pair& r, int rho0, int tid) {
-  constexpr int kDp = config::padded_d(D), kPart = config::decode_part_floats(D);
-  __shared__ bool last;
-  __syncthreads();  // the block's share written
-  if (tid == 0) {
-    __threadfence();
-    const unsigned long long ticket = atomicAdd(counter, 1ull);
-    last = ticket % (Chunks * Split) == Chunks * Split - 1;
-    if (last) __threadfence();  // the others' shares, seen after their counts
-  }
-  __syncthreads();
-  if (!last) return;
-  // Each chunk's weight per row (exp2 of its max less the rows' max) and the rows' sums first,
-  // in shared memory; then every output element one coalesced load a chunk.
-  __shared__ float weight[Chunks][config::kDecodeRows], total[config::kDecodeRows];
-  const int rows = min(config::kDecodeRows, p.sq * p.group - rho0);
-  if (tid < rows) {
-    float m = minus_infinity(), sum = 0.0f;
-    for (int k = 0; k < Chunks; ++k) m = fmaxf(m, __ldcg(parts + k * kPart + tid));
-    for (int k = 0; k < Chunks; ++k) {
-      const float mk = __ldcg(parts + k * kPart + tid);
-      weight[k][tid] = mk == minus_infinity() ? 0.0f : exp2f(mk - m);
-      sum += weight[k][tid] * __ldcg(parts + k * kPart + config::kDecodeRows + tid);
-    }
-    total[tid] = sum;
-    store_packed_lse(p, r, rho0 + tid, m, sum);
-  }
-  __syncthreads();
-  for (int e = tid; e < rows * D; e += Warps * 32) {
-    const int row = e / D, c = e % D;
-    float acc = 0.0f;
-#pragma unroll
-    for (int k = 0; k < Chunks; ++k)
-      acc += weight[k][row] * __ldcg(parts + k * kPart + 2 * config::kDecodeRows + row * kDp + c);
-    store_merged<T, Epi>(p, r, rho0 + row, c, acc, total[row]);
-  }
-}
-
-/// The warps' results (`o`, `mx`, `l`) into the output: merged in the block's shared memory
-/// (`smem`, the rings' space), then between the cluster's Split blocks, then (Chunks > 1)
-/// through the workspace by the last of the tile's blocks to finish.
-template <class T, int D, int Warps, int Split, int Chunks, class Epi, int DT>
-__device__ __forceinline__ void merge_results(float* smem, const float (&o)[DT][4],
-                                              const float (&mx)[2], const float (&l)[2],
-                                              const Params& p, const Pair& r, int rho0, int rank,
-                                              int chunk, int work, int tid) {
-  constexpr int kDp = config::padded_d(D), kPart = config::decode_part_floats(D);
-  float* const parts = smem;
-  float* const block = parts + Warps * kPart;
-  store_part<DT, kDp>(parts + (tid >> 5) * kPart, o, mx, l, tid & 31);
-  __syncthreads();
-  if constexpr (Chunks == 1) {
-    merge_warps<T, D, Warps, Split == 1, Epi>(block, parts, p, r, rho0, tid);
-    if constexpr (Split > 1)
-      merge_blocks<T, D, Warps, Split, Epi>(block, p, r, rho0, rank, tid, nullptr);
-  } else {
-    // The workspace: a counter per tile of packed rows, then each tile's Chunks partials.
-    auto* counters = reinterpret_cast<unsigned long long*>(p.ptr[config::kWorkspace]);
-    const int works = int(gridDim.x) / (Split * Chunks);
-    float* const tile_parts = reinterpret_cast<float*>(counters + works) +
-                              (long long)work * Chunks * kPart;
-    float* const mine = tile_parts + chunk * kPart;
-    // Without a cluster the warps' merge is the chunk's partial: written there at once.
-    merge_warps<T, D, Warps, false, Epi>(Split > 1 ? block : mine, parts, p, r, rho0, tid);
-    if constexpr (Split > 1) merge_blocks<T, D, Warps, Split, Epi>(block, p, r, rho0, rank, tid, mine);
-    merge_chunks<T, D, Warps, Chunks, Split, Epi>(tile_parts, counters + work, p, r, rho0, tid);
-  }
-}
 
 template <class T, class M, class L, int D, int BN, int Stages, int Warps, int Split, int Chunks,
           bool Causal, bool BottomRight, int Mask, bool Lens, class Epi = void>
@@ -315,12 +154,8 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
 
   load_packed_q<T, D, kLd, Warps * 32>(qs, p, r, rho0, tid);
   mma::cp_async_commit();
-  auto load_kv = [&](int n) {
-    T* st = ring + n % Stages * kStage;
-    const int kt = u + n * U;
-    load_tile<T, D, BN, kLd, 32>(st, k, p.s[config::kK].row, kt * BN, n_end, lane);
-    load_tile<T, D, BN, kLd, 32>(st + BN * kLd, v, p.s[config::kV].row, kt * BN, n_end, lane);
-  };
+  WarpKv<T, D, BN, kLd> kv(k, p.s[config::kK].row, v, p.s[config::kV].row, u * BN, U * BN, lane);
+  const auto load_kv = [&](int n) { kv.load(ring + n % Stages * kStage, n, n_end, lane); };
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {
     if (s < mine) load_kv(s);
@@ -356,8 +191,8 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
   }
   mma::cp_async_wait<0>();
   __syncthreads();  // every warp is done with its ring: it now holds the partial results
-  merge_results<T, D, Warps, Split, Chunks, Epi>(reinterpret_cast<float*>(rings), o[0], mx[0], l[0], p,
-                                            r, rho0, rank, chunk, work, tid);
+  merge_results<T, D, Warps, Split, Chunks, Epi>(reinterpret_cast<float*>(rings), o[0], mx[0], l[0],
+                                                 p, r, rho0, rank, chunk, work, tid);
 }
 
 }  // namespace kiln::attention

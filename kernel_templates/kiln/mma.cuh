@@ -19,6 +19,12 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, int bytes
                "r"(bytes)
                : "memory");
 }
+/// Copies 16 bytes of global `src` to shared address `dst` (as `smem` gives it, 16-aligned),
+/// fetching the 128-byte L2 line around `src` at once.
+__device__ __forceinline__ void cp_async16_line(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(dst), "l"(src)
+               : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
