@@ -145,11 +145,14 @@ std::vector<OpDef> attention_ops() {
   d.fusion.laid_out = true;
   d.fusion.folds_scale = true;  // q * c reads q, its scale times c
   // Its elementwise consumers of its shape (a cast, a scale, a gate, a residual) are computed
-  // where each output element is stored, their tensors in the parameter block's epilogue slots.
+  // where each output element is stored, their tensors in the parameter block's epilogue slots;
+  // so are those of the result seen as [B, S, H·D] (a permute and a reshape), their tensors
+  // indexed through those views.
   d.fusion.epilogue = true;
   d.fusion.epilogue_tensors = std::size_t(attention::config::kEpilogueSlots);
   d.fusion.epilogue_scalars = std::size_t(attention::config::kEpilogueScalars);
   d.fusion.epilogue_rank = std::size_t(attention::config::kBatchDims) + 3;
+  d.fusion.epilogue_through_views = true;
   d.infer = infer_attention;
   d.domain = {-1, 1};
   d.attrs = {

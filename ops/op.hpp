@@ -88,6 +88,11 @@ struct FusionRoles {
   /// The highest rank of a result whose epilogue its kernel indexes whatever the operands'
   /// strides (attention's: three batch dims, which then need no merging).
   std::size_t epilogue_rank = std::numeric_limits<std::size_t>::max();
+  /// Its epilogue may also take consumers behind views of its result that only reorder and
+  /// merge dims (permutes, reshapes merging adjacent dims: attention's [B, H, S, D] seen as
+  /// [B, S, H·D]): its family indexes their tensors through the views' inverse
+  /// (engine/passes/epilogue_views.cpp).
+  bool epilogue_through_views = false;
 };
 
 /// One axis of a remap view (ViewRule::remap): the result's coordinate c along `axis` reads

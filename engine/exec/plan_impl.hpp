@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "cache/tuning.hpp"
-#include "engine/families/family.hpp"
-#include "engine/passes/fusion.hpp"
-#include "engine/ir/graph_ops.hpp"
 #include "engine/exec/launch_cache.hpp"
+#include "engine/families/family.hpp"
+#include "engine/ir/graph_ops.hpp"
+#include "engine/passes/fusion.hpp"
 #include "engine/passes/planner.hpp"
 #include "engine/runtime/context.hpp"
 #include "engine/runtime/graph.hpp"
@@ -114,6 +114,7 @@ class PlanImpl {
     std::vector<std::string> ops;
     for (int id : grp.steps) ops.push_back(graph.node(id).name);
     if (grp.anchor) ops.push_back(graph.node(grp.anchor_node).name);
+    for (int id : grp.epilogue_views) ops.push_back(graph.node(id).name);
     for (int id : grp.epilogue_steps) ops.push_back(graph.node(id).name);
     // Outputs computed beside the anchor: slices of a product's columns its kernel writes, a
     // result joining it (attention_lse).

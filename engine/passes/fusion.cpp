@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/ir/graph_ops.hpp"
+#include "engine/passes/fusion_layers.hpp"
 #include "engine/passes/fusion_roles.hpp"
 
 namespace kiln {
@@ -47,11 +48,6 @@ bool view_copies(const Graph& g, int id) {
       return read_contiguous(g, id);
   }
   return true;
-}
-
-// An anchor whose elementwise consumers of its shape fuse as its epilogue.
-bool hosts_epilogue(const Graph& g, int id) {
-  return is_kernel_anchor(g, id) && roles(g, id).epilogue;
 }
 
 }  // namespace
@@ -236,16 +232,6 @@ std::vector<FusedGroup> unfused_groups(const Graph& g, const std::set<int>& need
   return groups;
 }
 
-// What the fusion pass learns of the needed nodes before it groups them.
-struct Layers {
-  std::set<int> needed;
-  std::set<int> materialized;  // values written to memory
-  std::map<int, int> depth;    // row ops on the longest path from the inputs
-  int max_depth = 0;
-  std::map<int, std::vector<int>> epilogue_of;  // row node -> absorbed elementwise outputs
-  std::set<int> absorbed;
-};
-
 // Each needed node's depth, and the values that must be materialized: the outputs and what an
 // anchor reads from memory.
 void find_depths(const Graph& g, Layers& l) {
@@ -265,33 +251,6 @@ void find_depths(const Graph& g, Layers& l) {
       l.depth.empty() ? 0 : std::max_element(l.depth.begin(), l.depth.end(), [](auto& a, auto& b) {
                               return a.second < b.second;
                             })->second;
-}
-
-// Elementwise consumers that fuse as a row op's epilogue: materialized values of the same
-// depth and shape that read the row result (the highest such row op of that depth takes
-// them, so any other row result they read is computed first), while they fit its kernel.
-void find_epilogues(const Graph& g, Layers& l) {
-  for (int id : l.materialized) {
-    if (g.node(id).op == "input" || is_anchor(g, id)) continue;
-    if (involves_integer(g, id)) continue;
-    FusedGroup probe;
-    collect(g, {id}, {}, probe);
-    int host = -1, last_row = -1;
-    for (int in : probe.inputs) {
-      if (!hosts_epilogue(g, in) || l.depth[in] != l.depth[id]) continue;
-      last_row = std::max(last_row, in);
-      if (g.node(in).shape == g.node(id).shape) host = std::max(host, in);
-    }
-    // The host must run after every row result the epilogue reads: reductions of its depth run
-    // first, then softmax and norms in id order.
-    if (host < 0 || host != last_row) continue;
-    const auto had = l.epilogue_of.find(host);
-    std::vector<int> taken = had == l.epilogue_of.end() ? std::vector<int>() : had->second;
-    taken.push_back(id);
-    if (!epilogue_fits(g, host, taken)) continue;
-    l.epilogue_of[host].push_back(id);
-    l.absorbed.insert(id);
-  }
 }
 
 // The anchors of depth `level` (they read only values of lower depths): those that take neither
@@ -322,8 +281,10 @@ void add_anchor_groups(const Graph& g, Layers& l, int level, std::vector<FusedGr
       FusedGroup epi;
       collect(g, it->second, {}, epi);
       grp.epilogue_steps = epi.steps;
+      grp.epilogue_views = l.epilogue_views.at(id);
+      const int read = grp.epilogue_views.empty() ? id : grp.epilogue_views.back();
       for (int in : epi.inputs)
-        if (in != id) grp.epilogue_inputs.push_back(in);
+        if (in != read) grp.epilogue_inputs.push_back(in);
       grp.outputs = it->second;  // the row result itself is added later if anything else reads it
     }
     groups.push_back(std::move(grp));
@@ -367,16 +328,22 @@ void write_read_anchors(const Graph& g, const std::set<int>& needed,
 }  // namespace
 
 std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
+  if (!enabled) return unfused_groups(g, needed_nodes(g));
   Layers l;
-  l.needed = needed_nodes(g);
-  if (!enabled) return unfused_groups(g, l.needed);
-  find_depths(g, l);
-  find_epilogues(g, l);
   std::vector<FusedGroup> groups;
-  for (int level = 0; level <= l.max_depth; ++level) {
-    add_anchor_groups(g, l, level, groups);
-    add_elementwise_groups(g, l, level, groups);
-  }
+  std::set<int> kept_views;
+  do {
+    l = Layers();
+    l.needed = needed_nodes(g);
+    l.kept_views = kept_views;
+    find_depths(g, l);
+    find_epilogues(g, l);
+    groups.clear();
+    for (int level = 0; level <= l.max_depth; ++level) {
+      add_anchor_groups(g, l, level, groups);
+      add_elementwise_groups(g, l, level, groups);
+    }
+  } while (keep_read_views(l, groups, kept_views));
   window_slices(g, l.needed, groups);
   write_read_anchors(g, l.needed, groups);
   join_results(g, groups);

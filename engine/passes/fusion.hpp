@@ -16,6 +16,7 @@
 #include <kiln/graph.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,6 +55,10 @@ struct FusedGroup {
   int x = -1;                        ///< the node whose value the prologue computes
   std::vector<int> epilogue_steps;   ///< elementwise nodes computed after the anchor
   std::vector<int> epilogue_inputs;  ///< node ids the epilogue reads from memory
+  /// The views between the anchor's result and the value its epilogue reads, the anchor's side
+  /// first (ops::FusionRoles::epilogue_through_views): the epilogue's tensors are of the last
+  /// one's shape, indexed through strides_through. Empty: it reads the result itself.
+  std::vector<int> epilogue_views;
   codegen::Body epilogue;
   std::vector<float> epilogue_scalars;
   /// The gather views (ops::ViewRule::axis) it reads in place, and each one's index tensor,
@@ -125,6 +130,17 @@ void view_values(const Graph& graph, const std::vector<FusedGroup>& groups,
 /// result's shape computed from it, and is that value's one reader: the
 /// value's memory order (outermost dim first) that makes the view row-major. Empty otherwise.
 std::vector<std::size_t> reader_order(const Graph& graph, int id);
+
+/// The views from a node's result to `end` where each only reorders dims (a permute, a
+/// transpose) or reshapes by merging adjacent dims, every extent static; `root` set to that
+/// node. Empty (root -1) where `end` is no such chain.
+std::vector<int> epilogue_view_chain(const Graph& graph, int end, int& root);
+
+/// The strides over the chain's root shape that address, element for element, what `strides`
+/// (over the shape of `chain`'s last view) address: each view's inverse applied to them, last
+/// view first (epilogue_view_chain's chains always have one).
+std::optional<Shape> strides_through(const Graph& graph, const std::vector<int>& chain,
+                                     Shape strides);
 
 /// What `grp`'s kernel computes, as an expression over the values it reads (graph names):
 /// "softmax(mul(x,2)+b)", its outputs joined by "; ", each cut at 200 bytes. NVTX names its

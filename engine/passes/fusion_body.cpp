@@ -134,6 +134,8 @@ void build_body(const Graph& g, FusedGroup& grp) {
     }
     std::map<int, Ref> erefs;
     if (grp.hands_on) erefs[grp.x] = {Ref::Kind::prologue, 0};  // x as the prologue computed it
+    // Views of the result are the result at each element: the kernel indexes through them.
+    for (int v : grp.epilogue_views) erefs[v] = {Ref::Kind::row, 0};
     grp.epilogue = make_body(g, grp.epilogue_steps, grp.epilogue_inputs, grp.anchor_node,
                              grp.epilogue_scalars, erefs);
     for (int id : grp.outputs) {

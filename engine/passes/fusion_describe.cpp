@@ -53,6 +53,7 @@ const std::string& render(const Graph& g, int id, const std::set<int>& computed,
 std::string describe_group(const Graph& g, const FusedGroup& grp) {
   std::set<int> computed(grp.steps.begin(), grp.steps.end());
   computed.insert(grp.epilogue_steps.begin(), grp.epilogue_steps.end());
+  computed.insert(grp.epilogue_views.begin(), grp.epilogue_views.end());
   if (grp.anchor) computed.insert(grp.anchor_node);
   // A product's kernel writing a slice of its columns; a result joining the anchor's kernel.
   for (int o : grp.outputs)

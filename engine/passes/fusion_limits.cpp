@@ -6,7 +6,7 @@
 
 namespace kiln::fusion {
 
-bool epilogue_fits(const Graph& g, int host, const std::vector<int>& outputs) {
+bool epilogue_fits(const Graph& g, int host, const std::vector<int>& outputs, int reads) {
   const ops::FusionRoles& r = roles(g, host);
   constexpr std::size_t kAny = std::numeric_limits<std::size_t>::max();
   if (g.node(host).shape.size() > r.epilogue_rank) return false;
@@ -14,7 +14,7 @@ bool epilogue_fits(const Graph& g, int host, const std::vector<int>& outputs) {
   FusedGroup epi;
   collect(g, outputs, {}, epi);
   std::size_t tensors = outputs.size(), scalars = 0;
-  for (int in : epi.inputs) tensors += in != host ? 1 : 0;
+  for (int in : epi.inputs) tensors += in != host && in != reads ? 1 : 0;
   for (int id : epi.steps) {
     const Graph::Node& n = g.node(id);
     for (const auto& a : n.args) scalars += std::holds_alternative<double>(a) ? 1 : 0;

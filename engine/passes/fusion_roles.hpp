@@ -28,6 +28,11 @@ inline bool is_kernel_anchor(const Graph& g, int id) {
 // A view: its operand's memory read another way, or a copy of it.
 inline bool is_view(const Graph& g, int id) { return roles(g, id).kind == ops::FusionKind::view; }
 
+// An anchor whose elementwise consumers of its shape fuse as its epilogue.
+inline bool hosts_epilogue(const Graph& g, int id) {
+  return is_kernel_anchor(g, id) && roles(g, id).epilogue;
+}
+
 // A node read from memory by what uses it: an anchor or a view.
 inline bool is_anchor(const Graph& g, int id) { return is_kernel_anchor(g, id) || is_view(g, id); }
 
@@ -77,9 +82,14 @@ inline int index_node(const Graph& g, int id) {
 
 /// Whether `host`'s epilogue with the elementwise nodes `outputs` absorbed stays within what its
 /// kernel takes (ops::FusionRoles::epilogue_tensors, epilogue_scalars, epilogue_rank): the
-/// outputs and the tensors it reads besides the host's result, the scalars its steps take, the
-/// result's rank (fusion_limits.cpp).
-bool epilogue_fits(const Graph& g, int host, const std::vector<int>& outputs);
+/// outputs and the tensors it reads besides the host's result (or `reads`, the last of the
+/// views it reads that result through), the scalars its steps take, the result's rank
+/// (fusion_limits.cpp).
+bool epilogue_fits(const Graph& g, int host, const std::vector<int>& outputs, int reads = -1);
+
+/// The permutation (result dim k reads x's dim order[k]) of view `id` where it only reorders
+/// its operand's dims (a permute, a transpose); empty otherwise (epilogue_views.cpp).
+std::vector<std::size_t> permutation_of(const Graph& g, int id);
 
 /// Whether gather view `id` is read in place by every kernel that reads it.
 bool gathered_in_place(const Graph& g, int id);

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include "engine/passes/fusion.hpp"
 #include "engine/ir/graph_ops.hpp"
+#include "engine/passes/fusion.hpp"
 
 namespace kiln {
 namespace {
@@ -49,9 +49,8 @@ void window_slices(const Graph& g, const std::set<int>& needed, std::vector<Fuse
   for (auto it = gone.rbegin(); it != gone.rend(); ++it)
     groups.erase(groups.begin() + std::ptrdiff_t(*it));
   for (FusedGroup& host : groups) {  // what else a kernel writing windows writes
-    if (columns_host(g, host) < 0 ||
-        std::none_of(host.outputs.begin(), host.outputs.end(),
-                     [&g](int id) { return is_window(g, id); }))
+    if (columns_host(g, host) < 0 || std::none_of(host.outputs.begin(), host.outputs.end(),
+                                                  [&g](int id) { return is_window(g, id); }))
       continue;
     std::vector<int> kept;
     for (int id : host.outputs)

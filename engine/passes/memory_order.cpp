@@ -44,31 +44,6 @@ Shape strides_in(const Shape& shape, const std::vector<std::size_t>& order) {
   return st;
 }
 
-// The permutation (result dim k reads x's dim order[k]) of view `id` where it only reorders its
-// operand's dims, read off its rule's view of a probe whose strides name the dims.
-std::vector<std::size_t> permutation_of(const Graph& g, int id) {
-  const Graph::Node& n = g.node(id);
-  const ops::ViewRule& rule = view_rule(g, id);
-  const Graph::Node& x = g.node(std::get<int>(n.args.at(0)));
-  if (!rule.of || view_in_place(g, id) != ops::ViewRule::InPlace::anywhere ||
-      x.shape.size() != n.shape.size())
-    return {};
-  TensorView probe;
-  probe.dtype = x.dtype;
-  probe.shape = x.shape;
-  for (std::size_t d = 0; d < x.shape.size(); ++d) probe.strides.push_back(std::int64_t(d) + 1);
-  const std::optional<TensorView> v = rule.of(probe, n.shape, n.attrs);
-  if (!v || v->strides.size() != n.shape.size()) return {};
-  std::vector<std::size_t> order;
-  std::vector<bool> seen(n.shape.size(), false);
-  for (std::int64_t s : v->strides) {
-    if (s < 1 || s > std::int64_t(seen.size()) || seen[std::size_t(s - 1)]) return {};
-    seen[std::size_t(s - 1)] = true;
-    order.push_back(std::size_t(s - 1));
-  }
-  return order;
-}
-
 // A node's memory order (outermost dim first; empty: row-major), and whether it is only a
 // channels_last format passed on from an input or view (which a graph output does not take).
 struct Order {

@@ -314,6 +314,7 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
       continue;
     }
     if (grp.anchor) step(grp.anchor_node);
+    for (int v : grp.epilogue_views) local[v] = compute(g, v, arg);  // the kernel's index math
     for (int id : grp.epilogue_steps) step(id);
     // Outputs beside the anchor: a slice of a product's columns its kernel writes, a result
     // joining it (attention_lse).

@@ -31,8 +31,7 @@ Value attention_draw(Graph& g, DType dtype, std::mt19937_64& rng, int id) {
   Value key = operand("k", hkv, skv);
   // A positive factor on k folds into the kernel's scale (engine/passes/fusion_scale.cpp).
   if (chance(25)) key = chance(50) ? key * 0.75 : key / 1.5;
-  std::vector<GraphArg> args = {apply("tanh", {operand("q", hq, sq)}), key,
-                                operand("v", hkv, skv)};
+  std::vector<GraphArg> args = {apply("tanh", {operand("q", hq, sq)}), key, operand("v", hkv, skv)};
   Attrs at;
   if (chance(50)) {
     at.set("causal", true);
@@ -45,7 +44,11 @@ Value attention_draw(Graph& g, DType dtype, std::mt19937_64& rng, int id) {
   const Value y = apply("attention", args, at);
   // The rows' log-sum-exp beside it, an output of the same kernel.
   if (chance(25)) g.output(apply("attention_lse", args, at), fmt::format("alse{}", id));
-  return chance(50) ? apply("permute", {y}, Attrs().set("dims", kToHeads)) : y;
+  // The result as it is, as [B, S, H, D], or as [B, S, H·D] (an output projection's operand):
+  // elementwise consumers of either view are still attention's epilogue.
+  if (chance(50)) return y;
+  const Value t = apply("permute", {y}, Attrs().set("dims", kToHeads));
+  return chance(50) ? t : apply("reshape", {t}, Attrs().set("shape", Shape{b, sq, hq * d}));
 }
 
 }  // namespace kiln::fuzz

@@ -2,6 +2,11 @@
 // (kernel_templates/kiln/attention_sm90.cuh), the mma.sync kernel (attention.cuh), its decode
 // arrangement (attention_decode.cuh) or the plain one (attention_rows.cuh). Its operands are read
 // from memory as the views they are; its specialization is attention.* and attention_tiles.cpp.
+#include <fmt/format.h>
+
+#include <kiln/error.hpp>
+
+#include "engine/codegen/layout.hpp"
 #include "engine/families/attention/attention.hpp"
 #include "engine/families/family.hpp"
 #include "engine/families/rows/rows.hpp"
@@ -25,12 +30,33 @@ AttentionPlanned analyze_attention(const FusedGroup& grp, const Graph& planned) 
   return p;
 }
 
+// `v`, a tensor of the epilogue's over the shape of the last of `views` (views of the result:
+// FusedGroup::epilogue_views), seen over the result's shape: the strides through which each
+// element of the result reaches v's element.
+TensorView through_views(const Graph& shapes, const std::vector<int>& views, const TensorView& v,
+                         const std::string& stem) {
+  const int result = std::get<int>(shapes.node(views.front()).args.at(0));
+  const std::optional<Shape> strides = strides_through(
+      shapes, views, broadcast_strides(v, shapes.node(views.back()).shape, "epilogue operand"));
+  if (!strides)
+    throw Error(
+        fmt::format("{}: internal error in the fusion pass: its epilogue reads its result "
+                    "through views that do not map back to it (set KILN_DISABLE_FUSION=1 "
+                    "to work around it)",
+                    stem));
+  TensorView out = v;
+  out.shape = shapes.node(result).shape;
+  out.strides = *strides;
+  return out;
+}
+
 // The group's outputs (fusion_join.cpp orders them): the attention result or its epilogue's
 // outputs (the result first where something else reads it too), then the lse
 // (attention_lse); or the lse alone. Without a result, the kernel writes none: `out` keeps q's
 // shape, row-major, for the strides the launch's parameters take.
 void set_outputs(AttentionKernel& k, const FusedGroup& grp, const GroupWork& w) {
   k.store_out = false;
+  int out_node = -1;
   for (int id : grp.outputs) {
     const TensorView& v = w.values.at(std::size_t(id));
     if (w.shapes.node(id).op == "attention_lse") {
@@ -40,12 +66,21 @@ void set_outputs(AttentionKernel& k, const FusedGroup& grp, const GroupWork& w) 
     } else {
       k.out = v;
       k.store_out = true;
+      out_node = id;
     }
   }
   if (!grp.epilogue_steps.empty()) {
     k.epilogue = grp.epilogue;
     k.epilogue_inputs = w.views(grp.epilogue_inputs);
     k.epilogue_scalars = grp.epilogue_scalars;
+  }
+  if (!grp.epilogue_views.empty()) {
+    const auto through = [&](TensorView& v) {
+      v = through_views(w.shapes, grp.epilogue_views, v, grp.stem);
+    };
+    for (auto* list : {&k.epilogue_outputs, &k.epilogue_inputs})
+      for (TensorView& v : *list) through(v);
+    if (k.store_out && out_node != grp.anchor_node) through(k.out);
   }
   if (k.store_out) return;
   k.out = TensorView{};
@@ -90,8 +125,13 @@ class AttentionFamily final : public Family {
     return autotune::attention_space(base, target.max_shared, has_clusters(target.arch));
   }
   std::vector<std::string_view> headers() const override {
-    return {"attention.cuh",      "attention_decode.cuh", "attention_epilogue.cuh",
-            "attention_rows.cuh", "attention_sm90.cuh",   "attention_sm90_softmax.cuh"};
+    return {"attention.cuh",
+            "attention_decode.cuh",
+            "attention_decode_merge.cuh",
+            "attention_epilogue.cuh",
+            "attention_rows.cuh",
+            "attention_sm90.cuh",
+            "attention_sm90_softmax.cuh"};
   }
   std::vector<std::int64_t> extent_probes() const override {
     // Past the decode path's bound (16 query rows), and lengths doubling over the range where
