@@ -38,6 +38,10 @@ EpilogueHost host_behind_views(const Graph& g, const Layers& l, int id, const Fu
     const int d = l.depth_of(in);
     if (in == found.host || d > h || (d == h && hosts_epilogue(g, in) && in > found.host))
       return {};
+    // A gather view (a pad, an embedding) read in place needs a kernel that gathers: where the
+    // host's does not, the consumer stays an elementwise kernel (gathered_in_place looks only
+    // at direct readers of a host).
+    if (is_gather(g, in) && !roles(g, found.host).gathers) return {};
   }
   return found;
 }

@@ -88,7 +88,8 @@ inline int index_node(const Graph& g, int id) {
 bool epilogue_fits(const Graph& g, int host, const std::vector<int>& outputs, int reads = -1);
 
 /// The permutation (result dim k reads x's dim order[k]) of view `id` where it only reorders
-/// its operand's dims (a permute, a transpose); empty otherwise (epilogue_views.cpp).
+/// its operand's dims (a permute, a transpose, an expand to the same shape); empty otherwise
+/// (epilogue_views.cpp).
 std::vector<std::size_t> permutation_of(const Graph& g, int id);
 
 /// Whether gather view `id` is read in place by every kernel that reads it.
