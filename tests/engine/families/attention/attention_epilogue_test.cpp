@@ -28,22 +28,9 @@ namespace cfg = kiln::attention::config;
 
 namespace {
 
-struct Call : kiln::test::AttentionCall {
-  Value o;
-};
-
-// attention over q [2, 4, sq, d] and k, v [2, 2, 300, d] of dtype `t`.
-Call attention_call(DType t = DType::bf16, std::int64_t sq = 300, std::int64_t d = 64,
-                    const Attrs& a = {}) {
-  Call c;
-  kiln::test::add_attention_inputs(c, t, sq, d);
-  c.o = kiln::apply("attention", {c.q, c.k, c.v}, a);
-  return c;
-}
-
-std::vector<kiln::PlanKernel> kernels(const Graph& g, const char* arch = "sm_90a") {
-  return kiln::Plan(g).kernels(arch);
-}
+using Call = kiln::test::AttentionResultCall;
+using kiln::test::attention_call;
+using kiln::test::plan_kernels;
 
 }  // namespace
 
@@ -53,7 +40,7 @@ TEST_CASE("attention's cast, scale, gate and residual add are one kernel with it
   const Value gate = c.g.input("gate", {300, 64}, DType::f32);  // broadcast over batch and heads
   c.g.output(kiln::cast(c.o * 1.5 * kiln::sigmoid(gate) + r, DType::f32), "y");
   for (const char* arch : {"sm_90a", "sm_80"}) {
-    const auto ks = kernels(c.g, arch);
+    const auto ks = plan_kernels(c.g, arch);
     REQUIRE(ks.size() == 1);
     CAPTURE(ks[0].name);
     CHECK(ks[0].name.rfind("attention__", 0) == 0);
@@ -79,7 +66,7 @@ TEST_CASE("attention's epilogue: the result also an output, the lse and a folded
     Call c = attention_call();
     c.g.output(c.o, "o");
     c.g.output(kiln::cast(c.o, DType::f32), "o32");
-    const auto ks = kernels(c.g);
+    const auto ks = plan_kernels(c.g);
     REQUIRE(ks.size() == 1);
     CHECK(ks[0].ops == std::vector<std::string>{c.g.node(c.o.id()).name, "o32"});
   }
@@ -89,7 +76,7 @@ TEST_CASE("attention's epilogue: the result also an output, the lse and a folded
     const Value o = kiln::apply("attention", {q, c.k, c.v});
     c.g.output(o * 2.0, "y");
     c.g.output(kiln::apply("attention_lse", {q, c.k, c.v}), "lse");
-    const auto ks = kernels(c.g);
+    const auto ks = plan_kernels(c.g);
     REQUIRE(ks.size() == 1);
     CAPTURE(ks[0].name);
     CHECK(ks[0].name.rfind("attention__mul_bf16__wg", 0) == 0);  // the factor not in its name
@@ -103,7 +90,7 @@ TEST_CASE("attention's epilogue: the result also an output, the lse and a folded
     const Value v = g.input("v", {2, 2, 300, 64}, DType::bf16);
     g.output(kiln::apply("attention", {q, k, v}) + sm, "y");
     g.output(kiln::apply("attention_lse", {q, k, v}), "lse");
-    const auto ks = kernels(g);
+    const auto ks = plan_kernels(g);
     REQUIRE(ks.size() == 3);
     CHECK(ks[0].name.rfind("attention_lse_f32__", 0) == 0);
     CHECK(ks[1].name.rfind("softmax", 0) == 0);
@@ -126,7 +113,7 @@ TEST_CASE("attention's scaled result, laid out for the output projection, needs 
     {"name": "t", "op": "permute", "args": ["half"])");
   const Graph g = Graph::parse(text);
   for (const char* arch : {"sm_90a", "sm_80"}) {
-    const auto ks = kernels(g, arch);
+    const auto ks = plan_kernels(g, arch);
     CAPTURE(arch);
     REQUIRE(ks.size() == 3);
     CHECK(ks[1].name.rfind("attention__mul_bf16__", 0) == 0);
@@ -140,7 +127,7 @@ TEST_CASE("an epilogue past the kernel's slots leaves its last consumers a kerne
     for (int i = 0; i < 3; ++i)
       y = y + c.g.input(fmt::format("r{}", i), {2, 4, 300, 64}, DType::bf16);
     c.g.output(y, "y");
-    CHECK(kernels(c.g).size() == 1);
+    CHECK(plan_kernels(c.g).size() == 1);
   }
   {  // five do not: the sum runs after the attention kernel, which writes its result
     Call c = attention_call();
@@ -148,7 +135,7 @@ TEST_CASE("an epilogue past the kernel's slots leaves its last consumers a kerne
     for (int i = 0; i < 4; ++i)
       y = y + c.g.input(fmt::format("r{}", i), {2, 4, 300, 64}, DType::bf16);
     c.g.output(y, "y");
-    const auto ks = kernels(c.g);
+    const auto ks = plan_kernels(c.g);
     REQUIRE(ks.size() == 2);
     CHECK(ks[0].name.rfind("attention_bf16__wg", 0) == 0);
   }
@@ -159,7 +146,7 @@ TEST_CASE("an epilogue past the kernel's slots leaves its last consumers a kerne
       for (int i = 0; i < n; ++i) y = y * (1.0 + 0.01 * i);
       c.g.output(y, "y");
       CAPTURE(n);
-      CHECK(kernels(c.g).size() == (n == 8 ? 1u : 2u));
+      CHECK(plan_kernels(c.g).size() == (n == 8 ? 1u : 2u));
     }
   }
   {  // two outputs and two inputs fit (output 0 at the result's own slot)
@@ -169,7 +156,7 @@ TEST_CASE("an epilogue past the kernel's slots leaves its last consumers a kerne
     c.g.output(c.o + a, "y1");
     c.g.output(c.o * b, "y2");
     c.g.output(c.o, "o");
-    CHECK(kernels(c.g).size() == 1);
+    CHECK(plan_kernels(c.g).size() == 1);
   }
 }
 
@@ -179,12 +166,12 @@ TEST_CASE("attention's epilogue: results of more than three batch dims stay apar
   const Value q = g.input("q", {2, 2, 2, 2, 4, 64, 64}, DType::bf16);
   const Value o = kiln::apply("attention", {q, q, q});
   g.output(o + g.input("r", {2, 2, 2, 2, 4, 64, 64}, DType::bf16), "y");
-  CHECK(kernels(g).size() == 2);
+  CHECK(plan_kernels(g).size() == 2);
   Graph h;  // three batch dims: one kernel
   const Value q3 = h.input("q", {2, 2, 2, 4, 64, 64}, DType::bf16);
   h.output(kiln::apply("attention", {q3, q3, q3}) + h.input("r", {2, 2, 2, 4, 64, 64}, DType::bf16),
            "y");
-  CHECK(kernels(h).size() == 1);
+  CHECK(plan_kernels(h).size() == 1);
 }
 
 TEST_CASE("a long elementwise chain reusing its values after attention plans (each node once)") {
@@ -195,7 +182,7 @@ TEST_CASE("a long elementwise chain reusing its values after attention plans (ea
   for (int i = 0; i < 60; ++i) y = y * y + y;
   const Value t = kiln::apply("permute", {y}, Attrs().set("dims", kiln::Shape{0, 2, 1, 3}));
   c.g.output(kiln::apply("reshape", {t}, Attrs().set("shape", kiln::Shape{2, 300, 256})), "out");
-  CHECK(kernels(c.g).size() >= 2);
+  CHECK(plan_kernels(c.g).size() >= 2);
 }
 
 TEST_CASE("an attention launch's epilogue slots: outputs after the first, inputs, scalars") {

@@ -20,22 +20,9 @@ namespace cfg = kiln::attention::config;
 
 namespace {
 
-struct Call : kiln::test::AttentionCall {
-  Value o;
-};
-
-// attention over q [2, 4, sq, d] and k, v [2, 2, 300, d] of dtype `t`.
-Call attention_call(DType t = DType::bf16, std::int64_t sq = 300, std::int64_t d = 64,
-                    const Attrs& a = {}) {
-  Call c;
-  kiln::test::add_attention_inputs(c, t, sq, d);
-  c.o = kiln::apply("attention", {c.q, c.k, c.v}, a);
-  return c;
-}
-
-std::vector<kiln::PlanKernel> kernels(const Graph& g, const char* arch = "sm_90a") {
-  return kiln::Plan(g).kernels(arch);
-}
+using Call = kiln::test::AttentionResultCall;
+using kiln::test::attention_call;
+using kiln::test::plan_kernels;
 
 // o [B, H, S, D] seen as [B, S, H·D]: the layout an output projection reads.
 Value heads_merged(const Value& o, const kiln::Shape& bshd) {
@@ -52,7 +39,7 @@ TEST_CASE("a residual added to attention's result seen as [B, S, H·D] is its ep
   const Value r = c.g.input("r", {2, 300, 256}, DType::bf16);
   c.g.output(m + r, "y");
   for (const char* arch : {"sm_90a", "sm_80"}) {
-    const auto ks = kernels(c.g, arch);
+    const auto ks = plan_kernels(c.g, arch);
     CAPTURE(arch);
     REQUIRE(ks.size() == 1);
     CHECK(ks[0].name.rfind("attention__add_bf16__", 0) == 0);
@@ -62,7 +49,7 @@ TEST_CASE("a residual added to attention's result seen as [B, S, H·D] is its ep
   {  // the fp64 model of the plan steps through the views in the kernel
     Call f = attention_call(DType::f32, 30, 8);
     f.g.output(heads_merged(f.o, {2, 30, 4, 8}) + f.g.input("r", {2, 30, 32}, DType::f32), "y");
-    REQUIRE(kernels(f.g).size() == 1);
+    REQUIRE(plan_kernels(f.g).size() == 1);
     auto rng = kiln::test::make_rng(5);
     for (const std::string& d : kiln::test::model_differences(f.g, rng, 1e-5)) FAIL_CHECK(d);
   }
@@ -78,7 +65,7 @@ TEST_CASE("a residual added to attention's result seen as [B, S, H·D] is its ep
   // A residual broadcast over the batch: stride 0 there.
   Call b = attention_call();
   b.g.output(heads_merged(b.o, {2, 300, 4, 64}) + b.g.input("r", {300, 256}, DType::f32), "y");
-  REQUIRE(kernels(b.g).size() == 1);
+  REQUIRE(plan_kernels(b.g).size() == 1);
   kiln::test::attention_launch(b.g, p);
   CHECK(p.epi.s[0].batch[cfg::kBatchDims - 1] == 0);
   CHECK(p.epi.s[0].head == 64);
@@ -90,7 +77,7 @@ TEST_CASE("QKV projection, attention with the residual added as [B, S, H·D], ou
   const Graph g = Graph::load(std::string(KILN_SOURCE_DIR) +
                               "/tests/regressions/hand-attention-residual-behind-views.json");
   for (const char* arch : {"sm_90a", "sm_80"}) {
-    const auto ks = kernels(g, arch);
+    const auto ks = plan_kernels(g, arch);
     CAPTURE(arch);
     REQUIRE(ks.size() == 3);
     CHECK(ks[1].name.rfind("attention__add_bf16__", 0) == 0);
@@ -104,7 +91,7 @@ TEST_CASE("attention's epilogue behind views: read elsewhere too, or views it ca
     const Value m = heads_merged(c.o, {2, 300, 4, 64});
     c.g.output(m + c.g.input("r", {2, 300, 256}, DType::bf16), "y");
     c.g.output(kiln::matmul(m, c.g.input("w", {256, 256}, DType::bf16)), "proj");
-    const auto ks = kernels(c.g);
+    const auto ks = plan_kernels(c.g);
     REQUIRE(ks.size() == 2);
     CHECK(ks[0].name.rfind("attention__add_bf16__", 0) == 0);
     CHECK(ks[1].name.rfind("matmul", 0) == 0);
@@ -114,19 +101,19 @@ TEST_CASE("attention's epilogue behind views: read elsewhere too, or views it ca
     const Value split =
         kiln::apply("reshape", {c.o}, Attrs().set("shape", kiln::Shape{2, 4, 300, 8, 8}));
     c.g.output(split + c.g.input("r", {2, 4, 300, 8, 8}, DType::bf16), "y");
-    CHECK(kernels(c.g).size() == 2);
+    CHECK(plan_kernels(c.g).size() == 2);
     Call d = attention_call();
     const Value cut =
         kiln::apply("slice", {d.o}, Attrs().set("axis", 2).set("start", 0).set("stop", 100));
     d.g.output(cut + d.g.input("r", {2, 4, 100, 64}, DType::bf16), "y");
-    CHECK(kernels(d.g).size() >= 2);
+    CHECK(plan_kernels(d.g).size() >= 2);
   }
   {  // a pad read in place beside the views: the add gathers in an elementwise kernel
     Call c = attention_call();
     const Value x = c.g.input("x", {2, 300, 254}, DType::bf16);
     const Value padded = kiln::apply("pad", {x}, Attrs().set("pads", kiln::Shape{1, 1}));
     c.g.output(heads_merged(c.o, {2, 300, 4, 64}) + padded, "y");
-    const auto ks = kernels(c.g);
+    const auto ks = plan_kernels(c.g);
     REQUIRE(ks.size() >= 2);
     CHECK(ks[0].name.rfind("attention_bf16__", 0) == 0);
     kiln::Engine e(kiln::test::offline("sm_90a"));
@@ -137,7 +124,7 @@ TEST_CASE("attention's epilogue behind views: read elsewhere too, or views it ca
     c.g.output(c.o * 0.5, "half");
     c.g.output(heads_merged(c.o, {2, 300, 4, 64}) + c.g.input("r", {2, 300, 256}, DType::bf16),
                "y");
-    const auto ks = kernels(c.g);
+    const auto ks = plan_kernels(c.g);
     REQUIRE(ks.size() == 3);  // then the merged heads' copy and the add
     CHECK(ks[0].name.rfind("attention__mul_bf16__", 0) == 0);
     CHECK(ks[0].ops.size() == 2);

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <kiln/graph.hpp>
+#include <kiln/ops.hpp>
 
 #include "engine/families/attention/attention.hpp"
 #include "engine/families/family.hpp"
@@ -25,6 +26,25 @@ inline void add_attention_inputs(AttentionCall& c, DType t = DType::bf16, std::i
   c.q = c.g.input("q", {2, 4, sq, d}, t);
   c.k = c.g.input("k", {2, 2, 300, d}, t);
   c.v = c.g.input("v", {2, 2, 300, d}, t);
+}
+
+/// A call and its attention result.
+struct AttentionResultCall : AttentionCall {
+  Value o;
+};
+
+/// attention over q [2, 4, sq, d] and k, v [2, 2, 300, d] of dtype `t`, with attributes `a`.
+inline AttentionResultCall attention_call(DType t = DType::bf16, std::int64_t sq = 300,
+                                          std::int64_t d = 64, const Attrs& a = {}) {
+  AttentionResultCall c;
+  add_attention_inputs(c, t, sq, d);
+  c.o = apply("attention", {c.q, c.k, c.v}, a);
+  return c;
+}
+
+/// The kernels of `g`'s fused plan for `arch`.
+inline std::vector<PlanKernel> plan_kernels(const Graph& g, const char* arch = "sm_90a") {
+  return Plan(g).kernels(arch);
 }
 
 /// The launch of `g`'s (first) attention kernel planned for sm_90a; its parameter block in `p`.
