@@ -59,34 +59,28 @@ EpilogueHost epilogue_host(const Graph& g, const Layers& l, int id, const FusedG
   return host_behind_views(g, l, id, probe);
 }
 
-// Whether only `host`'s epilogue reads view `v`: no output, no kernel or view reading it, and
-// no elementwise kernel computing from it (the chain's next view, once dropped, is not needed).
-bool only_epilogue_reads(const Graph& g, const Layers& l, int host, int v) {
+// Whether nothing but an epilogue reads view `v` directly: it is no output, and no kernel or
+// view takes it. Elementwise kernels computing from it are found once the groups are made
+// (keep_read_views), as they see it only through what they collect.
+bool only_epilogue_reads(const Graph& g, const Layers& l, int v) {
   if (is_output(g, v)) return false;
   for (int c : l.needed)
     for (int a : tensor_args(g, c))
       if (a == v && is_anchor(g, c)) return false;
-  const std::vector<int>& mine = l.epilogue_of.at(host);
-  for (int m : l.materialized) {
-    if (g.node(m).op == "input" || is_anchor(g, m) ||
-        std::find(mine.begin(), mine.end(), m) != mine.end())
-      continue;
-    FusedGroup probe;
-    collect(g, {m}, {}, probe);
-    if (std::find(probe.inputs.begin(), probe.inputs.end(), v) != probe.inputs.end()) return false;
-  }
   return true;
 }
 
 // Views only an epilogue reads are its kernel's index math: no memory, no copy, and they do not
 // make the row result be written.
 void drop_epilogue_views(const Graph& g, Layers& l) {
-  for (const auto& [host, views] : l.epilogue_views)
+  for (const auto& chain : l.epilogue_views) {
+    const std::vector<int>& views = chain.second;
     for (std::size_t i = views.size();
-         i-- > 0 && !l.kept_views.count(views[i]) && only_epilogue_reads(g, l, host, views[i]);) {
+         i-- > 0 && !l.kept_views.count(views[i]) && only_epilogue_reads(g, l, views[i]);) {
       l.needed.erase(views[i]);
       l.materialized.erase(views[i]);
     }
+  }
 }
 
 }  // namespace
@@ -116,10 +110,12 @@ bool keep_read_views(const Layers& l, const std::vector<FusedGroup>& groups, std
   bool more = false;
   for (const auto& [host, views] : l.epilogue_views) {
     bool read = false;
-    for (int v : views)
+    for (int v : views) {
+      if (l.needed.count(v)) continue;  // kept in memory already
       for (const FusedGroup& grp : groups)
         for (const auto* list : grp.reads())
-          read = read || (!l.needed.count(v) && std::count(list->begin(), list->end(), v));
+          read = read || std::count(list->begin(), list->end(), v);
+    }
     if (!read) continue;
     kept.insert(views.begin(), views.end());
     more = true;
