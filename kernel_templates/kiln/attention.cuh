@@ -12,6 +12,7 @@
 // zero-fills), so the padding adds nothing to a dot product and its output columns are dropped.
 
 #include <kiln/attention_common.cuh>
+#include <kiln/attention_copies.cuh>
 #include <kiln/attention_epilogue.cuh>
 #include <kiln/attention_rows.cuh>
 #include <kiln/mma.cuh>
@@ -34,28 +35,13 @@ __device__ __forceinline__ unsigned pack2<bf16>(float lo, float hi) {
   return r;
 }
 
-/// Rows [r0, r0 + Rows) of a tensor (row stride `rs` elements, D contiguous) into a shared tile
-/// of rows of `Ld` elements; rows from `valid` on and columns from D on are zeros.
-template <class T, int D, int Rows, int Ld, int Threads>
-__device__ __forceinline__ void load_tile(T* tile, const T* src, long long rs, int r0, int valid,
-                                          int tid) {
-  constexpr int kChunks = config::padded_d(D) / 8;  // 16 bytes each
-#pragma unroll 2
-  for (int c = tid; c < Rows * kChunks; c += Threads) {
-    const int r = c / kChunks, ch = c % kChunks;
-    const bool ok = r0 + r < valid && ch * 8 < D;
-    const T* from = ok ? src + (long long)(r0 + r) * rs + ch * 8 : src;
-    mma::cp_async16(tile + r * Ld + ch * 8, from, ok ? 16 : 0);
-  }
-}
-
 /// B fragments of key tiles nt and nt + 1 (8 keys each) at k-step ks of the K tile `kt`.
 template <int Ld, class T>
 __device__ __forceinline__ void key_fragments(unsigned (&b0)[2], unsigned (&b1)[2], const T* kt,
                                               int nt, int ks, int lane) {
   unsigned r[4];
-  mma::ldmatrix_x4(r, kt + (nt * 8 + (lane >> 4) * 8 + (lane & 7)) * Ld + ks * 16 +
-                          ((lane >> 3) & 1) * 8);
+  mma::ldmatrix_x4(
+      r, kt + (nt * 8 + (lane >> 4) * 8 + (lane & 7)) * Ld + ks * 16 + ((lane >> 3) & 1) * 8);
   b0[0] = r[0], b0[1] = r[1], b1[0] = r[2], b1[1] = r[3];
 }
 
@@ -65,8 +51,8 @@ template <int Ld, class T>
 __device__ __forceinline__ void value_fragments(unsigned (&b0)[2], unsigned (&b1)[2], const T* vt,
                                                 int kk, int dt, int lane) {
   unsigned r[4];
-  mma::ldmatrix_x4_trans(r, vt + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * Ld + dt * 8 +
-                                (lane >> 4) * 8);
+  mma::ldmatrix_x4_trans(
+      r, vt + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * Ld + dt * 8 + (lane >> 4) * 8);
   b0[0] = r[0], b0[1] = r[1], b1[0] = r[2], b1[1] = r[3];
 }
 
@@ -337,10 +323,9 @@ __global__ void __launch_bounds__(BM / WM * 32, 1) attention_mma(const Params p)
   load_tile<T, D, BM, kLd, kThreads>(qs, q + (long long)m0 * p.s[config::kQ].row,
                                      p.s[config::kQ].row, 0, p.sq - m0, tid);
   mma::cp_async_commit();
-  auto load_kv = [&](int kt) {
-    T* st = ring + kt % Stages * 2 * BN * kLd;
-    load_tile<T, D, BN, kLd, kThreads>(st, k, p.s[config::kK].row, kt * BN, n_end, tid);
-    load_tile<T, D, BN, kLd, kThreads>(st + BN * kLd, v, p.s[config::kV].row, kt * BN, n_end, tid);
+  const auto load_kv = [&](int kt) {
+    load_kv_tile<T, D, BN, kLd, kThreads>(ring + kt % Stages * 2 * BN * kLd, k, p.s[config::kK].row,
+                                          v, p.s[config::kV].row, kt * BN, n_end, tid);
   };
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {

@@ -75,53 +75,6 @@ __device__ __forceinline__ void decode_scores(float (&s)[NT][4], const Params& p
   }
 }
 
-/// One warp's copies of its tiles of K and V, in turn. Where a row's 16-byte pieces divide the
-/// warp (D 16, 32, 64, 128, 256), each lane copies the same piece of every (32 / pieces)-th row
-/// of a whole tile, so a piece costs an address add and a cp.async, and a tile one 64-bit add:
-/// the bounds and index math of load_tile took about half the loop's instructions, and a warp
-/// that issues slower than memory delivers leaves bandwidth unused. Other D, and tiles past the
-/// keys' end, go through load_tile.
-template <class T, int D, int BN, int Ld>
-struct WarpKv {
-  static constexpr int kPieces = config::padded_d(D) / 8;
-  static constexpr bool kApplies = config::padded_d(D) == D && 32 % kPieces == 0;
-  static constexpr int kRows = kApplies ? 32 / kPieces : 1;  // rows one pass of the warp copies
-  const T *k, *v;
-  long long k_rs, v_rs;
-  int first, between;  // the warp's first key, and the keys from one of its tiles to the next
-  const char *next_k, *next_v;  // this lane's piece of the next tile
-  unsigned dst;                 // this lane's offset in a tile's shared memory
-
-  __device__ __forceinline__ WarpKv(const T* k_, long long k_rs_, const T* v_, long long v_rs_,
-                                    int first_, int between_, int lane)
-      : k(k_), v(v_), k_rs(k_rs_), v_rs(v_rs_), first(first_), between(between_) {
-    const int row = lane / kPieces, piece = lane % kPieces;
-    next_k = reinterpret_cast<const char*>(k + (first + row) * k_rs + piece * 8);
-    next_v = reinterpret_cast<const char*>(v + (first + row) * v_rs + piece * 8);
-    dst = unsigned((row * Ld + piece * 8) * sizeof(T));
-  }
-  /// Tile `n` of the warp (n = 0, 1, 2, ... in turn) into `stage`: K, then V.
-  __device__ __forceinline__ void load(T* stage, int n, int n_end, int lane) {
-    const int k0 = first + n * between;
-    if (kApplies && k0 + BN <= n_end) {
-      copy(stage, next_k, k_rs);
-      copy(stage + BN * Ld, next_v, v_rs);
-    } else {
-      load_tile<T, D, BN, Ld, 32>(stage, k, k_rs, k0, n_end, lane);
-      load_tile<T, D, BN, Ld, 32>(stage + BN * Ld, v, v_rs, k0, n_end, lane);
-    }
-    next_k += between * k_rs * (long long)sizeof(T);
-    next_v += between * v_rs * (long long)sizeof(T);
-  }
-  __device__ __forceinline__ void copy(T* tile, const char* from, long long rs) const {
-    const unsigned to = mma::smem(tile) + dst;
-    const long long pass = kRows * rs * (long long)sizeof(T);
-#pragma unroll
-    for (int i = 0; i < BN / kRows; ++i, from += pass)
-      mma::cp_async16_line(to + unsigned(i * kRows * Ld * sizeof(T)), from);
-  }
-};
-
 template <class T, class M, class L, int D, int BN, int Stages, int Warps, int Split, int Chunks,
           bool Causal, bool BottomRight, int Mask, bool Lens, class Epi = void>
 __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p) {
@@ -154,8 +107,10 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
 
   load_packed_q<T, D, kLd, Warps * 32>(qs, p, r, rho0, tid);
   mma::cp_async_commit();
-  WarpKv<T, D, BN, kLd> kv(k, p.s[config::kK].row, v, p.s[config::kV].row, u * BN, U * BN, lane);
-  const auto load_kv = [&](int n) { kv.load(ring + n % Stages * kStage, n, n_end, lane); };
+  const auto load_kv = [&](int n) {
+    load_kv_tile<T, D, BN, kLd, 32>(ring + n % Stages * kStage, k, p.s[config::kK].row, v,
+                                    p.s[config::kV].row, (u + n * U) * BN, n_end, lane);
+  };
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {
     if (s < mine) load_kv(s);

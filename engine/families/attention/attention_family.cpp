@@ -125,13 +125,10 @@ class AttentionFamily final : public Family {
     return autotune::attention_space(base, target.max_shared, has_clusters(target.arch));
   }
   std::vector<std::string_view> headers() const override {
-    return {"attention.cuh",
-            "attention_decode.cuh",
-            "attention_decode_merge.cuh",
-            "attention_epilogue.cuh",
-            "attention_rows.cuh",
-            "attention_sm90.cuh",
-            "attention_sm90_softmax.cuh"};
+    return {"attention.cuh",          "attention_copies.cuh",
+            "attention_decode.cuh",   "attention_decode_merge.cuh",
+            "attention_epilogue.cuh", "attention_rows.cuh",
+            "attention_sm90.cuh",     "attention_sm90_softmax.cuh"};
   }
   std::vector<std::int64_t> extent_probes() const override {
     // Past the decode path's bound (16 query rows), and lengths doubling over the range where
