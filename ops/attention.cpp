@@ -144,6 +144,8 @@ std::vector<OpDef> attention_ops() {
   d.fusion = {FusionKind::anchor, "attention"};
   d.fusion.laid_out = true;
   d.fusion.folds_scale = true;  // q * c reads q, its scale times c
+  // q's elementwise producers (a cast, a sum) computed as its tile is loaded.
+  d.fusion.loads_prologue = true;
   // Its elementwise consumers of its shape (a cast, a scale, a gate, a residual) are computed
   // where each output element is stored, their tensors in the parameter block's epilogue slots;
   // so are those of the result seen as [B, S, H·D] (a permute and a reshape), their tensors
@@ -198,6 +200,10 @@ std::vector<OpDef> attention_ops() {
   lse.fusion = {FusionKind::anchor, "attention"};
   lse.fusion.joins = "attention";
   lse.fusion.folds_scale = true;
+  lse.fusion.loads_prologue = true;  // its prologue's tensors in the epilogue's slots
+  lse.fusion.epilogue_tensors = std::size_t(attention::config::kEpilogueSlots);
+  lse.fusion.epilogue_scalars = std::size_t(attention::config::kEpilogueScalars);
+  lse.fusion.epilogue_rank = std::size_t(attention::config::kBatchDims) + 3;
   lse.infer = infer_lse;
   lse.doc =
       "the log-sum-exp of each query row's scores in attention(q, k, v, mask?, kv_lens?) with "

@@ -79,6 +79,12 @@ struct FusionRoles {
   /// else reads) folds into that scale, its node a step of the kernel, which reads the factor's
   /// operand instead (engine/passes/fusion_scale.cpp).
   bool folds_scale = false;
+  /// Its kernel computes operand 0 (attention's q) as it loads it, from the elementwise chain
+  /// that would otherwise write it in a kernel of its own and that nothing else reads
+  /// (engine/passes/fusion_prologues.cpp): the chain's inputs are read instead, the first in
+  /// operand 0's slot, the others after the epilogue's tensors, within `epilogue_tensors` and
+  /// `epilogue_scalars` together with them. The value is rounded to operand 0's dtype.
+  bool loads_prologue = false;
   /// The most tensors its epilogue reads and writes besides its result's own memory (the
   /// elementwise consumers it absorbs and their other operands), and the most scalars its
   /// body takes: a kernel whose parameter block has that many slots (attention's). A consumer

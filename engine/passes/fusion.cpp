@@ -348,6 +348,7 @@ std::vector<FusedGroup> fuse(const Graph& g, bool enabled) {
   write_read_anchors(g, l.needed, groups);
   join_results(g, groups);
   fold_scales(g, l.needed, groups);
+  load_prologues(g, l.needed, groups);
   hand_on_prologues(g, groups);
   add_gather_indices(g, groups);
   for (FusedGroup& grp : groups) build_body(g, grp);

@@ -51,8 +51,10 @@ struct FusedGroup {
   /// The anchor's tensor operands by role, its op's operand names ("x", "weight", "bias"; "a",
   /// "b"), in order: what its family reads them by.
   std::vector<std::pair<std::string_view, int>> roles;
-  std::vector<int> extras;           ///< the anchor's side operands (weight, bias node ids)
-  int x = -1;                        ///< the node whose value the prologue computes
+  /// The anchor's side operands (weight, bias node ids); for a prologue an anchor loads
+  /// (load_prologues), that prologue's inputs after its first.
+  std::vector<int> extras;
+  int x = -1;  ///< the node whose value the prologue computes
   std::vector<int> epilogue_steps;   ///< elementwise nodes computed after the anchor
   std::vector<int> epilogue_inputs;  ///< node ids the epilogue reads from memory
   /// The views between the anchor's result and the value its epilogue reads, the anchor's side
@@ -174,6 +176,16 @@ void join_results(const Graph& graph, std::vector<FusedGroup>& groups);
 /// value instead: the factor's node becomes a step of the group (folded_scale) and its kernel
 /// leaves `groups`.
 void fold_scales(const Graph& graph, const std::set<int>& needed, std::vector<FusedGroup>& groups);
+/// Part of fuse: where an anchor computes its operand 0 as it loads it
+/// (ops::FusionRoles::loads_prologue: attention's q), the elementwise kernel that would write it,
+/// read by nothing else, gives that value up: its chain becomes steps of the anchor's group
+/// (FusedGroup::x the value), its first input takes operand 0's place in grp.inputs and the
+/// others go to grp.extras (engine/passes/fusion_prologues.cpp).
+void load_prologues(const Graph& graph, const std::set<int>& needed,
+                    std::vector<FusedGroup>& groups);
+/// The steps of the prologue `grp`'s anchor loads (load_prologues): those grp.x is computed
+/// from, in grp.steps' order (the others are factors folded into its scale); none without one.
+std::vector<int> prologue_steps(const Graph& graph, const FusedGroup& grp);
 /// The product of the factors fold_scales made steps of `grp` (1 if none): what its anchor's
 /// scale is multiplied by.
 double folded_scale(const Graph& graph, const FusedGroup& grp);

@@ -87,6 +87,22 @@ int window_source(const Graph& g, int id) {
 
 }  // namespace
 
+std::vector<int> prologue_steps(const Graph& g, const FusedGroup& grp) {
+  std::set<int> mine, todo = {grp.x};
+  const std::set<int> steps(grp.steps.begin(), grp.steps.end());
+  while (!todo.empty()) {
+    const int id = *todo.begin();
+    todo.erase(todo.begin());
+    if (!steps.count(id) || !mine.insert(id).second) continue;
+    for (const auto& a : g.node(id).args)
+      if (const int* p = std::get_if<int>(&a)) todo.insert(*p);
+  }
+  std::vector<int> out;
+  for (int id : grp.steps)
+    if (mine.count(id)) out.push_back(id);
+  return out;
+}
+
 bool involves_integer(const Graph& g, int root) {
   std::vector<int> todo = {root};
   std::set<int> seen;
@@ -124,12 +140,22 @@ void build_body(const Graph& g, FusedGroup& grp) {
   // An anchor's steps are its prologue, or factors folded into its scale (fold_scales), which
   // its code does not show: then no body, and the name of the kernel without them.
   const bool folded = grp.anchor && grp.anchor->fusion.folds_scale;
+  const bool loads = grp.anchor && grp.anchor->fusion.loads_prologue && grp.x >= 0;
   std::map<int, Ref> refs;
-  if (!folded) grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
+  const std::vector<int> pro = loads ? prologue_steps(g, grp) : folded ? std::vector<int>{}
+                                                                       : grp.steps;
+  if (loads) {  // operand 0's slot holds the first input, grp.extras the others
+    std::vector<int> inputs = {grp.inputs[0]};
+    inputs.insert(inputs.end(), grp.extras.begin(), grp.extras.end());
+    grp.body = make_body(g, pro, inputs, -1, grp.scalars, refs);
+  } else if (!folded) {
+    grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
+  }
   const std::string dtype(name_of(g.node(grp.outputs[0]).dtype));
   if (grp.anchor) {
-    if (grp.x >= 0) {  // a row op's prologue; a matrix product reads its operands as they are
-      grp.body.outputs = {DType::f32};
+    if (grp.x >= 0) {  // a row op's prologue (f32), or operand 0 as an anchor loads it (its
+                       // dtype); a matrix product reads its operands as they are
+      grp.body.outputs = {loads ? g.node(grp.x).dtype : DType::f32};
       grp.body.results = {refs.at(grp.x)};
     }
     std::map<int, Ref> erefs;
@@ -144,9 +170,9 @@ void build_body(const Graph& g, FusedGroup& grp) {
       grp.epilogue.outputs.push_back(g.node(id).dtype);
       grp.epilogue.results.push_back(erefs.at(window_source(g, id)));
     }
-    const std::string pro = folded ? "" : op_names(g, grp.steps);
+    const std::string pre = op_names(g, pro);
     const std::string epi = op_names(g, grp.epilogue_steps);
-    grp.stem = fmt::format("{}{}{}{}{}_{}", pro, pro.empty() ? "" : "__", grp.anchor->name,
+    grp.stem = fmt::format("{}{}{}{}{}_{}", pre, pre.empty() ? "" : "__", grp.anchor->name,
                            epi.empty() ? "" : "__", epi, name_of(g.node(grp.anchor_node).dtype));
     return;
   }

@@ -95,6 +95,10 @@ std::vector<std::size_t> permutation_of(const Graph& g, int id);
 /// Whether gather view `id` is read in place by every kernel that reads it.
 bool gathered_in_place(const Graph& g, int id);
 
+/// Whether an in-place write (slice_update) takes node `id`'s memory (or the memory `id` views):
+/// moving a read of it to another kernel could move the read past the write (fusion_scale.cpp).
+bool written_in_place(const Graph& g, int id);
+
 /// Elementwise nodes needed to compute `roots` from memory (inputs, row results, or anything in
 /// `stop`), in topological order, into grp.steps; the memory nodes read go to grp.inputs.
 void collect(const Graph& g, const std::vector<int>& roots, const std::set<int>& stop,

@@ -8,6 +8,17 @@
 #include "engine/passes/fusion_roles.hpp"
 
 namespace kiln {
+
+bool fusion::written_in_place(const Graph& g, int id) {
+  for (;; id = std::get<int>(g.node(id).args.at(0))) {  // id, then the memory it views
+    for (std::size_t n = 0; n < g.nodes().size(); ++n)
+      if (roles(g, int(n)).in_place && !g.nodes()[n].args.empty() &&
+          g.nodes()[n].args[0] == std::variant<int, double>(id))
+        return true;
+    if (!is_view(g, id)) return false;
+  }
+}
+
 namespace {
 
 using namespace fusion;
@@ -54,18 +65,6 @@ bool reads_like_dense(const Graph& g, int x) {
   return true;
 }
 
-// Whether an in-place write (slice_update) takes node `id`'s memory: folding a read of it moves
-// the read past the write, or leaves the write without the memory it was to write.
-bool written_in_place(const Graph& g, int id) {
-  for (;; id = std::get<int>(g.node(id).args.at(0))) {  // id, then the memory it views
-    for (std::size_t n = 0; n < g.nodes().size(); ++n)
-      if (roles(g, int(n)).in_place && !g.nodes()[n].args.empty() &&
-          g.nodes()[n].args[0] == std::variant<int, double>(id))
-        return true;
-    if (!is_view(g, id)) return false;
-  }
-}
-
 // The group that computes node `id` alone as an elementwise kernel of its own; -1 if none.
 int own_group(const std::vector<FusedGroup>& groups, int id) {
   for (std::size_t k = 0; k < groups.size(); ++k) {
@@ -82,7 +81,9 @@ int own_group(const std::vector<FusedGroup>& groups, int id) {
 double folded_scale(const Graph& g, const FusedGroup& grp) {
   double product = 1;
   if (!grp.anchor || !grp.anchor->fusion.folds_scale) return product;
+  const std::vector<int> pro = prologue_steps(g, grp);  // computed, not folded
   for (int id : grp.steps) {
+    if (std::find(pro.begin(), pro.end(), id) != pro.end()) continue;
     int x = -1;
     double f = 1;
     if (scaled(g, id, x, f)) product *= f;

@@ -14,6 +14,7 @@
 #include <kiln/attention_common.cuh>
 #include <kiln/attention_copies.cuh>
 #include <kiln/attention_epilogue.cuh>
+#include <kiln/attention_prologue.cuh>
 #include <kiln/attention_rows.cuh>
 #include <kiln/mma.cuh>
 
@@ -295,7 +296,7 @@ __device__ __forceinline__ void finish_rows(const Params& p, long long out, int 
 }
 
 template <class T, class M, class L, int D, int BM, int BN, int Stages, int WM, bool Causal,
-          bool BottomRight, int Mask, bool Lens, class Epi = void>
+          bool BottomRight, int Mask, bool Lens, class Epi = void, class Pro = void>
 __global__ void __launch_bounds__(BM / WM * 32, 1) attention_mma(const Params p) {
   constexpr int kLd = config::row_elements(D), kThreads = BM / WM * 32, MT = WM / 16;
   constexpr int KS = config::padded_d(D) / 16, NT = BN / 8, DT = config::padded_d(D) / 8;
@@ -320,8 +321,14 @@ __global__ void __launch_bounds__(BM / WM * 32, 1) attention_mma(const Params p)
   const int n_end = key_end<Causal>(r, m0, BM);
   const int tiles = (n_end + BN - 1) / BN;
 
-  load_tile<T, D, BM, kLd, kThreads>(qs, q + (long long)m0 * p.s[config::kQ].row,
-                                     p.s[config::kQ].row, 0, p.sq - m0, tid);
+  if constexpr (HasPrologue<Pro>::value) {
+    long long bi[config::kBatchDims];
+    batch_index(p, pair / p.heads, bi);
+    prologue_tile<T, Pro, Epi, D, BM, kLd, kThreads>(qs, p, bi, pair % p.heads, m0, tid);
+  } else {
+    load_tile<T, D, BM, kLd, kThreads>(qs, q + (long long)m0 * p.s[config::kQ].row,
+                                       p.s[config::kQ].row, 0, p.sq - m0, tid);
+  }
   mma::cp_async_commit();
   const auto load_kv = [&](int kt) {
     load_kv_tile<T, D, BN, kLd, kThreads>(ring + kt % Stages * 2 * BN * kLd, k, p.s[config::kK].row,

@@ -76,7 +76,7 @@ __device__ __forceinline__ void decode_scores(float (&s)[NT][4], const Params& p
 }
 
 template <class T, class M, class L, int D, int BN, int Stages, int Warps, int Split, int Chunks,
-          bool Causal, bool BottomRight, int Mask, bool Lens, class Epi = void>
+          bool Causal, bool BottomRight, int Mask, bool Lens, class Epi = void, class Pro = void>
 __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p) {
   constexpr int kLd = config::row_elements(D), kDp = config::padded_d(D);
   constexpr int KS = kDp / 16, NT = BN / 8, DT = kDp / 8, kStage = 2 * BN * kLd;
@@ -105,7 +105,14 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
   const int mine = tiles > u ? (tiles - u + U - 1) / U : 0;
   T* const ring = rings + warp * Stages * kStage;
 
-  load_packed_q<T, D, kLd, Warps * 32>(qs, p, r, rho0, tid);
+  if constexpr (HasPrologue<Pro>::value) {
+    long long bi[config::kBatchDims];
+    batch_index(p, pair / kv_heads, bi);
+    prologue_packed<T, Pro, Epi, D, config::kDecodeRows, kLd, Warps * 32>(
+        qs, p, bi, pair % kv_heads * p.group, rho0, tid);
+  } else {
+    load_packed_q<T, D, kLd, Warps * 32>(qs, p, r, rho0, tid);
+  }
   mma::cp_async_commit();
   const auto load_kv = [&](int n) {
     load_kv_tile<T, D, BN, kLd, 32>(ring + n % Stages * kStage, k, p.s[config::kK].row, v,

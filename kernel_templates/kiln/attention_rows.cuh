@@ -6,11 +6,12 @@
 
 #include <kiln/attention_common.cuh>
 #include <kiln/attention_epilogue.cuh>
+#include <kiln/attention_prologue.cuh>
 
 namespace kiln::attention {
 
 template <class T, class M, class L, int D, bool Causal, bool BottomRight, int Mask, bool Lens,
-          class Epi = void>
+          class Epi = void, class Pro = void>
 __global__ void __launch_bounds__(config::kRowWarps * 32) attention_rows(const Params p) {
   constexpr int kPer = (D + 31) / 32;  // columns per lane
   const int lane = threadIdx.x & 31;
@@ -25,10 +26,15 @@ __global__ void __launch_bounds__(config::kRowWarps * 32) attention_rows(const P
   const T* const v = reinterpret_cast<const T*>(p.ptr[3]) + r.off[config::kV];
 
   float qv[kPer], acc[kPer];
+  [[maybe_unused]] long long bq[config::kBatchDims] = {};
+  if constexpr (HasPrologue<Pro>::value) batch_index(p, b, bq);
 #pragma unroll
   for (int c = 0; c < kPer; ++c) {
     const int d = lane + 32 * c;
-    qv[c] = d < D ? to_float(q[d * sq.col]) * p.scale_log2 : 0.0f;
+    if constexpr (HasPrologue<Pro>::value)
+      qv[c] = d < D ? to_float(prologue_element<T, Pro, Epi>(p, bq, h, i, d)) * p.scale_log2 : 0.0f;
+    else
+      qv[c] = d < D ? to_float(q[d * sq.col]) * p.scale_log2 : 0.0f;
     acc[c] = 0.0f;
   }
   float mx = minus_infinity(), l = 0.0f;

@@ -20,6 +20,7 @@
 
 #include <kiln/attention_common.cuh>
 #include <kiln/attention_epilogue.cuh>
+#include <kiln/attention_prologue.cuh>
 #include <kiln/attention_sm90_softmax.cuh>
 #include <kiln/grid_dependency.cuh>
 #include <kiln/tma.cuh>
@@ -76,22 +77,26 @@ __device__ __forceinline__ void load_keys(unsigned char* dst, const TensorMap* m
 }
 
 /// The producer thread: for each of the block's items (work_of) with keys, its Q once both groups
-/// are done with the last item's (a block's items are numbered on: `loaded`), then each tile's K
-/// and V once both groups released the stage (the ring's uses numbered on across items: `it`),
-/// so the next item's loads run under this one's last products and its store.
-template <class B, int BN, int Stages, class Next>
+/// are done with the last item's (a block's items are numbered on: `loaded`; not with LoadQ
+/// false, where the consumers compute it), then each tile's K and V once both groups released
+/// the stage (the ring's uses numbered on across items: `it`), so the next item's loads run
+/// under this one's last products and its store.
+template <class B, int BN, int Stages, bool LoadQ, class Next>
 __device__ __forceinline__ void produce(const B& sm, Next next, const TensorMap* map_q,
                                         const TensorMap* map_k, const TensorMap* map_v, int group) {
   int it = 0, loaded = 0;
   Work w;
   while (next(w)) {
     if (w.tiles == 0) continue;
-    if (loaded > 0) tma::barrier_wait(sm.q_free(), unsigned(loaded - 1) & 1);
-    ++loaded;
-    tma::arrive_expect_bytes(sm.q_full(), B::kQ);
+    if constexpr (LoadQ) {
+      if (loaded > 0) tma::barrier_wait(sm.q_free(), unsigned(loaded - 1) & 1);
+      ++loaded;
+      tma::arrive_expect_bytes(sm.q_full(), B::kQ);
 #pragma unroll
-    for (int a = 0; a < B::kAtoms; ++a)
-      tma::load_5d(sm.q + a * B::kRows * 128, map_q, a * 64, w.m0, w.h, w.b2, w.b1, sm.q_full());
+      for (int a = 0; a < B::kAtoms; ++a)
+        tma::load_5d(sm.q + a * B::kRows * 128, map_q, a * 64, w.m0, w.h, w.b2, w.b1,
+                     sm.q_full());
+    }
     const int hkv = w.h / group;
 #pragma unroll 1
     for (int n = 0; n < w.tiles; ++n, ++it) {
@@ -180,11 +185,12 @@ struct Rows {
 
 /// Consumer group c (0 or 1) over one item's tiles, the ring's uses from `it`. In its turn at
 /// tile n it issues S(n) = Q K(n)^T, then O += P(n - 1) V(n - 1); it passes the turn, waits for
-/// S(n) (after the last, Q is free for the next item) and runs the softmax of it under the
+/// S(n) (after the last, Q is free for the next item: the producer learns it where FreeQ, the
+/// consumers load Q themselves otherwise) and runs the softmax of it under the
 /// P V product, then waits for that, rescales O and packs P(n); the last P V closes the item.
 /// Tile 0 (no P V before it) is peeled off the loop: ptxas keeps the products pipelined only
 /// where no branch lies between a product and its wait.
-template <class T, int BN, int Stages, bool Causal, class B>
+template <class T, int BN, int Stages, bool Causal, bool FreeQ, class B>
 __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, const B& sm,
                                          const Work& w, int it, int c, int tid) {
   const int t = tid & 3;
@@ -199,7 +205,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
     wgmma::wait<0>();
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(it % Stages), leader);
-    arrive_if(sm.q_free(), leader && w.tiles == 1);
+    arrive_if(sm.q_free(), FreeQ && leader && w.tiles == 1);
     tile_probabilities<Causal, BN>(sc, x.mx, x.l, alpha, p, w, 0, c, x.i0, t);
     rescale_and_pack<T, BN, B::kDp>(x.o, x.pf, sc, alpha);
   }
@@ -220,7 +226,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
     wgmma::wait<1>();
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(s), leader);
-    arrive_if(sm.q_free(), leader && n + 1 == w.tiles);
+    arrive_if(sm.q_free(), FreeQ && leader && n + 1 == w.tiles);
     tile_probabilities<Causal, BN>(sc, x.mx, x.l, alpha, p, w, n, c, x.i0, t);
     wgmma::wait<0>();  // P(n - 1) V(n - 1): P's registers and V's stage are free
     wgmma::fence_operands(x.o);
@@ -243,7 +249,8 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
 /// item without keys writes zeros), its output. The groups take turns at the tensor cores
 /// (named barriers 1 and 2): group 1 passes the first turn once and then after each of its
 /// turns; group 0 takes one turn more at the end, so each barrier's waits and arrivals match.
-template <class T, int D, int BN, int Stages, bool Causal, class Epi, class B, class Next>
+template <class T, int D, int BN, int Stages, bool Causal, class Epi, class Pro, class B,
+          class Next>
 __device__ __forceinline__ void consume(const Params& p, const B& sm, Next next, int c, int tid) {
   const int lane = tid & 31, warp = (tid / 32) % 4;
   if (c == 1) pass_turn(c, true);
@@ -257,8 +264,16 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, Next next,
 #pragma unroll
     for (int i = 0; i < B::kDp / 2; ++i) x.o[i] = 0.0f;
     if (w.tiles > 0) {
-      tma::barrier_wait(sm.q_full(), unsigned(loaded++) & 1);
-      run_item<T, BN, Stages, Causal, B>(x, p, sm, w, it, c, tid);
+      if constexpr (HasPrologue<Pro>::value) {
+        // This group's rows of Q, which only its own products (all waited for) read.
+        const long long bq[config::kBatchDims] = {0, w.b1, w.b2};
+        prologue_swizzled<T, Pro, Epi, D, B::kDp, B::kRows>(sm.q, p, bq, w.h, w.m0, c, tid % 128);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // for the tensor cores
+        asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
+      } else {
+        tma::barrier_wait(sm.q_full(), unsigned(loaded++) & 1);
+      }
+      run_item<T, BN, Stages, Causal, !HasPrologue<Pro>::value, B>(x, p, sm, w, it, c, tid);
       it += w.tiles;
     }
     const long long bi[config::kBatchDims] = {0, w.b1, w.b2};  // the path's batch dims
@@ -301,7 +316,7 @@ __device__ __forceinline__ Work work_of(const Params& p, int item) {
 /// the tensor maps of q, k and v, each [D, rows, heads, batch dim 2, batch dim 1] innermost
 /// first (config::Params::batch[0] is 1), boxes of 64 columns x 128 rows (q) or BN rows.
 template <class T, class L, int D, int BN, int Stages, bool Causal, bool BottomRight, bool Lens,
-          class Epi = void>
+          class Epi = void, class Pro = void>
 __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
     attention_sm90(const Params p, const __grid_constant__ TensorMap map_q,
                    const __grid_constant__ TensorMap map_k,
@@ -339,10 +354,12 @@ __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
   };
   if (group == 0) {
     wgmma::registers_down<24>();
-    if (tid == 0) sm90::produce<B, BN, Stages>(sm, next, &map_q, &map_k, &map_v, p.group);
+    if (tid == 0)
+      sm90::produce<B, BN, Stages, !HasPrologue<Pro>::value>(sm, next, &map_q, &map_k, &map_v,
+                                                             p.group);
   } else {
     wgmma::registers_up<240>();
-    sm90::consume<T, D, BN, Stages, Causal, Epi, B>(p, sm, next, group - 1, tid);
+    sm90::consume<T, D, BN, Stages, Causal, Epi, Pro, B>(p, sm, next, group - 1, tid);
   }
 #endif
 }

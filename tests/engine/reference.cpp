@@ -303,7 +303,12 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
         round_to(g.node(id).dtype, v);  // a cast rounds even inside a kernel
       local[id] = std::move(v);
     };
-    for (int id : grp.steps) step(id);
+    for (int id : grp.steps) {
+      step(id);
+      // A prologue an anchor loads (attention's q) lands in its tile at the value's dtype.
+      if (id == grp.x && grp.anchor && grp.anchor->fusion.loads_prologue)
+        round_to(g.node(id).dtype, local[id]);
+    }
     if (grp.part >= 0) {  // a concat's kernel writes one operand into its window of the result
       const int c = grp.anchor_node;
       if (!parts_left.count(c)) parts_left[c] = g.node(c).args.size();
@@ -342,6 +347,9 @@ std::vector<int> rounding_points(const Graph& g, bool fused) {
       if (g.node(id).op == "cast" && narrow(id)) out.push_back(id);
     for (int id : grp.epilogue_steps)
       if (g.node(id).op == "cast" && narrow(id)) out.push_back(id);
+    if (grp.x >= 0 && grp.anchor && grp.anchor->fusion.loads_prologue && narrow(grp.x) &&
+        g.node(grp.x).op != "cast")
+      out.push_back(grp.x);  // operand 0 rounded as its tile lands
     for (int id : grp.outputs)
       if (narrow(id) && g.node(id).op != "cast") out.push_back(id);
   }

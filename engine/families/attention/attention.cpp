@@ -48,7 +48,8 @@ std::string AttentionTemplate::expression() const {
                                  flag(lens.has_value())})
       args.push_back(s);
   }
-  if (epilogue) args.push_back(kAttentionEpilogue);
+  if (epilogue || prologue) args.push_back(epilogue ? kAttentionEpilogue : "void");
+  if (prologue) args.push_back(kAttentionPrologue);
   return codegen::render_instance(!mma     ? "kiln::attention::attention_rows"
                                   : wgmma  ? "kiln::attention::attention_sm90"
                                   : decode ? "kiln::attention::attention_decode"
@@ -190,8 +191,8 @@ cfg::Params call_params(const AttentionKernel& k, const std::string& stem, bool&
   p.skv = int(skv);
   const double scale = (k.scale ? *k.scale : 1.0 / std::sqrt(double(d))) * k.scale_factor;
   p.scale_log2 = float(scale * 1.4426950408889634);
-  mma = k.q.dtype != DType::f32 && d % 8 == 0 && d <= 256;
-  for (std::size_t i = 1; i < 4 && mma; ++i)
+  mma = k.dtype() != DType::f32 && d % 8 == 0 && d <= 256;
+  for (std::size_t i = k.has_prologue() ? 2 : 1; i < 4 && mma; ++i)  // a prologue computes q
     mma = mma_fits(i == 1 ? k.q : i == 2 ? k.k : k.v, strides[i]);
   return p;
 }
@@ -240,12 +241,13 @@ AttentionTemplate choose_template(const AttentionKernel& k, const cfg::Params& p
   }
   tp.hopper = k.wgmma && !tp.decode;
   tp.mma = mma;
-  tp.dtype = k.q.dtype;
+  tp.dtype = k.dtype();
   tp.mask = k.mask ? std::optional<DType>(k.mask->dtype) : std::nullopt;
   tp.lens = k.lens ? std::optional<DType>(k.lens->dtype) : std::nullopt;
   tp.causal = k.causal;
   tp.bottom_right = k.causal && k.bottom_right;
   tp.epilogue = k.has_epilogue();
+  tp.prologue = k.has_prologue();
   if (tp.mma) return resolve_attention_tiles(t, tp, stem, max_shared, k.clusters);
   if (!t.empty())
     throw ArgumentError(fmt::format("{}: the plain attention kernel takes no tunables", stem));

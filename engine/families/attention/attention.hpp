@@ -43,6 +43,16 @@ struct AttentionKernel {
   std::vector<TensorView> epilogue_outputs, epilogue_inputs;
   std::vector<float> epilogue_scalars;
   bool has_epilogue() const { return !epilogue.outputs.empty(); }
+  /// q's elementwise producers computed as its tile is loaded (ops::FusionRoles::loads_prologue):
+  /// `q` is then the prologue's input 0 seen over q's shape (strides 0 where it broadcasts; its
+  /// own dtype), `prologue_inputs` its others over q's shape, in the slots after the
+  /// epilogue's; the kernel rounds the value to dtype().
+  codegen::Body prologue;
+  std::vector<TensorView> prologue_inputs;
+  std::vector<float> prologue_scalars;
+  bool has_prologue() const { return !prologue.outputs.empty(); }
+  /// The element type of q, k and v (q's view may be a prologue's input of another).
+  DType dtype() const { return k.dtype; }
 };
 
 /// The templates' parameters as the specialization chose them: `mma` picks attention_mma
@@ -68,6 +78,8 @@ struct AttentionTemplate {
   bool hopper = false;
   /// The kernel applies the epilogue `kiln_epilogue` (its source's) at its store.
   bool epilogue = false;
+  /// The kernel computes q by the prologue `kiln_prologue` (its source's) as it loads it.
+  bool prologue = false;
 
   /// `kiln::attention::attention_mma<...>`, `...attention_decode<...>`, `...attention_sm90<...>`
   /// or `...attention_rows<...>`.
@@ -124,24 +136,28 @@ AttentionTemplate resolve_attention_tiles(const Tunables& t, const AttentionTemp
 
 /// The name of the epilogue's struct in a kernel's source, the templates' Epi.
 constexpr const char* kAttentionEpilogue = "kiln_epilogue";
+/// The name of the prologue's struct in a kernel's source, the templates' Pro.
+constexpr const char* kAttentionPrologue = "kiln_prologue";
 
-/// The epilogue's tensors of `k` (outputs after the first, then inputs) appended to `strides`,
-/// each over the result's shape (0 where it broadcasts), with their slots in `dst`; their
-/// pointers and the epilogue's scalars in p.epi. ArgumentError naming `stem` past the slots
+/// The epilogue's tensors of `k` (outputs after the first, then inputs), then the prologue's
+/// inputs after its first, appended to `strides`, each over the result's shape (0 where it
+/// broadcasts), with their slots in `dst`; their pointers and the epilogue's scalars, then the
+/// prologue's, in p.epi. ArgumentError naming `stem` past the slots
 /// (the fusion pass keeps an epilogue within them: ops::FusionRoles::epilogue_tensors).
 void set_epilogue_slots(attention::config::Params& p, const AttentionKernel& k,
                         const std::string& stem, std::vector<Shape>& strides,
                         std::vector<attention::config::Strides*>& dst);
 
 /// L's pointers in the group's order (FusedGroup::pointer_nodes): its outputs (the result or the
-/// epilogue's, then the lse), its inputs, then the epilogue's inputs; each where the kernel
+/// epilogue's, then the lse), its inputs, the prologue's inputs after its first (the group's
+/// extras), then the epilogue's inputs; each where the kernel
 /// reads it, written into `p` too (a launch straight from L, the tuner's, reads them there).
 /// Returns q's position.
 std::uint32_t set_attention_pointers(KernelLaunch& L, attention::config::Params& p,
                                      const AttentionKernel& k);
 
 /// The source of `k`'s kernel from template header `header`: its include, and the epilogue's
-/// struct where `k` has one.
+/// and the prologue's structs where `k` has them.
 std::string attention_source(std::string_view header, const AttentionKernel& k);
 
 /// `k`'s kernel with tunables `t` (mma and decode paths; a missing one takes the default).

@@ -50,6 +50,25 @@ TensorView through_views(const Graph& shapes, const std::vector<int>& views, con
   return out;
 }
 
+// `v` seen over `shape` (strides 0 where it broadcasts): a prologue's input over q's shape.
+TensorView over(const TensorView& v, const Shape& shape) {
+  TensorView out = v;
+  out.strides = broadcast_strides(v, shape, "prologue operand");
+  out.shape = shape;
+  return out;
+}
+
+// q's elementwise producers (FusedGroup::x, the body), computed as the kernel loads q: q's view
+// is the prologue's first input over q's shape, the others its extras.
+void set_prologue(AttentionKernel& k, const FusedGroup& grp, const GroupWork& w) {
+  if (grp.x < 0 || grp.body.outputs.empty()) return;
+  const Shape& shape = w.shapes.node(grp.x).shape;
+  k.q = over(k.q, shape);
+  for (const TensorView& v : w.views(grp.extras)) k.prologue_inputs.push_back(over(v, shape));
+  k.prologue = grp.body;
+  k.prologue_scalars = grp.scalars;
+}
+
 // The group's outputs (fusion_join.cpp orders them): the attention result or its epilogue's
 // outputs (the result first where something else reads it too), then the lse
 // (attention_lse); or the lse alone. Without a result, the kernel writes none: `out` keeps q's
@@ -85,7 +104,7 @@ void set_outputs(AttentionKernel& k, const FusedGroup& grp, const GroupWork& w) 
   if (k.store_out) return;
   k.out = TensorView{};
   k.out.shape = k.q.shape;
-  k.out.dtype = k.q.dtype;
+  k.out.dtype = k.dtype();
 }
 
 class AttentionFamily final : public Family {
@@ -105,6 +124,7 @@ class AttentionFamily final : public Family {
     const std::vector<TensorView> in = w.views(grp.inputs);
     AttentionKernel k;
     k.q = in.at(0), k.k = in.at(1), k.v = in.at(2);
+    set_prologue(k, grp, w);
     set_outputs(k, grp, w);
     // After v: a mask (float or bool), then kv_lens (an integer tensor, which no mask is).
     for (std::size_t i = 3; i < in.size(); ++i) (is_integer(in[i].dtype) ? k.lens : k.mask) = in[i];
@@ -127,7 +147,8 @@ class AttentionFamily final : public Family {
   std::vector<std::string_view> headers() const override {
     return {"attention.cuh",          "attention_copies.cuh",
             "attention_decode.cuh",   "attention_decode_merge.cuh",
-            "attention_epilogue.cuh", "attention_rows.cuh",
+            "attention_epilogue.cuh", "attention_prologue.cuh",
+            "attention_rows.cuh",
             "attention_sm90.cuh",     "attention_sm90_softmax.cuh"};
   }
   std::vector<std::int64_t> extent_probes() const override {

@@ -29,18 +29,22 @@ void set_epilogue_slots(cfg::Params& p, const AttentionKernel& k, const std::str
   std::vector<const TensorView*> views;
   for (const TensorView& v : k.epilogue_outputs) views.push_back(&v);
   for (const TensorView& v : k.epilogue_inputs) views.push_back(&v);
+  for (const TensorView& v : k.prologue_inputs) views.push_back(&v);
+  const std::size_t scalars = k.epilogue_scalars.size() + k.prologue_scalars.size();
   if (views.size() > std::size_t(cfg::kEpilogueSlots) ||
-      k.epilogue_scalars.size() > std::size_t(cfg::kEpilogueScalars))
+      scalars > std::size_t(cfg::kEpilogueScalars))
     throw ArgumentError(fmt::format(
-        "{}: an epilogue of {} tensors and {} scalars; the kernel takes {} and {} (internal "
-        "error in the fusion pass: set KILN_DISABLE_FUSION=1 to work around it)",
-        stem, views.size(), k.epilogue_scalars.size(), cfg::kEpilogueSlots, cfg::kEpilogueScalars));
+        "{}: a prologue and epilogue of {} tensors and {} scalars; the kernel takes {} and {} "
+        "(internal error in the fusion pass: set KILN_DISABLE_FUSION=1 to work around it)",
+        stem, views.size(), scalars, cfg::kEpilogueSlots, cfg::kEpilogueScalars));
   for (std::size_t j = 0; j < views.size(); ++j) {
     strides.push_back(broadcast_strides(*views[j], k.out.shape, "epilogue operand"));
     dst.push_back(&p.epi.s[j]);
     p.epi.ptr[j] = views[j]->data;
   }
   std::copy(k.epilogue_scalars.begin(), k.epilogue_scalars.end(), p.epi.scalars);
+  std::copy(k.prologue_scalars.begin(), k.prologue_scalars.end(),
+            p.epi.scalars + k.epilogue_scalars.size());
 }
 
 std::uint32_t set_attention_pointers(KernelLaunch& L, cfg::Params& p, const AttentionKernel& k) {
@@ -55,6 +59,9 @@ std::uint32_t set_attention_pointers(KernelLaunch& L, cfg::Params& p, const Atte
                              {&k.v, cfg::pointer_offset(cfg::kV)}});
   if (k.mask) views.emplace_back(&*k.mask, cfg::pointer_offset(cfg::kMask));
   if (k.lens) views.emplace_back(&*k.lens, cfg::pointer_offset(5));
+  const std::size_t epilogue = k.epilogue_outputs.size() + k.epilogue_inputs.size();
+  for (std::size_t j = 0; j < k.prologue_inputs.size(); ++j)
+    views.emplace_back(&k.prologue_inputs[j], epi_offset(epilogue + j));
   for (std::size_t j = 0; j < k.epilogue_inputs.size(); ++j)
     views.emplace_back(&k.epilogue_inputs[j], epi_offset(k.epilogue_outputs.size() + j));
   for (const auto& [view, offset] : views) {
@@ -65,14 +72,25 @@ std::uint32_t set_attention_pointers(KernelLaunch& L, cfg::Params& p, const Atte
   return first_input;
 }
 
-std::string attention_source(std::string_view header, const AttentionKernel& k) {
-  if (!k.has_epilogue()) return fmt::format("#include <kiln/{}>\n", header);
-  // In fast math where every output is 16-bit (as the GEMM's epilogue): their rounding is far
-  // coarser than the approximations' errors.
+namespace {
+
+// `body` in fast math where every output is 16-bit (as the GEMM's epilogue): their rounding is
+// far coarser than the approximations' errors.
+codegen::Body narrowed(const codegen::Body& body) {
   bool narrow = true;
-  for (DType t : k.epilogue.outputs) narrow = narrow && (t == DType::f16 || t == DType::bf16);
-  const codegen::Body body = narrow ? codegen::fast_math(k.epilogue) : k.epilogue;
-  return codegen::render_source(header, {{kAttentionEpilogue, &body}});
+  for (DType t : body.outputs) narrow = narrow && (t == DType::f16 || t == DType::bf16);
+  return narrow ? codegen::fast_math(body) : body;
+}
+
+}  // namespace
+
+std::string attention_source(std::string_view header, const AttentionKernel& k) {
+  if (!k.has_epilogue() && !k.has_prologue()) return fmt::format("#include <kiln/{}>\n", header);
+  const codegen::Body epilogue = narrowed(k.epilogue), prologue = narrowed(k.prologue);
+  std::vector<std::pair<std::string_view, const codegen::Body*>> bodies;
+  if (k.has_epilogue()) bodies.emplace_back(kAttentionEpilogue, &epilogue);
+  if (k.has_prologue()) bodies.emplace_back(kAttentionPrologue, &prologue);
+  return codegen::render_source(header, bodies);
 }
 
 }  // namespace kiln

@@ -49,7 +49,7 @@ std::string wgmma_unfit(const AttentionKernel& k, const cfg::Params& p) {
   // The maps' rows run to Skv: past a batch's length, memory the path reads into V's tiles
   // (NaN or Inf in a cache's unused rows would turn 0 x V into NaN); the mma path zero-fills.
   if (k.lens) return "kv_lens take the mma path";
-  if (k.q.dtype != DType::f16 && k.q.dtype != DType::bf16) return "q is not f16 or bf16";
+  if (k.dtype() != DType::f16 && k.dtype() != DType::bf16) return "q is not f16 or bf16";
   if (k.q.shape.back() > 192) return "a head size above 192 (the path's registers hold 192)";
   if (p.batch[0] != 1) return "more than two batch dims";
   if (!(p.scale_log2 > 0) || !std::isfinite(p.scale_log2))
@@ -58,6 +58,7 @@ std::string wgmma_unfit(const AttentionKernel& k, const cfg::Params& p) {
                               std::int64_t(p.batches) * p.heads;
   if (blocks > (std::int64_t(1) << 30)) return "more than 2^30 blocks of 128 rows";
   for (int t : {cfg::kQ, cfg::kK, cfg::kV}) {
+    if (t == cfg::kQ && k.has_prologue()) continue;  // the consumers compute q's tile
     const cfg::Strides& st = p.s[t];
     const TensorView& v = t == cfg::kQ ? k.q : t == cfg::kK ? k.k : k.v;
     const std::size_t rank = v.shape.size();
@@ -78,11 +79,13 @@ void set_wgmma_maps(KernelLaunch& L, const AttentionKernel& k, const cfg::Params
                     std::uint32_t first, const std::string& stem) {
   const char* names[] = {"q", "k", "v"};
   for (int t : {cfg::kQ, cfg::kK, cfg::kV}) {
-    const int rows = t == cfg::kQ ? cfg::kWgmmaRows : bn;
+    // With a prologue the consumers compute q's tile: its parameter holds k's map, unread.
+    const int of = t == cfg::kQ && k.has_prologue() ? cfg::kK : t;
+    const int rows = of == cfg::kQ ? cfg::kWgmmaRows : bn;
     L.layout.params.emplace_back(runtime::kTensorMapBytes);
     L.layout.maps.push_back(
-        {{std::uint32_t(t), first + std::uint32_t(t - cfg::kQ),
-          describe(k, p, t, rows, fmt::format("{}: {}'s map", stem, names[t - 1]))},
+        {{std::uint32_t(t), first + std::uint32_t(of - cfg::kQ),
+          describe(k, p, of, rows, fmt::format("{}: {}'s map", stem, names[t - 1]))},
          fmt::format("the tensor map of {}", names[t - 1])});
   }
 }

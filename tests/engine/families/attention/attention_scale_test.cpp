@@ -1,7 +1,8 @@
 // A positive factor on attention's q or k (q * c, k / c) folds into its scale
 // (engine/passes/fusion_scale.cpp): one kernel reading q and k where they are, the launch's
-// scale times the factors; where the factor's value is read elsewhere, is negative, or is one
-// node for both, the elementwise kernel stays; on the GPU, fused and unfused against fp64.
+// scale times the factors; where the factor's value is read elsewhere or is one node for both,
+// the elementwise kernel stays (a negative factor on q is its prologue instead); on the GPU,
+// fused and unfused against fp64.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -86,10 +87,14 @@ TEST_CASE("a factor stays an elementwise kernel where folding it would change wh
     c.g.output(kiln::apply("attention", {q, c.k, c.v}), "out");
     CHECK(kernels(c.g) == 2);
   }
-  {  // negative: the sm_90a kernel takes no negative scale
+  {  // negative: not folded (the sm_90a kernel takes no negative scale), computed as q's
+     // prologue instead (fusion_prologues.cpp)
     Call c = inputs();
     c.g.output(kiln::apply("attention", {c.q * -0.5, c.k, c.v}), "out");
-    CHECK(kernels(c.g) == 2);
+    const auto ks = kiln::Plan(c.g).kernels();
+    REQUIRE(ks.size() == 1);
+    CHECK(ks[0].name.rfind("mul__attention_bf16__wg", 0) == 0);
+    CHECK(scale_log2_of(c.g) == doctest::Approx(0.125 * std::log2(std::exp(1.0))).epsilon(1e-6));
   }
   {  // one node for q and k: it folds for neither
     Call c = inputs();
@@ -99,10 +104,11 @@ TEST_CASE("a factor stays an elementwise kernel where folding it would change wh
     g.output(kiln::apply("attention", {s, s, x}), "out");
     CHECK(kernels(g) == 2);
   }
-  {  // a chain of two (tanh then the factor) stays one elementwise kernel before attention
+  {  // a chain of two (tanh then the factor): not folded, q's prologue as a whole
     Call c = inputs();
     c.g.output(kiln::apply("attention", {kiln::tanh(c.q) * 0.5, c.k, c.v}), "out");
-    CHECK(kernels(c.g) == 2);
+    CHECK(kernels(c.g) == 1);
+    CHECK(scale_log2_of(c.g) == doctest::Approx(0.125 * std::log2(std::exp(1.0))).epsilon(1e-6));
   }
   {  // k broadcast over heads (an expand) or k with D moved: attention would read x slower
     Call c = inputs();
