@@ -130,13 +130,6 @@ void build_body(const Graph& g, FusedGroup& grp) {
                            name_of(g.node(grp.anchor_node).dtype));
     return;
   }
-  if (grp.anchor && !grp.anchor->fusion.prologue && !grp.anchor->fusion.epilogue) {
-    // an anchor without prologue or epilogue (a user template's) or a view's copy: no bodies.
-    // Steps only where a factor folded into its scale (fold_scales), which the kernel's code
-    // does not show: the name stays, and so does the compiled kernel.
-    grp.stem = fmt::format("{}_{}", grp.anchor->name, name_of(g.node(grp.anchor_node).dtype));
-    return;
-  }
   // An anchor's steps are its prologue, or factors folded into its scale (fold_scales), which
   // its code does not show: then no body, and the name of the kernel without them.
   const bool folded = grp.anchor && grp.anchor->fusion.folds_scale;
@@ -148,14 +141,25 @@ void build_body(const Graph& g, FusedGroup& grp) {
     std::vector<int> inputs = {grp.inputs[0]};
     inputs.insert(inputs.end(), grp.extras.begin(), grp.extras.end());
     grp.body = make_body(g, pro, inputs, -1, grp.scalars, refs);
-  } else if (!folded) {
-    grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
+    grp.body.outputs = {g.node(grp.x).dtype};
+    grp.body.results = {refs.at(grp.x)};
   }
+  if (grp.anchor && !grp.anchor->fusion.prologue && !grp.anchor->fusion.epilogue) {
+    // an anchor without prologue or epilogue (a user template's, a lone attention_lse) or a
+    // view's copy: no bodies but a prologue it loads. Steps only where a factor folded into its
+    // scale (fold_scales), which the kernel's code does not show: the name stays, and so does
+    // the compiled kernel.
+    const std::string pre = op_names(g, pro);
+    grp.stem = fmt::format("{}{}{}_{}", pre, pre.empty() ? "" : "__", grp.anchor->name,
+                           name_of(g.node(grp.anchor_node).dtype));
+    return;
+  }
+  if (!loads && !folded) grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
   const std::string dtype(name_of(g.node(grp.outputs[0]).dtype));
   if (grp.anchor) {
-    if (grp.x >= 0) {  // a row op's prologue (f32), or operand 0 as an anchor loads it (its
-                       // dtype); a matrix product reads its operands as they are
-      grp.body.outputs = {loads ? g.node(grp.x).dtype : DType::f32};
+    if (grp.x >= 0 && !loads) {  // a row op's prologue; a matrix product reads its operands as
+                                 // they are
+      grp.body.outputs = {DType::f32};
       grp.body.results = {refs.at(grp.x)};
     }
     std::map<int, Ref> erefs;

@@ -54,6 +54,8 @@ bool takes(const Graph& g, const std::set<int>& needed, const std::vector<FusedG
     return false;
   for (int in : pro.inputs)
     if (is_gather(g, in) || written_in_place(g, in)) return false;
+  for (int id : pro.steps)  // a factor folded for k that q's chain computes too
+    if (std::find(grp.steps.begin(), grp.steps.end(), id) != grp.steps.end()) return false;
   const std::size_t scalars = scalars_of(g, grp.epilogue_steps) + scalars_of(g, pro.steps);
   return epilogue_tensors(grp) + pro.inputs.size() - 1 <= r.epilogue_tensors &&
          scalars <= r.epilogue_scalars;

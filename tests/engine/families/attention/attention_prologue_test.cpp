@@ -5,6 +5,7 @@
 // NVRTC compiles of every path with nothing spilled; on the GPU, fused and unfused against fp64.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
@@ -106,6 +107,34 @@ TEST_CASE("q's producer stays a kernel where computing it in attention would cha
     g.output(kiln::apply("attention", {s, s, s}), "out");
     CHECK(kernels(g) == 2);
   }
+}
+
+TEST_CASE("attention_lse alone computes q's prologue too") {
+  Graph g;
+  const Value x = g.input("x", {2, 4, 300, 64}, DType::f32);
+  const Value k = g.input("k", {2, 2, 300, 64}, DType::bf16);
+  const Value q = kiln::cast(x * g.input("w", {64}, DType::f32), DType::bf16);
+  g.output(kiln::apply("attention_lse", {q, k, k}), "lse");
+  const auto ks = kiln::Plan(g).kernels();
+  REQUIRE(ks.size() == 1);
+  CHECK(ks[0].name.rfind("mul_cast__attention_lse", 0) == 0);
+  const auto specs = kiln::plan_specs(g, true, {}, nullptr, "sm_90a");
+  REQUIRE(specs.size() == 1);
+  CHECK(specs[0].expression.find("kiln_prologue>") != std::string::npos);
+}
+
+TEST_CASE("a factor folded for k that q's chain computes too keeps q's kernel") {
+  // m = x * 0.5 is k (one key, broadcast) and a term of q: folding it for k and computing it in
+  // q's prologue would apply the factor to k twice or not at all.
+  Graph g;
+  const Value x = g.input("x", {2, 2, 1, 64}, DType::bf16);
+  const Value z = g.input("z", {2, 2, 7, 64}, DType::bf16);
+  const Value m = x * 0.5;
+  g.output(kiln::apply("attention", {m + z, m, g.input("v", {2, 2, 1, 64}, DType::bf16)}), "o");
+  CHECK(kernels(g) == 2);
+  cfg::Params p{};
+  kiln::test::attention_launch(g, p);
+  CHECK(p.scale_log2 == doctest::Approx(0.5 / 8.0 * std::log2(std::exp(1.0))).epsilon(1e-6));
 }
 
 TEST_CASE("q and k cast in one elementwise kernel: q moves into attention, k's kernel stays") {
@@ -255,6 +284,14 @@ TEST_CASE("gpu: attention with a prologue against fp64, fused and unfused, on ea
     CAPTURE(g.to_json());
     CHECK(kiln::Plan(g).kernels().size() == 1);
     for (const auto& f : kiln::test::check_on_gpu(e, g, rng, true)) FAIL_CHECK(f);
+  }
+  // attention_lse alone with a prologue.
+  {
+    Graph l;
+    const Value x = l.input("x", {2, 4, 129, 64}, DType::f32);
+    const Value k = l.input("k", {2, 2, 300, 64}, DType::bf16);
+    l.output(kiln::apply("attention_lse", {kiln::cast(x, DType::bf16), k, k}), "lse");
+    for (const auto& f : kiln::test::check_on_gpu(e, l, rng, true)) FAIL_CHECK(f);
   }
   // Several items a block on the persistent sm_90a path: q's tiles rewritten item after item.
   Graph g;
