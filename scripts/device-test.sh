@@ -15,7 +15,8 @@
 #   (bench/gemm/peers.py: cuBLAS, torch.compile) in the same call (not part of all); attention:
 #   the "gpu: attention" tests, `kiln bench` of bench/attention/*.json, then torch SDPA on them
 #   (bench/attention/peers.py: flash and cuDNN backends, CUDA graphs; ATTENTION_TESTS=0 skips the
-#   tests), the calls of bench/attention/lse (with the log-sum-exp too), and the decode bench
+#   tests), the calls of bench/attention/lse (with the log-sum-exp too), those of
+#   bench/attention/prologue (q cast from f32, fused and --no-fuse), and the decode bench
 #   (bench/attention_decode.py, beside torch SDPA) (not part of all);
 #   APP one of diffusion|gfn|rusty_ops|gaussian_field|spectral_autoencoder: the seed app beside PyTorch (bench/APP.py;
 #   not part of all); dyngemm: bench/dynamic_gemm.py on a bundle of bench/dynamic_mlp.json made
@@ -212,6 +213,13 @@ fi
 for g in bench/attention/*.json bench/attention/lse/*.json; do
   timeout 120 $bin/kiln bench "$g" >"$OUT/attention-$(basename "$g" .json).log" 2>&1 || status=1
   echo "$g"; tail -n 4 "$OUT/attention-$(basename "$g" .json).log"
+done
+# bench/attention/prologue: q cast from f32 in attention's kernel, then as its own kernel.
+for g in bench/attention/prologue/*.json; do
+  for fuse in "" --no-fuse; do
+    echo "$g ${fuse:-fused}"
+    timeout 120 $bin/kiln bench $fuse "$g" 2>&1 | grep "^plan" || status=1
+  done
 done
 timeout 120 python3 bench/attention/peers.py bench/attention/*.json 2>&1 | tee "$OUT/attention-peers.log" || status=1
 PYTHONPATH="$PWD/build-device/python${PYTHONPATH:+:$PYTHONPATH}" timeout 120 python3 bench/attention_decode.py \
