@@ -23,15 +23,22 @@ Value attention_draw(Graph& g, DType dtype, std::mt19937_64& rng, int id) {
   // The fp64 reference's work per graph stays in the millions.
   if (b * hq * sq * skv * d > (std::int64_t(1) << 23)) throw ShapeError("fuzz: attention too big");
   // An operand [B, H, S, D], or [B, S, H, D] permuted to it (read in place).
-  auto operand = [&](const char* name, std::int64_t heads, std::int64_t rows) -> Value {
-    if (chance(50)) return g.input(fmt::format("a{}{}", name, id), {b, heads, rows, d}, dtype);
-    return apply("permute", {g.input(fmt::format("a{}{}", name, id), {b, rows, heads, d}, dtype)},
+  auto operand = [&](const char* name, std::int64_t heads, std::int64_t rows,
+                     DType t) -> Value {
+    if (chance(50)) return g.input(fmt::format("a{}{}", name, id), {b, heads, rows, d}, t);
+    return apply("permute", {g.input(fmt::format("a{}{}", name, id), {b, rows, heads, d}, t)},
                  Attrs().set("dims", kToHeads));
   };
-  Value key = operand("k", hkv, skv);
+  Value key = operand("k", hkv, skv, dtype);
   // A positive factor on k folds into the kernel's scale (engine/passes/fusion_scale.cpp).
   if (chance(25)) key = chance(50) ? key * 0.75 : key / 1.5;
-  std::vector<GraphArg> args = {apply("tanh", {operand("q", hq, sq)}), key, operand("v", hkv, skv)};
+  // q = tanh(x), computed as attention's kernel loads q (fusion_prologues.cpp); a third of the
+  // time from an f32 x cast to the dtype, chosen by the lengths so that the draws after it
+  // stay as they were.
+  const bool from_f32 = dtype != DType::f32 && (sq + skv) % 3 == 0;
+  Value query = apply("tanh", {operand("q", hq, sq, from_f32 ? DType::f32 : dtype)});
+  if (from_f32) query = cast(query, dtype);
+  std::vector<GraphArg> args = {query, key, operand("v", hkv, skv, dtype)};
   Attrs at;
   if (chance(50)) {
     at.set("causal", true);

@@ -14,7 +14,9 @@ namespace kiln::fuzz {
 /// padding), q, k and v contiguous or permuted from [B, S, H, D], causal in both alignments, a
 /// mask now and then (additive, or bool by a comparison); the result permuted back to
 /// [B, S, H, D] half the time; a quarter of the time the call's attention_lse too, an output of
-/// the graph (the same kernel writes it). q = tanh(input), so the scores stay moderate.
+/// the graph (the same kernel writes it). q = tanh(input), so the scores stay moderate, a third
+/// of the time from an f32 input cast to the dtype (attention's kernel computes both as q's
+/// prologue).
 /// ShapeError where a draw does not fit (the generator draws again).
 Value attention_draw(Graph& g, DType dtype, std::mt19937_64& rng, int id);
 

@@ -180,10 +180,12 @@ TEST_CASE("fuzz generator: its graphs reach pad and upsample_nearest, read in pl
 TEST_CASE("fuzz generator: its attention draws reach every path of the attention family") {
   // On sm_90a: the wgmma prefill path, mma.sync (a mask), the decode path (16 query rows or
   // fewer) and the plain kernel (D 20, or f32).
-  // Some kernel's epilogue reads the result through its views as [B, S, H·D].
+  // Some kernel's epilogue reads the result through its views as [B, S, H·D]; some kernel
+  // computes q from an f32 input as its prologue.
   std::set<std::string> paths;
-  int graphs = 0, through_views = 0;
-  for (std::uint64_t seed = 0; seed < 3000 && (paths.size() < 4 || through_views == 0); ++seed) {
+  int graphs = 0, through_views = 0, cast_prologues = 0;
+  for (std::uint64_t seed = 0;
+       seed < 3000 && (paths.size() < 4 || through_views == 0 || cast_prologues == 0); ++seed) {
     const kiln::Graph g = kiln::fuzz::random_graph(seed);
     bool drawn = false;
     for (const auto& n : g.nodes()) drawn = drawn || n.op == "attention";
@@ -191,6 +193,7 @@ TEST_CASE("fuzz generator: its attention draws reach every path of the attention
     ++graphs;
     for (const auto& k : kiln::Plan(g).kernels("sm_90a")) {
       if (k.name.find("attention") == std::string::npos) continue;  // q's producers first
+      cast_prologues += k.name.rfind("tanh_cast__attention", 0) == 0;  // from an f32 input
       for (const char* p : {"__wg", "__fa", "__dec", "__rows"})
         if (k.name.find(p) != std::string::npos) paths.insert(p);
       for (const std::string& op : k.ops)
@@ -200,4 +203,5 @@ TEST_CASE("fuzz generator: its attention draws reach every path of the attention
   CHECK(graphs >= 10);
   CHECK(paths == std::set<std::string>{"__wg", "__fa", "__dec", "__rows"});
   CHECK(through_views >= 1);
+  CHECK(cast_prologues >= 1);
 }
