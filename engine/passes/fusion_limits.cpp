@@ -13,14 +13,19 @@ bool epilogue_fits(const Graph& g, int host, const std::vector<int>& outputs, in
   if (r.epilogue_tensors == kAny && r.epilogue_scalars == kAny) return true;
   FusedGroup epi;
   collect(g, outputs, {}, epi);
-  std::size_t tensors = outputs.size(), scalars = 0;
+  std::size_t tensors = outputs.size();
   for (int in : epi.inputs) tensors += in != host && in != reads ? 1 : 0;
-  for (int id : epi.steps) {
-    const Graph::Node& n = g.node(id);
-    for (const auto& a : n.args) scalars += std::holds_alternative<double>(a) ? 1 : 0;
-    scalars += ops::attr_scalars(op_def(g, n.op), n.attrs).size();
+  return tensors <= r.epilogue_tensors && scalars_of(g, epi.steps) <= r.epilogue_scalars;
+}
+
+std::size_t scalars_of(const Graph& g, const std::vector<int>& steps) {
+  std::size_t n = 0;
+  for (int id : steps) {
+    const Graph::Node& node = g.node(id);
+    for (const auto& a : node.args) n += std::holds_alternative<double>(a) ? 1 : 0;
+    n += ops::attr_scalars(op_def(g, node.op), node.attrs).size();
   }
-  return tensors <= r.epilogue_tensors && scalars <= r.epilogue_scalars;
+  return n;
 }
 
 }  // namespace kiln::fusion

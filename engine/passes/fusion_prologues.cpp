@@ -22,17 +22,6 @@ int writer_of(const std::vector<FusedGroup>& groups, int id) {
   return -1;
 }
 
-// The scalars a body of `steps` takes (their number arguments and attributes' scalars).
-std::size_t scalars_of(const Graph& g, const std::vector<int>& steps) {
-  std::size_t n = 0;
-  for (int id : steps) {
-    const Graph::Node& node = g.node(id);
-    for (const auto& a : node.args) n += std::holds_alternative<double>(a) ? 1 : 0;
-    n += ops::attr_scalars(op_def(g, node.op), node.attrs).size();
-  }
-  return n;
-}
-
 // The tensors of `grp`'s epilogue slots (ops::FusionRoles::epilogue_tensors): its outputs past
 // the first (an lse counted too) and the epilogue's inputs.
 std::size_t epilogue_tensors(const FusedGroup& grp) {

@@ -87,6 +87,10 @@ inline int index_node(const Graph& g, int id) {
 /// (fusion_limits.cpp).
 bool epilogue_fits(const Graph& g, int host, const std::vector<int>& outputs, int reads = -1);
 
+/// The scalars a body of `steps` takes: their number arguments and attributes' scalars
+/// (fusion_limits.cpp).
+std::size_t scalars_of(const Graph& g, const std::vector<int>& steps);
+
 /// The permutation (result dim k reads x's dim order[k]) of view `id` where it only reorders
 /// its operand's dims (a permute, a transpose, an expand to the same shape); empty otherwise
 /// (epilogue_views.cpp).

@@ -32,37 +32,6 @@ struct EpilogueUse<void> {
   static constexpr int slots = 0, scalars = 0;
 };
 
-/// x[J..] = the prologue's inputs J.. at element (bi, h, i, c) of q.
-template <class Epi, class Ins, int J, int N>
-__device__ __forceinline__ void read_prologue_inputs(float (&x)[N], const config::Params& p,
-                                                     const long long (&bi)[config::kBatchDims],
-                                                     int h, int i, int c) {
-  if constexpr (J < Ins::size) {
-    using U = typename detail::TypeAt<J, Ins>::type;
-    constexpr int slot = EpilogueUse<Epi>::slots + J - 1;
-    const unsigned long long at = J == 0 ? p.ptr[config::kQ] : p.epi.ptr[slot];
-    const config::Strides& s = J == 0 ? p.s[config::kQ] : p.epi.s[slot];
-    x[J] = to_float(reinterpret_cast<const U*>(at)[element_at(s, bi, h, i, c)]);
-    read_prologue_inputs<Epi, Ins, J + 1>(x, p, bi, h, i, c);
-  }
-}
-
-/// q's element (bi, h, i, c) in the kernel's type T, from the prologue's inputs there.
-template <class T, class Pro, class Epi>
-__device__ __forceinline__ T prologue_element(const config::Params& p,
-                                              const long long (&bi)[config::kBatchDims], int h,
-                                              int i, int c) {
-  constexpr int NI = Pro::Inputs::size;
-  static_assert(Pro::Outputs::size == 1 && NI >= 1, "one output, q's, from one input or more");
-  static_assert(EpilogueUse<Epi>::slots + NI - 1 <= config::kEpilogueSlots &&
-                    EpilogueUse<Epi>::scalars + Pro::scalars <= config::kEpilogueScalars,
-                "the prologue's tensors and scalars fit Params::epi beside the epilogue's");
-  float x[NI], y[1];
-  read_prologue_inputs<Epi, typename Pro::Inputs, 0>(x, p, bi, h, i, c);
-  Pro::apply(x, p.epi.scalars + EpilogueUse<Epi>::scalars, y);
-  return from_float<T>(y[0]);
-}
-
 /// Where input J.. of the prologue holds element (bi, h, i, c0) (`at`), and its column stride.
 template <class Epi, class Ins, int J, int N>
 __device__ __forceinline__ void prologue_rows(const void* (&at)[N], long long (&col)[N],
@@ -91,28 +60,50 @@ __device__ __forceinline__ void prologue_columns(float (&x)[N], const void* cons
   }
 }
 
+/// The prologue along q's row i of head h from column c0: each input's place found once, then
+/// the value e columns on for each e.
+template <class Pro, class Epi>
+struct PrologueRow {
+  static constexpr int NI = Pro::Inputs::size;
+  static_assert(Pro::Outputs::size == 1 && NI >= 1, "one output, q's, from one input or more");
+  static_assert(EpilogueUse<Epi>::slots + NI - 1 <= config::kEpilogueSlots &&
+                    EpilogueUse<Epi>::scalars + Pro::scalars <= config::kEpilogueScalars,
+                "the prologue's tensors and scalars fit Params::epi beside the epilogue's");
+  const void* at[NI];
+  long long col[NI];
+
+  __device__ __forceinline__ PrologueRow(const config::Params& p,
+                                         const long long (&bi)[config::kBatchDims], int h, int i,
+                                         int c0) {
+    prologue_rows<Epi, typename Pro::Inputs, 0>(at, col, p, bi, h, i, c0);
+  }
+  __device__ __forceinline__ float value(const config::Params& p, int e) const {
+    float x[NI], y[1];
+    prologue_columns<typename Pro::Inputs, 0>(x, at, col, e);
+    Pro::apply(x, p.epi.scalars + EpilogueUse<Epi>::scalars, y);
+    return y[0];
+  }
+};
+
+/// q's element (bi, h, i, c) in the kernel's type T, from the prologue's inputs there.
+template <class T, class Pro, class Epi>
+__device__ __forceinline__ T prologue_element(const config::Params& p,
+                                              const long long (&bi)[config::kBatchDims], int h,
+                                              int i, int c) {
+  return from_float<T>(PrologueRow<Pro, Epi>(p, bi, h, i, c).value(p, 0));
+}
+
 /// Eight columns of q's row i from column c0 (zeros past D and for rows past Sq), as one 16-byte
-/// piece of a 16-bit T: each input's place found once a piece, not once an element.
+/// piece of a 16-bit T.
 template <class T, class Pro, class Epi, int D>
 __device__ __forceinline__ uint4 prologue_piece(const config::Params& p,
                                                 const long long (&bi)[config::kBatchDims], int h,
                                                 int i, int c0) {
   static_assert(sizeof(T) == 2, "the tensor-core paths' 16-bit q");
-  constexpr int NI = Pro::Inputs::size;
-  static_assert(Pro::Outputs::size == 1 && NI >= 1, "one output, q's, from one input or more");
-  const void* at[NI];
-  long long col[NI];
-  prologue_rows<Epi, typename Pro::Inputs, 0>(at, col, p, bi, h, i, c0);
+  const PrologueRow<Pro, Epi> row(p, bi, h, i, c0);
   alignas(16) T v[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    float x[NI], y[1] = {0.0f};
-    if (i < p.sq && c0 + e < D) {
-      prologue_columns<typename Pro::Inputs, 0>(x, at, col, e);
-      Pro::apply(x, p.epi.scalars + EpilogueUse<Epi>::scalars, y);
-    }
-    v[e] = from_float<T>(y[0]);
-  }
+  for (int e = 0; e < 8; ++e) v[e] = from_float<T>(i < p.sq && c0 + e < D ? row.value(p, e) : 0.0f);
   return *reinterpret_cast<const uint4*>(v);
 }
 

@@ -45,8 +45,8 @@ struct AttentionKernel {
   bool has_epilogue() const { return !epilogue.outputs.empty(); }
   /// q's elementwise producers computed as its tile is loaded (ops::FusionRoles::loads_prologue):
   /// `q` is then the prologue's input 0 seen over q's shape (strides 0 where it broadcasts; its
-  /// own dtype), `prologue_inputs` its others over q's shape, in the slots after the
-  /// epilogue's; the kernel rounds the value to dtype().
+  /// own dtype), `prologue_inputs` its others (of q's shape or broadcast to it), in the slots
+  /// after the epilogue's; the kernel rounds the value to dtype().
   codegen::Body prologue;
   std::vector<TensorView> prologue_inputs;
   std::vector<float> prologue_scalars;

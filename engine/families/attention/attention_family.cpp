@@ -50,21 +50,15 @@ TensorView through_views(const Graph& shapes, const std::vector<int>& views, con
   return out;
 }
 
-// `v` seen over `shape` (strides 0 where it broadcasts): a prologue's input over q's shape.
-TensorView over(const TensorView& v, const Shape& shape) {
-  TensorView out = v;
-  out.strides = broadcast_strides(v, shape, "prologue operand");
-  out.shape = shape;
-  return out;
-}
-
 // q's elementwise producers (FusedGroup::x, the body), computed as the kernel loads q: q's view
-// is the prologue's first input over q's shape, the others its extras.
+// is the prologue's first input seen over q's shape (strides 0 where it broadcasts), the others
+// its extras (set_epilogue_slots broadcasts them).
 void set_prologue(AttentionKernel& k, const FusedGroup& grp, const GroupWork& w) {
   if (grp.x < 0 || grp.body.outputs.empty()) return;
   const Shape& shape = w.shapes.node(grp.x).shape;
-  k.q = over(k.q, shape);
-  for (const TensorView& v : w.views(grp.extras)) k.prologue_inputs.push_back(over(v, shape));
+  k.q.strides = broadcast_strides(k.q, shape, "prologue operand");
+  k.q.shape = shape;
+  k.prologue_inputs = w.views(grp.extras);
   k.prologue = grp.body;
   k.prologue_scalars = grp.scalars;
 }
