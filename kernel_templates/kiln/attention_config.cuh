@@ -81,9 +81,10 @@ KILN_ATTENTION_CONFIG_FN int shared_bytes(int d, int bm, int bn, int stages) {
 KILN_ATTENTION_CONFIG_FN bool q_in_registers(int d) { return padded_d(d) <= 128; }
 
 // The sm_90a template (attention_sm90.cuh): 128 query rows a block, 64 a consumer warpgroup;
-// Q, then a ring of `stages` stages of K and of V (bn rows each), every tile in atoms of 64
-// columns (128 bytes a row, 128-byte swizzled as TMA writes them: D padded to 64 with zeros);
-// then the barriers (Q landed, Q free; then K landed, K free, V landed, V free, `stages` of each).
+// Q (one or two tiles: wgmma_q_tiles), then a ring of `stages` stages of K and of V (bn rows
+// each), every tile in atoms of 64 columns (128 bytes a row, 128-byte swizzled as TMA writes
+// them: D padded to 64 with zeros); then the barriers (Q landed, then Q free, a Q tile each;
+// then K landed, K free, V landed, V free, `stages` of each).
 
 constexpr int kWgmmaRows = 128;
 /// A producer warpgroup and two consumer warpgroups.
@@ -92,12 +93,24 @@ constexpr int kWgmmaThreads = 384;
 KILN_ATTENTION_CONFIG_FN int wgmma_d(int d) { return (d + 63) / 64 * 64; }
 /// A tile of `rows` rows of 2-byte elements at head size `d`, in bytes.
 KILN_ATTENTION_CONFIG_FN int wgmma_tile_bytes(int rows, int d) { return rows * wgmma_d(d) * 2; }
-KILN_ATTENTION_CONFIG_FN int wgmma_barriers(int stages) { return 2 + 4 * stages; }
-/// The sm_90a kernel's dynamic shared memory: 1024 bytes to align the tiles, the tiles, the
-/// barriers.
+/// The most shared memory a block of sm_90 takes (its opt-in limit).
+constexpr int kWgmmaMaxShared = 227 * 1024;
+KILN_ATTENTION_CONFIG_FN int wgmma_barriers(int stages, int q_tiles) {
+  return 2 * q_tiles + 4 * stages;
+}
+/// The sm_90a kernel's dynamic shared memory with `q_tiles` Q tiles: 1024 bytes to align the
+/// tiles, the tiles, the barriers.
+KILN_ATTENTION_CONFIG_FN int wgmma_bytes(int d, int bn, int stages, int q_tiles) {
+  return 1024 + q_tiles * wgmma_tile_bytes(kWgmmaRows, d) + 2 * stages * wgmma_tile_bytes(bn, d) +
+         8 * wgmma_barriers(stages, q_tiles);
+}
+/// Two Q tiles where they fit beside the ring (a block's next item's Q then loads while this
+/// item's tiles run: the short items of short sequences waited for it), else one.
+KILN_ATTENTION_CONFIG_FN int wgmma_q_tiles(int d, int bn, int stages) {
+  return wgmma_bytes(d, bn, stages, 2) <= kWgmmaMaxShared ? 2 : 1;
+}
 KILN_ATTENTION_CONFIG_FN int wgmma_shared_bytes(int d, int bn, int stages) {
-  return 1024 + wgmma_tile_bytes(kWgmmaRows, d) + 2 * stages * wgmma_tile_bytes(bn, d) +
-         8 * wgmma_barriers(stages);
+  return wgmma_bytes(d, bn, stages, wgmma_q_tiles(d, bn, stages));
 }
 
 /// Query rows per block of the plain path (a warp each).

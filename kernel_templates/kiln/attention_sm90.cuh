@@ -1,9 +1,10 @@
 #pragma once
 // Attention on sm_90a in the manner of FlashAttention-3: a block takes 128 query rows of one
-// (batch, head); one thread of a producer warpgroup loads Q once and tiles of BN keys and
-// values through a ring of Stages stages with TMA (each tensor a 5-d map [D, rows, heads, two
-// batch dims], so strided views are read in place; D padded to 64 columns and rows past the
-// tensor arrive as zeros); two consumer warpgroups take 64 rows each: S = Q K^T by wgmma from
+// (batch, head); one thread of a producer warpgroup loads its Q (into the other of two Q tiles
+// where they fit, so that a block's next item's Q lands under this one's tiles) and tiles of BN
+// keys and values through a ring of Stages stages with TMA (each tensor a 5-d map [D, rows,
+// heads, two batch dims], so strided views are read in place; D padded to 64 columns and rows
+// past the tensor arrive as zeros); two consumer warpgroups take 64 rows each: S = Q K^T by wgmma from
 // shared memory, the online softmax on S's accumulators in registers (f32, log2 units; the
 // scale must be above 0), then O += P V by wgmma with P straight from those registers (the
 // register-A form: a score accumulator's fragment is the A fragment of a 16-bit product). The two
@@ -38,22 +39,29 @@ struct Block {
   static constexpr int kRows = config::kWgmmaRows;
   static constexpr int kQ = config::wgmma_tile_bytes(kRows, D);
   static constexpr int kKv = config::wgmma_tile_bytes(BN, D);
-  unsigned char* q;
-  unsigned char* k;  // stage s at k + s * kKv, V's after all of K's
+  /// Q tiles: a block's item n takes tile n % kQTiles.
+  static constexpr int kQTiles = config::wgmma_q_tiles(D, BN, Stages);
+  static constexpr int kBars = 2 * kQTiles;  // the ring's barriers after Q's
+  unsigned char* q0;  // tile b at q0 + b * kQ
+  unsigned char* k;   // stage s at k + s * kKv, V's after all of K's
   unsigned char* v;
-  unsigned long long* bars;  // Q landed, Q free; K landed, K free, V landed, V free: Stages each
+  unsigned long long* bars;  // Q landed, Q free: kQTiles each; K landed, K free, V landed, V
+                             // free: Stages each
 
-  __device__ __forceinline__ unsigned long long* q_full() const { return bars; }
-  __device__ __forceinline__ unsigned long long* q_free() const { return bars + 1; }
-  __device__ __forceinline__ unsigned long long* k_full(int s) const { return bars + 2 + s; }
+  __device__ __forceinline__ unsigned char* q(int b) const { return q0 + b * kQ; }
+  __device__ __forceinline__ unsigned long long* q_full(int b) const { return bars + b; }
+  __device__ __forceinline__ unsigned long long* q_free(int b) const {
+    return bars + kQTiles + b;
+  }
+  __device__ __forceinline__ unsigned long long* k_full(int s) const { return bars + kBars + s; }
   __device__ __forceinline__ unsigned long long* k_free(int s) const {
-    return bars + 2 + Stages + s;
+    return bars + kBars + Stages + s;
   }
   __device__ __forceinline__ unsigned long long* v_full(int s) const {
-    return bars + 2 + 2 * Stages + s;
+    return bars + kBars + 2 * Stages + s;
   }
   __device__ __forceinline__ unsigned long long* v_free(int s) const {
-    return bars + 2 + 3 * Stages + s;
+    return bars + kBars + 3 * Stages + s;
   }
 };
 
@@ -77,10 +85,10 @@ __device__ __forceinline__ void load_keys(unsigned char* dst, const TensorMap* m
 }
 
 /// The producer thread: for each of the block's items (work_of) with keys, its Q once both groups
-/// are done with the last item's (a block's items are numbered on: `loaded`; not with LoadQ
-/// false, where the consumers compute it), then each tile's K and V once both groups released
-/// the stage (the ring's uses numbered on across items: `it`), so the next item's loads run
-/// under this one's last products and its store.
+/// are done with the Q tile's last item (a block's items are numbered on: `loaded`; not with
+/// LoadQ false, where the consumers compute it), then each tile's K and V once both groups
+/// released the stage (the ring's uses numbered on across items: `it`), so the next item's loads
+/// run under this one's last products and its store.
 template <class B, int BN, int Stages, bool LoadQ, class Next>
 __device__ __forceinline__ void produce(const B& sm, Next next, const TensorMap* map_q,
                                         const TensorMap* map_k, const TensorMap* map_v, int group) {
@@ -89,13 +97,14 @@ __device__ __forceinline__ void produce(const B& sm, Next next, const TensorMap*
   while (next(w)) {
     if (w.tiles == 0) continue;
     if constexpr (LoadQ) {
-      if (loaded > 0) tma::barrier_wait(sm.q_free(), unsigned(loaded - 1) & 1);
+      const int b = loaded % B::kQTiles, use = loaded / B::kQTiles;
+      if (use > 0) tma::barrier_wait(sm.q_free(b), unsigned(use - 1) & 1);
       ++loaded;
-      tma::arrive_expect_bytes(sm.q_full(), B::kQ);
+      tma::arrive_expect_bytes(sm.q_full(b), B::kQ);
 #pragma unroll
       for (int a = 0; a < B::kAtoms; ++a)
-        tma::load_5d(sm.q + a * B::kRows * 128, map_q, a * 64, w.m0, w.h, w.b2, w.b1,
-                     sm.q_full());
+        tma::load_5d(sm.q(b) + a * B::kRows * 128, map_q, a * 64, w.m0, w.h, w.b2, w.b1,
+                     sm.q_full(b));
     }
     const int hkv = w.h / group;
 #pragma unroll 1
@@ -110,13 +119,15 @@ __device__ __forceinline__ void produce(const B& sm, Next next, const TensorMap*
   }
 }
 
-/// S (this group's 64 rows x BN keys) = Q K^T for the K tile of stage s, issued and committed.
+/// S (this group's 64 rows x BN keys) = Q K^T for Q tile qb and the K tile of stage s, issued and
+/// committed.
 template <class T, class B, int BN>
-__device__ __forceinline__ void issue_scores(float (&sc)[BN / 2], const B& sm, int s, int c) {
+__device__ __forceinline__ void issue_scores(float (&sc)[BN / 2], const B& sm, int qb, int s,
+                                             int c) {
   wgmma::fence();
 #pragma unroll
   for (int kk = 0; kk < B::kDp / 16; ++kk) {
-    const unsigned char* a = sm.q + kk / 4 * B::kRows * 128 + c * 64 * 128 + kk % 4 * 32;
+    const unsigned char* a = sm.q(qb) + kk / 4 * B::kRows * 128 + c * 64 * 128 + kk % 4 * 32;
     const unsigned char* b = sm.k + s * B::kKv + kk / 4 * BN * 128 + kk % 4 * 32;
     wgmma::Wgmma<T, BN>::template run<0>(sc, wgmma::descriptor(a, 16, 1024),
                                          wgmma::descriptor(b, 16, 1024), kk > 0);
@@ -183,7 +194,8 @@ struct Rows {
   int i0;                   ///< the first of the thread's rows (and i0 + 8)
 };
 
-/// Consumer group c (0 or 1) over one item's tiles, the ring's uses from `it`. In its turn at
+/// Consumer group c (0 or 1) over one item's tiles (its Q in tile qb), the ring's uses from `it`.
+/// In its turn at
 /// tile n it issues S(n) = Q K(n)^T, then O += P(n - 1) V(n - 1); it passes the turn, waits for
 /// S(n) (after the last, Q is free for the next item: the producer learns it where FreeQ, the
 /// consumers load Q themselves otherwise) and runs the softmax of it under the
@@ -192,7 +204,7 @@ struct Rows {
 /// where no branch lies between a product and its wait.
 template <class T, int BN, int Stages, bool Causal, bool FreeQ, class B>
 __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, const B& sm,
-                                         const Work& w, int it, int c, int tid) {
+                                         const Work& w, int qb, int it, int c, int tid) {
   const int t = tid & 3;
   const bool leader = tid % 128 == 0;
   float alpha[2];
@@ -200,12 +212,12 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
     tma::barrier_wait(sm.k_full(it % Stages), unsigned(it / Stages) & 1);
     float sc[BN / 2];
     wait_turn(c);
-    issue_scores<T, B, BN>(sc, sm, it % Stages, c);
+    issue_scores<T, B, BN>(sc, sm, qb, it % Stages, c);
     pass_turn(c, true);
     wgmma::wait<0>();
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(it % Stages), leader);
-    arrive_if(sm.q_free(), FreeQ && leader && w.tiles == 1);
+    arrive_if(sm.q_free(qb), FreeQ && leader && w.tiles == 1);
     tile_probabilities<Causal, BN>(sc, x.mx, x.l, alpha, p, w, 0, c, x.i0, t);
     rescale_and_pack<T, BN, B::kDp>(x.o, x.pf, sc, alpha);
   }
@@ -220,13 +232,13 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
     wgmma::fence_operands(x.o);  // rescaled, and P packed, before the products are issued
     wgmma::fence_operands(x.pf);
     wait_turn(c);
-    issue_scores<T, B, BN>(sc, sm, s, c);
+    issue_scores<T, B, BN>(sc, sm, qb, s, c);
     issue_values<T, B, BN>(x.o, x.pf, sm, before);
     pass_turn(c, true);
     wgmma::wait<1>();
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(s), leader);
-    arrive_if(sm.q_free(), FreeQ && leader && n + 1 == w.tiles);
+    arrive_if(sm.q_free(qb), FreeQ && leader && n + 1 == w.tiles);
     tile_probabilities<Causal, BN>(sc, x.mx, x.l, alpha, p, w, n, c, x.i0, t);
     wgmma::wait<0>();  // P(n - 1) V(n - 1): P's registers and V's stage are free
     wgmma::fence_operands(x.o);
@@ -264,16 +276,19 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, Next next,
 #pragma unroll
     for (int i = 0; i < B::kDp / 2; ++i) x.o[i] = 0.0f;
     if (w.tiles > 0) {
+      const int qb = loaded % B::kQTiles, use = loaded / B::kQTiles;
+      ++loaded;
       if constexpr (HasPrologue<Pro>::value) {
         // This group's rows of Q, which only its own products (all waited for) read.
         const long long bq[config::kBatchDims] = {0, w.b1, w.b2};
-        prologue_swizzled<T, Pro, Epi, D, B::kDp, B::kRows>(sm.q, p, bq, w.h, w.m0, c, tid % 128);
+        prologue_swizzled<T, Pro, Epi, D, B::kDp, B::kRows>(sm.q(qb), p, bq, w.h, w.m0, c,
+                                                            tid % 128);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // for the tensor cores
         asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
       } else {
-        tma::barrier_wait(sm.q_full(), unsigned(loaded++) & 1);
+        tma::barrier_wait(sm.q_full(qb), unsigned(use) & 1);
       }
-      run_item<T, BN, Stages, Causal, !HasPrologue<Pro>::value, B>(x, p, sm, w, it, c, tid);
+      run_item<T, BN, Stages, Causal, !HasPrologue<Pro>::value, B>(x, p, sm, w, qb, it, c, tid);
       it += w.tiles;
     }
     const long long bi[config::kBatchDims] = {0, w.b1, w.b2};  // the path's batch dims
@@ -327,12 +342,15 @@ __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
   extern __shared__ unsigned char smem_raw[];
   unsigned char* base = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
-  const B sm{base, base + B::kQ, base + B::kQ + Stages * B::kKv,
-             reinterpret_cast<unsigned long long*>(base + B::kQ + 2 * Stages * B::kKv)};
+  constexpr int kQs = B::kQTiles * B::kQ;
+  const B sm{base, base + kQs, base + kQs + Stages * B::kKv,
+             reinterpret_cast<unsigned long long*>(base + kQs + 2 * Stages * B::kKv)};
   const int tid = threadIdx.x, group = tid / 128;
   if (tid == 0) {
-    tma::barrier_init(sm.q_full(), 1);
-    tma::barrier_init(sm.q_free(), 2);
+    for (int b = 0; b < B::kQTiles; ++b) {
+      tma::barrier_init(sm.q_full(b), 1);
+      tma::barrier_init(sm.q_free(b), 2);
+    }
     for (int s = 0; s < Stages; ++s) {
       tma::barrier_init(sm.k_full(s), 1);
       tma::barrier_init(sm.k_free(s), 2);
