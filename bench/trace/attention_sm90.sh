@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# On the GPU machine: where the sm_90a attention kernel's time goes. A copy of this tree in
+# /tmp/kiln-traced with bench/trace/attention_sm90.patch applied (clock64 records of each item's
+# phases, copied over the output at the end: the output is then a trace, not a result), its
+# Python module built, then bench/trace/attention_sm90.py on the issue's shapes.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PATH=/usr/local/cuda/bin:$PATH
+dir=/tmp/kiln-traced
+rm -rf "$dir" && mkdir -p "$dir"
+tar --exclude=./build-device --exclude=./build -cf - . | tar -xf - -C "$dir"
+cd "$dir" && patch -p1 <bench/trace/attention_sm90.patch || exit 1
+extra=(); [ -f /usr/include/xxhash.h ] || extra+=("-DKILN_XXHASH_INCLUDE_DIR=$dir/.deps/include")
+start=$SECONDS
+(cmake -S . -B build -G Ninja "${extra[@]}" -DPython3_EXECUTABLE="$(command -v python3)" &&
+  cmake --build build --target _kiln) >"$dir/build.log" 2>&1 || { tail -n 30 "$dir/build.log"; exit 1; }
+echo "trace: build $((SECONDS - start)) s"
+PYTHONPATH="$dir/build/python" python3 bench/trace/attention_sm90.py "$@"

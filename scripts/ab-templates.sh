@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# On the GPU machine: kernel templates of two revisions side by side in one device call. Builds
+# the CLI from this tree (build-device) and from a copy of it whose kernel_templates/ come from
+# BASE (a tar of them, made where git is: `git archive REV kernel_templates > .device/base.tar`,
+# carried with the call), both builds at once; then `kiln bench` of each GRAPH, base then new,
+# twice, printing each kernel-alone time and Plan::run / Plan::replay. PEERS="graphs..." also
+# runs bench/attention/peers.py on them in the same call. Logs go to $OUT.
+# Usage: scripts/ab-templates.sh BASE.tar GRAPH...
+set -uo pipefail
+cd "$(dirname "$0")/.."
+base_tar=${1:?usage: ab-templates.sh BASE.tar GRAPH...}; shift
+OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
+export PATH=/usr/local/cuda/bin:$PATH
+start=$SECONDS
+base=/tmp/kiln-ab-base
+rm -rf "$base" && mkdir -p "$base"
+tar --exclude=./build-device --exclude=./build -cf - . | tar -xf - -C "$base"
+rm -rf "$base/kernel_templates" && tar -xf "$base_tar" -C "$base" || exit 1
+xx() { [ -f /usr/include/xxhash.h ] || echo "-DKILN_XXHASH_INCLUDE_DIR=$1/.deps/include"; }
+(cmake -S . -B build-device -G Ninja $(xx "$PWD") -DPython3_EXECUTABLE="$(command -v python3)" &&
+  cmake --build build-device --target kiln_cli) >"$OUT/ab-build-new.log" 2>&1 &
+new_pid=$!
+(cd "$base" && cmake -S . -B build -G Ninja $(xx "$base") && cmake --build build --target kiln_cli) \
+  >"$OUT/ab-build-base.log" 2>&1 &
+base_pid=$!
+wait $new_pid || { tail -n 30 "$OUT/ab-build-new.log"; echo "ab: build of this tree failed"; exit 1; }
+wait $base_pid || { tail -n 30 "$OUT/ab-build-base.log"; echo "ab: build of BASE failed"; exit 1; }
+echo "ab: builds $((SECONDS - start)) s"
+for g in "$@"; do
+  for r in 1 2; do
+    for side in base new; do
+      bin=build-device/bin/kiln; [ $side = base ] && bin=$base/build/bin/kiln
+      log="$OUT/ab-$side-$r-$(basename "$g" .json).log"
+      timeout 120 "$bin" bench "$g" >"$log" 2>&1
+      alone=$(grep -A1 "^kernel " "$log" | tail -n 1 | awk '{print $1, $2}')
+      plan=$(grep -E "^plan:" "$log" | sed -E "s/.*Plan::run ([0-9.]+) us, Plan::replay ([0-9.]+) us.*/run \1 replay \2/")
+      echo "$side r$r $(basename "$g" .json): alone $alone $plan"
+    done
+  done
+done
+echo "ab: benches $((SECONDS - start)) s"
+if [ -n "${PEERS:-}" ]; then
+  timeout 200 python3 bench/attention/peers.py $PEERS 2>&1 | tee "$OUT/ab-peers.log"
+fi
