@@ -2,22 +2,21 @@
 // Attention on sm_90a in the manner of FlashAttention-3: a block takes 128 query rows of one
 // (batch, head); one thread of a producer warpgroup loads its Q (into the other of two Q tiles
 // where they fit, so that a block's next item's Q lands under this one's tiles) and tiles of BN
-// keys and values through a ring of Stages stages with TMA (each tensor a 5-d map [D, rows,
-// heads, two batch dims], so strided views are read in place; D padded to 64 columns and rows
-// past the tensor arrive as zeros); two consumer warpgroups take 64 rows each: S = Q K^T by wgmma from
-// shared memory, the online softmax on S's accumulators in registers (f32, log2 units; the
-// scale must be above 0), then O += P V by wgmma with P straight from those registers (the
-// register-A form: a score accumulator's fragment is the A fragment of a 16-bit product). The two
-// groups take turns at the tensor cores: one issues its tile's Q K^T and the previous tile's P V,
-// then runs its softmax while the other's products run (ping-pong, ordered by named barriers). The
-// K and V stages are released as soon as both groups' products that read them are done (full and
-// empty mbarriers per stage, K and V apart so that Q K^T starts before V lands). A block takes
-// the items (a pair's 128-row block) blockIdx.x, + gridDim.x, ... in block_work's order: one
-// each where the host launches as many blocks as items, several where it launches persistent
-// blocks, the next item's loads then running under this one's last products and store. Causal
-// items stop at the last tile their rows see, the longest first; only tiles that cross the
-// diagonal or the batch's last key are masked element by element. No mask operand (those calls
-// take attention.cuh).
+// keys and values through a ring of Stages stages with TMA (each tensor a 5-d map [D, rows, heads,
+// two batch dims], so strided views are read in place; D padded to 64 columns and rows past the
+// tensor arrive as zeros); two consumer warpgroups take 64 rows each: S = Q K^T by wgmma from
+// shared memory, the online softmax on S's accumulators in registers (f32, log2 units; the scale
+// must be above 0), then O += P V by wgmma with P straight from those registers (the register-A
+// form: a score accumulator's fragment is the A fragment of a 16-bit product). The two groups take
+// turns at the tensor cores: one issues its tile's Q K^T and the previous tile's P V, then runs its
+// softmax while the other's products run (ping-pong, ordered by named barriers). The K and V stages
+// are released as soon as both groups' products that read them are done (full and empty mbarriers
+// per stage, K and V apart so that Q K^T starts before V lands). A block takes the items (a pair's
+// 128-row block) blockIdx.x, + gridDim.x, ... in block_work's order: one each where the host
+// launches as many blocks as items, several where it launches persistent blocks, the next item's
+// loads then running under this one's last products and store. Causal items stop at the last tile
+// their rows see, the longest first; only tiles that cross the diagonal or the batch's last key are
+// masked element by element. No mask operand (those calls take attention.cuh).
 
 #include <kiln/attention_common.cuh>
 #include <kiln/attention_epilogue.cuh>
@@ -195,13 +194,12 @@ struct Rows {
 };
 
 /// Consumer group c (0 or 1) over one item's tiles (its Q in tile qb), the ring's uses from `it`.
-/// In its turn at
-/// tile n it issues S(n) = Q K(n)^T, then O += P(n - 1) V(n - 1); it passes the turn, waits for
-/// S(n) (after the last, Q is free for the next item: the producer learns it where FreeQ, the
-/// consumers load Q themselves otherwise) and runs the softmax of it under the
-/// P V product, then waits for that, rescales O and packs P(n); the last P V closes the item.
-/// Tile 0 (no P V before it) is peeled off the loop: ptxas keeps the products pipelined only
-/// where no branch lies between a product and its wait.
+/// In its turn at tile n it issues S(n) = Q K(n)^T, then O += P(n - 1) V(n - 1); it passes the
+/// turn, waits for S(n) (after the last, Q's tile is free for a later item: the producer learns it
+/// where FreeQ, the consumers load Q themselves otherwise) and runs the softmax of it under the P V
+/// product, then waits for that, rescales O and packs P(n); the last P V closes the item. Tile 0
+/// (no P V before it) is peeled off the loop: ptxas keeps the products pipelined only where no
+/// branch lies between a product and its wait.
 template <class T, int BN, int Stages, bool Causal, bool FreeQ, class B>
 __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, const B& sm,
                                          const Work& w, int qb, int it, int c, int tid) {
