@@ -1,5 +1,5 @@
-"""Where the sm_90a attention kernel's time goes, item by item (bench/trace/attention_sm90.sh runs
-it on a build with bench/trace/attention_sm90.patch applied; PYTHONPATH is that build's python/).
+"""Where the sm_90a attention kernel's time goes, item by item (`bench/trace/run.sh attention_sm90
+[s512 ...]` runs it on a build with bench/trace/attention_sm90.patch applied).
 
 The patched kernel records clock64 at these points of the first 64 items of blocks 0-3 and copies
 the records over the output's first 4 x 9216 bytes at the end:

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# On the GPU machine: where one kernel's time goes. A copy of this tree in /tmp/kiln-traced with
+# bench/trace/NAME.patch applied (clock64 records of the kernel's phases, copied over its output
+# at the end: the output is then a trace, not a result), its Python module built, then
+# bench/trace/NAME.py ARGS.
+# Usage: bench/trace/run.sh NAME [ARGS...]   NAME: attention_sm90 | attention_decode
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+name=${1:?usage: bench/trace/run.sh attention_sm90|attention_decode [ARGS...]}; shift
+export PATH=/usr/local/cuda/bin:$PATH
+dir=/tmp/kiln-traced
+rm -rf "$dir" && mkdir -p "$dir"
+tar --exclude=./build-device --exclude=./build -cf - . | tar -xf - -C "$dir"
+cd "$dir" && patch -p1 <"bench/trace/$name.patch" || exit 1
+extra=(); [ -f /usr/include/xxhash.h ] || extra+=("-DKILN_XXHASH_INCLUDE_DIR=$dir/.deps/include")
+start=$SECONDS
+(cmake -S . -B build -G Ninja "${extra[@]}" -DPython3_EXECUTABLE="$(command -v python3)" &&
+  cmake --build build --target _kiln) >"$dir/build.log" 2>&1 ||
+  { tail -n 30 "$dir/build.log"; exit 1; }
+echo "trace: build $((SECONDS - start)) s"
+PYTHONPATH="$dir/build/python" python3 "bench/trace/$name.py" "$@"
