@@ -212,7 +212,7 @@ fi
 if [[ "$modes" == *" attention "* ]]; then
 step "attention: its GPU tests, its bench graphs beside torch SDPA (flash and cuDNN; logs attention-*.log)"
 if [ "${ATTENTION_TESTS:-1}" != 0 ]; then  # 0: the bench alone (the suite ran them already)
-timeout 300 $bin/kiln_tests -tc="gpu: attention*" -s >"$OUT/attention-tests.log" 2>&1 || status=1
+timeout 360 $bin/kiln_tests -tc="gpu: attention*" -s >"$OUT/attention-tests.log" 2>&1 || status=1
 grep -E "largest error|ERROR|test cases" "$OUT/attention-tests.log" | tail -n 25
 fi
 # bench/attention/lse: the same calls with the log-sum-exp as a second output (no peer).
