@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
-# On the GPU machine: kernel templates of two revisions side by side in one device call. Builds
-# the CLI from this tree (build-device) and from a copy of it whose kernel_templates/ come from
-# BASE (a tar of them, made where git is: `git archive REV kernel_templates > .device/base.tar`,
-# carried with the call), both builds at once; then `kiln bench` of each GRAPH, base then new,
-# twice, printing each kernel-alone time and Plan::run / Plan::replay. PEERS="graphs..." also
-# runs bench/attention/peers.py on them in the same call. Logs go to $OUT.
-# Usage: scripts/ab-templates.sh BASE.tar GRAPH...
+# On the GPU machine: two revisions of kiln side by side in one device call. Builds the CLI from
+# this tree (build-device) and from BASE (a tar of a revision's tree, made where git is: `git
+# archive REV > .device/base.tar`, carried with the call; this tree's .deps serve it too), both
+# builds at once; then `kiln bench` of each GRAPH, base then new, twice, printing each
+# kernel-alone time and Plan::run / Plan::replay. PEERS="graphs..." also runs
+# bench/attention/peers.py on them in the same call. Logs go to $OUT.
+# Usage: scripts/ab-revisions.sh BASE.tar GRAPH...
 set -uo pipefail
 cd "$(dirname "$0")/.."
-base_tar=${1:?usage: ab-templates.sh BASE.tar GRAPH...}; shift
+base_tar=${1:?usage: ab-revisions.sh BASE.tar GRAPH...}; shift
 OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
 start=$SECONDS
 base=/tmp/kiln-ab-base
 rm -rf "$base" && mkdir -p "$base"
-tar --exclude=./build-device --exclude=./build -cf - . | tar -xf - -C "$base"
-rm -rf "$base/kernel_templates" && tar -xf "$base_tar" -C "$base" || exit 1
+tar -xf "$base_tar" -C "$base" || exit 1
+[ -d .deps ] && cp -r .deps "$base/"
 xx() { [ -f /usr/include/xxhash.h ] || echo "-DKILN_XXHASH_INCLUDE_DIR=$1/.deps/include"; }
 (cmake -S . -B build-device -G Ninja $(xx "$PWD") -DPython3_EXECUTABLE="$(command -v python3)" &&
   cmake --build build-device --target kiln_cli) >"$OUT/ab-build-new.log" 2>&1 &
