@@ -5,15 +5,16 @@ The patched kernel records clock64 for each warp of blocks 0-3: [0] its start, [
 of keys landed, [2] its last tile done, [3] the merge of the partial results done, [4] its tiles;
 once the launch's blocks are done it copies the records over the output's first 4 x 320 bytes.
 Cycles are converted at GHZ (the SM clock under load, approximate)."""
+import pathlib
 import sys
 
 import torch
 
-import kiln
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # bench/
+import kiln  # noqa: E402
+from attention_decode import D, ENGINE as E, HKV, HQ, decode_graph  # noqa: E402
 
-E = kiln.Engine()
 GHZ = 1.98
-HQ, HKV, D = 32, 8, 128
 SHAPES = {"b8": (8, 4096), "b64": (64, 2048), "b1": (1, 32768)}  # issue 49's decode rows
 
 
@@ -22,12 +23,7 @@ def us(cycles):
 
 
 def records(b, s):
-    g = kiln.Graph()
-    q = g.input("q", [b, HQ, 1, D], "bf16")
-    k = g.input("k", [b, HKV, s, D], "bf16")
-    v = g.input("v", [b, HKV, s, D], "bf16")
-    g.output(kiln.attention(q, k, v), "o")
-    plan = kiln.Plan(g)
+    plan = kiln.Plan(decode_graph(b, s))
     x = [torch.randn(b, h, n, D, device="cuda", dtype=torch.bfloat16)
          for h, n in ((HQ, 1), (HKV, s), (HKV, s))]
     o = torch.empty(b, HQ, 1, D, device="cuda", dtype=torch.bfloat16)
