@@ -42,6 +42,11 @@ inline AttentionResultCall attention_call(DType t = DType::bf16, std::int64_t sq
   return c;
 }
 
+/// How many kernels `g`'s plan has, fused or one an op.
+inline std::size_t kernel_count(const Graph& g, bool fuse = true) {
+  return Plan(g, fuse).kernels().size();
+}
+
 /// The kernels of `g`'s fused plan for `arch`.
 inline std::vector<PlanKernel> plan_kernels(const Graph& g, const char* arch = "sm_90a") {
   return Plan(g).kernels(arch);

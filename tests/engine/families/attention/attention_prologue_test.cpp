@@ -28,10 +28,6 @@ namespace {
 
 using Call = kiln::test::AttentionCall;
 
-std::size_t kernels(const Graph& g, bool fuse = true) {
-  return kiln::Plan(g, fuse).kernels().size();
-}
-
 // One attention over q computed from `x` [2, 4, sq, d] by `make` (k and v [2, 2, 300, d] of
 // dtype `t`), its result an output.
 template <class Make>
@@ -55,7 +51,7 @@ TEST_CASE("attention(cast(x), k, v): one kernel computing q from x as it loads i
   REQUIRE(ks.size() == 1);
   CAPTURE(ks[0].name);
   CHECK(ks[0].name.rfind("cast__attention_bf16__wg", 0) == 0);
-  CHECK(kernels(c.g, false) == 2);
+  CHECK(kiln::test::kernel_count(c.g, false) == 2);
   // On sm_80 the mma kernel; the decode path for one query row.
   CHECK(kiln::test::plan_kernels(c.g, "sm_80").at(0).name.rfind("cast__attention_bf16__fa", 0) ==
         0);
@@ -71,7 +67,7 @@ TEST_CASE("attention's prologue: a chain of several inputs, broadcast ones") {
     const Value b = g.input("b", {1, 4, 1, 64}, DType::bf16);
     return kiln::tanh(x) * w + b;
   });
-  CHECK(kernels(c.g) == 1);
+  CHECK(kiln::test::kernel_count(c.g) == 1);
   CHECK(kiln::Plan(c.g).kernels().at(0).name.rfind("tanh_mul_add__attention_bf16", 0) == 0);
   // Five inputs pass the four slots: the chain stays a kernel of its own.
   Call e = prologue_call(DType::bf16, DType::bf16, 300, 64, [](Graph& g, Value x) {
@@ -79,7 +75,7 @@ TEST_CASE("attention's prologue: a chain of several inputs, broadcast ones") {
     for (const char* n : {"a", "b", "c", "d", "e"}) q = q + g.input(n, {64}, DType::bf16);
     return q;
   });
-  CHECK(kernels(e.g) == 2);
+  CHECK(kiln::test::kernel_count(e.g) == 2);
 }
 
 TEST_CASE("q's producer stays a kernel where computing it in attention would change what runs") {
@@ -87,25 +83,25 @@ TEST_CASE("q's producer stays a kernel where computing it in attention would cha
     Call c = prologue_call(DType::bf16, DType::f32, 300, 64,
                            [](Graph&, Value x) { return kiln::cast(x, DType::bf16); });
     c.g.output(c.q, "q");
-    CHECK(kernels(c.g) == 2);
+    CHECK(kiln::test::kernel_count(c.g) == 2);
   }
   {  // q from an integer tensor (the f32 body would not hold an i32 exactly)
     Call c = prologue_call(DType::bf16, DType::i32, 300, 64,
                            [](Graph&, Value x) { return kiln::cast(x, DType::bf16); });
-    CHECK(kernels(c.g) == 2);
+    CHECK(kiln::test::kernel_count(c.g) == 2);
   }
   {  // a second attention reads q too: written once, for both
     Call c = prologue_call(DType::bf16, DType::f32, 300, 64,
                            [](Graph&, Value x) { return kiln::cast(x, DType::bf16); });
     c.g.output(kiln::apply("attention", {c.q, c.k, c.v}, Attrs().set("causal", true)), "b");
-    CHECK(kernels(c.g) == 3);
+    CHECK(kiln::test::kernel_count(c.g) == 3);
   }
   {  // q and k one node
     Graph g;
     const Value x = g.input("x", {2, 2, 300, 64}, DType::f32);
     const Value s = kiln::cast(x, DType::bf16);
     g.output(kiln::apply("attention", {s, s, s}), "out");
-    CHECK(kernels(g) == 2);
+    CHECK(kiln::test::kernel_count(g) == 2);
   }
 }
 
@@ -131,7 +127,7 @@ TEST_CASE("a factor folded for k that q's chain computes too keeps q's kernel") 
   const Value z = g.input("z", {2, 2, 7, 64}, DType::bf16);
   const Value m = x * 0.5;
   g.output(kiln::apply("attention", {m + z, m, g.input("v", {2, 2, 1, 64}, DType::bf16)}), "o");
-  CHECK(kernels(g) == 2);
+  CHECK(kiln::test::kernel_count(g) == 2);
   cfg::Params p{};
   kiln::test::attention_launch(g, p);
   CHECK(p.scale_log2 == doctest::Approx(0.5 / 8.0 * std::log2(std::exp(1.0))).epsilon(1e-6));

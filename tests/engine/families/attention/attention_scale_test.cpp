@@ -41,10 +41,6 @@ float scale_log2_of(const Graph& g) {
   return p.scale_log2;
 }
 
-std::size_t kernels(const Graph& g, bool fuse = true) {
-  return kiln::Plan(g, fuse).kernels().size();
-}
-
 }  // namespace
 
 TEST_CASE("attention(q * c, k / c2, v): one kernel, its scale times c / c2") {
@@ -58,13 +54,13 @@ TEST_CASE("attention(q * c, k / c2, v): one kernel, its scale times c / c2") {
   // The kernel of the call without the factors: its code reads the scale from the launch.
   CHECK(ks[0].name.rfind("attention_bf16__wg", 0) == 0);
   CHECK(ks[0].ops.size() == 3);
-  CHECK(kernels(c.g, false) == 3);
+  CHECK(kiln::test::kernel_count(c.g, false) == 3);
   const double want = 1.0 / std::sqrt(64.0) * 0.5 / 4.0 * std::log2(std::exp(1.0));
   CHECK(scale_log2_of(c.g) == doctest::Approx(want).epsilon(1e-6));
   // A scale given: times the factors as well; a number first (c * q) the same.
   Call d = inputs();
   d.g.output(kiln::apply("attention", {0.25 * d.q, d.k, d.v}, Attrs().set("scale", 2.0)), "out");
-  CHECK(kernels(d.g) == 1);
+  CHECK(kiln::test::kernel_count(d.g) == 1);
   CHECK(scale_log2_of(d.g) == doctest::Approx(0.5 * std::log2(std::exp(1.0))).epsilon(1e-6));
 }
 
@@ -85,7 +81,7 @@ TEST_CASE("a factor stays an elementwise kernel where folding it would change wh
     const Value q = c.q * 0.5;
     c.g.output(q, "q2");
     c.g.output(kiln::apply("attention", {q, c.k, c.v}), "out");
-    CHECK(kernels(c.g) == 2);
+    CHECK(kiln::test::kernel_count(c.g) == 2);
   }
   {  // negative: not folded (the sm_90a kernel takes no negative scale), computed as q's
      // prologue instead (fusion_prologues.cpp)
@@ -102,12 +98,12 @@ TEST_CASE("a factor stays an elementwise kernel where folding it would change wh
     const Value x = g.input("x", {2, 2, 300, 64}, DType::bf16);
     const Value s = x * 0.5;
     g.output(kiln::apply("attention", {s, s, x}), "out");
-    CHECK(kernels(g) == 2);
+    CHECK(kiln::test::kernel_count(g) == 2);
   }
   {  // a chain of two (tanh then the factor): not folded, q's prologue as a whole
     Call c = inputs();
     c.g.output(kiln::apply("attention", {kiln::tanh(c.q) * 0.5, c.k, c.v}), "out");
-    CHECK(kernels(c.g) == 1);
+    CHECK(kiln::test::kernel_count(c.g) == 1);
     CHECK(scale_log2_of(c.g) == doctest::Approx(0.125 * std::log2(std::exp(1.0))).epsilon(1e-6));
   }
   {  // k broadcast over heads (an expand) or k with D moved: attention would read x slower
@@ -115,19 +111,19 @@ TEST_CASE("a factor stays an elementwise kernel where folding it would change wh
     const Value kx = c.g.input("kx", {2, 1, 300, 64}, DType::bf16);
     const Value kb = kiln::apply("expand", {kx}, Attrs().set("shape", kiln::Shape{2, 2, 300, 64}));
     c.g.output(kiln::apply("attention", {c.q, kb * 0.5, c.v}), "out");
-    CHECK(kernels(c.g) == 2);
+    CHECK(kiln::test::kernel_count(c.g) == 2);
     Call d = inputs();
     const Value kt = d.g.input("kt", {2, 2, 64, 300}, DType::bf16);
     const Value kp = kiln::apply("permute", {kt}, Attrs().set("dims", kiln::Shape{0, 1, 3, 2}));
     d.g.output(kiln::apply("attention", {d.q, kp * 0.5, d.v}), "out");
-    CHECK(kernels(d.g) == 2);
+    CHECK(kiln::test::kernel_count(d.g) == 2);
   }
   {  // k as [B, S, H, D] permuted to [B, H, S, D]: read in place, the factor folded
     Call c = inputs();
     const Value ks = c.g.input("ks", {2, 300, 2, 64}, DType::bf16);
     const Value kp = kiln::apply("permute", {ks}, Attrs().set("dims", kiln::Shape{0, 2, 1, 3}));
     c.g.output(kiln::apply("attention", {c.q, kp * 0.5, c.v}), "out");
-    CHECK(kernels(c.g) == 1);
+    CHECK(kiln::test::kernel_count(c.g) == 1);
   }
   {  // a slice_update writes the factor's memory: its kernel stays
     Call c = inputs();
@@ -136,7 +132,7 @@ TEST_CASE("a factor stays an elementwise kernel where folding it would change wh
     const Value fresh = c.g.input("fresh", {2, 4, 1, 64}, DType::bf16);
     const Value u = kiln::apply("slice_update", {m, fresh}, Attrs().set("axis", 2).set("start", 0));
     c.g.output(u + 1.0, "w");
-    CHECK(kernels(c.g) == 4);
+    CHECK(kiln::test::kernel_count(c.g) == 4);
   }
   {  // ... or the memory the factor reads (a KV cache): the factor is read before the write
     Call c = inputs();
@@ -146,14 +142,14 @@ TEST_CASE("a factor stays an elementwise kernel where folding it would change wh
     const Value ks = c.k * 0.5;
     c.g.output(kiln::apply("attention", {c.q, u, c.v}), "new");
     c.g.output(kiln::apply("attention", {c.q, ks, c.v}), "old");
-    CHECK(kernels(c.g) == 4);
+    CHECK(kiln::test::kernel_count(c.g) == 4);
   }
   {  // a second attention reads the factor too: it is written once, for both
     Call c = inputs();
     const Value q = c.q * 0.5;
     c.g.output(kiln::apply("attention", {q, c.k, c.v}), "a");
     c.g.output(kiln::apply("attention", {q, c.k, c.v}, Attrs().set("causal", true)), "b");
-    CHECK(kernels(c.g) == 3);
+    CHECK(kiln::test::kernel_count(c.g) == 3);
   }
 }
 
