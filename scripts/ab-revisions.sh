@@ -5,7 +5,7 @@
 # builds at once; then `kiln bench` of each GRAPH, base then new, twice, printing each
 # kernel-alone time and Plan::run / Plan::replay. PEERS="graphs..." also runs
 # bench/attention/peers.py on them in the same call. Logs go to $OUT.
-# Usage: scripts/ab-revisions.sh BASE.tar GRAPH...
+# Usage: scripts/ab-revisions.sh BASE.tar [GRAPH...]   (no GRAPH: the two builds only)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 base_tar=${1:?usage: ab-revisions.sh BASE.tar GRAPH...}; shift
@@ -13,8 +13,12 @@ OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
 start=$SECONDS
 base=/tmp/kiln-ab-base
-rm -rf "$base" && mkdir -p "$base"
-tar -xf "$base_tar" -C "$base" || exit 1
+sum=$(md5sum <"$base_tar" | cut -c1-32)
+if [ "$(cat "$base/.tar-md5" 2>/dev/null)" != "$sum" ]; then  # the same BASE again keeps its build
+  rm -rf "$base" && mkdir -p "$base"
+  tar -xf "$base_tar" -C "$base" || exit 1
+  echo "$sum" >"$base/.tar-md5"
+fi
 [ -d .deps ] && cp -r .deps "$base/"
 xx() { [ -f /usr/include/xxhash.h ] || echo "-DKILN_XXHASH_INCLUDE_DIR=$1/.deps/include"; }
 (cmake -S . -B build-device -G Ninja $(xx "$PWD") -DPython3_EXECUTABLE="$(command -v python3)" &&

@@ -4,18 +4,20 @@
 # at the end: the output is then a trace, not a result), its Python module built, then
 # bench/trace/NAME.py ARGS.
 # Usage: bench/trace/run.sh NAME [ARGS...]   NAME: attention_sm90 | attention_decode
+# Env: TRACE_DIR (default /tmp/kiln-traced), TRACE_BUILD_ONLY=1 (two copies built side by side)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 name=${1:?usage: bench/trace/run.sh attention_sm90|attention_decode [ARGS...]}; shift
 export PATH=/usr/local/cuda/bin:$PATH
-dir=/tmp/kiln-traced
+dir=${TRACE_DIR:-/tmp/kiln-traced}  # TRACE_DIR: another copy (two revisions side by side)
 rm -rf "$dir" && mkdir -p "$dir"
 tar --exclude=./build-device --exclude=./build -cf - . | tar -xf - -C "$dir"
-cd "$dir" && patch -p1 <"bench/trace/$name.patch" || exit 1
+cd "$dir" && patch -p1 -s <"bench/trace/$name.patch" || exit 1
 extra=(); [ -f /usr/include/xxhash.h ] || extra+=("-DKILN_XXHASH_INCLUDE_DIR=$dir/.deps/include")
 start=$SECONDS
 (cmake -S . -B build -G Ninja "${extra[@]}" -DPython3_EXECUTABLE="$(command -v python3)" &&
   cmake --build build --target _kiln) >"$dir/build.log" 2>&1 ||
   { tail -n 30 "$dir/build.log"; exit 1; }
 echo "trace: build $((SECONDS - start)) s"
+[ -n "${TRACE_BUILD_ONLY:-}" ] && exit 0  # then: PYTHONPATH=$dir/build/python python3 $dir/bench/trace/NAME.py
 PYTHONPATH="$dir/build/python" python3 "bench/trace/$name.py" "$@"
