@@ -296,6 +296,10 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, int items,
       run_item<T, BN, Stages, Causal, B>(x, p, sm, w, qb, it, c, tid);
       it += w.tiles;
     } else {
+      // Every warp of the group has read the slot before the producer may write the next item
+      // there (where the item has tiles, wait_turn's barrier orders the reads before the
+      // arrival at its last S).
+      asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
       arrive_if(sm.q_free(qb), leader);
     }
     const long long bi[config::kBatchDims] = {0, w.b1, w.b2};  // the path's batch dims

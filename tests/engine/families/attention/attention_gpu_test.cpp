@@ -254,6 +254,8 @@ TEST_CASE("gpu: attention against fp64 over lengths, heads, head sizes, masks an
       // keys than rows: blocks whose rows see no key).
       {DType::bf16, 8, 16, 4, 600, 700, 128, true, true, 0, true},
       {DType::bf16, 8, 16, 4, 600, 300, 128, true, true},
+      // The same at D 192 (one Q tile a block): items without keys hand the next item on.
+      {DType::bf16, 2, 4, 2, 900, 300, 192, true, true},
       {DType::f16, 4, 16, 16, 1000, 1000, 64},
   };
   for (const Case& c : cases) run_case(e, c, rng);
