@@ -41,14 +41,12 @@ struct Block {
   /// Q tiles: a block's item n takes tile n % kQTiles.
   static constexpr int kQTiles = config::wgmma_q_tiles(D, BN, Stages);
   static constexpr int kBars = 2 * kQTiles;  // the ring's barriers after Q's
-  /// Arrivals that free a Q tile: the first lane of each consumer warp, the one that read the
-  /// tile's slot (consume), so each read is ordered before the producer's next write directly.
-  static constexpr int kQReaders = 8;
   unsigned char* q0;  // tile b at q0 + b * kQ
   unsigned char* k;   // stage s at k + s * kKv, V's after all of K's
   unsigned char* v;
   unsigned long long* bars;  // Q landed, Q free: kQTiles each; K landed, K free, V landed, V
-                             // free: Stages each; then the item of each Q tile (items.cuh)
+                             // free: Stages each; then the item of each Q tile (items.cuh),
+                             // then each consumer group's copy of it
 
   __device__ __forceinline__ unsigned char* q(int b) const { return q0 + b * kQ; }
   __device__ __forceinline__ unsigned long long* q_full(int b) const { return bars + b; }
@@ -67,6 +65,9 @@ struct Block {
   }
   __device__ __forceinline__ volatile int* item(int b) const {
     return reinterpret_cast<volatile int*>(bars + kBars + 4 * Stages) + b;
+  }
+  __device__ __forceinline__ volatile int* copy(int c, int b) const {
+    return item(kQTiles + c * kQTiles + b);
   }
 };
 
@@ -211,7 +212,7 @@ template <class T, int BN, int Stages, bool Causal, class B>
 __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, const B& sm,
                                          const Work& w, int qb, int it, int c, int tid) {
   const int t = tid & 3;
-  const bool leader = tid % 128 == 0, reader = tid % 32 == 0;
+  const bool leader = tid % 128 == 0;
   float alpha[2];
   {
     tma::barrier_wait(sm.k_full(it % Stages), unsigned(it / Stages) & 1);
@@ -222,7 +223,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
     wgmma::wait<0>();
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(it % Stages), leader);
-    arrive_if(sm.q_free(qb), reader && w.tiles == 1);
+    arrive_if(sm.q_free(qb), leader && w.tiles == 1);
     tile_probabilities<Causal, BN>(sc, x.mx, x.l, alpha, p, w, 0, c, x.i0, t);
     rescale_and_pack<T, BN, B::kDp>(x.o, x.pf, sc, alpha);
   }
@@ -243,7 +244,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
     wgmma::wait<1>();
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(s), leader);
-    arrive_if(sm.q_free(qb), reader && n + 1 == w.tiles);
+    arrive_if(sm.q_free(qb), leader && n + 1 == w.tiles);
     tile_probabilities<Causal, BN>(sc, x.mx, x.l, alpha, p, w, n, c, x.i0, t);
     wgmma::wait<0>();  // P(n - 1) V(n - 1): P's registers and V's stage are free
     wgmma::fence_operands(x.o);
@@ -272,14 +273,19 @@ template <class T, int D, int BN, int Stages, bool Causal, class Epi, class Pro,
 __device__ __forceinline__ void consume(const Params& p, const B& sm, int items, WorkOf work_of,
                                         int c, int tid) {
   const int lane = tid & 31, warp = (tid / 32) % 4;
+  const bool leader = tid % 128 == 0;
   if (c == 1) pass_turn(c, true);
   int it = 0;
   for (int seq = 0;; ++seq) {
     const int qb = seq % B::kQTiles, use = seq / B::kQTiles;
     tma::barrier_wait(sm.q_full(qb), unsigned(use) & 1);
-    // Lane 0's read, broadcast: the compiler then knows the item (and every loop bound drawn
-    // from it) is the same across the warp, and keeps the tile loop free of reconvergence code.
-    const int item = __shfl_sync(0xffffffffu, lane == 0 ? *sm.item(qb) : 0, 0);
+    // Only the group's first thread reads the producer's slot, the thread that arrives when the
+    // item's tiles are done with it; the group reads its copy. Lane 0's read, broadcast: the
+    // compiler then knows the item (and each loop bound drawn from it) is the warp's, and keeps
+    // the tile loop free of reconvergence code.
+    if (leader) *sm.copy(c, qb) = *sm.item(qb);
+    asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
+    const int item = __shfl_sync(0xffffffffu, lane == 0 ? *sm.copy(c, qb) : 0, 0);
     if (item >= items) break;
     const Work w = work_of(item);
     Rows<BN, B::kDp> x;
@@ -300,7 +306,10 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, int items,
       run_item<T, BN, Stages, Causal, B>(x, p, sm, w, qb, it, c, tid);
       it += w.tiles;
     } else {
-      arrive_if(sm.q_free(qb), lane == 0);  // the slot read: the producer may write the next
+      // Every warp has read the copy before the leader writes the tile's next item there (where
+      // the item has tiles, wait_turn's barrier orders that).
+      asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
+      arrive_if(sm.q_free(qb), leader);
     }
     const long long bi[config::kBatchDims] = {0, w.b1, w.b2};  // the path's batch dims
     if constexpr (HasEpilogue<Epi>::value)
@@ -342,7 +351,7 @@ __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
   if (tid == 0) {
     for (int b = 0; b < B::kQTiles; ++b) {
       tma::barrier_init(sm.q_full(b), 1);
-      tma::barrier_init(sm.q_free(b), B::kQReaders);
+      tma::barrier_init(sm.q_free(b), 2);
     }
     for (int s = 0; s < Stages; ++s) {
       tma::barrier_init(sm.k_full(s), 1);

@@ -58,13 +58,14 @@ TEST_CASE("attention on sm_90a: which calls take the wgmma path, its launch and 
         kiln::attention::config::pointer_offset(kiln::attention::config::kWorkspace));
   // Two Q tiles (the next item's Q loads under this one's), two stages of K and of V, the
   // barriers (Q landed and Q free for each Q tile, K and V landed and free for each stage), then
-  // each Q tile's item.
-  CHECK(a.config.shared == 1024 + 2 * 128 * 256 + 2 * 2 * 128 * 256 + 8 * (2 * 2 + 4 * 2) + 4 * 2);
+  // each Q tile's item and the two consumer groups' copies of it.
+  CHECK(a.config.shared ==
+        1024 + 2 * 128 * 256 + 2 * 2 * 128 * 256 + 8 * (2 * 2 + 4 * 2) + 3 * 4 * 2);
   // Where two do not fit beside the ring (D 192, 96 keys, 2 stages), one Q tile.
   namespace acfg = kiln::attention::config;
   CHECK(acfg::wgmma_q_tiles(192, 96, 2) == 1);
   CHECK(acfg::wgmma_shared_bytes(192, 96, 2) ==
-        1024 + 128 * 384 + 2 * 2 * 96 * 384 + 8 * 10 + 4);
+        1024 + 128 * 384 + 2 * 2 * 96 * 384 + 8 * 10 + 3 * 4);
   CHECK(acfg::wgmma_q_tiles(128, 160, 2) == 2);
   CHECK(acfg::wgmma_shared_bytes(128, 160, 2) <= 227 * 1024);
   CHECK(a.tunables == kiln::Tunables{{"bn", 128}, {"stages", 2}, {"wgmma", 1}});
