@@ -84,10 +84,10 @@ __device__ __forceinline__ void load_keys(unsigned char* dst, const TensorMap* m
 
 /// The producer thread: each of the block's items (Items: `source`) into its Q tile (dynamic
 /// items also into the tile's slot) once both groups are done with the tile's last item (a
-/// block's items are numbered on: `seq`), its Q where it has keys (not with LoadQ false, where the consumers compute it), then
-/// each tile's K and V once both groups released the stage (the ring's uses numbered on across
-/// items: `it`), so the next item's loads run under this one's last products and its store;
-/// then the end (`source.items`) into the next slot.
+/// block's items are numbered on: `seq`), its Q where it has keys (not with LoadQ false, where
+/// the consumers compute it), then each tile's K and V once both groups released the stage (the
+/// ring's uses numbered on across items: `it`), so the next item's loads run under this one's
+/// last products and its store; then the end (`source.items`) into the next slot.
 template <class B, int BN, int Stages, bool LoadQ, class Source, class WorkOf>
 __device__ __forceinline__ void produce(const B& sm, const Source& source, WorkOf work_of,
                                         const TensorMap* map_q, const TensorMap* map_k,
