@@ -82,12 +82,12 @@ __device__ __forceinline__ void load_keys(unsigned char* dst, const TensorMap* m
     tma::load_5d(dst + a * BN * 128, map, a * 64, row, hkv, w.b2, w.b1, full);
 }
 
-/// The producer thread: each of the block's items (Items: `source`) into its Q tile (dynamic
-/// items also into the tile's slot) once both groups are done with the tile's last item (a
-/// block's items are numbered on: `seq`), its Q where it has keys (not with LoadQ false, where
-/// the consumers compute it), then each tile's K and V once both groups released the stage (the
-/// ring's uses numbered on across items: `it`), so the next item's loads run under this one's
-/// last products and its store; then the end (`source.items`) into the next slot.
+/// The producer thread: each of the block's items (Items: `source`) into the slot of its Q tile
+/// once both groups are done with the tile's last item (a block's items are numbered on:
+/// `seq`), its Q where it has keys (not with LoadQ false, where the consumers compute it), then
+/// each tile's K and V once both groups released the stage (the ring's uses numbered on across
+/// items: `it`), so the next item's loads run under this one's last products and its store;
+/// then the end (`source.items`) into the next slot.
 template <class B, int BN, int Stages, bool LoadQ, class Source, class WorkOf>
 __device__ __forceinline__ void produce(const B& sm, const Source& source, WorkOf work_of,
                                         const TensorMap* map_q, const TensorMap* map_k,
@@ -96,7 +96,7 @@ __device__ __forceinline__ void produce(const B& sm, const Source& source, WorkO
   for (int seq = 0;; ++seq) {
     const int b = seq % B::kQTiles, use = seq / B::kQTiles;
     if (use > 0) tma::barrier_wait(sm.q_free(b), unsigned(use - 1) & 1);
-    if constexpr (Source::kDynamic) *sm.item(b) = item < source.items ? item : source.items;
+    *sm.item(b) = item < source.items ? item : source.items;
     if (item >= source.items) {
       tma::arrive(sm.q_full(b));
       break;
@@ -263,15 +263,15 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
   arrive_if(sm.v_free(last), leader);
 }
 
-/// Consumer group c over the block's items, as the producer hands them on (each with its Q tile,
-/// until the end): each item's rows from zero, its tiles (run_item; an item without keys
+/// Consumer group c over the block's items, as the producer hands them on (each in its Q tile's
+/// slot, until the end): each item's rows from zero, its tiles (run_item; an item without keys
 /// frees its Q tile at once and writes zeros), its output. The groups take turns at the tensor
 /// cores (named barriers 1 and 2): group 1 passes the first turn once and then after each of its
 /// turns; group 0 takes one turn more at the end, so each barrier's waits and arrivals match.
 template <class T, int D, int BN, int Stages, bool Causal, class Epi, class Pro, class B,
-          class Source, class WorkOf>
-__device__ __forceinline__ void consume(const Params& p, const B& sm, const Source& source,
-                                        WorkOf work_of, int c, int tid) {
+          class WorkOf>
+__device__ __forceinline__ void consume(const Params& p, const B& sm, int items, WorkOf work_of,
+                                        int c, int tid) {
   const int lane = tid & 31, warp = (tid / 32) % 4;
   const bool leader = tid % 128 == 0;
   if (c == 1) pass_turn(c, true);
@@ -279,17 +279,14 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, const Sour
   for (int seq = 0;; ++seq) {
     const int qb = seq % B::kQTiles, use = seq / B::kQTiles;
     tma::barrier_wait(sm.q_full(qb), unsigned(use) & 1);
-    int item = source.nth(seq);  // static items: the block's own, as the producer drew them
-    if constexpr (Source::kDynamic) {
-      // Only the group's first thread reads the producer's slot, the thread that arrives when
-      // the item's tiles are done with it; the group reads its copy. Lane 0's read, broadcast:
-      // the compiler then knows the item (and each loop bound drawn from it) is the warp's, and
-      // keeps the tile loop free of reconvergence code.
-      if (leader) *sm.copy(c, qb) = *sm.item(qb);
-      asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
-      item = __shfl_sync(0xffffffffu, lane == 0 ? *sm.copy(c, qb) : 0, 0);
-    }
-    if (item >= source.items) break;
+    // Only the group's first thread reads the producer's slot, the thread that arrives when the
+    // item's tiles are done with it; the group reads its copy. Lane 0's read, broadcast: the
+    // compiler then knows the item (and each loop bound drawn from it) is the warp's, and keeps
+    // the tile loop free of reconvergence code.
+    if (leader) *sm.copy(c, qb) = *sm.item(qb);
+    asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
+    const int item = __shfl_sync(0xffffffffu, lane == 0 ? *sm.copy(c, qb) : 0, 0);
+    if (item >= items) break;
     const Work w = work_of(item);
     Rows<BN, B::kDp> x;
     x.i0 = w.m0 + c * 64 + warp * 16 + (lane >> 2);
@@ -380,7 +377,7 @@ __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
                                                              &map_v, p.group);
   } else {
     wgmma::registers_up<240>();
-    sm90::consume<T, D, BN, Stages, Causal, Epi, Pro, B>(p, sm, source, work_of, group - 1,
+    sm90::consume<T, D, BN, Stages, Causal, Epi, Pro, B>(p, sm, source.items, work_of, group - 1,
                                                          tid);
   }
 #endif

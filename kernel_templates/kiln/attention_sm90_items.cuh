@@ -1,15 +1,13 @@
 #pragma once
 // The items of attention_sm90.cuh's blocks: an item is 128 query rows of one (batch, head) pair,
 // numbered in block_work's order (the longest causal items first). A block's producer thread
-// draws its items; the consumer groups take each once its Q tile's barrier says it landed.
-// - Static (full attention, whose items are all alike): blockIdx.x, + gridDim.x, ..., which
-//   the consumers compute as the producer does.
+// draws its items and hands each to the consumer groups in shared memory, beside the item's Q
+// tile (the slot is written before Q's barrier is arrived on, and read after it is waited for).
+// - Static (full attention, whose items are all alike): blockIdx.x, + gridDim.x, ...
 // - Dynamic (causal, whose items differ in length): blockIdx.x, then the next item nobody has
 //   drawn, from a counter in the launch's workspace; a block that drew short items draws more,
-//   so persistent blocks stay balanced in the longest-first order. The producer hands each
-//   item on in a slot beside its Q tile (written before Q's barrier is arrived on, read after
-//   it is waited for). The last block to finish sets the counters back to zero, as the next
-//   launch expects them.
+//   so persistent blocks stay balanced in the longest-first order. The last block to finish
+//   sets the counters back to zero, as the next launch expects them.
 
 #include <kiln/attention_common.cuh>
 
@@ -48,16 +46,11 @@ __device__ __forceinline__ Work work_of(const Params& p, int item) {
 /// is the end: the producer hands it on, so the consumers stop too.
 template <bool Dynamic>
 struct Items {
-  static constexpr bool kDynamic = Dynamic;  ///< handed on in shared memory (else computed)
   /// Dynamic: the launch's workspace, [0] items drawn past the first gridDim.x, [1] blocks done.
   unsigned* counter;
   int items;
 
   __device__ __forceinline__ int first() const { return int(blockIdx.x); }
-  /// Static: the block's seq-th item (its consumers compute what the producer drew).
-  __device__ __forceinline__ int nth(int seq) const {
-    return Dynamic ? 0 : int(blockIdx.x) + seq * int(gridDim.x);
-  }
   __device__ __forceinline__ int after(int item) const {
     if constexpr (Dynamic)
       return int(gridDim.x) + int(atomicAdd(counter, 1u));
