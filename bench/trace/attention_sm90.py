@@ -43,7 +43,8 @@ def records(b, h, s, d, causal):
 
 def block_summary(raw, blk):
     prod, groups = raw[blk][0], raw[blk][1:]
-    n = sum(1 for r in prod if r[0] != 0)
+    # Items whose output group 0 stored (the producer also records the end it hands on).
+    n = sum(1 for r in groups[0] if r[3] != 0)
     if n == 0:
         return
     t0 = min(prod[0][0], groups[0][0][0], groups[1][0][0])
@@ -52,8 +53,8 @@ def block_summary(raw, blk):
     for c, r in enumerate(groups):
         tiles = sum(prod[i][5] for i in range(n))
         wait = sum(r[i][1] - r[i][0] for i in range(n))
-        main = sum(r[i][2] - r[i][1] for i in range(n))
-        store = sum(r[i][3] - r[i][2] for i in range(n))
+        main = sum(r[i][2] - r[i][1] for i in range(n) if prod[i][5] > 0)
+        store = sum(r[i][3] - r[i][2] for i in range(n) if prod[i][5] > 0)
         between = sum(r[i + 1][0] - r[i][3] for i in range(n - 1))
         print(f"  group {c}: waiting for Q {us(wait):.1f} us, tiles {us(main):.1f} us "
               f"({us(main) / max(tiles, 1):.2f} a tile), store {us(store):.1f} us, "

@@ -84,7 +84,8 @@ KILN_ATTENTION_CONFIG_FN bool q_in_registers(int d) { return padded_d(d) <= 128;
 // Q (one or two tiles: wgmma_q_tiles), then a ring of `stages` stages of K and of V (bn rows
 // each), every tile in atoms of 64 columns (128 bytes a row, 128-byte swizzled as TMA writes
 // them: D padded to 64 with zeros); then the barriers (Q landed, then Q free, a Q tile each;
-// then K landed, K free, V landed, V free, `stages` of each).
+// then K landed, K free, V landed, V free, `stages` of each); then a Q tile's item, each, and
+// each consumer group's copy of it.
 
 constexpr int kWgmmaRows = 128;
 /// A producer warpgroup and two consumer warpgroups.
@@ -99,10 +100,10 @@ KILN_ATTENTION_CONFIG_FN int wgmma_barriers(int stages, int q_tiles) {
   return 2 * q_tiles + 4 * stages;
 }
 /// The sm_90a kernel's dynamic shared memory with `q_tiles` Q tiles: 1024 bytes to align the
-/// tiles, the tiles, the barriers.
+/// tiles, the tiles, the barriers, the item of each Q tile and the groups' copies.
 KILN_ATTENTION_CONFIG_FN int wgmma_bytes(int d, int bn, int stages, int q_tiles) {
   return 1024 + q_tiles * wgmma_tile_bytes(kWgmmaRows, d) + 2 * stages * wgmma_tile_bytes(bn, d) +
-         8 * wgmma_barriers(stages, q_tiles);
+         8 * wgmma_barriers(stages, q_tiles) + 3 * 4 * q_tiles;
 }
 /// Two Q tiles where they fit beside the ring (a block's next item's Q then loads while this
 /// item's tiles run: the short items of short sequences waited for it), else one.

@@ -11,16 +11,16 @@
 // turns at the tensor cores: one issues its tile's Q K^T and the previous tile's P V, then runs its
 // softmax while the other's products run (ping-pong, ordered by named barriers). The K and V stages
 // are released as soon as both groups' products that read them are done (full and empty mbarriers
-// per stage, K and V apart so that Q K^T starts before V lands). A block takes the items (a pair's
-// 128-row block) blockIdx.x, + gridDim.x, ... in block_work's order: one each where the host
-// launches as many blocks as items, several where it launches persistent blocks, the next item's
-// loads then running under this one's last products and store. Causal items stop at the last tile
-// their rows see, the longest first; only tiles that cross the diagonal or the batch's last key are
+// per stage, K and V apart so that Q K^T starts before V lands). Persistent blocks take several
+// items (a pair's 128-row block) each, as attention_sm90_items.cuh draws them, the next item's
+// loads running under this one's last products and store. Causal items stop at the last tile their
+// rows see, the longest first; only tiles that cross the diagonal or the batch's last key are
 // masked element by element. No mask operand (those calls take attention.cuh).
 
 #include <kiln/attention_common.cuh>
 #include <kiln/attention_epilogue.cuh>
 #include <kiln/attention_prologue.cuh>
+#include <kiln/attention_sm90_items.cuh>
 #include <kiln/attention_sm90_softmax.cuh>
 #include <kiln/grid_dependency.cuh>
 #include <kiln/tma.cuh>
@@ -45,7 +45,8 @@ struct Block {
   unsigned char* k;   // stage s at k + s * kKv, V's after all of K's
   unsigned char* v;
   unsigned long long* bars;  // Q landed, Q free: kQTiles each; K landed, K free, V landed, V
-                             // free: Stages each
+                             // free: Stages each; then the item of each Q tile (items.cuh),
+                             // then each consumer group's copy of it
 
   __device__ __forceinline__ unsigned char* q(int b) const { return q0 + b * kQ; }
   __device__ __forceinline__ unsigned long long* q_full(int b) const { return bars + b; }
@@ -62,14 +63,12 @@ struct Block {
   __device__ __forceinline__ unsigned long long* v_free(int s) const {
     return bars + kBars + 3 * Stages + s;
   }
-};
-
-/// An item: its first query row, its head, the maps' coordinates of its batch dims, and the
-/// tiles of keys it reads.
-struct Work {
-  int m0, h, b1, b2, tiles;
-  int skv, diag;  ///< the pair's keys and causal diagonal (Pair's)
-  long long out;  ///< the output's offset of the pair
+  __device__ __forceinline__ volatile int* item(int b) const {
+    return reinterpret_cast<volatile int*>(bars + kBars + 4 * Stages) + b;
+  }
+  __device__ __forceinline__ volatile int* copy(int c, int b) const {
+    return item(kQTiles + c * kQTiles + b);
+  }
 };
 
 /// BN rows of K or V from key `row` of head `hkv` into a stage at `dst`, landing on `full`.
@@ -83,27 +82,35 @@ __device__ __forceinline__ void load_keys(unsigned char* dst, const TensorMap* m
     tma::load_5d(dst + a * BN * 128, map, a * 64, row, hkv, w.b2, w.b1, full);
 }
 
-/// The producer thread: for each of the block's items (work_of) with keys, its Q once both groups
-/// are done with the Q tile's last item (a block's items are numbered on: `loaded`; not with
-/// LoadQ false, where the consumers compute it), then each tile's K and V once both groups
-/// released the stage (the ring's uses numbered on across items: `it`), so the next item's loads
-/// run under this one's last products and its store.
-template <class B, int BN, int Stages, bool LoadQ, class Next>
-__device__ __forceinline__ void produce(const B& sm, Next next, const TensorMap* map_q,
-                                        const TensorMap* map_k, const TensorMap* map_v, int group) {
-  int it = 0, loaded = 0;
-  Work w;
-  while (next(w)) {
-    if (w.tiles == 0) continue;
-    if constexpr (LoadQ) {
-      const int b = loaded % B::kQTiles, use = loaded / B::kQTiles;
-      if (use > 0) tma::barrier_wait(sm.q_free(b), unsigned(use - 1) & 1);
-      ++loaded;
+/// The producer thread: each of the block's items (Items: `source`) into the slot of its Q tile
+/// once both groups are done with the tile's last item (a block's items are numbered on:
+/// `seq`), its Q where it has keys (not with LoadQ false, where the consumers compute it), then
+/// each tile's K and V once both groups released the stage (the ring's uses numbered on across
+/// items: `it`), so the next item's loads run under this one's last products and its store;
+/// then the end (`source.items`) into the next slot.
+template <class B, int BN, int Stages, bool LoadQ, class Source, class WorkOf>
+__device__ __forceinline__ void produce(const B& sm, const Source& source, WorkOf work_of,
+                                        const TensorMap* map_q, const TensorMap* map_k,
+                                        const TensorMap* map_v, int group) {
+  int it = 0, item = source.first();
+  for (int seq = 0;; ++seq) {
+    const int b = seq % B::kQTiles, use = seq / B::kQTiles;
+    if (use > 0) tma::barrier_wait(sm.q_free(b), unsigned(use - 1) & 1);
+    *sm.item(b) = item < source.items ? item : source.items;
+    if (item >= source.items) {
+      tma::arrive(sm.q_full(b));
+      break;
+    }
+    const Work w = work_of(item);
+    item = source.after(item);  // drawn now: a dynamic draw's latency under this item's loads
+    if (LoadQ && w.tiles > 0) {
       tma::arrive_expect_bytes(sm.q_full(b), B::kQ);
 #pragma unroll
       for (int a = 0; a < B::kAtoms; ++a)
         tma::load_5d(sm.q(b) + a * B::kRows * 128, map_q, a * 64, w.m0, w.h, w.b2, w.b1,
                      sm.q_full(b));
+    } else {
+      tma::arrive(sm.q_full(b));
     }
     const int hkv = w.h / group;
 #pragma unroll 1
@@ -116,6 +123,7 @@ __device__ __forceinline__ void produce(const B& sm, Next next, const TensorMap*
       load_keys<B, BN>(sm.v + s * B::kKv, map_v, sm.v_full(s), n * BN, hkv, w);
     }
   }
+  source.finish();
 }
 
 /// S (this group's 64 rows x BN keys) = Q K^T for Q tile qb and the K tile of stage s, issued and
@@ -195,12 +203,12 @@ struct Rows {
 
 /// Consumer group c (0 or 1) over one item's tiles (its Q in tile qb), the ring's uses from `it`.
 /// In its turn at tile n it issues S(n) = Q K(n)^T, then O += P(n - 1) V(n - 1); it passes the
-/// turn, waits for S(n) (after the last, Q's tile is free for a later item: the producer learns it
-/// where FreeQ, the consumers load Q themselves otherwise) and runs the softmax of it under the P V
-/// product, then waits for that, rescales O and packs P(n); the last P V closes the item. Tile 0
-/// (no P V before it) is peeled off the loop: ptxas keeps the products pipelined only where no
-/// branch lies between a product and its wait.
-template <class T, int BN, int Stages, bool Causal, bool FreeQ, class B>
+/// turn, waits for S(n) (after the last, its Q tile is free: the producer then reuses the tile's
+/// slot and, where it loads Q, the tile) and runs the softmax of it under the P V product, then
+/// waits for that, rescales O and packs P(n); the last P V closes the item. Tile 0 (no P V before
+/// it) is peeled off the loop: ptxas keeps the products pipelined only where no branch lies between
+/// a product and its wait.
+template <class T, int BN, int Stages, bool Causal, class B>
 __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, const B& sm,
                                          const Work& w, int qb, int it, int c, int tid) {
   const int t = tid & 3;
@@ -215,7 +223,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
     wgmma::wait<0>();
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(it % Stages), leader);
-    arrive_if(sm.q_free(qb), FreeQ && leader && w.tiles == 1);
+    arrive_if(sm.q_free(qb), leader && w.tiles == 1);
     tile_probabilities<Causal, BN>(sc, x.mx, x.l, alpha, p, w, 0, c, x.i0, t);
     rescale_and_pack<T, BN, B::kDp>(x.o, x.pf, sc, alpha);
   }
@@ -236,7 +244,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
     wgmma::wait<1>();
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(s), leader);
-    arrive_if(sm.q_free(qb), FreeQ && leader && n + 1 == w.tiles);
+    arrive_if(sm.q_free(qb), leader && n + 1 == w.tiles);
     tile_probabilities<Causal, BN>(sc, x.mx, x.l, alpha, p, w, n, c, x.i0, t);
     wgmma::wait<0>();  // P(n - 1) V(n - 1): P's registers and V's stage are free
     wgmma::fence_operands(x.o);
@@ -255,18 +263,31 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
   arrive_if(sm.v_free(last), leader);
 }
 
-/// Consumer group c over the block's items: each item's rows from zero, its tiles (run_item; an
-/// item without keys writes zeros), its output. The groups take turns at the tensor cores
-/// (named barriers 1 and 2): group 1 passes the first turn once and then after each of its
+/// Consumer group c over the block's items, as the producer hands them on (each in its Q tile's
+/// slot, until the end): each item's rows from zero, its tiles (run_item; an item without keys
+/// frees its Q tile at once and writes zeros), its output. The groups take turns at the tensor
+/// cores (named barriers 1 and 2): group 1 passes the first turn once and then after each of its
 /// turns; group 0 takes one turn more at the end, so each barrier's waits and arrivals match.
 template <class T, int D, int BN, int Stages, bool Causal, class Epi, class Pro, class B,
-          class Next>
-__device__ __forceinline__ void consume(const Params& p, const B& sm, Next next, int c, int tid) {
+          class WorkOf>
+__device__ __forceinline__ void consume(const Params& p, const B& sm, int items, WorkOf work_of,
+                                        int c, int tid) {
   const int lane = tid & 31, warp = (tid / 32) % 4;
+  const bool leader = tid % 128 == 0;
   if (c == 1) pass_turn(c, true);
-  int it = 0, loaded = 0;
-  Work w;
-  while (next(w)) {
+  int it = 0;
+  for (int seq = 0;; ++seq) {
+    const int qb = seq % B::kQTiles, use = seq / B::kQTiles;
+    tma::barrier_wait(sm.q_full(qb), unsigned(use) & 1);
+    // Only the group's first thread reads the producer's slot, the thread that arrives when the
+    // item's tiles are done with it; the group reads its copy. Lane 0's read, broadcast: the
+    // compiler then knows the item (and each loop bound drawn from it) is the warp's, and keeps
+    // the tile loop free of reconvergence code.
+    if (leader) *sm.copy(c, qb) = *sm.item(qb);
+    asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
+    const int item = __shfl_sync(0xffffffffu, lane == 0 ? *sm.copy(c, qb) : 0, 0);
+    if (item >= items) break;
+    const Work w = work_of(item);
     Rows<BN, B::kDp> x;
     x.i0 = w.m0 + c * 64 + warp * 16 + (lane >> 2);
     x.mx[0] = x.mx[1] = minus_infinity();
@@ -274,8 +295,6 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, Next next,
 #pragma unroll
     for (int i = 0; i < B::kDp / 2; ++i) x.o[i] = 0.0f;
     if (w.tiles > 0) {
-      const int qb = loaded % B::kQTiles, use = loaded / B::kQTiles;
-      ++loaded;
       if constexpr (HasPrologue<Pro>::value) {
         // This group's rows of Q, which only its own products (all waited for) read.
         const long long bq[config::kBatchDims] = {0, w.b1, w.b2};
@@ -283,11 +302,14 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, Next next,
                                                             tid % 128);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // for the tensor cores
         asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
-      } else {
-        tma::barrier_wait(sm.q_full(qb), unsigned(use) & 1);
       }
-      run_item<T, BN, Stages, Causal, !HasPrologue<Pro>::value, B>(x, p, sm, w, qb, it, c, tid);
+      run_item<T, BN, Stages, Causal, B>(x, p, sm, w, qb, it, c, tid);
       it += w.tiles;
+    } else {
+      // Every warp has read the copy before the leader writes the tile's next item there (where
+      // the item has tiles, wait_turn's barrier orders that).
+      asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
+      arrive_if(sm.q_free(qb), leader);
     }
     const long long bi[config::kBatchDims] = {0, w.b1, w.b2};  // the path's batch dims
     if constexpr (HasEpilogue<Epi>::value)
@@ -302,24 +324,6 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, Next next,
     }
   }
   if (c == 0) wait_turn(c);
-}
-
-/// Item `item` of the launch (block_work's order): its pair, rows, the maps' coordinates, and
-/// the tiles of keys its rows see.
-template <int BN, bool Lens, class L, bool BottomRight, bool Causal>
-__device__ __forceinline__ Work work_of(const Params& p, int item) {
-  int pair, m_block;
-  block_work(p, item, pair, m_block);
-  const int b = pair / p.heads;
-  Work w;
-  w.h = pair % p.heads;
-  w.m0 = m_block * config::kWgmmaRows;
-  w.b2 = int(b % p.batch[2]);
-  w.b1 = int(b / p.batch[2] % p.batch[1]);
-  const Pair r = locate<Lens, L, BottomRight>(p, b, w.h);
-  w.skv = r.skv, w.diag = r.diag, w.out = r.off[config::kOut];
-  w.tiles = (key_end<Causal>(r, w.m0, config::kWgmmaRows) + BN - 1) / BN;
-  return w;
 }
 
 }  // namespace sm90
@@ -359,23 +363,22 @@ __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
   __syncthreads();
   wait_for_previous_grid();
   allow_next_grid();
-  // Persistent blocks (LaunchConfig::persistent): block b takes items b, b + gridDim.x, ...
-  const int items = p.m_blocks * p.batches * p.heads;
-  int item = int(blockIdx.x) - int(gridDim.x);
-  const auto next = [&](sm90::Work& w) {
-    item += int(gridDim.x);
-    if (item >= items) return false;
-    w = sm90::work_of<BN, Lens, L, BottomRight, Causal>(p, item);
-    return true;
+  // Persistent blocks (LaunchConfig::persistent) draw several items each: causal calls from the
+  // workspace's counter, the others b, b + gridDim.x, ... (attention_sm90_items.cuh).
+  const sm90::Items<Causal> source{reinterpret_cast<unsigned*>(p.ptr[config::kWorkspace]),
+                                   p.m_blocks * p.batches * p.heads};
+  const auto work_of = [&](int item) {
+    return sm90::work_of<BN, Lens, L, BottomRight, Causal>(p, item);
   };
   if (group == 0) {
     wgmma::registers_down<24>();
     if (tid == 0)
-      sm90::produce<B, BN, Stages, !HasPrologue<Pro>::value>(sm, next, &map_q, &map_k, &map_v,
-                                                             p.group);
+      sm90::produce<B, BN, Stages, !HasPrologue<Pro>::value>(sm, source, work_of, &map_q, &map_k,
+                                                             &map_v, p.group);
   } else {
     wgmma::registers_up<240>();
-    sm90::consume<T, D, BN, Stages, Causal, Epi, Pro, B>(p, sm, next, group - 1, tid);
+    sm90::consume<T, D, BN, Stages, Causal, Epi, Pro, B>(p, sm, source.items, work_of, group - 1,
+                                                         tid);
   }
 #endif
 }

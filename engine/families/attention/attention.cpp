@@ -264,13 +264,6 @@ int section_pairs(const cfg::Params& p, int d, int elem) {
   return int(std::max<std::int64_t>(1, std::min<std::int64_t>(pairs, std::int64_t(fit))));
 }
 
-// Whether attention_sm90's blocks stride over its items (LaunchConfig::persistent), each
-// item's loads then running under the last one's store, or take one each in the hardware's
-// order (longest first). Causal items differ in length: over more than 8 row blocks a pair the
-// hardware balances them better (H100, B4 H16 S4096 D128: 563 us one a block, 663 persistent;
-// at S1024 persistent wins, 225 against 280: bench/NOTES.md, "Persistence").
-bool persistent_items(const cfg::Params& p, bool causal) { return !causal || p.m_blocks <= 8; }
-
 // Blocks of the launch of `tp` (the decode path's clusters together).
 std::uint64_t blocks_of(const AttentionTemplate& tp, cfg::Params& p) {
   const std::uint64_t pairs = std::uint64_t(p.batches) * std::uint64_t(p.heads);
@@ -301,7 +294,11 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
   L.config.grid[0] = grid_x(blocks, [&] { return fmt::format("{}: {}", stem, k.q.describe()); });
   L.config.block[0] = tp.threads();
   if (tp.decode) L.config.cluster[0] = unsigned(tp.split);
-  L.config.persistent = tp.wgmma == 1 && persistent_items(p, k.causal);
+  // attention_sm90's blocks take several items each, the next one's loads running under the
+  // last one's store; causal items, which differ in length, drawn from a counter in the launch's
+  // workspace (attention_sm90_items.cuh): a block striding over them in turn got the longer
+  // share (H100, B4 H16 S4096 D128 causal: 663 us against 563 one a block: bench/NOTES.md).
+  L.config.persistent = tp.wgmma == 1;
   L.config.shared = unsigned(tp.shared_bytes());
   L.config.shared_required = tp.mma;
   const char* header = !tp.mma     ? "attention_rows.cuh"
@@ -323,6 +320,10 @@ KernelLaunch specialize_attention(const AttentionKernel& k, const std::string& s
     const std::uint64_t tiles = decode_tiles(p);
     L.workspace = 8 * tiles + 4 * tiles * std::uint64_t(tp.chunks) *
                                   std::uint64_t(cfg::decode_part_floats(int(k.q.shape.back())));
+  } else if (tp.wgmma && k.causal) {
+    L.workspace = 8;  // items drawn, blocks done
+  }
+  if (L.workspace > 0) {
     L.pointers.push_back(0);  // each launch's own
     L.layout.pointers.push_back({0, cfg::pointer_offset(cfg::kWorkspace)});
   }

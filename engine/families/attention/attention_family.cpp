@@ -143,7 +143,8 @@ class AttentionFamily final : public Family {
             "attention_decode.cuh",   "attention_decode_merge.cuh",
             "attention_epilogue.cuh", "attention_prologue.cuh",
             "attention_rows.cuh",
-            "attention_sm90.cuh",     "attention_sm90_softmax.cuh"};
+            "attention_sm90.cuh",     "attention_sm90_items.cuh",
+            "attention_sm90_softmax.cuh"};
   }
   std::vector<std::int64_t> extent_probes() const override {
     // Past the decode path's bound (16 query rows), and lengths doubling over the range where

@@ -44,21 +44,28 @@ TEST_CASE("attention on sm_90a: which calls take the wgmma path, its launch and 
   CHECK(a.config.block[0] == 384);
   CHECK(a.config.grid[0] == 32 * 64);
   CHECK(a.config.persistent);  // blocks stride over the 2048 items
-  // Causal items over more than 8 row blocks: one a block, in the hardware's order.
+  CHECK(a.workspace == 0);  // full attention's blocks take every gridDim.x-th item
+  // Causal items, which differ in length, drawn from two counters in the launch's workspace.
   kiln::AttentionKernel causal = big;
   causal.causal = true;
-  CHECK_FALSE(kiln::specialize_attention(causal, "at", {}).config.persistent);
-  kiln::AttentionKernel short_causal =
-      hopper_call(DType::bf16, {16, 16, 1024, 128}, {16, 16, 1024, 128});
-  short_causal.causal = true;
-  CHECK(kiln::specialize_attention(short_causal, "at", {}).config.persistent);
-  // Two Q tiles (the next item's Q loads under this one's), two stages of K and of V, then the
-  // barriers: Q landed and Q free for each Q tile, K and V landed and free for each stage.
-  CHECK(a.config.shared == 1024 + 2 * 128 * 256 + 2 * 2 * 128 * 256 + 8 * (2 * 2 + 4 * 2));
+  const kiln::KernelLaunch ac = kiln::specialize_attention(causal, "at", {});
+  CHECK(ac.config.persistent);
+  CHECK(ac.workspace == 8);
+  REQUIRE(ac.pointers.size() == a.pointers.size() + 1);
+  CHECK(ac.pointers.back() == 0);  // the launch's own
+  REQUIRE(ac.layout.pointers.size() == a.layout.pointers.size() + 1);
+  CHECK(ac.layout.pointers.back().offset ==
+        kiln::attention::config::pointer_offset(kiln::attention::config::kWorkspace));
+  // Two Q tiles (the next item's Q loads under this one's), two stages of K and of V, the
+  // barriers (Q landed and Q free for each Q tile, K and V landed and free for each stage), then
+  // each Q tile's item and the two consumer groups' copies of it.
+  CHECK(a.config.shared ==
+        1024 + 2 * 128 * 256 + 2 * 2 * 128 * 256 + 8 * (2 * 2 + 4 * 2) + 3 * 4 * 2);
   // Where two do not fit beside the ring (D 192, 96 keys, 2 stages), one Q tile.
   namespace acfg = kiln::attention::config;
   CHECK(acfg::wgmma_q_tiles(192, 96, 2) == 1);
-  CHECK(acfg::wgmma_shared_bytes(192, 96, 2) == 1024 + 128 * 384 + 2 * 2 * 96 * 384 + 8 * 10);
+  CHECK(acfg::wgmma_shared_bytes(192, 96, 2) ==
+        1024 + 128 * 384 + 2 * 2 * 96 * 384 + 8 * 10 + 3 * 4);
   CHECK(acfg::wgmma_q_tiles(128, 160, 2) == 2);
   CHECK(acfg::wgmma_shared_bytes(128, 160, 2) <= 227 * 1024);
   CHECK(a.tunables == kiln::Tunables{{"bn", 128}, {"stages", 2}, {"wgmma", 1}});
