@@ -7,6 +7,7 @@
 
 #include "ops/op.hpp"
 #include "tests/fuzz/attention_draw.hpp"
+#include "tests/fuzz/norm_draw.hpp"
 
 namespace kiln::fuzz {
 namespace {
@@ -309,10 +310,13 @@ Graph random_graph(std::uint64_t seed) {
   // A fifth draw conv2d too, a sixth attention (apart again).
   const bool convs = std::mt19937_64(seed ^ 0x7c3e9a5b1d2f4068ull)() % 5 == 0;
   const bool attns = std::mt19937_64(seed ^ 0x4a7d2b9e6c1f3085ull)() % 6 == 0;
+  // A fifth draw group_norm too (apart again).
+  const bool norms = std::mt19937_64(seed ^ 0x58e1c3a7f92d4b06ull)() % 5 == 0;
   const int concat_kinds = concats ? 10 : 0, remap_kinds = remaps ? 10 : 0;
-  const int conv_kinds = convs ? 10 : 0, attn_kinds = attns ? 5 : 0;
-  int attentions = 0;
+  const int conv_kinds = convs ? 10 : 0, attn_kinds = attns ? 5 : 0, norm_kinds = norms ? 6 : 0;
+  int attentions = 0, group_norms = 0;
   const int kinds = gathers ? 135 : newer ? 120 : 100;
+  const int before_norms = kinds + concat_kinds + remap_kinds + conv_kinds + attn_kinds;
   const int nodes = 1 + int(rng() % 30);
   for (int n = 0; n < nodes; ++n) {
     for (int attempt = 0; attempt < 8; ++attempt) {
@@ -321,9 +325,10 @@ Graph random_graph(std::uint64_t seed) {
           chance(70) ? std::min<std::size_t>(rng() % 3, values.size() - 1) : rng() % values.size();
       const Value a = values[values.size() - 1 - back], b = values[rng() % values.size()];
       try {
-        const int kind = int(
-            rng() % std::uint64_t(kinds + concat_kinds + remap_kinds + conv_kinds + attn_kinds));
-        if (kind >= kinds + concat_kinds + remap_kinds + conv_kinds) {
+        const int kind = int(rng() % std::uint64_t(before_norms + norm_kinds));
+        if (kind >= before_norms) {
+          values.push_back(group_norm_draw(g, a, rng, group_norms++));
+        } else if (kind >= kinds + concat_kinds + remap_kinds + conv_kinds) {
           values.push_back(attention_draw(g, g.node(a.id()).dtype, rng, attentions++));
         } else if (kind >= kinds + concat_kinds + remap_kinds) {
           values.push_back(conv_op(a));

@@ -1,0 +1,35 @@
+#include "tests/fuzz/norm_draw.hpp"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+namespace kiln::fuzz {
+
+Value group_norm_draw(Graph& g, const Value& a, std::mt19937_64& rng, int id) {
+  auto chance = [&](int percent) { return int(rng() % 100) < percent; };
+  Shape s = g.node(a.id()).shape;
+  if (s.size() < 2) throw ShapeError("fuzz: group_norm of a value of rank < 2");
+  const DType t = g.node(a.id()).dtype;
+  Value x = a;
+  if (s.size() == 2) {
+    s.push_back(1);
+    x = apply("reshape", {a}, Attrs().set("shape", s));
+  } else if (s.size() == 3 && chance(50)) {
+    x = apply("permute", {a}, Attrs().set("dims", std::vector<std::int64_t>{0, 2, 1}));
+    std::swap(s[1], s[2]);
+  }
+  const std::int64_t c = s[1];
+  std::vector<std::int64_t> divisors;
+  for (std::int64_t d = 1; d <= c; ++d)
+    if (c % d == 0) divisors.push_back(d);
+  const std::int64_t groups = divisors[rng() % divisors.size()];
+  std::vector<GraphArg> args = {x};
+  if (chance(60)) {
+    args.push_back(g.input(fmt::format("gw{}", id), {c}, t));
+    if (chance(60)) args.push_back(g.input(fmt::format("gb{}", id), {c}, t));
+  }
+  return apply("group_norm", args, Attrs().set("groups", groups));
+}
+
+}  // namespace kiln::fuzz
