@@ -9,8 +9,10 @@ namespace kiln::fuzz {
 Value group_norm_draw(Graph& g, const Value& a, std::mt19937_64& rng, int id) {
   auto chance = [&](int percent) { return int(rng() % 100) < percent; };
   Shape s = g.node(a.id()).shape;
-  if (s.size() < 2) throw ShapeError("fuzz: group_norm of a value of rank < 2");
   const DType t = g.node(a.id()).dtype;
+  // Refused before any node is added: a draw that throws leaves nothing behind in `g`.
+  if (s.size() < 2) throw ShapeError("fuzz: group_norm of a value of rank < 2");
+  if (!is_float(t)) throw DtypeError("fuzz: group_norm of a value that is not float");
   Value x = a;
   if (s.size() == 2) {
     s.push_back(1);

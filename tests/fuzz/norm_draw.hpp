@@ -11,7 +11,8 @@ namespace kiln::fuzz {
 /// rank-3 one as it is or, half the time, with its last two dims swapped (C then contiguous: a
 /// channels_last view, read in place); groups a divisor of C (1 and C among them); weight and
 /// bias [C] of a's dtype as new inputs of `g` named after `id`, each now and then. ShapeError
-/// for a value of rank 1 or 0 (the generator draws again; DtypeError for an integer one).
+/// for a value of rank 1 or 0, DtypeError for one not float, before `g` changes (the generator
+/// draws again).
 Value group_norm_draw(Graph& g, const Value& a, std::mt19937_64& rng, int id);
 
 }  // namespace kiln::fuzz
