@@ -98,6 +98,47 @@ TEST_CASE("conv2d: the fp64 reference gives torch's values") {
   CHECK(v[std::size_t(outs[2])] == std::vector<double>{3, 0});
 }
 
+TEST_CASE("conv2d: the fp64 reference matches the definition summed term by term") {
+  // Two images, groups of 3 channels, dilation 2, stride 2, padding (1, 2): the definition's
+  // sum written out here, against the reference's (which reorders x and w to sum along C).
+  const std::int64_t N = 2, C = 6, H = 7, W = 9, K = 4, R = 3, S = 2, G = 2;
+  Graph g;
+  const auto x = g.input("x", {N, C, H, W}, DType::f32);
+  const auto w = g.input("w", {K, C / G, R, S}, DType::f32);
+  g.output(kiln::apply("conv2d", {x, w},
+                       Attrs()
+                           .set("groups", G)
+                           .set("dilation", V{2})
+                           .set("stride", V{2})
+                           .set("padding", V{1, 2})),
+           "y");
+  std::vector<float> xv(std::size_t(N * C * H * W)), wv(std::size_t(K * C / G * R * S));
+  for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = float(int(i * 7 % 13) - 6) / 4;
+  for (std::size_t i = 0; i < wv.size(); ++i) wv[i] = float(int(i * 5 % 11) - 5) / 8;
+  kiln::test::HostInputs in;
+  in["x"] = f32_bytes(std::vector<double>(xv.begin(), xv.end()));
+  in["w"] = f32_bytes(std::vector<double>(wv.begin(), wv.end()));
+  const auto values = kiln::test::evaluate(g, in);
+  const std::vector<double>& got = values[std::size_t(g.outputs()[0])];
+  const std::int64_t P = (H + 2 - 2 * (R - 1) - 1) / 2 + 1, Q = (W + 4 - 2 * (S - 1) - 1) / 2 + 1;
+  REQUIRE(got.size() == std::size_t(N * K * P * Q));
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t p = 0; p < P; ++p)
+        for (std::int64_t q = 0; q < Q; ++q) {
+          double want = 0;
+          for (std::int64_t c = 0; c < C / G; ++c)
+            for (std::int64_t r = 0; r < R; ++r)
+              for (std::int64_t t = 0; t < S; ++t) {
+                const std::int64_t y = p * 2 - 1 + 2 * r, z = q * 2 - 2 + 2 * t;
+                if (y >= 0 && y < H && z >= 0 && z < W)
+                  want += double(xv[std::size_t(((n * C + k / 2 * 3 + c) * H + y) * W + z)]) *
+                          double(wv[std::size_t(((k * 3 + c) * R + r) * S + t)]);
+              }
+          CHECK(got[std::size_t(((n * K + k) * P + p) * Q + q)] == doctest::Approx(want));
+        }
+}
+
 TEST_CASE("conv2d plans one kernel with its epilogue: a residual, a batch norm, a time embedding") {
   for (bool cl : {true, false}) {
     kiln::test::ConvCase c{2, 64, 16, 16, 128, 3, 3, {1}, {1}, {1}, 1, cl, true, 2};
