@@ -26,6 +26,7 @@
 
 #include <kiln/gemm.cuh>
 #include <kiln/gemm_config.cuh>
+#include <kiln/gemm_sm90_epilogue.cuh>
 #include <kiln/gemm_sm90_exact.cuh>
 #include <kiln/tma.cuh>
 #include <kiln/wgmma.cuh>
@@ -119,113 +120,6 @@ __device__ __forceinline__ void products(float (&acc)[BN / 2], const R& ring, in
   if (ktiles > 0 && tid % 128 == 0) tma::arrive(&ring.empty[(it0 + ktiles - 1) % Stages]);
 }
 
-/// This thread's accumulator fragments of n8 steps j0..j0 + NJ (wgmma's: columns 8j + 2t and
-/// + 1 of rows r and r + 8) into `tile` (`Ld` floats a row), step j0 at column 0.
-template <int NJ, int Ld, int N>
-__device__ __forceinline__ void stage_fragments(float* tile, const float (&acc)[N], int j0, int r,
-                                                int t) {
-#pragma unroll
-  for (int j = 0; j < NJ; ++j)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int at = 4 * (j0 + j) + 2 * h;
-      *reinterpret_cast<float2*>(tile + (r + 8 * h) * Ld + 8 * j + 2 * t) =
-          make_float2(acc[at], acc[at + 1]);
-    }
-}
-
-/// stage_fragments of chunk `q` (NJ n8 steps a chunk), q known only at run time: one branch per
-/// chunk, each indexing acc statically (a register array indexed at run time would go to local
-/// memory).
-template <int Q, int Chunks, int NJ, int Ld, int N>
-__device__ __forceinline__ void stage_chunk(float* tile, const float (&acc)[N], int q, int r,
-                                            int t) {
-  if constexpr (Q < Chunks) {
-    if (q == Q)
-      stage_fragments<NJ, Ld>(tile, acc, Q * NJ, r, t);
-    else
-      stage_chunk<Q + 1, Chunks, NJ, Ld>(tile, acc, q, r, t);
-  }
-}
-
-/// The epilogue from an accumulator tile staged in shared memory (`Ld` floats a row; Split > 1:
-/// summed over the cluster): rows r0..r0 + R of the tile, its first C columns, V columns a
-/// thread of `Threads` from `me`, along rows so that loads and stores coalesce. `rows` and
-/// `cols`: how many of the tile's rows and columns lie in C; the tile's (0, 0) is C's (m0, n0).
-/// Images (a convolution's rows, output pixels): row m is pixel m % pq of image m / pq (pq =
-/// args.batch_ext[0]), each slot's offset image * batch[slot][0] + pixel * row[slot], so that
-/// an operand may step per image alone (a time embedding [N, K, 1, 1]).
-template <class T, class Epi, bool Bias, int V, int R, int C, int Ld, int Threads, int Split,
-          bool Images, class A>
-__device__ __forceinline__ void epilogue_rows(const A& args, const float* tile, int r0, int rows,
-                                              int cols, int m0, int n0, int me) {
-  constexpr int kVecs = C / V;
-#pragma unroll 1
-  for (int e = me; e < R * kVecs; e += Threads) {
-    const int r = r0 + e / kVecs, col = e % kVecs * V;
-    if (r >= rows || col >= cols) continue;
-    float v[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) v[i] = tile_sum<Split>(tile, r * Ld + col + i);
-    long long bi[kBatchDims] = {0, 0, 0, 0};
-    int m = m0 + r;
-    if constexpr (Images) {
-      const int pq = int(args.batch_ext[0]), image = m / pq;
-      bi[0] = image, m -= image * pq;
-    }
-    epilogue_at<T, Epi, Bias, V>(args, bi, m, n0 + col, v);
-  }
-}
-
-/// The epilogue of consumer group `c`'s 64 rows, kChunk columns at a time: its fragments
-/// (wgmma's: per n8 step j, columns 8j + 2t and + 1 of rows r and r + 8) into the group's own
-/// staging area `stage` (the ring stays the producer's, already loading the next tile), then
-/// walked along rows, V columns a thread: loads and stores as vectors, their addresses computed
-/// once per V columns. A named barrier per group (ids 2 and 3) orders the writes and the reads.
-/// The chunks are a rolled loop: the epilogue's code exists once, not once per chunk (a long
-/// fused epilogue unrolled BN / kChunk times outgrew the instruction cache: a batch norm and a
-/// SiLU after a convolution compiled to 115 KB of cubin against its 36 KB alone).
-template <class T, class Epi, bool Bias, int BN, int V, bool Images, class A>
-__device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc)[BN / 2],
-                                                float* stage, int m0, int n0, int c, int tid) {
-  constexpr int kChunk = config::kStagingChunk, kLd = config::kStagingLd;
-  const int me = tid % 128, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const int r = me / 32 * 16 + g;  // this thread's rows r, r + 8 of the group's 64
-  const int rows = min(args.m - m0 - c * 64, 64);
-#pragma unroll 1
-  for (int q = 0; q < BN / kChunk; ++q) {
-    const int cols = min(args.n - n0 - q * kChunk, kChunk);
-    asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the last chunk's reads done
-    stage_chunk<0, BN / kChunk, kChunk / 8, kLd>(stage, acc, q, r, t);
-    asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
-    epilogue_rows<T, Epi, Bias, V, 64, kChunk, kLd, 128, 1, Images>(args, stage, 0, rows, cols,
-                                                                    m0 + c * 64, n0 + q * kChunk, me);
-  }
-}
-
-/// Split > 1: the tile through the ring (free once every block's copies landed and products
-/// are done), summed over the cluster, then this block's share of its rows, V columns a thread.
-template <class T, class Epi, bool Bias, int BN, int V, int Split, bool Images, class A>
-__device__ __forceinline__ void cluster_epilogue(const A& args, const float (&acc)[BN / 2],
-                                                 unsigned char* smem, int m0, int n0, int tid) {
-  constexpr int BM = config::kWgmmaRows, kLd = config::wgmma_tile_ld(BN);
-  constexpr int kThreads = config::kWgmmaThreads;
-  __syncthreads();
-  float* tile = reinterpret_cast<float*>(smem);
-  const int group = tid / 128;
-  if (group > 0) {
-    const int lane = tid & 31, warp = (tid / 32) % 4, g = lane >> 2, t = lane & 3;
-    const int r = (group - 1) * 64 + warp * 16 + g;
-    stage_fragments<BN / 8, kLd>(tile, acc, 0, r, t);
-  }
-  split_barrier<Split, true>();
-  const int rows = min(args.m - m0, BM), cols = min(args.n - n0, BN);
-  const int r0 = int(blockIdx.z) * (BM / Split);
-  epilogue_rows<T, Epi, Bias, V, BM / Split, BN, kLd, kThreads, Split, Images>(args, tile, r0, rows,
-                                                                               cols, m0, n0, tid);
-  split_barrier<Split, false>();  // every block's tile is read before any block exits
-}
-
 /// The block of gemm_sm90 (and of conv.cuh's conv2d_sm90): its ring and barriers, the producer
 /// thread's produce(ring, work) loading each of the block's stages, the consumer groups' products
 /// and epilogue through `args` (gemm.cuh's Args: m, n, k, the epilogue's slots; Images: rows
@@ -239,13 +133,16 @@ __device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
   static_assert(config::wgmma_width_ok(BN, BTrans), "BN one of config::kWgmmaWidths; BTrans: 64s");
   static_assert(Split >= 1 && R::kRows % Split == 0, "a split of the tile's rows");
   extern __shared__ unsigned char smem_raw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<unsigned long long>(smem_raw) + (config::kWgmmaAlign - 1)) &
-      ~(unsigned long long)(config::kWgmmaAlign - 1));
+  // Aligned by an offset from smem_raw, not through an integer: the compiler then knows every
+  // access through it is shared (st.shared, not a generic store that checks its window).
+  unsigned char* smem =
+      smem_raw + (config::kWgmmaAlign - tma::shared_address(smem_raw) % config::kWgmmaAlign) %
+                     config::kWgmmaAlign;
   unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + Stages * R::kStage);
   const R ring{smem, full, full + Stages, full + 2 * Stages};
   // Split 1: each consumer group's staging area for its epilogue, 64 rows of 32 + 8 floats.
-  float* staging = reinterpret_cast<float*>(full + R::kBarriers * Stages);
+  float* staging =
+      reinterpret_cast<float*>(smem + config::wgmma_staging_offset(BN, Stages, Exact));
 
   const int tid = threadIdx.x, group = tid / 128, K = args.k;
   Work w;
@@ -287,6 +184,7 @@ __device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
       tile_of(tile, w.tiles_m, w.tiles_n, tm, tn);
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+      if (Split == 1 && group == 1) prefetch_epilogue<T, Epi, Bias, BN>(args, tn * BN, tid % 128);
       if constexpr (Exact)
         exact_products<BN, Stages, R::kStage, R::kTileA, R::kTileB>(
             acc, smem, {ring.full, ring.split, ring.empty}, it, w.padded, group - 1, tid);
