@@ -2,13 +2,12 @@
 # On the GPU machine: where one kernel's time goes, or a staged variant's speed. A copy of this
 # tree in /tmp/kiln-traced with bench/trace/NAME.patch applied (attention_*: clock64 records of
 # the kernel's phases, copied over its output at the end: the output is then a trace, not a
-# result; wgmma_turns: the wgmma block's consumer groups in turns, not yet on main), its Python
-# module built, then bench/trace/NAME.py ARGS.
-# Usage: bench/trace/run.sh NAME [ARGS...]   NAME: attention_sm90 | attention_decode | wgmma_turns
+# result), its Python module built, then bench/trace/NAME.py ARGS.
+# Usage: bench/trace/run.sh NAME [ARGS...]   NAME: attention_sm90 | attention_decode
 # Env: TRACE_DIR (default /tmp/kiln-traced), TRACE_BUILD_ONLY=1 (two copies built side by side)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-name=${1:?usage: bench/trace/run.sh attention_sm90|attention_decode|wgmma_turns [ARGS...]}; shift
+name=${1:?usage: bench/trace/run.sh attention_sm90|attention_decode [ARGS...]}; shift
 export PATH=/usr/local/cuda/bin:$PATH
 dir=${TRACE_DIR:-/tmp/kiln-traced}  # TRACE_DIR: another copy (two revisions side by side)
 rm -rf "$dir" && mkdir -p "$dir"
