@@ -97,4 +97,53 @@ __device__ __forceinline__ void epilogue_at(const Args<P, S>& args,
   write_outputs<typename Epi::Outputs, 0>(y, args, bi, r, c);
 }
 
+/// Whether no input of the epilogue (slots from `first`) steps along rows or batches (each a
+/// per-column operand: a batch norm's statistics, a scale), so that rows at the same columns
+/// share their values (epilogue_pair_at).
+template <int NE, int P, int S>
+__device__ __forceinline__ bool inputs_per_column(const Args<P, S>& args, int first) {
+  bool all = true;
+#pragma unroll
+  for (int j = 0; j < NE; ++j) {
+    all = all && args.row[first + j] == 0;
+#pragma unroll
+    for (int d = 0; d < kBatchDims; ++d) all = all && args.batch[first + j][d] == 0;
+  }
+  return all;
+}
+
+/// epilogue_at of two rows at the same columns (batch bi0, row r0 and bi1, r1; products v0 and
+/// v1) where inputs_per_column holds: the inputs (and the bias) loaded once, and what Epi
+/// computes from them alone (a batch norm's scale and shift) computed once, the compiler seeing
+/// the same values in both rows.
+template <class T, class Epi, bool Bias, int V, int P, int S>
+__device__ __forceinline__ void epilogue_pair_at(const Args<P, S>& args,
+                                                 const long long (&bi0)[kBatchDims], long long r0,
+                                                 const long long (&bi1)[kBatchDims], long long r1,
+                                                 long long c, const float (&v0)[V],
+                                                 const float (&v1)[V]) {
+  constexpr int NO = Epi::Outputs::size, NE = Epi::Inputs::size;
+  float x0[V][NE + 1], x1[V][NE + 1], y0[V][NO], y1[V][NO];
+  read_inputs<typename Epi::Inputs, 0>(x0, args, NO + 2 + (Bias ? 1 : 0), bi0, r0, c);
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+#pragma unroll
+    for (int j = 0; j < NE; ++j) x1[i][j] = x0[i][j];
+    x0[i][NE] = v0[i], x1[i][NE] = v1[i];
+  }
+  if constexpr (Bias) {
+    float bias[V];
+    load_columns<T, V>(bias, args, NO + 2, c * args.col[NO + 2]);
+#pragma unroll
+    for (int i = 0; i < V; ++i) x0[i][NE] += bias[i], x1[i][NE] += bias[i];
+  }
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    Epi::apply(x0[i], args.s, y0[i]);
+    Epi::apply(x1[i], args.s, y1[i]);
+  }
+  write_outputs<typename Epi::Outputs, 0>(y0, args, bi0, r0, c);
+  write_outputs<typename Epi::Outputs, 0>(y1, args, bi1, r1, c);
+}
+
 }  // namespace kiln::gemm

@@ -152,7 +152,10 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
   long long image[kHeld];
   int pixel[kHeld];
 #pragma unroll
-  for (int p = 0; p < kHeld; ++p) image_pixel<Images>(args, m0 + c * 64 + r0 + p * kStep, image[p], pixel[p]);
+  for (int p = 0; p < kHeld; ++p)
+    image_pixel<Images>(args, m0 + c * 64 + r0 + p * kStep, image[p], pixel[p]);
+  constexpr int kFirstInput = Epi::Outputs::size + 2 + (Bias ? 1 : 0);
+  const bool per_column = inputs_per_column<Epi::Inputs::size>(args, kFirstInput);
   auto walk = [&](int p, long long im, int px, int n) {
     float v[V];
     load_staged<V>(v, stage + (r0 + p * kStep) * kLd + col);
@@ -166,10 +169,21 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
     stage_chunk<0, BN / kChunk, kChunk / 8, kLd>(stage, acc, q, r, t);
     asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
     if (col >= cols) continue;
-    if constexpr (kPasses <= 2) {
+    if constexpr (kPasses == 2) {
+      if (per_column && r0 + kStep < rows) {  // both rows, the inputs loaded and used once
+        float v0[V], v1[V];
+        load_staged<V>(v0, stage + r0 * kLd + col);
+        load_staged<V>(v1, stage + (r0 + kStep) * kLd + col);
+        const long long bi0[kBatchDims] = {image[0], 0, 0, 0};
+        const long long bi1[kBatchDims] = {image[1], 0, 0, 0};
+        epilogue_pair_at<T, Epi, Bias, V>(args, bi0, pixel[0], bi1, pixel[1], n, v0, v1);
+      } else {
 #pragma unroll
-      for (int p = 0; p < kPasses; ++p)
-        if (r0 + p * kStep < rows) walk(p, image[p], pixel[p], n);
+        for (int p = 0; p < kPasses; ++p)
+          if (r0 + p * kStep < rows) walk(p, image[p], pixel[p], n);
+      }
+    } else if constexpr (kPasses == 1) {
+      if (r0 < rows) walk(0, image[0], pixel[0], n);
     } else {
 #pragma unroll 1
       for (int p = 0; p < kPasses && r0 + p * kStep < rows; ++p) {
