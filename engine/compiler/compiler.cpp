@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "engine/compiler/cubin.hpp"
+#include "engine/compiler/dump.hpp"
 #include "engine/compiler/log.hpp"
 
 namespace kiln::compiler {
@@ -72,6 +73,16 @@ std::vector<std::pair<std::string_view, std::string_view>> included(
   std::vector<std::pair<std::string_view, std::string_view>> out;
   for (const std::string& name : names) out.emplace_back(name, headers.source(name));
   return out;
+}
+
+// NVRTC's log of `raw`, without its trailing NULs and newlines.
+std::string program_log(nvrtcProgram raw) {
+  std::size_t size = 0;
+  nvrtcGetProgramLogSize(raw, &size);
+  std::string log(size, '\0');
+  if (size) nvrtcGetProgramLog(raw, log.data());
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
 }
 
 std::string headers_id_of(const std::vector<std::string>& closure, const HeaderTable& headers) {
@@ -161,12 +172,8 @@ CompiledKernel compile(const KernelSpec& spec, const std::string& arch, const So
   for (auto& o : options) opts.push_back(o.c_str());
   const nvrtcResult result = nvrtcCompileProgram(raw, int(opts.size()), opts.data());
 
-  std::size_t log_size = 0;
-  nvrtcGetProgramLogSize(raw, &log_size);
-  std::string log(log_size, '\0');
-  if (log_size) nvrtcGetProgramLog(raw, log.data());
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-  std::string joined = fmt::format("{}", fmt::join(options, " "));
+  const std::string log = program_log(raw), joined = fmt::format("{}", fmt::join(options, " "));
+  dump_compile(spec, arch, raw, joined, log);  // KILN_DUMP_DIR
   if (result != NVRTC_SUCCESS) {
     throw CompileError(
         fmt::format("NVRTC could not compile kernel {} for {}: {}\n  instantiation: {}\n  "

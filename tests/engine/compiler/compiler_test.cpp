@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "engine/compiler/cubin.hpp"
@@ -89,6 +90,35 @@ TEST_CASE("a cubin for the exact arch, PTX for an arch newer than NVRTC knows") 
         "ELF");
   CHECK(cubin.registers > 0);
   CHECK(cubin.compile_ms > 0);
+}
+
+TEST_CASE("KILN_DUMP_DIR: each compile's source, PTX and log as files; a bad directory names it") {
+  kiln::test::TempDir dir;
+  kiln::KernelSpec spec{"dump/me", "extern \"C\" __global__ void k(float* p) { p[0] = 2; }\n",
+                        "k", {"-std=c++17"}};
+  ::setenv("KILN_DUMP_DIR", dir.path().c_str(), 1);
+  const kiln::CompiledKernel k = kiln::compiler::compile(spec, "sm_90a");
+  const std::string cu = kiln::test::read_file(dir / "dump_me.sm_90a.cu");
+  const std::string ptx = kiln::test::read_file(dir / "dump_me.sm_90a.ptx");
+  const std::string log = kiln::test::read_file(dir / "dump_me.sm_90a.log");
+  CHECK(cu == spec.source);
+  CHECK(ptx.find(".entry k") != std::string::npos);
+  CHECK(log.find("// instantiation: k") != std::string::npos);
+  CHECK(log.find("--gpu-architecture=sm_90a") != std::string::npos);
+  CHECK(log.find(k.log) != std::string::npos);
+  kiln::KernelSpec broken{"broken", "__global__ void k(float* p) { p[0] = nope; }\n", "k", {}};
+  CHECK_THROWS_AS(kiln::compiler::compile(broken, "sm_80"), kiln::CompileError);
+  CHECK(kiln::test::read_file(dir / "broken.sm_80.log").find("nope") != std::string::npos);
+  ::setenv("KILN_DUMP_DIR", (dir / "missing").c_str(), 1);
+  try {
+    kiln::compiler::compile(spec, "sm_80");
+    FAIL("a missing dump directory was accepted");
+  } catch (const kiln::ArgumentError& e) {
+    CHECK(std::string(e.what()).find("KILN_DUMP_DIR=" + dir / "missing") != std::string::npos);
+  }
+  ::setenv("KILN_DUMP_DIR", "", 1);  // empty: nothing dumped, nothing refused
+  CHECK(kiln::compiler::compile(spec, "sm_80").registers > 0);
+  ::unsetenv("KILN_DUMP_DIR");
 }
 
 TEST_CASE("CompileError carries the NVRTC log and the numbered source around the error") {
