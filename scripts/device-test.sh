@@ -36,6 +36,14 @@ FUZZ_SEEDS="${FUZZ_SEEDS:-0:1000}"        # GPU fuzz range; FUZZ_TIMEOUT bounds 
 FUZZ_TIMEOUT="${FUZZ_TIMEOUT:-120}"
 FUZZ_SANITIZE="${FUZZ_SANITIZE:-0:32}"  # sample run again under memcheck ("none": skip)
 step() { echo; echo "=== $1"; }
+# The device tool brings back at most 8 files from $OUT, in name order: at exit (a timeout's TERM
+# too) a copy of every file there goes into $OUT/00-logs.tgz, which sorts first.
+bundle_logs() {
+  (cd "$OUT" && find . -maxdepth 1 -type f ! -name 00-logs.tgz | sed 's|^\./||' |
+    tar -czf 00-logs.tgz -T -) 2>/dev/null
+}
+trap bundle_logs EXIT
+trap 'exit 143' TERM INT
 
 step "build"
 extra=()
