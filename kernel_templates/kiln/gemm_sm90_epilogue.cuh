@@ -134,7 +134,8 @@ __device__ __forceinline__ void image_pixel(const A& args, int m, long long& ima
 /// once per V columns. A named barrier per group (ids 2 and 3) orders the writes and the reads.
 /// A thread walks the same rows (kPasses of them, kStep apart) and the same V columns of every
 /// chunk: with V 8 (two passes) each row's image and pixel are found once a tile (a division per
-/// vector was a third of a convolution's epilogue instructions) and the passes unrolled. The
+/// vector was a third of a convolution's epilogue instructions) and the passes unrolled, the two
+/// rows sharing the inputs where none steps along rows (epilogue_pair_at); V 1: 16 passes. The
 /// chunks are a rolled loop: the epilogue's code exists once or twice, not once per chunk (a
 /// long fused epilogue unrolled BN / kChunk times outgrew the instruction cache: a batch norm and
 /// a SiLU after a convolution compiled to 115 KB of cubin against its 36 KB alone).
@@ -143,7 +144,7 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
                                                 float* stage, int m0, int n0, int c, int tid) {
   constexpr int kChunk = config::kStagingChunk, kLd = config::kStagingLd;
   constexpr int kVecs = kChunk / V, kStep = 128 / kVecs, kPasses = 64 / kStep;
-  constexpr int kHeld = kPasses <= 2 ? kPasses : 1;  // passes whose rows are found once a tile
+  constexpr int kHeld = kPasses == 2 ? 2 : 1;  // passes whose rows are found once a tile
   static_assert(kChunk % V == 0 && 128 % kVecs == 0 && 64 % kStep == 0, "whole passes");
   const int me = tid % 128, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int r = me / 32 * 16 + g;  // this thread's fragment rows r, r + 8 of the group's 64
@@ -182,8 +183,6 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
         for (int p = 0; p < kPasses; ++p)
           if (r0 + p * kStep < rows) walk(p, image[p], pixel[p], n);
       }
-    } else if constexpr (kPasses == 1) {
-      if (r0 < rows) walk(0, image[0], pixel[0], n);
     } else {
 #pragma unroll 1
       for (int p = 0; p < kPasses && r0 + p * kStep < rows; ++p) {
