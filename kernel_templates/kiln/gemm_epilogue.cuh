@@ -97,18 +97,23 @@ __device__ __forceinline__ void epilogue_at(const Args<P, S>& args,
   write_outputs<typename Epi::Outputs, 0>(y, args, bi, r, c);
 }
 
-/// Whether no input of the epilogue (slots from `first`) steps along rows or batches (each a
-/// per-column operand: a batch norm's statistics, a scale), so that rows at the same columns
-/// share their values (epilogue_pair_at).
+/// Whether slot `slot` steps along N alone (not along rows or batches): a per-column operand,
+/// a batch norm's statistics or a scale.
+template <int P, int S>
+__device__ __forceinline__ bool per_column(const Args<P, S>& args, int slot) {
+  bool alone = args.row[slot] == 0;
+#pragma unroll
+  for (int d = 0; d < kBatchDims; ++d) alone = alone && args.batch[slot][d] == 0;
+  return alone;
+}
+
+/// Whether every input of the epilogue (NE slots from `first`) is per_column, so that rows at
+/// the same columns share their values (epilogue_pair_at).
 template <int NE, int P, int S>
 __device__ __forceinline__ bool inputs_per_column(const Args<P, S>& args, int first) {
   bool all = true;
 #pragma unroll
-  for (int j = 0; j < NE; ++j) {
-    all = all && args.row[first + j] == 0;
-#pragma unroll
-    for (int d = 0; d < kBatchDims; ++d) all = all && args.batch[first + j][d] == 0;
-  }
+  for (int j = 0; j < NE; ++j) all = all && per_column(args, first + j);
   return all;
 }
 

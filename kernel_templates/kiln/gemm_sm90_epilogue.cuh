@@ -40,6 +40,17 @@ __device__ __forceinline__ void stage_chunk(float* tile, const float (&acc)[N], 
   }
 }
 
+/// Row m of the product as the epilogue addresses it: for a convolution (Images) image
+/// m / pq and pixel m % pq (pq = args.batch_ext[0]); else image 0 and m.
+template <bool Images, class A>
+__device__ __forceinline__ void image_pixel(const A& args, int m, long long& image, int& pixel) {
+  image = 0, pixel = m;
+  if constexpr (Images) {
+    const int pq = int(args.batch_ext[0]), i = m / pq;
+    image = i, pixel = m - i * pq;
+  }
+}
+
 /// The epilogue from an accumulator tile staged in shared memory (`Ld` floats a row; Split > 1:
 /// summed over the cluster): rows r0..r0 + R of the tile, its first C columns, V columns a
 /// thread of `Threads` from `me`, along rows so that loads and stores coalesce. `rows` and
@@ -60,11 +71,8 @@ __device__ __forceinline__ void epilogue_rows(const A& args, const float* tile, 
 #pragma unroll
     for (int i = 0; i < V; ++i) v[i] = tile_sum<Split>(tile, r * Ld + col + i);
     long long bi[kBatchDims] = {0, 0, 0, 0};
-    int m = m0 + r;
-    if constexpr (Images) {
-      const int pq = int(args.batch_ext[0]), image = m / pq;
-      bi[0] = image, m -= image * pq;
-    }
+    int m;
+    image_pixel<Images>(args, m0 + r, bi[0], m);
     epilogue_at<T, Epi, Bias, V>(args, bi, m, n0 + col, v);
   }
 }
@@ -94,12 +102,9 @@ __device__ __forceinline__ void prefetch_columns(const A& args, int first, int n
   if constexpr (J < Ins::size) {
     using U = typename detail::TypeAt<J, Ins>::type;
     const int slot = first + J;
-    bool columns = args.row[slot] == 0;
-#pragma unroll
-    for (int d = 0; d < kBatchDims; ++d) columns = columns && args.batch[slot][d] == 0;
     const long long cols = min(args.n - n0, BN);
     const long long bytes = ((cols - 1) * args.col[slot] + 1) * (long long)sizeof(U);
-    if (columns && me * 128LL < bytes) {
+    if (per_column(args, slot) && me * 128LL < bytes) {
       const char* p = reinterpret_cast<const char*>(static_cast<const U*>(args.p[slot]) +
                                                     n0 * args.col[slot]);
       asm volatile("prefetch.global.L1 [%0];" ::"l"(p + me * 128));
@@ -114,17 +119,6 @@ __device__ __forceinline__ void prefetch_epilogue(const A& args, int n0, int me)
   constexpr int first = Epi::Outputs::size + 2;
   if constexpr (Bias) prefetch_columns<Types<T>, 0, BN>(args, first, n0, me);
   prefetch_columns<typename Epi::Inputs, 0, BN>(args, first + (Bias ? 1 : 0), n0, me);
-}
-
-/// Row m of the product as the epilogue addresses it: for a convolution (Images) image
-/// m / pq and pixel m % pq (pq = args.batch_ext[0]); else image 0 and m.
-template <bool Images, class A>
-__device__ __forceinline__ void image_pixel(const A& args, int m, long long& image, int& pixel) {
-  image = 0, pixel = m;
-  if constexpr (Images) {
-    const int pq = int(args.batch_ext[0]), i = m / pq;
-    image = i, pixel = m - i * pq;
-  }
 }
 
 /// The epilogue of consumer group `c`'s 64 rows, kChunk columns at a time: its fragments
@@ -156,7 +150,7 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
   for (int p = 0; p < kHeld; ++p)
     image_pixel<Images>(args, m0 + c * 64 + r0 + p * kStep, image[p], pixel[p]);
   constexpr int kFirstInput = Epi::Outputs::size + 2 + (Bias ? 1 : 0);
-  const bool per_column = inputs_per_column<Epi::Inputs::size>(args, kFirstInput);
+  const bool shared_inputs = inputs_per_column<Epi::Inputs::size>(args, kFirstInput);
   auto walk = [&](int p, long long im, int px, int n) {
     float v[V];
     load_staged<V>(v, stage + (r0 + p * kStep) * kLd + col);
@@ -171,7 +165,7 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
     asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
     if (col >= cols) continue;
     if constexpr (kPasses == 2) {
-      if (per_column && r0 + kStep < rows) {  // both rows, the inputs loaded and used once
+      if (shared_inputs && r0 + kStep < rows) {  // both rows, the inputs loaded and used once
         float v0[V], v1[V];
         load_staged<V>(v0, stage + r0 * kLd + col);
         load_staged<V>(v1, stage + (r0 + kStep) * kLd + col);
