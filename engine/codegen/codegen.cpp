@@ -120,6 +120,12 @@ Body fast_math(Body body) {
   return body;
 }
 
+Body narrow_fast_math(const Body& body) {
+  bool narrow = !body.outputs.empty();
+  for (DType t : body.outputs) narrow = narrow && (t == DType::f16 || t == DType::bf16);
+  return narrow ? fast_math(body) : body;
+}
+
 std::string render_body(const Body& b, std::string_view name) {
   if (b.results.size() != b.outputs.size())
     throw ArgumentError(

@@ -52,6 +52,11 @@ struct Body {
 /// bodies whose outputs round far coarser than those approximations err (16-bit outputs).
 Body fast_math(Body body);
 
+/// `body` in fast math where its outputs are all f16 or bf16 (an epilogue's or a prologue's):
+/// their rounding, 2^-11 or coarser, is far above the approximations' errors, and in kernels
+/// that hold their values in registers (rows, products) the math's instruction count is time.
+Body narrow_fast_math(const Body& body);
+
 /// The struct `name` implementing `body` for the templates (kernel_templates/kiln/*.cuh).
 std::string render_body(const Body& body, std::string_view name = "kiln_body");
 

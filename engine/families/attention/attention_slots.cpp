@@ -72,21 +72,10 @@ std::uint32_t set_attention_pointers(KernelLaunch& L, cfg::Params& p, const Atte
   return first_input;
 }
 
-namespace {
-
-// `body` in fast math where every output is 16-bit (as the GEMM's epilogue): their rounding is
-// far coarser than the approximations' errors.
-codegen::Body narrowed(const codegen::Body& body) {
-  bool narrow = true;
-  for (DType t : body.outputs) narrow = narrow && (t == DType::f16 || t == DType::bf16);
-  return narrow ? codegen::fast_math(body) : body;
-}
-
-}  // namespace
-
 std::string attention_source(std::string_view header, const AttentionKernel& k) {
   if (!k.has_epilogue() && !k.has_prologue()) return fmt::format("#include <kiln/{}>\n", header);
-  const codegen::Body epilogue = narrowed(k.epilogue), prologue = narrowed(k.prologue);
+  const codegen::Body epilogue = codegen::narrow_fast_math(k.epilogue),
+                      prologue = codegen::narrow_fast_math(k.prologue);
   std::vector<std::pair<std::string_view, const codegen::Body*>> bodies;
   if (k.has_epilogue()) bodies.emplace_back(kAttentionEpilogue, &epilogue);
   if (k.has_prologue()) bodies.emplace_back(kAttentionPrologue, &prologue);

@@ -49,12 +49,8 @@ const codegen::TunableTable<GemmTunables>& gemm_tunable_table() {
 }
 
 std::string gemm_source(std::string_view header, const codegen::Body& epilogue) {
-  // Outputs all 16-bit: they round at 2^-11 or coarser, far above the hardware approximations'
-  // errors, and the epilogue's math runs while the tensor cores wait, so its instruction count
-  // is time.
-  bool narrow = !epilogue.outputs.empty();
-  for (DType t : epilogue.outputs) narrow = narrow && (t == DType::f16 || t == DType::bf16);
-  const codegen::Body body = narrow ? codegen::fast_math(epilogue) : epilogue;
+  // The epilogue's math runs while the tensor cores wait, so its instruction count is time.
+  const codegen::Body body = codegen::narrow_fast_math(epilogue);
   return codegen::render_source(header, {{"kiln_epilogue", &body}});
 }
 

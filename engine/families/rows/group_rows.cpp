@@ -130,7 +130,7 @@ std::optional<KernelLaunch> specialize_group_rows(const RowKernel& k, const std:
   L.config.grid[0] = unsigned(shape[0] * gs.parts);
   L.config.cooperative = true;
   L.workspace = std::uint64_t(8 * shape[0] * (1 + gs.parts * groups));
-  const codegen::Body epilogue = affine_epilogue(k.epilogue, affine);
+  const codegen::Body epilogue = codegen::narrow_fast_math(affine_epilogue(k.epilogue, affine));
   L.spec.source = codegen::render_source(
       "group_rows.cuh", {{"kiln_body", &k.prologue}, {"kiln_epilogue", &epilogue}});
   L.spec.expression = codegen::render_instance(

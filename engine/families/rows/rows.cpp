@@ -358,8 +358,9 @@ KernelLaunch specialize_row_op(const RowKernel& kernel, const std::string& stem,
   const Instance instance = columns ? specialize_column_template(k, stem, lp, shape, axis,
                                                                  lp.vec * int(widest), t, L, index)
                                     : specialize_row_template(k, stem, lp, run, t, L, index);
+  const codegen::Body epilogue = codegen::narrow_fast_math(k.epilogue);
   L.spec.source = codegen::render_source(
-      instance.header, {{"kiln_body", &k.prologue}, {"kiln_epilogue", &k.epilogue}});
+      instance.header, {{"kiln_body", &k.prologue}, {"kiln_epilogue", &epilogue}});
   L.spec.expression = instance.expression;
   L.spec.options = codegen::builtin_options();
   L.spec.name = instance.name;

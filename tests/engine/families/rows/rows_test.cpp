@@ -198,3 +198,26 @@ TEST_CASE("the row templates' tunables: the parse and both spaces are the table'
       CHECK(kiln::row_tunables({{std::string(row.name), v}}, "x").*(row.field) == v);
   }
 }
+
+TEST_CASE("a row kernel's epilogue takes fast math where its outputs are all 16-bit") {
+  // layer_norm -> silu and group_norm -> silu: f16 and bf16 outputs round far above __expf's
+  // error; f32 ones keep expf.
+  for (DType t : {DType::f16, DType::bf16, DType::f32}) {
+    Graph g;
+    const auto x = g.input("x", {64, 4096}, t);
+    g.output(kiln::apply("silu", {kiln::apply("layer_norm", {x})}), "y");
+    Graph gn;
+    const auto xs = gn.input("x", {2, 64, 8, 8}, t);
+    gn.output(kiln::apply("silu", {kiln::apply("group_norm", {xs}, {{"groups", 8}})}), "y");
+    for (const Graph* graph : {&g, &gn}) {
+      const std::vector<kiln::KernelSpec> specs = kiln::plan_specs(*graph, true, {}, nullptr,
+                                                                   "sm_90a");
+      REQUIRE(specs.size() == 1);
+      CAPTURE(kiln::name_of(t));
+      CAPTURE(specs[0].name);
+      CHECK((specs[0].source.find("kiln::op::fast::Silu") != std::string::npos) ==
+            (t != DType::f32));
+      CHECK((specs[0].source.find("kiln::op::Silu") != std::string::npos) == (t == DType::f32));
+    }
+  }
+}
