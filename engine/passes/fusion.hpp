@@ -72,8 +72,10 @@ struct FusedGroup {
   /// its epilogue as Ref::Kind::prologue (hand_on_prologues).
   bool hands_on = false;
   /// A concat's kernel (ops::FusionRoles::parts) writing operand `part` (x, computed by its
-  /// steps or read from memory) into its window of the result; -1 for any other group.
+  /// steps or read from memory) into its window of the result, and the `parts` - 1 operands
+  /// after it, each into its own window (of x's shape: one output each); -1 for any other group.
   int part = -1;
+  int parts = 1;
   /// A concat's part right after its previous part in the plan: its kernel may run beside that
   /// one's (LaunchConfig::beside; overlap_parts).
   bool beside_previous = false;
@@ -99,6 +101,7 @@ struct FusedGroup {
   /// tensors, then kStatusNode where it gathers (its status word: not a node's memory).
   std::vector<int> pointer_nodes() const {
     std::vector<int> nodes = outputs;
+    if (part >= 0) nodes.assign(std::size_t(parts), outputs.at(0));  // a window a part
     for (const auto* list : reads()) nodes.insert(nodes.end(), list->begin(), list->end());
     if (!index_inputs.empty()) nodes.push_back(kStatusNode);
     return nodes;
@@ -190,9 +193,10 @@ std::vector<int> prologue_steps(const Graph& graph, const FusedGroup& grp);
 /// scale is multiplied by.
 double folded_scale(const Graph& graph, const FusedGroup& grp);
 
-/// A concat node `id`'s kernels (ops::FusionRoles::parts): one per operand, writing it into its
-/// window of the result, computed from memory (inputs, anchors, views, anything in `stop`) by
-/// the elementwise nodes it needs (fusion_parts.cpp).
+/// A concat node `id`'s kernels (ops::FusionRoles::parts): one per run of adjacent operands of
+/// one shape (one per operand where shapes differ), writing each into its window of the result,
+/// computed from memory (inputs, anchors, views, anything in `stop`) by the elementwise nodes
+/// it needs (fusion_parts.cpp).
 std::vector<FusedGroup> part_groups(const Graph& graph, int id, const std::set<int>& stop);
 
 /// Part of fuse, once the groups are in their final order: each concat part whose group follows

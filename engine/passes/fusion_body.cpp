@@ -120,11 +120,13 @@ bool involves_integer(const Graph& g, int root) {
 }
 
 void build_body(const Graph& g, FusedGroup& grp) {
-  if (grp.part >= 0) {  // a concat's operand, computed by its steps or read from memory
+  if (grp.part >= 0) {  // a concat's operands, computed by its steps or read from memory
     std::map<int, Ref> refs;
     grp.body = make_body(g, grp.steps, grp.inputs, -1, grp.scalars, refs);
-    grp.body.outputs = {g.node(grp.anchor_node).dtype};
-    grp.body.results = {refs.at(grp.x)};
+    const Graph::Node& concat = g.node(grp.anchor_node);
+    grp.body.outputs.assign(std::size_t(grp.parts), concat.dtype);
+    for (int i = grp.part; i < grp.part + grp.parts; ++i)
+      grp.body.results.push_back(refs.at(std::get<int>(concat.args.at(std::size_t(i)))));
     const std::string pro = op_names(g, grp.steps);
     grp.stem = fmt::format("{}{}concat_{}", pro, pro.empty() ? "" : "__",
                            name_of(g.node(grp.anchor_node).dtype));

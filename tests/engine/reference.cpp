@@ -309,13 +309,15 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
       if (id == grp.x && grp.anchor && grp.anchor->fusion.loads_prologue)
         round_to(g.node(id).dtype, local[id]);
     }
-    if (grp.part >= 0) {  // a concat's kernel writes one operand into its window of the result
+    if (grp.part >= 0) {  // a concat's kernel writes its operands into their windows
       const int c = grp.anchor_node;
       if (!parts_left.count(c)) parts_left[c] = g.node(c).args.size();
-      --parts_left[c];
-      std::vector<double> v = arg(grp.x);
-      round_to(g.node(c).dtype, v);
-      place_concat_part(g, g.node(c), std::size_t(grp.part), v, stored[std::size_t(c)]);
+      for (int i = grp.part; i < grp.part + grp.parts; ++i) {
+        --parts_left[c];
+        std::vector<double> v = arg(std::get<int>(g.node(c).args.at(std::size_t(i))));
+        round_to(g.node(c).dtype, v);
+        place_concat_part(g, g.node(c), std::size_t(i), v, stored[std::size_t(c)]);
+      }
       continue;
     }
     if (grp.anchor) step(grp.anchor_node);

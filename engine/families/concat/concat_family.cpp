@@ -1,8 +1,11 @@
-// The concat family: one kernel per operand of a concat (ops/concat.cpp), the elementwise
-// template writing the operand into its window of the result, computed there by its
-// elementwise producers or copied from memory (engine/passes/fusion_parts.cpp); each part after
-// the first runs beside the one before it on sm_90 and later (LaunchConfig::beside).
+// The concat family: a kernel per run of a concat's adjacent operands of one shape (ops/
+// concat.cpp, engine/passes/fusion_parts.cpp), the elementwise template writing each operand
+// into its window of the result (an output a window), computed there by its elementwise
+// producers or copied from memory; each kernel after the first runs beside the one before it
+// on sm_90 and later (LaunchConfig::beside).
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include <kiln/error.hpp>
 
@@ -20,17 +23,27 @@ KernelLaunch specialize_part(const GroupWork& w, const Tunables& t) {
   const std::int64_t rank = std::int64_t(result.shape.size());
   const std::int64_t a = n.attrs.integer("axis").value_or(0);
   const std::size_t axis = std::size_t(a < 0 ? a + rank : a);
-  std::int64_t start = 0;  // the operands before this part, along the axis
-  for (int i = 0; i < grp.part; ++i)
-    start += w.shapes.node(std::get<int>(n.args.at(std::size_t(i)))).shape[axis];
-  const Window window = window_along(result, axis, start, w.shapes.node(grp.x).shape[axis]);
+  const auto extent = [&](int i) {
+    return w.shapes.node(std::get<int>(n.args.at(std::size_t(i)))).shape[axis];
+  };
+  std::int64_t start = 0;  // the operands before this kernel's first, along the axis
+  for (int i = 0; i < grp.part; ++i) start += extent(i);
+  std::vector<TensorView> all;  // a window an operand, then the inputs
+  std::vector<std::int64_t> offsets;
+  for (int i = grp.part; i < grp.part + grp.parts; ++i) {
+    const Window window = window_along(result, axis, start, extent(i));
+    start += extent(i);
+    all.push_back(window.view);
+    offsets.push_back(window.offset);
+  }
+  const std::vector<TensorView> windows(all.begin(), all.end());
   const std::vector<TensorView> inputs = w.views(grp.inputs);
-  std::vector<TensorView> all = {window.view};
   all.insert(all.end(), inputs.begin(), inputs.end());
-  KernelLaunch L = specialize_elementwise(grp.body, grp.stem, {window.view}, inputs, grp.scalars,
+  KernelLaunch L = specialize_elementwise(grp.body, grp.stem, windows, inputs, grp.scalars,
                                           elementwise_tunables(t, grp.stem),
-                                          gather_slots(w, all, 1), /*beside=*/true);
-  if (window.offset != 0) L.offsets = {window.offset};
+                                          gather_slots(w, all, windows.size()), /*beside=*/true);
+  if (std::any_of(offsets.begin(), offsets.end(), [](std::int64_t o) { return o != 0; }))
+    L.offsets = offsets;
   // The parts write disjoint windows of values made before the first part's kernel: where one
   // follows its previous part, their blocks may share the GPU (grid dependency control: sm_90
   // and later).

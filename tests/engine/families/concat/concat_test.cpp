@@ -123,21 +123,30 @@ TEST_CASE("concat: each operand's kernel writes its window; elementwise producer
   CHECK(names[1].rfind("mul_add__concat_f16", 0) == 0);
   CHECK(names[2].rfind("layer_norm_f16", 0) == 0);
   CHECK(kernel_names(g, false).size() == 6);  // unfused: silu, mul, add, two copies, the norm
-  // A graph input, a row op's result and a value also read elsewhere are copied (one pass).
+  // A graph input, a row op's result and a value also read elsewhere are copied (one pass),
+  // adjacent operands of one shape by one kernel (at most 4), the others by one each.
   Graph h;
   const auto a = h.input("a", {4, 8}, DType::f32), b = h.input("b", {4, 8}, DType::f32);
   const auto sb = kiln::exp(b);
   h.output(sb, "sb");
-  h.output(kiln::concat({a, kiln::softmax(a), sb, a}, -1), "c");
+  h.output(kiln::concat({a, kiln::softmax(a), sb, a, a, h.input("n", {4, 2}, DType::f32), a}, -1),
+           "c");
   const auto hn = kernel_names(h);
-  REQUIRE(hn.size() == 6);  // exp, softmax, then four parts
+  REQUIRE(hn.size() == 6);  // exp, softmax, then parts {a, softmax, sb, a}, {a}, {n}, {a}
   for (std::size_t i = 2; i < hn.size(); ++i) CHECK(hn[i].rfind("concat_f32", 0) == 0);
+  const std::vector<kiln::FusedGroup> groups = kiln::fuse(h, true);
+  std::vector<std::pair<int, int>> parts;
+  for (const kiln::FusedGroup& grp : groups)
+    if (grp.part >= 0) parts.emplace_back(grp.part, grp.parts);
+  CHECK(parts == std::vector<std::pair<int, int>>{{0, 4}, {4, 1}, {5, 1}, {6, 1}});
+  for (const kiln::FusedGroup& grp : groups)
+    if (grp.part == 0) CHECK(grp.pointer_nodes().size() == 4 + grp.inputs.size());
 }
 
 TEST_CASE("concat: the U-Net skip concat of two produced channels_last halves has no copy") {
   // [2, 640, 32, 32] + [2, 640, 32, 32] -> [2, 1280, 32, 32] f16, each input channels_last (an
-  // NHWC tensor permuted to NCHW), a SiLU of one and a scale of the other: one kernel per half,
-  // each computing its half into the result.
+  // NHWC tensor permuted to NCHW), a SiLU of one and a scale of the other: one kernel computing
+  // each half into its window of the result.
   Graph g;
   const auto nhwc = [&](const char* name) {
     return kiln::apply("permute", {g.input(name, {2, 32, 32, 640}, DType::f16)},
@@ -145,20 +154,30 @@ TEST_CASE("concat: the U-Net skip concat of two produced channels_last halves ha
   };
   g.output(kiln::concat({kiln::silu(nhwc("h")), nhwc("skip") * 0.5}, 1), "c");
   const auto names = kernel_names(g);
-  REQUIRE(names.size() == 2);
-  CHECK(names[0].rfind("silu__concat_f16", 0) == 0);
-  CHECK(names[1].rfind("mul__concat_f16", 0) == 0);
-  // The second half's kernel follows the first's: it may run beside it (LaunchConfig::beside),
-  // both of the template's variant that lets the next start early and ends after the previous.
-  const std::vector<kiln::FusedGroup> groups = kiln::fuse(g, true);
+  REQUIRE(names.size() == 1);
+  CHECK(names[0].rfind("silu_mul__concat_f16", 0) == 0);
+  const std::vector<kiln::FusedGroup> one = kiln::fuse(g, true);
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].parts == 2);
+  CHECK(one[0].body.outputs.size() == 2);
+  // Halves of different extents: the second's kernel follows the first's and may run beside it
+  // (LaunchConfig::beside), both of the template's variant that lets the next start early and
+  // ends after the previous.
+  Graph u;
+  const auto half = [&](const char* name, std::int64_t c) {
+    return kiln::apply("permute", {u.input(name, {2, 32, 32, c}, DType::f16)},
+                       Attrs().set("dims", std::vector<std::int64_t>{0, 3, 1, 2}));
+  };
+  u.output(kiln::concat({kiln::silu(half("h", 640)), half("skip", 320) * 0.5}, 1), "c");
+  const std::vector<kiln::FusedGroup> groups = kiln::fuse(u, true);
   REQUIRE(groups.size() == 2);
   CHECK(!groups[0].beside_previous);
   CHECK(groups[1].beside_previous);
-  for (const auto& spec : kiln::plan_specs(g))
+  for (const auto& spec : kiln::plan_specs(u))
     CHECK(spec.expression.find(", true>") != std::string::npos);
   // Parts of two concats, or a part after another kernel, are not beside their predecessor.
   Graph h;
-  const auto a = h.input("a", {4, 8}, DType::f32), b = h.input("b", {4, 8}, DType::f32);
+  const auto a = h.input("a", {4, 8}, DType::f32), b = h.input("b", {2, 8}, DType::f32);
   h.output(kiln::concat({kiln::exp(a), b}, 0), "c");
   h.output(kiln::concat({kiln::exp(b), a}, 0), "d");
   const std::vector<kiln::FusedGroup> hg = kiln::fuse(h, true);
