@@ -1,8 +1,8 @@
 """The U-Net skip concat of issue 48: two [2, 640, 32, 32] f16 channels_last halves, one a SiLU
 and one a scale produced in the plan, concatenated along the channels into [2, 1280, 32, 32]
-channels_last. kiln's plan (two kernels, each writing its half of the result, no copy) beside
-PyTorch eager and torch.compile, a plain copy of the same bytes and the 1-GiB copy ceiling, all
-replayed in CUDA graphs in one run; values checked against fp64 first.
+channels_last. kiln's plan (one kernel writing each half into its window of the result, no copy)
+beside PyTorch eager and torch.compile, a plain copy of the same bytes and the 1-GiB copy
+ceiling, all replayed in CUDA graphs in one run; values checked against fp64 first.
 Usage: python3 bench/unet_concat.py (with build-device/python or build/python on PYTHONPATH)."""
 import sys
 
@@ -46,7 +46,7 @@ def skip_concat(n, c, h, w, ceiling):
              f"{'s' if kernels > 1 else ''}): kiln {kiln_us:6.2f} us {gbs:5.0f} GB/s "
              f"({gbs / ceiling:.2f} of the copy ceiling), error {err:.1e}"]
     cells += [f"{p} {us:6.2f} us ({kiln_us / us:.2f}x)" for p, us in peers.items()]
-    ok = err <= 2**-9 and kernels == 2
+    ok = err <= 2**-9 and kernels == 1
     cells.append("ok" if ok else "FAIL")
     print(" | ".join(cells), flush=True)
     return ok
