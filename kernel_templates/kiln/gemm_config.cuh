@@ -67,15 +67,18 @@ KILN_GEMM_CONFIG_FN int wgmma_stage_bytes(int bn, bool exact) {
 KILN_GEMM_CONFIG_FN int wgmma_tile_ld(int bn) { return bn + 8; }
 /// mbarriers per stage.
 KILN_GEMM_CONFIG_FN int wgmma_barriers(bool exact) { return exact ? 3 : 2; }
+/// The ring's stages and their barriers.
+KILN_GEMM_CONFIG_FN int wgmma_ring_bytes(int bn, int stages, bool exact) {
+  return stages * wgmma_stage_bytes(bn, exact) + wgmma_barriers(exact) * 8 * stages;
+}
 /// Where the consumer groups' staging areas start (split 1): past the ring and its barriers, on
 /// 16 bytes (the epilogue reads them as float4; exact's three barriers a stage leave 8).
 KILN_GEMM_CONFIG_FN int wgmma_staging_offset(int bn, int stages, bool exact) {
-  const int ring = stages * wgmma_stage_bytes(bn, exact) + wgmma_barriers(exact) * 8 * stages;
-  return (ring + 15) / 16 * 16;
+  return (wgmma_ring_bytes(bn, stages, exact) + 15) / 16 * 16;
 }
 /// The kernel's dynamic shared memory.
 KILN_GEMM_CONFIG_FN int wgmma_shared_bytes(int bn, int stages, bool exact, int split) {
-  const int ring = stages * wgmma_stage_bytes(bn, exact) + wgmma_barriers(exact) * 8 * stages;
+  const int ring = wgmma_ring_bytes(bn, stages, exact);
   const int tile = kWgmmaRows * wgmma_tile_ld(bn) * 4;
   if (split > 1) return (ring > tile ? ring : tile) + kWgmmaAlign;
   return wgmma_staging_offset(bn, stages, exact) + kConsumers * kStagingRows * kStagingLd * 4 +

@@ -28,16 +28,16 @@ KernelLaunch specialize_part(const GroupWork& w, const Tunables& t) {
   };
   std::int64_t start = 0;  // the operands before this kernel's first, along the axis
   for (int i = 0; i < grp.part; ++i) start += extent(i);
-  std::vector<TensorView> all;  // a window an operand, then the inputs
+  std::vector<TensorView> windows;  // an operand's each
   std::vector<std::int64_t> offsets;
   for (int i = grp.part; i < grp.part + grp.parts; ++i) {
     const Window window = window_along(result, axis, start, extent(i));
     start += extent(i);
-    all.push_back(window.view);
+    windows.push_back(window.view);
     offsets.push_back(window.offset);
   }
-  const std::vector<TensorView> windows(all.begin(), all.end());
   const std::vector<TensorView> inputs = w.views(grp.inputs);
+  std::vector<TensorView> all = windows;
   all.insert(all.end(), inputs.begin(), inputs.end());
   KernelLaunch L = specialize_elementwise(grp.body, grp.stem, windows, inputs, grp.scalars,
                                           elementwise_tunables(t, grp.stem),
