@@ -43,5 +43,14 @@ __device__ __forceinline__ float cluster_load(unsigned address) {
   asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(address) : "memory");
   return v;
 }
+/// The four floats at `address` (from cluster_map; 16-byte aligned).
+__device__ __forceinline__ float4 cluster_load4(unsigned address) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(address)
+               : "memory");
+  return v;
+}
 
 }  // namespace kiln

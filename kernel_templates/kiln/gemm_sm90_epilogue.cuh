@@ -51,10 +51,46 @@ __device__ __forceinline__ void image_pixel(const A& args, int m, long long& ima
   }
 }
 
-/// The epilogue from an accumulator tile staged in shared memory (`Ld` floats a row; Split > 1:
-/// summed over the cluster): rows r0..r0 + R of the tile, its first C columns, V columns a
-/// thread of `Threads` from `me`, along rows so that loads and stores coalesce. `rows` and
-/// `cols`: how many of the tile's rows and columns lie in C; the tile's (0, 0) is C's (m0, n0).
+/// v = the V floats at `at` of the accumulator tiles of the cluster's Split blocks, summed in
+/// rank order (the same bits whatever the timing); this block's (`rank`) from its own shared
+/// memory, the others' through distributed shared memory, 16 bytes a load where V is a multiple
+/// of 4 (`at` is then 16-byte aligned: the rows are a multiple of 8 floats).
+template <int Split, int V>
+__device__ __forceinline__ void split_sum(const float* tile, int at, unsigned rank,
+                                          float (&v)[V]) {
+  float part[Split][V];
+#pragma unroll
+  for (int s = 0; s < Split; ++s) {
+    if constexpr (V % 4 == 0) {
+#pragma unroll
+      for (int q = 0; q < V; q += 4) {
+        const float* p = tile + at + q;
+        const float4 f = unsigned(s) == rank ? *reinterpret_cast<const float4*>(p)
+                                             : cluster_load4(cluster_map(p, unsigned(s)));
+        part[s][q] = f.x, part[s][q + 1] = f.y, part[s][q + 2] = f.z, part[s][q + 3] = f.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        part[s][i] = unsigned(s) == rank ? tile[at + i]
+                                         : cluster_load(cluster_map(tile + at + i, unsigned(s)));
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    v[i] = part[0][i];
+#pragma unroll
+    for (int s = 1; s < Split; ++s) v[i] += part[s][i];
+  }
+}
+
+/// The epilogue of a split tile from the accumulator tiles staged in the shared memory of the
+/// cluster's blocks (`Ld` floats a row), summed over them: rows r0..r0 + R of the tile, its
+/// first C columns, V columns a thread of `Threads` from `me`, along rows so that loads and
+/// stores coalesce. `rows` and `cols`: how many of the tile's rows and columns lie in C; the
+/// tile's (0, 0) is C's (m0, n0). A thread's loads of kBatch vectors are issued before the
+/// first is used: a load from another block's shared memory takes hundreds of cycles, and
+/// paying that once a vector made the epilogue a third of a split convolution's time.
 /// Images (a convolution's rows, output pixels): row m is pixel m % pq of image m / pq (pq =
 /// args.batch_ext[0]), each slot's offset image * batch[slot][0] + pixel * row[slot], so that
 /// an operand may step per image alone (a time embedding [N, K, 1, 1]).
@@ -62,18 +98,26 @@ template <class T, class Epi, bool Bias, int V, int R, int C, int Ld, int Thread
           bool Images, class A>
 __device__ __forceinline__ void epilogue_rows(const A& args, const float* tile, int r0, int rows,
                                               int cols, int m0, int n0, int me) {
-  constexpr int kVecs = C / V;
+  constexpr int kVecs = C / V, kAll = R * kVecs, kEach = (kAll + Threads - 1) / Threads;
+  constexpr int kBatch = kEach < 4 ? kEach : 4;
+  const unsigned rank = cluster_rank();
 #pragma unroll 1
-  for (int e = me; e < R * kVecs; e += Threads) {
-    const int r = r0 + e / kVecs, col = e % kVecs * V;
-    if (r >= rows || col >= cols) continue;
-    float v[V];
+  for (int e0 = me; e0 < kAll; e0 += kBatch * Threads) {
+    float v[kBatch][V];
 #pragma unroll
-    for (int i = 0; i < V; ++i) v[i] = tile_sum<Split>(tile, r * Ld + col + i);
-    long long bi[kBatchDims] = {0, 0, 0, 0};
-    int m;
-    image_pixel<Images>(args, m0 + r, bi[0], m);
-    epilogue_at<T, Epi, Bias, V>(args, bi, m, n0 + col, v);
+    for (int b = 0; b < kBatch; ++b) {
+      const int e = e0 + b * Threads, r = r0 + e / kVecs, col = e % kVecs * V;
+      if (e < kAll && r < rows && col < cols) split_sum<Split>(tile, r * Ld + col, rank, v[b]);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int e = e0 + b * Threads, r = r0 + e / kVecs, col = e % kVecs * V;
+      if (e >= kAll || r >= rows || col >= cols) continue;
+      long long bi[kBatchDims] = {0, 0, 0, 0};
+      int m;
+      image_pixel<Images>(args, m0 + r, bi[0], m);
+      epilogue_at<T, Epi, Bias, V>(args, bi, m, n0 + col, v[b]);
+    }
   }
 }
 
