@@ -44,12 +44,13 @@ constexpr int kWgmmaThreads = 384;             ///< a producer and two consumer 
 constexpr int kWgmmaAlign = 1024;              ///< the ring's alignment (128-byte swizzle atoms)
 constexpr int kConsumers = 2;                  ///< consumer warpgroups, a staging area each
 constexpr int kStagingRows = 64;               ///< a consumer group's rows
-constexpr int kStagingChunk = 32;              ///< columns staged at a time
+constexpr int kStagingChunk = 32;              ///< columns staged at a time (16 where BN is 80)
 constexpr int kStagingLd = kStagingChunk + 8;  ///< a staged row, in floats
 
 /// The tile widths wgmma.cuh instantiates, narrowest first (a width sized to N fills the GPU
-/// with fewer wasted columns: N 320 is two tiles of 160).
-constexpr int kWgmmaWidths[] = {64, 96, 128, 160, 192, 256};
+/// with fewer wasted columns: N 320 is two tiles of 160, or four of 80 where a split needs
+/// narrow tiles).
+constexpr int kWgmmaWidths[] = {64, 80, 96, 128, 160, 192, 256};
 /// Whether the wgmma template takes tiles `bn` wide: one of kWgmmaWidths; an N-contiguous B is
 /// loaded in atoms of 64 columns, so a multiple of 64 with `b_trans`.
 KILN_GEMM_CONFIG_FN bool wgmma_width_ok(int bn, int b_trans) {

@@ -15,20 +15,51 @@ __device__ __forceinline__ void tile_of(int pid, int tiles_m, int tiles_n, int& 
   tn = pid % per_group / rows;
 }
 
-/// Element `at` of the accumulator tile, summed over the Split blocks of the cluster in rank
-/// order (Split 1: this block's).
+/// This block's rank in its cluster of Split (0 without one: Split 1 runs on any arch).
 template <int Split>
-__device__ __forceinline__ float tile_sum(const float* tile, int at) {
-  if constexpr (Split == 1) {
-    return tile[at];
+__device__ __forceinline__ unsigned split_rank() {
+  if constexpr (Split > 1)
+    return cluster_rank();
+  else
+    return 0u;
+}
+
+/// v = the V floats at `at` of the accumulator tiles of the cluster's Split blocks, summed in
+/// rank order (the same bits whatever the timing; Split 1: this block's tile); this block's
+/// (`rank`) from its own shared memory, the others' through distributed shared memory, 16 bytes
+/// a load where V is a multiple of 4 (`at` must then be 16-byte aligned).
+template <int Split, int V>
+__device__ __forceinline__ void split_sum(const float* tile, int at, unsigned rank,
+                                          float (&v)[V]) {
+  // Part s of the floats at `p`, 4 (16-byte aligned) or 1.
+  const auto part4 = [&](const float* p, int s) {
+    if constexpr (Split > 1)
+      if (unsigned(s) != rank) return cluster_load4(cluster_map(p, unsigned(s)));
+    return *reinterpret_cast<const float4*>(p);
+  };
+  const auto part1 = [&](const float* p, int s) {
+    if constexpr (Split > 1)
+      if (unsigned(s) != rank) return cluster_load(cluster_map(p, unsigned(s)));
+    return *p;
+  };
+  if constexpr (V % 4 == 0) {
+#pragma unroll
+    for (int q = 0; q < V; q += 4) {
+      float4 f = part4(tile + at + q, 0);
+#pragma unroll
+      for (int s = 1; s < Split; ++s) {
+        const float4 g = part4(tile + at + q, s);
+        f.x += g.x, f.y += g.y, f.z += g.z, f.w += g.w;
+      }
+      v[q] = f.x, v[q + 1] = f.y, v[q + 2] = f.z, v[q + 3] = f.w;
+    }
   } else {
-    float part[Split];
 #pragma unroll
-    for (int s = 0; s < Split; ++s) part[s] = cluster_load(cluster_map(tile + at, unsigned(s)));
-    float v = part[0];
+    for (int i = 0; i < V; ++i) {
+      v[i] = part1(tile + at + i, 0);
 #pragma unroll
-    for (int s = 1; s < Split; ++s) v += part[s];
-    return v;
+      for (int s = 1; s < Split; ++s) v[i] += part1(tile + at + i, s);
+    }
   }
 }
 
@@ -107,13 +138,13 @@ __device__ __forceinline__ void epilogue_tile(char* smem, const float (&acc)[MI]
   store_accumulators<MI, NI, kLd>(tile, acc, wm0, wn0, lane);
   split_barrier<Split, true>();
   constexpr int kVecs = BN / V;
+  const unsigned rank = split_rank<Split>();
 #pragma unroll 1
   for (int e = tid; e < BM / Split * kVecs; e += Threads) {
     const int r = r0 + e / kVecs, c = e % kVecs * V;
     if (r >= rows || c >= cols) continue;
     float v[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) v[i] = tile_sum<Split>(tile, r * kLd + c + i);
+    split_sum<Split>(tile, r * kLd + c, rank, v);
     emit(r, c, v);
   }
   split_barrier<Split, false>();  // the tile is read before the next batch overwrites it

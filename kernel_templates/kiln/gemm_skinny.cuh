@@ -142,10 +142,12 @@ __device__ __forceinline__ void skinny_epilogue(const Arg& args, const long long
   split_barrier<Split, true>();
   constexpr int kShare = BN / Split;
   const int s0 = Split > 1 ? int(blockIdx.z) * kShare : 0;
+  const unsigned rank = split_rank<Split>();
   for (int e = threadIdx.x; e < MR * kShare; e += 256) {
     const int m = e / kShare, c = s0 + e % kShare;
     if (m0 + m >= M || n0 + c >= N) continue;
-    const float v[1] = {tile_sum<Split>(&tile[0][0], m * BN + c)};
+    float v[1];
+    split_sum<Split>(&tile[0][0], m * BN + c, rank, v);
     epilogue_at<T, Epi, Bias, 1>(args, bi, m0 + m, n0 + c, v);
   }
   split_barrier<Split, false>();

@@ -51,39 +51,6 @@ __device__ __forceinline__ void image_pixel(const A& args, int m, long long& ima
   }
 }
 
-/// v = the V floats at `at` of the accumulator tiles of the cluster's Split blocks, summed in
-/// rank order (the same bits whatever the timing); this block's (`rank`) from its own shared
-/// memory, the others' through distributed shared memory, 16 bytes a load where V is a multiple
-/// of 4 (`at` is then 16-byte aligned: the rows are a multiple of 8 floats).
-template <int Split, int V>
-__device__ __forceinline__ void split_sum(const float* tile, int at, unsigned rank,
-                                          float (&v)[V]) {
-  float part[Split][V];
-#pragma unroll
-  for (int s = 0; s < Split; ++s) {
-    if constexpr (V % 4 == 0) {
-#pragma unroll
-      for (int q = 0; q < V; q += 4) {
-        const float* p = tile + at + q;
-        const float4 f = unsigned(s) == rank ? *reinterpret_cast<const float4*>(p)
-                                             : cluster_load4(cluster_map(p, unsigned(s)));
-        part[s][q] = f.x, part[s][q + 1] = f.y, part[s][q + 2] = f.z, part[s][q + 3] = f.w;
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < V; ++i)
-        part[s][i] = unsigned(s) == rank ? tile[at + i]
-                                         : cluster_load(cluster_map(tile + at + i, unsigned(s)));
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < V; ++i) {
-    v[i] = part[0][i];
-#pragma unroll
-    for (int s = 1; s < Split; ++s) v[i] += part[s][i];
-  }
-}
-
 /// The epilogue of a split tile from the accumulator tiles staged in the shared memory of the
 /// cluster's blocks (`Ld` floats a row), summed over them: rows r0..r0 + R of the tile, its
 /// first C columns, V columns a thread of `Threads` from `me`, along rows so that loads and
@@ -100,7 +67,7 @@ __device__ __forceinline__ void epilogue_rows(const A& args, const float* tile, 
                                               int cols, int m0, int n0, int me) {
   constexpr int kVecs = C / V, kAll = R * kVecs, kEach = (kAll + Threads - 1) / Threads;
   constexpr int kBatch = kEach < 4 ? kEach : 4;
-  const unsigned rank = cluster_rank();
+  const unsigned rank = split_rank<Split>();
 #pragma unroll 1
   for (int e0 = me; e0 < kAll; e0 += kBatch * Threads) {
     float v[kBatch][V];
@@ -180,7 +147,8 @@ __device__ __forceinline__ void prefetch_epilogue(const A& args, int n0, int me)
 template <class T, class Epi, bool Bias, int BN, int V, bool Images, class A>
 __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc)[BN / 2],
                                                 float* stage, int m0, int n0, int c, int tid) {
-  constexpr int kChunk = config::kStagingChunk, kLd = config::kStagingLd;
+  constexpr int kChunk = BN % config::kStagingChunk == 0 ? config::kStagingChunk : 16;
+  constexpr int kLd = config::kStagingLd;
   constexpr int kVecs = kChunk / V, kStep = 128 / kVecs, kPasses = 64 / kStep;
   constexpr int kHeld = kPasses == 2 ? 2 : 1;  // passes whose rows are found once a tile
   static_assert(kChunk % V == 0 && 128 % kVecs == 0 && 64 % kStep == 0, "whole passes");

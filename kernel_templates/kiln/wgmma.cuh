@@ -40,12 +40,16 @@ struct Wgmma;
 #define KILN_WGMMA_D32(i) \
   KILN_WGMMA_D8(i), KILN_WGMMA_D8(i + 8), KILN_WGMMA_D8(i + 16), KILN_WGMMA_D8(i + 24)
 #define KILN_WGMMA_D64(i) KILN_WGMMA_D32(i), KILN_WGMMA_D32(i + 32)
+#define KILN_WGMMA_D40(i) KILN_WGMMA_D32(i), KILN_WGMMA_D8(i + 32)
 #define KILN_WGMMA_D48(i) KILN_WGMMA_D32(i), KILN_WGMMA_D8(i + 32), KILN_WGMMA_D8(i + 40)
 #define KILN_WGMMA_D80(i) KILN_WGMMA_D64(i), KILN_WGMMA_D8(i + 64), KILN_WGMMA_D8(i + 72)
 #define KILN_WGMMA_D96(i) KILN_WGMMA_D64(i), KILN_WGMMA_D32(i + 64)
 
-// The accumulators' operand lists of m64n64 (32 floats), m64n96 (48), m64n128 (64), m64n160
-// (80), m64n192 (96) and m64n256 (128).
+// The accumulators' operand lists of m64n64 (32 floats), m64n80 (40), m64n96 (48), m64n128
+// (64), m64n160 (80), m64n192 (96) and m64n256 (128).
+#define KILN_WGMMA_R40 \
+  "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24," \
+  "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39"
 #define KILN_WGMMA_R48 \
   "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24," \
   "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47"
@@ -95,6 +99,8 @@ KILN_WGMMA(half, "f16", 64, 32, KILN_WGMMA_R32, "%32", "%33", "%34", "%35", KILN
 KILN_WGMMA(bf16, "bf16", 64, 32, KILN_WGMMA_R32, "%32", "%33", "%34", "%35", KILN_WGMMA_D32(0))
 KILN_WGMMA(half, "f16", 128, 64, KILN_WGMMA_R64, "%64", "%65", "%66", "%67", KILN_WGMMA_D64(0))
 KILN_WGMMA(bf16, "bf16", 128, 64, KILN_WGMMA_R64, "%64", "%65", "%66", "%67", KILN_WGMMA_D64(0))
+KILN_WGMMA(half, "f16", 80, 40, KILN_WGMMA_R40, "%40", "%41", "%42", "%43", KILN_WGMMA_D40(0))
+KILN_WGMMA(bf16, "bf16", 80, 40, KILN_WGMMA_R40, "%40", "%41", "%42", "%43", KILN_WGMMA_D40(0))
 KILN_WGMMA(half, "f16", 96, 48, KILN_WGMMA_R48, "%48", "%49", "%50", "%51", KILN_WGMMA_D48(0))
 KILN_WGMMA(bf16, "bf16", 96, 48, KILN_WGMMA_R48, "%48", "%49", "%50", "%51", KILN_WGMMA_D48(0))
 KILN_WGMMA(half, "f16", 160, 80, KILN_WGMMA_R80, "%80", "%81", "%82", "%83", KILN_WGMMA_D80(0))
@@ -125,6 +131,7 @@ KILN_WGMMA(bf16, "bf16", 256, 128, KILN_WGMMA_R128, "%128", "%129", "%130", "%13
 
 KILN_WGMMA_TF32(64, 32, KILN_WGMMA_R32, "%32", "%33", "%34", KILN_WGMMA_D32(0))
 KILN_WGMMA_TF32(128, 64, KILN_WGMMA_R64, "%64", "%65", "%66", KILN_WGMMA_D64(0))
+KILN_WGMMA_TF32(80, 40, KILN_WGMMA_R40, "%40", "%41", "%42", KILN_WGMMA_D40(0))
 KILN_WGMMA_TF32(96, 48, KILN_WGMMA_R48, "%48", "%49", "%50", KILN_WGMMA_D48(0))
 KILN_WGMMA_TF32(160, 80, KILN_WGMMA_R80, "%80", "%81", "%82", KILN_WGMMA_D80(0))
 KILN_WGMMA_TF32(192, 96, KILN_WGMMA_R96, "%96", "%97", "%98", KILN_WGMMA_D96(0))
@@ -238,11 +245,13 @@ __device__ __forceinline__ void registers_up() {
 #undef KILN_WGMMA_R96
 #undef KILN_WGMMA_R80
 #undef KILN_WGMMA_R48
+#undef KILN_WGMMA_R40
 #undef KILN_WGMMA_R64
 #undef KILN_WGMMA_R32
 #undef KILN_WGMMA_D96
 #undef KILN_WGMMA_D80
 #undef KILN_WGMMA_D48
+#undef KILN_WGMMA_D40
 #undef KILN_WGMMA_D64
 #undef KILN_WGMMA_D32
 #undef KILN_WGMMA_D8

@@ -335,7 +335,7 @@ TEST_CASE("gpu: the wgmma path at every tile width and split, as a tuning record
     bool linear;
     std::vector<int> widths;
   };
-  const std::vector<Case> cases = {{DType::bf16, true, {64, 128, 256}},
+  const std::vector<Case> cases = {{DType::bf16, true, {64, 80, 128, 256}},
                                    {DType::bf16, false, {64, 128, 256}},
                                    {DType::f32, true, {64, 128}}};
   auto rng = kiln::test::make_rng(71);
