@@ -57,12 +57,7 @@ GemmTunables default_tunables(const GemmSizing& s) {
       if (best.bn == 0 || cost < best_cost) best.bn = bn, best.split = split, best_cost = cost;
     }
   }
-  // Four stages; five where a block's K steps are few (a 1x1 convolution over 640 channels: 10),
-  // so that the producer runs further ahead of a tile's short main loop.
-  const std::int64_t per_block = (steps + best.split - 1) / best.split;
-  const bool deeper =
-      per_block <= 16 && gemm::config::wgmma_shared_bytes(best.bn, 5, false, best.split) <= s.max_shared;
-  best.stages = deeper ? 5 : 4;
+  best.stages = 4;
   return best;
 }
 
