@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "ops/op.hpp"
+#include "tools/npy.hpp"
 #include "tests/support.hpp"
 
 using kiln::DType;
@@ -101,6 +104,25 @@ TEST_CASE("reference: an equality within f32's evaluation error is in doubt") {
   CHECK(model.sensitivity(o, 0) == 1.0);  // either answer passes
   CHECK(model.model[std::size_t(o)][1] == 0.0);
   CHECK(model.sensitivity(o, 1) == 0.0);  // tanh(0.5) is nowhere near 1: no doubt
+}
+
+// Fuzz seed 551845 (an H200, 2026-11-30), shrunk: conv2d -> tanh -> cast i64 -> cast f32 ->
+// conv2d 1x1. At element 415 two channels' tanh lie within f32's error of -1 (fp64's truncate to
+// 0); the GPU's f32 saturated one of them (got 0.219, fp64 -0.678: one weight, 0.897). Snapped
+// together in every pattern the two cancel downstream (0.164); the model must allow either alone.
+TEST_CASE("reference: casts to an integer in doubt are flipped element by element") {
+  const std::string dir = std::string(KILN_SOURCE_DIR) + "/tests/fuzz/data/seed-551845/";
+  std::ifstream f(dir + "graph.json");
+  std::stringstream json;
+  json << f.rdbuf();
+  const Graph g = Graph::parse(json.str());
+  kiln::test::HostInputs in;
+  for (const auto& n : g.nodes())
+    if (n.op == "input") in[n.name] = kiln::tools::read_npy(dir + n.name + ".npy", n.dtype).bytes;
+  const auto model = kiln::test::model_plan(g, in, true);
+  const int o = g.outputs().front();
+  CHECK(model.model[std::size_t(o)][415] == doctest::Approx(-0.6780498));
+  CHECK(model.sensitivity(o, 415) >= 0.8970747);
 }
 
 // Attention over bf16 rounds its probabilities, so its result may sit u max|v| (2^-8 of it) from
