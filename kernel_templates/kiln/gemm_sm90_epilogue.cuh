@@ -138,9 +138,10 @@ __device__ __forceinline__ void prefetch_epilogue(const A& args, int n0, int me)
 /// walked along rows, V columns a thread: loads and stores as vectors, their addresses computed
 /// once per V columns. A named barrier per group (ids 2 and 3) orders the writes and the reads.
 /// A thread walks the same rows (kPasses of them, kStep apart) and the same V columns of every
-/// chunk: with V 8 (two passes) each row's image and pixel are found once a tile (a division per
-/// vector was a third of a convolution's epilogue instructions) and the passes unrolled, the two
-/// rows sharing the inputs where none steps along rows (epilogue_pair_at); V 1: 16 passes. The
+/// chunk: with V 8 and chunks of 32 (two passes) each row's image and pixel are found once a tile
+/// (a division per vector was a third of a convolution's epilogue instructions) and the passes
+/// unrolled, the two rows sharing the inputs where none steps along rows (epilogue_pair_at);
+/// otherwise (V 1, or chunks of 16 where BN is 80) each pass finds its row's anew. The
 /// chunks are a rolled loop: the epilogue's code exists once or twice, not once per chunk (a
 /// long fused epilogue unrolled BN / kChunk times outgrew the instruction cache: a batch norm and
 /// a SiLU after a convolution compiled to 115 KB of cubin against its 36 KB alone).
@@ -151,7 +152,8 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
   constexpr int kLd = config::kStagingLd;
   constexpr int kVecs = kChunk / V, kStep = 128 / kVecs, kPasses = 64 / kStep;
   constexpr int kHeld = kPasses == 2 ? 2 : 1;  // passes whose rows are found once a tile
-  static_assert(kChunk % V == 0 && 128 % kVecs == 0 && 64 % kStep == 0, "whole passes");
+  static_assert(BN % kChunk == 0 && kChunk % V == 0 && 128 % kVecs == 0 && 64 % kStep == 0,
+                "whole chunks and passes");
   const int me = tid % 128, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int r = me / 32 * 16 + g;  // this thread's fragment rows r, r + 8 of the group's 64
   const int rows = min(args.m - m0 - c * 64, 64);

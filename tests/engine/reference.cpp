@@ -190,48 +190,51 @@ std::vector<std::vector<double>> evaluate(const Graph& g, const HostInputs& inpu
 
 namespace {
 
-// eq and ne of a value and a number (or a value of its shape) that lie within 2^-14 of their
-// magnitude of each other: equal in a jittered model, so that the comparison is in doubt where
-// the plan's f32 may find them equal and fp64 does not (a tanh saturating to exactly 1 where
-// fp64 gives 1 - 4e-9; the jitter itself moves a tanh(10) by 2^-20 of its operand, 1e-5). A float
-// cast to an integer of a value as near a whole number is that number, for the same reason, in
-// about half the patterns, element by element (seeded by `jitter`): two such elements snapped
-// together can cancel downstream where the GPU snapped one (fuzz seed 551845).
-void knife_edges(const Graph& g, int id, const Lookup& arg, std::vector<double>& v, int jitter) {
+// eq and ne of a value and a number (or a value of its shape) within 2^-14 of their magnitude of
+// each other: equal in a jittered model, so that the comparison is in doubt where the plan's f32
+// may find them equal and fp64 does not (a tanh saturating to exactly 1 where fp64 gives 1 -
+// 4e-9). With `casts`, a float cast to an integer of a value as near a whole number (and within
+// 2^-10 of it) is that number in about half the patterns, element by element (seeded by
+// `jitter`): two snapped together can cancel downstream where the GPU snapped one (seed 551845).
+void knife_edges(const Graph& g, int id, const Lookup& arg, std::vector<double>& v, int jitter,
+                 bool casts) {
   const Graph::Node& n = g.node(id);
-  const auto near = [](double a, double y) {
-    return std::fabs(a - y) <= 0x1p-14 * (std::fabs(a) + std::fabs(y));
-  };
-  if (n.op == "cast" && is_integer(n.dtype) && is_float(g.node(std::get<int>(n.args[0])).dtype)) {
-    const std::vector<double>& a = arg(std::get<int>(n.args[0]));
+  const bool cast = n.op == "cast" && is_integer(n.dtype) &&
+                    is_float(g.node(std::get<int>(n.args[0])).dtype);
+  if (!cast && n.op != "eq" && n.op != "ne") return;
+  const std::vector<double>& a = arg(std::get<int>(n.args[0]));
+  if (cast) {
     std::mt19937_64 rng{std::uint64_t(jitter) * 977 + std::uint64_t(id)};
-    for (std::size_t i = 0; i < v.size() && a.size() == v.size(); ++i)
-      if ((rng() & 1) && near(a[i], std::nearbyint(a[i]))) v[i] = std::nearbyint(a[i]);
+    for (std::size_t i = 0; casts && i < v.size() && a.size() == v.size(); ++i) {
+      const double w = std::round(a[i]);
+      const double band = std::min(0x1p-14 * (std::fabs(a[i]) + std::fabs(w)), 0x1p-10);
+      if ((rng() & 1) && std::fabs(a[i] - w) <= band) v[i] = w;
+    }
     return;
   }
-  if (n.op != "eq" && n.op != "ne") return;
-  const std::vector<double>& a = arg(std::get<int>(n.args[0]));
   const double* number = std::get_if<double>(&n.args[1]);
   const std::vector<double>* b = number ? nullptr : &arg(std::get<int>(n.args[1]));
   if (a.size() != v.size() || (b && b->size() != v.size())) return;  // broadcast: left as is
-  for (std::size_t i = 0; i < v.size(); ++i)
-    if (near(a[i], b ? (*b)[i] : *number)) v[i] = n.op == "eq" ? 1.0 : 0.0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double y = b ? (*b)[i] : *number;
+    if (std::fabs(a[i] - y) <= 0x1p-14 * (std::fabs(a[i]) + std::fabs(y)))
+      v[i] = n.op == "eq" ? 1.0 : 0.0;
+  }
 }
 
 }  // namespace
 
 std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs& inputs, bool fused,
                                                int jitter, int only) {
-  // Each value read or computed moves by +-2^-20 of its magnitude plus of its largest
-  // operand's (f32 evaluation errors are about that: a few ulps, more where the
-  // op cancels, as 1 + tanh does in gelu). Directions: alternating along the row (jitter 1:
-  // what moves x - mean in a norm most; 9 the other way round, for a row of two where only
-  // one of the two moves a norm's output toward a rounding midpoint), all up (2), all down
-  // (3), up at even node ids only (4) or odd ones only (5: a flip in one node and the opposite
-  // one downstream), random (6 to 8), or (10) the values whose error is coarser than f32's
-  // (attention's over f16/bf16) toward 0, stopping there, and nothing else: such a value
-  // whose nudge spans 0 may be 0 on the GPU, where cos, abs or a square reach an extreme that
-  // no nudge up or down reaches, and f32 then keeps it exactly (cos(0) = 1).
+  // Each value read or computed moves by +-2^-20 of its magnitude plus of its largest operand's
+  // (f32 evaluation errors are about that: a few ulps, more where the op cancels, as 1 + tanh
+  // does in gelu). Directions: alternating along the row (jitter 1: what moves x - mean in a norm
+  // most; 9 the other way round, for a row of two where only one of the two moves a norm's
+  // output toward a rounding midpoint), all up (2), all down (3), up at even node ids only (4)
+  // or odd ones only (5: a flip in one node and the opposite one downstream), random (6 to 8),
+  // or (10) the values whose error is coarser than f32's (attention's over f16/bf16) toward 0,
+  // stopping there, and nothing else: such a value whose nudge spans 0 may be 0 on the GPU,
+  // where cos, abs or a square reach an extreme no nudge up or down reaches (cos(0) = 1).
   std::mt19937_64 rng{std::uint64_t(jitter)};
   auto perturb = [&](int id, std::vector<double>& v, const std::vector<double>& mag,
                      double by = 0x1p-20) {
@@ -308,7 +311,7 @@ std::vector<std::vector<double>> evaluate_plan(const Graph& g, const HostInputs&
         v = compute(g, id, arg, &mag);
       }
       perturb(id, v, mag, jitter_of(g, id));
-      if (jitter != 0) knife_edges(g, id, arg, v, jitter);
+      if (jitter != 0) knife_edges(g, id, arg, v, jitter, only < 0 && jitter != kTowardZero);
       if (g.node(id).op == "cast")
         round_to(g.node(id).dtype, v);  // a cast rounds even inside a kernel
       local[id] = std::move(v);
@@ -351,14 +354,11 @@ namespace {
 // Where the plan rounds to f16/bf16: the narrow values its kernels store, and casts to them.
 std::vector<int> rounding_points(const Graph& g, bool fused) {
   std::vector<int> out;
-  auto narrow = [&](int id) {
-    return g.node(id).dtype != DType::f32 && is_float(g.node(id).dtype);
-  };
+  auto narrow = [&](int i) { return g.node(i).dtype != DType::f32 && is_float(g.node(i).dtype); };
   for (const FusedGroup& grp : fuse(g, fused)) {
-    for (int id : grp.steps)
-      if (g.node(id).op == "cast" && narrow(id)) out.push_back(id);
-    for (int id : grp.epilogue_steps)
-      if (g.node(id).op == "cast" && narrow(id)) out.push_back(id);
+    for (const std::vector<int>* ids : {&grp.steps, &grp.epilogue_steps})
+      for (int id : *ids)
+        if (g.node(id).op == "cast" && narrow(id)) out.push_back(id);
     if (grp.x >= 0 && grp.anchor && grp.anchor->fusion.loads_prologue && narrow(grp.x) &&
         g.node(grp.x).op != "cast")
       out.push_back(grp.x);  // operand 0 rounded as its tile lands
