@@ -44,7 +44,7 @@ constexpr int kWgmmaThreads = 384;             ///< a producer and two consumer 
 constexpr int kWgmmaAlign = 1024;              ///< the ring's alignment (128-byte swizzle atoms)
 constexpr int kConsumers = 2;                  ///< consumer warpgroups, a staging area each
 constexpr int kStagingRows = 64;               ///< a consumer group's rows
-constexpr int kStagingChunk = 32;              ///< columns staged at a time (16 where BN is 80)
+constexpr int kStagingChunk = 32;              ///< columns staged at a time (16 where BN % 32 != 0)
 constexpr int kStagingLd = kStagingChunk + 8;  ///< a staged row, in floats
 
 /// The tile widths wgmma.cuh instantiates, narrowest first (a width sized to N fills the GPU
