@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: where one kernel's time goes, or a staged variant's speed. A copy of this
-# tree in /tmp/kiln-traced with bench/trace/NAME.patch applied (attention_*, conv_sm90: clock64 records of
-# the kernel's phases, copied over its output at the end: the output is then a trace, not a
-# result), its Python module built, then bench/trace/NAME.py ARGS.
+# tree in /tmp/kiln-traced with bench/trace/NAME.patch applied (attention_*, conv_sm90: clock64
+# records of the kernel's phases, copied over its output at the end: the output is then a trace,
+# not a result), its Python module built, then bench/trace/NAME.py ARGS.
 # Usage: bench/trace/run.sh NAME [ARGS...]   NAME: attention_sm90 | attention_decode | conv_sm90 |
 #   multicast_b
 # Env: TRACE_DIR (default /tmp/kiln-traced), TRACE_BUILD_ONLY=1 (two copies built side by side)
