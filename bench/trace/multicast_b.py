@@ -23,6 +23,6 @@ for i, r in enumerate(conv.ROWS):
         else:
             os.environ.pop("KILN_EXP_TUNE", None)
         m = conv.measure(*r)
-        print(f"row {i} {r} [{cfg or 'default'}]: kiln {m['kiln_us']:6.1f} cuDNN {m['cudnn_us']:6.1f}"
-              f" speed {m['cudnn_us'] / m['kiln_us']:.2f}x err {m['err']:.1e}"
+        print(f"row {i} {r} [{cfg or 'default'}]: kiln {m['kiln_us']:6.1f}"
+              f" cuDNN {m['cudnn_us']:6.1f} speed {m['cudnn_us'] / m['kiln_us']:.2f}x err {m['err']:.1e}"
               f" {'ok' if m['err'] <= 2e-2 else 'FAIL'} {m['kernels'][0]['name']}", flush=True)
