@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "ops/op.hpp"
@@ -112,10 +110,7 @@ TEST_CASE("reference: an equality within f32's evaluation error is in doubt") {
 // together in every pattern the two cancel downstream (0.164); the model must allow either alone.
 TEST_CASE("reference: casts to an integer in doubt are flipped element by element") {
   const std::string dir = std::string(KILN_SOURCE_DIR) + "/tests/fuzz/data/seed-551845/";
-  std::ifstream f(dir + "graph.json");
-  std::stringstream json;
-  json << f.rdbuf();
-  const Graph g = Graph::parse(json.str());
+  const Graph g = Graph::load(dir + "graph.json");
   kiln::test::HostInputs in;
   for (const auto& n : g.nodes())
     if (n.op == "input") in[n.name] = kiln::tools::read_npy(dir + n.name + ".npy", n.dtype).bytes;
