@@ -1,0 +1,113 @@
+// kiln's wgmma convolution ring with nothing else: one producer thread issuing A's im2col box
+// and B's box a stage once both consumer groups released it, two consumer warpgroups running
+// gemm_sm90.cuh's `products` loop (wait for the stage, four wgmma m64nBNk16 from shared memory,
+// commit, wait for the step before, release it). No epilogue and no split sum: the cycles a K
+// step of the main loop, beside tma_probe.cu's loads alone and wgmma_probe.cu's products alone.
+// Build and run on the GPU machine: bench/trace/probes.sh.
+#include "probe_common.cuh"
+
+#include <kiln/wgmma.cuh>
+
+template <int Stages, int BN>
+__global__ void __launch_bounds__(384, 1)
+    ring(const __grid_constant__ kiln::TensorMap a_map,
+         const __grid_constant__ kiln::TensorMap b_map, Shape s, unsigned long long* cycles,
+         float* sink) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(1024) unsigned char smem[];
+  __shared__ unsigned long long full[Stages], empty[Stages];
+  const int a_bytes = 128 * 128, stage = stage_bytes(BN);
+  const int pq = s.q() * s.q(), tile = blockIdx.x / s.split, part = blockIdx.x % s.split;
+  const int m0 = tile % s.m_tiles() * 128, n0 = tile / s.m_tiles() * BN;
+  const int cb = s.c / 64, steps = s.steps(), first = part * steps, group = threadIdx.x / 128;
+  if (threadIdx.x == 0)
+    for (int i = 0; i < Stages; ++i)
+      kiln::tma::barrier_init(&full[i], 1), kiln::tma::barrier_init(&empty[i], 2);
+  __syncthreads();
+  const long long t0 = clock64();
+  if (group == 0) {
+    if (threadIdx.x != 0) return;
+    const int img = m0 / pq, pix = m0 % pq;
+    const int y0 = pix / s.q() * s.stride - 1, x0 = pix % s.q() * s.stride - 1;
+    for (int j = 0; j < steps; ++j) {
+      if (j >= Stages) kiln::tma::barrier_wait(&empty[j % Stages], (j / Stages - 1) & 1);
+      const int q = first + j, rs = q / cb, c = q % cb * 64;
+      unsigned long long* bar = &full[j % Stages];
+      unsigned char* dst = smem + (j % Stages) * stage;
+      kiln::tma::arrive_expect_bytes(bar, a_bytes + BN * 128);
+      kiln::tma::load_im2col_4d(dst, &a_map, c, x0, y0, img, (unsigned short)(rs % 3),
+                                (unsigned short)(rs / 3), bar);
+      kiln::tma::load_2d(dst + a_bytes, &b_map, rs * s.c + c, n0, bar);
+    }
+    return;
+  }
+  const int c = group - 1;
+  float acc[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+  kiln::wgmma::fence_operands(acc);
+  for (int j = 0; j < steps; ++j) {
+    kiln::tma::barrier_wait(&full[j % Stages], (j / Stages) & 1);
+    const unsigned char* st = smem + (j % Stages) * stage;
+    kiln::wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      const auto da = kiln::wgmma::descriptor(st + c * 64 * 128 + kk * 32, 16, 1024);
+      const auto db = kiln::wgmma::descriptor(st + a_bytes + kk * 32, 16, 1024);
+      kiln::wgmma::Wgmma<kiln::half, BN>::template run<0>(acc, da, db, 1);
+    }
+    kiln::wgmma::commit();
+    kiln::wgmma::wait<1>();
+    if (j > 0 && threadIdx.x % 128 == 0) kiln::tma::arrive(&empty[(j - 1) % Stages]);
+  }
+  kiln::wgmma::wait<0>();
+  kiln::wgmma::fence_operands(acc);
+  if (threadIdx.x % 128 == 0) cycles[blockIdx.x * 2 + c] = clock64() - t0;
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) sum += acc[i];
+  if (sum == 1234.5f) *sink = sum;
+#endif
+}
+
+/// The ring on a row's blocks (`random` data or zeros; the split's blocks in clusters or not).
+template <int Stages, int BN>
+static void run(const char* name, const Shape& s, bool random, bool cluster) {
+  const Buffers b(s, random, 2 * s.blocks());
+  float* sink;
+  CHECK(cudaMalloc(&sink, 4));
+  const auto a = im2col_map(b.x, s), bw = tiled_map(b.w, 9 * s.c, s.k, BN);
+  const int shared = Stages * stage_bytes(BN);
+  auto* kernel = ring<Stages, BN>;
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+  const float us = median_us([&] {
+    launch_clusters(kernel, s.blocks(), 384, shared, cluster ? s.split : 1, a, bw, s, b.cycles,
+                    sink);
+  });
+  const auto c = b.sorted(2 * s.blocks());
+  std::printf("%-6s ring (loads + products, no epilogue) 128x%d, stages %d, %s%s: %d blocks x %d "
+              "steps, %.1f us, a step %.0f cycles (median consumer; slowest %.0f)\n",
+              name, BN, Stages, random ? "random data" : "zeros",
+              cluster ? ", the split's blocks in clusters" : "", s.blocks(), s.steps(), us,
+              double(c[c.size() / 2]) / s.steps(), double(c.back()) / s.steps());
+  cudaFree(sink);
+}
+
+int main() {
+  CHECK(cuInit(0));
+  CHECK(cudaFree(nullptr));  // the runtime's context, current for the driver's calls
+  Shape c1280{2, 16, 1280, 1280, 80, 2}, c640{2, 32, 640, 640, 160, 2},
+      c320{2, 64, 320, 320, 160, 1}, n8{8, 64, 256, 256, 256, 1}, s2{2, 64, 320, 320, 80, 2};
+  s2.stride = 2;
+  run<4, 80>("c1280", c1280, false, false);  // warms clocks and memory; zeros beside random
+  for (bool random : {false, true}) {
+    run<4, 80>("c1280", c1280, random, true);
+    run<4, 80>("s2", s2, random, true);
+    run<4, 160>("c640", c640, random, true);
+    run<4, 160>("c320", c320, random, false);
+    run<4, 256>("n8", n8, random, false);
+  }
+  run<8, 80>("c1280", c1280, true, true);
+  run<8, 80>("s2", s2, true, true);
+  return 0;
+}
