@@ -146,6 +146,7 @@ struct Buffers {
     CHECK(cudaMalloc(&x, s.x_elems() * 2));
     CHECK(cudaMalloc(&w, s.w_elems() * 2));
     CHECK(cudaMalloc(&cycles, size_t(records) * 8));
+    CHECK(cudaMemset(cycles, 0, size_t(records) * 8));
     CHECK(cudaMemset(x, 0, s.x_elems() * 2));
     CHECK(cudaMemset(w, 0, s.w_elems() * 2));
     if (random) {

@@ -3,16 +3,22 @@
 // gemm_sm90.cuh's `products` loop (wait for the stage, four wgmma m64nBNk16 from shared memory,
 // commit, wait for the step before, release it). No epilogue and no split sum: the cycles a K
 // step of the main loop, beside tma_probe.cu's loads alone and wgmma_probe.cu's products alone.
+// `loads` picks what each stage brings (1 A, 2 B, 0 nothing: the barriers' protocol alone; what
+// it does not bring stays in the stage from the start): the ring's step against its bytes.
 // Build and run on the GPU machine: bench/trace/probes.sh.
 #include "probe_common.cuh"
 
 #include <kiln/wgmma.cuh>
 
-template <int Stages, int BN>
-__global__ void __launch_bounds__(384, 1)
+// Groups 2: kiln's two consumer warpgroups, 64 rows each; 1: one warpgroup issuing both 64-row
+// halves' products a K slice (its two accumulator arrays), as a one-warpgroup tile would.
+// Lean: the operands' descriptors made once, a step's and a K slice's offsets added to their
+// address field (16-byte units), instead of a descriptor built from a pointer for each wgmma.
+template <int Stages, int BN, int Groups = 2, bool Lean = false>
+__global__ void __launch_bounds__(128 * (Groups + 1), 1)
     ring(const __grid_constant__ kiln::TensorMap a_map,
-         const __grid_constant__ kiln::TensorMap b_map, Shape s, unsigned long long* cycles,
-         float* sink) {
+         const __grid_constant__ kiln::TensorMap b_map, Shape s, int loads, int protocol,
+         unsigned long long* cycles, float* sink) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ unsigned long long full[Stages], empty[Stages];
@@ -22,7 +28,7 @@ __global__ void __launch_bounds__(384, 1)
   const int cb = s.c / 64, steps = s.steps(), first = part * steps, group = threadIdx.x / 128;
   if (threadIdx.x == 0)
     for (int i = 0; i < Stages; ++i)
-      kiln::tma::barrier_init(&full[i], 1), kiln::tma::barrier_init(&empty[i], 2);
+      kiln::tma::barrier_init(&full[i], 1), kiln::tma::barrier_init(&empty[i], Groups);
   __syncthreads();
   const long long t0 = clock64();
   if (group == 0) {
@@ -30,64 +36,93 @@ __global__ void __launch_bounds__(384, 1)
     const int img = m0 / pq, pix = m0 % pq;
     const int y0 = pix / s.q() * s.stride - 1, x0 = pix % s.q() * s.stride - 1;
     for (int j = 0; j < steps; ++j) {
-      if (j >= Stages) kiln::tma::barrier_wait(&empty[j % Stages], (j / Stages - 1) & 1);
+      if (j >= Stages && (protocol & 2))
+        kiln::tma::barrier_wait(&empty[j % Stages], (j / Stages - 1) & 1);
       const int q = first + j, rs = q / cb, c = q % cb * 64;
       unsigned long long* bar = &full[j % Stages];
       unsigned char* dst = smem + (j % Stages) * stage;
-      kiln::tma::arrive_expect_bytes(bar, a_bytes + BN * 128);
-      kiln::tma::load_im2col_4d(dst, &a_map, c, x0, y0, img, (unsigned short)(rs % 3),
-                                (unsigned short)(rs / 3), bar);
-      kiln::tma::load_2d(dst + a_bytes, &b_map, rs * s.c + c, n0, bar);
+      kiln::tma::arrive_expect_bytes(bar, (loads & 1 ? a_bytes : 0) + (loads & 2 ? BN * 128 : 0));
+      if (loads & 1)
+        kiln::tma::load_im2col_4d(dst, &a_map, c, x0, y0, img, (unsigned short)(rs % 3),
+                                  (unsigned short)(rs / 3), bar);
+      if (loads & 2) kiln::tma::load_2d(dst + a_bytes, &b_map, rs * s.c + c, n0, bar);
     }
     return;
   }
   const int c = group - 1;
-  float acc[BN / 2];
+  constexpr int H = 3 - Groups;  // 64-row halves a consumer group takes
+  float acc[H][BN / 2];
 #pragma unroll
-  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-  kiln::wgmma::fence_operands(acc);
+  for (int h = 0; h < H; ++h) {
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[h][i] = 0.0f;
+    kiln::wgmma::fence_operands(acc[h]);
+  }
+  const unsigned long long a0 = kiln::wgmma::descriptor(smem + c * 64 * 128, 16, 1024);
+  const unsigned long long b0 = kiln::wgmma::descriptor(smem + a_bytes, 16, 1024);
   for (int j = 0; j < steps; ++j) {
-    kiln::tma::barrier_wait(&full[j % Stages], (j / Stages) & 1);
+    if (protocol & 1) kiln::tma::barrier_wait(&full[j % Stages], (j / Stages) & 1);
     const unsigned char* st = smem + (j % Stages) * stage;
+    const unsigned long long so = unsigned((j % Stages) * stage) >> 4;
     kiln::wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      const auto da = kiln::wgmma::descriptor(st + c * 64 * 128 + kk * 32, 16, 1024);
-      const auto db = kiln::wgmma::descriptor(st + a_bytes + kk * 32, 16, 1024);
-      kiln::wgmma::Wgmma<kiln::half, BN>::template run<0>(acc, da, db, 1);
+      const auto db = Lean ? b0 + so + kk * 2
+                           : kiln::wgmma::descriptor(st + a_bytes + kk * 32, 16, 1024);
+#pragma unroll
+      for (int h = 0; h < H; ++h) {
+        const auto da = Lean ? a0 + so + h * 512 + kk * 2
+                             : kiln::wgmma::descriptor(st + (c + h) * 64 * 128 + kk * 32, 16, 1024);
+        kiln::wgmma::Wgmma<kiln::half, BN>::template run<0>(acc[h], da, db, 1);
+      }
     }
     kiln::wgmma::commit();
     kiln::wgmma::wait<1>();
-    if (j > 0 && threadIdx.x % 128 == 0) kiln::tma::arrive(&empty[(j - 1) % Stages]);
+    if ((protocol & 2) && j > 0 && threadIdx.x % 128 == 0)
+      kiln::tma::arrive(&empty[(j - 1) % Stages]);
   }
   kiln::wgmma::wait<0>();
-  kiln::wgmma::fence_operands(acc);
+#pragma unroll
+  for (int h = 0; h < H; ++h) kiln::wgmma::fence_operands(acc[h]);
   if (threadIdx.x % 128 == 0) cycles[blockIdx.x * 2 + c] = clock64() - t0;
   float sum = 0.0f;
 #pragma unroll
-  for (int i = 0; i < BN / 2; ++i) sum += acc[i];
+  for (int h = 0; h < H; ++h)
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) sum += acc[h][i];
   if (sum == 1234.5f) *sink = sum;
 #endif
 }
 
 /// The ring on a row's blocks (`random` data or zeros; the split's blocks in clusters or not).
-template <int Stages, int BN>
-static void run(const char* name, const Shape& s, bool random, bool cluster) {
+template <int Stages, int BN, int Groups = 2, bool Lean = false>
+static void run(const char* name, const Shape& s, bool random, bool cluster, int loads = 3,
+                int protocol = 3) {
   const Buffers b(s, random, 2 * s.blocks());
   float* sink;
   CHECK(cudaMalloc(&sink, 4));
   const auto a = im2col_map(b.x, s), bw = tiled_map(b.w, 9 * s.c, s.k, BN);
   const int shared = Stages * stage_bytes(BN);
-  auto* kernel = ring<Stages, BN>;
+  auto* kernel = ring<Stages, BN, Groups, Lean>;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
   const float us = median_us([&] {
-    launch_clusters(kernel, s.blocks(), 384, shared, cluster ? s.split : 1, a, bw, s, b.cycles,
-                    sink);
+    launch_clusters(kernel, s.blocks(), 128 * (Groups + 1), shared, cluster ? s.split : 1, a, bw,
+                    s, loads, protocol, b.cycles, sink);
   });
-  const auto c = b.sorted(2 * s.blocks());
-  std::printf("%-6s ring (loads + products, no epilogue) 128x%d, stages %d, %s%s: %d blocks x %d "
-              "steps, %.1f us, a step %.0f cycles (median consumer; slowest %.0f)\n",
-              name, BN, Stages, random ? "random data" : "zeros",
+  auto c = b.sorted(2 * s.blocks());
+  if (Groups == 1) c.erase(c.begin(), c.begin() + s.blocks());  // the unused records (zeros)
+  std::printf("%-6s ring (%s%s + products of %d group(s)%s, no epilogue) 128x%d, stages %d, %s%s: "
+              "%d blocks x %d steps, %.1f us, a step %.0f cycles (median consumer; slowest %.0f)\n",
+              name,
+              loads == 3   ? "A and B loaded"
+              : loads == 1 ? "A loaded"
+              : loads == 2 ? "B loaded"
+                           : "nothing loaded, the barriers alone",
+              protocol == 3   ? ""
+              : protocol == 2 ? " (consumers release stages, wait for none)"
+                              : " (no barriers)",
+              Groups, Lean ? ", lean descriptors" : "",
+              BN, Stages, random ? "random data" : "zeros",
               cluster ? ", the split's blocks in clusters" : "", s.blocks(), s.steps(), us,
               double(c[c.size() / 2]) / s.steps(), double(c.back()) / s.steps());
   cudaFree(sink);
@@ -109,5 +144,27 @@ int main() {
   }
   run<8, 80>("c1280", c1280, true, true);
   run<8, 80>("s2", s2, true, true);
+  run<4, 80>("c1280", c1280, true, true, 1);  // B's bytes not written: only A's
+  run<4, 80>("c1280", c1280, true, true, 2);  // only B's
+  run<4, 256>("n8", n8, true, false, 1);
+  run<4, 256>("n8", n8, true, false, 2);
+  Shape c1280_64{2, 16, 1280, 1280, 64, 1};  // cuDNN's tile: 80 blocks, K whole (180 steps)
+  run<4, 64>("c1280", c1280_64, true, false);
+  run<6, 64>("c1280", c1280_64, true, false);
+  run<4, 64, 1>("c1280", c1280_64, true, false);
+  run<4, 80, 1>("c1280", c1280, true, true);
+  // the ring's barriers with no bytes: all, the consumers' releases alone (the producer still
+  // waits for them; no consumer waits for a stage), none (waiting on full stages alone would let
+  // the producer lap the consumers)
+  for (int protocol : {3, 2, 0})
+    run<4, 80>("c1280", c1280, true, true, 0, protocol);
+  run<4, 256>("n8", n8, true, false, 0);
+  // K 8 times longer (720 steps a block): a step's own cost apart from a block's fixed costs
+  Shape long_k{2, 16, 10240, 1280, 80, 2};
+  for (int protocol : {3, 0}) run<4, 80>("longK", long_k, true, true, 0, protocol);
+  run<4, 80>("longK", long_k, true, true);
+  for (int protocol : {3, 0}) run<4, 80, 2, true>("c1280", c1280, true, true, 0, protocol);
+  run<4, 80, 2, true>("c1280", c1280, true, true);
+  run<4, 80, 2, true>("longK", long_k, true, true);
   return 0;
 }

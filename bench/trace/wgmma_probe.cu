@@ -73,7 +73,8 @@ static void run(bool random = false) {
   cudaMalloc(&sink, 4);
   const int shared = kStages * stage_bytes<BN>();
   cudaFuncSetAttribute(products<BN, Groups>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
-  for (int r = 0; r < 3; ++r) products<BN, Groups><<<sms, 128 * (Groups + 1), shared>>>(cyc, sink, random);
+  for (int r = 0; r < 3; ++r)
+    products<BN, Groups><<<sms, 128 * (Groups + 1), shared>>>(cyc, sink, random);
   if (cudaDeviceSynchronize() != cudaSuccess) {
     std::printf("BN %d groups %d: %s\n", BN, Groups, cudaGetErrorString(cudaGetLastError()));
     std::exit(1);
