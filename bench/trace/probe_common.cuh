@@ -92,29 +92,43 @@ inline kiln::TensorMap to_kiln(const CUtensorMap& m) {
   return t;
 }
 
-/// [outer, inner] f16 rows of `inner` elements, boxes of 64 x `rows`, 128-byte swizzled.
-inline kiln::TensorMap tiled_map(void* p, cuuint64_t inner, cuuint64_t outer, cuuint32_t rows) {
+/// A tiled map of f16 `rank` dims (innermost first), 128-byte swizzled, zeros outside.
+inline kiln::TensorMap encode_tiled(void* p, cuuint32_t rank, const cuuint64_t* dims,
+                                    const cuuint64_t* strides, const cuuint32_t* box,
+                                    const cuuint32_t* steps) {
   CUtensorMap m;
-  cuuint64_t dims[2] = {inner, outer}, strides[1] = {inner * 2};
-  cuuint32_t box[2] = {64, rows}, ones[2] = {1, 1};
-  CHECK(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, p, dims, strides, box,
-                               ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+  CHECK(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, rank, p, dims, strides, box,
+                               steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   return to_kiln(m);
 }
 
+/// [outer, inner] f16 rows of `inner` elements, boxes of 64 x `rows`.
+inline kiln::TensorMap tiled_map(void* p, cuuint64_t inner, cuuint64_t outer, cuuint32_t rows) {
+  const cuuint64_t dims[2] = {inner, outer}, strides[1] = {inner * 2};
+  const cuuint32_t box[2] = {64, rows}, ones[2] = {1, 1};
+  return encode_tiled(p, 2, dims, strides, box, ones);
+}
+
+/// x's dims ([n, hw, hw, c] channels_last: C, W, H, N innermost first) and byte strides.
+struct XDims {
+  cuuint64_t dims[4], strides[3];
+  explicit XDims(const Shape& s)
+      : dims{cuuint64_t(s.c), cuuint64_t(s.hw), cuuint64_t(s.hw), cuuint64_t(s.n)},
+        strides{cuuint64_t(s.c) * 2, cuuint64_t(s.c) * 2 * s.hw,
+                cuuint64_t(s.c) * 2 * s.hw * s.hw} {}
+};
+
 /// x's im2col map as kiln encodes it (engine/runtime/tensor_map.cpp): 128 pixels of 64
 /// channels a copy, the 3x3 window with padding 1, every stride-th pixel.
 inline kiln::TensorMap im2col_map(void* p, const Shape& s) {
   CUtensorMap m;
-  cuuint64_t dims[4] = {cuuint64_t(s.c), cuuint64_t(s.hw), cuuint64_t(s.hw), cuuint64_t(s.n)};
-  cuuint64_t strides[3] = {cuuint64_t(s.c) * 2, cuuint64_t(s.c) * 2 * s.hw,
-                           cuuint64_t(s.c) * 2 * s.hw * s.hw};
+  const XDims x(s);
   int lower[2] = {-1, -1}, upper[2] = {-1, -1};
   cuuint32_t steps[4] = {1, cuuint32_t(s.stride), cuuint32_t(s.stride), 1};
-  CHECK(cuTensorMapEncodeIm2col(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, p, dims, strides, lower,
-                                upper, 64, 128, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+  CHECK(cuTensorMapEncodeIm2col(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, p, x.dims, x.strides,
+                                lower, upper, 64, 128, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   return to_kiln(m);
@@ -123,19 +137,12 @@ inline kiln::TensorMap im2col_map(void* p, const Shape& s) {
 /// x as whole output rows: a tiled box of [64 channels, q pixels, 128 / q rows] of the input,
 /// every stride-th element, zeros outside (the alternative to im2col where q divides 128).
 inline kiln::TensorMap rows_map(void* p, const Shape& s) {
-  CUtensorMap m;
-  cuuint64_t dims[4] = {cuuint64_t(s.c), cuuint64_t(s.hw), cuuint64_t(s.hw), cuuint64_t(s.n)};
-  cuuint64_t strides[3] = {cuuint64_t(s.c) * 2, cuuint64_t(s.c) * 2 * s.hw,
-                           cuuint64_t(s.c) * 2 * s.hw * s.hw};
+  const XDims x(s);
   const int q = s.q(), rows = 128 / q > 0 ? 128 / q : 1;
-  cuuint32_t box[4] = {64, cuuint32_t(std::min(q, 128) * s.stride), cuuint32_t(rows * s.stride),
-                       1};
-  cuuint32_t steps[4] = {1, cuuint32_t(s.stride), cuuint32_t(s.stride), 1};
-  CHECK(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, p, dims, strides, box,
-                               steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                               CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
-  return to_kiln(m);
+  const cuuint32_t box[4] = {64, cuuint32_t(std::min(q, 128) * s.stride),
+                             cuuint32_t(rows * s.stride), 1};
+  const cuuint32_t steps[4] = {1, cuuint32_t(s.stride), cuuint32_t(s.stride), 1};
+  return encode_tiled(p, 4, x.dims, x.strides, box, steps);
 }
 
 /// x and w of a row on the GPU, zeros or random, and a buffer of each block's cycles.
