@@ -12,9 +12,11 @@
 
 // Groups 2: kiln's two consumer warpgroups, 64 rows each; 1: one warpgroup issuing both 64-row
 // halves' products a K slice (its two accumulator arrays), as a one-warpgroup tile would.
+// Pending: the steps of products a consumer group keeps in flight (kiln's 1: it waits for the
+// step before and releases its stage), so that a stage is held Pending + 1 uses.
 // Lean: the operands' descriptors made once, a step's and a K slice's offsets added to their
 // address field (16-byte units), instead of a descriptor built from a pointer for each wgmma.
-template <int Stages, int BN, int Groups = 2, bool Lean = false>
+template <int Stages, int BN, int Groups = 2, bool Lean = false, int Pending = 1>
 __global__ void __launch_bounds__(128 * (Groups + 1), 1)
     ring(const __grid_constant__ kiln::TensorMap a_map,
          const __grid_constant__ kiln::TensorMap b_map, Shape s, int loads, int protocol,
@@ -77,9 +79,9 @@ __global__ void __launch_bounds__(128 * (Groups + 1), 1)
       }
     }
     kiln::wgmma::commit();
-    kiln::wgmma::wait<1>();
-    if ((protocol & 2) && j > 0 && threadIdx.x % 128 == 0)
-      kiln::tma::arrive(&empty[(j - 1) % Stages]);
+    kiln::wgmma::wait<Pending>();
+    if ((protocol & 2) && j >= Pending && threadIdx.x % 128 == 0)
+      kiln::tma::arrive(&empty[(j - Pending) % Stages]);
   }
   kiln::wgmma::wait<0>();
 #pragma unroll
@@ -95,7 +97,7 @@ __global__ void __launch_bounds__(128 * (Groups + 1), 1)
 }
 
 /// The ring on a row's blocks (`random` data or zeros; the split's blocks in clusters or not).
-template <int Stages, int BN, int Groups = 2, bool Lean = false>
+template <int Stages, int BN, int Groups = 2, bool Lean = false, int Pending = 1>
 static void run(const char* name, const Shape& s, bool random, bool cluster, int loads = 3,
                 int protocol = 3) {
   const Buffers b(s, random, 2 * s.blocks());
@@ -103,7 +105,7 @@ static void run(const char* name, const Shape& s, bool random, bool cluster, int
   CHECK(cudaMalloc(&sink, 4));
   const auto a = im2col_map(b.x, s), bw = tiled_map(b.w, 9 * s.c, s.k, BN);
   const int shared = Stages * stage_bytes(BN);
-  auto* kernel = ring<Stages, BN, Groups, Lean>;
+  auto* kernel = ring<Stages, BN, Groups, Lean, Pending>;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
   const float us = median_us([&] {
     launch_clusters(kernel, s.blocks(), 128 * (Groups + 1), shared, cluster ? s.split : 1, a, bw,
@@ -111,8 +113,9 @@ static void run(const char* name, const Shape& s, bool random, bool cluster, int
   });
   auto c = b.sorted(2 * s.blocks());
   if (Groups == 1) c.erase(c.begin(), c.begin() + s.blocks());  // the unused records (zeros)
-  std::printf("%-6s ring (%s%s + products of %d group(s)%s, no epilogue) 128x%d, stages %d, %s%s: "
-              "%d blocks x %d steps, %.1f us, a step %.0f cycles (median consumer; slowest %.0f)\n",
+  std::printf("%-6s ring (%s%s + products of %d group(s)%s, %d step(s) in flight, no "
+              "epilogue) 128x%d, stages %d, %s%s: %d blocks x %d steps, %.1f us, a step %.0f "
+              "cycles (median consumer; slowest %.0f)\n",
               name,
               loads == 3   ? "A and B loaded"
               : loads == 1 ? "A loaded"
@@ -121,7 +124,7 @@ static void run(const char* name, const Shape& s, bool random, bool cluster, int
               protocol == 3   ? ""
               : protocol == 2 ? " (consumers release stages, wait for none)"
                               : " (no barriers)",
-              Groups, Lean ? ", lean descriptors" : "",
+              Groups, Lean ? ", lean descriptors" : "", Pending,
               BN, Stages, random ? "random data" : "zeros",
               cluster ? ", the split's blocks in clusters" : "", s.blocks(), s.steps(), us,
               double(c[c.size() / 2]) / s.steps(), double(c.back()) / s.steps());
@@ -166,5 +169,8 @@ int main() {
   for (int protocol : {3, 0}) run<4, 80, 2, true>("c1280", c1280, true, true, 0, protocol);
   run<4, 80, 2, true>("c1280", c1280, true, true);
   run<4, 80, 2, true>("longK", long_k, true, true);
+  run<8, 80, 2, false, 2>("c1280", c1280, true, true);  // two steps of products in flight
+  run<8, 80, 2, true, 2>("c1280", c1280, true, true);
+  run<8, 80, 2, true, 2>("s2", s2, true, true);
   return 0;
 }
