@@ -5,7 +5,8 @@
 # not a result), its Python module built, then bench/trace/NAME.py ARGS.
 # Usage: bench/trace/run.sh NAME [ARGS...]   NAME: attention_sm90 | attention_decode | conv_sm90 |
 #   multicast_b | bm64
-# Env: TRACE_DIR (default /tmp/kiln-traced), TRACE_BUILD_ONLY=1 (two copies built side by side)
+# Env: TRACE_DIR (default /tmp/kiln-traced), TRACE_BUILD_ONLY=1 (two copies built side by side),
+#   TRACE_EXTRA (more bench/trace patches, by name, applied after NAME's in that order)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 name=${1:?usage: bench/trace/run.sh NAME [ARGS...] (NAME: bench/trace/NAME.patch and .py)}; shift
@@ -14,6 +15,7 @@ dir=${TRACE_DIR:-/tmp/kiln-traced}  # TRACE_DIR: another copy (two revisions sid
 rm -rf "$dir" && mkdir -p "$dir"
 tar --exclude=./build-device --exclude=./build -cf - . | tar -xf - -C "$dir"
 cd "$dir" && patch -p1 -s <"bench/trace/$name.patch" || exit 1
+for more in ${TRACE_EXTRA:-}; do patch -p1 -s <"bench/trace/$more.patch" || exit 1; done
 extra=(); [ -f /usr/include/xxhash.h ] || extra+=("-DKILN_XXHASH_INCLUDE_DIR=$dir/.deps/include")
 start=$SECONDS
 (cmake -S . -B build -G Ninja "${extra[@]}" -DPython3_EXECUTABLE="$(command -v python3)" &&
