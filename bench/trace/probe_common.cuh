@@ -1,8 +1,8 @@
 #pragma once
-// What bench/trace's convolution probes share (tma_probe.cu, ring_probe.cu): a convolution row's
-// shape, its stage layout, the TMA maps of x and w as kiln's wgmma convolution encodes them, the
-// PTX kiln's headers lack (4-D tiled and multicast loads, remote arrivals), random inputs, and
-// the timing of a launch. Built with nvcc for sm_90a, linked with -lcuda.
+// What bench/trace's convolution probes share (tma_probe.cu, ring_probe.cu, wgmma_probe.cu): a
+// convolution row's shape, its stage layout, the TMA maps of x and w as kiln's wgmma convolution
+// encodes them, the PTX kiln's headers lack (4-D tiled and multicast loads, remote arrivals),
+// random inputs, and the timing of a launch. Built with nvcc for sm_90a, linked with -lcuda.
 #include <cuda.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -38,7 +38,7 @@ struct Shape {
 };
 
 /// A stage: A's 16 KB, then B's bn rows of 128 bytes, 1024-byte aligned (the 128-byte swizzle).
-__host__ __device__ inline int stage_bytes(int bn) {
+__host__ __device__ constexpr int stage_bytes(int bn) {
   return 128 * 128 + (bn * 128 + 1023) / 1024 * 1024;
 }
 
@@ -76,14 +76,18 @@ __device__ inline void cluster_sync_all() {
 }
 #endif
 
-/// Random f16 values in [-1, 1) (a hash of the index): the products' power as with real data.
+/// An f16 value in [-1, 1), a hash of index `i` and `seed`, as its bits: random data, for the
+/// products' power as with real data.
+__device__ inline unsigned short random_half(size_t i, unsigned seed) {
+  unsigned h = unsigned(i) * 2654435761u ^ seed;
+  h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
+  return __half_as_ushort(__float2half(float(h & 0xFFFF) / 32768.0f - 1.0f));
+}
+
 __global__ void fill_random(unsigned short* p, size_t n, unsigned seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u ^ seed;
-    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
-    p[i] = __half_as_ushort(__float2half(float(h & 0xFFFF) / 32768.0f - 1.0f));
-  }
+       i += size_t(gridDim.x) * blockDim.x)
+    p[i] = random_half(i, seed);
 }
 
 inline kiln::TensorMap to_kiln(const CUtensorMap& m) {

@@ -3,23 +3,12 @@
 // m64nBNk16 reading A and B from a 128-byte swizzled stage, a commit, a wait for the step before)
 // with no loads and no barriers, for one or two consumer warpgroups. The cycles a step against
 // the tensor cores' peak say whether a tile width is bound by its products.
-// Build and run on the GPU machine: bench/trace/wgmma_probe.sh (nvcc, sm_90a).
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
+// Build and run on the GPU machine: bench/trace/probes.sh.
+#include "probe_common.cuh"
 
 #include <kiln/wgmma.cuh>
 
 constexpr int kStages = 4, kSteps = 2000;
-
-template <int BN>
-__host__ __device__ constexpr int stage_bytes() {
-  return 128 * 128 + (BN * 128 + 1023) / 1024 * 1024;
-}
 
 template <int BN, int Groups>
 __global__ void __launch_bounds__(128 * (Groups + 1), 1) products(unsigned long long* cycles,
@@ -27,12 +16,8 @@ __global__ void __launch_bounds__(128 * (Groups + 1), 1) products(unsigned long 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(1024) unsigned char smem[];
   // zeros, or random halves in [-1, 1) (the tensor cores' power as with real data)
-  for (int i = threadIdx.x; i < kStages * stage_bytes<BN>() / 2; i += blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u;
-    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
-    reinterpret_cast<unsigned short*>(smem)[i] =
-        random ? __half_as_ushort(__float2half(float(h & 0xFFFF) / 32768.0f - 1.0f)) : 0;
-  }
+  for (int i = threadIdx.x; i < kStages * stage_bytes(BN) / 2; i += blockDim.x)
+    reinterpret_cast<unsigned short*>(smem)[i] = random ? random_half(i, 0) : 0;
   __syncthreads();
   const int group = threadIdx.x / 128;
   if (group == 0) return;  // the producer's warpgroup: idle here
@@ -42,7 +27,7 @@ __global__ void __launch_bounds__(128 * (Groups + 1), 1) products(unsigned long 
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
   const long long t0 = clock64();
   for (int it = 0; it < kSteps; ++it) {
-    const unsigned char* st = smem + it % kStages * stage_bytes<BN>();
+    const unsigned char* st = smem + it % kStages * stage_bytes(BN);
     kiln::wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
@@ -71,7 +56,7 @@ static void run(bool random = false) {
   float* sink;
   cudaMalloc(&cyc, sms * Groups * 8);
   cudaMalloc(&sink, 4);
-  const int shared = kStages * stage_bytes<BN>();
+  const int shared = kStages * stage_bytes(BN);
   cudaFuncSetAttribute(products<BN, Groups>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
   for (int r = 0; r < 3; ++r)
     products<BN, Groups><<<sms, 128 * (Groups + 1), shared>>>(cyc, sink, random);
