@@ -5,10 +5,7 @@
 #   bm64   64-row tiles (bm64.patch): its two GPU cases and bm64.py beside cuDNN;
 #   l2     the bm64 copy with l2_256.patch too: bench/conv.py with 128-byte (main's) and 256-byte
 #          TMA L2 promotion, alternating, each a process of its own;
-#   lean   the bm64 copy against one with lean_products.patch and pending2.patch too:
-#          `bench/trace/stages.py lean` in each, twice, alternating (every row's default, and
-#          the 8-stage rings of C1280 and s2).
-# Usage: bench/trace/conv_round.sh [trace] [bm64] [l2] [lean]   Env: OUT (logs; default device-out)
+# Usage: bench/trace/conv_round.sh [trace] [bm64] [l2]   Env: OUT (logs; default device-out)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
@@ -20,7 +17,7 @@ if [[ "$steps" == *" trace "* ]]; then
   echo "trace done at $((SECONDS - start)) s"
 fi
 copy=/tmp/kiln-bm64
-if [[ "$steps" == *" bm64 "* || "$steps" == *" l2 "* || "$steps" == *" lean "* ]]; then
+if [[ "$steps" == *" bm64 "* || "$steps" == *" l2 "* ]]; then
   TRACE_DIR=$copy TRACE_BUILD_ONLY=1 bash bench/trace/run.sh bm64 || exit 1
 fi
 if [[ "$steps" == *" bm64 "* ]]; then
@@ -43,16 +40,6 @@ if [[ "$steps" == *" l2 "* ]]; then
     echo "== TMA L2 promotion ${l2:-128 (main)}"
     (cd $copy && env ${l2:+KILN_EXP_L2=$l2} PYTHONPATH=build/python:bench timeout 100 \
       python3 bench/conv.py) 2>&1 | tail -n 6 | tee -a "$OUT/l2.log"
-  done
-fi
-if [[ "$steps" == *" lean "* ]]; then
-  TRACE_DIR=/tmp/kiln-lean TRACE_EXTRA="lean_products pending2" TRACE_BUILD_ONLY=1 \
-    bash bench/trace/run.sh bm64 || exit 1
-  for round in 1 2; do
-    for c in $copy /tmp/kiln-lean; do
-      (cd $c && PYTHONPATH=build/python timeout 150 python3 bench/trace/stages.py lean) 2>&1 |
-        grep -E "^row [0-9]" | sed "s|^|$(basename $c) |" | tee -a "$OUT/lean.log"
-    done
   done
 fi
 echo "done at $((SECONDS - start)) s"

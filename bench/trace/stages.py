@@ -4,8 +4,8 @@ against fp64 and timed graphed beside cuDNN in one process: whether a deeper rin
 with more of K split, beat the default once the loads alone are known to run faster than the
 convolution (bench/trace/probes.sh).
 Usage (GPU machine): TRACE_DIR=/tmp/kiln-bm64 TRACE_BUILD_ONLY=1 bench/trace/run.sh bm64, then
-this in that copy with PYTHONPATH=build/python; `stages.py lean` times every row's default and
-the 8-stage rings of C1280 and s2 alone (bench/trace/conv_round.sh lean)."""
+this in that copy with PYTHONPATH=build/python; `stages.py short` times every row's default and
+the 8-stage rings of C1280 and s2 alone."""
 import sys
 
 from conv_configs import run
@@ -19,7 +19,7 @@ CFG = {
     5: ["256 1 4 128"],
 }
 
-LEAN = {0: [], 1: [], 2: ["80 2 8 128"], 3: [], 4: ["80 2 8 128"], 5: []}
+SHORT = {0: [], 1: [], 2: ["80 2 8 128"], 3: [], 4: ["80 2 8 128"], 5: []}
 
 if __name__ == "__main__":
-    run(LEAN if sys.argv[1:] == ["lean"] else CFG)
+    run(SHORT if sys.argv[1:] == ["short"] else CFG)

@@ -98,18 +98,21 @@ __device__ __forceinline__ void produce(const R& ring, const TensorMap* map_a,
 template <class T, class R, int BN, int Stages, int BTrans>
 __device__ __forceinline__ void products(float (&acc)[BN / 2], const R& ring, int it0, int ktiles,
                                          int c, int tid) {
+  // Stage 0's descriptors, made once; a stage's and a K slice's offsets are added to their
+  // address field (16-byte units, no carry: shared memory is under 256 KB).
+  const unsigned char* s0 = ring.stage(0);
+  const unsigned long long a0 = wgmma::descriptor(s0 + c * 64 * 128, 16, 1024);
+  const unsigned long long b0 = BTrans ? wgmma::descriptor(s0 + R::kTileA, 64 * R::kDepth * 2, 1024)
+                                       : wgmma::descriptor(s0 + R::kTileA, 16, 1024);
   for (int kt = 0; kt < ktiles; ++kt) {
     const int it = it0 + kt;
     tma::barrier_wait(&ring.full[it % Stages], (it / Stages) & 1);
-    const unsigned char* st = ring.stage(it);
+    const unsigned long long at = unsigned(it % Stages) * unsigned(R::kStage >> 4);
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {  // 32 bytes of K each: k16 of f16/bf16, k8 of TF32
-      const unsigned char* a = st + c * 64 * 128 + kk * 32;
-      const unsigned char* b = BTrans ? st + R::kTileA + kk * 16 * 128 : st + R::kTileA + kk * 32;
-      const unsigned long long da = wgmma::descriptor(a, 16, 1024);
-      const unsigned long long db =
-          BTrans ? wgmma::descriptor(b, 64 * R::kDepth * 2, 1024) : wgmma::descriptor(b, 16, 1024);
+      const unsigned long long da = a0 + at + kk * 2;
+      const unsigned long long db = b0 + at + (BTrans ? kk * 16 * 128 / 16 : kk * 2);
       wgmma::Wgmma<T, BN>::template run<BTrans>(acc, da, db, 1);
     }
     wgmma::commit();
