@@ -166,10 +166,10 @@ struct Buffers {
     }
   }
   ~Buffers() { cudaFree(x), cudaFree(w), cudaFree(cycles); }
-  /// The records sorted (`n` of them).
-  std::vector<unsigned long long> sorted(int n) const {
+  /// The records sorted (`n` of them, from record `first`).
+  std::vector<unsigned long long> sorted(int n, int first = 0) const {
     std::vector<unsigned long long> c(n);
-    CHECK(cudaMemcpy(c.data(), cycles, size_t(n) * 8, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(c.data(), cycles + first, size_t(n) * 8, cudaMemcpyDeviceToHost));
     std::sort(c.begin(), c.end());
     return c;
   }
