@@ -5,7 +5,8 @@
 #   bm64   64-row tiles (bm64.patch): its two GPU cases and bm64.py beside cuDNN;
 #   l2     the bm64 copy with l2_256.patch too: bench/conv.py with 128-byte (main's) and 256-byte
 #          TMA L2 promotion, alternating, each a process of its own;
-# Usage: bench/trace/conv_round.sh [trace] [bm64] [l2]   Env: OUT (logs; default device-out)
+#   fit    the bm64 copy's hook: `bench/trace/stages.py fit` (wider tiles whose clusters all fit).
+# Usage: bench/trace/conv_round.sh [trace] [bm64] [l2] [fit]   Env: OUT (logs; default device-out)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
@@ -17,7 +18,7 @@ if [[ "$steps" == *" trace "* ]]; then
   echo "trace done at $((SECONDS - start)) s"
 fi
 copy=/tmp/kiln-bm64
-if [[ "$steps" == *" bm64 "* || "$steps" == *" l2 "* ]]; then
+if [[ "$steps" == *" bm64 "* || "$steps" == *" l2 "* || "$steps" == *" fit "* ]]; then
   TRACE_DIR=$copy TRACE_BUILD_ONLY=1 bash bench/trace/run.sh bm64 || exit 1
 fi
 if [[ "$steps" == *" bm64 "* ]]; then
@@ -41,5 +42,9 @@ if [[ "$steps" == *" l2 "* ]]; then
     (cd $copy && env ${l2:+KILN_EXP_L2=$l2} PYTHONPATH=build/python:bench timeout 100 \
       python3 bench/conv.py) 2>&1 | tail -n 6 | tee -a "$OUT/l2.log"
   done
+fi
+if [[ "$steps" == *" fit "* ]]; then
+  (cd $copy && PYTHONPATH=build/python timeout 200 python3 bench/trace/stages.py fit) 2>&1 |
+    grep -E "^row [0-9]|Error" | tee "$OUT/fit.log"
 fi
 echo "done at $((SECONDS - start)) s"
