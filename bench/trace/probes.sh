@@ -4,7 +4,8 @@
 # whole-GPU read) and ring_probe (loads and products together, no epilogue); cluster_occupancy
 # (how many clusters of each size fit at once) when named.
 # Usage: bench/trace/probes.sh [wgmma_probe tma_probe ring_probe cluster_occupancy]
-# Env: PROBE_ARGS, passed to each probe (ring_probe contention: only its contention rows).
+# Env: PROBE_ARGS, passed to each probe (ring_probe contention: only its contention rows;
+#   tma_probe multicast: only its multicast rows).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=/usr/local/cuda/bin:$PATH

@@ -4,7 +4,8 @@
 // as a tiled box instead of im2col; a stage kept `hold` uses after it lands (the consumers'
 // products keep two); A shared by the blocks of a cluster along N (each loads a slice and
 // multicasts it). And a whole-GPU read, each SM its own share, for how evenly SMs draw memory.
-// Build and run on the GPU machine: bench/trace/probes.sh.
+// Build and run on the GPU machine: bench/trace/probes.sh (with the argument `multicast`, only
+// the multicast rows at 4 and at deeper rings, beside their unshared baselines).
 #include "probe_common.cuh"
 
 // Mode bits: 1 A's im2col box, 2 B's box, 4 A as a tiled box of x seen as [pixels, C], 8 A as
@@ -192,13 +193,23 @@ static void stream_probe(long long per_block) {
   cudaFree(x), cudaFree(cyc), cudaFree(sm), cudaFree(sink);
 }
 
-int main() {
+int main(int argc, char** argv) {
   CHECK(cuInit(0));
   CHECK(cudaFree(nullptr));  // the runtime's context, current for the driver's calls
   stream_probe(8 << 20);     // first: clocks and memory warmed before the loads are timed
   Shape c1280{2, 16, 1280, 1280, 80, 2}, c640{2, 32, 640, 640, 160, 2},
       c320{2, 64, 320, 320, 160, 1}, n8{8, 64, 256, 256, 256, 1}, s2{2, 64, 320, 320, 80, 2};
   s2.stride = 2;
+  if (argc > 1 && std::strcmp(argv[1], "multicast") == 0) {
+    // Whether a deeper ring lets the cluster's shared release keep up: the requests an SM
+    // makes fall with the multicast (A / CN + B), so a bound on requests would show here.
+    // (the multicast loads A as tiled boxes: mode 6, tiled A + B, is its unshared baseline)
+    run<4>("c1280", c1280, 6), run<8>("c1280", c1280, 6);
+    run_multicast<4, 2>("c1280", c1280), run_multicast<8, 2>("c1280", c1280);
+    run_multicast<4, 4>("c1280", c1280), run_multicast<8, 4>("c1280", c1280);
+    run<4>("c640", c640, 6), run_multicast<4, 2>("c640", c640), run_multicast<6, 2>("c640", c640);
+    return 0;
+  }
   for (int mode : {3, 1, 2, 10, 6}) run<4>("c1280", c1280, mode);
   for (int mode : {3, 10}) run<4>("s2", s2, mode);
   for (int mode : {3, 6}) run<4>("c640", c640, mode);
