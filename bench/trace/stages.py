@@ -23,9 +23,10 @@ SHORT = {0: [], 1: [], 2: ["80 2 8 128"], 3: [], 4: ["80 2 8 128"], 5: []}
 
 # Wider tiles whose clusters all fit the GPU at once (bench/trace/cluster_occupancy.cu: 30
 # clusters of 4 at one block an SM, so 120 blocks), fewer bytes into shared memory than the
-# default's. C1280: 192 wide split 4 (112 blocks), 256 split 4 (80), 96 split 2 (112), 192 split
-# 2 (56); s2: 128 split 2 (96 blocks), 80 unsplit (64), 192 split 2 (64); 1x1: 192 wide (112).
-FIT = {0: [], 1: [], 2: ["192 4 4 128", "256 4 3 128", "96 2 4 128", "192 2 4 128"], 3: [],
+# default's. C1280 (default 192 wide split 4, 112 blocks): 256 split 4 (80), 96 split 2
+# (112), 192 split 2 (56); s2: 128 split 2 (96 blocks), 80 unsplit (64), 192 split 2 (64);
+# 1x1: 192 wide (112).
+FIT = {0: [], 1: [], 2: ["256 4 3 128", "96 2 4 128", "192 2 4 128"], 3: [],
        4: ["128 2 4 128", "80 1 4 128", "192 2 4 128"], 5: ["192 1 4 128"]}
 
 if __name__ == "__main__":
