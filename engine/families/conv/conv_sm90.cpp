@@ -36,36 +36,6 @@ std::optional<TensorView> taps_view(const TensorView& w) {
 
 int blocks_of(const ops::ConvGeometry& g) { return int((g.c + kDepth - 1) / kDepth); }
 
-// The tile width and split with the least estimated time. A block's K steps each cost its B
-// columns plus 200 (a step's time on an H200 grew as 1.54 ns x (bn + 200) from 80 to 192
-// columns wide: its loads, A's 128 rows among them, and its fixed costs weigh more than its
-// products); persistent blocks take ceil(tiles / SMs) rounds; a split (blocks of a cluster, one
-// round only) keeps 8 steps or more a block and costs 4 steps more for the sum through
-// distributed shared memory. Every cluster must fit at once: at one block an SM, 66 clusters of
-// 2 fit 132 SMs but only 30 of 4 (120 blocks; bench/trace/cluster_occupancy.cu), and a launch
-// past that runs a second round (128 blocks in clusters of 4 took twice as long). A width sized
-// to N wastes fewer columns: N 320 is two tiles of 160, where 128 makes three.
-GemmTunables default_tunables(const GemmSizing& s) {
-  const std::int64_t steps = (s.k + kDepth - 1) / kDepth, rows = (s.m + kRows - 1) / kRows;
-  const auto fit = [&](std::int64_t blocks, int split) {
-    return blocks <= (split <= 2 ? s.sms : s.sms * 10 / 11);
-  };
-  GemmTunables best;
-  double best_cost = 0;
-  for (int bn : gemm::config::kWgmmaWidths) {
-    const std::int64_t tiles = rows * ((s.n + bn - 1) / bn);
-    for (int split = 1; split <= 4; split *= 2) {
-      if (split > 1 && (!fit(tiles * split, split) || steps < 8 * split)) continue;
-      const std::int64_t rounds = split > 1 ? 1 : (tiles + s.sms - 1) / s.sms;
-      const std::int64_t per = (steps + split - 1) / split + (split > 1 ? 4 : 0);
-      const double cost = double(rounds) * double(per) * (bn + 200);
-      if (best.bn == 0 || cost < best_cost) best.bn = bn, best.split = split, best_cost = cost;
-    }
-  }
-  best.stages = 4;
-  return best;
-}
-
 }  // namespace
 
 bool conv_wgmma_fits(const ConvKernel& k) {
@@ -88,7 +58,7 @@ bool conv_wgmma_fits(const ConvKernel& k) {
 KernelLaunch specialize_conv_wgmma(const ConvKernel& k, const GemmSizing& s,
                                    const std::string& stem, GemmTunables t) {
   const ops::ConvGeometry& g = k.geometry;
-  const GemmTunables d = default_tunables(s);
+  const GemmTunables d = wgmma_fit_tunables(s, false);
   if (!t.bn) t.bn = d.bn;
   if (!t.stages) t.stages = d.stages;
   if (!t.split) t.split = t.bn == d.bn ? d.split : 1;

@@ -31,10 +31,11 @@ TensorView rows_view(std::uint64_t data, std::int64_t outer, std::int64_t inner,
   return v;
 }
 
-// 64 columns where N fits them, or where an exact product has 16 or fewer tiles 128 wide, which
-// split or not leave most SMs idle (M = 1024, N = 256, K = 4096: 16 tiles; at bn 64 and split 2,
-// 64 blocks); else 256 for f16 and bf16 products of 256 or more each way, 128 otherwise.
-int default_wgmma_bn(const GemmSizing& s, bool exact) {
+// An f32 product's width (exact or TF32): 64 columns where N fits them, or where an exact
+// product has 16 or fewer tiles 128 wide, which split or not leave most SMs idle (M = 1024,
+// N = 256, K = 4096: 16 tiles; at bn 64 and split 2, 64 blocks); else 256 for TF32 products of
+// 256 or more each way, 128 otherwise.
+int default_f32_bn(const GemmSizing& s, bool exact) {
   const std::int64_t tiles128 = (s.m + kRows - 1) / kRows * ((s.n + 127) / 128);
   if (s.n <= 64 || (exact && tiles128 * 4 * 2 <= s.sms)) return 64;
   return s.n >= 256 && s.m >= 256 && !exact ? 256 : 128;
@@ -42,9 +43,8 @@ int default_wgmma_bn(const GemmSizing& s, bool exact) {
 
 // An exact product splits K between the blocks of a cluster (2 or 4) while the blocks stay within
 // half the SMs and each keeps 8 stages or more: a cluster needs all its blocks in one GPC at once,
-// and an H100's GPCs are unequal, so more blocks in clusters of 4 may not start in one wave. f16
-// and bf16 products with few tiles are bound by reading B, which a split does not shorten: they
-// do not split by default.
+// and an H100's GPCs are unequal, so more blocks in clusters of 4 may not start in one wave.
+// TF32 products do not split by default.
 int exact_split(std::int64_t tiles, std::int64_t ktiles, std::int64_t sms) {
   int split = 1;
   while (split < 4 && tiles * split * 2 <= sms / 2 && ktiles >= 8 * split * 2) split *= 2;
@@ -52,6 +52,38 @@ int exact_split(std::int64_t tiles, std::int64_t ktiles, std::int64_t sms) {
 }
 
 }  // namespace
+
+// A block's K steps (64 elements) each cost its B columns plus 200 (a convolution's step on an
+// H200 grew as 1.54 ns x (bn + 200) from 80 to 192 columns wide: its loads, A's 128 rows among
+// them, and its fixed costs weigh more than its products); persistent blocks take
+// ceil(tiles / SMs) rounds; a split (blocks of a cluster, one round only) keeps 8 steps or more a
+// block and costs 4 steps more for the sum through distributed shared memory. Every cluster must
+// fit at once: at one block an SM, 66 clusters of 2 fit 132 SMs but only 30 of 4 (120 blocks;
+// bench/trace/cluster_occupancy.cu), and a launch past that runs a second round (128 blocks in
+// clusters of 4 took twice as long). A width sized to N wastes fewer columns: N 320 is two tiles
+// of 160, where 128 makes three.
+GemmTunables wgmma_fit_tunables(const GemmSizing& s, bool b_trans) {
+  constexpr int depth = 64;
+  const std::int64_t steps = (s.k + depth - 1) / depth, rows = (s.m + kRows - 1) / kRows;
+  const auto fit = [&](std::int64_t blocks, int split) {
+    return blocks <= (split <= 2 ? s.sms : s.sms * 10 / 11);
+  };
+  GemmTunables best;
+  double best_cost = 0;
+  for (int bn : gemm::config::kWgmmaWidths) {
+    if (!gemm::config::wgmma_width_ok(bn, b_trans)) continue;
+    const std::int64_t tiles = rows * ((s.n + bn - 1) / bn);
+    for (int split = 1; split <= 4; split *= 2) {
+      if (split > 1 && (!fit(tiles * split, split) || steps < 8 * split)) continue;
+      const std::int64_t rounds = split > 1 ? 1 : (tiles + s.sms - 1) / s.sms;
+      const std::int64_t per = (steps + split - 1) / split + (split > 1 ? 4 : 0);
+      const double cost = double(rounds) * double(per) * (bn + 200);
+      if (best.bn == 0 || cost < best_cost) best.bn = bn, best.split = split, best_cost = cost;
+    }
+  }
+  best.stages = 4;
+  return best;
+}
 
 void set_wgmma_launch(KernelLaunch& L, const GemmProblem& p, int bn, int split, int shared,
                       const std::vector<float>& scalars) {
@@ -96,15 +128,21 @@ std::string reject_wgmma_tunables(const GemmTunables& t, int max_shared, bool ex
 KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const GemmSizing& s,
                               const std::string& stem, GemmTunables t) {
   const bool exact = exact_f32(k);
-  if (!t.bn) t.bn = default_wgmma_bn(s, exact);
-  if (!t.stages) t.stages = 4;
+  const bool trans = p.b_layout == GemmLayout::mn_contiguous;
   const int depth = gemm::config::stage_k(int(size_of(k.a.dtype)));  // elements of K a stage
+  if (k.a.dtype != DType::f32) {
+    const GemmTunables d = wgmma_fit_tunables(s, trans);
+    if (!t.bn) t.bn = d.bn;
+    if (!t.split) t.split = t.bn == d.bn ? d.split : 1;
+  } else if (!t.bn) {
+    t.bn = default_f32_bn(s, exact);
+  }
+  if (!t.stages) t.stages = 4;
   if (!t.split) {
     const std::int64_t planned = (s.m + kRows - 1) / kRows * ((s.n + t.bn - 1) / t.bn);
     t.split = exact ? exact_split(planned, (s.k + depth - 1) / depth, s.sms) : 1;
   }
   t.wgmma = 1;
-  const bool trans = p.b_layout == GemmLayout::mn_contiguous;
   if (std::string why = reject_wgmma_tunables(t, s.max_shared, exact, trans); !why.empty())
     throw ArgumentError(fmt::format("{}: bad GEMM tunables: {}", stem, why));
   const DType dtype = k.a.dtype;

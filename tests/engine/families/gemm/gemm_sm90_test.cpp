@@ -1,5 +1,5 @@
 // The GEMM family's sm_90a path without a GPU: persistent blocks and their launch, programmatic
-// launches, and the tuning space of an exact f32 product.
+// launches, the tuning space of an exact f32 product, and the default tiles of f16 products.
 #include <doctest/doctest.h>
 
 #include <kiln/ops.hpp>
@@ -85,5 +85,38 @@ TEST_CASE("the wgmma path's tuning space of an exact f32 product offers only wha
     // what fits: more.
     if (!tf32) CHECK(candidates.size() == 24u);
     CHECK((bn256 > 0) == tf32);
+  }
+}
+
+TEST_CASE("the wgmma path's default tile and split on f16 products are those measured fastest") {
+  // Graphed beside cuBLAS on an H200 (bench/NOTES.md, session 58): few tiles of 128 x 256 left
+  // most SMs idle (1024 x 4096 x 256 ran 8 blocks, 43.5 us; 128 x 96 split 4, 12.2 us), while
+  // large products keep 128 x 256. The convolution's estimate (wgmma_fit_tunables) chooses both.
+  struct Row {
+    std::int64_t m, k, n;
+    bool b_along_k;
+    const char* tile;
+  };
+  const std::vector<Row> rows = {
+      {1024, 4096, 256, true, "__wg128x96s4k4_kk"},
+      {2048, 1280, 640, true, "__wg128x160s4k2_kk"},
+      {2048, 1280, 640, false, "__wg128x192s4k2_kt"},  // B along N: widths of 64s only
+      {256, 4096, 4096, false, "__wg128x128s4k2_kt"},
+      {4096, 320, 320, true, "__wg128x80s4_kk"},
+      {4096, 4096, 4096, true, "__wg128x256s4_kk"},
+      {8192, 1024, 3072, true, "__wg128x256s4_kk"},
+  };
+  for (const Row& r : rows) {
+    kiln::GemmKernel k;
+    k.arch = "sm_90a";
+    k.op = &kiln::ops::find_op("matmul");
+    k.a = desc({r.m, r.k}, DType::f16);
+    k.b = desc({r.k, r.n}, DType::f16);
+    if (r.b_along_k) k.b.strides = {1, r.k};
+    k.outputs = {desc({r.m, r.n}, DType::f16)};
+    k.epilogue = kiln::identity_epilogue(DType::f16);
+    const std::string name = kiln::specialize_gemm(k, "matmul_f16").spec.name;
+    CAPTURE(name);
+    CHECK(name.find(r.tile) != std::string::npos);
   }
 }
