@@ -24,8 +24,15 @@ ConvGeometry conv_geometry(const Shape& x, const Shape& w, const Attrs& attrs) {
   pair("stride", 1, g.stride_h, g.stride_w);
   pair("padding", 0, g.pad_h, g.pad_w);
   pair("dilation", 1, g.dil_h, g.dil_w);
-  g.p = (g.h + 2 * g.pad_h - g.dil_h * (g.r - 1) - 1) / g.stride_h + 1;
-  g.q = (g.w + 2 * g.pad_w - g.dil_w * (g.s - 1) - 1) / g.stride_w + 1;
+  // torch's floor division: a filter wider than the padded input gives no output, where C++'s
+  // truncation toward zero would give one at stride 2 and more.
+  auto outputs = [](std::int64_t size, std::int64_t pad, std::int64_t dil, std::int64_t taps,
+                    std::int64_t stride) {
+    const std::int64_t span = size + 2 * pad - dil * (taps - 1) - 1;
+    return span < 0 ? 0 : span / stride + 1;
+  };
+  g.p = outputs(g.h, g.pad_h, g.dil_h, g.r, g.stride_h);
+  g.q = outputs(g.w, g.pad_w, g.dil_w, g.s, g.stride_w);
   return g;
 }
 

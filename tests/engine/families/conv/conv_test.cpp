@@ -68,6 +68,10 @@ TEST_CASE("conv2d: shapes, and errors naming the call and the sizes") {
   const std::string empty = error_of({desc({1, 8, 2, 2}, DType::f16), w});
   CHECK(empty.find("empty convolution") != std::string::npos);
   CHECK(empty.find("3x3 filter over 2x2") != std::string::npos);
+  // A dilated filter 5 wide over 4 columns at stride 2: none, as torch has it (not one).
+  const std::string past = error_of({desc({1, 8, 16, 4}, DType::f16), w},
+                                    Attrs().set("dilation", V{2}).set("stride", V{2}));
+  CHECK(past.find("gives a 6x0 output") != std::string::npos);
 }
 
 TEST_CASE("conv2d: the fp64 reference gives torch's values") {
