@@ -42,7 +42,6 @@ bool runs_on(const std::string& built, const std::string& device) {
 }
 
 std::vector<std::string> older_compatible_archs(const std::string& device) {
-  const int d = compiler::arch_number(device);
   std::vector<std::string> out;
   for (auto it = std::rbegin(kArchs); it != std::rend(kArchs); ++it) {
     const std::string arch = "sm_" + std::to_string(it->number);
