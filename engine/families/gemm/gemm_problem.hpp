@@ -88,6 +88,7 @@ KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const 
 /// convolution) with the least estimated time for `s`; `b_trans`: B contiguous along N (widths
 /// that are multiples of 64 only).
 GemmTunables wgmma_fit_tunables(const GemmSizing& s, bool b_trans);
+
 /// `L`'s launch on gemm_sm90.cuh's block for `p`: a block per 128 x `bn` tile (persistent, at
 /// most one an SM, unless `split` blocks of a cluster split K), `shared` bytes, the Args block
 /// with `scalars` and two tensor maps after it.

@@ -53,15 +53,16 @@ int exact_split(std::int64_t tiles, std::int64_t ktiles, std::int64_t sms) {
 
 }  // namespace
 
-// A block's K steps (64 elements) each cost its B columns plus 200 (a convolution's step on an
-// H200 grew as 1.54 ns x (bn + 200) from 80 to 192 columns wide: its loads, A's 128 rows among
-// them, and its fixed costs weigh more than its products); persistent blocks take
-// ceil(tiles / SMs) rounds; a split (blocks of a cluster, one round only) keeps 8 steps or more a
-// block and costs 4 steps more for the sum through distributed shared memory. Every cluster must
-// fit at once: at one block an SM, 66 clusters of 2 fit 132 SMs but only 30 of 4 (120 blocks;
-// bench/trace/cluster_occupancy.cu), and a launch past that runs a second round (128 blocks in
-// clusters of 4 took twice as long). A width sized to N wastes fewer columns: N 320 is two tiles
-// of 160, where 128 makes three.
+// The tile width and split of least estimated time. A block's K steps (64 elements) each cost
+// its B columns plus 200 (a convolution's step on an H200 grew as 1.54 ns x (bn + 200) from 80
+// to 192 columns wide: its loads, A's 128 rows among them, and its fixed costs weigh more than
+// its products); persistent blocks take ceil(tiles / SMs) rounds; a split (blocks of a cluster,
+// one round only) keeps 8 steps or more a block and costs 4 steps more for the sum through
+// distributed shared memory. Every cluster must fit at once: at one block an SM, 66 clusters of
+// 2 fit 132 SMs but only 30 of 4 (120 blocks; bench/trace/cluster_occupancy.cu), and a launch
+// past that runs a second round (128 blocks in clusters of 4 took twice as long). A width sized
+// to N wastes fewer columns: N 320 is two tiles of 160, where 128 makes three. Products take it
+// too, so that one of few tiles still fills the GPU.
 GemmTunables wgmma_fit_tunables(const GemmSizing& s, bool b_trans) {
   constexpr int depth = 64;
   const std::int64_t steps = (s.k + depth - 1) / depth, rows = (s.m + kRows - 1) / kRows;
