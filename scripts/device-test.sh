@@ -12,7 +12,8 @@
 #   lengths, bucket kernels against per-length ones);
 #   python: pytest of python/tests with the machine's torch and CuPy; pyexamples: examples/python
 #   beside torch (not part of all); gemm: `kiln bench` of bench/gemm/*.json, then their peers
-#   (bench/gemm/peers.py: cuBLAS, torch.compile) in the same call (not part of all); attention:
+#   (bench/gemm/peers.py: cuBLAS, torch.compile) in the same call, and bench/gemm_medium.py
+#   (products of a few tiles, graphed beside cuBLAS) (not part of all); attention:
 #   the "gpu: attention" tests, `kiln bench` of bench/attention/*.json, then torch SDPA on them
 #   (bench/attention/peers.py: flash and cuDNN backends, CUDA graphs; ATTENTION_TESTS=0 skips the
 #   tests), the calls of bench/attention/lse (with the log-sum-exp too), those of
@@ -219,6 +220,8 @@ for g in bench/gemm/*.json; do
   echo "$g"; tail -n 6 "$OUT/gemm-$(basename "$g" .json).log"
 done
 timeout 300 python3 bench/gemm/peers.py bench/gemm/*.json 2>&1 | tee "$OUT/gemm-peers.log" || status=1
+PYTHONPATH="$PWD/build-device/python:$PWD/bench" timeout 200 python3 bench/gemm_medium.py 2>&1 |
+  tee "$OUT/gemm-medium.log" || status=1
 fi
 
 if [[ "$modes" == *" attention "* ]]; then
