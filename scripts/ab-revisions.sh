@@ -5,35 +5,53 @@
 # builds at once; then `kiln bench` of each GRAPH, base then new, twice, printing each
 # kernel-alone time and Plan::run / Plan::replay. PEERS="graphs..." also runs
 # bench/attention/peers.py on them in the same call. Logs go to $OUT.
-# Usage: scripts/ab-revisions.sh BASE.tar [GRAPH...]   (no GRAPH: the two builds only)
+# NEW=other.tar: the new side is that tar's tree, not this one (several staged branches against
+# one BASE in one call, a run each; a tar already built keeps its build). PY="bench/x.py ARGS":
+# the Python module is built too, and this tree's bench/x.py runs on each side's module, base
+# then new, twice (bench/ on the path).
+# Usage: scripts/ab-revisions.sh BASE.tar [GRAPH...]   (no GRAPH and no PY: the two builds only)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 base_tar=${1:?usage: ab-revisions.sh BASE.tar GRAPH...}; shift
 OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
 start=$SECONDS
-base=/tmp/kiln-ab-base
-sum=$(md5sum <"$base_tar" | cut -c1-32)
-if [ "$(cat "$base/.tar-md5" 2>/dev/null)" != "$sum" ]; then  # the same BASE again keeps its build
-  rm -rf "$base" && mkdir -p "$base"
-  tar -xf "$base_tar" -C "$base" || exit 1
-  echo "$sum" >"$base/.tar-md5"
+here=$PWD
+# A tar's tree in DIR, kept (with its build) while the tar is the same.
+unpack() {
+  local tar=$1 dir=$2 sum
+  sum=$(md5sum <"$tar" | cut -c1-32)
+  if [ "$(cat "$dir/.tar-md5" 2>/dev/null)" != "$sum" ]; then
+    rm -rf "$dir" && mkdir -p "$dir"
+    tar -xf "$tar" -C "$dir" || return 1
+    echo "$sum" >"$dir/.tar-md5"
+  fi
+  [ -d .deps ] && cp -r .deps "$dir/"
+  return 0
+}
+base=/tmp/kiln-ab-base new=$here newbuild=build-device
+unpack "$base_tar" "$base" || exit 1
+if [ -n "${NEW:-}" ]; then
+  new=/tmp/kiln-ab-new-$(basename "$NEW" .tar) newbuild=build
+  unpack "$NEW" "$new" || exit 1
 fi
-[ -d .deps ] && cp -r .deps "$base/"
+targets=(kiln_cli); [ -n "${PY:-}" ] && targets+=(_kiln)
 xx() { [ -f /usr/include/xxhash.h ] || echo "-DKILN_XXHASH_INCLUDE_DIR=$1/.deps/include"; }
-(cmake -S . -B build-device -G Ninja $(xx "$PWD") -DPython3_EXECUTABLE="$(command -v python3)" &&
-  cmake --build build-device --target kiln_cli) >"$OUT/ab-build-new.log" 2>&1 &
+build() {  # DIR BUILD: the CLI (and the module) of the tree in DIR
+  cd "$1" && cmake -S . -B "$2" -G Ninja $(xx "$1") -DPython3_EXECUTABLE="$(command -v python3)" &&
+    cmake --build "$2" --target "${targets[@]}"
+}
+(build "$new" "$newbuild") >"$OUT/ab-build-new.log" 2>&1 &
 new_pid=$!
-(cd "$base" && cmake -S . -B build -G Ninja $(xx "$base") && cmake --build build --target kiln_cli) \
-  >"$OUT/ab-build-base.log" 2>&1 &
+(build "$base" build) >"$OUT/ab-build-base.log" 2>&1 &
 base_pid=$!
-wait $new_pid || { tail -n 30 "$OUT/ab-build-new.log"; echo "ab: build of this tree failed"; exit 1; }
+wait $new_pid || { tail -n 30 "$OUT/ab-build-new.log"; echo "ab: build of the new tree failed"; exit 1; }
 wait $base_pid || { tail -n 30 "$OUT/ab-build-base.log"; echo "ab: build of BASE failed"; exit 1; }
 echo "ab: builds $((SECONDS - start)) s"
 for g in "$@"; do
   for r in 1 2; do
     for side in base new; do
-      bin=build-device/bin/kiln; [ $side = base ] && bin=$base/build/bin/kiln
+      bin=$new/$newbuild/bin/kiln; [ $side = base ] && bin=$base/build/bin/kiln
       log="$OUT/ab-$side-$r-$(basename "$g" .json).log"
       timeout 120 "$bin" bench "$g" >"$log" 2>&1
       alone=$(grep -A1 "^kernel " "$log" | tail -n 1 | awk '{print $1, $2}')
@@ -42,6 +60,15 @@ for g in "$@"; do
     done
   done
 done
+if [ -n "${PY:-}" ]; then
+  for r in 1 2; do
+    for side in base new; do
+      py=$new/$newbuild/python; [ $side = base ] && py=$base/build/python
+      echo "== $side r$r: $PY"
+      PYTHONPATH="$py:$here/bench" timeout 200 python3 $PY 2>&1 | tee -a "$OUT/ab-py-$side.log"
+    done
+  done
+fi
 echo "ab: benches $((SECONDS - start)) s"
 if [ -n "${PEERS:-}" ]; then
   timeout 200 python3 bench/attention/peers.py $PEERS 2>&1 | tee "$OUT/ab-peers.log"
