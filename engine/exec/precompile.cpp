@@ -48,7 +48,8 @@ PrecompileSummary precompile_work(const std::vector<PrecompileWork>& all,
   int done = 0;
   const auto one = [&](std::size_t w) {
     const KernelSpec& spec = *work[w].spec;
-    PrecompileItem item{spec.name, *work[w].arch, "", "", 0};
+    PrecompileItem item;
+    item.name = spec.name, item.arch = *work[w].arch;
     const auto t0 = std::chrono::steady_clock::now();
     try {
       const compiler::SourceUnit unit(spec);
