@@ -8,7 +8,7 @@ Usage: python3 bench/conv.py [--tune] (with build-device/python or build/python 
 import sys
 
 import torch  # noqa: E402
-from run import graphed, median_us  # noqa: E402
+from run import graphed, median_us, print_row, run_rows, tune_print  # noqa: E402
 
 import kiln  # noqa: E402
 
@@ -38,9 +38,7 @@ def measure(n, c, k, hw, r, stride, groups=1, tune=False):
     y = torch.empty(n, k, p, p, device="cuda", dtype=torch.float16).to(memory_format=CL)
     inputs = dict(x=xt.permute(0, 2, 3, 1), w=wt.permute(0, 2, 3, 1))
     if tune:
-        for t in kiln.tune(ENGINE, g):
-            print(f"  tune {t['kernel']}: {t['candidates']} candidates, default {t['default_us']:.1f}"
-                  f" us, winner {t['winner']} {t['tuned_us']:.1f} us", flush=True)
+        tune_print(ENGINE, g)
     plan.run(ENGINE, out={"y": y}, **inputs)
     ref = F.conv2d(xt.double(), wt.double(), stride=stride, padding=pad, groups=groups)
     err = ((y.double() - ref).abs() / (1 + ref.abs())).max().item()
@@ -58,20 +56,10 @@ def row(n, c, k, hw, r, stride, tune):
     kiln_us, cudnn_us, p = m["kiln_us"], m["cudnn_us"], m["p"]
     flops = 2 * n * k * p * p * c * r * r
     ok = m["err"] <= 2e-2
-    print(f"conv {r}x{r} s{stride} N{n} {c}->{k} {hw}x{hw}: kiln {kiln_us:7.1f} us "
-          f"{flops / kiln_us / 1e6:5.0f} TFLOP/s | cuDNN {cudnn_us:7.1f} us "
-          f"{flops / cudnn_us / 1e6:5.0f} TFLOP/s | kiln/cuDNN speed {cudnn_us / kiln_us:.2f}x | "
-          f"error {m['err']:.1e} {'ok' if ok else 'FAIL'} | {m['kernels'][0]['name']}", flush=True)
+    print_row(f"conv {r}x{r} s{stride} N{n} {c}->{k} {hw}x{hw}", flops, kiln_us, "cuDNN",
+              cudnn_us, m["err"], ok, m["kernels"][0]["name"])
     return ok
 
 
-def main():
-    print(f"{torch.cuda.get_device_name()}: conv2d f16 channels_last, CUDA graphs", flush=True)
-    ok, tune = True, "--tune" in sys.argv
-    for r in ROWS:
-        ok = row(*r, tune) and ok
-    return 0 if ok else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_rows("conv2d f16 channels_last, CUDA graphs", ROWS, row))

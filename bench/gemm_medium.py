@@ -9,7 +9,7 @@ printed; its space has widths 64, 128 and 256 beside the default); the winner ru
 import sys
 
 import torch  # noqa: E402
-from run import graphed, median_us  # noqa: E402
+from run import graphed, median_us, print_row, run_rows, tune_print  # noqa: E402
 
 import kiln  # noqa: E402
 
@@ -27,10 +27,7 @@ def row(m, k, n, b_nk, tune):
     b = g.input("b", [n, k] if b_nk else [k, n], "f16")
     g.output(kiln.linear(a, b) if b_nk else kiln.matmul(a, b), "c")
     if tune:
-        for t in kiln.tune(ENGINE, g):
-            print(f"  tune {t['kernel']}: {t['candidates']} candidates, default "
-                  f"{t['default_us']:.1f} us, winner {t['winner']} {t['tuned_us']:.1f} us",
-                  flush=True)
+        tune_print(ENGINE, g)
     plan = kiln.Plan(g)
     at = torch.randn(m, k, device="cuda", dtype=torch.float16)
     bt = torch.randn(*([n, k] if b_nk else [k, n]), device="cuda", dtype=torch.float16) / k ** 0.5
@@ -42,21 +39,10 @@ def row(m, k, n, b_nk, tune):
     kiln_us = median_us(graphed(lambda: plan.run(ENGINE, out={"c": c}, a=at, b=bt))[0], inner=10)
     cublas_us = median_us(graphed(lambda: torch.mm(at, bb, out=c))[0], inner=10)
     ok = err <= 1e-2
-    tflops = 2 * m * n * k / 1e6
-    print(f"{m}x{k}x{n} B {'[N, K]' if b_nk else '[K, N]'}: kiln {kiln_us:6.1f} us "
-          f"{tflops / kiln_us:4.0f} TFLOP/s | cuBLAS {cublas_us:6.1f} us {tflops / cublas_us:4.0f} "
-          f"TFLOP/s | kiln/cuBLAS speed {cublas_us / kiln_us:.2f}x | error {err:.1e} "
-          f"{'ok' if ok else 'FAIL'} | {plan.kernels()[0]['name']}", flush=True)
+    print_row(f"{m}x{k}x{n} B {'[N, K]' if b_nk else '[K, N]'}", 2 * m * n * k, kiln_us, "cuBLAS",
+              cublas_us, err, ok, plan.kernels()[0]["name"])
     return ok
 
 
-def main():
-    print(f"{torch.cuda.get_device_name()}: f16 products of a few tiles, CUDA graphs", flush=True)
-    ok, tune = True, "--tune" in sys.argv
-    for r in ROWS:
-        ok = row(*r, tune) and ok
-    return 0 if ok else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_rows("f16 products of a few tiles, CUDA graphs", ROWS, row))

@@ -129,6 +129,32 @@ def graphed(fn):
     return graph.replay, out
 
 
+def tune_print(engine, graph):
+    """`kiln tune` of each kernel of `graph` on `engine` (its records then serve the graph's
+    plans), a line each: candidates, the default's time and the winner's."""
+    import kiln
+    for t in kiln.tune(engine, graph):
+        print(f"  tune {t['kernel']}: {t['candidates']} candidates, default "
+              f"{t['default_us']:.1f} us, winner {t['winner']} {t['tuned_us']:.1f} us", flush=True)
+
+
+def print_row(label, flops, kiln_us, peer, peer_us, err, ok, kernel):
+    """One line of a bench against a peer: kiln's time and TFLOP/s (of `flops`), the peer's, the
+    speed ratio, the check against the reference, and kiln's kernel."""
+    print(f"{label}: kiln {kiln_us:7.1f} us {flops / kiln_us / 1e6:5.0f} TFLOP/s | {peer} "
+          f"{peer_us:7.1f} us {flops / peer_us / 1e6:5.0f} TFLOP/s | kiln/{peer} speed "
+          f"{peer_us / kiln_us:.2f}x | error {err:.1e} {'ok' if ok else 'FAIL'} | {kernel}",
+          flush=True)
+
+
+def run_rows(title, rows, row):
+    """The GPU's name and `title`, then row(*r, tune) for each of `rows` (tune: --tune was
+    given); the exit status, 0 when every row returned True."""
+    print(f"{torch.cuda.get_device_name()}: {title}", flush=True)
+    tune = "--tune" in sys.argv
+    return 0 if all([row(*r, tune) for r in rows]) else 1
+
+
 def torch_launch(n):
     """PyTorch's cost per op of n dependent tiny adds: eager, and replayed as a CUDA graph."""
     x = torch.full((1,), 0.5, device="cuda")
