@@ -64,7 +64,7 @@ int exact_split(std::int64_t tiles, std::int64_t ktiles, std::int64_t sms) {
 // to N wastes fewer columns: N 320 is two tiles of 160, where 128 makes three. Products take it
 // too, so that one of few tiles still fills the GPU.
 GemmTunables wgmma_fit_tunables(const GemmSizing& s, bool b_trans) {
-  constexpr int depth = 64;
+  constexpr int depth = gemm::config::stage_k(2);  // elements of K a stage: 128 bytes
   const std::int64_t steps = (s.k + depth - 1) / depth, rows = (s.m + kRows - 1) / kRows;
   const auto fit = [&](std::int64_t blocks, int split) {
     return blocks <= (split <= 2 ? s.sms : s.sms * 10 / 11);
@@ -135,14 +135,14 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
     const GemmTunables d = wgmma_fit_tunables(s, trans);
     if (!t.bn) t.bn = d.bn;
     if (!t.split) t.split = t.bn == d.bn ? d.split : 1;
-  } else if (!t.bn) {
-    t.bn = default_f32_bn(s, exact);
+  } else {
+    if (!t.bn) t.bn = default_f32_bn(s, exact);
+    if (!t.split) {
+      const std::int64_t planned = (s.m + kRows - 1) / kRows * ((s.n + t.bn - 1) / t.bn);
+      t.split = exact ? exact_split(planned, (s.k + depth - 1) / depth, s.sms) : 1;
+    }
   }
   if (!t.stages) t.stages = 4;
-  if (!t.split) {
-    const std::int64_t planned = (s.m + kRows - 1) / kRows * ((s.n + t.bn - 1) / t.bn);
-    t.split = exact ? exact_split(planned, (s.k + depth - 1) / depth, s.sms) : 1;
-  }
   t.wgmma = 1;
   if (std::string why = reject_wgmma_tunables(t, s.max_shared, exact, trans); !why.empty())
     throw ArgumentError(fmt::format("{}: bad GEMM tunables: {}", stem, why));

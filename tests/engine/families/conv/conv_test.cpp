@@ -301,9 +301,8 @@ TEST_CASE("conv2d takes the wgmma path where it fits, and channels_last in gives
 }
 
 TEST_CASE("conv2d's default tiles on issue 51's layers are those measured fastest") {
-  // The width and split measured fastest (`kiln tune` on an H100, then the 80-wide split tiles
-  // and the 192-wide split in 4 graphed beside cuDNN on an H200: bench/NOTES.md):
-  // conv_sm90.cpp's estimate must keep choosing them.
+  // The width and split measured fastest (`kiln tune`, then configurations graphed beside cuDNN:
+  // bench/NOTES.md): the estimate (gemm_sm90.cpp's wgmma_fit_tunables) must keep choosing them.
   struct Row {
     kiln::test::ConvCase c;
     const char* tile;

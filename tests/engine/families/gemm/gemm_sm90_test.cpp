@@ -89,9 +89,9 @@ TEST_CASE("the wgmma path's tuning space of an exact f32 product offers only wha
 }
 
 TEST_CASE("the wgmma path's default tile and split on f16 products are those measured fastest") {
-  // Graphed beside cuBLAS on an H200 (bench/NOTES.md, session 58): few tiles of 128 x 256 left
-  // most SMs idle (1024 x 4096 x 256 ran 8 blocks, 43.5 us; 128 x 96 split 4, 12.2 us), while
-  // large products keep 128 x 256. The convolution's estimate (wgmma_fit_tunables) chooses both.
+  // The tiles measured fastest beside cuBLAS (bench/gemm_medium.py, bench/NOTES.md): a product of
+  // few tiles takes a narrower tile or splits K so that it fills the SMs, a large one keeps
+  // 128 x 256. wgmma_fit_tunables, the convolutions' estimate too, must keep choosing them.
   struct Row {
     std::int64_t m, k, n;
     bool b_along_k;
