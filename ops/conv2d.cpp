@@ -123,11 +123,12 @@ std::vector<OpDef> conv_ops() {
   };
   d.doc =
       "x [N, C, H, W] convolved with w [K, C/groups, R, S], plus bias [K] (optional): "
-      "torch.nn.functional.conv2d, the result [N, K, P, Q] with P = (H + 2*pad_h - dil_h*(R-1) - "
-      "1) / stride_h + 1 (Q alike). Any strides; channels_last memory (C contiguous, what "
-      "x.to(memory_format=torch.channels_last) holds) for x and w is the fast path, read as an "
-      "implicit GEMM with no copy; the result then is channels_last too (as torch's), and so are "
-      "the elementwise results after it. An empty result is a ShapeError naming the sizes.";
+      "torch.nn.functional.conv2d, the result [N, K, P, Q] with P = floor((H + 2*pad_h - "
+      "dil_h*(R-1) - 1) / stride_h) + 1 (Q alike). Any strides; channels_last memory (C "
+      "contiguous, what x.to(memory_format=torch.channels_last) holds) for x and w is the fast "
+      "path, read as an implicit GEMM with no copy; the result then is channels_last too (as "
+      "torch's), and so are the elementwise results after it. An empty result is a ShapeError "
+      "naming the sizes.";
   d.dtypes =
       "x, w and bias of one float dtype, the result's; f16 and bf16 on tensor cores with f32 "
       "accumulation; f32 on TF32 unless exact.";
