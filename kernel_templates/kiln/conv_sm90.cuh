@@ -9,7 +9,8 @@
 // it, is R*S stages of ceil(C / 64) each: a stage's channels past C multiply zeros.
 // Parameters: ConvSm90Args (gemm.cuh's Args with M = N*P*Q, N = K, K = R*S*ceil(C/64)*64, rows
 // of each result-shaped slot one output pixel apart; the output grid and taps), then the im2col
-// map of x and the tiled map of w (box 64 channels x 1 tap x BN outputs).
+// map of x, the tiled map of w (box 64 channels x 1 tap x BN outputs) and (Store) the output's
+// map as gemm_sm90's: its N*P*Q pixels as rows (images one after another).
 
 #include <kiln/gemm_sm90.cuh>
 
@@ -56,15 +57,16 @@ __device__ __forceinline__ void produce_taps(const R& ring, const TensorMap* map
 }
 #endif
 
-template <class T, class Epi, bool Bias, int BN, int Stages, int V, int Split>
+template <class T, class Epi, bool Bias, int BN, int Stages, int V, int Split, bool Store>
 __global__ void __launch_bounds__(gemm::config::kWgmmaThreads, 1)
     conv2d_sm90(const Sm90Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args,
-                const __grid_constant__ TensorMap map_x, const __grid_constant__ TensorMap map_w) {
+                const __grid_constant__ TensorMap map_x, const __grid_constant__ TensorMap map_w,
+                const __grid_constant__ TensorMap map_y) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(sizeof(T) == 2, "f16 or bf16");
   using R = gemm::Ring<T, BN, Stages, false>;
-  gemm::sm90_block<T, Epi, Bias, BN, Stages, 0, V, false, Split, /*Images=*/true>(
-      args.g, [&](const R& ring, const gemm::Work& w) {
+  gemm::sm90_block<T, Epi, Bias, BN, Stages, 0, V, false, Split, /*Images=*/true, Store>(
+      args.g, &map_y, [&](const R& ring, const gemm::Work& w) {
         produce_taps<R, BN, Stages>(ring, &map_x, &map_w, w, args.taps);
       });
 #endif

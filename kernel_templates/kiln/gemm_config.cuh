@@ -77,6 +77,17 @@ KILN_GEMM_CONFIG_FN int wgmma_ring_bytes(int bn, int stages, bool exact) {
 KILN_GEMM_CONFIG_FN int wgmma_staging_offset(int bn, int stages, bool exact) {
   return (wgmma_ring_bytes(bn, stages, exact) + 15) / 16 * 16;
 }
+/// Split 1 with a dense output (the engine's wgmma_store_fits): the epilogue writes each chunk
+/// of a consumer group's 64 rows into shared memory as the output's elements (`bytes` each) and
+/// a TMA store copies it out, two buffers a group in its staging area, alternating. A chunk's
+/// columns: 64 bytes of a row, or 32 where `bn` is not a multiple of those.
+KILN_GEMM_CONFIG_FN int wgmma_store_cols(int bn, int bytes) {
+  return bn % (64 / bytes) == 0 ? 64 / bytes : 32 / bytes;
+}
+constexpr int kStoreAlign = 128;  ///< a TMA store's shared-memory source
+/// Both buffers fit a group's staging area, past an alignment pad.
+static_assert(2 * kStagingRows * 64 + kStoreAlign <= kStagingRows * kStagingLd * 4,
+              "a group's two store buffers in its staging area");
 /// The kernel's dynamic shared memory.
 KILN_GEMM_CONFIG_FN int wgmma_shared_bytes(int bn, int stages, bool exact, int split) {
   const int ring = wgmma_ring_bytes(bn, stages, exact);

@@ -22,7 +22,9 @@
 // gemm_sm90_exact.cuh. Edges of M, N and K arrive as zeros from TMA.
 // Parameters: the Args of gemm.cuh (pointers, scalars, strides: the epilogue's), then the
 // tensor maps of A (box 128 bytes of K x 128 rows) and B (128 bytes of K x BN rows, or of N x 64
-// rows of K per 64 columns).
+// rows of K per 64 columns), and (Store: split 1, one output whose rows are a matrix TMA maps,
+// no bias or epilogue input) the map of the output (box a chunk of stored_epilogue's
+// columns x 64 rows, no swizzle), which the epilogue stores through instead of its pointer.
 
 #include <kiln/gemm.cuh>
 #include <kiln/gemm_config.cuh>
@@ -126,10 +128,10 @@ __device__ __forceinline__ void products(float (&acc)[BN / 2], const R& ring, in
 /// The block of gemm_sm90 (and of conv.cuh's conv2d_sm90): its ring and barriers, the producer
 /// thread's produce(ring, work) loading each of the block's stages, the consumer groups' products
 /// and epilogue through `args` (gemm.cuh's Args: m, n, k, the epilogue's slots; Images: rows
-/// of a convolution's images, epilogue_rows).
+/// of a convolution's images, epilogue_rows; Store: the output through `map_c`, stored_epilogue).
 template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
-          int Split, bool Images = false, class A, class Produce>
-__device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
+          int Split, bool Images, bool Store, class A, class Produce>
+__device__ __forceinline__ void sm90_block(const A& args, const TensorMap* map_c, Produce produce) {
   using R = Ring<T, BN, Stages, Exact>;
   static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0 && (BN == 64 || BN == 128)),
                 "Exact: f32, both K-major, BN 64 or 128");
@@ -143,11 +145,16 @@ __device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
                      config::kWgmmaAlign;
   unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + Stages * R::kStage);
   const R ring{smem, full, full + Stages, full + 2 * Stages};
-  // Split 1: each consumer group's staging area for its epilogue, 64 rows of 32 + 8 floats.
+  // Split 1: each consumer group's staging area for its epilogue, 64 rows of 32 + 8 floats
+  // (Store: two chunk buffers, from 128 bytes).
   float* staging =
       reinterpret_cast<float*>(smem + config::wgmma_staging_offset(BN, Stages, Exact));
 
   const int tid = threadIdx.x, group = tid / 128, K = args.k;
+  unsigned char* store_buf = reinterpret_cast<unsigned char*>(
+      staging + (group > 0 ? group - 1 : 0) * config::kStagingRows * config::kStagingLd);
+  store_buf += (config::kStoreAlign - tma::shared_address(store_buf) % config::kStoreAlign) %
+               config::kStoreAlign;
   Work w;
   w.tiles_m = (args.m + R::kRows - 1) / R::kRows;
   w.tiles_n = (args.n + BN - 1) / BN;
@@ -181,7 +188,7 @@ __device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
     }
   } else {
     if constexpr (Split == 1) wgmma::registers_up<232>();
-    int it = 0;
+    int it = 0, chunk = 0;
     for (int tile = blockIdx.x; tile < w.tiles_m * w.tiles_n; tile += gridDim.x) {
       int tm, tn;
       tile_of(tile, w.tiles_m, w.tiles_n, tm, tn);
@@ -194,11 +201,15 @@ __device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
       else
         products<T, R, BN, Stages, BTrans>(acc, ring, it, w.ktiles, group - 1, tid);
       it += w.padded;
-      if constexpr (Split == 1)
+      if constexpr (Split == 1 && Store)
+        stored_epilogue<Epi, BN>(args, acc, store_buf, map_c, tm * R::kRows, tn * BN, group - 1,
+                                 tid, chunk);
+      else if constexpr (Split == 1)
         staged_epilogue<T, Epi, Bias, BN, V, Images>(
             args, acc, staging + (group - 1) * config::kStagingRows * config::kStagingLd,
             tm * R::kRows, tn * BN, group - 1, tid);
     }
+    if (Store && tid % 128 == 0) tma::store_wait_all();  // shared memory outlives the stores
   }
   if constexpr (Split > 1) {  // one tile a block: blockIdx.x's
     int tm, tn;
@@ -210,14 +221,15 @@ __device__ __forceinline__ void sm90_block(const A& args, Produce produce) {
 #endif
 
 template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
-          int Split>
+          int Split, bool Store>
 __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
     gemm_sm90(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args,
-              const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b) {
+              const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+              const __grid_constant__ TensorMap map_c) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using R = Ring<T, BN, Stages, Exact>;
-  sm90_block<T, Epi, Bias, BN, Stages, BTrans, V, Exact, Split>(
-      args, [&](const R& ring, const Work& w) {
+  sm90_block<T, Epi, Bias, BN, Stages, BTrans, V, Exact, Split, false, Store>(
+      args, &map_c, [&](const R& ring, const Work& w) {
         produce<R, BN, Stages, BTrans>(ring, &map_a, &map_b, w, args.k);
       });
 #endif

@@ -1,8 +1,9 @@
 #pragma once
 // TMA and mbarrier for templates on sm_90 and later: the kernel parameter type of a tensor map
 // (a template's tensor_map parameter, passed as `const __grid_constant__ kiln::TensorMap`), a
-// shared-memory barrier that counts the bytes asynchronous copies land, and tiled TMA loads.
-// Each copy moves the map's whole box; parts outside the tensor arrive as zeros and still count.
+// shared-memory barrier that counts the bytes asynchronous copies land, tiled TMA loads, and
+// tiled TMA stores. Each load moves the map's whole box; parts outside the tensor arrive as
+// zeros and still count.
 
 namespace kiln {
 
@@ -104,6 +105,35 @@ __device__ inline void load_1d(void* dst, const TensorMap* map, int c0, unsigned
       " [%0], [%1, {%2}], [%3];" ::"r"(shared_address(dst)),
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(shared_address(bar))
       : "memory");
+}
+
+/// Copies `src` (shared memory, 128-byte aligned, the box's layout) into the box of `map` at
+/// element coordinates (c0 innermost, c1); parts outside the tensor are not written. The copy
+/// joins this thread's open bulk group (store_commit).
+__device__ inline void store_2d(const TensorMap* map, const void* src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(shared_address(src)), "r"(c0), "r"(c1)
+               : "memory");
+}
+
+/// Closes this thread's open bulk group of stores.
+__device__ inline void store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+
+/// Waits until at most `Pending` of this thread's bulk groups still read their shared memory
+/// (the sources of the others may be written again).
+template <int Pending>
+__device__ inline void store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(Pending) : "memory");
+}
+
+/// Waits until every bulk group of this thread has completed (its writes done).
+__device__ inline void store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
+/// Orders this thread's shared-memory writes before the copy engine's reads of them (a TMA
+/// store issued after a barrier).
+__device__ inline void fence_shared_for_copies() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
 }  // namespace tma

@@ -68,7 +68,8 @@ int ConvTemplate::shared_bytes() const { return gemm::config::mma_shared_bytes(b
 std::string ConvWgmmaTemplate::expression() const {
   return codegen::render_instance("kiln::conv::conv2d_sm90",
                                   {std::string(device_type_of(dtype)), "kiln_epilogue", flag(bias),
-                                   num(bn), num(stages), num(columns), num(split)});
+                                   num(bn), num(stages), num(columns), num(split),
+                                   flag(store)});
 }
 
 std::string ConvWgmmaTemplate::name(std::string_view stem) const {

@@ -71,6 +71,7 @@ KernelLaunch specialize_conv_wgmma(const ConvKernel& k, const GemmSizing& s,
   tp.bias = k.bias.has_value();
   tp.bn = t.bn, tp.stages = t.stages, tp.split = t.split;
   tp.columns = epilogue_columns(p);
+  tp.store = wgmma_store_fits(p, tp.columns, t.split, tp.bias, k.epilogue_inputs.size());
   KernelLaunch L;
   L.spec = gemm_spec(tp, k.epilogue, stem);
   set_wgmma_launch(L, p, t.bn, t.split, tp.shared_bytes(), k.epilogue_scalars);
@@ -96,6 +97,7 @@ KernelLaunch specialize_conv_wgmma(const ConvKernel& k, const GemmSizing& s,
         runtime::describe_tensor_map(*taps_view(k.w), {unsigned(t.bn), 1, kDepth}, 128,
                                      stem + ": w's map")},
        "the tensor map of parameter 2"});
+  if (tp.store) L.layout.maps.push_back(wgmma_store_map(p, k.outputs[0].dtype, t.bn, stem));
   L.tunables = codegen::launch_tunables(gemm_tunable_table(), t, kGemmWgmma | kGemmClusters);
   return L;
 }

@@ -89,9 +89,21 @@ KernelLaunch specialize_skinny(const GemmKernel& k, const GemmProblem& p, const 
 /// that are multiples of 64 only).
 GemmTunables wgmma_fit_tunables(const GemmSizing& s, bool b_trans);
 
+/// Whether gemm_sm90.cuh's block stores `p`'s output through a tensor map (its Store): split 1,
+/// one output of 2- or 4-byte elements whose rows are a matrix (V `columns` 8: 16-byte aligned,
+/// contiguous along N; a convolution's images one run of rows, as pixel_rows_fit asks), and no
+/// `bias` or epilogue `inputs`: read from the fragments' layout, a thread would load per-column
+/// operands two columns at a time where the staged walk loads eight, and on an H200 a bias and
+/// GELU after a 4096^3 product ran 3.5 % slower that way, a batch norm after a convolution 8 %,
+/// where plain products and a SiLU gained 1-7 % (bench/NOTES.md).
+bool wgmma_store_fits(const GemmProblem& p, int columns, int split, bool bias,
+                      std::size_t inputs);
+/// The output's map for that store (parameter 3): its rows, a box of 64 rows and a chunk's columns.
+TensorMapParam wgmma_store_map(const GemmProblem& p, DType out, int bn, const std::string& stem);
+
 /// `L`'s launch on gemm_sm90.cuh's block for `p`: a block per 128 x `bn` tile (persistent, at
 /// most one an SM, unless `split` blocks of a cluster split K), `shared` bytes, the Args block
-/// with `scalars` and two tensor maps after it.
+/// with `scalars` and three tensor maps after it (the third encoded only where it stores).
 void set_wgmma_launch(KernelLaunch& L, const GemmProblem& p, int bn, int split, int shared,
                       const std::vector<float>& scalars);
 

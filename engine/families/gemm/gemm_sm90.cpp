@@ -86,6 +86,23 @@ GemmTunables wgmma_fit_tunables(const GemmSizing& s, bool b_trans) {
   return best;
 }
 
+bool wgmma_store_fits(const GemmProblem& p, int columns, int split, bool bias,
+                      std::size_t inputs) {
+  const GemmSlot& o = p.slots[0];  // V 8: contiguous along N, each row 16-byte aligned
+  return split == 1 && p.outputs == 1 && columns == 8 && !bias && inputs == 0 &&
+         (o.element == 2 || o.element == 4) && o.lo == 0 && o.hi == p.n &&
+         (p.m == 1 || o.row >= p.n);
+}
+
+TensorMapParam wgmma_store_map(const GemmProblem& p, DType out, int bn, const std::string& stem) {
+  const GemmSlot& o = p.slots[0];
+  const unsigned cols = unsigned(gemm::config::wgmma_store_cols(bn, int(size_of(out))));
+  return {{3, 0,
+           runtime::describe_tensor_map(rows_view(o.data, p.m, p.n, o.row, out), {64, cols}, 0,
+                                        stem + ": the output's map")},
+          "the tensor map of parameter 3"};
+}
+
 void set_wgmma_launch(KernelLaunch& L, const GemmProblem& p, int bn, int split, int shared,
                       const std::vector<float>& scalars) {
   const std::int64_t tiles = (p.m + kRows - 1) / kRows * ((p.n + bn - 1) / bn);
@@ -95,7 +112,7 @@ void set_wgmma_launch(KernelLaunch& L, const GemmProblem& p, int bn, int split, 
   L.config.block = {unsigned(gemm::config::kWgmmaThreads), 1, 1};
   L.config.shared = unsigned(shared);
   L.groups = 1;
-  set_gemm_params(L, p, scalars, 2);
+  set_gemm_params(L, p, scalars, 3);
 }
 
 bool wgmma_fits(const GemmKernel& k, const GemmProblem& p) {
@@ -157,6 +174,7 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
   tp.columns = epilogue_columns(p);
   tp.exact = exact;
   tp.split = t.split;
+  tp.store = wgmma_store_fits(p, tp.columns, t.split, tp.bias, k.epilogue_inputs.size());
   KernelLaunch L;
   L.spec = gemm_spec(tp, k.epilogue, stem);
   set_wgmma_launch(L, p, t.bn, t.split, tp.shared_bytes(), k.epilogue_scalars);
@@ -173,6 +191,7 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
   L.layout.maps.push_back({{2, std::uint32_t(p.outputs + 1),
                             runtime::describe_tensor_map(vb, box_b, 128, stem + ": b's map")},
                            "the tensor map of parameter 2"});
+  if (tp.store) L.layout.maps.push_back(wgmma_store_map(p, k.outputs[0].dtype, t.bn, stem));
   L.tunables = codegen::launch_tunables(gemm_tunable_table(), t, kGemmWgmma | kGemmClusters);
   return L;
 }

@@ -74,7 +74,7 @@ std::string GemmWgmmaTemplate::expression() const {
   return codegen::render_instance(
       "kiln::gemm::gemm_sm90",
       {std::string(device_type_of(dtype)), "kiln_epilogue", flag(bias), num(bn), num(stages),
-       b_trans ? "1" : "0", num(columns), flag(exact), num(split)});
+       b_trans ? "1" : "0", num(columns), flag(exact), num(split), flag(store)});
 }
 
 std::string GemmWgmmaTemplate::name(std::string_view stem) const {

@@ -45,7 +45,7 @@ struct GemmMmaTemplate {
   unsigned threads() const { return unsigned(32 * warps_m * warps_n); }
 };
 
-/// gemm_sm90.cuh's `gemm_sm90<T, Epi, Bias, BN, Stages, BTrans, V, Exact, Split>`.
+/// gemm_sm90.cuh's `gemm_sm90<T, Epi, Bias, BN, Stages, BTrans, V, Exact, Split, Store>`.
 struct GemmWgmmaTemplate {
   static constexpr std::string_view kHeader = "gemm_sm90.cuh";
   DType dtype = DType::f32;
@@ -55,6 +55,7 @@ struct GemmWgmmaTemplate {
   int columns = 1;       ///< V
   bool exact = false;
   int split = 1;
+  bool store = false;  ///< the epilogue stores through the output's tensor map (wgmma_store_fits)
 
   std::string expression() const;
   /// "<stem>__wg128x128s4_kk_bias"

@@ -253,6 +253,29 @@ TEST_CASE("conv2d's tuning spaces: 8 or more candidates on each path, each compi
   }
 }
 
+TEST_CASE("conv2d's wgmma kernel stores a channels_last output by TMA, unless it has a bias or "
+          "unaligned rows") {
+  kiln::ConvKernel k;
+  k.arch = "sm_90a";
+  k.x = kiln::test::desc({2, 320, 64, 64}, DType::f16);
+  k.x.strides = {320 * 64 * 64, 1, 64 * 320, 320};
+  k.w = kiln::test::desc({320, 320, 3, 3}, DType::f16);
+  k.w.strides = {9 * 320, 1, 3 * 320, 320};
+  k.geometry = kiln::ops::conv_geometry(k.x.shape, k.w.shape, Attrs().set("padding", V{1}));
+  k.outputs = {kiln::test::desc({2, 320, 64, 64}, DType::f16)};
+  k.outputs[0].strides = k.x.strides;  // the pixels of both images: one matrix of rows
+  k.epilogue = kiln::identity_epilogue(DType::f16);
+  const auto maps = [&k] { return kiln::specialize_conv(k, "conv2d_f16").layout.maps.size(); };
+  CHECK(maps() == 3u);
+  k.bias = kiln::test::desc({320}, DType::f16);
+  CHECK(maps() == 2u);
+  k.bias.reset();
+  // Pixels 324 channels apart: 648 bytes, not a multiple of 16, so the staged walk.
+  k.outputs[0].strides = {324 * 64 * 64, 1, 64 * 324, 324};
+  CHECK(maps() == 2u);
+  CHECK(kiln::specialize_conv(k, "conv2d_f16").spec.name.find("__wg128x") != std::string::npos);
+}
+
 TEST_CASE("conv2d takes the wgmma path where it fits, and channels_last in gives channels_last "
           "out") {
   auto name_of = [](const kiln::test::ConvCase& c, DType t) {

@@ -1,9 +1,11 @@
 // The GEMM family's sm_90a path without a GPU: persistent blocks and their launch, programmatic
-// launches, the tuning space of an exact f32 product, and the default tiles of f16 products.
+// launches, the tuning space of an exact f32 product, the default tiles of f16 products, and
+// which outputs the epilogue stores by TMA.
 #include <doctest/doctest.h>
 
 #include <kiln/ops.hpp>
 
+#include "engine/compiler/compiler.hpp"
 #include "engine/exec/engine_impl.hpp"
 #include "engine/families/gemm/gemm.hpp"
 #include "engine/families/gemm/gemm_problem.hpp"
@@ -119,4 +121,40 @@ TEST_CASE("the wgmma path's default tile and split on f16 products are those mea
     CAPTURE(name);
     CHECK(name.find(r.tile) != std::string::npos);
   }
+}
+
+TEST_CASE("the wgmma path stores a plain output by TMA; a bias, a split or an unaligned output "
+          "takes the staged walk") {
+  // The store's map is a third one, of pointer 0 (the output) in parameter 3, which the launch
+  // encodes instead of writing the pointer; every wgmma kernel has the parameter.
+  kiln::GemmKernel k;
+  k.arch = "sm_90a";
+  k.op = &kiln::ops::find_op("matmul");
+  k.a = desc({4096, 1024}, DType::f16);
+  k.b = desc({1024, 1024}, DType::f16);
+  k.b.strides = {1, 1024};
+  k.outputs = {desc({4096, 1024}, DType::f16)};
+  k.epilogue = kiln::identity_epilogue(DType::f16);
+  const auto stores = [&k](kiln::GemmTunables t) {
+    const kiln::KernelLaunch L = kiln::specialize_gemm(k, "matmul_f16", t);
+    const std::string& e = L.spec.expression;
+    const bool store = e.size() > 7 && e.compare(e.size() - 7, 7, ", true>") == 0;
+    CAPTURE(e);
+    CHECK(L.layout.params.size() == 4u);
+    REQUIRE(L.layout.maps.size() == (store ? 3u : 2u));
+    if (store) CHECK((L.layout.maps[2].map.pointer == 0 && L.layout.maps[2].map.param == 3));
+    return store;
+  };
+  CHECK(stores({}));
+  const kiln::CompiledKernel c =
+      kiln::compiler::compile(kiln::specialize_gemm(k, "matmul_f16").spec, "sm_90a");
+  CHECK(c.spill_bytes == 0);
+  kiln::GemmTunables split;
+  split.split = 2;
+  CHECK_FALSE(stores(split));
+  k.bias = desc({1024}, DType::f16);
+  CHECK_FALSE(stores({}));
+  k.bias.reset();
+  k.outputs[0].strides = {1028, 1};  // rows 2056 bytes apart: not a multiple of 16
+  CHECK_FALSE(stores({}));
 }
