@@ -40,6 +40,21 @@ std::vector<unsigned char> f32_bytes(const std::vector<double>& v) {
   return b;
 }
 
+// A U-Net layer's 3x3 convolution, N2 C320 64x64 f16, x, w and the output channels_last.
+kiln::ConvKernel unet_conv(const char* arch) {
+  kiln::ConvKernel k;
+  k.arch = arch;
+  k.x = kiln::test::desc({2, 320, 64, 64}, DType::f16);
+  k.x.strides = {320 * 64 * 64, 1, 64 * 320, 320};
+  k.w = kiln::test::desc({320, 320, 3, 3}, DType::f16);
+  k.w.strides = {9 * 320, 1, 3 * 320, 320};
+  k.geometry = kiln::ops::conv_geometry(k.x.shape, k.w.shape, Attrs().set("padding", V{1}));
+  k.outputs = {kiln::test::desc({2, 320, 64, 64}, DType::f16)};
+  k.outputs[0].strides = k.x.strides;
+  k.epilogue = kiln::identity_epilogue(DType::f16);
+  return k;
+}
+
 }  // namespace
 
 TEST_CASE("conv2d: shapes, and errors naming the call and the sizes") {
@@ -221,16 +236,7 @@ TEST_CASE("conv2d's tuning spaces: 8 or more candidates on each path, each compi
           "nothing spilled") {
   for (const char* arch : {"sm_80", "sm_90a"}) {
     CAPTURE(arch);
-    kiln::ConvKernel k;
-    k.arch = arch;
-    k.x = kiln::test::desc({2, 320, 64, 64}, DType::f16);
-    k.x.strides = {320 * 64 * 64, 1, 64 * 320, 320};
-    k.w = kiln::test::desc({320, 320, 3, 3}, DType::f16);
-    k.w.strides = {9 * 320, 1, 3 * 320, 320};
-    k.geometry = kiln::ops::conv_geometry(k.x.shape, k.w.shape, Attrs().set("padding", V{1}));
-    k.outputs = {kiln::test::desc({2, 320, 64, 64}, DType::f16)};
-    k.outputs[0].strides = k.x.strides;
-    k.epilogue = kiln::identity_epilogue(DType::f16);
+    const kiln::ConvKernel k = unet_conv(arch);
     const kiln::KernelLaunch base = kiln::specialize_conv(k, "conv2d_f16");
     const bool wgmma = std::string(arch) == "sm_90a";
     CHECK(base.spec.name.find(wgmma ? "__wg128x" : "_vv") != std::string::npos);
@@ -255,16 +261,7 @@ TEST_CASE("conv2d's tuning spaces: 8 or more candidates on each path, each compi
 
 TEST_CASE("conv2d's wgmma kernel stores a channels_last output by TMA, unless it has a bias or "
           "unaligned rows") {
-  kiln::ConvKernel k;
-  k.arch = "sm_90a";
-  k.x = kiln::test::desc({2, 320, 64, 64}, DType::f16);
-  k.x.strides = {320 * 64 * 64, 1, 64 * 320, 320};
-  k.w = kiln::test::desc({320, 320, 3, 3}, DType::f16);
-  k.w.strides = {9 * 320, 1, 3 * 320, 320};
-  k.geometry = kiln::ops::conv_geometry(k.x.shape, k.w.shape, Attrs().set("padding", V{1}));
-  k.outputs = {kiln::test::desc({2, 320, 64, 64}, DType::f16)};
-  k.outputs[0].strides = k.x.strides;  // the pixels of both images: one matrix of rows
-  k.epilogue = kiln::identity_epilogue(DType::f16);
+  kiln::ConvKernel k = unet_conv("sm_90a");  // the pixels of both images: one matrix of rows
   const auto maps = [&k] { return kiln::specialize_conv(k, "conv2d_f16").layout.maps.size(); };
   CHECK(maps() == 3u);
   k.bias = kiln::test::desc({320}, DType::f16);
