@@ -94,6 +94,17 @@ __device__ __forceinline__ void produce(const R& ring, const TensorMap* map_a,
   }
 }
 
+/// The ring's barriers (one thread): a stage is full once the producer's copies landed, empty once
+/// both consumer groups released it; Exact: its B rest written by the three other producer warps.
+template <int Stages, bool Exact, class R>
+__device__ __forceinline__ void init_ring(const R& ring) {
+  for (int s = 0; s < Stages; ++s) {
+    tma::barrier_init(&ring.full[s], 1);
+    tma::barrier_init(&ring.empty[s], 2);
+    if constexpr (Exact) tma::barrier_init(&ring.split[s], 96);
+  }
+}
+
 /// Consumer group `c`'s products (its 64 rows of the tile) over `ktiles` stages, the ring's
 /// uses it0..: one stage's products in flight, the stage before released, the last released
 /// at the end.
@@ -145,8 +156,7 @@ __device__ __forceinline__ void sm90_block(const A& args, const TensorMap* map_c
                      config::kWgmmaAlign;
   unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + Stages * R::kStage);
   const R ring{smem, full, full + Stages, full + 2 * Stages};
-  // Split 1: each consumer group's staging area for its epilogue, 64 rows of 32 + 8 floats
-  // (Store: two chunk buffers, from 128 bytes).
+  // Split 1: each group's staging area, 64 rows of 32 + 8 floats (Store: two chunk buffers).
   float* staging =
       reinterpret_cast<float*>(smem + config::wgmma_staging_offset(BN, Stages, Exact));
 
@@ -163,13 +173,7 @@ __device__ __forceinline__ void sm90_block(const A& args, const TensorMap* map_c
   w.ktiles = max(0, min((K + R::kDepth - 1) / R::kDepth - w.kt0, per));
   // Exact: an even number of stages (gemm_sm90_exact.cuh), the last maybe past K: all zeros.
   w.padded = Exact ? w.ktiles + (w.ktiles & 1) : w.ktiles;
-  if (tid == 0) {
-    for (int s = 0; s < Stages; ++s) {
-      tma::barrier_init(&ring.full[s], 1);
-      tma::barrier_init(&ring.empty[s], 2);
-      if constexpr (Exact) tma::barrier_init(&ring.split[s], 96);
-    }
-  }
+  if (tid == 0) init_ring<Stages, Exact>(ring);
   __syncthreads();
   wait_for_previous_grid();  // the barriers are set up while the kernel before this one ends
   allow_next_grid();

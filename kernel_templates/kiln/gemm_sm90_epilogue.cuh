@@ -2,9 +2,9 @@
 // The epilogue of gemm_sm90.cuh's block (and so of conv_sm90's): a consumer group's accumulator
 // fragments staged in shared memory a chunk of columns at a time and walked along rows (Split
 // 1), or the whole tile summed over a cluster's blocks (Split > 1); each V columns of a row then
-// through gemm_epilogue.cuh's epilogue_at. Split 1 with a dense output: the epilogue in
-// registers, each chunk stored by TMA (stored_epilogue). Also the prefetch of the epilogue's per-column
-// operands that the consumer groups issue before a tile's products.
+// through gemm_epilogue.cuh's epilogue_at. Split 1 with a plain, dense output: the epilogue in
+// registers, each chunk stored by TMA (stored_epilogue). Also the prefetch of the epilogue's
+// per-column operands that the consumer groups issue before a tile's products.
 
 #include <kiln/gemm.cuh>
 #include <kiln/gemm_config.cuh>
