@@ -15,17 +15,28 @@
 using kiln::DType;
 using kiln::test::desc;
 
+namespace {
+
+// An sm_90a matmul of an m x k by a k x n of `t` into an m x n, no epilogue; `b_along_k`: B a
+// view of an [N, K] weight (contiguous along K), as linear reads it.
+kiln::GemmKernel matmul(std::int64_t m, std::int64_t k, std::int64_t n, DType t, bool b_along_k) {
+  kiln::GemmKernel g;
+  g.arch = "sm_90a";
+  g.op = &kiln::ops::find_op("matmul");
+  g.a = desc({m, k}, t);
+  g.b = desc({k, n}, t);
+  if (b_along_k) g.b.strides = {1, k};
+  g.outputs = {desc({m, n}, t)};
+  g.epilogue = kiln::identity_epilogue(t);
+  return g;
+}
+
+}  // namespace
+
 TEST_CASE(
     "the wgmma path's blocks are persistent unless K is split; a launch clamps them; GEMM launches "
     "are programmatic outside clusters") {
-  kiln::GemmKernel k;
-  k.arch = "sm_90a";
-  k.op = &kiln::ops::find_op("matmul");
-  k.a = desc({8192, 1024}, DType::bf16);
-  k.b = desc({1024, 3072}, DType::bf16);
-  k.b.strides = {1, 1024};  // [N, K] read transposed: contiguous along K
-  k.outputs = {desc({8192, 3072}, DType::bf16)};
-  k.epilogue = kiln::identity_epilogue(DType::bf16);
+  kiln::GemmKernel k = matmul(8192, 1024, 3072, DType::bf16, true);
   const kiln::KernelLaunch L = kiln::specialize_gemm(k, "matmul_bf16");
   REQUIRE(L.tunables.at("wgmma") == 1);
   CHECK(L.tunables.at("split") == 1);
@@ -109,14 +120,7 @@ TEST_CASE("the wgmma path's default tile and split on f16 products are those mea
       {8192, 1024, 3072, true, "__wg128x256s4_kk"},
   };
   for (const Row& r : rows) {
-    kiln::GemmKernel k;
-    k.arch = "sm_90a";
-    k.op = &kiln::ops::find_op("matmul");
-    k.a = desc({r.m, r.k}, DType::f16);
-    k.b = desc({r.k, r.n}, DType::f16);
-    if (r.b_along_k) k.b.strides = {1, r.k};
-    k.outputs = {desc({r.m, r.n}, DType::f16)};
-    k.epilogue = kiln::identity_epilogue(DType::f16);
+    const kiln::GemmKernel k = matmul(r.m, r.k, r.n, DType::f16, r.b_along_k);
     const std::string name = kiln::specialize_gemm(k, "matmul_f16").spec.name;
     CAPTURE(name);
     CHECK(name.find(r.tile) != std::string::npos);
@@ -127,14 +131,7 @@ TEST_CASE("the wgmma path stores a plain output by TMA; a bias, a split or an un
           "takes the staged walk") {
   // The store's map is a third one, of pointer 0 (the output) in parameter 3, which the launch
   // encodes instead of writing the pointer; every wgmma kernel has the parameter.
-  kiln::GemmKernel k;
-  k.arch = "sm_90a";
-  k.op = &kiln::ops::find_op("matmul");
-  k.a = desc({4096, 1024}, DType::f16);
-  k.b = desc({1024, 1024}, DType::f16);
-  k.b.strides = {1, 1024};
-  k.outputs = {desc({4096, 1024}, DType::f16)};
-  k.epilogue = kiln::identity_epilogue(DType::f16);
+  kiln::GemmKernel k = matmul(4096, 1024, 1024, DType::f16, true);
   const auto stores = [&k](kiln::GemmTunables t) {
     const kiln::KernelLaunch L = kiln::specialize_gemm(k, "matmul_f16", t);
     const std::string& e = L.spec.expression;
