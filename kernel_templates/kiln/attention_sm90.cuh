@@ -300,7 +300,7 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, int items,
         const long long bq[config::kBatchDims] = {0, w.b1, w.b2};
         prologue_swizzled<T, Pro, Epi, D, B::kDp, B::kRows>(sm.q(qb), p, bq, w.h, w.m0, c,
                                                             tid % 128);
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // for the tensor cores
+        tma::fence_shared_async();  // for the tensor cores
         asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
       }
       run_item<T, BN, Stages, Causal, B>(x, p, sm, w, qb, it, c, tid);

@@ -260,7 +260,7 @@ __device__ __forceinline__ void stored_epilogue(const A& args, const float (&acc
         *reinterpret_cast<Pack<U, 2>*>(out + (r + 8 * h) * kCols + col) = pk;
       }
     }
-    tma::fence_shared_for_copies();
+    tma::fence_shared_async();
     asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the chunk is written
     if (me == 0) {
       tma::store_2d(map, out, n0 + q * kCols, m0 + c * 64);

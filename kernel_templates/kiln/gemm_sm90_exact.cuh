@@ -39,7 +39,7 @@ __device__ __forceinline__ void split_stages(unsigned char* smem, unsigned long 
       const float4 x = x4[j];
       lo[j] = make_float4(tf32_rest(x.x), tf32_rest(x.y), tf32_rest(x.z), tf32_rest(x.w));
     }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    tma::fence_shared_async();
     tma::arrive(&split[s]);
   }
 }

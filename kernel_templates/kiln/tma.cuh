@@ -19,11 +19,17 @@ __device__ inline unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+/// Orders this thread's shared-memory writes before the async proxy's reads of them: a TMA store's
+/// or the tensor cores' (wgmma operands), issued after a barrier; a barrier's initialization.
+__device__ inline void fence_shared_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
 /// Makes `bar` (in shared memory) a barrier of `arrivals` arrivals, visible to the copy engine.
 /// One thread calls it, then the block synchronizes.
 __device__ inline void barrier_init(unsigned long long* bar, unsigned arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(arrivals));
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  fence_shared_async();
 }
 
 /// Arrives on `bar` and tells it `bytes` more are on their way (the copies issued next).
@@ -129,12 +135,6 @@ __device__ inline void store_wait_read() {
 
 /// Waits until every bulk group of this thread has completed (its writes done).
 __device__ inline void store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
-
-/// Orders this thread's shared-memory writes before the copy engine's reads of them (a TMA
-/// store issued after a barrier).
-__device__ inline void fence_shared_for_copies() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
 
 }  // namespace tma
 #endif
