@@ -57,7 +57,8 @@ __device__ __forceinline__ void produce_taps(const R& ring, const TensorMap* map
 }
 #endif
 
-template <class T, class Epi, bool Bias, int BN, int Stages, int V, int Split, bool Store>
+template <class T, class Epi, bool Bias, int BN, int Stages, int V, int Split, bool Store,
+          bool Columns>
 __global__ void __launch_bounds__(gemm::config::kWgmmaThreads, 1)
     conv2d_sm90(const Sm90Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args,
                 const __grid_constant__ TensorMap map_x, const __grid_constant__ TensorMap map_w,
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(gemm::config::kWgmmaThreads, 1)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(sizeof(T) == 2, "f16 or bf16");
   using R = gemm::Ring<T, BN, Stages, false>;
-  gemm::sm90_block<T, Epi, Bias, BN, Stages, 0, V, false, Split, /*Images=*/true, Store>(
+  gemm::sm90_block<T, Epi, Bias, BN, Stages, 0, V, false, Split, /*Images=*/true, Store, Columns>(
       args.g, &map_y, [&](const R& ring, const gemm::Work& w) {
         produce_taps<R, BN, Stages>(ring, &map_x, &map_w, w, args.taps);
       });

@@ -88,13 +88,19 @@ constexpr int kStoreAlign = 128;  ///< a TMA store's shared-memory source
 /// Both buffers fit a group's staging area, past an alignment pad.
 static_assert(2 * kStagingRows * 64 + kStoreAlign <= kStagingRows * kStagingLd * 4,
               "a group's two store buffers in its staging area");
-/// The kernel's dynamic shared memory.
-KILN_GEMM_CONFIG_FN int wgmma_shared_bytes(int bn, int stages, bool exact, int split) {
+/// Split 1 with the epilogue's per-column operands staged (Columns: a bias, a batch norm's
+/// statistics): past the staging areas, `slots` rows of bn floats, each operand's value at each of
+/// the tile's columns.
+KILN_GEMM_CONFIG_FN int wgmma_columns_offset(int bn, int stages, bool exact) {
+  return wgmma_staging_offset(bn, stages, exact) + kConsumers * kStagingRows * kStagingLd * 4;
+}
+/// The kernel's dynamic shared memory; `slots`: the per-column operands staged (Columns).
+KILN_GEMM_CONFIG_FN int wgmma_shared_bytes(int bn, int stages, bool exact, int split,
+                                           int slots = 0) {
   const int ring = wgmma_ring_bytes(bn, stages, exact);
   const int tile = kWgmmaRows * wgmma_tile_ld(bn) * 4;
   if (split > 1) return (ring > tile ? ring : tile) + kWgmmaAlign;
-  return wgmma_staging_offset(bn, stages, exact) + kConsumers * kStagingRows * kStagingLd * 4 +
-         kWgmmaAlign;
+  return wgmma_columns_offset(bn, stages, exact) + slots * bn * 4 + kWgmmaAlign;
 }
 
 }  // namespace kiln::gemm::config

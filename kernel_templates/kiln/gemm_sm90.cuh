@@ -25,6 +25,9 @@
 // rows of K per 64 columns), and (Store: split 1, one output whose rows are a matrix TMA maps,
 // no bias or epilogue input) the map of the output (box a chunk of stored_epilogue's
 // columns x 64 rows, no swizzle), which the epilogue stores through instead of its pointer.
+// Columns (split 1, a bias or epilogue inputs all per column): each consumer thread loads one
+// column of them before the tile's products and, after, stages it in shared memory, where the
+// epilogue's walk reads them.
 
 #include <kiln/gemm.cuh>
 #include <kiln/gemm_config.cuh>
@@ -141,7 +144,7 @@ __device__ __forceinline__ void products(float (&acc)[BN / 2], const R& ring, in
 /// and epilogue through `args` (gemm.cuh's Args: m, n, k, the epilogue's slots; Images: rows
 /// of a convolution's images, epilogue_rows; Store: the output through `map_c`, stored_epilogue).
 template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
-          int Split, bool Images, bool Store, class A, class Produce>
+          int Split, bool Images, bool Store, bool Columns, class A, class Produce>
 __device__ __forceinline__ void sm90_block(const A& args, const TensorMap* map_c, Produce produce) {
   using R = Ring<T, BN, Stages, Exact>;
   static_assert(!Exact || (sizeof(T) == 4 && BTrans == 0 && (BN == 64 || BN == 128)),
@@ -178,6 +181,10 @@ __device__ __forceinline__ void sm90_block(const A& args, const TensorMap* map_c
   wait_for_previous_grid();  // the barriers are set up while the kernel before this one ends
   allow_next_grid();
 
+  // Columns: the epilogue's per-column operands of the tile, staged once both groups are done with
+  // the last tile's (named barrier 4).
+  constexpr int kSlots = (Bias ? 1 : 0) + Epi::Inputs::size;
+  float* cols = reinterpret_cast<float*>(smem + config::wgmma_columns_offset(BN, Stages, Exact));
   float acc[BN / 2];
   if (group == 0) {
     // Split 1: 40 registers a producer thread, 232 a consumer's (128 x 40 + 256 x 232 <= 64 K).
@@ -198,19 +205,31 @@ __device__ __forceinline__ void sm90_block(const A& args, const TensorMap* map_c
       tile_of(tile, w.tiles_m, w.tiles_n, tm, tn);
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-      if (Split == 1 && group == 1) prefetch_epilogue<T, Epi, Bias, BN>(args, tn * BN, tid % 128);
+      float colv[kSlots > 0 ? kSlots : 1];
+      if constexpr (Columns)
+        take_columns<T, Epi, Bias, BN>(args, tn * BN, tid - 128, colv);
+      else if (Split == 1 && group == 1)
+        prefetch_epilogue<T, Epi, Bias, BN>(args, tn * BN, tid % 128);
       if constexpr (Exact)
         exact_products<BN, Stages, R::kStage, R::kTileA, R::kTileB>(
             acc, smem, {ring.full, ring.split, ring.empty}, it, w.padded, group - 1, tid);
       else
         products<T, R, BN, Stages, BTrans>(acc, ring, it, w.ktiles, group - 1, tid);
       it += w.padded;
+      if constexpr (Split == 1 && Columns) {
+        asm volatile("bar.sync 4, 256;" ::: "memory");  // the last tile's walks are done
+        if (tid - 128 < BN) {
+#pragma unroll
+          for (int j = 0; j < kSlots; ++j) cols[j * BN + tid - 128] = colv[j];
+        }
+        asm volatile("bar.sync 4, 256;" ::: "memory");
+      }
       if constexpr (Split == 1 && Store)
         stored_epilogue<Epi, BN>(args, acc, store_buf, map_c, tm * R::kRows, tn * BN, group - 1,
                                  tid, chunk);
       else if constexpr (Split == 1)
-        staged_epilogue<T, Epi, Bias, BN, V, Images>(
-            args, acc, staging + (group - 1) * config::kStagingRows * config::kStagingLd,
+        staged_epilogue<T, Epi, Bias, BN, V, Images, Columns>(
+            args, acc, staging + (group - 1) * config::kStagingRows * config::kStagingLd, cols,
             tm * R::kRows, tn * BN, group - 1, tid);
     }
     if (Store && tid % 128 == 0) tma::store_wait_all();  // shared memory outlives the stores
@@ -225,14 +244,14 @@ __device__ __forceinline__ void sm90_block(const A& args, const TensorMap* map_c
 #endif
 
 template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
-          int Split, bool Store>
+          int Split, bool Store, bool Columns>
 __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
     gemm_sm90(const Args<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size, Epi::scalars> args,
               const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
               const __grid_constant__ TensorMap map_c) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using R = Ring<T, BN, Stages, Exact>;
-  sm90_block<T, Epi, Bias, BN, Stages, BTrans, V, Exact, Split, false, Store>(
+  sm90_block<T, Epi, Bias, BN, Stages, BTrans, V, Exact, Split, false, Store, Columns>(
       args, &map_c, [&](const R& ring, const Work& w) {
         produce<R, BN, Stages, BTrans>(ring, &map_a, &map_b, w, args.k);
       });

@@ -134,6 +134,63 @@ __device__ __forceinline__ void prefetch_epilogue(const A& args, int n0, int me)
   prefetch_columns<typename Epi::Inputs, 0, BN>(args, first + (Bias ? 1 : 0), n0, me);
 }
 
+/// Columns: this consumer thread's (`me` < 256) column of the tile, n0 + me, of the bias (if
+/// Bias) and of each epilogue input (all per column), into v as floats; 0 past N or BN. Loaded
+/// before the tile's products, so that their latency hides behind them.
+template <class Ins, int J, int BN, int N, class A>
+__device__ __forceinline__ void take_inputs(const A& args, int first, long long n, bool in,
+                                            float (&v)[N], int at) {
+  if constexpr (J < Ins::size) {
+    using U = typename detail::TypeAt<J, Ins>::type;
+    const int slot = first + J;
+    v[at] = in ? to_float(static_cast<const U*>(args.p[slot])[n * args.col[slot]]) : 0.0f;
+    take_inputs<Ins, J + 1, BN>(args, first, n, in, v, at + 1);
+  }
+}
+template <class T, class Epi, bool Bias, int BN, int N, class A>
+__device__ __forceinline__ void take_columns(const A& args, int n0, int me, float (&v)[N]) {
+  constexpr int NO = Epi::Outputs::size;
+  const long long n = n0 + me;
+  const bool in = me < BN && n < args.n;
+  if constexpr (Bias)
+    v[0] = in ? to_float(static_cast<const T*>(args.p[NO + 2])[n * args.col[NO + 2]]) : 0.0f;
+  take_inputs<typename Epi::Inputs, 0, BN>(args, NO + 2 + (Bias ? 1 : 0), n, in, v, Bias ? 1 : 0);
+}
+
+/// epilogue_pair_at with the bias and the inputs (all per column) read from `cols` in shared
+/// memory: row j (`ld` floats) holds operand j's values (the bias first, if Bias) from this
+/// pair's first column.
+template <class T, class Epi, bool Bias, int V, class A>
+__device__ __forceinline__ void epilogue_pair_at_columns(const A& args,
+                                                         const long long (&bi0)[kBatchDims],
+                                                         long long r0,
+                                                         const long long (&bi1)[kBatchDims],
+                                                         long long r1, long long c,
+                                                         const float (&v0)[V],
+                                                         const float (&v1)[V], const float* cols,
+                                                         int ld) {
+  constexpr int NO = Epi::Outputs::size, NE = Epi::Inputs::size;
+  float x0[V][NE + 1], x1[V][NE + 1], y0[V][NO], y1[V][NO], bias[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) bias[i] = 0.0f;
+  if constexpr (Bias) load_staged<V>(bias, cols);
+#pragma unroll
+  for (int j = 0; j < NE; ++j) {
+    float w[V];
+    load_staged<V>(w, cols + (j + (Bias ? 1 : 0)) * ld);
+#pragma unroll
+    for (int i = 0; i < V; ++i) x0[i][j] = x1[i][j] = w[i];
+  }
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    x0[i][NE] = v0[i] + bias[i], x1[i][NE] = v1[i] + bias[i];
+    Epi::apply(x0[i], args.s, y0[i]);
+    Epi::apply(x1[i], args.s, y1[i]);
+  }
+  write_outputs<typename Epi::Outputs, 0>(y0, args, bi0, r0, c);
+  write_outputs<typename Epi::Outputs, 0>(y1, args, bi1, r1, c);
+}
+
 /// The epilogue of consumer group `c`'s 64 rows, kChunk columns at a time: its fragments
 /// (wgmma's: per n8 step j, columns 8j + 2t and + 1 of rows r and r + 8) into the group's own
 /// staging area `stage` (the ring stays the producer's, already loading the next tile), then
@@ -147,9 +204,10 @@ __device__ __forceinline__ void prefetch_epilogue(const A& args, int n0, int me)
 /// chunks are a rolled loop: the epilogue's code exists once or twice, not once per chunk (a
 /// long fused epilogue unrolled BN / kChunk times outgrew the instruction cache: a batch norm and
 /// a SiLU after a convolution compiled to 115 KB of cubin against its 36 KB alone).
-template <class T, class Epi, bool Bias, int BN, int V, bool Images, class A>
+template <class T, class Epi, bool Bias, int BN, int V, bool Images, bool Columns, class A>
 __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc)[BN / 2],
-                                                float* stage, int m0, int n0, int c, int tid) {
+                                                float* stage, const float* operands, int m0,
+                                                int n0, int c, int tid) {
   constexpr int kChunk = BN % config::kStagingChunk == 0 ? config::kStagingChunk : 16;
   constexpr int kLd = config::kStagingLd;
   constexpr int kVecs = kChunk / V, kStep = 128 / kVecs, kPasses = 64 / kStep;
@@ -187,7 +245,11 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
         load_staged<V>(v1, stage + (r0 + kStep) * kLd + col);
         const long long bi0[kBatchDims] = {image[0], 0, 0, 0};
         const long long bi1[kBatchDims] = {image[1], 0, 0, 0};
-        epilogue_pair_at<T, Epi, Bias, V>(args, bi0, pixel[0], bi1, pixel[1], n, v0, v1);
+        if constexpr (Columns)
+          epilogue_pair_at_columns<T, Epi, Bias, V>(args, bi0, pixel[0], bi1, pixel[1], n, v0,
+                                                    v1, operands + (n - n0), BN);
+        else
+          epilogue_pair_at<T, Epi, Bias, V>(args, bi0, pixel[0], bi1, pixel[1], n, v0, v1);
       } else {
 #pragma unroll
         for (int p = 0; p < kPasses; ++p)

@@ -69,7 +69,7 @@ std::string ConvWgmmaTemplate::expression() const {
   return codegen::render_instance("kiln::conv::conv2d_sm90",
                                   {std::string(device_type_of(dtype)), "kiln_epilogue", flag(bias),
                                    num(bn), num(stages), num(columns), num(split),
-                                   flag(store)});
+                                   flag(store), flag(slots > 0)});
 }
 
 std::string ConvWgmmaTemplate::name(std::string_view stem) const {
@@ -78,7 +78,7 @@ std::string ConvWgmmaTemplate::name(std::string_view stem) const {
 }
 
 int ConvWgmmaTemplate::shared_bytes() const {
-  return gemm::config::wgmma_shared_bytes(bn, stages, false, split);
+  return gemm::config::wgmma_shared_bytes(bn, stages, false, split, slots);
 }
 
 std::string reject_conv_tunables(const GemmTunables& t, int max_shared, bool clusters) {

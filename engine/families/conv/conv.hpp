@@ -98,14 +98,15 @@ struct ConvTemplate {
   unsigned threads() const { return unsigned(32 * warps_m * warps_n); }
 };
 
-/// conv_sm90.cuh's `conv2d_sm90<T, Epi, Bias, BN, Stages, V, Split, Store>` (tiles of 128
-/// pixels; Store as GemmWgmmaTemplate's).
+/// conv_sm90.cuh's `conv2d_sm90<T, Epi, Bias, BN, Stages, V, Split, Store, Columns>` (tiles of
+/// 128 pixels; Store and Columns as GemmWgmmaTemplate's).
 struct ConvWgmmaTemplate {
   static constexpr std::string_view kHeader = "conv.cuh";
   DType dtype = DType::f16;
   bool bias = false;
   int bn = 0, stages = 0, split = 1, columns = 1;
   bool store = false;
+  int slots = 0;  ///< as GemmWgmmaTemplate's
 
   std::string expression() const;
   /// "<stem>__wg128x128s4_im2col_bias"

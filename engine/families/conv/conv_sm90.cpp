@@ -72,6 +72,8 @@ KernelLaunch specialize_conv_wgmma(const ConvKernel& k, const GemmSizing& s,
   tp.bn = t.bn, tp.stages = t.stages, tp.split = t.split;
   tp.columns = epilogue_columns(p);
   tp.store = wgmma_store_fits(p, tp.columns, t.split, tp.bias, k.epilogue_inputs.size());
+  tp.slots = wgmma_column_slots(p, t.split, tp.store, tp.bias, k.epilogue_inputs.size());
+  if (tp.shared_bytes() > s.max_shared) tp.slots = 0;  // the staged columns do not fit
   KernelLaunch L;
   L.spec = gemm_spec(tp, k.epilogue, stem);
   set_wgmma_launch(L, p, t.bn, t.split, tp.shared_bytes(), k.epilogue_scalars);

@@ -94,6 +94,18 @@ bool wgmma_store_fits(const GemmProblem& p, int columns, int split, bool bias,
          (p.m == 1 || o.row >= p.n);
 }
 
+int wgmma_column_slots(const GemmProblem& p, int split, bool store, bool bias,
+                       std::size_t inputs) {
+  if (split != 1 || store || (!bias && inputs == 0)) return 0;
+  for (std::size_t i = p.outputs + 2 + (bias ? 1 : 0); i < p.slots.size(); ++i) {
+    const GemmSlot& g = p.slots[i];
+    bool per_column = g.row == 0;
+    for (std::int64_t b : g.batch) per_column = per_column && b == 0;
+    if (!per_column) return 0;
+  }
+  return int(bias) + int(inputs);
+}
+
 TensorMapParam wgmma_store_map(const GemmProblem& p, DType out, int bn, const std::string& stem) {
   const GemmSlot& o = p.slots[0];
   const unsigned cols = unsigned(gemm::config::wgmma_store_cols(bn, int(size_of(out))));
@@ -175,6 +187,8 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
   tp.exact = exact;
   tp.split = t.split;
   tp.store = wgmma_store_fits(p, tp.columns, t.split, tp.bias, k.epilogue_inputs.size());
+  tp.slots = wgmma_column_slots(p, t.split, tp.store, tp.bias, k.epilogue_inputs.size());
+  if (tp.shared_bytes() > s.max_shared) tp.slots = 0;  // the staged columns do not fit
   KernelLaunch L;
   L.spec = gemm_spec(tp, k.epilogue, stem);
   set_wgmma_launch(L, p, t.bn, t.split, tp.shared_bytes(), k.epilogue_scalars);

@@ -74,7 +74,8 @@ std::string GemmWgmmaTemplate::expression() const {
   return codegen::render_instance(
       "kiln::gemm::gemm_sm90",
       {std::string(device_type_of(dtype)), "kiln_epilogue", flag(bias), num(bn), num(stages),
-       b_trans ? "1" : "0", num(columns), flag(exact), num(split), flag(store)});
+       b_trans ? "1" : "0", num(columns), flag(exact), num(split), flag(store),
+       flag(slots > 0)});
 }
 
 std::string GemmWgmmaTemplate::name(std::string_view stem) const {
@@ -84,7 +85,7 @@ std::string GemmWgmmaTemplate::name(std::string_view stem) const {
 }
 
 int GemmWgmmaTemplate::shared_bytes() const {
-  return gemm::config::wgmma_shared_bytes(bn, stages, exact, split);
+  return gemm::config::wgmma_shared_bytes(bn, stages, exact, split, slots);
 }
 
 std::string GemmSkinnyTemplate::expression() const {

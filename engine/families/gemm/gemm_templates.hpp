@@ -45,7 +45,8 @@ struct GemmMmaTemplate {
   unsigned threads() const { return unsigned(32 * warps_m * warps_n); }
 };
 
-/// gemm_sm90.cuh's `gemm_sm90<T, Epi, Bias, BN, Stages, BTrans, V, Exact, Split, Store>`.
+/// gemm_sm90.cuh's `gemm_sm90<T, Epi, Bias, BN, Stages, BTrans, V, Exact, Split, Store,
+/// Columns>`.
 struct GemmWgmmaTemplate {
   static constexpr std::string_view kHeader = "gemm_sm90.cuh";
   DType dtype = DType::f32;
@@ -56,6 +57,7 @@ struct GemmWgmmaTemplate {
   bool exact = false;
   int split = 1;
   bool store = false;  ///< the epilogue stores through the output's tensor map (wgmma_store_fits)
+  int slots = 0;       ///< Columns: the per-column operands staged (wgmma_column_slots)
 
   std::string expression() const;
   /// "<stem>__wg128x128s4_kk_bias"

@@ -138,7 +138,7 @@ TEST_CASE("the GEMM descriptors render their instances and names") {
   wg.dtype = DType::f32;
   wg.bias = true, wg.bn = 128, wg.stages = 4, wg.exact = true, wg.columns = 8;
   CHECK(wg.expression() ==
-        "kiln::gemm::gemm_sm90<float, kiln_epilogue, true, 128, 4, 0, 8, true, 1, false>");
+        "kiln::gemm::gemm_sm90<float, kiln_epilogue, true, 128, 4, 0, 8, true, 1, false, false>");
   CHECK(wg.name("l") == "l__wg128x128s4_kk_bias");
   kiln::GemmSkinnyTemplate sk;
   sk.rows = 4, sk.columns = 32, sk.n_contiguous = true, sk.split = 4;
