@@ -139,6 +139,54 @@ __device__ __forceinline__ void products(float (&acc)[BN / 2], const R& ring, in
   if (ktiles > 0 && tid % 128 == 0) tma::arrive(&ring.empty[(it0 + ktiles - 1) % Stages]);
 }
 
+/// The consumer groups' part of sm90_block: each of the block's tiles, its products and (Split 1)
+/// its epilogue. Columns: the epilogue's per-column operands loaded a column a thread before the
+/// products and staged in shared memory after them, once both groups are done with the last
+/// tile's (named barrier 4).
+template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, bool Exact,
+          int Split, bool Images, bool Store, bool Columns, class A, class R>
+__device__ __forceinline__ void consume(const A& args, const R& ring, const Work& w,
+                                        float (&acc)[BN / 2], unsigned char* smem, float* staging,
+                                        const TensorMap* map_c, int tid) {
+  constexpr int kSlots = (Bias ? 1 : 0) + Epi::Inputs::size;
+  float* cols = reinterpret_cast<float*>(smem + config::wgmma_columns_offset(BN, Stages, Exact));
+  const int group = tid / 128;
+  int it = 0, chunk = 0;
+  for (int tile = blockIdx.x; tile < w.tiles_m * w.tiles_n; tile += gridDim.x) {
+    int tm, tn;
+    tile_of(tile, w.tiles_m, w.tiles_n, tm, tn);
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+    float colv[kSlots > 0 ? kSlots : 1];
+    if constexpr (Columns)
+      take_columns<T, Epi, Bias, BN>(args, tn * BN, tid - 128, colv);
+    else if (Split == 1 && group == 1)
+      prefetch_epilogue<T, Epi, Bias, BN>(args, tn * BN, tid % 128);
+    if constexpr (Exact)
+      exact_products<BN, Stages, R::kStage, R::kTileA, R::kTileB>(
+          acc, smem, {ring.full, ring.split, ring.empty}, it, w.padded, group - 1, tid);
+    else
+      products<T, R, BN, Stages, BTrans>(acc, ring, it, w.ktiles, group - 1, tid);
+    it += w.padded;
+    if constexpr (Split == 1 && Columns) {
+      asm volatile("bar.sync 4, 256;" ::: "memory");  // the last tile's walks are done
+      if (tid - 128 < BN) {
+#pragma unroll
+        for (int j = 0; j < kSlots; ++j) cols[j * BN + tid - 128] = colv[j];
+      }
+      asm volatile("bar.sync 4, 256;" ::: "memory");
+    }
+    float* stage = staging + (group - 1) * config::kStagingRows * config::kStagingLd;
+    if constexpr (Split == 1 && Store)
+      stored_epilogue<Epi, BN>(args, acc, stage, map_c, tm * R::kRows, tn * BN, group - 1, tid,
+                               chunk);
+    else if constexpr (Split == 1)
+      staged_epilogue<T, Epi, Bias, BN, V, Images, Columns>(args, acc, stage, cols, tm * R::kRows,
+                                                            tn * BN, group - 1, tid);
+  }
+  if (Store && tid % 128 == 0) tma::store_wait_all();  // shared memory outlives the stores
+}
+
 /// The block of gemm_sm90 (and of conv.cuh's conv2d_sm90): its ring and barriers, the producer
 /// thread's produce(ring, work) loading each of the block's stages, the consumer groups' products
 /// and epilogue through `args` (gemm.cuh's Args: m, n, k, the epilogue's slots; Images: rows
@@ -159,15 +207,11 @@ __device__ __forceinline__ void sm90_block(const A& args, const TensorMap* map_c
                      config::kWgmmaAlign;
   unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + Stages * R::kStage);
   const R ring{smem, full, full + Stages, full + 2 * Stages};
-  // Split 1: each group's staging area, 64 rows of 32 + 8 floats (Store: two chunk buffers).
+  // Split 1: each consumer group's staging area for its epilogue, 64 rows of 32 + 8 floats.
   float* staging =
       reinterpret_cast<float*>(smem + config::wgmma_staging_offset(BN, Stages, Exact));
 
   const int tid = threadIdx.x, group = tid / 128, K = args.k;
-  unsigned char* store_buf = reinterpret_cast<unsigned char*>(
-      staging + (group > 0 ? group - 1 : 0) * config::kStagingRows * config::kStagingLd);
-  store_buf += (config::kStoreAlign - tma::shared_address(store_buf) % config::kStoreAlign) %
-               config::kStoreAlign;
   Work w;
   w.tiles_m = (args.m + R::kRows - 1) / R::kRows;
   w.tiles_n = (args.n + BN - 1) / BN;
@@ -181,10 +225,6 @@ __device__ __forceinline__ void sm90_block(const A& args, const TensorMap* map_c
   wait_for_previous_grid();  // the barriers are set up while the kernel before this one ends
   allow_next_grid();
 
-  // Columns: the epilogue's per-column operands of the tile, staged once both groups are done with
-  // the last tile's (named barrier 4).
-  constexpr int kSlots = (Bias ? 1 : 0) + Epi::Inputs::size;
-  float* cols = reinterpret_cast<float*>(smem + config::wgmma_columns_offset(BN, Stages, Exact));
   float acc[BN / 2];
   if (group == 0) {
     // Split 1: 40 registers a producer thread, 232 a consumer's (128 x 40 + 256 x 232 <= 64 K).
@@ -199,40 +239,8 @@ __device__ __forceinline__ void sm90_block(const A& args, const TensorMap* map_c
     }
   } else {
     if constexpr (Split == 1) wgmma::registers_up<232>();
-    int it = 0, chunk = 0;
-    for (int tile = blockIdx.x; tile < w.tiles_m * w.tiles_n; tile += gridDim.x) {
-      int tm, tn;
-      tile_of(tile, w.tiles_m, w.tiles_n, tm, tn);
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-      float colv[kSlots > 0 ? kSlots : 1];
-      if constexpr (Columns)
-        take_columns<T, Epi, Bias, BN>(args, tn * BN, tid - 128, colv);
-      else if (Split == 1 && group == 1)
-        prefetch_epilogue<T, Epi, Bias, BN>(args, tn * BN, tid % 128);
-      if constexpr (Exact)
-        exact_products<BN, Stages, R::kStage, R::kTileA, R::kTileB>(
-            acc, smem, {ring.full, ring.split, ring.empty}, it, w.padded, group - 1, tid);
-      else
-        products<T, R, BN, Stages, BTrans>(acc, ring, it, w.ktiles, group - 1, tid);
-      it += w.padded;
-      if constexpr (Split == 1 && Columns) {
-        asm volatile("bar.sync 4, 256;" ::: "memory");  // the last tile's walks are done
-        if (tid - 128 < BN) {
-#pragma unroll
-          for (int j = 0; j < kSlots; ++j) cols[j * BN + tid - 128] = colv[j];
-        }
-        asm volatile("bar.sync 4, 256;" ::: "memory");
-      }
-      if constexpr (Split == 1 && Store)
-        stored_epilogue<Epi, BN>(args, acc, store_buf, map_c, tm * R::kRows, tn * BN, group - 1,
-                                 tid, chunk);
-      else if constexpr (Split == 1)
-        staged_epilogue<T, Epi, Bias, BN, V, Images, Columns>(
-            args, acc, staging + (group - 1) * config::kStagingRows * config::kStagingLd, cols,
-            tm * R::kRows, tn * BN, group - 1, tid);
-    }
-    if (Store && tid % 128 == 0) tma::store_wait_all();  // shared memory outlives the stores
+    consume<T, Epi, Bias, BN, Stages, BTrans, V, Exact, Split, Images, Store, Columns>(
+        args, ring, w, acc, smem, staging, map_c, tid);
   }
   if constexpr (Split > 1) {  // one tile a block: blockIdx.x's
     int tm, tn;

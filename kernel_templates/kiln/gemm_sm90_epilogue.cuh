@@ -284,13 +284,14 @@ __device__ __forceinline__ void take_chunk(float (&v)[4 * NJ], const float (&acc
 /// Split 1 with a dense output (one output whose rows TMA maps: `map`; no bias or epilogue
 /// input, so nothing is loaded): consumer group c's 64 rows, kCols columns at a time.
 /// Each thread's fragments (wgmma's: per n8 step j, columns 8j + 2t and + 1 of rows r and r + 8)
-/// go through the epilogue in registers into one of the group's two buffers in `buf` as the
-/// output's elements, then the group's first thread stores the chunk by TMA. The store runs on
+/// go through the epilogue in registers into one of the group's two buffers in its staging area
+/// `stage` (from 128 bytes) as the output's elements, then the group's first thread stores the
+/// chunk by TMA. The store runs on
 /// while the next chunk and the next tile's products do: a buffer is written again once the
 /// store before last has read it. `chunk` counts the group's chunks across tiles (which buffer).
 template <class Epi, int BN, class A>
 __device__ __forceinline__ void stored_epilogue(const A& args, const float (&acc)[BN / 2],
-                                                unsigned char* buf, const TensorMap* map, int m0,
+                                                float* stage, const TensorMap* map, int m0,
                                                 int n0, int c, int tid, int& chunk) {
   using U = typename detail::TypeAt<0, typename Epi::Outputs>::type;
   constexpr int kCols = config::wgmma_store_cols(BN, int(sizeof(U))), kNJ = kCols / 8;
@@ -299,6 +300,9 @@ __device__ __forceinline__ void stored_epilogue(const A& args, const float (&acc
                 "one output, no inputs, whole chunks");
   const int me = tid % 128, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int r = me / 32 * 16 + g;
+  unsigned char* buf = reinterpret_cast<unsigned char*>(stage);
+  buf += (config::kStoreAlign - tma::shared_address(buf) % config::kStoreAlign) %
+         config::kStoreAlign;
 #pragma unroll 1
   for (int q = 0; q < BN / kCols; ++q, ++chunk) {
     float v[4 * kNJ];
