@@ -20,22 +20,6 @@
 
 namespace kiln::attention {
 
-/// Two f32 values as a pair of T (f16 or bf16) in one register, `lo` in the low half.
-template <class T>
-__device__ __forceinline__ unsigned pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ unsigned pack2<half>(float lo, float hi) {
-  unsigned r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-template <>
-__device__ __forceinline__ unsigned pack2<bf16>(float lo, float hi) {
-  unsigned r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
 /// B fragments of key tiles nt and nt + 1 (8 keys each) at k-step ks of the K tile `kt`.
 template <int Ld, class T>
 __device__ __forceinline__ void key_fragments(unsigned (&b0)[2], unsigned (&b1)[2], const T* kt,

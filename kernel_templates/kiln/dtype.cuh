@@ -80,4 +80,29 @@ __device__ __forceinline__ float round_to(float x) {
   return to_float(from_float<T>(x));
 }
 
+/// Two f32 values as a pair of T (f16 or bf16) in one register, `lo` in the low half (sm_80 and
+/// later: an A fragment of mma or wgmma, or 16-bit values held for later).
+template <class T>
+__device__ __forceinline__ unsigned pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ unsigned pack2<half>(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+template <>
+__device__ __forceinline__ unsigned pack2<bf16>(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+/// The two values of pack2<T>'s register, exactly.
+template <class T>
+__device__ __forceinline__ void unpack2(unsigned r, float& lo, float& hi) {
+  T a, b;
+  a.bits = (unsigned short)(r & 0xffffu), b.bits = (unsigned short)(r >> 16);
+  lo = to_float(a), hi = to_float(b);
+}
+
 }  // namespace kiln

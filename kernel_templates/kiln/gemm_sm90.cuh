@@ -24,7 +24,8 @@
 // tensor maps of A (box 128 bytes of K x 128 rows) and B (128 bytes of K x BN rows, or of N x 64
 // rows of K per 64 columns), and (Store: split 1, one output whose rows are a matrix TMA maps,
 // no bias or epilogue input) the map of the output (box a chunk of stored_epilogue's
-// columns x 64 rows, no swizzle), which the epilogue stores through instead of its pointer.
+// columns x 64 rows, no swizzle), which the epilogue stores through instead of its pointer; a
+// convolution's last chunks of a tile stored during the next tile's products (gemm_sm90_held.cuh).
 // Columns (split 1, a bias or epilogue inputs all per column): each consumer thread loads one
 // column of them before the tile's products and, after, stages it in shared memory, where the
 // epilogue's walk reads them.
@@ -33,6 +34,7 @@
 #include <kiln/gemm_config.cuh>
 #include <kiln/gemm_sm90_epilogue.cuh>
 #include <kiln/gemm_sm90_exact.cuh>
+#include <kiln/gemm_sm90_held.cuh>
 #include <kiln/tma.cuh>
 #include <kiln/wgmma.cuh>
 
@@ -110,18 +112,20 @@ __device__ __forceinline__ void init_ring(const R& ring) {
 
 /// Consumer group `c`'s products (its 64 rows of the tile) over `ktiles` stages, the ring's
 /// uses it0..: one stage's products in flight, the stage before released, the last released
-/// at the end.
-template <class T, class R, int BN, int Stages, int BTrans>
+/// at the end. In the first Drains steps `drain()` runs after the step's products are issued,
+/// before their wait, while the tensor cores work (the last tile's held epilogue chunks:
+/// gemm_sm90_held.cuh); the steps after them are a loop of their own, in which nothing held
+/// stays live.
+template <class T, class R, int BN, int Stages, int BTrans, int Drains, class Drain>
 __device__ __forceinline__ void products(float (&acc)[BN / 2], const R& ring, int it0, int ktiles,
-                                         int c, int tid) {
+                                         int c, int tid, const Drain& drain) {
   // Stage 0's descriptors, made once; a stage's and a K slice's offsets are added to their
   // address field (16-byte units, no carry: shared memory is under 256 KB).
   const unsigned char* s0 = ring.stage(0);
   const unsigned long long a0 = wgmma::descriptor(s0 + c * 64 * 128, 16, 1024);
   const unsigned long long b0 = BTrans ? wgmma::descriptor(s0 + R::kTileA, 64 * R::kDepth * 2, 1024)
                                        : wgmma::descriptor(s0 + R::kTileA, 16, 1024);
-  for (int kt = 0; kt < ktiles; ++kt) {
-    const int it = it0 + kt;
+  const auto issue = [&](int it) {
     tma::barrier_wait(&ring.full[it % Stages], (it / Stages) & 1);
     const unsigned long long at = unsigned(it % Stages) * unsigned(R::kStage >> 4);
     wgmma::fence();
@@ -132,10 +136,26 @@ __device__ __forceinline__ void products(float (&acc)[BN / 2], const R& ring, in
       wgmma::Wgmma<T, BN>::template run<BTrans>(acc, da, db, 1);
     }
     wgmma::commit();
+  };
+  const auto retire = [&](int kt) {  // step kt - 1's products done: its stage released
     wgmma::wait<1>();
-    if (kt > 0 && tid % 128 == 0) tma::arrive(&ring.empty[(it - 1) % Stages]);
+    if (kt > 0 && tid % 128 == 0) tma::arrive(&ring.empty[(it0 + kt - 1) % Stages]);
+  };
+  int kt = 0;
+  if constexpr (Drains > 0) {
+#pragma unroll 1
+    for (; kt < ktiles && kt < Drains; ++kt) {
+      issue(it0 + kt);
+      drain();
+      retire(kt);
+    }
+  }
+  for (; kt < ktiles; ++kt) {
+    issue(it0 + kt);
+    retire(kt);
   }
   wgmma::wait<0>();
+  wgmma::fence_operands(acc);  // read after the wait, not hoisted above it
   if (ktiles > 0 && tid % 128 == 0) tma::arrive(&ring.empty[(it0 + ktiles - 1) % Stages]);
 }
 
@@ -149,9 +169,13 @@ __device__ __forceinline__ void consume(const A& args, const R& ring, const Work
                                         float (&acc)[BN / 2], unsigned char* smem, float* staging,
                                         const TensorMap* map_c, int tid) {
   constexpr int kSlots = (Bias ? 1 : 0) + Epi::Inputs::size;
+  constexpr int kHeld = held_chunks<Split == 1 && Store, Images, T, Epi, BN, Exact>();
   float* cols = reinterpret_cast<float*>(smem + config::wgmma_columns_offset(BN, Stages, Exact));
   const int group = tid / 128;
+  float* stage = staging + (group - 1) * config::kStagingRows * config::kStagingLd;
   int it = 0, chunk = 0;
+  Held<Epi, BN, kHeld> held;  // Store: the last tile's chunks stored during this one's products
+  const auto drain = [&] { held.drain(args, stage, map_c, group - 1, tid, chunk); };
   for (int tile = blockIdx.x; tile < w.tiles_m * w.tiles_n; tile += gridDim.x) {
     int tm, tn;
     tile_of(tile, w.tiles_m, w.tiles_n, tm, tn);
@@ -166,7 +190,8 @@ __device__ __forceinline__ void consume(const A& args, const R& ring, const Work
       exact_products<BN, Stages, R::kStage, R::kTileA, R::kTileB>(
           acc, smem, {ring.full, ring.split, ring.empty}, it, w.padded, group - 1, tid);
     else
-      products<T, R, BN, Stages, BTrans>(acc, ring, it, w.ktiles, group - 1, tid);
+      products<T, R, BN, Stages, BTrans, kHeld>(acc, ring, it, w.ktiles, group - 1, tid, drain);
+    held.drain_all(args, stage, map_c, group - 1, tid, chunk);  // K shorter than the held chunks
     it += w.padded;
     if constexpr (Split == 1 && Columns) {
       asm volatile("bar.sync 4, 256;" ::: "memory");  // the last tile's walks are done
@@ -176,14 +201,14 @@ __device__ __forceinline__ void consume(const A& args, const R& ring, const Work
       }
       asm volatile("bar.sync 4, 256;" ::: "memory");
     }
-    float* stage = staging + (group - 1) * config::kStagingRows * config::kStagingLd;
     if constexpr (Split == 1 && Store)
       stored_epilogue<Epi, BN>(args, acc, stage, map_c, tm * R::kRows, tn * BN, group - 1, tid,
-                               chunk);
+                               chunk, held);
     else if constexpr (Split == 1)
       staged_epilogue<T, Epi, Bias, BN, V, Images, Columns>(args, acc, stage, cols, tm * R::kRows,
                                                             tn * BN, group - 1, tid);
   }
+  held.drain_all(args, stage, map_c, group - 1, tid, chunk);
   if (Store && tid % 128 == 0) tma::store_wait_all();  // shared memory outlives the stores
 }
 

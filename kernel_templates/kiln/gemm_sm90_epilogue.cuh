@@ -2,9 +2,9 @@
 // The epilogue of gemm_sm90.cuh's block (and so of conv_sm90's): a consumer group's accumulator
 // fragments staged in shared memory a chunk of columns at a time and walked along rows (Split
 // 1), or the whole tile summed over a cluster's blocks (Split > 1); each V columns of a row then
-// through gemm_epilogue.cuh's epilogue_at. Split 1 with a plain, dense output: the epilogue in
-// registers, each chunk stored by TMA (stored_epilogue). Also the prefetch of the epilogue's
-// per-column operands that the consumer groups issue before a tile's products.
+// through gemm_epilogue.cuh's epilogue_at (Split 1 with a plain, dense output: gemm_sm90_held.cuh's
+// stored_epilogue instead). Also the prefetch of the epilogue's per-column operands that the
+// consumer groups issue before a tile's products.
 
 #include <kiln/gemm.cuh>
 #include <kiln/gemm_config.cuh>
@@ -263,74 +263,6 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
         image_pixel<Images>(args, m0 + c * 64 + r0 + p * kStep, im, px);
         walk(p, im, px, n);
       }
-    }
-  }
-}
-
-/// v[4j + 2h + e] = acc's fragments of chunk q's NJ n8 steps, q known at run time only: one
-/// branch per chunk, each indexing acc statically (as stage_chunk).
-template <int Q, int Chunks, int NJ, int N>
-__device__ __forceinline__ void take_chunk(float (&v)[4 * NJ], const float (&acc)[N], int q) {
-  if constexpr (Q < Chunks) {
-    if (q == Q) {
-#pragma unroll
-      for (int i = 0; i < 4 * NJ; ++i) v[i] = acc[4 * NJ * Q + i];
-    } else {
-      take_chunk<Q + 1, Chunks, NJ>(v, acc, q);
-    }
-  }
-}
-
-/// Split 1 with a dense output (one output whose rows TMA maps: `map`; no bias or epilogue
-/// input, so nothing is loaded): consumer group c's 64 rows, kCols columns at a time.
-/// Each thread's fragments (wgmma's: per n8 step j, columns 8j + 2t and + 1 of rows r and r + 8)
-/// go through the epilogue in registers into one of the group's two buffers in its staging area
-/// `stage` (from 128 bytes) as the output's elements, then the group's first thread stores the
-/// chunk by TMA. The store runs on
-/// while the next chunk and the next tile's products do: a buffer is written again once the
-/// store before last has read it. `chunk` counts the group's chunks across tiles (which buffer).
-template <class Epi, int BN, class A>
-__device__ __forceinline__ void stored_epilogue(const A& args, const float (&acc)[BN / 2],
-                                                float* stage, const TensorMap* map, int m0,
-                                                int n0, int c, int tid, int& chunk) {
-  using U = typename detail::TypeAt<0, typename Epi::Outputs>::type;
-  constexpr int kCols = config::wgmma_store_cols(BN, int(sizeof(U))), kNJ = kCols / 8;
-  constexpr int kBuf = config::kStagingRows * kCols * int(sizeof(U));
-  static_assert(Epi::Outputs::size == 1 && Epi::Inputs::size == 0 && BN % kCols == 0,
-                "one output, no inputs, whole chunks");
-  const int me = tid % 128, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const int r = me / 32 * 16 + g;
-  unsigned char* buf = reinterpret_cast<unsigned char*>(stage);
-  buf += (config::kStoreAlign - tma::shared_address(buf) % config::kStoreAlign) %
-         config::kStoreAlign;
-#pragma unroll 1
-  for (int q = 0; q < BN / kCols; ++q, ++chunk) {
-    float v[4 * kNJ];
-    take_chunk<0, BN / kCols, kNJ>(v, acc, q);
-    U* out = reinterpret_cast<U*>(buf + (chunk & 1) * kBuf);
-    if (me == 0) tma::store_wait_read<1>();
-    asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the buffer is free again
-#pragma unroll
-    for (int j = 0; j < kNJ; ++j) {
-      const int col = 8 * j + 2 * t;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float y[2][1];
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float x[1] = {v[4 * j + 2 * h + e]};
-          Epi::apply(x, args.s, y[e]);
-        }
-        Pack<U, 2> pk;
-        pk.v[0] = from_float<U>(y[0][0]), pk.v[1] = from_float<U>(y[1][0]);
-        *reinterpret_cast<Pack<U, 2>*>(out + (r + 8 * h) * kCols + col) = pk;
-      }
-    }
-    tma::fence_shared_async();
-    asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the chunk is written
-    if (me == 0) {
-      tma::store_2d(map, out, n0 + q * kCols, m0 + c * 64);
-      tma::store_commit();
     }
   }
 }

@@ -298,7 +298,7 @@ TEST_CASE("gpu: persistent blocks take several tiles each: edges, epilogues and 
           doctest::skip(!kiln::test::has_gpu())) {
   // 18 x 11 tiles of 128 x 256 (f32: 18 x 21 of 128 x 128) on at most one block per SM, each
   // thus one to three tiles with the ring's uses running on from one to the next; every edge cut.
-  // Then 157 x 1 tiles of 128 x 64.
+  // Then 157 x 1 tiles of 128 x 64; then plain outputs, stored by TMA.
   kiln::Engine e(kiln::test::on_gpu());
   auto rng = kiln::test::make_rng(67);
   const std::int64_t M = 2200, N = 2600, K = 40;
@@ -319,7 +319,15 @@ TEST_CASE("gpu: persistent blocks take several tiles each: edges, epilogues and 
                       "linear", {narrow.input("x", {20000, K}, t), narrow.input("w", {48, K}, t),
                                  narrow.input("b", {48}, t)})),
                   "y");
-    for (const Graph* g : {&fused, &qkv, &narrow}) {
+    // Outputs stored by TMA, f16 and bf16 with chunks held over into the next tile's products
+    // (gemm_sm90_held.cuh): K 40 is one step for five held chunks, K 520 nine steps.
+    Graph plain, deep;
+    plain.output(kiln::silu(kiln::apply(
+                     "linear", {plain.input("x", {M, K}, t), plain.input("w", {N, K}, t)})),
+                 "y");
+    deep.output(kiln::apply("matmul", {deep.input("x", {M, 520}, t), deep.input("w", {520, N}, t)}),
+                "y");
+    for (const Graph* g : {&fused, &qkv, &narrow, &plain, &deep}) {
       REQUIRE(kiln::Plan(*g).kernels("sm_90a").size() == 1);
       for (const auto& f : kiln::test::check_on_gpu(e, *g, rng)) FAIL_CHECK(f);
     }
