@@ -69,12 +69,13 @@ __device__ __forceinline__ void take_chunk(float (&v)[4 * NJ], const float (&acc
 /// buffers in `stage` (from 128 bytes) as the output's elements, then stored by the group's first
 /// thread at columns n, rows m of the output. A buffer is written again once the store before
 /// last has read it; `chunk` counts the group's chunks (which buffer).
-template <class Epi, int BN, class A>
-__device__ __forceinline__ void store_chunk(const A& args, const float (&v)[4 * StoreChunks<Epi, BN>::kNJ],
-                                            float* stage, const TensorMap* map, int m, int n,
-                                            int c, int tid, int& chunk) {
+template <class Epi, int BN, class A, int NV>
+__device__ __forceinline__ void store_chunk(const A& args, const float (&v)[NV], float* stage,
+                                            const TensorMap* map, int m, int n, int c, int tid,
+                                            int& chunk) {
   using S = StoreChunks<Epi, BN>;
   using U = typename S::U;
+  static_assert(NV == 4 * S::kNJ, "a chunk's fragments");
   const int me = tid % 128, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int r = me / 32 * 16 + g;
   unsigned char* buf = reinterpret_cast<unsigned char*>(stage);
