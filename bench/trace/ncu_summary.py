@@ -2,8 +2,9 @@
 details page (NAME.details.csv) the duration, warp instructions and issue figures; from the
 per-instruction source page (NAME.sass.csv, `--page source --print-source sass --csv`) the warp
 stall samples and instructions split at the kernel's last `WARPGROUP.DEPBAR.LE gsb0, 0x0` (a
-wgmma kernel's products before it, its epilogue after), each part's stall reasons, and the
-hottest instructions after it.
+wgmma kernel's products before it, its epilogue after), each part's stall reasons, the
+epilogue's instructions by opcode (barrier waits and mbarrier polls apart from the work), and
+the hottest instructions after it.
 Usage: python3 bench/trace/ncu_summary.py DIR NAME...   (DIR holding NAME.details.csv and
 NAME.sass.csv)"""
 import csv
@@ -47,6 +48,23 @@ def reasons(part, top=6):
     return ", ".join(f"{k} {v}" for v, k in best)
 
 
+def opcode(source):
+    """The opcode of a SASS line (`@!P0 FFMA.FTZ R1, ...` -> `FFMA`)."""
+    words = source.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else "?"
+
+
+def opcodes(part, top=12):
+    totals = {}
+    for d in part:
+        op = opcode(d.get("Source", ""))
+        totals[op] = totals.get(op, 0) + number(d.get("Instructions Executed", ""))
+    best = sorted(((v, k) for k, v in totals.items() if v), reverse=True)[:top]
+    return ", ".join(f"{k} {v / 1e6:.2f} M" for v, k in best)
+
+
 def summary(directory, name):
     base = os.path.join(directory, name)
     for ext in (".details.csv", ".sass.csv"):
@@ -67,6 +85,7 @@ def summary(directory, name):
         inst = sum(number(d.get("Instructions Executed", "")) for d in part)
         print(f"  {label}: {n} samples ({100 * n / total:.0f} %), {inst / 1e6:.2f} M warp "
               f"instructions; {reasons(part)}")
+    print(f"  the epilogue's warp instructions by opcode: {opcodes(sass[cut:])}")
     hot = sorted(sass[cut:], key=lambda d: -number(d.get(samples, "")))[:8]
     for d in hot:
         print(f"    {number(d.get(samples, '')):6d} {number(d.get('Instructions Executed', '')):9d}  "
