@@ -38,6 +38,9 @@ std::vector<ConvCase> conv_cases() {
       {2, 72, 8, 16, 64, 1, 1, {1}, {0}, {1}, 1, true, true, 3},
       {1, 16, 32, 16, 32, 3, 3, V{2, 1}, {1}, {1}, 1, true, true, 0},
       {1, 8, 2, 128, 8, 3, 3, {1}, {1}, {1}, 1, true, false, 1},
+      // 160 tiles on at most 132 persistent blocks, 3 steps of K: a tile's stored chunks held
+      // over into the next tile's products (gemm_sm90_held.cuh), more of them than its steps.
+      {5, 16, 64, 64, 160, 3, 3, {1}, {1}, {1}, 1, true, false, 1},
       // Depthwise (groups = C = K): 3x3 with a bias, stride 2, 5x5 with dilation 2 into a
       // channels_last result, a 1x1 over C 40 (a channel tile part full), NCHW, and 7x7 with
       // stride and dilation 2.
