@@ -319,8 +319,8 @@ TEST_CASE("gpu: persistent blocks take several tiles each: edges, epilogues and 
                       "linear", {narrow.input("x", {20000, K}, t), narrow.input("w", {48, K}, t),
                                  narrow.input("b", {48}, t)})),
                   "y");
-    // Outputs stored by TMA, f16 and bf16 with chunks held over into the next tile's products
-    // (gemm_sm90_held.cuh): K 40 is one step for five held chunks, K 520 nine steps.
+    // Plain outputs stored by TMA over several tiles a block, at K 40 (one step) and K 520 (nine
+    // steps). Products hold no chunks (gemm_sm90_held.cuh's held_chunks: convolutions only).
     Graph plain, deep;
     plain.output(kiln::silu(kiln::apply(
                      "linear", {plain.input("x", {M, K}, t), plain.input("w", {N, K}, t)})),
