@@ -23,9 +23,10 @@
 // Parameters: the Args of gemm.cuh (pointers, scalars, strides: the epilogue's), then the
 // tensor maps of A (box 128 bytes of K x 128 rows) and B (128 bytes of K x BN rows, or of N x 64
 // rows of K per 64 columns), and (Store: split 1, one output whose rows are a matrix TMA maps,
-// no bias or epilogue input) the map of the output (box a chunk of stored_epilogue's
-// columns x 64 rows, no swizzle), which the epilogue stores through instead of its pointer; a
-// convolution's last chunks of a tile stored during the next tile's products (gemm_sm90_held.cuh).
+// no bias, epilogue inputs only staged per column) the map of the output (box a chunk of
+// stored_epilogue's columns x 64 rows, no swizzle), which the epilogue stores through instead of
+// its pointer; a convolution's last chunks of a tile stored during the next tile's products
+// (gemm_sm90_held.cuh).
 // Columns (split 1, a bias or epilogue inputs all per column): each consumer thread loads one
 // column of them before the tile's products and, after, stages it in shared memory, where the
 // epilogue's walk reads them.
@@ -175,7 +176,7 @@ __device__ __forceinline__ void consume(const A& args, const R& ring, const Work
   float* stage = staging + (group - 1) * config::kStagingRows * config::kStagingLd;
   int it = 0, chunk = 0;
   Held<Epi, BN, kHeld> held;  // Store: the last tile's chunks stored during this one's products
-  const auto drain = [&] { held.drain(args, stage, map_c, group - 1, tid, chunk); };
+  const auto drain = [&] { held.drain(args, stage, cols, map_c, group - 1, tid, chunk); };
   for (int tile = blockIdx.x; tile < w.tiles_m * w.tiles_n; tile += gridDim.x) {
     int tm, tn;
     tile_of(tile, w.tiles_m, w.tiles_n, tm, tn);
@@ -191,7 +192,7 @@ __device__ __forceinline__ void consume(const A& args, const R& ring, const Work
           acc, smem, {ring.full, ring.split, ring.empty}, it, w.padded, group - 1, tid);
     else
       products<T, R, BN, Stages, BTrans, kHeld>(acc, ring, it, w.ktiles, group - 1, tid, drain);
-    held.drain_all(args, stage, map_c, group - 1, tid, chunk);  // K shorter than the held chunks
+    held.drain_all(args, stage, cols, map_c, group - 1, tid, chunk);  // K under the held chunks
     it += w.padded;
     if constexpr (Split == 1 && Columns) {
       asm volatile("bar.sync 4, 256;" ::: "memory");  // the last tile's walks are done
@@ -202,13 +203,13 @@ __device__ __forceinline__ void consume(const A& args, const R& ring, const Work
       asm volatile("bar.sync 4, 256;" ::: "memory");
     }
     if constexpr (Split == 1 && Store)
-      stored_epilogue<Epi, BN>(args, acc, stage, map_c, tm * R::kRows, tn * BN, group - 1, tid,
-                               chunk, held);
+      stored_epilogue<Epi, BN>(args, acc, stage, cols, map_c, tm * R::kRows, tn * BN, group - 1,
+                               tid, chunk, held);
     else if constexpr (Split == 1)
       staged_epilogue<T, Epi, Bias, BN, V, Images, Columns>(args, acc, stage, cols, tm * R::kRows,
                                                             tn * BN, group - 1, tid);
   }
-  held.drain_all(args, stage, map_c, group - 1, tid, chunk);
+  held.drain_all(args, stage, cols, map_c, group - 1, tid, chunk);
   if (Store && tid % 128 == 0) tma::store_wait_all();  // shared memory outlives the stores
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The stored epilogue of gemm_sm90.cuh's block (Split 1, one dense output whose rows a tensor
-// map covers, no bias or epilogue input): the epilogue runs on a consumer group's accumulator
+// map covers, no bias, epilogue inputs only staged per column): the epilogue runs on a consumer group's accumulator
 // fragments in registers, a chunk of columns at a time, each chunk written as the output's
 // elements into one of the group's two buffers and stored by TMA while the next chunk and the
 // next tile's products go on.
@@ -28,8 +28,7 @@ struct StoreChunks {
   static constexpr int kCols = config::wgmma_store_cols(BN, int(sizeof(U)));
   static constexpr int kNJ = kCols / 8, kChunks = BN / kCols;
   static constexpr int kBuf = config::kStagingRows * kCols * int(sizeof(U));
-  static_assert(Epi::Outputs::size == 1 && Epi::Inputs::size == 0 && BN % kCols == 0,
-                "one output, no inputs, whole chunks");
+  static_assert(Epi::Outputs::size == 1 && BN % kCols == 0, "one output, whole chunks");
 };
 
 /// How many of a tile's chunks a stored epilogue (Store) holds over into the next tile's
@@ -67,14 +66,17 @@ __device__ __forceinline__ void take_chunk(float (&v)[4 * NJ], const float (&acc
 /// One chunk of consumer group c's 64 rows (wgmma's fragments: per n8 step j, columns 8j + 2t and
 /// + 1 of rows r and r + 8, in v[4j + 2h + e]) through the epilogue into one of the group's two
 /// buffers in `stage` (from 128 bytes) as the output's elements, then stored by the group's first
-/// thread at columns n, rows m of the output. A buffer is written again once the store before
-/// last has read it; `chunk` counts the group's chunks (which buffer).
+/// thread at columns n0 + q0, rows m of the output. The epilogue's inputs (all per column) come
+/// from `cols` (staged: operand i's value at the tile's column x in cols[i * BN + x]), a pair of
+/// columns at a time. A buffer is written again once the store before last has read it; `chunk`
+/// counts the group's chunks (which buffer).
 template <class Epi, int BN, class A, int NV>
 __device__ __forceinline__ void store_chunk(const A& args, const float (&v)[NV], float* stage,
-                                            const TensorMap* map, int m, int n, int c, int tid,
-                                            int& chunk) {
+                                            const float* cols, const TensorMap* map, int m,
+                                            int n0, int q0, int c, int tid, int& chunk) {
   using S = StoreChunks<Epi, BN>;
   using U = typename S::U;
+  constexpr int NE = Epi::Inputs::size;
   static_assert(NV == 4 * S::kNJ, "a chunk's fragments");
   const int me = tid % 128, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int r = me / 32 * 16 + g;
@@ -87,12 +89,19 @@ __device__ __forceinline__ void store_chunk(const A& args, const float (&v)[NV],
 #pragma unroll
   for (int j = 0; j < S::kNJ; ++j) {
     const int col = 8 * j + 2 * t;
+    float2 in[NE > 0 ? NE : 1];  // the inputs at this pair of columns
+#pragma unroll
+    for (int i = 0; i < NE; ++i)
+      in[i] = *reinterpret_cast<const float2*>(cols + i * BN + q0 + col);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float y[2][1];
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        float x[1] = {v[4 * j + 2 * h + e]};
+        float x[NE + 1];
+#pragma unroll
+        for (int i = 0; i < NE; ++i) x[i] = e ? in[i].y : in[i].x;
+        x[NE] = v[4 * j + 2 * h + e];
         Epi::apply(x, args.s, y[e]);
       }
       Pack<U, 2> pk;
@@ -103,7 +112,7 @@ __device__ __forceinline__ void store_chunk(const A& args, const float (&v)[NV],
   tma::fence_shared_async();
   asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the chunk is written
   if (me == 0) {
-    tma::store_2d(map, out, n, m);
+    tma::store_2d(map, out, n0 + q0, m);
     tma::store_commit();
   }
 }
@@ -132,23 +141,24 @@ struct Held {
     next = 0, m = rows, n0 = cols;
   }
 
-  /// Stores the next held chunk, if any.
+  /// Stores the next held chunk, if any (`cols`: the held tile's staged inputs, store_chunk).
   template <class A>
-  __device__ __forceinline__ void drain(const A& args, float* stage, const TensorMap* map, int c,
-                                        int tid, int& chunk) {
+  __device__ __forceinline__ void drain(const A& args, float* stage, const float* cols,
+                                        const TensorMap* map, int c, int tid, int& chunk) {
     if (next >= H) return;
     float f[4 * S::kNJ];
     unpack<0>(f, next);
-    store_chunk<Epi, BN>(args, f, stage, map, m, n0 + (kFirst + next) * S::kCols, c, tid, chunk);
+    store_chunk<Epi, BN>(args, f, stage, cols, map, m, n0, (kFirst + next) * S::kCols, c, tid,
+                         chunk);
     ++next;
   }
 
   /// Stores every chunk still held.
   template <class A>
-  __device__ __forceinline__ void drain_all(const A& args, float* stage, const TensorMap* map,
-                                            int c, int tid, int& chunk) {
+  __device__ __forceinline__ void drain_all(const A& args, float* stage, const float* cols,
+                                            const TensorMap* map, int c, int tid, int& chunk) {
 #pragma unroll 1
-    while (next < H) drain(args, stage, map, c, tid, chunk);
+    while (next < H) drain(args, stage, cols, map, c, tid, chunk);
   }
 
  private:
@@ -171,9 +181,11 @@ struct Held {
 template <class Epi, int BN>
 struct Held<Epi, BN, 0> {
   template <class A>
-  __device__ __forceinline__ void drain(const A&, float*, const TensorMap*, int, int, int&) {}
+  __device__ __forceinline__ void drain(const A&, float*, const float*, const TensorMap*, int, int,
+                                        int&) {}
   template <class A>
-  __device__ __forceinline__ void drain_all(const A&, float*, const TensorMap*, int, int, int&) {}
+  __device__ __forceinline__ void drain_all(const A&, float*, const float*, const TensorMap*, int,
+                                            int, int&) {}
 };
 
 /// The stored epilogue of consumer group c's 64 rows of the tile at (m0, n0): its chunks before
@@ -181,15 +193,15 @@ struct Held<Epi, BN, 0> {
 /// store (Held::drain).
 template <class Epi, int BN, int H, class A>
 __device__ __forceinline__ void stored_epilogue(const A& args, const float (&acc)[BN / 2],
-                                                float* stage, const TensorMap* map, int m0,
-                                                int n0, int c, int tid, int& chunk,
-                                                Held<Epi, BN, H>& held) {
+                                                float* stage, const float* cols,
+                                                const TensorMap* map, int m0, int n0, int c,
+                                                int tid, int& chunk, Held<Epi, BN, H>& held) {
   using S = StoreChunks<Epi, BN>;
 #pragma unroll 1
   for (int q = 0; q < S::kChunks - H; ++q) {
     float v[4 * S::kNJ];
     take_chunk<0, S::kChunks, S::kNJ>(v, acc, q);
-    store_chunk<Epi, BN>(args, v, stage, map, m0 + c * 64, n0 + q * S::kCols, c, tid, chunk);
+    store_chunk<Epi, BN>(args, v, stage, cols, map, m0 + c * 64, n0, q * S::kCols, c, tid, chunk);
   }
   if constexpr (H > 0) held.hold(acc, m0 + c * 64, n0);
 }

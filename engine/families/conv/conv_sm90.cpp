@@ -71,9 +71,12 @@ KernelLaunch specialize_conv_wgmma(const ConvKernel& k, const GemmSizing& s,
   tp.bias = k.bias.has_value();
   tp.bn = t.bn, tp.stages = t.stages, tp.split = t.split;
   tp.columns = epilogue_columns(p);
-  tp.store = wgmma_store_fits(p, tp.columns, t.split, tp.bias, k.epilogue_inputs.size());
-  tp.slots = wgmma_column_slots(p, t.split, tp.store, tp.bias, k.epilogue_inputs.size());
+  // A convolution's per-column operands (a batch norm's statistics) are staged and its output
+  // stored, so that its epilogue is held over into the next tile's products too.
+  const std::size_t inputs = k.epilogue_inputs.size();
+  tp.slots = wgmma_column_slots(p, t.split, tp.bias, inputs);
   if (tp.shared_bytes() > s.max_shared) tp.slots = 0;  // the staged columns do not fit
+  tp.store = wgmma_store_fits(p, tp.columns, t.split, tp.bias, inputs, tp.slots > 0);
   KernelLaunch L;
   L.spec = gemm_spec(tp, k.epilogue, stem);
   set_wgmma_launch(L, p, t.bn, t.split, tp.shared_bytes(), k.epilogue_scalars);

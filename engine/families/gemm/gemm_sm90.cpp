@@ -86,23 +86,30 @@ GemmTunables wgmma_fit_tunables(const GemmSizing& s, bool b_trans) {
   return best;
 }
 
-bool wgmma_store_fits(const GemmProblem& p, int columns, int split, bool bias,
-                      std::size_t inputs) {
-  const GemmSlot& o = p.slots[0];  // V 8: contiguous along N, each row 16-byte aligned
-  return split == 1 && p.outputs == 1 && columns == 8 && !bias && inputs == 0 &&
-         (o.element == 2 || o.element == 4) && o.lo == 0 && o.hi == p.n &&
-         (p.m == 1 || o.row >= p.n);
-}
-
-int wgmma_column_slots(const GemmProblem& p, int split, bool store, bool bias,
-                       std::size_t inputs) {
-  if (split != 1 || store || (!bias && inputs == 0)) return 0;
+namespace {
+/// Whether every epilogue input of `p` (past the bias) steps along N alone.
+bool inputs_per_column(const GemmProblem& p, bool bias) {
   for (std::size_t i = p.outputs + 2 + (bias ? 1 : 0); i < p.slots.size(); ++i) {
     const GemmSlot& g = p.slots[i];
     bool per_column = g.row == 0;
     for (std::int64_t b : g.batch) per_column = per_column && b == 0;
-    if (!per_column) return 0;
+    if (!per_column) return false;
   }
+  return true;
+}
+}  // namespace
+
+bool wgmma_store_fits(const GemmProblem& p, int columns, int split, bool bias,
+                      std::size_t inputs, bool staged_inputs) {
+  const GemmSlot& o = p.slots[0];  // V 8: contiguous along N, each row 16-byte aligned
+  return split == 1 && p.outputs == 1 && columns == 8 && !bias &&
+         (inputs == 0 || (staged_inputs && inputs_per_column(p, bias))) &&
+         (o.element == 2 || o.element == 4) && o.lo == 0 && o.hi == p.n &&
+         (p.m == 1 || o.row >= p.n);
+}
+
+int wgmma_column_slots(const GemmProblem& p, int split, bool bias, std::size_t inputs) {
+  if (split != 1 || (!bias && inputs == 0) || !inputs_per_column(p, bias)) return 0;
   return int(bias) + int(inputs);
 }
 
@@ -186,8 +193,8 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
   tp.columns = epilogue_columns(p);
   tp.exact = exact;
   tp.split = t.split;
-  tp.store = wgmma_store_fits(p, tp.columns, t.split, tp.bias, k.epilogue_inputs.size());
-  tp.slots = wgmma_column_slots(p, t.split, tp.store, tp.bias, k.epilogue_inputs.size());
+  tp.store = wgmma_store_fits(p, tp.columns, t.split, tp.bias, k.epilogue_inputs.size(), false);
+  tp.slots = tp.store ? 0 : wgmma_column_slots(p, t.split, tp.bias, k.epilogue_inputs.size());
   if (tp.shared_bytes() > s.max_shared) tp.slots = 0;  // the staged columns do not fit
   KernelLaunch L;
   L.spec = gemm_spec(tp, k.epilogue, stem);
