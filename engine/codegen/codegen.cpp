@@ -101,14 +101,16 @@ std::string render_dim(std::int64_t extent, const std::vector<std::int64_t>& str
 }
 
 std::string render_source(std::string_view header,
-                          const std::vector<std::pair<std::string_view, const Body*>>& bodies) {
+                          const std::vector<std::pair<std::string_view, const Body*>>& bodies,
+                          bool split) {
   std::vector<std::string> structs;
   std::set<std::string_view> functors;  // custom ops', each defined once
   for (const auto& [name, body] : bodies)
     for (const Step& st : body->steps)
       if (st.expr && functors.insert(st.functor).second)
         structs.push_back(render_functor(st.functor, *st.expr));
-  for (const auto& [name, body] : bodies) structs.push_back(render_body(*body, name));
+  for (const auto& [name, body] : bodies)
+    structs.push_back(split ? render_split_body(*body, name) : render_body(*body, name));
   return fmt::format("#include <kiln/{}>\n\n{}", header, fmt::join(structs, "\n"));
 }
 
@@ -126,7 +128,9 @@ Body narrow_fast_math(const Body& body) {
   return narrow ? fast_math(body) : body;
 }
 
-std::string render_body(const Body& b, std::string_view name) {
+namespace {
+
+std::string render_header(const Body& b, std::string_view name) {
   if (b.results.size() != b.outputs.size())
     throw ArgumentError(
         fmt::format("codegen: {} results for {} outputs", b.results.size(), b.outputs.size()));
@@ -134,8 +138,12 @@ std::string render_body(const Body& b, std::string_view name) {
   out += fmt::format("  using Inputs = {};\n", render_types(b.inputs));
   out += fmt::format("  using Outputs = {};\n", render_types(b.outputs));
   out += fmt::format("  static constexpr int scalars = {};\n", b.scalars);
-  if (b.typed()) return out + render_typed(b);
-  out +=
+  return out;
+}
+
+// apply on f32 values and the struct's end.
+std::string render_apply(const Body& b) {
+  std::string out =
       "  __device__ __forceinline__ static void apply(const float* x, const float* s, float* y) "
       "{\n";
   out += "    (void)x;\n    (void)s;\n";
@@ -149,8 +157,112 @@ std::string render_body(const Body& b, std::string_view name) {
   }
   for (std::size_t j = 0; j < b.results.size(); ++j)
     out += fmt::format("    y[{}] = {};\n", j, ref(b.results[j], b, b.steps.size()));
-  out += "  }\n};\n";
+  return out + "  }\n};\n";
+}
+
+// Whether every reference of `b` points inside it (render_body says which does not).
+bool well_formed(const Body& b) {
+  const auto inside = [&b](const Ref& r, std::size_t step) {
+    switch (r.kind) {
+      case Ref::Kind::input: return r.index >= 0 && r.index < int(b.inputs.size());
+      case Ref::Kind::scalar: return r.index >= 0 && r.index < b.scalars;
+      case Ref::Kind::step: return r.index >= 0 && std::size_t(r.index) < step;
+      default: return true;
+    }
+  };
+  for (std::size_t k = 0; k < b.steps.size(); ++k)
+    for (const Ref& r : b.steps[k].args)
+      if (!inside(r, k)) return false;
+  for (const Ref& r : b.results)
+    if (!inside(r, b.steps.size())) return false;
+  return b.results.size() == b.outputs.size();
+}
+
+// Whether `st` reads only inputs, scalars and steps that do (`column`, so far).
+bool reads_columns(const Step& st, const std::vector<bool>& column) {
+  for (const Ref& r : st.args) {
+    const bool ok = r.kind == Ref::Kind::input || r.kind == Ref::Kind::scalar ||
+                    (r.kind == Ref::Kind::step && column[std::size_t(r.index)]);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string render_body(const Body& b, std::string_view name) {
+  std::string out = render_header(b, name);
+  if (b.typed()) return out + render_typed(b);
+  return out + render_apply(b);
+}
+
+std::optional<ColumnSplit> split_columns(const Body& b) {
+  if (b.typed() || b.inputs.empty() || !well_formed(b)) return std::nullopt;
+  std::vector<bool> column(b.steps.size());
+  bool any = false;
+  for (std::size_t k = 0; k < b.steps.size(); ++k) {
+    column[k] = reads_columns(b.steps[k], column);
+    any = any || column[k];
+  }
+  if (!any) return std::nullopt;
+  // The staged values: each input or column step the rest reads, in order of first use.
+  std::vector<std::pair<Ref::Kind, int>> staged;
+  const auto stage = [&](const Ref& r) -> Ref {
+    const bool col =
+        r.kind == Ref::Kind::input || (r.kind == Ref::Kind::step && column[std::size_t(r.index)]);
+    if (!col) return r;
+    const std::pair<Ref::Kind, int> key{r.kind, r.index};
+    auto it = std::find(staged.begin(), staged.end(), key);
+    if (it == staged.end()) it = staged.insert(staged.end(), key);
+    return {Ref::Kind::input, int(it - staged.begin())};
+  };
+  ColumnSplit out;
+  std::vector<int> index(b.steps.size());  // a step's index in its part
+  for (std::size_t k = 0; k < b.steps.size(); ++k) {
+    Step st = b.steps[k];
+    Body& part = column[k] ? out.columns : out.element;
+    for (Ref& r : st.args) {
+      if (r.kind == Ref::Kind::step && column[std::size_t(r.index)] == column[k])
+        r.index = index[std::size_t(r.index)];
+      else if (!column[k])
+        r = stage(r);
+    }
+    index[k] = int(part.steps.size());
+    part.steps.push_back(std::move(st));
+  }
+  for (const Ref& r : b.results) {
+    Ref e = stage(r);
+    if (e.kind == Ref::Kind::step) e.index = index[std::size_t(e.index)];
+    out.element.results.push_back(e);
+  }
+  if (staged.empty() || staged.size() > b.inputs.size()) return std::nullopt;
+  out.columns.inputs = b.inputs, out.columns.scalars = b.scalars;
+  for (const auto& [kind, i] : staged) {
+    out.columns.outputs.push_back(DType::f32);
+    out.columns.results.push_back({kind, kind == Ref::Kind::step ? index[std::size_t(i)] : i});
+  }
+  out.element.inputs.assign(staged.size(), DType::f32);
+  out.element.outputs = b.outputs, out.element.scalars = b.scalars;
   return out;
+}
+
+int column_operands(const Body& body) {
+  const std::optional<ColumnSplit> split = split_columns(body);
+  return split ? int(split->columns.outputs.size()) : int(body.inputs.size());
+}
+
+std::string render_split_body(const Body& body, std::string_view name) {
+  const std::optional<ColumnSplit> split = split_columns(body);
+  if (!split) return render_body(body, name);
+  std::string columns = render_body(split->columns, "Columns"), nested;
+  for (std::size_t at = 0; at < columns.size();) {  // indented inside the outer struct
+    const std::size_t end = columns.find('\n', at);
+    nested += "  " + columns.substr(at, end - at + 1);
+    at = end + 1;
+  }
+  return render_header(body, name) + nested +
+         fmt::format("  static constexpr int staged = {};\n", split->columns.outputs.size()) +
+         render_apply(split->element);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <kiln/dtype.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -60,11 +61,32 @@ Body narrow_fast_math(const Body& body);
 /// The struct `name` implementing `body` for the templates (kernel_templates/kiln/*.cuh).
 std::string render_body(const Body& body, std::string_view name = "kiln_body");
 
+/// An epilogue's body in two: `columns`, the steps that read only its inputs and scalars (where
+/// every input is per column: a batch norm's scale gamma * rsqrt(var + eps) and its shift),
+/// whose outputs are the values the rest reads; and `element`, the rest, reading those values as
+/// its inputs (f32) and the product as before.
+struct ColumnSplit {
+  Body columns;
+  Body element;
+};
+/// `body` split so, where that takes math out of the element's steps without staging more
+/// values than it has inputs; nothing for a typed body or one with no such step.
+std::optional<ColumnSplit> split_columns(const Body& body);
+/// How many values a block stages per column for `body`: its split's, else its inputs.
+int column_operands(const Body& body);
+/// render_body with `body`'s split (split_columns), if any: the struct keeps `body`'s Inputs,
+/// holds the column math as its nested struct Columns and `staged`, the count of its outputs,
+/// and its apply is the element's (x: the staged values, then the product).
+std::string render_split_body(const Body& body, std::string_view name);
+
 /// A kernel's translation unit: the include of kiln's template header `header`
 /// ("rows.cuh"), the functor of each custom op a body applies, then each body as the struct of
 /// its name.
+/// `split`: each body through render_split_body (an epilogue whose block stages its inputs per
+/// column).
 std::string render_source(std::string_view header,
-                          const std::vector<std::pair<std::string_view, const Body*>>& bodies);
+                          const std::vector<std::pair<std::string_view, const Body*>>& bodies,
+                          bool split = false);
 
 /// `name<args...>`: an instance of a template (a kernel's name expression, a layout type).
 std::string render_instance(std::string_view name, const std::vector<std::string>& args);

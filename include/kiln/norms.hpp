@@ -16,7 +16,8 @@ namespace kiln {
 /// mean, var, weight and bias of shape [C] (weight and bias optional). One elementwise chain:
 /// the [C] operands seen as [C, 1, ...] (reshapes that only add unit dims, read in place
 /// whatever their strides), scale = weight / sqrt(var + eps) and shift = bias - mean * scale
-/// computed per element, then x * scale + shift. It fuses with x's producers and consumers (a
+/// computed per element (once a column where a convolution's or product's block stages them),
+/// then x * scale + shift. It fuses with x's producers and consumers (a
 /// SiLU after it) and into the epilogue of the kernel making x (a convolution) or a row op's
 /// prologue; the result has x's dtype. ShapeError naming the operands where one is not [C].
 inline Value batch_norm(Value x, Value mean, Value var, std::optional<Value> weight = std::nullopt,

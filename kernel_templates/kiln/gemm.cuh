@@ -169,6 +169,26 @@ __device__ __forceinline__ long long batch_offset(const Args<P, S>& args, int sl
   return off;
 }
 
+/// An epilogue's per-column math, for a block that stages its per-column operands (gemm_sm90.cuh's
+/// Columns): with a nested Columns (codegen::render_split_body), the `kStaged` values its apply
+/// reads before the product, computed from the inputs once a column as they are staged (a batch
+/// norm's scale and shift); without, the inputs as they are.
+template <class Epi, class = void>
+struct ColumnMath {
+  static constexpr int kStaged = Epi::Inputs::size;
+  __device__ __forceinline__ static void apply(const float* x, const float*, float* y) {
+#pragma unroll
+    for (int i = 0; i < kStaged; ++i) y[i] = x[i];
+  }
+};
+template <class Epi>
+struct ColumnMath<Epi, decltype(void(sizeof(typename Epi::Columns)))> {
+  static constexpr int kStaged = Epi::staged;
+  __device__ __forceinline__ static void apply(const float* x, const float* s, float* y) {
+    Epi::Columns::apply(x, s, y);
+  }
+};
+
 }  // namespace kiln::gemm
 
 #include <kiln/gemm_epilogue.cuh>

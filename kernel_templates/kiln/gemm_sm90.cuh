@@ -29,7 +29,8 @@
 // (gemm_sm90_held.cuh).
 // Columns (split 1, a bias or epilogue inputs all per column): each consumer thread loads one
 // column of them before the tile's products and, after, stages it in shared memory, where the
-// epilogue's walk reads them.
+// epilogue's walk reads them: the epilogue's per-column math (ColumnMath: a batch norm's scale
+// and shift) is done there, once a column.
 
 #include <kiln/gemm.cuh>
 #include <kiln/gemm_config.cuh>
@@ -169,7 +170,9 @@ template <class T, class Epi, bool Bias, int BN, int Stages, int BTrans, int V, 
 __device__ __forceinline__ void consume(const A& args, const R& ring, const Work& w,
                                         float (&acc)[BN / 2], unsigned char* smem, float* staging,
                                         const TensorMap* map_c, int tid) {
-  constexpr int kSlots = (Bias ? 1 : 0) + Epi::Inputs::size;
+  constexpr int kSlots = (Bias ? 1 : 0) + Epi::Inputs::size;  // loaded per column
+  constexpr int kStaged = (Bias ? 1 : 0) + ColumnMath<Epi>::kStaged;
+  static_assert(!Columns || Split == 1, "staged columns are read by split 1's epilogues only");
   constexpr int kHeld = held_chunks<Split == 1 && Store, Images, T, Epi, BN, Exact>();
   float* cols = reinterpret_cast<float*>(smem + config::wgmma_columns_offset(BN, Stages, Exact));
   const int group = tid / 128;
@@ -195,10 +198,13 @@ __device__ __forceinline__ void consume(const A& args, const R& ring, const Work
     held.drain_all(args, stage, cols, map_c, group - 1, tid, chunk);  // K under the held chunks
     it += w.padded;
     if constexpr (Split == 1 && Columns) {
+      float staged[kStaged];  // the bias, then the epilogue's per-column operands
+      if constexpr (Bias) staged[0] = colv[0];
+      ColumnMath<Epi>::apply(colv + (Bias ? 1 : 0), args.s, staged + (Bias ? 1 : 0));
       asm volatile("bar.sync 4, 256;" ::: "memory");  // the last tile's walks are done
       if (tid - 128 < BN) {
 #pragma unroll
-        for (int j = 0; j < kSlots; ++j) cols[j * BN + tid - 128] = colv[j];
+        for (int j = 0; j < kStaged; ++j) cols[j * BN + tid - 128] = staged[j];
       }
       asm volatile("bar.sync 4, 256;" ::: "memory");
     }

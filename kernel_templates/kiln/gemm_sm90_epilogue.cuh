@@ -157,9 +157,42 @@ __device__ __forceinline__ void take_columns(const A& args, int n0, int me, floa
   take_inputs<typename Epi::Inputs, 0, BN>(args, NO + 2 + (Bias ? 1 : 0), n, in, v, Bias ? 1 : 0);
 }
 
-/// epilogue_pair_at with the bias and the inputs (all per column) read from `cols` in shared
-/// memory: row j (`ld` floats) holds operand j's values (the bias first, if Bias) from this
-/// pair's first column.
+/// The operands an epilogue reads at V columns from `cols` in shared memory (row j, `ld` floats,
+/// holds operand j's values from these columns: the bias first, if Bias, then what ColumnMath
+/// made of the inputs, all per column) into x[i][0, NE) and bias.
+template <class Epi, bool Bias, int V, int NE>
+__device__ __forceinline__ void load_column_operands(float (&x)[V][NE + 1], float (&bias)[V],
+                                                     const float* cols, int ld) {
+#pragma unroll
+  for (int i = 0; i < V; ++i) bias[i] = 0.0f;
+  if constexpr (Bias) load_staged<V>(bias, cols);
+#pragma unroll
+  for (int j = 0; j < NE; ++j) {
+    float w[V];
+    load_staged<V>(w, cols + (j + (Bias ? 1 : 0)) * ld);
+#pragma unroll
+    for (int i = 0; i < V; ++i) x[i][j] = w[i];
+  }
+}
+
+/// epilogue_at with its operands read from `cols` (load_column_operands): one row.
+template <class T, class Epi, bool Bias, int V, class A>
+__device__ __forceinline__ void epilogue_at_columns(const A& args,
+                                                    const long long (&bi)[kBatchDims], long long r,
+                                                    long long c, const float (&v)[V],
+                                                    const float* cols, int ld) {
+  constexpr int NO = Epi::Outputs::size, NE = ColumnMath<Epi>::kStaged;
+  float x[V][NE + 1], y[V][NO], bias[V];
+  load_column_operands<Epi, Bias, V, NE>(x, bias, cols, ld);
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    x[i][NE] = v[i] + bias[i];
+    Epi::apply(x[i], args.s, y[i]);
+  }
+  write_outputs<typename Epi::Outputs, 0>(y, args, bi, r, c);
+}
+
+/// The same for two rows at the same columns, the operands loaded once.
 template <class T, class Epi, bool Bias, int V, class A>
 __device__ __forceinline__ void epilogue_pair_at_columns(const A& args,
                                                          const long long (&bi0)[kBatchDims],
@@ -169,20 +202,13 @@ __device__ __forceinline__ void epilogue_pair_at_columns(const A& args,
                                                          const float (&v0)[V],
                                                          const float (&v1)[V], const float* cols,
                                                          int ld) {
-  constexpr int NO = Epi::Outputs::size, NE = Epi::Inputs::size;
+  constexpr int NO = Epi::Outputs::size, NE = ColumnMath<Epi>::kStaged;
   float x0[V][NE + 1], x1[V][NE + 1], y0[V][NO], y1[V][NO], bias[V];
-#pragma unroll
-  for (int i = 0; i < V; ++i) bias[i] = 0.0f;
-  if constexpr (Bias) load_staged<V>(bias, cols);
-#pragma unroll
-  for (int j = 0; j < NE; ++j) {
-    float w[V];
-    load_staged<V>(w, cols + (j + (Bias ? 1 : 0)) * ld);
-#pragma unroll
-    for (int i = 0; i < V; ++i) x0[i][j] = x1[i][j] = w[i];
-  }
+  load_column_operands<Epi, Bias, V, NE>(x0, bias, cols, ld);
 #pragma unroll
   for (int i = 0; i < V; ++i) {
+#pragma unroll
+    for (int j = 0; j < NE; ++j) x1[i][j] = x0[i][j];
     x0[i][NE] = v0[i] + bias[i], x1[i][NE] = v1[i] + bias[i];
     Epi::apply(x0[i], args.s, y0[i]);
     Epi::apply(x1[i], args.s, y1[i]);
@@ -229,7 +255,10 @@ __device__ __forceinline__ void staged_epilogue(const A& args, const float (&acc
     float v[V];
     load_staged<V>(v, stage + (r0 + p * kStep) * kLd + col);
     const long long bi[kBatchDims] = {im, 0, 0, 0};
-    epilogue_at<T, Epi, Bias, V>(args, bi, px, n, v);
+    if constexpr (Columns)  // the epilogue reads what was staged (ColumnMath), not the inputs
+      epilogue_at_columns<T, Epi, Bias, V>(args, bi, px, n, v, operands + (n - n0), BN);
+    else
+      epilogue_at<T, Epi, Bias, V>(args, bi, px, n, v);
   };
 #pragma unroll 1
   for (int q = 0; q < BN / kChunk; ++q) {

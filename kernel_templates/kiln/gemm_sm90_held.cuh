@@ -66,9 +66,9 @@ __device__ __forceinline__ void take_chunk(float (&v)[4 * NJ], const float (&acc
 /// One chunk of consumer group c's 64 rows (wgmma's fragments: per n8 step j, columns 8j + 2t and
 /// + 1 of rows r and r + 8, in v[4j + 2h + e]) through the epilogue into one of the group's two
 /// buffers in `stage` (from 128 bytes) as the output's elements, then stored by the group's first
-/// thread at columns n0 + q0, rows m of the output. The epilogue's inputs (all per column) come
-/// from `cols` (staged: operand i's value at the tile's column x in cols[i * BN + x]), a pair of
-/// columns at a time. A buffer is written again once the store before last has read it; `chunk`
+/// thread at columns n0 + q0, rows m of the output. The epilogue's operands (all per column:
+/// ColumnMath's) come from `cols` (staged: operand i's value at the tile's column x in
+/// cols[i * BN + x]), a pair of columns at a time. A buffer is written again once the store before last has read it; `chunk`
 /// counts the group's chunks (which buffer).
 template <class Epi, int BN, class A, int NV>
 __device__ __forceinline__ void store_chunk(const A& args, const float (&v)[NV], float* stage,
@@ -76,7 +76,7 @@ __device__ __forceinline__ void store_chunk(const A& args, const float (&v)[NV],
                                             int n0, int q0, int c, int tid, int& chunk) {
   using S = StoreChunks<Epi, BN>;
   using U = typename S::U;
-  constexpr int NE = Epi::Inputs::size;
+  constexpr int NE = ColumnMath<Epi>::kStaged;
   static_assert(NV == 4 * S::kNJ, "a chunk's fragments");
   const int me = tid % 128, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int r = me / 32 * 16 + g;

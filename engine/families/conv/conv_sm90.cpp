@@ -74,7 +74,7 @@ KernelLaunch specialize_conv_wgmma(const ConvKernel& k, const GemmSizing& s,
   // A convolution's per-column operands (a batch norm's statistics) are staged and its output
   // stored, so that its epilogue is held over into the next tile's products too.
   const std::size_t inputs = k.epilogue_inputs.size();
-  tp.slots = wgmma_column_slots(p, t.split, tp.bias, inputs);
+  tp.slots = wgmma_column_slots(p, t.split, tp.bias, k.epilogue);
   if (tp.shared_bytes() > s.max_shared) tp.slots = 0;  // the staged columns do not fit
   tp.store = wgmma_store_fits(p, tp.columns, t.split, tp.bias, inputs, tp.slots > 0);
   KernelLaunch L;

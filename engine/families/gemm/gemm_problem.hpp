@@ -97,14 +97,16 @@ GemmTunables wgmma_fit_tunables(const GemmSizing& s, bool b_trans);
 /// per-column operands two columns at a time where the staged walk loads eight, and on an H200 a
 /// bias and GELU after a 4096^3 product ran 3.5 % slower that way, a batch norm after a
 /// convolution 8 %, where plain products and a SiLU gained 1-7 % (bench/NOTES.md).
-bool wgmma_store_fits(const GemmProblem& p, int columns, int split, bool bias,
-                      std::size_t inputs, bool staged_inputs);
+bool wgmma_store_fits(const GemmProblem& p, int columns, int split, bool bias, std::size_t inputs,
+                      bool staged_inputs);
 /// The per-column operands gemm_sm90.cuh's block stages in shared memory once a tile (its
-/// Columns; the descriptors' `slots`): split 1, a `bias` and epilogue `inputs` all per column (a
-/// batch norm's statistics, a scale and shift): their count, else 0. The epilogue then reads them
-/// there rather than from memory: the loads of a scale and shift made a convolution's block 11 %
-/// longer than the same convolution with a SiLU (bench/NOTES.md).
-int wgmma_column_slots(const GemmProblem& p, int split, bool bias, std::size_t inputs);
+/// Columns; the descriptors' `slots`): split 1, a `bias` and epilogue inputs all per column (a
+/// batch norm's statistics, a scale and shift): the bias and the values `epilogue`'s per-column
+/// math leaves (codegen::column_operands: a batch norm's scale and shift, computed as they are
+/// staged), else 0. The epilogue then reads them there rather than from memory: the loads of a
+/// scale and shift made a convolution's block 11 % longer than the same convolution with a SiLU
+/// (bench/NOTES.md).
+int wgmma_column_slots(const GemmProblem& p, int split, bool bias, const codegen::Body& epilogue);
 /// The output's map for that store (parameter 3): its rows, a box of 64 rows and a chunk's columns.
 TensorMapParam wgmma_store_map(const GemmProblem& p, DType out, int bn, const std::string& stem);
 

@@ -99,8 +99,8 @@ bool inputs_per_column(const GemmProblem& p, bool bias) {
 }
 }  // namespace
 
-bool wgmma_store_fits(const GemmProblem& p, int columns, int split, bool bias,
-                      std::size_t inputs, bool staged_inputs) {
+bool wgmma_store_fits(const GemmProblem& p, int columns, int split, bool bias, std::size_t inputs,
+                      bool staged_inputs) {
   const GemmSlot& o = p.slots[0];  // V 8: contiguous along N, each row 16-byte aligned
   return split == 1 && p.outputs == 1 && columns == 8 && !bias &&
          (inputs == 0 || (staged_inputs && inputs_per_column(p, bias))) &&
@@ -108,9 +108,9 @@ bool wgmma_store_fits(const GemmProblem& p, int columns, int split, bool bias,
          (p.m == 1 || o.row >= p.n);
 }
 
-int wgmma_column_slots(const GemmProblem& p, int split, bool bias, std::size_t inputs) {
-  if (split != 1 || (!bias && inputs == 0) || !inputs_per_column(p, bias)) return 0;
-  return int(bias) + int(inputs);
+int wgmma_column_slots(const GemmProblem& p, int split, bool bias, const codegen::Body& epilogue) {
+  if (split != 1 || (!bias && epilogue.inputs.empty()) || !inputs_per_column(p, bias)) return 0;
+  return int(bias) + codegen::column_operands(epilogue);
 }
 
 TensorMapParam wgmma_store_map(const GemmProblem& p, DType out, int bn, const std::string& stem) {
@@ -194,7 +194,7 @@ KernelLaunch specialize_wgmma(const GemmKernel& k, const GemmProblem& p, const G
   tp.exact = exact;
   tp.split = t.split;
   tp.store = wgmma_store_fits(p, tp.columns, t.split, tp.bias, k.epilogue_inputs.size(), false);
-  tp.slots = tp.store ? 0 : wgmma_column_slots(p, t.split, tp.bias, k.epilogue_inputs.size());
+  tp.slots = tp.store ? 0 : wgmma_column_slots(p, t.split, tp.bias, k.epilogue);
   if (tp.shared_bytes() > s.max_shared) tp.slots = 0;  // the staged columns do not fit
   KernelLaunch L;
   L.spec = gemm_spec(tp, k.epilogue, stem);

@@ -48,10 +48,10 @@ const codegen::TunableTable<GemmTunables>& gemm_tunable_table() {
   return table;
 }
 
-std::string gemm_source(std::string_view header, const codegen::Body& epilogue) {
+std::string gemm_source(std::string_view header, const codegen::Body& epilogue, bool columns) {
   // The epilogue's math runs while the tensor cores wait, so its instruction count is time.
   const codegen::Body body = codegen::narrow_fast_math(epilogue);
-  return codegen::render_source(header, {{"kiln_epilogue", &body}});
+  return codegen::render_source(header, {{"kiln_epilogue", &body}}, columns);
 }
 
 std::string GemmMmaTemplate::expression() const {

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "engine/codegen/codegen.hpp"
 #include "engine/codegen/tunable_table.hpp"
@@ -80,15 +81,26 @@ struct GemmSkinnyTemplate {
   std::string name(std::string_view stem) const;
 };
 
-/// A GEMM kernel's translation unit: `header` with the epilogue as `kiln_epilogue`.
-std::string gemm_source(std::string_view header, const codegen::Body& epilogue);
+/// A GEMM kernel's translation unit: `header` with the epilogue as `kiln_epilogue`; `columns`
+/// (a block staging its per-column operands): its per-column math split off
+/// (codegen::render_split_body), done once a column as they are staged.
+std::string gemm_source(std::string_view header, const codegen::Body& epilogue,
+                        bool columns = false);
+
+/// Whether a template descriptor stages per-column operands (has `slots`).
+template <class T, class = void>
+struct HasSlots : std::false_type {};
+template <class T>
+struct HasSlots<T, std::void_t<decltype(T::slots)>> : std::true_type {};
 
 /// The spec of GEMM template descriptor `tp` (any of the three) with `epilogue` fused, named
 /// after `stem`.
 template <class Template>
 KernelSpec gemm_spec(const Template& tp, const codegen::Body& epilogue, const std::string& stem) {
   KernelSpec spec;
-  spec.source = gemm_source(tp.kHeader, epilogue);
+  bool columns = false;
+  if constexpr (HasSlots<Template>::value) columns = tp.slots > 0;
+  spec.source = gemm_source(tp.kHeader, epilogue, columns);
   spec.expression = tp.expression();
   spec.options = codegen::builtin_options();
   spec.name = tp.name(stem);

@@ -57,6 +57,9 @@ std::vector<ConvCase> conv_cases() {
       {2, 32, 16, 17, 32, 3, 3, {1}, {1}, {1}, 32, true, false, 4},
       {2, 64, 16, 16, 128, 3, 3, {1}, {1}, {1}, 1, true, false, 5},
       {2, 13, 7, 9, 4, 3, 3, {1}, {1}, {1}, 1, false, true, 5},
+      // Batch norm's scale and shift computed once a column as they are staged, the output
+      // stored by TMA and held over into the next tile's products (160 tiles, 3 steps of K).
+      {5, 16, 64, 64, 160, 3, 3, {1}, {1}, {1}, 1, true, false, 4},
   };
 }
 

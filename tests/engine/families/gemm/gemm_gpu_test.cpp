@@ -171,7 +171,7 @@ TEST_CASE("gpu: every epilogue pattern fused into a product matches the unfused 
   auto rng = kiln::test::make_rng(63);
   const std::int64_t M = 96, N = 80, K = 72;
   for (DType t : kiln::kFloatDTypes)
-    for (int pattern = 0; pattern < 8; ++pattern) {
+    for (int pattern = 0; pattern < 9; ++pattern) {
       Graph g;
       const auto x = g.input("x", {M, K}, t);
       const auto w = g.input("w", {N, K}, t);
@@ -200,6 +200,13 @@ TEST_CASE("gpu: every epilogue pattern fused into a product matches the unfused 
         case 6:  // two products of one shape added (the second's epilogue reads the first)
           g.output(kiln::relu(h + kiln::apply("linear", {x, g.input("w2", {N, K}, t)})), "y");
           break;
+        case 7: {  // per-column math (a batch norm's scale, once a column where staged), SiLU
+          const auto col = [&g, N, t](const char* name) { return g.input(name, {N}, t); };
+          const auto var = col("var");
+          const auto scale = kiln::rsqrt(var * var + 0.5) * col("gamma");
+          g.output(kiln::silu((h - col("mean")) * scale + col("beta")), "y");
+          break;
+        }
         default:  // an elementwise producer of an operand: its own kernel first
           g.output(kiln::apply("linear", {kiln::exp(x * 0.1), w}), "y");
           break;
