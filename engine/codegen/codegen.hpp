@@ -76,7 +76,10 @@ std::optional<ColumnSplit> split_columns(const Body& body);
 int column_operands(const Body& body);
 /// render_body with `body`'s split (split_columns), if any: the struct keeps `body`'s Inputs,
 /// holds the column math as its nested struct Columns and `staged`, the count of its outputs,
-/// and its apply is the element's (x: the staged values, then the product).
+/// and its apply is the element's (x: the staged values, then the product). The same operations
+/// in the same order: the results are the unsplit body's, except where the compiler would have
+/// contracted a per-column product into an element's add (one FMA); split, that product rounds
+/// first, as it does in the unfused plan (a batch norm has no such step).
 std::string render_split_body(const Body& body, std::string_view name);
 
 /// A kernel's translation unit: the include of kiln's template header `header`
