@@ -68,8 +68,8 @@ __device__ __forceinline__ void take_chunk(float (&v)[4 * NJ], const float (&acc
 /// buffers in `stage` (from 128 bytes) as the output's elements, then stored by the group's first
 /// thread at columns n0 + q0, rows m of the output. The epilogue's operands (all per column:
 /// ColumnMath's) come from `cols` (staged: operand i's value at the tile's column x in
-/// cols[i * BN + x]), a pair of columns at a time. A buffer is written again once the store before last has read it; `chunk`
-/// counts the group's chunks (which buffer).
+/// cols[i * BN + x]), a pair of columns at a time. A buffer is written again once the store
+/// before last has read it; `chunk` counts the group's chunks (which buffer).
 template <class Epi, int BN, class A, int NV>
 __device__ __forceinline__ void store_chunk(const A& args, const float (&v)[NV], float* stage,
                                             const float* cols, const TensorMap* map, int m,
