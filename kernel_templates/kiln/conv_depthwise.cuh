@@ -33,6 +33,19 @@ struct DepthwiseArgs {
 };
 
 
+/// A pack's values as f32: 16-bit ones a register's pair at a time (unpack2).
+template <class T, int V>
+__device__ __forceinline__ void pack_floats(const Pack<T, V>& v, float (&f)[V]) {
+  if constexpr (sizeof(T) == 2) {
+    const unsigned* w = reinterpret_cast<const unsigned*>(v.v);
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) unpack2<T>(w[i], f[2 * i], f[2 * i + 1]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) f[e] = to_float(v.v[e]);
+  }
+}
+
 template <class T, class Epi, bool Bias, int V, int R, int S, int SW, int DW>
 __global__ void __launch_bounds__(depthwise::kThreads, 1)
     conv2d_depthwise(const DepthwiseArgs<Epi::Outputs::size + 2 + Bias + Epi::Inputs::size,
@@ -70,13 +83,13 @@ __global__ void __launch_bounds__(depthwise::kThreads, 1)
     const int y = y0 + r * d.dil_h;
     if (y < 0 || y >= d.h) continue;
     float in[kCols][kVec];
+    const T* at = x + y * d.xs_h + x0 * d.xs_w;  // the row's first column, stepped along W
 #pragma unroll
-    for (int i = 0; i < kCols; ++i) {
+    for (int i = 0; i < kCols; ++i, at += d.xs_w) {
       const int xx = x0 + i;
       Pack<T, kVec> v = {};
-      if (xx >= 0 && xx < d.w) v = load_pack<T, kVec>(x + y * d.xs_h + xx * d.xs_w);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) in[i][e] = to_float(v.v[e]);
+      if (xx >= 0 && xx < d.w) v = load_pack<T, kVec>(at);
+      pack_floats(v, in[i]);
     }
 #pragma unroll
     for (int s = 0; s < S; ++s) {

@@ -97,12 +97,20 @@ __device__ __forceinline__ unsigned pack2<bf16>(float lo, float hi) {
   return r;
 }
 
-/// The two values of pack2<T>'s register, exactly.
+/// The two values of pack2<T>'s register, exactly. The halves are named in PTX (mov.b32 {l, h}),
+/// so that each conversion reads its half in place: taken apart in C++, each half cost a byte
+/// permute (PRMT) before its conversion (bench/NOTES.md).
 template <class T>
-__device__ __forceinline__ void unpack2(unsigned r, float& lo, float& hi) {
-  T a, b;
-  a.bits = (unsigned short)(r & 0xffffu), b.bits = (unsigned short)(r >> 16);
-  lo = to_float(a), hi = to_float(b);
+__device__ __forceinline__ void unpack2(unsigned r, float& lo, float& hi);
+template <>
+__device__ __forceinline__ void unpack2<half>(unsigned r, float& lo, float& hi) {
+  asm("{.reg .f16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h;}"
+      : "=f"(lo), "=f"(hi)
+      : "r"(r));
+}
+template <>
+__device__ __forceinline__ void unpack2<bf16>(unsigned r, float& lo, float& hi) {
+  lo = __uint_as_float(r << 16), hi = __uint_as_float(r & 0xffff0000u);  // exact: bf16 is f32's top
 }
 
 }  // namespace kiln
