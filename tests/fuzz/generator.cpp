@@ -277,10 +277,14 @@ Graph random_graph(std::uint64_t seed) {
     std::vector<GraphArg> args = {x, w};
     if (chance(50)) args.push_back(g.input(fmt::format("cb{}", id), {k}, t));
     const Value y = apply("conv2d", args, at);
-    // A third of them scale per channel and add per image and channel after it (batch norm's
-    // and a time embedding's shapes: [K] and [N, K] with unit dims added, read in place by the
-    // epilogue), decided by a stream of their own so that the main one draws as before.
-    if (std::mt19937_64(seed ^ 0x3a5c7e9b2d4f6081ull ^ std::uint64_t(id))() % 3 != 0) return y;
+    // A third of them take an epilogue, decided by a stream of their own so that the main one
+    // draws as before: half a batch norm and a SiLU (issue 52's block; the statistics named
+    // apart from the norm draws' by an id past theirs), half a scale per channel and an add per
+    // image and channel (a time embedding's shape: [K] and [N, K] with unit dims added, read in
+    // place by the epilogue).
+    std::mt19937_64 own(seed ^ 0x3a5c7e9b2d4f6081ull ^ std::uint64_t(id));
+    if (own() % 3 != 0) return y;
+    if (own() % 2 == 0) return apply("silu", {batch_norm_draw(g, y, own, 1000 + id)});
     const Shape ys = g.node(y.id()).shape;
     const Value scale = apply("reshape", {g.input(fmt::format("cs{}", id), {k}, t)},
                               Attrs().set("shape", std::vector<std::int64_t>{k, 1, 1}));
@@ -310,7 +314,7 @@ Graph random_graph(std::uint64_t seed) {
   // A fifth draw conv2d too, a sixth attention (apart again).
   const bool convs = std::mt19937_64(seed ^ 0x7c3e9a5b1d2f4068ull)() % 5 == 0;
   const bool attns = std::mt19937_64(seed ^ 0x4a7d2b9e6c1f3085ull)() % 6 == 0;
-  // A fifth draw group_norm too (apart again).
+  // A fifth draw group_norm or batch_norm too (apart again).
   const bool norms = std::mt19937_64(seed ^ 0x58e1c3a7f92d4b06ull)() % 5 == 0;
   const int concat_kinds = concats ? 10 : 0, remap_kinds = remaps ? 10 : 0;
   const int conv_kinds = convs ? 10 : 0, attn_kinds = attns ? 5 : 0, norm_kinds = norms ? 6 : 0;
@@ -327,7 +331,11 @@ Graph random_graph(std::uint64_t seed) {
       try {
         const int kind = int(rng() % std::uint64_t(before_norms + norm_kinds));
         if (kind >= before_norms) {
-          values.push_back(group_norm_draw(g, a, rng, group_norms++));
+          // A third of them batch_norm instead, decided by a stream of their own.
+          const bool batch =
+              std::mt19937_64(seed ^ 0x0b47c9e2d5a3f618ull ^ std::uint64_t(group_norms))() % 3 == 0;
+          values.push_back(batch ? batch_norm_draw(g, a, rng, group_norms++)
+                                 : group_norm_draw(g, a, rng, group_norms++));
         } else if (kind >= kinds + concat_kinds + remap_kinds + conv_kinds) {
           values.push_back(attention_draw(g, g.node(a.id()).dtype, rng, attentions++));
         } else if (kind >= kinds + concat_kinds + remap_kinds) {

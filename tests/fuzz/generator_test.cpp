@@ -177,6 +177,27 @@ TEST_CASE("fuzz generator: its graphs reach pad and upsample_nearest, read in pl
   CHECK(copied >= 1);  // as an output, or read by a kernel that cannot read it in place
 }
 
+TEST_CASE("fuzz generator: its graphs reach group_norm and batch_norm, a batch norm in a "
+          "convolution's epilogue") {
+  // batch_norm is a chain of elementwise ops: its rsqrt (no other draw makes one) marks it.
+  int group_norms = 0, batch_norms = 0, conv_epilogues = 0;
+  for (std::uint64_t seed = 0; seed < 3000; ++seed) {
+    const kiln::Graph g = kiln::fuzz::random_graph(seed);
+    bool batch = false;
+    for (const auto& n : g.nodes()) {
+      group_norms += n.op == "group_norm";
+      batch = batch || n.op == "rsqrt";
+    }
+    batch_norms += batch;
+    if (!batch || conv_epilogues > 0) continue;  // planned until one is found
+    for (const auto& k : kiln::Plan(g).kernels("sm_90a"))
+      conv_epilogues += k.name.rfind("conv2d_", 0) == 0 && k.name.find("rsqrt") != std::string::npos;
+  }
+  CHECK(group_norms >= 20);
+  CHECK(batch_norms >= 10);
+  CHECK(conv_epilogues >= 1);
+}
+
 TEST_CASE("fuzz generator: its attention draws reach every path of the attention family") {
   // On sm_90a: the wgmma prefill path, mma.sync (a mask), the decode path (16 query rows or
   // fewer) and the plain kernel (D 20, or f32).

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <kiln/norms.hpp>
+
+#include <optional>
 #include <vector>
 
 namespace kiln::fuzz {
@@ -32,6 +35,24 @@ Value group_norm_draw(Graph& g, const Value& a, std::mt19937_64& rng, int id) {
     if (chance(60)) args.push_back(g.input(fmt::format("gb{}", id), {c}, t));
   }
   return apply("group_norm", args, Attrs().set("groups", groups));
+}
+
+Value batch_norm_draw(Graph& g, const Value& a, std::mt19937_64& rng, int id) {
+  auto chance = [&](int percent) { return int(rng() % 100) < percent; };
+  const Shape s = g.node(a.id()).shape;
+  const DType t = g.node(a.id()).dtype;
+  if (s.size() < 2) throw ShapeError("fuzz: batch_norm of a value of rank < 2");
+  if (!is_float(t)) throw DtypeError("fuzz: batch_norm of a value that is not float");
+  const std::int64_t c = s[1];
+  // Statistics of x's dtype or f32 (torch's running statistics of a half model may be either);
+  // a variance made positive (|v| + 0.25), so that rsqrt stays finite on random inputs.
+  const DType st = chance(50) ? t : DType::f32;
+  auto stat = [&](const char* name) { return g.input(fmt::format("{}{}", name, id), {c}, st); };
+  const Value mean = stat("bm"), var = apply("abs", {stat("bv")}) + 0.25;
+  std::optional<Value> weight, bias;
+  if (chance(60)) weight = stat("bw");
+  if (chance(60)) bias = stat("bb");
+  return batch_norm(a, mean, var, weight, bias, chance(50) ? 1e-5 : 1e-3);
 }
 
 }  // namespace kiln::fuzz

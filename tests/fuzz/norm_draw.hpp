@@ -1,5 +1,5 @@
 #pragma once
-// The fuzz generator's group_norm draw (generator.cpp).
+// The fuzz generator's group_norm and batch_norm draws (generator.cpp).
 
 #include <cstdint>
 #include <kiln/graph.hpp>
@@ -14,5 +14,11 @@ namespace kiln::fuzz {
 /// for a value of rank 1 or 0, DtypeError for one not float, before `g` changes (the generator
 /// draws again).
 Value group_norm_draw(Graph& g, const Value& a, std::mt19937_64& rng, int id);
+
+/// kiln::batch_norm of `a` seen as [N, C, *] (inference form): mean, variance and, now and then,
+/// weight and bias as new [C] inputs of `g` named after `id`, of a's dtype or f32; the variance
+/// made positive before use. ShapeError for a value of rank < 2, DtypeError for one not float,
+/// before `g` changes.
+Value batch_norm_draw(Graph& g, const Value& a, std::mt19937_64& rng, int id);
 
 }  // namespace kiln::fuzz
