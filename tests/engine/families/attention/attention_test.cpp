@@ -329,13 +329,14 @@ TEST_CASE("attention kernels NVRTC-compile for sm_80 and sm_90a with nothing spi
 namespace {
 
 // Compiles every `step`-th candidate of the tuning space of a bf16 call of `sq` query rows at
-// head size `d` (with an additive mask: `masked`) for `arch`; returns those that spilled or
-// failed.
+// head size `d` (with an additive mask: `masked`; causal unless `causal` is false) for `arch`;
+// returns those that spilled or failed.
 std::vector<std::string> compile_space(std::int64_t d, bool masked, const std::string& arch,
-                                       std::size_t step = 1, std::int64_t sq = 1000) {
+                                       std::size_t step = 1, std::int64_t sq = 1000,
+                                       bool causal = true) {
   kiln::AttentionKernel k = call(DType::bf16, {2, 8, sq, d}, {2, 2, 1000, d});
   if (masked) k.mask = desc({sq, 1000}, DType::bf16);
-  k.causal = true;
+  k.causal = causal;
   k.clusters = arch != "sm_80";
   const kiln::KernelLaunch base = kiln::specialize_attention(k, "attention_bf16", {});
   kiln::autotune::DeviceLimits limits;
@@ -353,9 +354,9 @@ std::vector<std::string> compile_space(std::int64_t d, bool masked, const std::s
       bad.push_back(fmt::format("{}: {}", L.spec.name, e.what()));
     }
   }
-  MESSAGE(fmt::format("Sq {} D {}{}: {} of {} candidates compiled for {}", sq, d,
-                      masked ? " masked" : "", (candidates.size() + step - 1) / step,
-                      candidates.size(), arch));
+  MESSAGE(fmt::format("Sq {} D {}{}{}: {} of {} candidates compiled for {}", sq, d,
+                      masked ? " masked" : "", causal ? " causal" : "",
+                      (candidates.size() + step - 1) / step, candidates.size(), arch));
   return bad;
 }
 
@@ -366,6 +367,7 @@ TEST_CASE("a sample of the attention tuning space compiles for sm_90a with nothi
   for (const std::string& b : compile_space(160, true, "sm_90a", 3)) FAIL_CHECK(b);
   for (const std::string& b : compile_space(128, false, "sm_90a", 9, 1)) FAIL_CHECK(b);
   for (const std::string& b : compile_space(256, true, "sm_90a", 9, 4)) FAIL_CHECK(b);
+  for (const std::string& b : compile_space(128, false, "sm_90a", 5, 1000, false)) FAIL_CHECK(b);
 }
 
 TEST_CASE(
@@ -376,5 +378,7 @@ TEST_CASE(
     for (std::int64_t d : {40, 64, 80, 128, 160, 256})
       for (bool masked : {false, true})
         for (std::int64_t sq : {1000, 1})
-          for (const std::string& b : compile_space(d, masked, arch, 1, sq)) FAIL_CHECK(b);
+          for (bool causal : {true, false})
+            for (const std::string& b : compile_space(d, masked, arch, 1, sq, causal))
+              FAIL_CHECK(b);
 }
