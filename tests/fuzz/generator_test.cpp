@@ -191,7 +191,8 @@ TEST_CASE("fuzz generator: its graphs reach group_norm and batch_norm, a batch n
     batch_norms += batch;
     if (!batch || conv_epilogues > 0) continue;  // planned until one is found
     for (const auto& k : kiln::Plan(g).kernels("sm_90a"))
-      conv_epilogues += k.name.rfind("conv2d_", 0) == 0 && k.name.find("rsqrt") != std::string::npos;
+      conv_epilogues +=
+          k.name.rfind("conv2d_", 0) == 0 && k.name.find("rsqrt") != std::string::npos;
   }
   CHECK(group_norms >= 20);
   CHECK(batch_norms >= 10);
