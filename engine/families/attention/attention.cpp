@@ -217,6 +217,8 @@ AttentionTemplate choose_template(const AttentionKernel& k, const cfg::Params& p
                                   const std::string& stem, const Tunables& t) {
   const int d = int(k.q.shape.back());
   const bool masked = k.mask.has_value();
+  // kv_lens bound each row's keys at run time (and place a causal diagonal): registers of their own.
+  const bool ragged = k.lens.has_value() || (k.causal && k.bottom_right);
   const int max_shared = k.max_shared > 0 ? k.max_shared : kSharedFallback;
   // Above D 192 an additive mask's work spills on the tensor-core paths: the plain kernel.
   mma = mma && !(d > 192 && masked && k.mask->dtype != DType::boolean);
@@ -235,9 +237,9 @@ AttentionTemplate choose_template(const AttentionKernel& k, const cfg::Params& p
       throw ArgumentError(fmt::format("{}: wgmma={}: the call cannot take the sm_90a path: {}",
                                       stem, wanted->second, why));
     else
-      tp = default_attention_tiles(d, masked, max_shared, k.clusters);
+      tp = default_attention_tiles(d, masked, max_shared, k.clusters, ragged);
   } else {
-    tp = default_attention_tiles(d, masked, max_shared, k.clusters);
+    tp = default_attention_tiles(d, masked, max_shared, k.clusters, ragged);
   }
   tp.hopper = k.wgmma && !tp.decode;
   tp.mma = mma;

@@ -105,14 +105,16 @@ constexpr unsigned kAttentionWgmma = 8, kAttentionHopper = 16;
 /// warps, chunks and (with clusters) split.
 const codegen::TunableTable<AttentionTemplate>& attention_tunable_table();
 
-/// The most keys a tile of the mma path takes at head size `d` (with a mask: `masked`) and `wm`
-/// query rows a warp before its registers spill (0: none fits), on sm_90 and later (`sm90`) or
-/// before.
-int widest_key_tile(int d, bool masked, int wm, bool sm90);
+/// The most keys a tile of the mma path takes at head size `d` (with a mask: `masked`; with
+/// kv_lens or a bottom-right causal diagonal, bounds of each row's keys known at run time:
+/// `ragged`) and `wm` query rows a warp before its registers spill (0: none fits), on sm_90 and
+/// later (`sm90`) or before.
+int widest_key_tile(int d, bool masked, int wm, bool sm90, bool ragged = false);
 
-/// The default tiles of the mma path for head size `d` (with a mask: `masked`) within
-/// `max_shared` bytes, on sm_90 and later (`sm90`) or before.
-AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared, bool sm90);
+/// The default tiles of the mma path for head size `d` (with a mask: `masked`; `ragged` as
+/// widest_key_tile's) within `max_shared` bytes, on sm_90 and later (`sm90`) or before.
+AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared, bool sm90,
+                                          bool ragged = false);
 
 /// Whether the sm_90a path's tiles of `bn` keys at head size `d` keep their scores,
 /// probabilities and outputs in a consumer's registers without spilling.

@@ -68,19 +68,24 @@ AttentionTemplate default_wgmma_tiles(int d, int max_shared) {
   return t;
 }
 
-int widest_key_tile(int d, bool masked, int wm, bool sm90) {
-  // Measured with ptxas for sm_80 and sm_90a (tests/engine/families/attention): wider tiles spill.
-  // Two tiles of rows a warp hold twice the scores and outputs: none fits above D 160, none
-  // with a mask before sm_90, and at D 128 sm_90a's code fits 64 keys where sm_80's spills.
+int widest_key_tile(int d, bool masked, int wm, bool sm90, bool ragged) {
+  // Measured with ptxas for sm_80 and sm_90a (tests/engine/families/attention, and every default
+  // of a grid of calls: bench/NOTES.md session 64): wider tiles spill. Two tiles of rows a warp
+  // hold twice the scores and outputs: none fits above D 160, none with a mask before sm_90, and
+  // at D 128 sm_90a's code fits 64 keys where sm_80's spills. Key bounds known at run time
+  // (kv_lens, a bottom-right diagonal) take registers of their own: 64 keys spilled 24-164 bytes
+  // at D 96 and 128 on sm_90a and at D 80 on sm_80.
   if (wm == 32) {
     if (masked) return !sm90 ? 0 : d <= 40 ? 64 : d <= 80 ? 32 : 0;
-    return d <= 80 || (d <= 128 && sm90) ? 64 : d <= 128 ? 32 : d <= 160 ? 16 : 0;
+    const int wide = ragged ? (sm90 ? 80 : 64) : sm90 ? 128 : 80;
+    return d <= wide ? 64 : d <= 128 ? 32 : d <= 160 ? 16 : 0;
   }
   if (masked) return d <= 80 ? 64 : d <= 128 ? 32 : 16;
   return d <= 192 ? 128 : 64;
 }
 
-AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared, bool sm90) {
+AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared, bool sm90,
+                                          bool ragged) {
   AttentionTemplate t;
   t.d = d;
   // Above D 128, Q is read from shared memory and the output takes 128 registers a thread:
@@ -90,7 +95,8 @@ AttentionTemplate default_attention_tiles(int d, bool masked, int max_shared, bo
   if (masked) t.bn /= 2;
   // Up to D 128 without a mask, 32 rows a warp (4 warps of 128 rows, 64 keys a tile, as
   // FlashAttention-2 has it): each K and V fragment read serves two tiles of rows.
-  if (d <= 128 && !masked) t.wm = 32, t.bn = widest_key_tile(d, false, 32, sm90);
+  if (d <= 128 && !masked)
+    t.wm = 32, t.bn = widest_key_tile(d, false, 32, sm90, ragged);
   t.stages = d <= 64 ? 3 : 2;
   while (t.shared_bytes() > max_shared && t.stages > 2) --t.stages;
   while (t.shared_bytes() > max_shared && t.bn > 16) t.bn /= 2;
@@ -181,9 +187,12 @@ Space attention_space(const KernelLaunch& base, int max_shared, bool sm90) {
   const std::string& name = base.spec.name;
   const auto at = name.rfind("_d");
   t.d = at == std::string::npos ? 256 : std::atoi(name.c_str() + at + 2);
-  const bool masked = name.find("mask", at == std::string::npos ? 0 : at) != std::string::npos;
-  s.reject = [t, masked, max_shared, sm90](const Candidate& c,
-                                           const DeviceLimits& lim) -> std::string {
+  const std::size_t suffix = at == std::string::npos ? 0 : at;
+  const bool masked = name.find("mask", suffix) != std::string::npos;
+  const bool ragged = name.find("_causal_br", suffix) != std::string::npos ||
+                      name.find("_lens", suffix) != std::string::npos;
+  s.reject = [t, masked, ragged, max_shared, sm90](
+                 const Candidate& c, const DeviceLimits& lim) -> std::string {
     AttentionTemplate x = t;
     for (const auto& [n, v] : c)
       for (const auto& row : attention_tunable_table())
@@ -194,7 +203,7 @@ Space attention_space(const KernelLaunch& base, int max_shared, bool sm90) {
     const int wm = x.decode ? 16 : x.wm;
     if (x.wgmma && !wgmma_key_tile_fits(x.d, x.bn))
       return fmt::format("key tiles of {} spill at D {} on the sm_90a path", x.bn, x.d);
-    if (!x.wgmma && x.bn > widest_key_tile(x.d, masked, wm, sm90))
+    if (!x.wgmma && x.bn > widest_key_tile(x.d, masked, wm, sm90, ragged))
       return fmt::format("key tiles of {} spill at D {}{} with {} rows a warp", x.bn, x.d,
                          masked ? " with a mask" : "", wm);
     if (int(x.threads()) > lim.max_threads_per_block)

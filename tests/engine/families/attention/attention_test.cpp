@@ -303,6 +303,11 @@ TEST_CASE("attention kernels NVRTC-compile for sm_80 and sm_90a with nothing spi
       {DType::bf16, 160, true, "top_left", DType::f32, false},
       {DType::f16, 192, true, "bottom_right", DType::f16, true},
       {DType::bf16, 128, false, "top_left", DType::bf16, true},
+      {DType::bf16, 128, true, "bottom_right", std::nullopt, true},  // key bounds at run time
+      {DType::f16, 96, true, "top_left", std::nullopt, true},
+      {DType::bf16, 80, true, "bottom_right", std::nullopt, false},
+      {DType::f16, 128, false, "top_left", std::nullopt, true},
+      {DType::bf16, 96, false, "top_left", std::nullopt, true},
       {DType::bf16, 256, false, "top_left", DType::boolean, false},
       {DType::bf16, 256, true, "bottom_right", std::nullopt, true},
       {DType::f32, 64, true, "top_left", DType::f32, true},
