@@ -157,9 +157,22 @@ __device__ __forceinline__ void store_lse_rows(const Params& p, long long off, i
   }
 }
 
-/// exp2 of `x - m` for a running max `m` that may still be -inf (a row with nothing seen yet).
+/// 2^x by the multifunction unit alone: exp2f's subnormal handling costs a compare and two
+/// predicated scalings around it. Subnormal results flush to zero: a probability below 2^-126 of
+/// the row's largest adds nothing to a sum of 1 or more (an f16 P flushes it too).
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+/// exp2 of `x - m` for a running max `m` that may still be -inf (a row with nothing seen yet),
+/// by exp2_ftz or (Ftz false) exp2f.
+template <bool Ftz>
 __device__ __forceinline__ float exp2_from(float x, float m) {
-  return exp2f(x - (m == minus_infinity() ? 0.0f : m));
+  const float d = x - (m == minus_infinity() ? 0.0f : m);
+  if constexpr (Ftz) return exp2_ftz(d);
+  return exp2f(d);
 }
 
 }  // namespace kiln::attention

@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(Warps * 32, 1) attention_decode(const Params p
     const bool edge =
         n0 + BN > r.skv || Mask != kNoMask || (Causal && n0 + BN - 1 > i_first + r.diag);
     decode_scores<Causal, Mask, M>(s, p, r, d, edge, n0 + 2 * (lane & 3));
-    softmax_tile(s, o[0], mx[0], l[0]);
+    softmax_tile<true>(s, o[0], mx[0], l[0]);
     accumulate_pv<T, NT, DT, kLd>(o[0], s, tile + BN * kLd, lane);
   }
   mma::cp_async_wait<0>();

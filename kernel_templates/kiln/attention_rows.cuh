@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(config::kRowWarps * 32) attention_rows(const P
     for (int w = 16; w > 0; w >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, w);
     const float x = masked<Causal, Mask, M>(dot, p, r, i, j);
     const float m = fmaxf(mx, x);
-    const float alpha = exp2_from(mx, m), pr = exp2_from(x, m);
+    const float alpha = exp2_from<false>(mx, m), pr = exp2_from<false>(x, m);
     mx = m;
     l = l * alpha + pr;
 #pragma unroll

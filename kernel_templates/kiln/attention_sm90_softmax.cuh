@@ -27,14 +27,6 @@ __device__ __forceinline__ void mask_tile(float (&sc)[BN / 2], int skv, int diag
     }
 }
 
-/// 2^x by the multifunction unit alone (subnormal results flush to zero: a probability below
-/// 2^-126 of the row's largest adds nothing a 16-bit P keeps).
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-
 /// The online softmax's first half over one tile of raw scores (a quad of lanes holds a row;
 /// `scale` in log2 units, above 0, so the raw max is the scaled one's): each of the thread's two
 /// rows' new max (raw), the scores replaced by their probabilities exp2(x scale - max scale), one
