@@ -1,17 +1,15 @@
 // attention, the attention family on the CPU: its shape and dtype rule and errors, its
 // attributes, its plan (operands read in place), the specialization (paths, names, tunables,
-// a new length reusing the kernel) and NVRTC compiles for sm_80 and sm_90a with nothing spilled.
+// a new length reusing the kernel). Its NVRTC compiles: attention_spill_test.cpp.
 #include "engine/families/attention/attention.hpp"
 
 #include <doctest/doctest.h>
-#include <fmt/format.h>
 
 #include <cstring>
 #include <kiln/graph.hpp>
 #include <kiln/ops.hpp>
 #include <set>
 
-#include "engine/compiler/compiler.hpp"
 #include "engine/exec/plan_specs.hpp"
 #include "tests/support.hpp"
 
@@ -284,106 +282,4 @@ TEST_CASE("the attention tuning space: candidates that fit, the default first") 
   const kiln::autotune::Space none = kiln::autotune::attention_space(f, 227 * 1024, true);
   CHECK(none.tunables.empty());
   CHECK(none.candidates(lim).size() == 1);  // the default alone
-}
-
-TEST_CASE("attention kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled") {
-  struct Case {
-    DType t;
-    std::int64_t d;
-    bool causal;
-    const char* align;
-    std::optional<DType> mask;
-    bool lens;
-  };
-  const std::vector<Case> cases = {
-      {DType::bf16, 64, false, "top_left", std::nullopt, false},
-      {DType::f16, 128, true, "top_left", std::nullopt, false},
-      {DType::bf16, 40, true, "bottom_right", DType::boolean, true},
-      {DType::f16, 80, false, "top_left", DType::f16, false},
-      {DType::bf16, 160, true, "top_left", DType::f32, false},
-      {DType::f16, 192, true, "bottom_right", DType::f16, true},
-      {DType::bf16, 128, false, "top_left", DType::bf16, true},
-      {DType::bf16, 128, true, "bottom_right", std::nullopt, true},  // key bounds at run time
-      {DType::f16, 96, true, "top_left", std::nullopt, true},
-      {DType::bf16, 80, true, "bottom_right", std::nullopt, false},
-      {DType::f16, 128, false, "top_left", std::nullopt, true},
-      {DType::bf16, 96, false, "top_left", std::nullopt, true},
-      {DType::bf16, 256, false, "top_left", DType::boolean, false},
-      {DType::bf16, 256, true, "bottom_right", std::nullopt, true},
-      {DType::f32, 64, true, "top_left", DType::f32, true},
-      {DType::f32, 256, false, "top_left", std::nullopt, false},
-  };
-  for (const char* arch : {"sm_80", "sm_90a"}) {
-    kiln::Engine e(kiln::test::offline(arch));
-    for (const Case& c : cases)
-      for (std::int64_t sq : {333, 3}) {  // the mma path and the decode path
-        std::vector<kiln::Operand> args = {desc({2, 8, sq, c.d}, c.t), desc({2, 2, 500, c.d}, c.t),
-                                           desc({2, 2, 500, c.d}, c.t)};
-        if (c.mask) args.push_back(desc({sq, 500}, *c.mask));
-        if (c.lens) args.push_back(desc({2}, DType::i64));
-        const kiln::KernelRecord r = kiln::precompile(
-            e, "attention", args, Attrs().set("causal", c.causal).set("causal_align", c.align));
-        CAPTURE(arch);
-        CAPTURE(r.name);
-        CHECK(r.spill_bytes == 0);
-        CHECK(r.registers > 0);
-      }
-  }
-}
-
-namespace {
-
-// Compiles every `step`-th candidate of the tuning space of a bf16 call of `sq` query rows at
-// head size `d` (with an additive mask: `masked`; causal unless `causal` is false) for `arch`;
-// returns those that spilled or failed.
-std::vector<std::string> compile_space(std::int64_t d, bool masked, const std::string& arch,
-                                       std::size_t step = 1, std::int64_t sq = 1000,
-                                       bool causal = true) {
-  kiln::AttentionKernel k = call(DType::bf16, {2, 8, sq, d}, {2, 2, 1000, d});
-  if (masked) k.mask = desc({sq, 1000}, DType::bf16);
-  k.causal = causal;
-  k.clusters = arch != "sm_80";
-  const kiln::KernelLaunch base = kiln::specialize_attention(k, "attention_bf16", {});
-  kiln::autotune::DeviceLimits limits;
-  limits.max_shared_bytes_per_block = 227 * 1024;
-  const auto candidates =
-      kiln::autotune::attention_space(base, 227 * 1024, k.clusters).candidates(limits);
-  std::vector<std::string> bad;
-  for (std::size_t i = 0; i < candidates.size(); i += step) {
-    const kiln::KernelLaunch L = kiln::specialize_attention(k, "attention_bf16", candidates[i]);
-    try {
-      const kiln::CompiledKernel ck = kiln::compiler::compile(L.spec, arch);
-      if (ck.spill_bytes != 0)
-        bad.push_back(fmt::format("{}: {} bytes spilled", L.spec.name, ck.spill_bytes));
-    } catch (const kiln::Error& e) {
-      bad.push_back(fmt::format("{}: {}", L.spec.name, e.what()));
-    }
-  }
-  MESSAGE(fmt::format("Sq {} D {}{}{}: {} of {} candidates compiled for {}", sq, d,
-                      masked ? " masked" : "", causal ? " causal" : "",
-                      (candidates.size() + step - 1) / step, candidates.size(), arch));
-  return bad;
-}
-
-}  // namespace
-
-TEST_CASE("a sample of the attention tuning space compiles for sm_90a with nothing spilled") {
-  for (const std::string& b : compile_space(128, false, "sm_90a", 5)) FAIL_CHECK(b);
-  for (const std::string& b : compile_space(160, true, "sm_90a", 3)) FAIL_CHECK(b);
-  for (const std::string& b : compile_space(128, false, "sm_90a", 9, 1)) FAIL_CHECK(b);
-  for (const std::string& b : compile_space(256, true, "sm_90a", 9, 4)) FAIL_CHECK(b);
-  for (const std::string& b : compile_space(128, false, "sm_90a", 5, 1000, false)) FAIL_CHECK(b);
-}
-
-TEST_CASE(
-    "the whole attention tuning space compiles for sm_80 and sm_90a with nothing spilled (long: "
-    "run with --no-skip)" *
-    doctest::skip(true)) {
-  for (const char* arch : {"sm_80", "sm_90a"})
-    for (std::int64_t d : {40, 64, 80, 128, 160, 256})
-      for (bool masked : {false, true})
-        for (std::int64_t sq : {1000, 1})
-          for (bool causal : {true, false})
-            for (const std::string& b : compile_space(d, masked, arch, 1, sq, causal))
-              FAIL_CHECK(b);
 }
