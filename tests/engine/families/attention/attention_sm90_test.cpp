@@ -15,6 +15,7 @@
 #include "engine/exec/plan_specs.hpp"
 #include "engine/families/attention/attention.hpp"
 #include "tests/engine/reference.hpp"
+#include "tests/engine/families/attention/attention_calls.hpp"
 #include "tests/support.hpp"
 
 using kiln::Attrs;
@@ -25,12 +26,7 @@ using kiln::test::desc;
 namespace {
 
 kiln::AttentionKernel hopper_call(DType t, Shape q, Shape kv) {
-  kiln::AttentionKernel k;
-  k.q = desc(q, t), k.out = k.q, k.k = desc(kv, t), k.v = k.k;
-  k.max_shared = 227 * 1024;
-  k.clusters = k.wgmma = true;
-  k.sms = 132;
-  return k;
+  return kiln::test::attention_call(t, std::move(q), std::move(kv), true);
 }
 
 }  // namespace

@@ -9,23 +9,14 @@
 
 #include "engine/compiler/compiler.hpp"
 #include "engine/families/attention/attention.hpp"
+#include "tests/engine/families/attention/attention_calls.hpp"
 #include "tests/support.hpp"
 
 using kiln::Attrs;
 using kiln::DType;
 using kiln::Shape;
+using kiln::test::attention_call;
 using kiln::test::desc;
-
-namespace {
-
-kiln::AttentionKernel call(DType t, Shape q, Shape kv) {
-  kiln::AttentionKernel k;
-  k.q = desc(q, t), k.out = k.q, k.k = desc(kv, t), k.v = k.k;
-  k.max_shared = 227 * 1024;
-  return k;
-}
-
-}  // namespace
 
 TEST_CASE("attention kernels NVRTC-compile for sm_80 and sm_90a with nothing spilled") {
   struct Case {
@@ -76,8 +67,9 @@ TEST_CASE("attention kernels NVRTC-compile for sm_80 and sm_90a with nothing spi
 // key bounds (kv_lens) in registers of their own. A grid of every default
 // (bench/trace/attention_spill_grid.py) once found 8 spilling here that the table above missed:
 // each head size of that range, each causal alignment, with and without kv_lens, both archs.
-TEST_CASE("attention defaults at D 80 to 128, every causal alignment, with and without kv_lens, "
-          "compile for sm_80 and sm_90a with nothing spilled") {
+TEST_CASE(
+    "attention defaults at D 80 to 128, every causal alignment, with and without kv_lens, "
+    "compile for sm_80 and sm_90a with nothing spilled") {
   for (const char* arch : {"sm_80", "sm_90a"}) {
     kiln::Engine e(kiln::test::offline(arch));
     for (std::int64_t d : {80, 96, 128})
@@ -106,7 +98,7 @@ namespace {
 std::vector<std::string> compile_space(std::int64_t d, bool masked, const std::string& arch,
                                        std::size_t step = 1, std::int64_t sq = 1000,
                                        bool causal = true) {
-  kiln::AttentionKernel k = call(DType::bf16, {2, 8, sq, d}, {2, 2, 1000, d});
+  kiln::AttentionKernel k = attention_call(DType::bf16, {2, 8, sq, d}, {2, 2, 1000, d});
   if (masked) k.mask = desc({sq, 1000}, DType::bf16);
   k.causal = causal;
   k.clusters = arch != "sm_80";

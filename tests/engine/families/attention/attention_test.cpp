@@ -11,6 +11,7 @@
 #include <set>
 
 #include "engine/exec/plan_specs.hpp"
+#include "tests/engine/families/attention/attention_calls.hpp"
 #include "tests/support.hpp"
 
 using kiln::Attrs;
@@ -18,6 +19,7 @@ using kiln::DType;
 using kiln::Graph;
 using kiln::Shape;
 using kiln::TensorView;
+using kiln::test::attention_call;
 using kiln::test::desc;
 
 namespace {
@@ -36,13 +38,6 @@ TensorView strided(Shape shape, Shape strides, DType t) {
   TensorView v = desc(std::move(shape), t);
   v.strides = std::move(strides);
   return v;
-}
-
-kiln::AttentionKernel call(DType t, Shape q, Shape kv) {
-  kiln::AttentionKernel k;
-  k.q = desc(q, t), k.out = k.q, k.k = desc(kv, t), k.v = k.k;
-  k.max_shared = 227 * 1024;
-  return k;
 }
 
 }  // namespace
@@ -180,7 +175,7 @@ TEST_CASE("attention over a dynamic sequence length precompiles a bounded set of
 TEST_CASE("the attention template's specialization: paths, names, tunables, lengths") {
   // D 128 on sm_90: 128 query rows a block, 32 a warp, tiles of 64 keys; before sm_90 that
   // many keys spill: tiles of 32.
-  kiln::AttentionKernel big = call(DType::bf16, {4, 16, 4096, 128}, {4, 16, 4096, 128});
+  kiln::AttentionKernel big = attention_call(DType::bf16, {4, 16, 4096, 128}, {4, 16, 4096, 128});
   big.clusters = true;
   const kiln::KernelLaunch a = kiln::specialize_attention(big, "at", {});
   CHECK(a.spec.name == "at__fa128x64s2r32_d128");
@@ -194,63 +189,71 @@ TEST_CASE("the attention template's specialization: paths, names, tunables, leng
   big.clusters = false;
   CHECK(kiln::specialize_attention(big, "at", {}).spec.name == "at__fa128x32s2r32_d128");
   // Another length, batch or head count: the same kernel.
-  kiln::AttentionKernel other = call(DType::bf16, {1, 4, 77, 128}, {1, 4, 1000, 128});
+  kiln::AttentionKernel other = attention_call(DType::bf16, {1, 4, 77, 128}, {1, 4, 1000, 128});
   other.clusters = true;
   CHECK(kiln::specialize_attention(other, "at", {}).spec.expression == a.spec.expression);
   // D 256: 64 x 32 tiles, Q read from shared memory; D 40 padded to 48.
-  CHECK(kiln::specialize_attention(call(DType::f16, {1, 2, 64, 256}, {1, 2, 64, 256}), "at", {})
+  CHECK(kiln::specialize_attention(attention_call(DType::f16, {1, 2, 64, 256}, {1, 2, 64, 256}),
+                                   "at", {})
             .spec.name == "at__fa64x32s2_d256");
-  CHECK(kiln::specialize_attention(call(DType::f16, {1, 2, 64, 40}, {1, 2, 64, 40}), "at", {})
+  CHECK(kiln::specialize_attention(attention_call(DType::f16, {1, 2, 64, 40}, {1, 2, 64, 40}), "at",
+                                   {})
             .spec.name == "at__fa128x64s3r32_d40");
   // f32, a head size not a multiple of 8, or D strided: the plain kernel.
-  CHECK(kiln::specialize_attention(call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at", {})
+  CHECK(kiln::specialize_attention(attention_call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
+                                   {})
             .spec.name == "at__rows_d64");
-  CHECK(kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 20}, {1, 2, 64, 20}), "at", {})
+  CHECK(kiln::specialize_attention(attention_call(DType::bf16, {1, 2, 64, 20}, {1, 2, 64, 20}),
+                                   "at", {})
             .spec.name == "at__rows_d20");
   // A mask: half as many keys a tile; above D 192 an additive one takes the plain kernel.
-  kiln::AttentionKernel m = call(DType::f16, {1, 2, 64, 160}, {1, 2, 64, 160});
+  kiln::AttentionKernel m = attention_call(DType::f16, {1, 2, 64, 160}, {1, 2, 64, 160});
   m.mask = desc({64, 64}, DType::boolean);
   CHECK(kiln::specialize_attention(m, "at", {}).spec.name == "at__fa64x16s2_d160_boolmask");
-  m = call(DType::f16, {1, 2, 64, 256}, {1, 2, 64, 256});
+  m = attention_call(DType::f16, {1, 2, 64, 256}, {1, 2, 64, 256});
   m.mask = desc({64, 64}, DType::f16);
   CHECK(kiln::specialize_attention(m, "at", {}).spec.name == "at__rows_d256_mask");
-  kiln::AttentionKernel t = call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64});
+  kiln::AttentionKernel t = attention_call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64});
   t.k = strided({1, 2, 64, 64}, {8192, 4096, 1, 64}, DType::bf16);
   CHECK(kiln::specialize_attention(t, "at", {}).spec.name == "at__rows_d64");
   // A [B, S, 3, H, D] projection read in place: the mma path.
-  kiln::AttentionKernel qkv = call(DType::bf16, {2, 4, 129, 64}, {2, 4, 129, 64});
+  kiln::AttentionKernel qkv = attention_call(DType::bf16, {2, 4, 129, 64}, {2, 4, 129, 64});
   qkv.q = strided({2, 4, 129, 64}, {129 * 3 * 256, 64, 3 * 256, 1}, DType::bf16);
   qkv.k = qkv.v = qkv.q;
   CHECK(kiln::specialize_attention(qkv, "at", {}).spec.name == "at__fa128x64s3r32_d64");
   // tunables
-  CHECK(kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
-                                   {{"bm", 64}, {"bn", 128}, {"stages", 2}, {"wm", 16}})
+  CHECK(kiln::specialize_attention(attention_call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}),
+                                   "at", {{"bm", 64}, {"bn", 128}, {"stages", 2}, {"wm", 16}})
             .spec.name == "at__fa64x128s2_d64");
   CHECK_THROWS_WITH_AS(
-      kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
+      kiln::specialize_attention(attention_call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
                                  {{"warps", 4}}),
       "at: 'warps' is not a tunable of the attention template's mma path (bm, bn, stages, wm)",
       kiln::ArgumentError);
-  CHECK_THROWS_AS(kiln::specialize_attention(call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}),
-                                             "at", {{"bn", 48}}),
-                  kiln::ArgumentError);
-  CHECK_THROWS_AS(kiln::specialize_attention(call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
-                                             {{"bn", 64}}),
-                  kiln::ArgumentError);
+  CHECK_THROWS_AS(
+      kiln::specialize_attention(attention_call(DType::bf16, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
+                                 {{"bn", 48}}),
+      kiln::ArgumentError);
+  CHECK_THROWS_AS(
+      kiln::specialize_attention(attention_call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at",
+                                 {{"bn", 64}}),
+      kiln::ArgumentError);
 }
 
 TEST_CASE("attention with no query heads or no keys plans an empty launch or zeros, no crash") {
   // No query heads: no blocks on either path (and no group of heads to divide by).
   for (std::int64_t sq : {1, 300})
-    CHECK(kiln::specialize_attention(call(DType::bf16, {1, 0, sq, 64}, {1, 2, 10, 64}), "at", {})
+    CHECK(kiln::specialize_attention(attention_call(DType::bf16, {1, 0, sq, 64}, {1, 2, 10, 64}),
+                                     "at", {})
               .config.grid[0] == 0);
   // No keys: blocks that write zeros.
-  CHECK(kiln::specialize_attention(call(DType::bf16, {1, 4, 1, 64}, {1, 2, 0, 64}), "at", {})
+  CHECK(kiln::specialize_attention(attention_call(DType::bf16, {1, 4, 1, 64}, {1, 2, 0, 64}), "at",
+                                   {})
             .config.grid[0] == 2);
 }
 
 TEST_CASE("an attention launch's parameter block holds its pointers, kv_lens in its own slot") {
-  kiln::AttentionKernel k = call(DType::bf16, {2, 4, 64, 64}, {2, 4, 64, 64});
+  kiln::AttentionKernel k = attention_call(DType::bf16, {2, 4, 64, 64}, {2, 4, 64, 64});
   k.out.data = 0x10000, k.q.data = 0x20000, k.k.data = 0x30000, k.v.data = 0x40000;
   k.lens = desc({2}, DType::i32);
   k.lens->data = 0x50000;
@@ -270,15 +273,15 @@ TEST_CASE("an attention launch's parameter block holds its pointers, kv_lens in 
 
 TEST_CASE("the attention tuning space: candidates that fit, the default first") {
   const kiln::KernelLaunch a = kiln::specialize_attention(
-      call(DType::bf16, {4, 16, 4096, 128}, {4, 16, 4096, 128}), "at", {});
+      attention_call(DType::bf16, {4, 16, 4096, 128}, {4, 16, 4096, 128}), "at", {});
   const kiln::autotune::Space s = kiln::autotune::attention_space(a, 227 * 1024, true);
   kiln::autotune::DeviceLimits lim;
   lim.max_shared_bytes_per_block = 227 * 1024;
   const auto c = s.candidates(lim);
   CHECK(c.size() >= 8);
   CHECK(c.front() == a.tunables);
-  const kiln::KernelLaunch f =
-      kiln::specialize_attention(call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at", {});
+  const kiln::KernelLaunch f = kiln::specialize_attention(
+      attention_call(DType::f32, {1, 2, 64, 64}, {1, 2, 64, 64}), "at", {});
   const kiln::autotune::Space none = kiln::autotune::attention_space(f, 227 * 1024, true);
   CHECK(none.tunables.empty());
   CHECK(none.candidates(lim).size() == 1);  // the default alone
