@@ -217,7 +217,7 @@ AttentionTemplate choose_template(const AttentionKernel& k, const cfg::Params& p
                                   const std::string& stem, const Tunables& t) {
   const int d = int(k.q.shape.back());
   const bool masked = k.mask.has_value();
-  // kv_lens bound each row's keys at run time (and place a causal diagonal): registers of their own.
+  // kv_lens or a bottom-right diagonal bound each row's keys at run time: registers of their own.
   const bool ragged = k.lens.has_value() || (k.causal && k.bottom_right);
   const int max_shared = k.max_shared > 0 ? k.max_shared : kSharedFallback;
   // Above D 192 an additive mask's work spills on the tensor-core paths: the plain kernel.

@@ -69,12 +69,12 @@ AttentionTemplate default_wgmma_tiles(int d, int max_shared) {
 }
 
 int widest_key_tile(int d, bool masked, int wm, bool sm90, bool ragged) {
-  // Measured with ptxas for sm_80 and sm_90a (tests/engine/families/attention, and every default
-  // of a grid of calls: bench/NOTES.md session 64): wider tiles spill. Two tiles of rows a warp
-  // hold twice the scores and outputs: none fits above D 160, none with a mask before sm_90, and
-  // at D 128 sm_90a's code fits 64 keys where sm_80's spills. Key bounds known at run time
-  // (kv_lens, a bottom-right diagonal) take registers of their own: 64 keys spilled 24-164 bytes
-  // at D 96 and 128 on sm_90a and at D 80 on sm_80.
+  // Measured with ptxas for sm_80 and sm_90a (attention_spill_test.cpp checks the defaults,
+  // bench/trace/attention_spill_grid.py every call shape): wider tiles spill. Two tiles of rows a
+  // warp hold twice the scores and outputs: none fits above D 160, none with a mask before sm_90,
+  // and at D 128 sm_90a's code fits 64 keys where sm_80's spills. Key bounds known at run time
+  // (kv_lens, a bottom-right diagonal) take registers of their own: 64 keys spill from D 96 on
+  // sm_90a and from D 80 on sm_80.
   if (wm == 32) {
     if (masked) return !sm90 ? 0 : d <= 40 ? 64 : d <= 80 ? 32 : 0;
     const int wide = ragged ? (sm90 ? 80 : 64) : sm90 ? 128 : 80;
