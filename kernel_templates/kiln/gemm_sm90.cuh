@@ -210,7 +210,7 @@ __device__ __forceinline__ void consume(const A& args, const R& ring, const Work
     }
     if constexpr (Split == 1 && Store)
       stored_epilogue<Epi, BN>(args, acc, stage, cols, map_c, tm * R::kRows, tn * BN, group - 1,
-                               tid, chunk, held);
+                               tid, chunk, held, tile + int(gridDim.x) >= w.tiles_m * w.tiles_n);
     else if constexpr (Split == 1)
       staged_epilogue<T, Epi, Bias, BN, V, Images, Columns>(args, acc, stage, cols, tm * R::kRows,
                                                             tn * BN, group - 1, tid);

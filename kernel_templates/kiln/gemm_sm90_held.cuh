@@ -190,13 +190,27 @@ struct Held<Epi, BN, 0> {
 
 /// The stored epilogue of consumer group c's 64 rows of the tile at (m0, n0): its chunks before
 /// the held ones stored now, the held ones packed into `held` for the next tile's products to
-/// store (Held::drain).
+/// store (Held::drain). The block's `last` tile has no next products to hide them under: every
+/// chunk is stored now, the loop unrolled (no packing to hold and unpacking to store, no branch
+/// table picking a chunk's registers: the tail of a block of one tile, bench/NOTES.md).
 template <class Epi, int BN, int H, class A>
 __device__ __forceinline__ void stored_epilogue(const A& args, const float (&acc)[BN / 2],
                                                 float* stage, const float* cols,
                                                 const TensorMap* map, int m0, int n0, int c,
-                                                int tid, int& chunk, Held<Epi, BN, H>& held) {
+                                                int tid, int& chunk, Held<Epi, BN, H>& held,
+                                                bool last) {
   using S = StoreChunks<Epi, BN>;
+  if (last) {
+#pragma unroll
+    for (int q = 0; q < S::kChunks; ++q) {
+      float v[4 * S::kNJ];
+#pragma unroll
+      for (int i = 0; i < 4 * S::kNJ; ++i) v[i] = acc[4 * S::kNJ * q + i];
+      store_chunk<Epi, BN>(args, v, stage, cols, map, m0 + c * 64, n0, q * S::kCols, c, tid,
+                           chunk);
+    }
+    return;
+  }
 #pragma unroll 1
   for (int q = 0; q < S::kChunks - H; ++q) {
     float v[4 * S::kNJ];
