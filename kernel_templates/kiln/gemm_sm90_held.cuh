@@ -48,6 +48,18 @@ __host__ __device__ constexpr int held_chunks() {
   }
 }
 
+/// Whether a stored epilogue (Store, split 1) writes the block's last tile whole into the ring
+/// (store_whole_tile): two chunks fit a consumer group's rows of a stage's A tile, so every chunk
+/// fits where there are Stages * 2 of them or more; not for Exact, whose products read the ring
+/// their own way.
+template <bool Store, bool Exact, class Epi, int BN, int Stages>
+__host__ __device__ constexpr bool whole_tile_fits() {
+  if constexpr (!Store || Exact)
+    return false;
+  else
+    return StoreChunks<Epi, BN>::kChunks <= 2 * Stages;
+}
+
 /// v[4j + 2h + e] = acc's fragments of chunk q's NJ n8 steps, q known at run time only: one
 /// branch per chunk, each indexing acc statically (a register array indexed at run time would go
 /// to local memory).
@@ -63,29 +75,21 @@ __device__ __forceinline__ void take_chunk(float (&v)[4 * NJ], const float (&acc
   }
 }
 
-/// One chunk of consumer group c's 64 rows (wgmma's fragments: per n8 step j, columns 8j + 2t and
-/// + 1 of rows r and r + 8, in v[4j + 2h + e]) through the epilogue into one of the group's two
-/// buffers in `stage` (from 128 bytes) as the output's elements, then stored by the group's first
-/// thread at columns n0 + q0, rows m of the output. The epilogue's operands (all per column:
+/// One chunk of a consumer group's 64 rows (wgmma's fragments: per n8 step j, columns 8j + 2t
+/// and + 1 of rows r and r + 8, in v[4j + 2h + e]) through the epilogue into `out` (64 rows of
+/// the chunk's kCols columns) as the output's elements. The epilogue's operands (all per column:
 /// ColumnMath's) come from `cols` (staged: operand i's value at the tile's column x in
-/// cols[i * BN + x]), a pair of columns at a time. A buffer is written again once the store
-/// before last has read it; `chunk` counts the group's chunks (which buffer).
+/// cols[i * BN + x]), a pair of columns at a time; q0: the chunk's first column in the tile.
 template <class Epi, int BN, class A, int NV>
-__device__ __forceinline__ void store_chunk(const A& args, const float (&v)[NV], float* stage,
-                                            const float* cols, const TensorMap* map, int m,
-                                            int n0, int q0, int c, int tid, int& chunk) {
+__device__ __forceinline__ void write_chunk(const A& args, const float (&v)[NV], const float* cols,
+                                            typename StoreChunks<Epi, BN>::U* out, int q0,
+                                            int tid) {
   using S = StoreChunks<Epi, BN>;
   using U = typename S::U;
   constexpr int NE = ColumnMath<Epi>::kStaged;
   static_assert(NV == 4 * S::kNJ, "a chunk's fragments");
-  const int me = tid % 128, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const int r = me / 32 * 16 + g;
-  unsigned char* buf = reinterpret_cast<unsigned char*>(stage);
-  buf += (config::kStoreAlign - tma::shared_address(buf) % config::kStoreAlign) %
-         config::kStoreAlign;
-  U* out = reinterpret_cast<U*>(buf + (chunk++ & 1) * S::kBuf);
-  if (me == 0) tma::store_wait_read<1>();
-  asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the buffer is free again
+  const int lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int r = tid % 128 / 32 * 16 + g;
 #pragma unroll
   for (int j = 0; j < S::kNJ; ++j) {
     const int col = 8 * j + 2 * t;
@@ -109,10 +113,62 @@ __device__ __forceinline__ void store_chunk(const A& args, const float (&v)[NV],
       *reinterpret_cast<Pack<U, 2>*>(out + (r + 8 * h) * S::kCols + col) = pk;
     }
   }
+}
+
+/// One chunk of consumer group c's 64 rows (write_chunk) into one of the group's two buffers in
+/// `stage` (from 128 bytes), then stored by the group's first thread at columns n0 + q0, rows m
+/// of the output. A buffer is written again once the store before last has read it; `chunk`
+/// counts the group's chunks (which buffer).
+template <class Epi, int BN, class A, int NV>
+__device__ __forceinline__ void store_chunk(const A& args, const float (&v)[NV], float* stage,
+                                            const float* cols, const TensorMap* map, int m,
+                                            int n0, int q0, int c, int tid, int& chunk) {
+  using S = StoreChunks<Epi, BN>;
+  using U = typename S::U;
+  unsigned char* buf = reinterpret_cast<unsigned char*>(stage);
+  buf += (config::kStoreAlign - tma::shared_address(buf) % config::kStoreAlign) %
+         config::kStoreAlign;
+  U* out = reinterpret_cast<U*>(buf + (chunk++ & 1) * S::kBuf);
+  if (tid % 128 == 0) tma::store_wait_read<1>();
+  asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the buffer is free again
+  write_chunk<Epi, BN>(args, v, cols, out, q0, tid);
   tma::fence_shared_async();
   asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the chunk is written
-  if (me == 0) {
+  if (tid % 128 == 0) {
     tma::store_2d(map, out, n0 + q0, m);
+    tma::store_commit();
+  }
+}
+
+/// The block's last tile, where every chunk fits consumer group c's own rows of the ring's A
+/// tiles (`rows`: stage 0's, stages StageBytes apart, two chunks a stage): once the group's
+/// products are done and no tile follows, nothing loads or reads them. Every chunk is written
+/// there, then one barrier, then every store at once: none waits for the one before it to read
+/// its buffer (the chunk-by-chunk walk's two barriers and a wait a chunk were most of a block
+/// of one tile's tail: bench/NOTES.md).
+template <class Epi, int BN, int StageBytes, class A>
+__device__ __forceinline__ void store_whole_tile(const A& args, const float (&acc)[BN / 2],
+                                                 const float* cols, const TensorMap* map,
+                                                 unsigned char* rows, int m0, int n0, int c,
+                                                 int tid) {
+  using S = StoreChunks<Epi, BN>;
+  using U = typename S::U;
+  static_assert(2 * S::kBuf <= 64 * 128, "two chunks in a group's rows of a stage's A tile");
+  const auto buf = [&](int q) {
+    return reinterpret_cast<U*>(rows + q / 2 * StageBytes + q % 2 * S::kBuf);
+  };
+#pragma unroll
+  for (int q = 0; q < S::kChunks; ++q) {
+    float v[4 * S::kNJ];
+#pragma unroll
+    for (int i = 0; i < 4 * S::kNJ; ++i) v[i] = acc[4 * S::kNJ * q + i];
+    write_chunk<Epi, BN>(args, v, cols, buf(q), q * S::kCols, tid);
+  }
+  tma::fence_shared_async();
+  asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // every chunk is written
+  if (tid % 128 == 0) {
+#pragma unroll
+    for (int q = 0; q < S::kChunks; ++q) tma::store_2d(map, buf(q), n0 + q * S::kCols, m0 + c * 64);
     tma::store_commit();
   }
 }
