@@ -193,6 +193,19 @@ __device__ __forceinline__ void tile_probabilities(float (&sc)[BN / 2], float (&
   softmax_tile<BN, kChains>(sc, mx, l, alpha, p.scale_log2);
 }
 
+/// kv_lens: the last V tile's rows past the batch's keys zeroed where the tensor has rows there
+/// (NaN in a cache's unused rows survives a probability of 0); both groups, then barrier 5.
+template <class B, int BN>
+__device__ __forceinline__ void zero_past_keys(unsigned char* v, const Params& p, const Work& w) {
+  const int keys = w.skv - (w.tiles - 1) * BN, per_atom = (BN - keys) * 8;
+  if (keys >= BN || w.skv >= p.skv) return;  // the item's: both groups or neither
+  for (int i = int(threadIdx.x) - 128; i < per_atom * B::kAtoms; i += 256)  // rows: swizzle-safe
+    *reinterpret_cast<uint4*>(v + i / per_atom * BN * 128 + (keys + i % per_atom / 8) * 128 +
+                              i % 8 * 16) = uint4{};
+  tma::fence_shared_async();  // for the tensor cores
+  asm volatile("bar.sync 5, 256;" ::: "memory");
+}
+
 /// The running state of a consumer thread's two rows over one item.
 template <int BN, int Dp>
 struct Rows {
@@ -208,7 +221,7 @@ struct Rows {
 /// waits for that, rescales O and packs P(n); the last P V closes the item. Tile 0 (no P V before
 /// it) is peeled off the loop: ptxas keeps the products pipelined only where no branch lies between
 /// a product and its wait.
-template <class T, int BN, int Stages, bool Causal, class B>
+template <class T, int BN, int Stages, bool Causal, bool Lens, class B>
 __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, const B& sm,
                                          const Work& w, int qb, int it, int c, int tid) {
   const int t = tid & 3;
@@ -254,6 +267,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
   }
   const int last = (it + w.tiles - 1) % Stages;
   tma::barrier_wait(sm.v_full(last), unsigned((it + w.tiles - 1) / Stages) & 1);
+  if constexpr (Lens) zero_past_keys<B, BN>(sm.v + last * B::kKv, p, w);
   wgmma::fence_operands(x.o);
   wgmma::fence_operands(x.pf);
   issue_values<T, B, BN>(x.o, x.pf, sm, last);
@@ -268,7 +282,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
 /// frees its Q tile at once and writes zeros), its output. The groups take turns at the tensor
 /// cores (named barriers 1 and 2): group 1 passes the first turn once and then after each of its
 /// turns; group 0 takes one turn more at the end, so each barrier's waits and arrivals match.
-template <class T, int D, int BN, int Stages, bool Causal, class Epi, class Pro, class B,
+template <class T, int D, int BN, int Stages, bool Causal, bool Lens, class Epi, class Pro, class B,
           class WorkOf>
 __device__ __forceinline__ void consume(const Params& p, const B& sm, int items, WorkOf work_of,
                                         int c, int tid) {
@@ -303,7 +317,7 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, int items,
         tma::fence_shared_async();  // for the tensor cores
         asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
       }
-      run_item<T, BN, Stages, Causal, B>(x, p, sm, w, qb, it, c, tid);
+      run_item<T, BN, Stages, Causal, Lens, B>(x, p, sm, w, qb, it, c, tid);
       it += w.tiles;
     } else {
       // Every warp has read the copy before the leader writes the tile's next item there (where
@@ -316,8 +330,8 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, int items,
       epilogue_rows<Epi, D, B::kDp / 8>(p, bi, w.h, x.i0, x.l, lane & 3,
                                         [&](int j, int e) { return x.o[4 * j + e]; });
     else if (p.ptr[config::kOut] != 0)
-      store_rows<T, D, B::kDp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.out,
-                               p.s[config::kOut], p.sq, x.i0, x.o, x.l, lane & 3);
+      store_rows<T, D, B::kDp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.out, p.s[config::kOut],
+                               p.sq, x.i0, x.o, x.l, lane & 3);
     if (p.ptr[config::kLsePointer] != 0) {  // the maxima are raw scores: to log2 units
       const float m[2] = {x.mx[0] * p.scale_log2, x.mx[1] * p.scale_log2};
       store_lse_rows(p, tensor_offset(p, config::kLse, bi, w.h), x.i0, m, x.l, lane & 3);
@@ -377,8 +391,8 @@ __global__ void __launch_bounds__(config::kWgmmaThreads, 1)
                                                              &map_v, p.group);
   } else {
     wgmma::registers_up<240>();
-    sm90::consume<T, D, BN, Stages, Causal, Epi, Pro, B>(p, sm, source.items, work_of, group - 1,
-                                                         tid);
+    sm90::consume<T, D, BN, Stages, Causal, Lens, Epi, Pro, B>(p, sm, source.items, work_of,
+                                                               group - 1, tid);
   }
 #endif
 }

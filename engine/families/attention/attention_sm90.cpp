@@ -46,9 +46,8 @@ TensorMapDesc describe(const AttentionKernel& k, const cfg::Params& p, int t, in
 std::string wgmma_unfit(const AttentionKernel& k, const cfg::Params& p) {
   if (!k.wgmma) return "the target is not sm_90a";
   if (k.mask) return "a mask operand takes the mma path";
-  // The maps' rows run to Skv: past a batch's length, memory the path reads into V's tiles
-  // (NaN or Inf in a cache's unused rows would turn 0 x V into NaN); the mma path zero-fills.
-  if (k.lens) return "kv_lens take the mma path";
+  // kv_lens: the maps' rows run to Skv, so a batch's last V tile holds a cache's unused rows
+  // past its length; the consumers zero them (attention_sm90.cuh's zero_past_keys).
   if (k.dtype() != DType::f16 && k.dtype() != DType::bf16) return "q is not f16 or bf16";
   if (k.q.shape.back() > 192) return "a head size above 192 (the path's registers hold 192)";
   if (p.batch[0] != 1) return "more than two batch dims";

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <kiln/ops.hpp>
 #include <limits>
@@ -181,6 +182,16 @@ void run_case(kiln::Engine& e, const Case& c, std::mt19937_64& rng) {
     for (std::int64_t i = 0; i < c.b; ++i)
       n[std::size_t(i)] = double((c.skv * (i + 1)) / (c.b + 1));
     n[0] = 0;  // a batch without keys
+    // A cache's unused rows: NaN in k and v past each batch's length, which no path may let
+    // through (a probability of 0 times NaN is NaN).
+    for (std::size_t i = 1; i < 3 && !c.packed; ++i) {
+      std::vector<double> poisoned = vals[i];
+      for (std::int64_t r = 0; r < c.b * c.hkv * c.skv; ++r)
+        if (r % c.skv >= std::int64_t(n[std::size_t(r / c.skv / c.hkv)]))
+          std::fill_n(poisoned.begin() + r * c.d, c.d, std::numeric_limits<double>::quiet_NaN());
+      keep.push_back(upload(e, c.t, std::move(poisoned)));
+      args[i] = keep.back().view(ks, contiguous(ks), 0);
+    }
     keep.push_back(upload(e, DType::i64, std::move(n)));
     args.push_back(keep.back().view({c.b}, {1}, 0));
     vals.push_back(keep.back().host);
@@ -250,10 +261,13 @@ TEST_CASE("gpu: attention against fp64 over lengths, heads, head sizes, masks an
       {DType::f16, 1, 4, 2, 129, 1000, 64, true, true, 2, true},
       {DType::bf16, 1, 2, 1, 4097, 4097, 64, true},
       // More blocks of 128 rows than an H100 has multiprocessors: the sm_90a path's persistent
-      // blocks take several each (with kv_lens, the mma path's; bottom-right causal over fewer
-      // keys than rows: blocks whose rows see no key).
+      // blocks take several each (with kv_lens; bottom-right causal over fewer keys than rows:
+      // blocks whose rows see no key).
       {DType::bf16, 8, 16, 4, 600, 700, 128, true, true, 0, true},
       {DType::bf16, 8, 16, 4, 600, 300, 128, true, true},
+      // kv_lens on the sm_90a path without a causal diagonal: lengths that end inside a tile.
+      {DType::f16, 3, 4, 2, 300, 1000, 80, false, false, 0, true},
+      {DType::bf16, 3, 4, 4, 129, 333, 128, true, false, 0, true},
       // The same at D 192 (one Q tile a block): items without keys hand the next item on.
       {DType::bf16, 2, 4, 2, 900, 300, 192, true, true},
       {DType::f16, 4, 16, 16, 1000, 1000, 64},

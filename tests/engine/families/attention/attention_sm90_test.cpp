@@ -114,10 +114,11 @@ TEST_CASE("attention on sm_90a: which calls take the wgmma path, its launch and 
   shared.k.shape = shared.v.shape = {4, 2, 300, 64};
   shared.k.strides = shared.v.strides = {0, 300 * 64, 64, 1};
   CHECK(kiln::specialize_attention(shared, "at", {}).spec.name == "at__fa128x64s3r32_d64");
-  // kv_lens (rows past a batch's length may hold anything), or a scale that is not finite.
+  // kv_lens take the path (the last V tile's rows past a batch's length zeroed in the kernel);
+  // a scale that is not finite does not.
   kiln::AttentionKernel lens = hopper_call(DType::bf16, {2, 2, 300, 64}, {2, 2, 300, 64});
   lens.lens = desc({2}, DType::i64);
-  CHECK(kiln::specialize_attention(lens, "at", {}).spec.name == "at__fa128x64s3r32_d64_lens");
+  CHECK(kiln::specialize_attention(lens, "at", {}).spec.name == "at__wg128x128s3_d64_lens");
   kiln::AttentionKernel inf = hopper_call(DType::bf16, {1, 2, 300, 64}, {1, 2, 300, 64});
   inf.scale = HUGE_VAL;
   CHECK(kiln::specialize_attention(inf, "at", {}).spec.name == "at__fa128x64s3r32_d64");
@@ -155,9 +156,15 @@ TEST_CASE(
   kiln::autotune::DeviceLimits lim;
   lim.max_shared_bytes_per_block = 227 * 1024;
   lim.max_threads_per_block = 1024;
-  for (std::int64_t d : {64, 128, 192}) {
+  // With kv_lens (second): the consumers clear the last V tile's rows past a batch's length.
+  const std::pair<std::int64_t, bool> calls[] = {
+      {64, false}, {128, false}, {128, true}, {192, false}};
+  for (const auto& call : calls) {
+    const std::int64_t d = call.first;
+    const bool lens = call.second;
     kiln::AttentionKernel k = hopper_call(DType::bf16, {2, 8, 1000, d}, {2, 2, 1000, d});
     k.causal = true;
+    if (lens) k.lens = desc({2}, DType::i64);
     const kiln::KernelLaunch base = kiln::specialize_attention(k, "attention_bf16", {});
     const auto c = kiln::autotune::attention_space(base, 227 * 1024, true).candidates(lim);
     CAPTURE(d);
@@ -171,7 +178,8 @@ TEST_CASE(
       CHECK(ck.log.find("serialized") == std::string::npos);
       if (ck.log.find("serialized") != std::string::npos) MESSAGE(ck.log);
     }
-    MESSAGE(fmt::format("D {}: {} candidates compiled for sm_90a", d, c.size()));
+    MESSAGE(fmt::format("D {}{}: {} candidates compiled for sm_90a", d, lens ? " kv_lens" : "",
+                        c.size()));
   }
 }
 
