@@ -48,6 +48,14 @@ Value attention_draw(Graph& g, DType dtype, std::mt19937_64& rng, int id) {
     const Value m = g.input(fmt::format("am{}", id), {sq, skv}, dtype);
     args.push_back(chance(50) ? m : apply("gt", {m, -3.0}));  // bool: keeps most keys
   }
+  // Per-batch key lengths a third of the time (chosen by the shapes, as from_f32 is): an i32
+  // input of whole numbers in [-2, 2] wrapped by Python's remainder into [0, Skv], so a batch
+  // sees no key, a few, all but one or all of them (the kernels' tiles past a length, the
+  // sm_90a path's cleared V rows).
+  if ((b + hq + sq + d) % 3 == 1) {
+    const Value n = g.input(fmt::format("alen{}", id), {b}, DType::i32);
+    args.push_back(apply("remainder", {n, double(skv + 1)}));
+  }
   const Value y = apply("attention", args, at);
   // The rows' log-sum-exp beside it, an output of the same kernel.
   if (chance(25)) g.output(apply("attention_lse", args, at), fmt::format("alse{}", id));

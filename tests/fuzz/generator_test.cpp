@@ -203,11 +203,12 @@ TEST_CASE("fuzz generator: its attention draws reach every path of the attention
   // On sm_90a: the wgmma prefill path, mma.sync (a mask), the decode path (16 query rows or
   // fewer) and the plain kernel (D 20, or f32).
   // Some kernel's epilogue reads the result through its views as [B, S, H·D]; some kernel
-  // computes q from an f32 input as its prologue.
+  // computes q from an f32 input as its prologue; some wgmma kernel takes per-batch key lengths.
   std::set<std::string> paths;
-  int graphs = 0, through_views = 0, cast_prologues = 0;
-  for (std::uint64_t seed = 0;
-       seed < 3000 && (paths.size() < 4 || through_views == 0 || cast_prologues == 0); ++seed) {
+  int graphs = 0, through_views = 0, cast_prologues = 0, wgmma_lens = 0;
+  for (std::uint64_t seed = 0; seed < 3000 && (paths.size() < 4 || through_views == 0 ||
+                                                cast_prologues == 0 || wgmma_lens == 0);
+       ++seed) {
     const kiln::Graph g = kiln::fuzz::random_graph(seed);
     bool drawn = false;
     for (const auto& n : g.nodes()) drawn = drawn || n.op == "attention";
@@ -216,6 +217,8 @@ TEST_CASE("fuzz generator: its attention draws reach every path of the attention
     for (const auto& k : kiln::Plan(g).kernels("sm_90a")) {
       if (k.name.find("attention") == std::string::npos) continue;  // q's producers first
       cast_prologues += k.name.rfind("tanh_cast__attention", 0) == 0;  // from an f32 input
+      wgmma_lens += k.name.find("__wg") != std::string::npos &&
+                    k.name.find("_lens") != std::string::npos;
       for (const char* p : {"__wg", "__fa", "__dec", "__rows"})
         if (k.name.find(p) != std::string::npos) paths.insert(p);
       for (const std::string& op : k.ops)
@@ -226,4 +229,5 @@ TEST_CASE("fuzz generator: its attention draws reach every path of the attention
   CHECK(paths == std::set<std::string>{"__wg", "__fa", "__dec", "__rows"});
   CHECK(through_views >= 1);
   CHECK(cast_prologues >= 1);
+  CHECK(wgmma_lens >= 1);
 }
