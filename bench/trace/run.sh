@@ -4,7 +4,7 @@
 # records of the kernel's phases, copied over its output at the end: the output is then a trace,
 # not a result), its Python module built, then bench/trace/NAME.py ARGS.
 # Usage: bench/trace/run.sh NAME [ARGS...]   NAME: attention_sm90 | attention_decode | conv_sm90 |
-#   multicast_b | bm64 | split_cost
+#   split_cost
 # Env: TRACE_DIR (default /tmp/kiln-traced), TRACE_BUILD_ONLY=1 (two copies built side by side),
 #   TRACE_EXTRA (more bench/trace patches, by name, applied after NAME's in that order)
 set -uo pipefail
