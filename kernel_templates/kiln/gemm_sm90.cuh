@@ -174,7 +174,6 @@ __device__ __forceinline__ void consume(const A& args, const R& ring, const Work
   constexpr int kStaged = (Bias ? 1 : 0) + ColumnMath<Epi>::kStaged;
   static_assert(!Columns || Split == 1, "staged columns are read by split 1's epilogues only");
   constexpr int kHeld = held_chunks<Split == 1 && Store, Images, T, Epi, BN, Exact>();
-  constexpr bool kWhole = whole_tile_fits<Split == 1 && Store, Exact, Epi, BN, Stages>();
   float* cols = reinterpret_cast<float*>(smem + config::wgmma_columns_offset(BN, Stages, Exact));
   const int group = tid / 128;
   float* stage = staging + (group - 1) * config::kStagingRows * config::kStagingLd;
@@ -210,13 +209,6 @@ __device__ __forceinline__ void consume(const A& args, const R& ring, const Work
       asm volatile("bar.sync 4, 256;" ::: "memory");
     }
     const bool last = tile + int(gridDim.x) >= w.tiles_m * w.tiles_n;
-    if constexpr (Split == 1 && Store && kWhole)
-      if (last) {
-        store_whole_tile<Epi, BN, R::kStage>(args, acc, cols, map_c,
-                                             ring.stage(0) + (group - 1) * 64 * 128,
-                                             tm * R::kRows, tn * BN, group - 1, tid);
-        continue;
-      }
     if constexpr (Split == 1 && Store)
       stored_epilogue<Epi, BN>(args, acc, stage, cols, map_c, tm * R::kRows, tn * BN, group - 1,
                                tid, chunk, held, last);

@@ -48,18 +48,6 @@ __host__ __device__ constexpr int held_chunks() {
   }
 }
 
-/// Whether a stored epilogue (Store, split 1) writes the block's last tile whole into the ring
-/// (store_whole_tile): two chunks fit a consumer group's rows of a stage's A tile, so every chunk
-/// fits where there are Stages * 2 of them or more; not for Exact, whose products read the ring
-/// their own way.
-template <bool Store, bool Exact, class Epi, int BN, int Stages>
-__host__ __device__ constexpr bool whole_tile_fits() {
-  if constexpr (!Store || Exact)
-    return false;
-  else
-    return StoreChunks<Epi, BN>::kChunks <= 2 * Stages;
-}
-
 /// v[4j + 2h + e] = acc's fragments of chunk q's NJ n8 steps, q known at run time only: one
 /// branch per chunk, each indexing acc statically (a register array indexed at run time would go
 /// to local memory).
@@ -136,39 +124,6 @@ __device__ __forceinline__ void store_chunk(const A& args, const float (&v)[NV],
   asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // the chunk is written
   if (tid % 128 == 0) {
     tma::store_2d(map, out, n0 + q0, m);
-    tma::store_commit();
-  }
-}
-
-/// The block's last tile, where every chunk fits consumer group c's own rows of the ring's A
-/// tiles (`rows`: stage 0's, stages StageBytes apart, two chunks a stage): once the group's
-/// products are done and no tile follows, nothing loads or reads them. Every chunk is written
-/// there, then one barrier, then every store at once: none waits for the one before it to read
-/// its buffer (the chunk-by-chunk walk's two barriers and a wait a chunk were most of a block
-/// of one tile's tail: bench/NOTES.md).
-template <class Epi, int BN, int StageBytes, class A>
-__device__ __forceinline__ void store_whole_tile(const A& args, const float (&acc)[BN / 2],
-                                                 const float* cols, const TensorMap* map,
-                                                 unsigned char* rows, int m0, int n0, int c,
-                                                 int tid) {
-  using S = StoreChunks<Epi, BN>;
-  using U = typename S::U;
-  static_assert(2 * S::kBuf <= 64 * 128, "two chunks in a group's rows of a stage's A tile");
-  const auto buf = [&](int q) {
-    return reinterpret_cast<U*>(rows + q / 2 * StageBytes + q % 2 * S::kBuf);
-  };
-#pragma unroll
-  for (int q = 0; q < S::kChunks; ++q) {
-    float v[4 * S::kNJ];
-#pragma unroll
-    for (int i = 0; i < 4 * S::kNJ; ++i) v[i] = acc[4 * S::kNJ * q + i];
-    write_chunk<Epi, BN>(args, v, cols, buf(q), q * S::kCols, tid);
-  }
-  tma::fence_shared_async();
-  asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");  // every chunk is written
-  if (tid % 128 == 0) {
-#pragma unroll
-    for (int q = 0; q < S::kChunks; ++q) tma::store_2d(map, buf(q), n0 + q * S::kCols, m0 + c * 64);
     tma::store_commit();
   }
 }
