@@ -7,7 +7,7 @@
 # whole kernel's stall reasons and instruction mix with WHOLE=1). With PEER=PROBE (a Python
 # script taking the graph, running the peer's launch once inside an NVTX range "measure":
 # bench/trace/cudnn_attention_probe.py), the peer's kernel is profiled and summarized the same
-# way beside kiln's, as peer_NAME. Where ncu knows the wgmma pipe's metric, it is added (the
+# way beside kiln's, as peer_NAME. Where ncu knows the tensor pipe's metric, it is added (the
 # tensor cores' busy share). The reports, exports and summary go into $OUT/profile.tgz: the
 # device tool brings back at most 8 files. Builds the CLI in build-device first (as
 # scripts/device-test.sh does).
@@ -26,8 +26,9 @@ extra=(); [ -f /usr/include/xxhash.h ] || extra+=("-DKILN_XXHASH_INCLUDE_DIR=$PW
 kiln=build-device/bin/kiln
 read -r -a sections <<<"${SECTIONS:---set full}"
 metrics=()
-gmma=sm__pipe_tensor_op_gmma_cycles_active
-ncu --query-metrics 2>/dev/null | grep -qw "$gmma" && metrics=(--metrics "$gmma.avg.pct_of_peak_sustained_active")
+tensor=sm__pipe_tensor_cycles_active  # wgmma and mma.sync alike
+ncu --query-metrics --chip gh100 2>/dev/null | awk '{print $1}' | grep -qx "$tensor" &&
+  metrics=(--metrics "$tensor.avg.pct_of_peak_sustained_active")
 status=0
 names=()
 # profile NAME CMD...: ncu's report of CMD's selected launches, exported for the summary.
