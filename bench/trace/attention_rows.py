@@ -3,8 +3,9 @@
 checked against torch in fp64 on the first and the last 64 query rows of every (batch, head),
 then the plan is replayed in a CUDA graph beside cuDNN's SDPA replayed the same way (median of
 20; TFLOP/s = 4*B*H*S*S*D, halved when causal). Exits 1 if any row is off.
-Usage: python3 bench/trace/attention_rows.py (with a build's python/ and bench/ on PYTHONPATH;
-scripts/ab-revisions.sh PY= runs it on two revisions)."""
+Usage: python3 bench/trace/attention_rows.py [WORD...] (with a build's python/ and bench/ on
+PYTHONPATH; scripts/ab-revisions.sh PY= runs it on two revisions). WORDs keep the rows whose tag
+("B4 H16 S4096 D128 causal") holds each of them, as words ("S4096 full")."""
 import sys
 
 import torch
@@ -42,6 +43,10 @@ def error(o, q, k, v, causal):
     return worst
 
 
+def tag(b, h, s, d, causal):
+    return f"B{b} H{h} S{s} D{d} {'causal' if causal else 'full'}"
+
+
 def one(b, h, s, d, causal):
     shape = (b, h, s, d)
     q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16) for _ in range(3))
@@ -55,7 +60,7 @@ def one(b, h, s, d, causal):
                                                                         is_causal=causal))[0])
     flops = 4 * b * h * s * s * d / (2 if causal else 1)
     ok = err <= 2e-2
-    print(f"B{b} H{h} S{s} D{d} {'causal' if causal else 'full'}: kiln {us:8.1f} us "
+    print(f"{tag(b, h, s, d, causal)}: kiln {us:8.1f} us "
           f"{flops / us / 1e6:5.0f} TFLOP/s | cuDNN {peer:8.1f} us | kiln/cuDNN speed "
           f"{peer / us:.2f}x | error {err:.1e} {'ok' if ok else 'FAIL'} | "
           f"{plan.kernels()[0]['name']}", flush=True)
@@ -66,7 +71,8 @@ def main():
     print(f"{torch.cuda.get_device_name()}: attention prefill bf16, CUDA graphs")
     ok = True
     for row in ROWS:
-        ok = one(*row) and ok
+        if all(w in tag(*row).split() for w in sys.argv[1:]):
+            ok = one(*row) and ok
     return 0 if ok else 1
 
 
