@@ -3,7 +3,8 @@ scaled_dot_product_attention on the cuDNN backend (bf16, the graph's shape and c
 warmed up, then run once inside an NVTX range "measure", so that
 `ncu --nvtx --nvtx-include measure/` profiles that launch alone.
 Usage (GPU machine): python3 bench/trace/cudnn_attention_probe.py GRAPH
-(bench/trace/attention_vs_cudnn.sh runs it under ncu beside kiln's kernel)."""
+(`PEER=bench/trace/cudnn_attention_probe.py bench/trace/profile.sh` runs it under ncu beside
+kiln's kernel)."""
 import json
 import sys
 
@@ -12,9 +13,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
 def main(path):
-    node = json.load(open(path))["nodes"][0]
-    causal = bool(node.get("attrs", {}).get("causal", False))
-    shape = json.load(open(path))["inputs"][0]["shape"]
+    graph = json.load(open(path))
+    causal = bool(graph["nodes"][0].get("attrs", {}).get("causal", False))
+    shape = graph["inputs"][0]["shape"]
     q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
         f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)

@@ -15,7 +15,8 @@ import sys
 
 DETAILS = ("Duration", "Executed Instructions", "Issue Slots Busy", "Issued Ipc Active",
            "Eligible Warps Per Scheduler", "Warp Cycles Per Issued Instruction",
-           "Compute (SM) Throughput", "Memory Throughput", "L1/TEX Hit Rate", "Registers Per Thread")
+           "Compute (SM) Throughput", "Memory Throughput", "L1/TEX Hit Rate", "Registers Per Thread",
+           "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active")  # profile.sh adds it
 LAUNCH = ("Grid Size", "Block Size", "Cluster Size", "Dynamic Shared Memory Per Block",
           "Achieved Occupancy", "DRAM Throughput", "L2 Hit Rate", "SM Frequency")
 
@@ -40,7 +41,7 @@ def details(path, names=DETAILS):
     out = {}
     for d in rows_of(path, "Metric Name"):
         name = d.get("Metric Name", "")
-        if (name in names or name.startswith("sm__pipe_tensor")) and name not in out:
+        if name in names and name not in out:
             out[name] = f"{d.get('Metric Value', '')} {d.get('Metric Unit', '')}".strip()
     return out
 
