@@ -31,46 +31,6 @@ namespace kiln::attention {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 namespace sm90 {
 
-/// The block's shared memory (attention_config.cuh's layout).
-template <int D, int BN, int Stages>
-struct Block {
-  static constexpr int kDp = config::wgmma_d(D), kAtoms = kDp / 64;
-  static constexpr int kRows = config::kWgmmaRows;
-  static constexpr int kQ = config::wgmma_tile_bytes(kRows, D);
-  static constexpr int kKv = config::wgmma_tile_bytes(BN, D);
-  /// Q tiles: a block's item n takes tile n % kQTiles.
-  static constexpr int kQTiles = config::wgmma_q_tiles(D, BN, Stages);
-  static constexpr int kBars = 2 * kQTiles;  // the ring's barriers after Q's
-  unsigned char* q0;  // tile b at q0 + b * kQ
-  unsigned char* k;   // stage s at k + s * kKv, V's after all of K's
-  unsigned char* v;
-  unsigned long long* bars;  // Q landed, Q free: kQTiles each; K landed, K free, V landed, V
-                             // free: Stages each; then the item of each Q tile (items.cuh),
-                             // then each consumer group's copy of it
-
-  __device__ __forceinline__ unsigned char* q(int b) const { return q0 + b * kQ; }
-  __device__ __forceinline__ unsigned long long* q_full(int b) const { return bars + b; }
-  __device__ __forceinline__ unsigned long long* q_free(int b) const {
-    return bars + kQTiles + b;
-  }
-  __device__ __forceinline__ unsigned long long* k_full(int s) const { return bars + kBars + s; }
-  __device__ __forceinline__ unsigned long long* k_free(int s) const {
-    return bars + kBars + Stages + s;
-  }
-  __device__ __forceinline__ unsigned long long* v_full(int s) const {
-    return bars + kBars + 2 * Stages + s;
-  }
-  __device__ __forceinline__ unsigned long long* v_free(int s) const {
-    return bars + kBars + 3 * Stages + s;
-  }
-  __device__ __forceinline__ volatile int* item(int b) const {
-    return reinterpret_cast<volatile int*>(bars + kBars + 4 * Stages) + b;
-  }
-  __device__ __forceinline__ volatile int* copy(int c, int b) const {
-    return item(kQTiles + c * kQTiles + b);
-  }
-};
-
 /// BN rows of K or V from key `row` of head `hkv` into a stage at `dst`, landing on `full`.
 template <class B, int BN>
 __device__ __forceinline__ void load_keys(unsigned char* dst, const TensorMap* map,
@@ -218,12 +178,14 @@ struct Rows {
 /// In its turn at tile n it issues S(n) = Q K(n)^T, then O += P(n - 1) V(n - 1); it passes the
 /// turn, waits for S(n) (after the last, its Q tile is free: the producer then reuses the tile's
 /// slot and, where it loads Q, the tile) and runs the softmax of it under the P V product, then
-/// waits for that, rescales O and packs P(n); the last P V closes the item. Tile 0 (no P V before
+/// waits for that, rescales O and packs P(n); the last P V closes the item (its Q tile freed
+/// after the last S where `free_q`, else by the caller). Tile 0 (no P V before
 /// it) is peeled off the loop: ptxas keeps the products pipelined only where no branch lies between
 /// a product and its wait.
 template <class T, int BN, int Stages, bool Causal, bool Lens, class B>
 __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, const B& sm,
-                                         const Work& w, int qb, int it, int c, int tid) {
+                                         const Work& w, int qb, int it, int c, int tid,
+                                         bool free_q) {
   const int t = tid & 3;
   const bool leader = tid % 128 == 0;
   float alpha[2];
@@ -236,7 +198,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
     wgmma::wait<0>();
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(it % Stages), leader);
-    arrive_if(sm.q_free(qb), leader && w.tiles == 1);
+    arrive_if(sm.q_free(qb), leader && free_q && w.tiles == 1);
     tile_probabilities<Causal, BN>(sc, x.mx, x.l, alpha, p, w, 0, c, x.i0, t);
     rescale_and_pack<T, BN, B::kDp>(x.o, x.pf, sc, alpha);
   }
@@ -257,7 +219,7 @@ __device__ __forceinline__ void run_item(Rows<BN, B::kDp>& x, const Params& p, c
     wgmma::wait<1>();
     wgmma::fence_operands(sc);
     arrive_if(sm.k_free(s), leader);
-    arrive_if(sm.q_free(qb), leader && n + 1 == w.tiles);
+    arrive_if(sm.q_free(qb), leader && free_q && n + 1 == w.tiles);
     tile_probabilities<Causal, BN>(sc, x.mx, x.l, alpha, p, w, n, c, x.i0, t);
     wgmma::wait<0>();  // P(n - 1) V(n - 1): P's registers and V's stage are free
     wgmma::fence_operands(x.o);
@@ -304,6 +266,15 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, int items,
     const Work w = work_of(item);
     Rows<BN, B::kDp> x;
     x.i0 = w.m0 + c * 64 + warp * 16 + (lane >> 2);
+    // Stored through the group's rows of the Q tile where they fit and the other tile holds the
+    // next item's Q meanwhile; the tile is then freed after the store, not after the last S.
+    const auto out = [&] { return reinterpret_cast<T*>(p.ptr[config::kOut]) + w.out; };
+    // (Not with kv_lens at BN 160, whose tiles leave no register for it: 4 bytes spilled.)
+    constexpr bool kStaged = !HasEpilogue<Epi>::value && B::kQTiles > 1 && !(Lens && BN > 128);
+    const auto staged = [&] {  // computed where used: a value kept over the tiles spilled
+      return kStaged && w.tiles > 0 && p.ptr[config::kOut] != 0 &&
+             staged_fits<T, D>(out(), p.s[config::kOut]);
+    };
     x.mx[0] = x.mx[1] = minus_infinity();
     x.l[0] = x.l[1] = 0.0f;
 #pragma unroll
@@ -317,7 +288,7 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, int items,
         tma::fence_shared_async();  // for the tensor cores
         asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
       }
-      run_item<T, BN, Stages, Causal, Lens, B>(x, p, sm, w, qb, it, c, tid);
+      run_item<T, BN, Stages, Causal, Lens, B>(x, p, sm, w, qb, it, c, tid, !staged());
       it += w.tiles;
     } else {
       // Every warp has read the copy before the leader writes the tile's next item there (where
@@ -329,9 +300,13 @@ __device__ __forceinline__ void consume(const Params& p, const B& sm, int items,
     if constexpr (HasEpilogue<Epi>::value)
       epilogue_rows<Epi, D, B::kDp / 8>(p, bi, w.h, x.i0, x.l, lane & 3,
                                         [&](int j, int e) { return x.o[4 * j + e]; });
+    else if (staged())
+      store_staged<T, D, B::kDp, B::kRows>(tma::shared_address(sm.q(qb)), out(),
+                                           p.s[config::kOut].row, p.sq, w.m0 + c * 64, x.o, x.l, c,
+                                           tid % 128);
     else if (p.ptr[config::kOut] != 0)
-      store_rows<T, D, B::kDp>(reinterpret_cast<T*>(p.ptr[config::kOut]) + w.out, p.s[config::kOut],
-                               p.sq, x.i0, x.o, x.l, lane & 3);
+      store_rows<T, D, B::kDp>(out(), p.s[config::kOut], p.sq, x.i0, x.o, x.l, lane & 3);
+    arrive_if(sm.q_free(qb), leader && staged());
     if (p.ptr[config::kLsePointer] != 0) {  // the maxima are raw scores: to log2 units
       const float m[2] = {x.mx[0] * p.scale_log2, x.mx[1] * p.scale_log2};
       store_lse_rows(p, tensor_offset(p, config::kLse, bi, w.h), x.i0, m, x.l, lane & 3);

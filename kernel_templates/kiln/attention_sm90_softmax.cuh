@@ -2,10 +2,12 @@
 // The register-level work of attention_sm90.cuh's consumer warpgroups on wgmma accumulator
 // fragments (a thread holds rows g and g + 8 of its warp's 16, columns 8 j + 2 t and + 1 of each
 // n8 step j): masking an edge tile, the online softmax in log2 units, the rescale of O and the
-// packing of P as the A fragments of P V, and the output's store.
+// packing of P as the A fragments of P V, and the output's store (directly, or through shared
+// memory where the output's rows take whole 16-byte chunks).
 
 #include <kiln/attention.cuh>
 #include <kiln/attention_common.cuh>
+#include <kiln/tma.cuh>
 
 namespace kiln::attention::sm90 {
 
@@ -125,6 +127,59 @@ __device__ __forceinline__ void store_rows(T* out, const config::Strides& so, in
       }
     }
   }
+}
+
+/// Whether an item's rows can be stored by store_staged: whole 16-byte chunks, contiguous along
+/// D, each row 16-byte aligned.
+template <class T, int D>
+__device__ __forceinline__ bool staged_fits(const T* out, const config::Strides& so) {
+  return D * int(sizeof(T)) % 16 == 0 && so.col == 1 && so.row * int(sizeof(T)) % 16 == 0 &&
+         (reinterpret_cast<unsigned long long>(out) & 15) == 0;
+}
+
+/// Consumer group c's 64 output rows (row0 on; `tid` its thread, 0-127) divided by their sums,
+/// through the group's own rows of its item's Q tile (`tile`: atoms of 64 columns, TileRows rows
+/// each), which only its products, all done, read: each thread writes its pairs there (chunks
+/// swizzled by the row, so that a warp's 8 rows take distinct banks), then the group stores
+/// whole 16-byte chunks, a row's in consecutive lanes. Storing each pair from the fragments
+/// (store_rows) took ~2 us an item, a fifth of an item's time at S 512: a warp's 4-byte stores
+/// each touch 8 rows. Ends at the group's barrier, after which the tile may take another Q.
+template <class T, int D, int Dp, int TileRows>
+__device__ __forceinline__ void store_staged(unsigned tile, T* out, long long row_stride, int sq,
+                                             int row0, const float (&o)[Dp / 2],
+                                             const float (&l)[2], int c, int tid) {
+  // Shared addresses (the block's base is aligned through an integer: to the compiler a pointer
+  // from it is generic).
+  const unsigned rows = tile + c * 64 * 128;
+  const int lane = tid & 31;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float inv = inverse_row_sum(l[h]);
+    const int r = tid / 32 * 16 + lane / 4 + 8 * h;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {  // the padding's columns (D to Dp) are not stored
+      const unsigned at =
+          rows + j / 8 * TileRows * 128 + r * 128 + ((j % 8) ^ (r % 8)) * 16 + 4 * (lane & 3);
+      asm volatile("st.shared.b32 [%0], %1;" ::"r"(at),
+                   "r"(pack2<T>(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv))
+                   : "memory");
+    }
+  }
+  asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
+  constexpr int kChunks = D / 8, kAll = 64 * kChunks;  // 16-byte chunks: a row's, the group's
+#pragma unroll 4  // all at once: 4 bytes spilled at D 80 (causal, bottom-right)
+  for (int i = 0; i < (kAll + 127) / 128; ++i) {
+    const int k = tid + 128 * i, r = k / kChunks, q = k % kChunks;
+    if (k >= kAll) break;
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(rows + q / 8 * TileRows * 128 + r * 128 + ((q % 8) ^ (r % 8)) * 16)
+                 : "memory");
+    if (row0 + r < sq) *reinterpret_cast<uint4*>(out + (row0 + r) * row_stride + q * 8) = v;
+  }
+  tma::fence_shared_async();  // the tile's next Q lands by TMA, after these writes
+  asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
 }
 
 }  // namespace kiln::attention::sm90
